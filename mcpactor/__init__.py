@@ -1,0 +1,81 @@
+"""mcpactor: Model Context Protocol servers on trio.
+
+Write a server with ``Server`` and its decorators, run it with ``mcpactor serve``.
+"""
+
+from ._exceptions import CapabilityError as CapabilityError
+from ._exceptions import LocalProtocolError as LocalProtocolError
+from ._exceptions import MCPActorError as MCPActorError
+from ._exceptions import PluginError as PluginError
+from ._exceptions import ProtocolError as ProtocolError
+from ._exceptions import RemoteProtocolError as RemoteProtocolError
+from ._exceptions import RequestError as RequestError
+from ._exceptions import SchemaError as SchemaError
+from ._exceptions import ToolError as ToolError
+from ._exceptions import TransportBroken as TransportBroken
+from ._exceptions import TransportClosed as TransportClosed
+from ._exceptions import TransportError as TransportError
+from ._version import __version__ as __version__
+from .protocol import Annotations as Annotations
+from .protocol import AudioContent as AudioContent
+from .protocol import BlobResourceContents as BlobResourceContents
+from .protocol import CallToolResult as CallToolResult
+from .protocol import Completion as Completion
+from .protocol import CreateMessageResult as CreateMessageResult
+from .protocol import ElicitResult as ElicitResult
+from .protocol import EmbeddedResource as EmbeddedResource
+from .protocol import GetPromptResult as GetPromptResult
+from .protocol import Icon as Icon
+from .protocol import ImageContent as ImageContent
+from .protocol import PromptMessage as PromptMessage
+from .protocol import ResourceLink as ResourceLink
+from .protocol import Root as Root
+from .protocol import SamplingMessage as SamplingMessage
+from .protocol import TextContent as TextContent
+from .protocol import TextResourceContents as TextResourceContents
+from .protocol import ToolAnnotations as ToolAnnotations
+from .runtime import SessionOptions as SessionOptions
+from .runtime import check_cancelled as check_cancelled
+from .server import Audio as Audio
+from .server import Context as Context
+from .server import Image as Image
+from .server import Server as Server
+
+__all__ = [
+    "Annotations",
+    "Audio",
+    "AudioContent",
+    "BlobResourceContents",
+    "CallToolResult",
+    "CapabilityError",
+    "Completion",
+    "Context",
+    "CreateMessageResult",
+    "ElicitResult",
+    "EmbeddedResource",
+    "GetPromptResult",
+    "Icon",
+    "Image",
+    "ImageContent",
+    "LocalProtocolError",
+    "MCPActorError",
+    "PluginError",
+    "PromptMessage",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "RequestError",
+    "ResourceLink",
+    "Root",
+    "SamplingMessage",
+    "SchemaError",
+    "SessionOptions",
+    "TextContent",
+    "TextResourceContents",
+    "ToolAnnotations",
+    "ToolError",
+    "TransportBroken",
+    "TransportClosed",
+    "TransportError",
+    "__version__",
+    "check_cancelled",
+]

@@ -1,0 +1,84 @@
+"""The sans-io MCP protocol core: JSON-RPC framing, revisions, wire types and sessions."""
+
+from .._exceptions import LocalProtocolError as LocalProtocolError
+from .._exceptions import ProtocolError as ProtocolError
+from .._exceptions import RemoteProtocolError as RemoteProtocolError
+from ._convert import converter as converter
+from ._convert import structure as structure
+from ._convert import unstructure as unstructure
+from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
+from ._framing import FrameTooLong as FrameTooLong
+from ._framing import LineFramer as LineFramer
+from ._framing import decode as decode
+from ._framing import encode as encode
+from ._jsonrpc import ErrorResponse as ErrorResponse
+from ._jsonrpc import JSONObject as JSONObject
+from ._jsonrpc import JSONValue as JSONValue
+from ._jsonrpc import Message as Message
+from ._jsonrpc import Notification as Notification
+from ._jsonrpc import Request as Request
+from ._jsonrpc import RequestId as RequestId
+from ._jsonrpc import Response as Response
+from ._jsonrpc import classify as classify
+from ._revisions import LATEST as LATEST
+from ._revisions import REVISIONS as REVISIONS
+from ._revisions import SESSION_REVISIONS as SESSION_REVISIONS
+from ._revisions import Revision as Revision
+from ._revisions import negotiate as negotiate
+from ._session import LOG_LEVELS as LOG_LEVELS
+from ._session import CancelRequested as CancelRequested
+from ._session import ErrorReceived as ErrorReceived
+from ._session import Event as Event
+from ._session import Initialized as Initialized
+from ._session import Negotiated as Negotiated
+from ._session import NotificationReceived as NotificationReceived
+from ._session import Phase as Phase
+from ._session import RequestReceived as RequestReceived
+from ._session import ResponseReceived as ResponseReceived
+from ._session import RootsChanged as RootsChanged
+from ._session import Send as Send
+from ._session import ServerSession as ServerSession
+from ._types import *  # noqa: F403
+from ._types import __all__ as _types_all
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "LATEST",
+    "LOG_LEVELS",
+    "REVISIONS",
+    "SESSION_REVISIONS",
+    "CancelRequested",
+    "ErrorReceived",
+    "ErrorResponse",
+    "Event",
+    "FrameTooLong",
+    "Initialized",
+    "JSONObject",
+    "JSONValue",
+    "LineFramer",
+    "LocalProtocolError",
+    "Message",
+    "Negotiated",
+    "Notification",
+    "NotificationReceived",
+    "Phase",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "Request",
+    "RequestId",
+    "RequestReceived",
+    "Response",
+    "ResponseReceived",
+    "Revision",
+    "RootsChanged",
+    "Send",
+    "ServerSession",
+    "classify",
+    "converter",
+    "decode",
+    "encode",
+    "negotiate",
+    "structure",
+    "unstructure",
+    *_types_all,
+]

@@ -1,0 +1,512 @@
+# The server side of one MCP session, as a pure state machine (h11-shaped).
+#
+# Theory of operation
+# -------------------
+# The owner feeds every decoded JSON value the peer sent to ``receive`` and gets back a
+# list of events; it never does I/O. Events are either things that happened
+# (``RequestReceived``, ``CancelRequested``, ``ResponseReceived``, …) or ``Send``: a
+# reply the machine produced itself (errors for bad input, ``initialize``, ``ping``,
+# ``logging/setLevel``), which the owner writes to the peer as it is.
+#
+# Phases (``PHASE_RULES`` below): before ``initialize`` only ``initialize`` and ``ping``
+# are served. After answering ``initialize`` the session is operating as far as the
+# client's requests go (over HTTP the ``initialized`` notification races the next POST),
+# but the server may only send pings and log messages until ``notifications/initialized``
+# arrives, as the lifecycle page asks.
+#
+# Ids: requests the peer sent are "in flight" from ``RequestReceived`` until the owner
+# calls ``respond``/``respond_error``/``abandon``; a second request reusing an in-flight
+# id is refused. Requests we send get ids from a counter and are tracked until their
+# response arrives or ``forget_outgoing`` is called.
+#
+# Batches (2025-03-26 only, see the revision table): the replies to the requests of one
+# batch are held and sent as one array once the last of them is answered.
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import attrs
+
+from .._exceptions import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CapabilityError,
+    LocalProtocolError,
+    RemoteProtocolError,
+)
+from ._jsonrpc import (
+    ErrorResponse,
+    JSONObject,
+    JSONValue,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    classify,
+)
+from ._revisions import SESSION_REVISIONS, Revision, negotiate
+
+__all__ = [
+    "LOG_LEVELS",
+    "CancelRequested",
+    "ErrorReceived",
+    "Event",
+    "Initialized",
+    "Negotiated",
+    "NotificationReceived",
+    "Phase",
+    "RequestReceived",
+    "ResponseReceived",
+    "RootsChanged",
+    "Send",
+    "ServerSession",
+]
+
+#: syslog severities in increasing order, as ``logging/setLevel`` names them
+LOG_LEVELS: Final = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+_LOG_RANK: Final = {name: rank for rank, name in enumerate(LOG_LEVELS)}
+
+
+class Phase(enum.Enum):
+    """Where a session is in its lifecycle."""
+
+    AWAITING_INITIALIZE = "awaiting initialize"
+    AWAITING_INITIALIZED = "awaiting initialized"
+    OPERATING = "operating"
+    CLOSED = "closed"
+
+
+# What the client may ask, and what we may send, in each phase. None means "anything".
+@attrs.frozen
+class _PhaseRule:
+    client_requests: frozenset[str] | None
+    server_requests: frozenset[str] | None
+    server_notifications: frozenset[str] | None
+
+
+_LOGGING_ONLY: Final = frozenset({"notifications/message"})
+PHASE_RULES: Final = {
+    Phase.AWAITING_INITIALIZE: _PhaseRule(
+        frozenset({"initialize", "ping"}), frozenset({"ping"}), _LOGGING_ONLY
+    ),
+    Phase.AWAITING_INITIALIZED: _PhaseRule(
+        None, frozenset({"ping"}), _LOGGING_ONLY | {"notifications/progress"}
+    ),
+    Phase.OPERATING: _PhaseRule(None, None, None),
+    Phase.CLOSED: _PhaseRule(frozenset(), frozenset(), frozenset()),
+}
+
+# Server→client requests and the client capability each needs (a path into the
+# client's capabilities object).
+_OUTGOING_GATES: Final[dict[str, tuple[str, ...]]] = {
+    "sampling/createMessage": ("sampling",),
+    "elicitation/create": ("elicitation",),
+    "roots/list": ("roots",),
+}
+
+
+@attrs.frozen
+class Negotiated:
+    """What a request is served under: the revision and what the client declared.
+
+    A session builds one at ``initialize``; a stateless request (2026-07-28) will build one
+    from its own ``_meta``. Handlers read it from their context, never from a session.
+    """
+
+    revision: Revision
+    client_capabilities: JSONObject = attrs.field(factory=dict)
+    client_info: JSONObject | None = None
+
+    def client_has(self, *path: str) -> bool:
+        """Return whether the client declared the capability at ``path``."""
+        node: Any = self.client_capabilities
+        for key in path:
+            if not isinstance(node, dict) or key not in node:
+                return False
+            node = node[key]
+        return node is not None and node is not False
+
+
+# --- events -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Send:
+    """A message the machine produced itself; write it to the peer unchanged."""
+
+    payload: JSONValue
+
+
+@attrs.frozen
+class RequestReceived:
+    """The peer asked for something; serve it and answer with ``respond``."""
+
+    request: Request
+    negotiated: Negotiated
+
+
+@attrs.frozen
+class NotificationReceived:
+    """The peer sent a notification the machine does not handle itself."""
+
+    notification: Notification
+
+
+@attrs.frozen
+class Initialized:
+    """The client sent ``notifications/initialized``: the session is fully operating."""
+
+
+@attrs.frozen
+class CancelRequested:
+    """The peer cancelled one of its in-flight requests."""
+
+    request_id: RequestId
+    reason: str | None
+
+
+@attrs.frozen
+class RootsChanged:
+    """The client's roots changed."""
+
+
+@attrs.frozen
+class ResponseReceived:
+    """The peer answered one of our requests."""
+
+    request_id: RequestId
+    result: JSONObject
+
+
+@attrs.frozen
+class ErrorReceived:
+    """The peer answered one of our requests with an error."""
+
+    request_id: RequestId
+    error: ErrorResponse
+
+
+Event = (
+    Send
+    | RequestReceived
+    | NotificationReceived
+    | Initialized
+    | CancelRequested
+    | RootsChanged
+    | ResponseReceived
+    | ErrorReceived
+)
+
+
+class _Batch:
+    __slots__ = ("replies", "waiting")
+
+    def __init__(self) -> None:
+        self.waiting: set[RequestId] = set()
+        self.replies: list[JSONValue] = []
+
+
+class ServerSession:
+    """The protocol state of one server session; feed it messages, read its events."""
+
+    def __init__(
+        self,
+        *,
+        server_info: Callable[[Revision], JSONObject],
+        capabilities: Callable[[Revision], JSONObject],
+        instructions: str | None = None,
+        supported: tuple[str, ...] = SESSION_REVISIONS,
+        log_level: str = "info",
+    ) -> None:
+        self._server_info = server_info
+        self._capabilities = capabilities
+        self._instructions = instructions
+        self._supported = supported
+        self.phase = Phase.AWAITING_INITIALIZE
+        self.negotiated: Negotiated | None = None
+        self.server_capabilities: JSONObject = {}
+        self.log_level = log_level
+        self._in_flight: dict[RequestId, _Batch | None] = {}
+        self._outgoing: set[RequestId] = set()
+        self._next_id = 0
+
+    # --- what arrives -----------------------------------------------------------
+
+    def receive(self, value: JSONValue) -> list[Event]:
+        """Take one decoded JSON value from the peer; return what it means."""
+        if self.phase is Phase.CLOSED:
+            return []
+        if type(value) is list:
+            return self._receive_batch(value)
+        events: list[Event] = []
+        reply = self._receive_one(value, events, None)
+        if reply is not None:
+            events.append(Send(reply))
+        return events
+
+    def _receive_batch(self, values: list[JSONValue]) -> list[Event]:
+        if self.negotiated is None or not self.negotiated.revision.batching:
+            revision = self.negotiated.revision.version if self.negotiated else None
+            why = (
+                "batches are not allowed before initialize"
+                if revision is None
+                else f"revision {revision} does not allow JSON-RPC batches"
+            )
+            return [Send(_error(None, INVALID_REQUEST, why))]
+        if not values:
+            return [Send(_error(None, INVALID_REQUEST, "a batch must not be empty"))]
+        batch = _Batch()
+        events: list[Event] = []
+        for value in values:
+            if type(value) is dict and value.get("method") == "initialize":
+                reply: JSONValue = _error(
+                    value.get("id") if _is_id(value.get("id")) else None,
+                    INVALID_REQUEST,
+                    "initialize must not be part of a batch",
+                )
+            else:
+                reply = self._receive_one(value, events, batch)
+            if reply is not None:
+                batch.replies.append(reply)
+        if not batch.waiting and batch.replies:
+            events.append(Send(batch.replies))
+        return events
+
+    def _receive_one(
+        self, value: JSONValue, events: list[Event], batch: _Batch | None
+    ) -> JSONValue | None:
+        try:
+            message = classify(value)
+        except RemoteProtocolError as exc:
+            return _error(exc.request_id, exc.code, exc.message, exc.data)
+        if type(message) is Request:
+            return self._receive_request(message, events, batch)
+        if type(message) is Notification:
+            self._receive_notification(message, events)
+            return None
+        if type(message) is Response:
+            if message.id in self._outgoing:
+                self._outgoing.discard(message.id)
+                events.append(ResponseReceived(message.id, message.result))
+            return None
+        assert type(message) is ErrorResponse
+        if message.id is not None and message.id in self._outgoing:
+            self._outgoing.discard(message.id)
+            events.append(ErrorReceived(message.id, message))
+        return None
+
+    def _receive_request(
+        self, request: Request, events: list[Event], batch: _Batch | None
+    ) -> JSONValue | None:
+        method = request.method
+        if request.id in self._in_flight:
+            return _error(
+                request.id, INVALID_REQUEST, f"request id {request.id!r} is already in flight"
+            )
+        allowed = PHASE_RULES[self.phase].client_requests
+        if allowed is not None and method not in allowed:
+            return _error(
+                request.id,
+                INVALID_REQUEST,
+                f"{method!r} before initialize: the session is not initialized",
+            )
+        if method == "initialize":
+            return self._initialize(request)
+        if method == "ping":
+            return _result(request.id, {})
+        if method == "logging/setLevel" and "logging" in self.server_capabilities:
+            return self._set_level(request)
+        negotiated = self.negotiated
+        assert negotiated is not None  # guaranteed by the phase rules
+        self._in_flight[request.id] = batch
+        if batch is not None:
+            batch.waiting.add(request.id)
+        events.append(RequestReceived(request, negotiated))
+        return None
+
+    def _receive_notification(self, notification: Notification, events: list[Event]) -> None:
+        method = notification.method
+        params = notification.params or {}
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            # Unknown or finished ids are ignored, as the cancellation page says; the
+            # machine answers initialize itself, so it is never in flight to cancel.
+            if _is_id(request_id) and request_id in self._in_flight:
+                reason = params.get("reason")
+                events.append(
+                    CancelRequested(request_id, reason if isinstance(reason, str) else None)
+                )
+        elif method == "notifications/initialized":
+            if self.phase is Phase.AWAITING_INITIALIZED:
+                self.phase = Phase.OPERATING
+                events.append(Initialized())
+        elif method == "notifications/roots/list_changed":
+            if self.phase is not Phase.AWAITING_INITIALIZE:
+                events.append(RootsChanged())
+        elif self.phase is not Phase.AWAITING_INITIALIZE:
+            events.append(NotificationReceived(notification))
+
+    def _initialize(self, request: Request) -> JSONValue:
+        params = request.params or {}
+        version = params.get("protocolVersion")
+        capabilities = params.get("capabilities")
+        client_info = params.get("clientInfo")
+        if not isinstance(version, str):
+            return _error(
+                request.id,
+                INVALID_PARAMS,
+                f"initialize needs a string 'protocolVersion', got {version!r}",
+            )
+        if capabilities is not None and not isinstance(capabilities, dict):
+            return _error(
+                request.id,
+                INVALID_PARAMS,
+                f"'capabilities' must be an object, got {type(capabilities).__name__}",
+            )
+        if client_info is not None and not isinstance(client_info, dict):
+            return _error(
+                request.id,
+                INVALID_PARAMS,
+                f"'clientInfo' must be an object, got {type(client_info).__name__}",
+            )
+        revision = negotiate(version, self._supported)
+        self.negotiated = Negotiated(revision, capabilities or {}, client_info)
+        self.server_capabilities = self._capabilities(revision)
+        self.phase = Phase.AWAITING_INITIALIZED
+        result: JSONObject = {
+            "protocolVersion": revision.version,
+            "capabilities": self.server_capabilities,
+            "serverInfo": self._server_info(revision),
+        }
+        if self._instructions:
+            result["instructions"] = self._instructions
+        return _result(request.id, result)
+
+    def _set_level(self, request: Request) -> JSONValue:
+        level = (request.params or {}).get("level")
+        if level not in _LOG_RANK:
+            return _error(
+                request.id,
+                INVALID_PARAMS,
+                f"unknown log level {level!r}",
+                {"expected": list(LOG_LEVELS)},
+            )
+        self.log_level = level
+        return _result(request.id, {})
+
+    # --- what we answer ---------------------------------------------------------
+
+    def respond(self, request_id: RequestId, result: JSONObject) -> JSONValue | None:
+        """Answer an in-flight request; return what to write (None while a batch waits)."""
+        return self._finish(request_id, _result(request_id, result))
+
+    def respond_error(
+        self, request_id: RequestId, code: int, message: str, data: JSONValue = None
+    ) -> JSONValue | None:
+        """Answer an in-flight request with an error; return what to write, if anything."""
+        return self._finish(request_id, _error(request_id, code, message, data))
+
+    def abandon(self, request_id: RequestId) -> JSONValue | None:
+        """Forget a cancelled request without answering it (its batch may now be complete)."""
+        return self._finish(request_id, None)
+
+    def _finish(self, request_id: RequestId, reply: JSONValue | None) -> JSONValue | None:
+        try:
+            batch = self._in_flight.pop(request_id)
+        except KeyError:
+            raise LocalProtocolError(
+                f"request {request_id!r} is not in flight: it was never received "
+                "or was already answered"
+            ) from None
+        if batch is None:
+            return reply
+        batch.waiting.discard(request_id)
+        if reply is not None:
+            batch.replies.append(reply)
+        if batch.waiting or not batch.replies:
+            return None
+        return batch.replies
+
+    def in_flight(self) -> Iterable[RequestId]:
+        """Return the ids of the peer's requests not yet answered."""
+        return self._in_flight.keys()
+
+    # --- what we send on our own ------------------------------------------------
+
+    def send_request(self, method: str, params: JSONObject | None = None) -> Request:
+        """Allocate an id for a server→client request and check that it may be sent.
+
+        Raises:
+            CapabilityError: the client did not declare the capability the method needs.
+            LocalProtocolError: the session's phase does not allow this request yet.
+        """
+        allowed = PHASE_RULES[self.phase].server_requests
+        if allowed is not None and method not in allowed:
+            raise LocalProtocolError(
+                f"cannot send {method!r} while the session is {self.phase.value}"
+            )
+        gate = _OUTGOING_GATES.get(method)
+        if gate is not None:
+            negotiated = self.negotiated
+            assert negotiated is not None  # guaranteed by the phase rules
+            if not negotiated.client_has(*gate):
+                raise CapabilityError(
+                    f"the client did not declare the {'.'.join(gate)!r} capability, "
+                    f"so the server cannot send {method!r}",
+                    code=INVALID_REQUEST,
+                    data={"requiredCapabilities": {gate[0]: {}}},
+                )
+        self._next_id += 1
+        request = Request(self._next_id, method, params)
+        self._outgoing.add(request.id)
+        return request
+
+    def forget_outgoing(self, request_id: RequestId) -> None:
+        """Stop waiting for the answer to one of our requests (timed out or cancelled)."""
+        self._outgoing.discard(request_id)
+
+    def may_notify(self, method: str) -> bool:
+        """Return whether the phase allows sending this notification now."""
+        allowed = PHASE_RULES[self.phase].server_notifications
+        return allowed is None or method in allowed
+
+    def log_enabled(self, level: str) -> bool:
+        """Return whether a message at ``level`` passes the client's chosen level."""
+        return _LOG_RANK.get(level, 0) >= _LOG_RANK[self.log_level]
+
+    def close(self) -> None:
+        """Mark the session closed; nothing more is received or answered."""
+        self.phase = Phase.CLOSED
+
+
+def _is_id(value: object) -> bool:
+    return type(value) is int or type(value) is str
+
+
+def _result(request_id: RequestId, result: JSONObject) -> JSONObject:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _error(
+    request_id: RequestId | None, code: int, message: str, data: JSONValue = None
+) -> JSONObject:
+    error: JSONObject = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    if request_id is None:
+        # The 2025-11-25 schema makes the id optional for exactly this case (an id that
+        # could not be read) and has no null id; JSON-RPC's prose says null.
+        return {"jsonrpc": "2.0", "error": error}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}

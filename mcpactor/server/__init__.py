@@ -1,0 +1,10 @@
+"""What users write servers with: ``Server``, ``Context`` and result helpers."""
+
+from ._context import Context as Context
+from ._context import Peer as Peer
+from ._results import Audio as Audio
+from ._results import Image as Image
+from ._server import Server as Server
+from ._server import ServerListener as ServerListener
+
+__all__ = ["Audio", "Context", "Image", "Peer", "Server", "ServerListener"]

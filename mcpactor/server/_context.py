@@ -1,0 +1,275 @@
+# What a handler sees of the session serving it.
+#
+# ``Context`` lives in the server layer (no trio here): everything that needs the event
+# loop goes through ``Peer``, which the runtime implements for a session (and later for
+# a stateless request). The negotiated revision and client capabilities are values the
+# context carries, never looked up from a session (DESIGN "two eras").
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from .._exceptions import CapabilityError, RequestError
+from ..protocol import (
+    CreateMessageResult,
+    ElicitResult,
+    JSONObject,
+    Negotiated,
+    RequestId,
+    Root,
+    SamplingMessage,
+    TextContent,
+    structure,
+    unstructure,
+)
+
+__all__ = ["Context", "Peer"]
+
+T = TypeVar("T")
+
+_log = logging.getLogger("mcpactor")
+
+
+class Peer(Protocol):
+    """The runtime's side of a context: how a handler reaches the client."""
+
+    async def notify(
+        self, method: str, params: JSONObject, *, related_request_id: RequestId | None
+    ) -> None:
+        """Send a notification, tied to a request when ``related_request_id`` is set."""
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject,
+        *,
+        related_request_id: RequestId | None,
+        timeout: float | None,
+    ) -> JSONObject:
+        """Send a server→client request and wait for its result."""
+
+    def log_enabled(self, level: str) -> bool:
+        """Return whether the client wants log messages at ``level``."""
+
+    def subscribe(self, uri: str) -> None:
+        """Remember that the client wants updates of ``uri``."""
+
+    def unsubscribe(self, uri: str) -> None:
+        """Forget the client's subscription to ``uri``."""
+
+    async def run_sync(self, fn: Callable[[], T]) -> T:
+        """Run a blocking callable in a worker thread, cancellable cooperatively."""
+
+
+class Context:
+    """A handler's view of its request: progress, logging, and requests to the client."""
+
+    __slots__ = ("_last_progress", "_peer", "meta", "negotiated", "request_id", "server")
+
+    def __init__(
+        self,
+        *,
+        peer: Peer,
+        request_id: RequestId | None,
+        negotiated: Negotiated,
+        meta: Mapping[str, Any] | None,
+        server: Any = None,
+    ) -> None:
+        self._peer = peer
+        #: the id of the request being served
+        self.request_id = request_id
+        #: the revision and client capabilities this request is served under
+        self.negotiated = negotiated
+        #: the request's ``_meta`` (progress token and friends), or an empty mapping
+        self.meta: Mapping[str, Any] = meta or {}
+        #: the Server the handler belongs to
+        self.server = server
+        self._last_progress: float | None = None
+
+    # --- what the request carried -----------------------------------------------
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated protocol revision, e.g. ``"2025-11-25"``."""
+        return self.negotiated.revision.version
+
+    @property
+    def client_capabilities(self) -> JSONObject:
+        """The capabilities the client declared."""
+        return self.negotiated.client_capabilities
+
+    @property
+    def client_info(self) -> JSONObject | None:
+        """The client's ``clientInfo`` (name, version), if it sent one."""
+        return self.negotiated.client_info
+
+    @property
+    def progress_token(self) -> str | int | None:
+        """The request's progress token, or None when the client asked for no progress."""
+        token = self.meta.get("progressToken")
+        return token if type(token) is str or type(token) is int else None
+
+    # --- notifications ----------------------------------------------------------
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress; sent only when the client gave a progress token.
+
+        Progress must increase from one report to the next; a report that does not is
+        dropped (with a warning in the server log), as the spec forbids sending it.
+        """
+        token = self.progress_token
+        if token is None:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            _log.warning(
+                "progress must increase: dropped %r after %r (request %r)",
+                progress,
+                self._last_progress,
+                self.request_id,
+            )
+            return
+        self._last_progress = progress
+        params: JSONObject = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None and self.negotiated.revision.progress_message:
+            params["message"] = message
+        await self._peer.notify(
+            "notifications/progress", params, related_request_id=self.request_id
+        )
+
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        """Send a log message to the client if it passes the level the client set."""
+        if not self._peer.log_enabled(level):
+            return
+        params: JSONObject = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._peer.notify(
+            "notifications/message", params, related_request_id=self.request_id
+        )
+
+    async def debug(self, data: Any, *, logger: str | None = None) -> None:
+        """Log at ``debug``."""
+        await self.log("debug", data, logger=logger)
+
+    async def info(self, data: Any, *, logger: str | None = None) -> None:
+        """Log at ``info``."""
+        await self.log("info", data, logger=logger)
+
+    async def warning(self, data: Any, *, logger: str | None = None) -> None:
+        """Log at ``warning``."""
+        await self.log("warning", data, logger=logger)
+
+    async def error(self, data: Any, *, logger: str | None = None) -> None:
+        """Log at ``error``."""
+        await self.log("error", data, logger=logger)
+
+    # --- requests to the client -------------------------------------------------
+
+    async def sample(
+        self,
+        messages: str | Sequence[SamplingMessage],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: Sequence[str] | None = None,
+        model_preferences: Any = None,
+        include_context: str | None = None,
+        metadata: JSONObject | None = None,
+        timeout: float | None = None,
+    ) -> CreateMessageResult:
+        """Ask the client's model for a message (``sampling/createMessage``).
+
+        Raises:
+            CapabilityError: the client did not declare ``sampling``.
+            RequestError: the client answered with an error, or did not answer in time.
+        """
+        if isinstance(messages, str):
+            messages = [SamplingMessage(role="user", content=TextContent(text=messages))]
+        params: JSONObject = {"messages": unstructure(list(messages)), "maxTokens": max_tokens}
+        optional = {
+            "systemPrompt": system_prompt,
+            "temperature": temperature,
+            "stopSequences": list(stop_sequences) if stop_sequences is not None else None,
+            "modelPreferences": unstructure(model_preferences),
+            "includeContext": include_context,
+            "metadata": metadata,
+        }
+        params.update({k: v for k, v in optional.items() if v is not None})
+        result = await self._request("sampling/createMessage", params, timeout)
+        return structure(result, CreateMessageResult)
+
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: JSONObject,
+        *,
+        timeout: float | None = None,
+    ) -> ElicitResult:
+        """Ask the user for structured input through the client (form mode).
+
+        ``requested_schema`` is a flat object schema of primitive properties, as the
+        elicitation page allows. Raises CapabilityError without ``elicitation``.
+        """
+        params: JSONObject = {"message": message, "requestedSchema": requested_schema}
+        if self.negotiated.revision.elicitation_url:
+            params["mode"] = "form"
+            if not _supports_mode(self.negotiated, "form"):
+                raise CapabilityError(
+                    "the client's elicitation capability does not include form mode",
+                    data={"requiredCapabilities": {"elicitation": {"form": {}}}},
+                )
+        result = await self._request("elicitation/create", params, timeout)
+        return structure(result, ElicitResult)
+
+    async def elicit_url(
+        self, message: str, url: str, elicitation_id: str, *, timeout: float | None = None
+    ) -> ElicitResult:
+        """Send the user to ``url`` for out-of-band input (URL mode, 2025-11-25)."""
+        if not self.negotiated.revision.elicitation_url:
+            raise CapabilityError(
+                f"URL-mode elicitation needs revision 2025-11-25, "
+                f"the session negotiated {self.protocol_version}"
+            )
+        if not _supports_mode(self.negotiated, "url"):
+            raise CapabilityError(
+                "the client did not declare URL-mode elicitation",
+                data={"requiredCapabilities": {"elicitation": {"url": {}}}},
+            )
+        params: JSONObject = {
+            "mode": "url",
+            "message": message,
+            "url": url,
+            "elicitationId": elicitation_id,
+        }
+        result = await self._request("elicitation/create", params, timeout)
+        return structure(result, ElicitResult)
+
+    async def list_roots(self, *, timeout: float | None = None) -> list[Root]:
+        """Ask the client for its roots (``roots/list``)."""
+        result = await self._request("roots/list", {}, timeout)
+        roots = result.get("roots")
+        if not isinstance(roots, list):
+            raise RequestError(-32603, "the client's roots/list result has no 'roots' list")
+        return [structure(root, Root) for root in roots]
+
+    async def _request(self, method: str, params: JSONObject, timeout: float | None) -> JSONObject:
+        return await self._peer.request(
+            method, params, related_request_id=self.request_id, timeout=timeout
+        )
+
+
+def _supports_mode(negotiated: Negotiated, mode: str) -> bool:
+    elicitation = negotiated.client_capabilities.get("elicitation")
+    if not isinstance(elicitation, dict):
+        return False
+    if not elicitation.get("form") and not elicitation.get("url"):
+        # An empty object declares form mode only (backwards compatible).
+        return mode == "form"
+    return mode in elicitation

@@ -1,0 +1,235 @@
+# Registered handlers: one record per tool, resource, template and prompt.
+#
+# Everything that can be worked out once is worked out at registration: the JSON
+# Schemas, the compiled validators, the wire definitions per revision. A call then costs
+# a dict lookup, one validation and the handler itself (DESIGN invariant 8).
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import attrs
+import jsonschema
+import jsonschema.protocols
+import jsonschema.validators
+
+from .._exceptions import INVALID_PARAMS, RequestError, SchemaError
+from ..protocol import JSONObject, Revision
+from ._schema import FunctionSchema
+from ._uritemplate import UriTemplate
+
+__all__ = ["PromptEntry", "ResourceEntry", "TemplateEntry", "ToolEntry", "compile_validator"]
+
+_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+# The dialects jsonschema can validate; anything else is refused at registration
+# (DESIGN invariant 7), never at call time.
+_DIALECTS: Final = {
+    str(cls.META_SCHEMA.get("$id") or cls.META_SCHEMA.get("id")).rstrip("#"): cls
+    for cls in (
+        jsonschema.Draft202012Validator,
+        jsonschema.Draft201909Validator,
+        jsonschema.Draft7Validator,
+        jsonschema.Draft6Validator,
+        jsonschema.Draft4Validator,
+    )
+}
+
+
+def compile_validator(schema: JSONObject, *, what: str) -> jsonschema.protocols.Validator:
+    """Compile a schema once; SchemaError if its dialect is unknown or it is invalid."""
+    dialect = schema.get("$schema")
+    if dialect is None:
+        cls: Any = jsonschema.Draft202012Validator
+    else:
+        cls = _DIALECTS.get(str(dialect).rstrip("#"))
+        if cls is None:
+            raise SchemaError(
+                f"{what}: unsupported JSON Schema dialect {dialect!r}; "
+                f"expected one of {sorted(_DIALECTS)}"
+            )
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise SchemaError(f"{what}: invalid schema: {exc.message}") from None
+    validator: jsonschema.protocols.Validator = cls(schema)
+    return validator
+
+
+def validation_errors(validator: jsonschema.protocols.Validator, value: Any) -> list[JSONObject]:
+    """Return every schema violation as ``{"path", "message"}`` (JSON Pointer paths)."""
+    errors = []
+    for error in validator.iter_errors(value):
+        pointer = "".join(f"/{step}" for step in error.absolute_path)
+        errors.append({"path": pointer or "/", "message": error.message})
+    errors.sort(key=lambda e: (e["path"], e["message"]))
+    return errors
+
+
+def _wire(fields: Mapping[str, Any]) -> JSONObject:
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _prune(definition: JSONObject, allowed: frozenset[str]) -> JSONObject:
+    return {key: value for key, value in definition.items() if key in allowed}
+
+
+def check_tool_name(name: str) -> None:
+    """Raise SchemaError unless ``name`` is a valid tool name (1–128 of A-Z a-z 0-9 _ - .)."""
+    if not _TOOL_NAME.fullmatch(name):
+        raise SchemaError(
+            f"invalid tool name {name!r}: "
+            "use 1 to 128 characters from A-Z, a-z, 0-9, '_', '-', '.'"
+        )
+
+
+@attrs.define(eq=False)
+class ToolEntry:
+    """A registered tool."""
+
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool
+    signature: FunctionSchema | None
+    input_validator: jsonschema.protocols.Validator
+    output_validator: jsonschema.protocols.Validator | None
+    definition: JSONObject
+    #: extra keyword arguments for the handler (ctx name) or None
+    context_param: str | None
+
+    def wire(self, revision: Revision) -> JSONObject:
+        """The ``Tool`` object for ``tools/list`` at this revision."""
+        return _prune(self.definition, revision.tool_fields)
+
+
+@attrs.define(eq=False)
+class ResourceEntry:
+    """A registered static resource."""
+
+    uri: str
+    fn: Callable[..., Any]
+    is_async: bool
+    mime_type: str | None
+    definition: JSONObject
+    context_param: str | None
+
+    def wire(self, revision: Revision) -> JSONObject:
+        """The ``Resource`` object for ``resources/list`` at this revision."""
+        return _prune(self.definition, revision.resource_fields)
+
+
+@attrs.define(eq=False)
+class TemplateEntry:
+    """A registered resource template."""
+
+    template: UriTemplate
+    fn: Callable[..., Any]
+    is_async: bool
+    mime_type: str | None
+    definition: JSONObject
+    context_param: str | None
+    #: how to turn each matched variable (a string) into the parameter's type
+    coercers: Mapping[str, Callable[[str], Any]]
+
+    def wire(self, revision: Revision) -> JSONObject:
+        """The ``ResourceTemplate`` object for ``resources/templates/list``."""
+        return _prune(self.definition, revision.resource_fields)
+
+    def arguments(self, values: Mapping[str, str]) -> dict[str, Any]:
+        """Convert matched URI variables to the handler's parameter types."""
+        return coerce_strings(values, self.coercers, what=f"resource {self.template.template!r}")
+
+
+@attrs.define(eq=False)
+class PromptEntry:
+    """A registered prompt."""
+
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool
+    definition: JSONObject
+    context_param: str | None
+    required: frozenset[str]
+    coercers: Mapping[str, Callable[[str], Any]]
+    #: the allowed values of arguments typed as Enum or Literal (for completion)
+    choices: Mapping[str, tuple[str, ...]]
+
+    def wire(self, revision: Revision) -> JSONObject:
+        """The ``Prompt`` object for ``prompts/list`` at this revision."""
+        return _prune(self.definition, revision.prompt_fields)
+
+
+def _to_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"expected a boolean, got {text!r}")
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+_COERCE_BY_TYPE: Final[Mapping[str, Callable[[str], Any]]] = {
+    "integer": int,
+    "number": float,
+    "boolean": _to_bool,
+    "string": _identity,
+}
+
+
+def string_coercers(signature: FunctionSchema) -> dict[str, Callable[[str], Any]]:
+    """For each parameter, a function from its string form (URI variable, prompt argument)."""
+    coercers: dict[str, Callable[[str], Any]] = {}
+    for name, prop in signature.input_schema.get("properties", {}).items():
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        coercers[name] = (
+            _COERCE_BY_TYPE.get(kind, _identity) if isinstance(kind, str) else _identity
+        )
+    return coercers
+
+
+def coerce_strings(
+    values: Mapping[str, str], coercers: Mapping[str, Callable[[str], Any]], *, what: str
+) -> dict[str, Any]:
+    """Convert string arguments by their coercers; a bad value is a -32602 RequestError."""
+    converted: dict[str, Any] = {}
+    for name, text in values.items():
+        coerce = coercers.get(name)
+        if coerce is None:
+            continue
+        try:
+            converted[name] = coerce(text)
+        except ValueError as exc:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"{what}: invalid value for {name!r}: {exc}",
+                {"argument": name, "value": text},
+            ) from None
+    return converted
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Return whether calling ``fn`` gives a coroutine (async def, or a callable object's)."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object's method
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def describe(fn: Callable[..., Any], description: str | None) -> str | None:
+    """The description of a handler: the one given, else the docstring's first paragraph."""
+    if description is not None:
+        return description
+    doc = inspect.getdoc(fn)
+    if not doc:
+        return None
+    return doc.split("\n\n", 1)[0].strip() or None
+
+
+wire = _wire

@@ -1,0 +1,231 @@
+# Turning what handlers return into wire results, per revision.
+#
+# Tools may return a str, a content block, a list of them, raw bytes (sniffed as image
+# or audio, else an embedded blob), a CallToolResult, or — when they have an output
+# schema — any value the schema describes (sent as structuredContent plus a JSON text
+# fallback). Older revisions cannot show every content kind; ``adapt_content`` turns
+# what a client cannot read into text that says what it was, so nothing is silently lost.
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from typing import Any, Final
+
+import orjson
+
+from ..protocol import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    ContentBlock,
+    EmbeddedResource,
+    GetPromptResult,
+    ImageContent,
+    JSONObject,
+    PromptMessage,
+    ResourceLink,
+    Revision,
+    TextContent,
+    TextResourceContents,
+    unstructure,
+)
+
+__all__ = [
+    "CONTENT_TYPES",
+    "Audio",
+    "Image",
+    "adapt_content",
+    "to_content",
+    "to_prompt_result",
+    "to_resource_contents",
+]
+
+CONTENT_TYPES: Final = (TextContent, ImageContent, AudioContent, EmbeddedResource, ResourceLink)
+
+_MAGIC: Final = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"ID3", "audio/mpeg"),
+    (b"OggS", "audio/ogg"),
+    (b"fLaC", "audio/flac"),
+)
+
+
+def _sniff(data: bytes) -> str | None:
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        return "audio/wav"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def Image(
+    data: bytes | None = None, *, path: str | None = None, mime_type: str | None = None
+) -> ImageContent:
+    """Build an image content block from bytes or a file; the type is sniffed if not given."""
+    raw = _read(data, path)
+    return ImageContent.from_bytes(raw, mime_type or _sniff(raw) or "application/octet-stream")
+
+
+def Audio(
+    data: bytes | None = None, *, path: str | None = None, mime_type: str | None = None
+) -> AudioContent:
+    """Build an audio content block from bytes or a file; the type is sniffed if not given."""
+    raw = _read(data, path)
+    return AudioContent.from_bytes(raw, mime_type or _sniff(raw) or "application/octet-stream")
+
+
+def _read(data: bytes | None, path: str | None) -> bytes:
+    if (data is None) == (path is None):
+        raise TypeError("pass exactly one of data or path")
+    if data is not None:
+        return data
+    assert path is not None
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def _one_block(item: Any) -> ContentBlock:
+    if isinstance(item, CONTENT_TYPES):
+        return item
+    if isinstance(item, str):
+        return TextContent(text=item)
+    if isinstance(item, bytes | bytearray):
+        data = bytes(item)
+        mime = _sniff(data)
+        if mime is not None and mime.startswith("image/"):
+            return ImageContent.from_bytes(data, mime)
+        if mime is not None:
+            return AudioContent.from_bytes(data, mime)
+        return EmbeddedResource(
+            resource=BlobResourceContents.from_bytes(
+                "data:application/octet-stream", data, "application/octet-stream"
+            )
+        )
+    if isinstance(item, TextResourceContents | BlobResourceContents):
+        return EmbeddedResource(resource=item)
+    return TextContent(text=_json_text(item))
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(unstructure(value)).decode()
+    except TypeError:
+        return str(value)
+
+
+def to_content(value: Any) -> list[ContentBlock]:
+    """Convert a handler's return value into a list of content blocks."""
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return [_one_block(item) for item in value]
+    return [_one_block(value)]
+
+
+def tool_result(value: Any, structured: Any = None, *, has_output_schema: bool) -> JSONObject:
+    """Build the ``tools/call`` result object for a tool's return value."""
+    if isinstance(value, CallToolResult):
+        return unstructure(value)  # type: ignore[no-any-return]
+    if has_output_schema:
+        # The text fallback reads naturally: a plain string stays itself.
+        text = value if type(value) is str else orjson.dumps(structured).decode()
+        return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
+    if type(value) is str:
+        # The hot path: most tools return text.
+        return {"content": [{"type": "text", "text": value}]}
+    return {"content": unstructure(to_content(value))}
+
+
+def error_result(message: str) -> JSONObject:
+    """Build a ``tools/call`` result reporting a tool execution error."""
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def adapt_content(blocks: Iterable[JSONObject], revision: Revision) -> list[JSONObject]:
+    """Replace content blocks the revision cannot carry with text describing them."""
+    kinds = revision.content_kinds
+    adapted = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind in kinds:
+            adapted.append(block)
+        elif kind == "resource_link":
+            adapted.append(
+                {"type": "text", "text": f"resource: {block.get('uri')} ({block.get('name')})"}
+            )
+        elif kind == "audio":
+            adapted.append(
+                {
+                    "type": "text",
+                    "text": f"[{block.get('mimeType')} audio: this client's protocol revision "
+                    f"{revision.version} cannot carry audio content]",
+                }
+            )
+        else:
+            adapted.append(block)
+    return adapted
+
+
+def adapt_tool_result(result: JSONObject, revision: Revision) -> JSONObject:
+    """Fit a ``tools/call`` result to what the revision defines."""
+    content = result.get("content")
+    if isinstance(content, list):
+        new_content = adapt_content(content, revision)
+        if new_content != content:
+            result = {**result, "content": new_content}
+    if not revision.structured_content and "structuredContent" in result:
+        result = {k: v for k, v in result.items() if k != "structuredContent"}
+    return result
+
+
+def to_prompt_result(value: Any, description: str | None) -> JSONObject:
+    """Convert a prompt handler's return value into a ``prompts/get`` result."""
+    if isinstance(value, GetPromptResult):
+        result: JSONObject = unstructure(value)
+        if description and "description" not in result:
+            result["description"] = description
+        return result
+    items = value if isinstance(value, list | tuple) else [value]
+    messages = []
+    for item in items:
+        if isinstance(item, PromptMessage):
+            messages.append(unstructure(item))
+        elif isinstance(item, dict) and "role" in item and "content" in item:
+            content = item["content"]
+            block = content if isinstance(content, dict) else unstructure(_one_block(content))
+            messages.append({"role": item["role"], "content": block})
+        else:
+            messages.append({"role": "user", "content": unstructure(_one_block(item))})
+    result = {"messages": messages}
+    if description:
+        result["description"] = description
+    return result
+
+
+def to_resource_contents(value: Any, uri: str, mime_type: str | None) -> list[JSONObject]:
+    """Convert a resource handler's return value into ``resources/read`` contents."""
+    items = value if isinstance(value, list | tuple) else [value]
+    contents: list[JSONObject] = []
+    for item in items:
+        if isinstance(item, TextResourceContents | BlobResourceContents):
+            contents.append(unstructure(item))
+            continue
+        entry: JSONObject = {"uri": uri}
+        if isinstance(item, str):
+            entry["text"] = item
+            entry["mimeType"] = mime_type or "text/plain"
+        elif isinstance(item, bytes | bytearray):
+            entry["blob"] = base64.b64encode(bytes(item)).decode("ascii")
+            entry["mimeType"] = mime_type or _sniff(bytes(item)) or "application/octet-stream"
+        else:
+            entry["text"] = _json_text(item)
+            entry["mimeType"] = mime_type or "application/json"
+        contents.append(entry)
+    return contents

@@ -1,0 +1,830 @@
+# ``Server``: the object users decorate, and the dispatcher the runtime calls.
+#
+# The Server knows nothing of trio or transports. The runtime hands it one request at a
+# time (``handle_request``) with a Context; blocking handlers are run through the
+# Context's peer (``run_sync``), so the thread pool and its cancellation stay in the
+# runtime. Registry changes at run time bump a generation, drop cached list pages and
+# tell every listening session (``ServerListener``) so it can send ``list_changed``.
+
+from __future__ import annotations
+
+import base64
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any, Final, Protocol, TypeVar, overload
+
+import orjson
+
+from .._exceptions import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    RequestError,
+    SchemaError,
+    ToolError,
+)
+from ..protocol import (
+    CallToolResult,
+    Completion,
+    GetPromptResult,
+    Icon,
+    JSONObject,
+    Revision,
+    ToolAnnotations,
+    unstructure,
+)
+from . import _results
+from ._context import Context
+from ._registry import (
+    PromptEntry,
+    ResourceEntry,
+    TemplateEntry,
+    ToolEntry,
+    check_tool_name,
+    coerce_strings,
+    compile_validator,
+    describe,
+    is_async_callable,
+    string_coercers,
+    validation_errors,
+    wire,
+)
+from ._schema import describe_function
+from ._uritemplate import UriTemplate, is_uri_template
+
+__all__ = ["Server", "ServerListener"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_log = logging.getLogger("mcpactor")
+
+_SKIP_OUTPUT: Final = (*_results.CONTENT_TYPES, CallToolResult, GetPromptResult, bytes)
+_MAX_COMPLETIONS: Final = 100
+_RESOURCE_NOT_FOUND: Final = -32002
+
+
+class ServerListener(Protocol):
+    """What a live session hears from its Server."""
+
+    def list_changed(self, kind: str) -> None:
+        """The list of ``tools``, ``resources`` or ``prompts`` changed."""
+
+    def resource_updated(self, uri: str) -> None:
+        """The resource at ``uri`` changed."""
+
+
+Completer = Callable[..., Any]
+
+
+class Server:
+    """An MCP server: tools, resources and prompts registered with decorators."""
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        page_size: int = 100,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size!r}")
+        self.name = name
+        self.version = version
+        self.title = title
+        self.description = description
+        self.instructions = instructions
+        self.website_url = website_url
+        self.icons = list(icons) if icons else None
+        self.page_size = page_size
+        self._tools: dict[str, ToolEntry] = {}
+        self._resources: dict[str, ResourceEntry] = {}
+        self._templates: dict[str, TemplateEntry] = {}
+        self._prompts: dict[str, PromptEntry] = {}
+        self._completers: dict[tuple[str, str, str], Completer] = {}
+        self._listeners: set[ServerListener] = set()
+        self._pages: dict[tuple[str, str], list[list[JSONObject]]] = {}
+        self._lifespans: list[Callable[[Server], AbstractAsyncContextManager[Any]]] = []
+        #: async callables run with a Context when a client says its roots changed
+        self.roots_changed_hooks: list[Callable[[Context], Any]] = []
+        self._methods: Mapping[str, Callable[[JSONObject, Context], Any]] = {
+            "tools/list": self._list_tools,
+            "tools/call": self._call_tool,
+            "resources/list": self._list_resources,
+            "resources/templates/list": self._list_templates,
+            "resources/read": self._read_resource,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "prompts/list": self._list_prompts,
+            "prompts/get": self._get_prompt,
+            "completion/complete": self._complete,
+        }
+
+    def __repr__(self) -> str:
+        return f"<Server {self.name!r} {self.version}>"
+
+    # --- identity and capabilities ----------------------------------------------
+
+    def info(self, revision: Revision) -> JSONObject:
+        """The ``serverInfo`` object for ``initialize``, with the fields the revision has."""
+        fields = {
+            "name": self.name,
+            "version": self.version,
+            "title": self.title,
+            "description": self.description,
+            "websiteUrl": self.website_url,
+            "icons": unstructure(self.icons),
+        }
+        allowed = revision.implementation_fields
+        return {k: v for k, v in fields.items() if v is not None and k in allowed}
+
+    def capabilities(self, revision: Revision) -> JSONObject:
+        """The server capabilities: exactly what this server serves."""
+        capabilities: JSONObject = {"logging": {}}
+        if self._tools:
+            capabilities["tools"] = {"listChanged": True}
+        if self._resources or self._templates:
+            capabilities["resources"] = {"subscribe": True, "listChanged": True}
+        if self._prompts:
+            capabilities["prompts"] = {"listChanged": True}
+        if revision.completions_capability and (self._prompts or self._templates):
+            capabilities["completions"] = {}
+        return capabilities
+
+    # --- registration -------------------------------------------------------------
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: JSONObject | None = None,
+        input_schema: JSONObject | None = None,
+        output_schema: JSONObject | None = None,
+        structured_output: bool | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        name: Any = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: JSONObject | None = None,
+        input_schema: JSONObject | None = None,
+        output_schema: JSONObject | None = None,
+        structured_output: bool | None = None,
+    ) -> Any:
+        """Register a tool; use as ``@server.tool`` or ``@server.tool(name=..., ...)``.
+
+        The input schema comes from the signature unless ``input_schema`` is given (then it
+        is sent verbatim and the arguments are passed as keywords). The output schema
+        comes from the return annotation when it describes structured data; set
+        ``structured_output=False`` to send text only.
+        """
+        if callable(name):
+            return self.tool()(name)
+
+        def register(fn: F) -> F:
+            self.add_tool(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                structured_output=structured_output,
+            )
+            return fn
+
+        return register
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: JSONObject | None = None,
+        input_schema: JSONObject | None = None,
+        output_schema: JSONObject | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        """Register a tool (the non-decorator form); replaces nothing silently."""
+        tool_name = name or fn.__name__
+        check_tool_name(tool_name)
+        if tool_name in self._tools:
+            raise SchemaError(f"tool {tool_name!r} is already registered on {self!r}")
+        signature = describe_function(fn, context_types=(Context,), skip_output_types=_SKIP_OUTPUT)
+        schema = input_schema if input_schema is not None else signature.input_schema
+        if schema.get("type") != "object":
+            raise SchemaError(
+                f"tool {tool_name!r}: inputSchema must have type 'object', "
+                f"got {schema.get('type')!r}"
+            )
+        if output_schema is None and structured_output is not False:
+            output_schema = signature.output_schema
+        if structured_output is False:
+            output_schema = None
+        what = f"tool {tool_name!r}"
+        definition = wire(
+            {
+                "name": tool_name,
+                "title": title,
+                "description": describe(fn, description),
+                "inputSchema": schema,
+                "outputSchema": output_schema,
+                "annotations": unstructure(annotations),
+                "icons": unstructure(list(icons)) if icons else None,
+                "_meta": meta,
+            }
+        )
+        self._tools[tool_name] = ToolEntry(
+            name=tool_name,
+            fn=fn,
+            is_async=is_async_callable(fn),
+            signature=signature if input_schema is None else None,
+            input_validator=compile_validator(schema, what=f"{what} inputSchema"),
+            output_validator=(
+                compile_validator(output_schema, what=f"{what} outputSchema")
+                if output_schema is not None
+                else None
+            ),
+            definition=definition,
+            context_param=signature.context_param,
+        )
+        self._changed("tools")
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool; KeyError if there is none of that name."""
+        del self._tools[name]
+        self._changed("tools")
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: Any = None,
+        icons: Sequence[Icon] | None = None,
+        meta: JSONObject | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}``."""
+
+        def register(fn: F) -> F:
+            self.add_resource(
+                fn,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                size=size,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+            )
+            return fn
+
+        return register
+
+    def add_resource(
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: Any = None,
+        icons: Sequence[Icon] | None = None,
+        meta: JSONObject | None = None,
+    ) -> None:
+        """Register a resource or resource template (the non-decorator form)."""
+        signature = describe_function(fn, context_types=(Context,))
+        common = {
+            "name": name or fn.__name__,
+            "title": title,
+            "description": describe(fn, description),
+            "mimeType": mime_type,
+            "annotations": unstructure(annotations),
+            "icons": unstructure(list(icons)) if icons else None,
+            "_meta": meta,
+        }
+        if is_uri_template(uri):
+            template = UriTemplate.parse(uri)
+            params = set(signature.input_schema.get("properties", {}))
+            missing = [v for v in template.variables if v not in params]
+            if missing:
+                raise SchemaError(
+                    f"resource template {uri!r}: {fn.__name__}() has no parameter for "
+                    f"{', '.join(map(repr, missing))}"
+                )
+            required = set(signature.input_schema.get("required", ()))
+            extra = sorted(required - set(template.variables))
+            if extra:
+                raise SchemaError(
+                    f"resource template {uri!r}: parameters {extra} of {fn.__name__}() "
+                    "are not template variables and have no default"
+                )
+            if uri in self._templates:
+                raise SchemaError(f"resource template {uri!r} is already registered")
+            self._templates[uri] = TemplateEntry(
+                template=template,
+                fn=fn,
+                is_async=is_async_callable(fn),
+                mime_type=mime_type,
+                definition=wire({"uriTemplate": uri, **common}),
+                context_param=signature.context_param,
+                coercers=string_coercers(signature),
+            )
+        else:
+            if signature.input_schema.get("required"):
+                raise SchemaError(
+                    f"resource {uri!r}: {fn.__name__}() takes arguments but the URI has no "
+                    "{variables}; use a URI template"
+                )
+            if uri in self._resources:
+                raise SchemaError(f"resource {uri!r} is already registered")
+            self._resources[uri] = ResourceEntry(
+                uri=uri,
+                fn=fn,
+                is_async=is_async_callable(fn),
+                mime_type=mime_type,
+                definition=wire({"uri": uri, "size": size, **common}),
+                context_param=signature.context_param,
+            )
+        self._changed("resources")
+
+    def remove_resource(self, uri: str) -> None:
+        """Unregister a resource or template by its URI; KeyError if there is none."""
+        if uri in self._resources:
+            del self._resources[uri]
+        else:
+            del self._templates[uri]
+        self._changed("resources")
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+    @overload
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: JSONObject | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        name: Any = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: JSONObject | None = None,
+    ) -> Any:
+        """Register a prompt; its parameters are the prompt's (string) arguments."""
+        if callable(name):
+            return self.prompt()(name)
+
+        def register(fn: F) -> F:
+            self.add_prompt(
+                fn, name=name, title=title, description=description, icons=icons, meta=meta
+            )
+            return fn
+
+        return register
+
+    def add_prompt(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: JSONObject | None = None,
+    ) -> None:
+        """Register a prompt (the non-decorator form)."""
+        prompt_name = name or fn.__name__
+        if prompt_name in self._prompts:
+            raise SchemaError(f"prompt {prompt_name!r} is already registered on {self!r}")
+        signature = describe_function(fn, context_types=(Context,))
+        properties: dict[str, Any] = signature.input_schema.get("properties", {})
+        required = frozenset(signature.input_schema.get("required", ()))
+        arguments = []
+        choices: dict[str, tuple[str, ...]] = {}
+        for arg, prop in properties.items():
+            arguments.append(
+                wire(
+                    {
+                        "name": arg,
+                        "title": prop.get("title"),
+                        "description": prop.get("description"),
+                        "required": arg in required,
+                    }
+                )
+            )
+            options = prop.get("enum")
+            if isinstance(options, list):
+                choices[arg] = tuple(str(option) for option in options)
+        self._prompts[prompt_name] = PromptEntry(
+            name=prompt_name,
+            fn=fn,
+            is_async=is_async_callable(fn),
+            definition=wire(
+                {
+                    "name": prompt_name,
+                    "title": title,
+                    "description": describe(fn, description),
+                    "arguments": arguments or None,
+                    "icons": unstructure(list(icons)) if icons else None,
+                    "_meta": meta,
+                }
+            ),
+            context_param=signature.context_param,
+            required=required,
+            coercers=string_coercers(signature),
+            choices=choices,
+        )
+        self._changed("prompts")
+
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt; KeyError if there is none of that name."""
+        del self._prompts[name]
+        self._changed("prompts")
+
+    def completion(self, ref: str, argument: str) -> Callable[[F], F]:
+        """Register the completer for one argument of a prompt or resource template.
+
+        ``ref`` is a prompt name or a URI template. The completer is called as
+        ``fn(value, context_arguments)`` (plus a Context parameter if it declares one) and
+        returns a list of strings or a Completion.
+        """
+
+        def register(fn: F) -> F:
+            kind = "ref/resource" if is_uri_template(ref) else "ref/prompt"
+            self._completers[(kind, ref, argument)] = fn
+            return fn
+
+        return register
+
+    def lifespan(
+        self, fn: Callable[[Server], AbstractAsyncContextManager[Any]]
+    ) -> Callable[[Server], AbstractAsyncContextManager[Any]]:
+        """Register an async context manager factory entered while the server runs."""
+        self._lifespans.append(fn)
+        return fn
+
+    def on_roots_changed(self, fn: F) -> F:
+        """Register ``async fn(ctx)``, run when a client sends roots/list_changed."""
+        self.roots_changed_hooks.append(fn)
+        return fn
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Server]:
+        """Enter every lifespan in order (left in reverse) around serving."""
+        async with _enter_all([factory(self) for factory in self._lifespans]):
+            yield self
+
+    # --- notifications to live sessions -----------------------------------------
+
+    def add_listener(self, listener: ServerListener) -> None:
+        """Start telling ``listener`` about list changes and resource updates."""
+        self._listeners.add(listener)
+
+    def remove_listener(self, listener: ServerListener) -> None:
+        """Stop telling ``listener``; missing listeners are ignored."""
+        self._listeners.discard(listener)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell every session subscribed to ``uri`` that the resource changed."""
+        for listener in list(self._listeners):
+            listener.resource_updated(uri)
+
+    def _changed(self, kind: str) -> None:
+        for key in [key for key in self._pages if key[0] == kind or kind == "resources"]:
+            del self._pages[key]
+        for listener in list(self._listeners):
+            listener.list_changed(kind)
+
+    # --- dispatch -------------------------------------------------------------------
+
+    async def handle_request(
+        self, method: str, params: JSONObject | None, ctx: Context
+    ) -> JSONObject:
+        """Serve one request and return its result.
+
+        Raises:
+            RequestError: the request gets this JSON-RPC error.
+        """
+        handler = self._methods.get(method)
+        if handler is None or not self._serves(method):
+            raise RequestError(
+                METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method}
+            )
+        result: JSONObject = await handler(params or {}, ctx)
+        return result
+
+    def _serves(self, method: str) -> bool:
+        family = method.partition("/")[0]
+        if family == "tools":
+            return bool(self._tools)
+        if family == "resources":
+            return bool(self._resources or self._templates)
+        if family == "prompts":
+            return bool(self._prompts)
+        return bool(self._prompts or self._templates)  # completion/complete
+
+    async def _invoke(
+        self, fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any], ctx: Context
+    ) -> Any:
+        if is_async:
+            return await fn(**kwargs)
+        return await ctx._peer.run_sync(functools.partial(fn, **kwargs))
+
+    # tools
+
+    async def _list_tools(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return self._page("tools", ctx.negotiated.revision, params, self._tools.values())
+
+    async def _call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
+        name = params.get("name")
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            raise RequestError(INVALID_PARAMS, f"unknown tool: {name!r}", {"name": name})
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict:
+            raise RequestError(INVALID_PARAMS, f"tool {name!r}: 'arguments' must be an object")
+        revision = ctx.negotiated.revision
+        errors = validation_errors(tool.input_validator, arguments)
+        if errors:
+            message = f"invalid arguments for tool {name!r}: " + "; ".join(
+                f"{e['path']}: {e['message']}" for e in errors
+            )
+            if revision.input_errors_in_result:
+                return _results.error_result(message)
+            raise RequestError(INVALID_PARAMS, message, {"tool": name, "errors": errors})
+        kwargs = tool.signature.bind(arguments) if tool.signature is not None else dict(arguments)
+        if tool.context_param is not None:
+            kwargs[tool.context_param] = ctx
+        try:
+            value = await self._invoke(tool.fn, tool.is_async, kwargs, ctx)
+        except ToolError as exc:
+            return _results.error_result(str(exc))
+        except RequestError:
+            raise
+        except Exception as exc:
+            _log.exception("tool %r failed", name)
+            return _results.error_result(f"tool {name!r} failed: {type(exc).__name__}: {exc}")
+        structured = None
+        if tool.output_validator is not None and not isinstance(value, CallToolResult):
+            structured = (
+                tool.signature.structure_output(value) if tool.signature is not None else value
+            )
+            errors = validation_errors(tool.output_validator, structured)
+            if errors:
+                _log.error(
+                    "tool %r returned output that breaks its outputSchema: %s", name, errors
+                )
+                return _results.error_result(
+                    f"tool {name!r} returned output that does not match its outputSchema: "
+                    + "; ".join(f"{e['path']}: {e['message']}" for e in errors)
+                )
+        result = _results.tool_result(
+            value, structured, has_output_schema=tool.output_validator is not None
+        )
+        return _results.adapt_tool_result(result, revision)
+
+    # resources
+
+    async def _list_resources(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return self._page("resources", ctx.negotiated.revision, params, self._resources.values())
+
+    async def _list_templates(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return self._page(
+            "resourceTemplates", ctx.negotiated.revision, params, self._templates.values()
+        )
+
+    def _find_resource(
+        self, uri: str
+    ) -> tuple[ResourceEntry | TemplateEntry, dict[str, Any]] | None:
+        entry = self._resources.get(uri)
+        if entry is not None:
+            return entry, {}
+        for template in self._templates.values():
+            values = template.template.match(uri)
+            if values is not None:
+                return template, template.arguments(values)
+        return None
+
+    def _resource_uri(self, params: JSONObject) -> str:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise RequestError(INVALID_PARAMS, f"'uri' must be a non-empty string, got {uri!r}")
+        return uri
+
+    async def _read_resource(self, params: JSONObject, ctx: Context) -> JSONObject:
+        uri = self._resource_uri(params)
+        found = self._find_resource(uri)
+        if found is None:
+            raise RequestError(
+                ctx.negotiated.revision.resource_not_found_code,
+                f"resource not found: {uri!r}",
+                {"uri": uri},
+            )
+        entry, kwargs = found
+        if entry.context_param is not None:
+            kwargs[entry.context_param] = ctx
+        value = await self._invoke(entry.fn, entry.is_async, kwargs, ctx)
+        contents = _results.to_resource_contents(value, uri, entry.mime_type)
+        return {"contents": contents}
+
+    async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
+        uri = self._resource_uri(params)
+        if self._find_resource(uri) is None:
+            raise RequestError(
+                ctx.negotiated.revision.resource_not_found_code,
+                f"resource not found: {uri!r}",
+                {"uri": uri},
+            )
+        ctx._peer.subscribe(uri)
+        return {}
+
+    async def _unsubscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
+        ctx._peer.unsubscribe(self._resource_uri(params))
+        return {}
+
+    # prompts
+
+    async def _list_prompts(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return self._page("prompts", ctx.negotiated.revision, params, self._prompts.values())
+
+    async def _get_prompt(self, params: JSONObject, ctx: Context) -> JSONObject:
+        name = params.get("name")
+        prompt = self._prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise RequestError(INVALID_PARAMS, f"unknown prompt: {name!r}", {"name": name})
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict) or not all(
+            isinstance(v, str) for v in arguments.values()
+        ):
+            raise RequestError(
+                INVALID_PARAMS, f"prompt {name!r}: 'arguments' must map names to strings"
+            )
+        missing = sorted(prompt.required - arguments.keys())
+        if missing:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"prompt {name!r}: missing required arguments {missing}",
+                {"missing": missing},
+            )
+        unknown = sorted(arguments.keys() - prompt.coercers.keys())
+        if unknown:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"prompt {name!r}: unknown arguments {unknown}",
+                {"unknown": unknown},
+            )
+        kwargs = coerce_strings(arguments, prompt.coercers, what=f"prompt {name!r}")
+        if prompt.context_param is not None:
+            kwargs[prompt.context_param] = ctx
+        value = await self._invoke(prompt.fn, prompt.is_async, kwargs, ctx)
+        result = _results.to_prompt_result(value, prompt.definition.get("description"))
+        revision = ctx.negotiated.revision
+        for message in result["messages"]:
+            message["content"] = _results.adapt_content([message["content"]], revision)[0]
+        return result
+
+    # completion
+
+    async def _complete(self, params: JSONObject, ctx: Context) -> JSONObject:
+        ref = params.get("ref")
+        argument = params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise RequestError(
+                INVALID_PARAMS, "completion/complete needs 'ref' and 'argument' objects"
+            )
+        kind = ref.get("type")
+        key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
+        arg_name = argument.get("name")
+        value = argument.get("value", "")
+        if not isinstance(key, str) or not isinstance(arg_name, str) or not isinstance(value, str):
+            raise RequestError(
+                INVALID_PARAMS,
+                "completion/complete: ref name/uri and argument name/value must be strings",
+            )
+        if kind == "ref/prompt":
+            if key not in self._prompts:
+                raise RequestError(INVALID_PARAMS, f"unknown prompt: {key!r}", {"name": key})
+        elif kind == "ref/resource":
+            if key not in self._templates and key not in self._resources:
+                raise RequestError(
+                    INVALID_PARAMS, f"unknown resource template: {key!r}", {"uri": key}
+                )
+        else:
+            raise RequestError(INVALID_PARAMS, f"unknown reference type {kind!r}")
+        context = params.get("context")
+        context_args = context.get("arguments") if isinstance(context, dict) else None
+        context_args = context_args if isinstance(context_args, dict) else {}
+        completer = self._completers.get((kind, key, arg_name))
+        if completer is not None:
+            signature = describe_function(completer, context_types=(Context,))
+            extra = {signature.context_param: ctx} if signature.context_param else {}
+            call = functools.partial(completer, value, context_args, **extra)
+            answer = await self._invoke(call, is_async_callable(completer), {}, ctx)
+        else:
+            prompt = self._prompts.get(key) if kind == "ref/prompt" else None
+            options = prompt.choices.get(arg_name, ()) if prompt is not None else ()
+            answer = [option for option in options if option.startswith(value)]
+        return {"completion": _completion(answer)}
+
+    # pagination
+
+    def _page(self, kind: str, revision: Revision, params: JSONObject, entries: Any) -> JSONObject:
+        key = (kind, revision.version)
+        pages = self._pages.get(key)
+        if pages is None:
+            items = [entry.wire(revision) for entry in entries]
+            size = self.page_size
+            pages = [items[i : i + size] for i in range(0, len(items), size)] or [[]]
+            self._pages[key] = pages
+        index = _decode_cursor(params.get("cursor"), kind)
+        if index >= len(pages):
+            raise RequestError(INVALID_PARAMS, "the cursor is past the end of the list")
+        result: JSONObject = {kind: pages[index]}
+        if index + 1 < len(pages):
+            result["nextCursor"] = _encode_cursor(kind, index + 1)
+        return result
+
+
+def _encode_cursor(kind: str, page: int) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([kind, page])).decode("ascii")
+
+
+def _decode_cursor(cursor: Any, kind: str) -> int:
+    if cursor is None:
+        return 0
+    try:
+        decoded = orjson.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+        if decoded[0] == kind and type(decoded[1]) is int and decoded[1] >= 0:
+            return int(decoded[1])
+    except (ValueError, TypeError, AttributeError, IndexError, KeyError, orjson.JSONDecodeError):
+        pass
+    raise RequestError(INVALID_PARAMS, f"invalid cursor {cursor!r}", {"cursor": cursor})
+
+
+def _completion(answer: Any) -> JSONObject:
+    if isinstance(answer, Completion):
+        values = list(answer.values)
+        total, has_more = answer.total, answer.has_more
+    else:
+        values = [str(v) for v in (answer or ())]
+        total, has_more = len(values), False
+    if len(values) > _MAX_COMPLETIONS:
+        total = total if total is not None and total >= len(values) else len(values)
+        values, has_more = values[:_MAX_COMPLETIONS], True
+    completion: JSONObject = {"values": values}
+    if total is not None:
+        completion["total"] = total
+    if has_more is not None:
+        completion["hasMore"] = has_more
+    return completion
+
+
+@asynccontextmanager
+async def _enter_all(managers: list[AbstractAsyncContextManager[Any]]) -> AsyncIterator[None]:
+    async with AsyncExitStack() as stack:
+        for manager in managers:
+            await stack.enter_async_context(manager)
+        yield

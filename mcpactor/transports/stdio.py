@@ -1,0 +1,146 @@
+# The stdio transport: one session over newline-delimited JSON on stdin/stdout.
+#
+# The process's real stdout is kept for protocol messages only: while serving, fd 1 is
+# pointed at stderr, so a stray print() (or a C library's write) in a handler goes to
+# the log instead of corrupting the stream. SIGINT/SIGTERM and stdin EOF end the
+# session the same way: stop reading, give running handlers a grace period, cancel the
+# rest, flush what is queued, return.
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import trio
+
+from .._exceptions import ProtocolError
+from ..protocol import DEFAULT_MAX_LINE_BYTES, JSONValue, LineFramer
+from ..runtime import Outbound, SessionActor, SessionOptions
+from ..server import Server
+from ._pump import read_frames, write_frames
+
+__all__ = ["serve_stdio", "serve_streams"]
+
+_log = logging.getLogger("mcpactor")
+
+
+async def serve_streams(
+    server: Server,
+    receive_stream: trio.abc.ReceiveStream,
+    send_stream: trio.abc.SendStream,
+    *,
+    options: SessionOptions | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    stop: trio.Event | None = None,
+    task_status: trio.TaskStatus[SessionActor] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve one session over a pair of byte streams until input ends or ``stop`` is set."""
+    inbox_send, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](64)
+    outbox_send, outbox_receive = trio.open_memory_channel[Outbound](256)
+    actor = SessionActor(server, outbox_send, options)
+    async with trio.open_nursery() as nursery:
+        # The writer ends when the actor closes the outbox, after its last message.
+        nursery.start_soon(write_frames, send_stream, outbox_receive)
+        async with trio.open_nursery() as inputs:
+            reader = trio.CancelScope()
+            inputs.start_soon(_read_input, reader, receive_stream, inbox_send, max_line_bytes)
+            if stop is not None:
+                inputs.start_soon(_stop_on, stop, reader)
+            started = await inputs.start(
+                _then_cancel, inputs.cancel_scope, actor.run, inbox_receive
+            )
+            task_status.started(started)
+
+
+async def _then_cancel(
+    scope: trio.CancelScope,
+    fn: Callable[..., Awaitable[None]],
+    *args: object,
+    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    # Run an actor to completion, then cancel its helpers (signal or stop watchers).
+    await fn(*args, task_status=task_status)
+    scope.cancel()
+
+
+async def _read_input(
+    reader: trio.CancelScope,
+    stream: trio.abc.ReceiveStream,
+    inbox: trio.MemorySendChannel[JSONValue | ProtocolError],
+    max_line_bytes: int,
+) -> None:
+    async with inbox:
+        with reader:
+            await read_frames(stream, inbox.clone(), LineFramer(max_line_bytes))
+
+
+async def _stop_on(stop: trio.Event, reader: trio.CancelScope) -> None:
+    await stop.wait()
+    reader.cancel("asked to stop")
+
+
+async def serve_stdio(
+    server: Server,
+    *,
+    options: SessionOptions | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    handle_signals: bool = True,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``server`` on this process's stdin/stdout until EOF, SIGINT or SIGTERM."""
+    with _protocol_stdout() as stdout_fd:
+        stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+        stdout = trio.lowlevel.FdStream(stdout_fd)
+        stop = trio.Event()
+        async with stdin, stdout, server.running(), trio.open_nursery() as nursery:
+            if handle_signals:
+                nursery.start_soon(_watch_signals, stop, nursery.cancel_scope)
+            await nursery.start(
+                _then_cancel,
+                nursery.cancel_scope,
+                functools.partial(
+                    serve_streams,
+                    server,
+                    stdin,
+                    stdout,
+                    options=options,
+                    max_line_bytes=max_line_bytes,
+                    stop=stop,
+                ),
+            )
+            task_status.started()
+
+
+async def _watch_signals(stop: trio.Event, everything: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            if not stop.is_set():
+                _log.info("%s: finishing in-flight requests", signal.Signals(signum).name)
+                stop.set()
+            else:
+                _log.warning("second signal: cancelling everything")
+                everything.cancel()
+
+
+@contextlib.contextmanager
+def _protocol_stdout() -> Iterator[int]:
+    # Duplicate the real stdout for protocol frames, then point fd 1 (and sys.stdout)
+    # at stderr for everything else.
+    sys.stdout.flush()
+    protocol_fd = os.dup(sys.stdout.fileno())
+    saved_fd = os.dup(sys.stdout.fileno())
+    saved_stdout = sys.stdout
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    try:
+        yield protocol_fd
+    finally:
+        sys.stdout = saved_stdout
+        os.dup2(saved_fd, saved_stdout.fileno())
+        os.close(saved_fd)
