@@ -25,7 +25,6 @@
 from __future__ import annotations
 
 import collections.abc
-import copy
 import dataclasses
 import enum
 import functools
@@ -49,6 +48,7 @@ from typing import (
 )
 
 import attrs
+import orjson
 
 from .._exceptions import SchemaError
 
@@ -189,15 +189,22 @@ def describe_function(
         hints.get("return", _MISSING), skip_output_types, where
     )
     return FunctionSchema(
-        # Deep copies: the builder shares sub-schemas between uses, and callers may edit.
-        input_schema=copy.deepcopy(input_schema),
-        output_schema=copy.deepcopy(output_schema),
+        input_schema=_fresh(input_schema),
+        output_schema=None if output_schema is None else _fresh(output_schema),
         wraps_output=wraps_output,
         context_param=context_param,
         plain=tuple(plain),
         converted=tuple(converted),
         dump_output=dump_output,
     )
+
+
+def _fresh(schema: dict[str, Any]) -> dict[str, Any]:
+    # The builder shares sub-schemas between the places a model is used (deepcopy would
+    # keep that sharing); a JSON round trip unshares them, so editing one use cannot change
+    # another, and proves the schema serialisable.
+    fresh: dict[str, Any] = orjson.loads(orjson.dumps(schema))
+    return fresh
 
 
 def _describe_output(

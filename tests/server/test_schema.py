@@ -309,7 +309,10 @@ def test_set_rejects_duplicates() -> None:
                         "type": "object",
                         "title": "Point",
                         "description": "A point on the plane.",
-                        "properties": {"x": {"type": "integer"}, "y": {"type": "integer", "default": 0}},
+                        "properties": {
+                            "x": {"type": "integer"},
+                            "y": {"type": "integer", "default": 0},
+                        },
                         "required": ["x"],
                         "additionalProperties": False,
                     },
@@ -454,7 +457,11 @@ def test_typeddict_schema() -> None:
         "meta": {
             "type": "object",
             "title": "Meta",
-            "properties": {"source": {"type": "string"}, "color": color, "count": {"type": "integer"}},
+            "properties": {
+                "source": {"type": "string"},
+                "color": color,
+                "count": {"type": "integer"},
+            },
             "required": ["source"],
         },
         "strict": {
@@ -665,9 +672,9 @@ def test_defaults() -> None:
         b: str | None = None,
         c: Color = Color.GREEN,
         d: tuple[int, ...] = (1, 2),
-        e: Point = Point(1, 2),  # noqa: B008
+        e: Point = Point(1, 2),
         f: float = math.nan,
-        g: Any = datetime.date(2024, 1, 1),  # noqa: B008
+        g: Any = datetime.date(2024, 1, 1),
         h: list[Level] = [Level.HIGH],  # noqa: B006
     ) -> None:
         pass
