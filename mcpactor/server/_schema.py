@@ -218,6 +218,7 @@ def _describe_output(
         or inner is None
         or inner is types.NoneType
         or inner is typing.NoReturn
+        or inner is typing.Never
         or _mentions(annotation, skip_output_types)
     ):
         return None, False, None
@@ -357,10 +358,6 @@ class _Builder:
                 return self._dict(tp)
         if isinstance(tp, type):
             return self._class(tp)
-        if isinstance(tp, str | typing.ForwardRef):
-            raise SchemaError(
-                f"unresolved forward reference {tp!r}; define the type at module level"
-            )
         raise SchemaError(f"cannot describe {tp!r}; {_SUPPORTED}")
 
     def _class(self, cls: type) -> _Shape:
@@ -386,15 +383,13 @@ class _Builder:
     # --- scalars and unions
 
     def _literal(self, tp: Any) -> _Shape:
-        values: list[Any] = []
-        table: dict[Any, Any] = {}
-        for value in get_args(tp):
-            json_value = value.value if isinstance(value, enum.Enum) else value
-            _json_type_of(json_value, f"Literal value {value!r}")
-            values.append(json_value)
-            table[json_value] = value
+        args = get_args(tp)
+        values = [arg.value if isinstance(arg, enum.Enum) else arg for arg in args]
+        for arg, value in zip(args, values, strict=True):
+            _json_type_of(value, f"Literal value {arg!r}")
         schema = _enum_schema(values)
-        if all(key is value for key, value in table.items()):
+        table = dict(zip(values, args, strict=True))
+        if not any(isinstance(arg, enum.Enum) for arg in args):
             return _Shape(schema, _member_check(table))
         return _Shape(
             schema, _member_check(table), load=_lookup(table, repr(tp)), dump=_enum_value
@@ -416,21 +411,16 @@ class _Builder:
         args = get_args(tp)
         shapes = [self.build(arg) for arg in args]
         schema = _any_of([shape.schema for shape in shapes])
+        check = _any_check(tuple(shape.check for shape in shapes))
         others = [shape for arg, shape in zip(args, shapes, strict=True) if arg is not type(None)]
         if len(shapes) == 2 and len(others) == 1:  # Optional[X]: the common case, kept cheap
             inner = others[0]
-            return _Shape(
-                schema,
-                _or_null_check(inner.check),
-                load=_or_null(inner.load),
-                dump=_or_null(inner.dump),
-            )
-        checks = tuple(shape.check for shape in shapes)
+            return _Shape(schema, check, load=_or_null(inner.load), dump=_or_null(inner.dump))
         load: _Convert | None = None
         if any(shape.load is not None for shape in shapes):
             load = _union_loader(tuple((shape.check, shape.load) for shape in shapes))
         dump = None if all(shape.dump is None for shape in shapes) else _to_json
-        return _Shape(schema, _any_check(checks), load=load, dump=dump)
+        return _Shape(schema, check, load=load, dump=dump)
 
     # --- containers
 
@@ -738,13 +728,6 @@ def _lookup(table: dict[Any, Any], what: str) -> _Convert:
     return load
 
 
-def _or_null_check(check: _Check) -> _Check:
-    def or_null(value: Any) -> bool:
-        return value is None or check(value)
-
-    return or_null
-
-
 def _or_null(convert: _Convert | None) -> _Convert | None:
     if convert is None:
         return None
@@ -838,8 +821,6 @@ def _model_dumper(cls: type, fields: tuple[tuple[str, str, _Convert | None], ...
 
 def _key_converter(converts: tuple[tuple[str, _Convert], ...]) -> _Convert:
     def convert_keys(value: Any) -> Any:
-        if not isinstance(value, Mapping):
-            return _to_json(value)
         out = dict(value)
         for key, convert in converts:
             if key in out:

@@ -9,7 +9,9 @@ from typing import (
     Any,
     Generic,
     Literal,
+    Never,
     NewType,
+    NoReturn,
     NotRequired,
     Optional,
     Required,
@@ -91,6 +93,13 @@ class Strict(TypedDict):
 class Tree:
     value: int
     children: "list[Tree]" = dataclasses.field(default_factory=list)
+
+
+@attrs.frozen
+class Expr:
+    op: Literal["+", "*"]
+    left: "Expr | int | Color"
+    right: "Expr | int | Color"
 
 
 @attrs.frozen
@@ -337,6 +346,7 @@ def test_union_schema(annotation: Any, expected: dict[str, Any]) -> None:
         (Literal[1, 2], {"type": "integer", "enum": [1, 2]}),
         (Literal["a", 1, None], {"type": ["string", "integer", "null"], "enum": ["a", 1, None]}),
         (Literal[True], {"type": "boolean", "enum": [True]}),
+        (Literal[1.5, 2], {"type": ["number", "integer"], "enum": [1.5, 2]}),
         (Literal[Color.RED, "other"], {"type": "string", "enum": ["red", "other"]}),
     ],
 )
@@ -549,6 +559,21 @@ def test_recursive_model_binds() -> None:
     }
 
 
+def test_recursive_model_inside_a_union() -> None:
+    def fn(expr: Expr) -> Expr:
+        raise NotImplementedError
+
+    described = describe_function(fn)
+    arguments = {
+        "expr": {"op": "+", "left": 1, "right": {"op": "*", "left": "red", "right": 3}},
+    }
+    check(described.input_schema, arguments)
+    expr = Expr("+", 1, Expr("*", Color.RED, 3))
+    assert described.bind(arguments) == {"expr": expr}
+    assert described.structure_output(expr) == arguments["expr"]
+    check(described.output_schema, arguments["expr"])
+
+
 def test_mutually_recursive_models() -> None:
     def fn(ping: Ping) -> Pong:
         raise NotImplementedError
@@ -621,8 +646,17 @@ def test_nested_annotated_description() -> None:
     }
 
 
+def test_annotated_without_a_string_adds_no_description() -> None:
+    def fn(xs: list[Annotated[int, 42]]) -> None:
+        pass
+
+    assert param(fn, "xs") == {"type": "array", "items": {"type": "integer"}}
+
+
 def test_docstring_args() -> None:
-    def fn(city: str, days: int, units: Annotated[str, "from Annotated"] = "c") -> None:
+    def fn(
+        city: str, days: int, units: Annotated[str, "from Annotated"] = "c", note: str = ""
+    ) -> None:
         """Forecast the weather.
 
         Args:
@@ -633,7 +667,7 @@ def test_docstring_args() -> None:
             missing: Not a parameter.
 
         Returns:
-            Args: not a parameter either.
+            note: the Args section has ended, so this is not the parameter's.
         """
 
     schema = describe_function(fn).input_schema
@@ -641,6 +675,7 @@ def test_docstring_args() -> None:
         "city": {"type": "string", "description": "The city to look up, for example Paris."},
         "days": {"type": "integer", "description": "How many days."},
         "units": {"type": "string", "description": "from Annotated", "default": "c"},
+        "note": {"type": "string", "default": ""},
     }
 
 
@@ -676,6 +711,7 @@ def test_defaults() -> None:
         f: float = math.nan,
         g: Any = datetime.date(2024, 1, 1),
         h: list[Level] = [Level.HIGH],  # noqa: B006
+        i: tuple[Color, int] = (Color.RED,),  # type: ignore[assignment]
     ) -> None:
         pass
 
@@ -690,6 +726,7 @@ def test_defaults() -> None:
         "f": "<none>",  # NaN is not JSON
         "g": "<none>",  # neither is a date
         "h": [2],
+        "i": "<none>",  # does not fit its annotation
     }
     assert schema["required"] == []
     check(schema, {})
@@ -728,6 +765,14 @@ def test_context_type_unknown_to_describe_function_is_an_error() -> None:
 
     with pytest.raises(SchemaError, match=r"parameter 'ctx': cannot describe Context"):
         describe_function(fn)
+
+
+def test_union_of_context_and_another_type_is_not_the_context() -> None:
+    def fn(ctx: Context | int) -> None:
+        pass
+
+    with pytest.raises(SchemaError, match=r"parameter 'ctx': cannot describe Context"):
+        describe_function(fn, context_types=(Context,))
 
 
 def test_two_context_parameters_are_an_error() -> None:
@@ -806,7 +851,6 @@ def test_error_in_nested_model_names_the_path() -> None:
         (T, r"cannot describe ~T"),
         (Literal[b"x"], r"Literal value b'x' is not a JSON scalar"),
         (Required[int], r"only allowed on a TypedDict key"),
-        ("Undefined", r"unresolved forward reference"),
     ],
 )
 def test_unsupported_annotation_is_an_error(annotation: Any, message: str) -> None:
@@ -814,8 +858,7 @@ def test_unsupported_annotation_is_an_error(annotation: Any, message: str) -> No
         pass
 
     tool.__annotations__ = {"x": annotation}
-    # A string annotation fails in get_type_hints already; the others in the builder.
-    with pytest.raises(SchemaError, match=message if annotation != "Undefined" else "resolve"):
+    with pytest.raises(SchemaError, match=message):
         describe_function(tool)
 
 
@@ -824,6 +867,15 @@ def test_unresolvable_annotation_is_an_error() -> None:
         pass
 
     with pytest.raises(SchemaError, match=r"cannot resolve the annotations of .*tool:.*Missing"):
+        describe_function(tool)
+
+
+def test_unreadable_signature_is_an_error() -> None:
+    def tool(a: int) -> None:
+        pass
+
+    tool.__signature__ = "not a signature"  # type: ignore[attr-defined]
+    with pytest.raises(SchemaError, match=r"cannot read the signature of .*tool"):
         describe_function(tool)
 
 
@@ -872,7 +924,9 @@ def test_bytes_return_is_an_error() -> None:
 # --- output ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("annotation", [None, type(None), Any, Annotated[Any, "anything"]])
+@pytest.mark.parametrize(
+    "annotation", [None, type(None), Any, Annotated[Any, "anything"], NoReturn, Never]
+)
 def test_no_output_schema(annotation: Any) -> None:
     def tool():  # type: ignore[no-untyped-def]
         pass
@@ -1208,6 +1262,59 @@ def test_bind_union_picks_the_member_that_fits() -> None:
         assert described.bind({"x": value}) == {"x": expected}
 
 
+def test_bind_union_of_scalars_and_models() -> None:
+    def tool(x: Point | bool | int | float | str | dict[str, Any] | Color | None) -> None:
+        pass
+
+    described = describe_function(tool)
+    for value, expected in [
+        ({"x": 1}, Point(1)),
+        ({"y": 1}, {"y": 1}),  # not a Point: no "x"
+        ({"x": 1, "z": 2}, {"x": 1, "z": 2}),  # not a Point: "z" is unknown
+        (True, True),
+        (2, 2),
+        (2.0, 2.0),
+        (2.5, 2.5),
+        ("red", "red"),  # str comes before Color
+        (None, None),
+    ]:
+        check(described.input_schema, {"x": value})
+        bound = described.bind({"x": value})
+        assert bound == {"x": expected}
+        assert type(bound["x"]) is type(expected)
+
+
+def test_bind_union_order_decides() -> None:
+    def tool(x: Color | Any) -> None:
+        pass
+
+    described = describe_function(tool)
+    assert described.bind({"x": "red"}) == {"x": Color.RED}
+    assert described.bind({"x": "blue"}) == {"x": "blue"}
+    assert described.bind({"x": ["red"]}) == {"x": ["red"]}
+
+
+def test_bind_union_member_nested_in_annotated() -> None:
+    def tool(x: Annotated[Point | None, "maybe a point"] | Color) -> None:
+        pass
+
+    described = describe_function(tool)
+    assert described.input_schema["properties"]["x"]["anyOf"][0]["description"] == (
+        "maybe a point"
+    )
+    assert described.bind({"x": {"x": 1}}) == {"x": Point(1)}
+    assert described.bind({"x": None}) == {"x": None}
+    assert described.bind({"x": "green"}) == {"x": Color.GREEN}
+
+
+def test_bind_union_leaves_a_value_that_fits_no_member() -> None:
+    # Arguments are validated first; bind does not second-guess what it cannot place.
+    def tool(x: Point | Color) -> None:
+        pass
+
+    assert describe_function(tool).bind({"x": 5}) == {"x": 5}
+
+
 def test_bind_union_of_typeddict_and_model() -> None:
     def tool(x: Strict | Point | None) -> None:
         pass
@@ -1299,6 +1406,12 @@ def test_callable_instance() -> None:
 
     described = describe_function(Tool())
     assert described.bind({"level": 1}) == {"level": Level.LOW}
+
+
+def test_class() -> None:
+    described = describe_function(Point)
+    assert described.input_schema["required"] == ["x"]
+    assert Point(**described.bind({"x": 1, "y": 2})) == Point(1, 2)
 
 
 def test_wrapped_function() -> None:
