@@ -26,12 +26,20 @@ produced it — the direction a server needs to route ``resources/read``.
 #   leave no trace in an expansion, so values are assigned left to right: ``{x,y}``
 #   matching ``1024`` gives ``x``. For the simple and ``+`` operators an absent value
 #   and an empty one look the same; the first variable is then reported as ``""``.
-# * ``+`` and ``#`` values are matched lazily: they may hold ``/ ? #`` but should not
-#   swallow a query expression that follows (``{+path}{?q}``).
 # * Named operators (``;``, ``?``, ``&``) get one group for the whole expression,
-#   accepting the expression's parameters in any order, each at most once and each
-#   optional; the group is split into name/value pairs after the match. Parameters
-#   the template does not name make the URI not match.
+#   accepting the expression's parameters in any order, each optional; the group is
+#   split into name/value pairs after the match. Parameters the template does not
+#   name make the URI not match.
+# * A value never runs into the text that follows its expression in the template:
+#   the literal up to the next expression, or that expression's prefix (``.``, ``/``,
+#   ``;``, ``?``, ``&``, ``#``). So ``{name}.txt`` gives ``my.notes`` for
+#   ``my.notes.txt``, ``{+path}{?q}`` leaves the query to ``q``, and
+#   ``{name}{.ext}`` reads ``a.tar.gz`` as ``a`` + ``tar.gz``. This makes every split
+#   of a URI unambiguous, so values are matched possessively and a match costs
+#   linear time whatever the URI — a plain backtracking regex takes minutes on a
+#   few kilobytes against ``{y}-{m}-{d}``, and a synchronous match blocks the whole
+#   trio run. Only an expression directly followed by a simple or ``+`` expression
+#   (``{a}{b}``, which no URI can split reliably) falls back to backtracking.
 # * Matching is lenient in one direction only: a value may hold characters that
 #   expansion would have percent-encoded (``{id}`` matches ``a@b``), but a ``%`` must
 #   start a well-formed triplet and decoded bytes must be UTF-8.
@@ -125,12 +133,19 @@ def _stringify(name: str, value: object) -> str:
     )
 
 
-def _value_pattern(excluded: str, *, lazy: bool) -> str:
-    # Any character but the excluded ones and "%", or a well-formed %XX triplet.
-    # The two alternatives cannot match the same text, so this adds no backtracking.
+def _value_pattern(excluded: str, stops: tuple[str, ...] | None, *, lazy: bool) -> str:
+    # Any character but the excluded ones and "%", or a well-formed %XX triplet (the
+    # two alternatives never match the same text). With ``stops`` known, the value
+    # also may not run into the text that follows it, which makes every split of
+    # the URI unambiguous, so the quantifier can be possessive: no backtracking.
     chars = "".join(sorted(set(excluded) | {"%"}))
-    pattern = f"(?:[^{re.escape(chars)}]|%[0-9A-Fa-f]{{2}})*"
-    return pattern + "?" if lazy else pattern
+    token = f"(?:[^{re.escape(chars)}]|%[0-9A-Fa-f]{{2}})"
+    if stops is None:
+        return token + ("*?" if lazy else "*")
+    tempered = [re.escape(stop) for stop in stops if stop[0] not in excluded]
+    if tempered:
+        token = f"(?:(?!{'|'.join(tempered)}){token})"
+    return token + "*+"
 
 
 @attrs.frozen
@@ -157,21 +172,28 @@ class _Expression:
             return ""
         return op.first + op.sep.join(pieces)
 
-    def pattern(self) -> tuple[str, int]:
-        """Return this expression's regex and how many groups it opens."""
+    def pattern(self, stops: tuple[str, ...] | None) -> tuple[str, int]:
+        """Return this expression's regex and how many groups it opens.
+
+        ``stops`` are the texts that may follow the expression in the template
+        (``()`` at the end, None when an expression without a prefix follows and the
+        split has to be found by backtracking).
+        """
         op = self.operator
         sep = re.escape(op.sep)
+        possessive = "+" if stops is not None else ""
         if op.named:
             # Longest name first, so "ab" is not read as "a" followed by junk.
             alternatives = sorted(set(self.names), key=lambda n: (-len(n), n))
             names = "|".join(re.escape(n) for n in alternatives)
-            param = f"(?:{names})(?:={_value_pattern(op.delimiters, lazy=False)})?"
-            return f"({re.escape(op.first)}{param}(?:{sep}{param})*)?", 1
+            value = _value_pattern(op.delimiters, stops, lazy=False)
+            param = f"(?:{names})(?:={value})?{possessive}"
+            return f"({re.escape(op.first)}{param}(?:{sep}{param})*{possessive})?", 1
         parts: list[str] = []
         last = len(self.names) - 1
         for i in range(len(self.names)):
             excluded = op.delimiters if i == last else op.delimiters + op.sep
-            group = f"({_value_pattern(excluded, lazy=op.allow_reserved)})"
+            group = f"({_value_pattern(excluded, stops, lazy=op.allow_reserved)})"
             parts.append(group if i == 0 else f"(?:{sep}{group})?")
         body = "".join(parts)
         if op.first:
@@ -254,6 +276,19 @@ def _split(template: str) -> list[str | _Expression]:
     return parts
 
 
+def _stops(follower: str | _Expression | None) -> tuple[str, ...] | None:
+    # What the regex of an expression may not run into: the literal after it (as
+    # expanded and as written), the prefix of the expression after it, or nothing at
+    # the end of the template. An expression followed by a simple or "+" expression
+    # has no such boundary; those splits are left to backtracking.
+    if follower is None:
+        return ()
+    if isinstance(follower, str):
+        return tuple(dict.fromkeys((_encode_reserved(follower), follower)))
+    first = follower.operator.first
+    return (first,) if first else None
+
+
 def _decode(raw: str) -> str:
     # Raises UnicodeDecodeError when the %XX triplets are not UTF-8.
     return unquote(raw, errors="strict") if "%" in raw else raw
@@ -284,7 +319,8 @@ class UriTemplate:
         positional: list[tuple[int, str]] = []
         named: list[tuple[int, str]] = []
         group = 1
-        for part in _split(self.template):
+        split = _split(self.template)
+        for i, part in enumerate(split):
             if isinstance(part, str):
                 encoded = _encode_reserved(part)
                 parts.append(encoded)
@@ -296,12 +332,12 @@ class UriTemplate:
                 continue
             parts.append(part)
             names.update(dict.fromkeys(part.names))
-            pattern, groups = part.pattern()
+            pattern, groups = part.pattern(_stops(split[i + 1] if i + 1 < len(split) else None))
             regex.append(pattern)
             if part.operator.named:
                 named.append((group, part.operator.sep))
             else:
-                positional.extend((group + i, name) for i, name in enumerate(part.names))
+                positional.extend((group + j, name) for j, name in enumerate(part.names))
             group += groups
         object.__setattr__(self, "variables", tuple(names))
         object.__setattr__(self, "_parts", tuple(parts))
@@ -337,8 +373,14 @@ class UriTemplate:
         """Return the percent-decoded variables of ``uri`` if this template produces it.
 
         Variables that the URI leaves undefined are absent from the result, except that
-        an empty simple or ``+`` expression reports its first variable as ``""``.
-        Returns None if the URI does not have the template's shape.
+        an empty simple or ``+`` expression reports its first variable as ``""``. A
+        value never contains the template text that follows it (``{name}.txt`` reads
+        ``a.b.txt`` as ``a.b``, but ``{a}-{b}`` reads ``1-2-3`` as ``1`` and ``2-3``).
+        Query and path-style parameters may come in any order; one the template does
+        not name, or a name given two different values, is no match.
+
+        Returns:
+            The variables, or None if this template cannot produce ``uri``.
         """
         found = self._regex.fullmatch(uri)
         if found is None:
