@@ -1,0 +1,99 @@
+"""mcpactor's benchmark server, written to the harness contract of the shared bench peers.
+
+    python bench/mcpactor_server.py stdio
+    python bench/mcpactor_server.py http HOST PORT [--json] [--stateless]
+
+Tools echo, echo_sync, add, sleep, progress; resource bench://static; prompt greet.
+MCPBENCH_EVENT_LOG=FILE makes the sleep tool log when it starts and when its finally runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import trio
+
+from mcpactor import Context, Server
+
+_LOG_PATH = os.environ.get("MCPBENCH_EVENT_LOG")
+_log_file = open(_LOG_PATH, "a", buffering=1) if _LOG_PATH else None  # noqa: SIM115
+
+
+def _log_event(kind: str, seconds: float, how: str = "") -> None:
+    if _log_file is not None:
+        _log_file.write(f"{kind} {time.time():.6f} {seconds} {how}".rstrip() + "\n")
+
+
+server = Server("bench-mcpactor")
+
+
+@server.tool()
+async def echo(text: str) -> str:
+    """Return text unchanged."""
+    return text
+
+
+@server.tool()
+def echo_sync(text: str) -> str:
+    """Return text unchanged (plain function: runs in a worker thread)."""
+    return text
+
+
+@server.tool()
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Sleep for `seconds`."""
+    _log_event("start", seconds)
+    how = "error"
+    try:
+        await trio.sleep(seconds)
+        how = "completed"
+        return "slept"
+    except trio.Cancelled:
+        how = "cancelled"
+        raise
+    finally:
+        _log_event("end", seconds, how)
+
+
+@server.tool()
+async def progress(steps: int, ctx: Context) -> str:
+    """Report progress `steps` times."""
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps)
+    return f"done {steps}"
+
+
+@server.resource("bench://static")
+def static_resource() -> str:
+    """A static text resource."""
+    return "static resource"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """A one-line prompt."""
+    return f"Say hello to {name}."
+
+
+def main(argv: list[str]) -> None:
+    """Serve the bench server on the transport the harness asks for."""
+    if len(argv) < 2 or argv[1] not in ("stdio", "http"):
+        sys.exit(f"usage: {argv[0]} stdio | http HOST PORT [--json] [--stateless]")
+    if argv[1] == "stdio":
+        from mcpactor.transports import serve_stdio
+
+        trio.run(serve_stdio, server)
+        return
+    sys.exit("http: not available yet in this build")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
