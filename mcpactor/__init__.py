@@ -3,6 +3,8 @@
 Write a server with ``Server`` and its decorators, run it with ``mcpactor serve``.
 """
 
+import contextlib
+
 from ._exceptions import CapabilityError as CapabilityError
 from ._exceptions import LocalProtocolError as LocalProtocolError
 from ._exceptions import MCPActorError as MCPActorError
@@ -68,6 +70,7 @@ __all__ = [
     "Root",
     "SamplingMessage",
     "SchemaError",
+    "Server",
     "SessionOptions",
     "TextContent",
     "TextResourceContents",
@@ -79,3 +82,21 @@ __all__ = [
     "__version__",
     "check_cancelled",
 ]
+
+
+def _fix_module_names() -> None:
+    # Show public names under the module users import them from (as trio does), so
+    # reprs, docs and pickles do not leak private module paths.
+    for name in __all__:
+        obj = globals()[name]
+        module = getattr(obj, "__module__", "")
+        if (
+            isinstance(module, str)
+            and module.startswith("mcpactor.")
+            and hasattr(obj, "__qualname__")
+        ):
+            with contextlib.suppress(AttributeError, TypeError):
+                obj.__module__ = __name__
+
+
+_fix_module_names()

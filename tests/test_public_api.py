@@ -1,0 +1,48 @@
+"""The public API: what ``mcpactor`` exports, and that it says where it lives."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import mcpactor
+
+PUBLIC_MODULES = ["mcpactor", "mcpactor.protocol", "mcpactor.server", "mcpactor.runtime"]
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_all_names_exist(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == []
+    assert sorted(module.__all__) == sorted(set(module.__all__))
+
+
+def test_top_level_names_report_public_module() -> None:
+    for name in mcpactor.__all__:
+        obj = getattr(mcpactor, name)
+        if isinstance(obj, type) or callable(obj):
+            assert getattr(obj, "__module__", "mcpactor") == "mcpactor", name
+
+
+@pytest.mark.parametrize(
+    "name", ["Server", "Context", "ToolError", "RequestError", "check_cancelled"]
+)
+def test_core_api_is_exported(name: str) -> None:
+    assert name in mcpactor.__all__
+
+
+def test_public_api_has_docstrings() -> None:
+    undocumented = [
+        name
+        for name in mcpactor.__all__
+        if callable(getattr(mcpactor, name))
+        and not (getattr(mcpactor, name).__doc__ or "").strip()
+    ]
+    assert undocumented == []
+
+
+def test_version_is_a_string() -> None:
+    assert isinstance(mcpactor.__version__, str)
+    assert mcpactor.__version__.count(".") >= 2
