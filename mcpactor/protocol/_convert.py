@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, get_origin
 
 import attrs
 import cattrs
+from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .._exceptions import INVALID_PARAMS, RemoteProtocolError
@@ -51,10 +52,51 @@ def _build() -> cattrs.Converter:
         overrides: dict[str, Any] = {
             field.name: override(rename=wire_name(field.name)) for field in attrs.fields(cls)
         }
-        return make_dict_structure_fn(cls, conv, **overrides)
+        structure_fields: Any = make_dict_structure_fn(cls, conv, **overrides)
+
+        # The generated function tests keys with ``in``, which a list or a string also
+        # answers: without this check ``[7]`` would become an all-defaults object.
+        def structure_object(value: Any, cls: Any) -> Any:
+            if type(value) is not dict:
+                raise TypeError(f"expected an object, got {type(value).__name__}")
+            return structure_fields(value, cls)
+
+        return structure_object
 
     conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
     conv.register_structure_hook_factory(attrs.has, structure_factory)
+
+    # cattrs structures scalars by calling the type (``str(5)``, ``bool("false")``),
+    # which would turn a peer's wrong shape into a silently wrong value instead of -32602.
+    def structure_exact(value: Any, cls: type) -> Any:
+        if type(value) is not cls:
+            raise TypeError(f"expected {cls.__name__}, got {type(value).__name__}")
+        return value
+
+    def structure_number(value: Any, _: Any) -> float:
+        if type(value) is not float and type(value) is not int:
+            raise TypeError(f"expected a number, got {type(value).__name__}")
+        return float(value)
+
+    for scalar in (str, int, bool):
+        conv.register_structure_hook(scalar, structure_exact)
+    conv.register_structure_hook(float, structure_number)
+
+    # Likewise a string or an object is iterable but is not a JSON array.
+    def list_factory(cls: Any) -> Any:
+        structure_items = list_structure_factory(cls, conv)
+
+        def structure_list(value: Any, cls: Any) -> Any:
+            if type(value) is not list:
+                raise TypeError(f"expected an array, got {type(value).__name__}")
+            return structure_items(value, cls)
+
+        return structure_list
+
+    def is_list(cls: Any) -> bool:
+        return get_origin(cls) is list
+
+    conv.register_structure_hook_factory(is_list, list_factory)
 
     content_kinds: dict[str, type] = {
         "text": _types.TextContent,
@@ -103,7 +145,7 @@ def structure(value: Any, cls: type[T]) -> T:
         else:
             details = [str(exc)]
         raise RemoteProtocolError(
-            f"invalid {cls.__name__}: {'; '.join(details)}",
+            f"invalid {getattr(cls, '__name__', cls)}: {'; '.join(details)}",
             code=INVALID_PARAMS,
             data={"errors": details},
         ) from None

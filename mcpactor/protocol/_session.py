@@ -323,6 +323,9 @@ class ServerSession:
                 f"{method!r} before initialize: the session is not initialized",
             )
         if method == "initialize":
+            if self.phase is not Phase.AWAITING_INITIALIZE:
+                # A second handshake would change the revision under in-flight requests.
+                return _error(request.id, INVALID_REQUEST, "the session is already initialized")
             return self._initialize(request)
         if method == "ping":
             return _result(request.id, {})
@@ -396,7 +399,7 @@ class ServerSession:
 
     def _set_level(self, request: Request) -> JSONValue:
         level = (request.params or {}).get("level")
-        if level not in _LOG_RANK:
+        if not isinstance(level, str) or level not in _LOG_RANK:
             return _error(
                 request.id,
                 INVALID_PARAMS,

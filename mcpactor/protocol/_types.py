@@ -277,3 +277,12 @@ class Root:
     uri: str
     name: str | None = None
     meta: dict[str, Any] | None = None
+
+
+# Resolve the string annotations now, while ``__module__`` still names this module: the
+# package re-exports these classes under ``mcpactor`` (fixing up ``__module__``), and
+# cattrs would otherwise resolve ``Any`` or ``Role`` in that namespace and fail.
+for _name in __all__:
+    if attrs.has(_cls := globals()[_name]):
+        attrs.resolve_types(_cls)
+del _name, _cls
