@@ -39,19 +39,18 @@ from ._context import Context
 from ._registry import (
     PromptEntry,
     ResourceEntry,
+    StringBinder,
     TemplateEntry,
     ToolEntry,
     check_tool_name,
-    coerce_strings,
     compile_validator,
     describe,
     is_async_callable,
-    string_coercers,
     validation_errors,
     wire,
 )
 from ._schema import describe_function
-from ._uritemplate import UriTemplate, is_uri_template
+from ._uritemplate import UriTemplate, UriTemplateError, is_uri_template
 
 __all__ = ["Server", "ServerListener"]
 
@@ -106,7 +105,8 @@ class Server:
         self._resources: dict[str, ResourceEntry] = {}
         self._templates: dict[str, TemplateEntry] = {}
         self._prompts: dict[str, PromptEntry] = {}
-        self._completers: dict[tuple[str, str, str], Completer] = {}
+        # (kind, ref, argument) -> (completer, its Context parameter or None)
+        self._completers: dict[tuple[str, str, str], tuple[Completer, str | None]] = {}
         self._listeners: set[ServerListener] = set()
         self._pages: dict[tuple[str, str], list[list[JSONObject]]] = {}
         self._lifespans: list[Callable[[Server], AbstractAsyncContextManager[Any]]] = []
@@ -245,6 +245,11 @@ class Server:
             output_schema = signature.output_schema
         if structured_output is False:
             output_schema = None
+        if output_schema is not None and output_schema.get("type") != "object":
+            raise SchemaError(
+                f"tool {tool_name!r}: outputSchema must have type 'object', "
+                f"got {output_schema.get('type')!r}"
+            )
         what = f"tool {tool_name!r}"
         definition = wire(
             {
@@ -262,7 +267,8 @@ class Server:
             name=tool_name,
             fn=fn,
             is_async=is_async_callable(fn),
-            signature=signature if input_schema is None else None,
+            signature=signature,
+            binds_arguments=input_schema is None,
             input_validator=compile_validator(schema, what=f"{what} inputSchema"),
             output_validator=(
                 compile_validator(output_schema, what=f"{what} outputSchema")
@@ -326,7 +332,9 @@ class Server:
         meta: JSONObject | None = None,
     ) -> None:
         """Register a resource or resource template (the non-decorator form)."""
-        signature = describe_function(fn, context_types=(Context,))
+        # Only the parameters matter: what the handler returns (bytes, content blocks)
+        # never becomes an output schema.
+        signature = describe_function(fn, context_types=(Context,), skip_output_types=(object,))
         common = {
             "name": name or fn.__name__,
             "title": title,
@@ -337,7 +345,11 @@ class Server:
             "_meta": meta,
         }
         if is_uri_template(uri):
-            template = UriTemplate.parse(uri)
+            try:
+                template = UriTemplate.parse(uri)
+            except UriTemplateError as exc:
+                # Every registration failure is a SchemaError, whatever found it.
+                raise SchemaError(f"resource template {uri!r}: {exc}") from exc
             params = set(signature.input_schema.get("properties", {}))
             missing = [v for v in template.variables if v not in params]
             if missing:
@@ -361,7 +373,7 @@ class Server:
                 mime_type=mime_type,
                 definition=wire({"uriTemplate": uri, **common}),
                 context_param=signature.context_param,
-                coercers=string_coercers(signature),
+                binder=StringBinder.build(signature, what=f"resource template {uri!r}"),
             )
         else:
             if signature.input_schema.get("required"):
@@ -437,7 +449,9 @@ class Server:
         prompt_name = name or fn.__name__
         if prompt_name in self._prompts:
             raise SchemaError(f"prompt {prompt_name!r} is already registered on {self!r}")
-        signature = describe_function(fn, context_types=(Context,))
+        # Only the parameters matter: what the handler returns (bytes, content blocks)
+        # never becomes an output schema.
+        signature = describe_function(fn, context_types=(Context,), skip_output_types=(object,))
         properties: dict[str, Any] = signature.input_schema.get("properties", {})
         required = frozenset(signature.input_schema.get("required", ()))
         arguments = []
@@ -472,7 +486,7 @@ class Server:
             ),
             context_param=signature.context_param,
             required=required,
-            coercers=string_coercers(signature),
+            binder=StringBinder.build(signature, what=f"prompt {prompt_name!r}"),
             choices=choices,
         )
         self._changed("prompts")
@@ -492,7 +506,9 @@ class Server:
 
         def register(fn: F) -> F:
             kind = "ref/resource" if is_uri_template(ref) else "ref/prompt"
-            self._completers[(kind, ref, argument)] = fn
+            # Read the signature once here, not on every completion request.
+            context_param = describe_function(fn, context_types=(Context,)).context_param
+            self._completers[(kind, ref, argument)] = (fn, context_param)
             return fn
 
         return register
@@ -595,7 +611,7 @@ class Server:
             if revision.input_errors_in_result:
                 return _results.error_result(message)
             raise RequestError(INVALID_PARAMS, message, {"tool": name, "errors": errors})
-        kwargs = tool.signature.bind(arguments) if tool.signature is not None else dict(arguments)
+        kwargs = tool.signature.bind(arguments) if tool.binds_arguments else dict(arguments)
         if tool.context_param is not None:
             kwargs[tool.context_param] = ctx
         try:
@@ -609,9 +625,7 @@ class Server:
             return _results.error_result(f"tool {name!r} failed: {type(exc).__name__}: {exc}")
         structured = None
         if tool.output_validator is not None and not isinstance(value, CallToolResult):
-            structured = (
-                tool.signature.structure_output(value) if tool.signature is not None else value
-            )
+            structured = tool.signature.structure_output(value)
             errors = validation_errors(tool.output_validator, structured)
             if errors:
                 _log.error(
@@ -709,14 +723,14 @@ class Server:
                 f"prompt {name!r}: missing required arguments {missing}",
                 {"missing": missing},
             )
-        unknown = sorted(arguments.keys() - prompt.coercers.keys())
+        unknown = sorted(arguments.keys() - prompt.binder.coercers.keys())
         if unknown:
             raise RequestError(
                 INVALID_PARAMS,
                 f"prompt {name!r}: unknown arguments {unknown}",
                 {"unknown": unknown},
             )
-        kwargs = coerce_strings(arguments, prompt.coercers, what=f"prompt {name!r}")
+        kwargs = prompt.binder.bind(arguments)
         if prompt.context_param is not None:
             kwargs[prompt.context_param] = ctx
         value = await self._invoke(prompt.fn, prompt.is_async, kwargs, ctx)
@@ -757,10 +771,10 @@ class Server:
         context = params.get("context")
         context_args = context.get("arguments") if isinstance(context, dict) else None
         context_args = context_args if isinstance(context_args, dict) else {}
-        completer = self._completers.get((kind, key, arg_name))
-        if completer is not None:
-            signature = describe_function(completer, context_types=(Context,))
-            extra = {signature.context_param: ctx} if signature.context_param else {}
+        found = self._completers.get((kind, key, arg_name))
+        if found is not None:
+            completer, context_param = found
+            extra = {context_param: ctx} if context_param is not None else {}
             call = functools.partial(completer, value, context_args, **extra)
             answer = await self._invoke(call, is_async_callable(completer), {}, ctx)
         else:

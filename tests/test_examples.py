@@ -1,0 +1,119 @@
+"""Every example server starts, initializes and lists its tools over stdio.
+
+Each example runs as a user would run it, in a subprocess: ``python -m mcpactor serve
+<file>``, and ``python <file>`` for examples that serve themselves when run as a script.
+The test speaks newline-delimited JSON-RPC on the pipes and checks every message the
+server sends against the official schema.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import trio
+
+from tests.spec_schema import check_server_message
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+REVISION = "2025-11-25"
+#: seconds a server gets to start (a cold Python import) and answer
+TIMEOUT = 30
+
+
+def _launches() -> list[Any]:
+    launches = []
+    for path in EXAMPLES:
+        launches.append(
+            pytest.param([sys.executable, "-m", "mcpactor", "serve", str(path)], id=path.name)
+        )
+        if 'if __name__ == "__main__":' in path.read_text():
+            launches.append(pytest.param([sys.executable, str(path)], id=f"{path.name}-script"))
+    return launches
+
+
+class _Lines:
+    """Reads newline-delimited JSON messages from a byte stream."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buffer = bytearray()
+
+    async def receive(self) -> Any:
+        while b"\n" not in self._buffer:
+            chunk = await self._stream.receive_some()
+            if not chunk:
+                raise AssertionError(
+                    f"the server closed stdout; unread output: {bytes(self._buffer)!r}"
+                )
+            self._buffer += chunk
+        line, _, rest = self._buffer.partition(b"\n")
+        self._buffer = bytearray(rest)
+        return orjson.loads(line)
+
+    async def response(self, request_id: int, method: str) -> Any:
+        """Read until the response to ``request_id``, checking every message on the way."""
+        while True:
+            message = await self.receive()
+            if message.get("id") == request_id and "method" not in message:
+                check_server_message(message, REVISION, request_method=method)
+                return message
+            check_server_message(message, REVISION)
+
+
+async def _send(stream: trio.abc.SendStream, message: dict[str, Any]) -> None:
+    await stream.send_all(orjson.dumps(message) + b"\n")
+
+
+def test_every_example_is_tested() -> None:
+    assert {path.name for path in EXAMPLES} >= {"quickstart.py", "everything.py"}
+
+
+@pytest.mark.parametrize("command", _launches())
+async def test_example_answers_initialize_and_tools_list(command: list[str]) -> None:
+    process = await trio.lowlevel.open_process(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT
+    )
+    try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        lines = _Lines(process.stdout)
+        with trio.fail_after(TIMEOUT):
+            await _send(
+                process.stdin,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": REVISION,
+                        "capabilities": {},
+                        "clientInfo": {"name": "example-test", "version": "1.0"},
+                    },
+                },
+            )
+            initialized = await lines.response(1, "initialize")
+            assert initialized["result"]["protocolVersion"] == REVISION
+            assert "tools" in initialized["result"]["capabilities"]
+            await _send(process.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await _send(process.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            listed = await lines.response(2, "tools/list")
+            tools = listed["result"]["tools"]
+            assert tools, "an example server should have at least one tool"
+            assert len({tool["name"] for tool in tools}) == len(tools)
+            # Closing stdin is how a stdio client ends the session: the server exits 0.
+            await process.stdin.aclose()
+            assert await process.wait() == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    await pipe.aclose()
