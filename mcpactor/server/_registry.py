@@ -21,7 +21,14 @@ from ..protocol import JSONObject, Revision
 from ._schema import FunctionSchema
 from ._uritemplate import UriTemplate
 
-__all__ = ["PromptEntry", "ResourceEntry", "TemplateEntry", "ToolEntry", "compile_validator"]
+__all__ = [
+    "PromptEntry",
+    "ResourceEntry",
+    "StringBinder",
+    "TemplateEntry",
+    "ToolEntry",
+    "compile_validator",
+]
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
@@ -93,7 +100,10 @@ class ToolEntry:
     name: str
     fn: Callable[..., Any]
     is_async: bool
-    signature: FunctionSchema | None
+    #: converts arguments and return values; also used when the inputSchema was given
+    signature: FunctionSchema
+    #: False when the user gave the inputSchema: arguments then go to the handler as sent
+    binds_arguments: bool
     input_validator: jsonschema.protocols.Validator
     output_validator: jsonschema.protocols.Validator | None
     definition: JSONObject
@@ -131,8 +141,8 @@ class TemplateEntry:
     mime_type: str | None
     definition: JSONObject
     context_param: str | None
-    #: how to turn each matched variable (a string) into the parameter's type
-    coercers: Mapping[str, Callable[[str], Any]]
+    #: turns the matched variables (strings) into the handler's keyword arguments
+    binder: StringBinder
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``ResourceTemplate`` object for ``resources/templates/list``."""
@@ -140,7 +150,7 @@ class TemplateEntry:
 
     def arguments(self, values: Mapping[str, str]) -> dict[str, Any]:
         """Convert matched URI variables to the handler's parameter types."""
-        return coerce_strings(values, self.coercers, what=f"resource {self.template.template!r}")
+        return self.binder.bind(values)
 
 
 @attrs.define(eq=False)
@@ -153,13 +163,22 @@ class PromptEntry:
     definition: JSONObject
     context_param: str | None
     required: frozenset[str]
-    coercers: Mapping[str, Callable[[str], Any]]
+    #: turns the prompt's (string) arguments into the handler's keyword arguments
+    binder: StringBinder
     #: the allowed values of arguments typed as Enum or Literal (for completion)
     choices: Mapping[str, tuple[str, ...]]
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Prompt`` object for ``prompts/list`` at this revision."""
-        return _prune(self.definition, revision.prompt_fields)
+        definition = _prune(self.definition, revision.prompt_fields)
+        arguments = definition.get("arguments")
+        if arguments and "title" not in revision.prompt_fields:
+            # PromptArgument gained its title with Prompt (BaseMetadata, 2025-06-18).
+            definition["arguments"] = [
+                {key: value for key, value in argument.items() if key != "title"}
+                for argument in arguments
+            ]
+        return definition
 
 
 def _to_bool(text: str) -> bool:
@@ -183,15 +202,68 @@ _COERCE_BY_TYPE: Final[Mapping[str, Callable[[str], Any]]] = {
 }
 
 
+def _json_kind(prop: Any) -> str | None:
+    # Optional[int] is {"type": ["integer", "null"]}, Optional[Color] an anyOf with null:
+    # the string form is that of the one non-null member.
+    if not isinstance(prop, dict):
+        return None
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        return kind
+    if isinstance(kind, list):
+        kinds = {k for k in kind if k != "null"}
+    elif isinstance(prop.get("anyOf"), list):
+        kinds = {_json_kind(member) for member in prop["anyOf"]} - {"null"}
+    else:
+        return None
+    return kinds.pop() if len(kinds) == 1 else None
+
+
 def string_coercers(signature: FunctionSchema) -> dict[str, Callable[[str], Any]]:
     """For each parameter, a function from its string form (URI variable, prompt argument)."""
     coercers: dict[str, Callable[[str], Any]] = {}
     for name, prop in signature.input_schema.get("properties", {}).items():
-        kind = prop.get("type") if isinstance(prop, dict) else None
-        coercers[name] = (
-            _COERCE_BY_TYPE.get(kind, _identity) if isinstance(kind, str) else _identity
-        )
+        kind = _json_kind(prop)
+        coercers[name] = _COERCE_BY_TYPE.get(kind, _identity) if kind else _identity
     return coercers
+
+
+@attrs.frozen
+class StringBinder:
+    """Binds string arguments (URI variables, prompt arguments) to a handler's parameters.
+
+    Each string is converted by its parameter's JSON type, the result is validated against
+    the handler's input schema (so an Enum or Literal parameter only sees its values) and
+    then loaded as the handler's types (an Enum parameter receives the member).
+    """
+
+    signature: FunctionSchema
+    coercers: Mapping[str, Callable[[str], Any]]
+    validator: jsonschema.protocols.Validator
+    what: str
+
+    @classmethod
+    def build(cls, signature: FunctionSchema, *, what: str) -> StringBinder:
+        """Prepare the converters and the validator once, at registration."""
+        return cls(
+            signature,
+            string_coercers(signature),
+            compile_validator(signature.input_schema, what=what),
+            what,
+        )
+
+    def bind(self, values: Mapping[str, str]) -> dict[str, Any]:
+        """Return the handler's keyword arguments; a bad value is a -32602 RequestError."""
+        converted = coerce_strings(values, self.coercers, what=self.what)
+        errors = validation_errors(self.validator, converted)
+        if errors:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"{self.what}: invalid arguments: "
+                + "; ".join(f"{e['path']}: {e['message']}" for e in errors),
+                {"errors": errors},
+            )
+        return self.signature.bind(converted)
 
 
 def coerce_strings(
