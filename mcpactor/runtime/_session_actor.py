@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 import math
 from collections.abc import Callable
@@ -29,6 +30,7 @@ import trio
 from .._exceptions import (
     INTERNAL_ERROR,
     REQUEST_TIMEOUT,
+    CapabilityError,
     ProtocolError,
     RequestError,
     TransportClosed,
@@ -52,11 +54,20 @@ from ..protocol import (
 )
 from ..server import Context, Server
 
-__all__ = ["Outbound", "SessionActor", "SessionOptions", "SessionStatistics"]
+__all__ = ["Outbound", "SessionActor", "SessionOptions", "SessionStatistics", "StreamSignal"]
 
 T = TypeVar("T")
 
 _log = logging.getLogger("mcpactor")
+
+
+class StreamSignal(enum.Enum):
+    """What an ``Outbound`` without a payload tells a streaming transport."""
+
+    #: the handler asked to close its request's response stream; the client resumes it
+    CLOSE = "close"
+    #: the request ended without a response (it was cancelled): its stream is over
+    ABANDONED = "abandoned"
 
 
 @attrs.frozen
@@ -65,11 +76,14 @@ class Outbound:
 
     ``related_request_id`` names the client request it belongs to (its response, or a
     progress/log notification or server→client request made while serving it); HTTP uses
-    it to pick the response stream. None means "not tied to a request".
+    it to pick the response stream. None means "not tied to a request". An item with a
+    ``signal`` carries no message (``payload`` is None); only actors created with
+    ``stream_signals=True`` send them.
     """
 
     payload: JSONValue
     related_request_id: RequestId | None = None
+    signal: StreamSignal | None = None
 
 
 @attrs.frozen
@@ -115,6 +129,9 @@ class SessionActor:
         server: Server,
         outbox: trio.MemorySendChannel[Outbound],
         options: SessionOptions | None = None,
+        *,
+        stream_signals: bool = False,
+        refuse_client_requests: str | None = None,
     ) -> None:
         self.server = server
         self.options = options or SessionOptions()
@@ -133,8 +150,15 @@ class SessionActor:
         self._wake = trio.Event()
         self._idle = trio.Event()
         self._idle.set()
+        # Request actors not yet done (their reply may still be waiting for the outbox).
+        self._serving = 0
         self._closing = False
         self._token: trio.lowlevel.TrioToken | None = None
+        # Transports with per-request streams (HTTP) want to hear when a stream should be
+        # cut or is over without a response; a transport that cannot carry server→client
+        # requests (stateless HTTP) names why, and they fail at once instead of timing out.
+        self._stream_signals = stream_signals
+        self._refuse_client_requests = refuse_client_requests
 
     def statistics(self) -> SessionStatistics:
         """Return how busy the session is right now."""
@@ -188,7 +212,7 @@ class SessionActor:
             kind = type(event)
             if kind is RequestReceived:
                 assert isinstance(event, RequestReceived)
-                self._start_request(event.request, event.negotiated)
+                await self._start_request(event.request, event.negotiated)
             elif kind is Send:
                 assert isinstance(event, Send)
                 await self._outbox.send(Outbound(event.payload, _reply_id(event.payload)))
@@ -219,7 +243,7 @@ class SessionActor:
 
     # --- request actors -------------------------------------------------------------
 
-    def _start_request(self, request: Request, negotiated: Negotiated) -> None:
+    async def _start_request(self, request: Request, negotiated: Negotiated) -> None:
         if len(self._scopes) >= self.options.max_in_flight or self._closing:
             why = (
                 "the session is shutting down"
@@ -228,11 +252,14 @@ class SessionActor:
             )
             reply = self.core.respond_error(request.id, INTERNAL_ERROR, f"server busy: {why}")
             if reply is not None:
-                self._outbox.send_nowait(Outbound(reply, request.id))
+                # Wait for room like every other reply: a full outbox is backpressure.
+                await self._outbox.send(Outbound(reply, request.id))
             return
         scope = trio.CancelScope()
         self._scopes[request.id] = scope
-        self._idle = trio.Event()
+        if not self._serving:
+            self._idle = trio.Event()
+        self._serving += 1
         self._nursery.start_soon(self._serve_request, request, negotiated, scope)
 
     async def _serve_request(
@@ -249,29 +276,40 @@ class SessionActor:
             server=self.server,
         )
         reply: JSONValue | None = None
+        abandoned = False
         try:
-            with scope:
-                try:
-                    result = await self.server.handle_request(request.method, params, ctx)
-                    reply = self.core.respond(request_id, result)
-                except (RequestError, ProtocolError) as exc:
-                    reply = self.core.respond_error(request_id, exc.code, exc.message, exc.data)
-                except Exception as exc:
-                    # The one place a failing handler becomes an error response.
-                    _log.exception("%r failed (request %r)", request.method, request_id)
-                    reply = self.core.respond_error(
-                        request_id,
-                        INTERNAL_ERROR,
-                        f"internal error in {request.method!r}: {type(exc).__name__}: {exc}",
-                    )
-            if scope.cancelled_caught:
-                reply = self.core.abandon(request_id)
+            try:
+                with scope:
+                    try:
+                        result = await self.server.handle_request(request.method, params, ctx)
+                        reply = self.core.respond(request_id, result)
+                    except (RequestError, ProtocolError) as exc:
+                        reply = self.core.respond_error(
+                            request_id, exc.code, exc.message, exc.data
+                        )
+                    except Exception as exc:
+                        # The one place a failing handler becomes an error response.
+                        _log.exception("%r failed (request %r)", request.method, request_id)
+                        reply = self.core.respond_error(
+                            request_id,
+                            INTERNAL_ERROR,
+                            f"internal error in {request.method!r}: {type(exc).__name__}: {exc}",
+                        )
+                if scope.cancelled_caught:
+                    reply = self.core.abandon(request_id)
+                    abandoned = reply is None
+            finally:
+                del self._scopes[request_id]
+            if reply is not None:
+                await self._outbox.send(Outbound(reply, request_id))
+            elif abandoned and self._stream_signals:
+                await self._outbox.send(Outbound(None, request_id, StreamSignal.ABANDONED))
         finally:
-            del self._scopes[request_id]
-            if not self._scopes:
+            # Idle only once the reply is queued: a full outbox must not let shutdown cut
+            # off the answer of a handler that finished within the grace period.
+            self._serving -= 1
+            if not self._serving:
                 self._idle.set()
-        if reply is not None:
-            await self._outbox.send(Outbound(reply, request_id))
 
     def _start_hooks(self, hooks: list[Callable[[Context], Any]]) -> None:
         negotiated = self.core.negotiated
@@ -312,6 +350,10 @@ class SessionActor:
         """Send a server→client request and wait for the client's result."""
         if self._closing:
             raise TransportClosed("the session is closing: the client cannot answer")
+        if self._refuse_client_requests is not None:
+            raise CapabilityError(
+                f"cannot send {method!r} to the client: {self._refuse_client_requests}"
+            )
         outgoing = self.core.send_request(method, params)
         slot = _Pending()
         self._pending[outgoing.id] = slot
@@ -363,6 +405,15 @@ class SessionActor:
         if slot is not None:
             slot.error = error
             slot.done.set()
+
+    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
+        """Ask the transport to close the response stream of a request (HTTP only).
+
+        The request keeps running; the client reconnects and resumes the stream. Without
+        per-request streams (stdio) there is nothing to close and this does nothing.
+        """
+        if self._stream_signals:
+            await self._outbox.send(Outbound(None, related_request_id, StreamSignal.CLOSE))
 
     def log_enabled(self, level: str) -> bool:
         """Return whether the client wants log messages at ``level``."""

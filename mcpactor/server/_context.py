@@ -50,6 +50,9 @@ class Peer(Protocol):
     ) -> JSONObject:
         """Send a server→client request and wait for its result."""
 
+    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
+        """Close the response stream of a request so the client resumes it (HTTP only)."""
+
     def log_enabled(self, level: str) -> bool:
         """Return whether the client wants log messages at ``level``."""
 
@@ -169,6 +172,16 @@ class Context:
         """Log at ``error``."""
         await self.log("error", data, logger=logger)
 
+    async def close_sse_stream(self) -> None:
+        """Close this request's SSE stream now; the client reconnects and resumes it.
+
+        Over Streamable HTTP the request keeps running and what it sends next waits in
+        the stream's replay buffer until the client comes back with ``Last-Event-ID``
+        (polling, 2025-11-25). Elsewhere, e.g. over stdio, this does nothing.
+        """
+        if self.request_id is not None:
+            await self._peer.close_sse_stream(related_request_id=self.request_id)
+
     # --- requests to the client -------------------------------------------------
 
     async def sample(
@@ -269,7 +282,7 @@ def _supports_mode(negotiated: Negotiated, mode: str) -> bool:
     elicitation = negotiated.client_capabilities.get("elicitation")
     if not isinstance(elicitation, dict):
         return False
-    if not elicitation.get("form") and not elicitation.get("url"):
+    if "form" not in elicitation and "url" not in elicitation:
         # An empty object declares form mode only (backwards compatible).
         return mode == "form"
     return mode in elicitation
