@@ -20,6 +20,7 @@ from .._exceptions import INVALID_PARAMS, RequestError, SchemaError
 from ..protocol import JSONObject, Revision
 from ._schema import FunctionSchema
 from ._uritemplate import UriTemplate
+from ._validation import SchemaValidator
 
 __all__ = [
     "PromptEntry",
@@ -46,7 +47,7 @@ _DIALECTS: Final = {
 }
 
 
-def compile_validator(schema: JSONObject, *, what: str) -> jsonschema.protocols.Validator:
+def compile_validator(schema: JSONObject, *, what: str) -> SchemaValidator:
     """Compile a schema once; SchemaError if its dialect is unknown or it is invalid."""
     dialect = schema.get("$schema")
     if dialect is None:
@@ -62,18 +63,12 @@ def compile_validator(schema: JSONObject, *, what: str) -> jsonschema.protocols.
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise SchemaError(f"{what}: invalid schema: {exc.message}") from None
-    validator: jsonschema.protocols.Validator = cls(schema)
-    return validator
+    return SchemaValidator(cls(schema))
 
 
-def validation_errors(validator: jsonschema.protocols.Validator, value: Any) -> list[JSONObject]:
+def validation_errors(validator: SchemaValidator, value: Any) -> list[JSONObject]:
     """Return every schema violation as ``{"path", "message"}`` (JSON Pointer paths)."""
-    errors = []
-    for error in validator.iter_errors(value):
-        pointer = "".join(f"/{step}" for step in error.absolute_path)
-        errors.append({"path": pointer or "/", "message": error.message})
-    errors.sort(key=lambda e: (e["path"], e["message"]))
-    return errors
+    return validator.errors(value)
 
 
 def _wire(fields: Mapping[str, Any]) -> JSONObject:
@@ -104,8 +99,8 @@ class ToolEntry:
     signature: FunctionSchema
     #: False when the user gave the inputSchema: arguments then go to the handler as sent
     binds_arguments: bool
-    input_validator: jsonschema.protocols.Validator
-    output_validator: jsonschema.protocols.Validator | None
+    input_validator: SchemaValidator
+    output_validator: SchemaValidator | None
     definition: JSONObject
     #: extra keyword arguments for the handler (ctx name) or None
     context_param: str | None
@@ -239,7 +234,7 @@ class StringBinder:
 
     signature: FunctionSchema
     coercers: Mapping[str, Callable[[str], Any]]
-    validator: jsonschema.protocols.Validator
+    validator: SchemaValidator
     what: str
 
     @classmethod

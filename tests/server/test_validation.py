@@ -1,0 +1,94 @@
+"""The fast validation path agrees with jsonschema on every value it accepts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcpactor.server._validation import SchemaValidator, _fast_check
+
+SCHEMAS: list[dict[str, Any]] = [
+    {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "number", "default": 2}},
+        "required": ["a"],
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "properties": {
+            "mode": {"enum": ["fast", "slow", 1, True]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "maybe": {"type": ["string", "null"]},
+            "flag": {"type": "boolean"},
+            "fixed": {"const": 3},
+        },
+    },
+    {"type": "object", "properties": {"nested": {"type": "object", "properties": {"x": {}}}}},
+]
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                ["text", "a", "b", "mode", "tags", "maybe", "flag", "fixed", "nested", "x", "zz"]
+            ),
+            children,
+            max_size=4,
+        )
+    ),
+    max_leaves=8,
+)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_the_subset_compiles_to_a_fast_check(schema: dict[str, Any]) -> None:
+    assert _fast_check(schema) is not None
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}},
+        {"type": "object", "$defs": {}, "properties": {"a": {"$ref": "#/$defs/a"}}},
+        {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        {"type": "strange"},
+    ],
+)
+def test_keywords_outside_the_subset_fall_back_to_jsonschema(schema: dict[str, Any]) -> None:
+    assert _fast_check(schema) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON, index=st.integers(min_value=0, max_value=len(SCHEMAS) - 1))
+def test_fast_and_full_validation_agree(value: Any, index: int) -> None:
+    schema = SCHEMAS[index]
+    reference = jsonschema.Draft202012Validator(schema)
+    fast = _fast_check(schema)
+    assert fast is not None
+    assert fast(value) == reference.is_valid(value)
+    errors = SchemaValidator(reference).errors(value)
+    assert (errors == []) == reference.is_valid(value)
+
+
+def test_errors_come_from_jsonschema_with_pointer_paths() -> None:
+    validator = SchemaValidator(jsonschema.Draft202012Validator(SCHEMAS[1]))
+    assert validator.errors({"a": "x", "zz": 1}) == [
+        {"path": "/", "message": "Additional properties are not allowed ('zz' was unexpected)"},
+        {"path": "/a", "message": "'x' is not of type 'integer'"},
+    ]
+
+
+def test_integers_and_numbers_follow_json_schema() -> None:
+    validator = SchemaValidator(jsonschema.Draft202012Validator(SCHEMAS[1]))
+    assert validator.errors({"a": 3.0}) == []
+    assert validator.errors({"a": True}) != []
+    assert validator.errors({"a": 1, "b": True}) != []
