@@ -30,21 +30,29 @@ async def echo(text: str) -> str:
     return text
 
 
-INIT = orjson.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}},
-    }
-) + b"\n" + b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+INIT = (
+    orjson.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        }
+    )
+    + b"\n"
+    + b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+)
 
 
 def call(i: int) -> bytes:
     """One tools/call request line."""
     return (
-        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, mcp benchmark"}}}\n'
-        % i
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
+        b'{"name":"echo","arguments":{"text":"hello, mcp benchmark"}}}\n' % i
     )
 
 

@@ -37,6 +37,7 @@ from .protocol import TextContent as TextContent
 from .protocol import TextResourceContents as TextResourceContents
 from .protocol import ToolAnnotations as ToolAnnotations
 from .runtime import SessionOptions as SessionOptions
+from .runtime import TaskOptions as TaskOptions
 from .runtime import check_cancelled as check_cancelled
 from .server import Audio as Audio
 from .server import Context as Context
@@ -72,6 +73,7 @@ __all__ = [
     "SchemaError",
     "Server",
     "SessionOptions",
+    "TaskOptions",
     "TextContent",
     "TextResourceContents",
     "ToolAnnotations",

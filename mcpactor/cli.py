@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import json
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import MCPActorError
+from ._config import ConfigError
+from ._exceptions import MCPActorError, PluginError, RequestError
 from ._version import __version__
 from .server import Server
 
@@ -82,8 +84,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="how much the server logs to stderr (default: WARNING)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve a server module over stdio")
-    serve.add_argument("target", help="package.module[:attr] or path/to/server.py[:attr]")
+    serve = commands.add_parser(
+        "serve", help="serve one server, several as one, or every installed plugin"
+    )
+    _add_composition_arguments(serve)
     serve.add_argument(
         "--grace",
         type=float,
@@ -96,6 +100,9 @@ def _build_parser() -> argparse.ArgumentParser:
         default=4 * 1024 * 1024,
         help="the longest message accepted on stdin (default: 4 MiB)",
     )
+    _add_http_arguments(serve)
+    _add_call_parser(commands)
+    _add_plugins_parser(commands)
     return parser
 
 
@@ -108,6 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.command == "serve":
         return _serve(args)
+    if args.command == "call":
+        return _call(args)
+    if args.command == "plugins":
+        return _plugins(args)
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse guards
 
 
@@ -118,12 +129,398 @@ def _serve(args: argparse.Namespace) -> int:
     from .transports import serve_stdio
 
     try:
-        server = load_server(args.target)
-    except TargetError as exc:
+        server = _served_server(args)
+    except (TargetError, PluginError, ConfigError) as exc:
         print(f"mcpactor: {exc}", file=sys.stderr)
         return 2
     options = SessionOptions(shutdown_grace=args.grace)
-    trio.run(lambda: serve_stdio(server, options=options, max_line_bytes=args.max_message_bytes))
+    try:
+        if args.http is not None:
+            return _serve_http(args, server, options)
+        trio.run(
+            lambda: serve_stdio(server, options=options, max_line_bytes=args.max_message_bytes)
+        )
+    except (PluginError, BaseExceptionGroup) as exc:
+        # Mounted servers that collide only once started (proxies) stop the start-up.
+        found = exc.split(PluginError)[0] if isinstance(exc, BaseExceptionGroup) else exc
+        if found is None:
+            raise
+        while isinstance(found, BaseExceptionGroup):
+            found = found.exceptions[0]
+        print(f"mcpactor: {found}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _add_composition_arguments(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "targets",
+        nargs="*",
+        metavar="TARGET",
+        help="an installed plugin's name, package.module[:attr], path/to/server.py[:attr] "
+        "or a ws:// URL; several are served as one, each under a prefix (default: every "
+        "installed plugin, or the servers of --config)",
+    )
+    serve.add_argument(
+        "--config",
+        metavar="FILE",
+        help="serve what FILE names (mcpactor.toml, or pyproject.toml with [tool.mcpactor]; "
+        "a directory: the one in it); TARGETs then pick servers of it by name",
+    )
+    serve.add_argument(
+        "--no-prefix",
+        action="store_true",
+        help="serve tool and prompt names unprefixed (a name served twice is an error)",
+    )
+    serve.add_argument(
+        "--prefix",
+        action="append",
+        default=[],
+        metavar="NAME=PREFIX",
+        help="the prefix of the server NAME (default: NAME); repeatable",
+    )
+    serve.add_argument(
+        "--max-concurrent",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="serve at most N requests of the server NAME at once; repeatable",
+    )
+    serve.add_argument(
+        "--strict",
+        action="store_true",
+        help="a plugin that fails to load stops the server instead of being left out",
+    )
+
+
+def _pairs(items: Sequence[str], option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not equals or not name or not value:
+            raise ConfigError(f"{option} expects NAME=VALUE, got {item!r}")
+        pairs[name] = value
+    return pairs
+
+
+def _served_server(args: argparse.Namespace) -> Server:
+    # One target is served as it is; several, none (every plugin) or a config's servers
+    # are mounted in one Server, each under its prefix.
+    import attrs
+
+    from ._config import ServerConfig, assemble, load_config, target_configs
+    from .plugins import load_plugin, plugin_names
+
+    config = load_config(args.config) if args.config else None
+    if config is not None:
+        _apply_config(args, config)
+    prefixes = _pairs(args.prefix, "--prefix")
+    limits = _pairs(args.max_concurrent, "--max-concurrent")
+    installed = plugin_names()
+    overridden = bool(prefixes or limits or args.no_prefix)
+    if config is None and len(args.targets) == 1 and not overridden:
+        (target,) = args.targets
+        return load_plugin(target) if target in installed else load_server(target)
+    if config is not None:
+        servers = list(config.servers)
+        unknown = [t for t in args.targets if t not in {s.name for s in servers}]
+        if unknown:
+            raise ConfigError(f"{config.source} names no server {', '.join(map(repr, unknown))}")
+        if args.targets:
+            servers = [s for s in servers if s.name in args.targets]
+    elif args.targets:
+        servers = target_configs(args.targets, plugins=installed)
+    else:
+        servers = [ServerConfig(name=name, plugin=name) for name in installed]
+    names = {s.name for s in servers}
+    for option, given in (("--prefix", prefixes), ("--max-concurrent", limits)):
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise ConfigError(
+                f"{option}: no server named {', '.join(map(repr, unknown))}; "
+                f"serving {', '.join(sorted(names)) or 'nothing'}"
+            )
+    for index, server in enumerate(servers):
+        if server.name in prefixes:
+            server = attrs.evolve(server, prefix=prefixes[server.name])
+        if server.name in limits:
+            limit = limits[server.name]
+            if not limit.isdigit() or int(limit) < 1:
+                raise ConfigError(f"--max-concurrent {server.name}: expected N ≥ 1, got {limit!r}")
+            server = attrs.evolve(server, max_concurrent=int(limit))
+        servers[index] = server
+    use_prefix = not args.no_prefix and (config.prefix if config is not None else True)
+    strict = args.strict or (config is not None and config.strict)
+    return assemble(servers, prefix=use_prefix, strict=strict)
+
+
+def _apply_config(args: argparse.Namespace, config: Any) -> None:
+    # The file fills in what the command line left at its default.
+    import os
+
+    os.environ.update(config.env)
+    defaults = _build_parser().parse_args(["serve"])
+    if config.log_level is not None and args.log_level == defaults.log_level:
+        logging.getLogger().setLevel(config.log_level)
+    if config.grace is not None and args.grace == defaults.grace:
+        args.grace = config.grace
+    if config.transport != "http" or getattr(args, "http", None) is not None:
+        return
+    http = config.http
+    args.http = f"[{http.host}]:{http.port}" if ":" in http.host else f"{http.host}:{http.port}"
+    if getattr(args, "path", None) == getattr(defaults, "path", None):
+        args.path = http.path
+    args.stateless = getattr(args, "stateless", False) or http.stateless
+    args.json_response = getattr(args, "json_response", False) or http.json_response
+    for name in ("allowed_hosts", "allowed_origins"):
+        configured = getattr(http, name)
+        if getattr(args, name, None) is None and configured is not None:
+            setattr(args, name, list(configured))
+
+
+def _add_plugins_parser(commands: Any) -> None:
+    plugins = commands.add_parser(
+        "plugins",
+        help="list the installed plugins and what each serves",
+        description="List the servers installed in the mcpactor.servers entry-point group: "
+        "name, distribution, version, how many tools, resources and prompts each serves, "
+        "and why one fails to load.",
+    )
+    plugins.add_argument("--json", action="store_true", help="print the list as JSON")
+    plugins.add_argument(
+        "--strict", action="store_true", help="exit with status 1 if a plugin fails to load"
+    )
+
+
+def _plugins(args: argparse.Namespace) -> int:
+    from .plugins import _listing, discover
+
+    rows = _listing(discover())
+    failed = any(row["error"] for row in rows)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 1 if failed and args.strict else 0
+    if not rows:
+        print("no plugins installed (entry-point group mcpactor.servers)")
+        return 0
+    header = ("NAME", "DISTRIBUTION", "VERSION", "TOOLS", "RESOURCES", "PROMPTS")
+    table = [header] + [
+        (
+            str(row["name"]),
+            str(row["distribution"] or "?"),
+            str(row["version"] or "?"),
+            *(str(row.get(kind, "-")) for kind in ("tools", "resources", "prompts")),
+        )
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    for line, row in zip(table, [None, *rows], strict=True):
+        cells = (cell.ljust(width) for cell, width in zip(line, widths, strict=True))
+        print("  ".join(cells).rstrip())
+        if row is not None and row["error"]:
+            for text in str(row["error"]).splitlines():
+                print(f"    {text}")
+    return 1 if failed and args.strict else 0
+
+
+def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
+    http = serve.add_argument_group("HTTP (Streamable HTTP, legacy HTTP+SSE and WebSocket)")
+    http.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve over HTTP on HOST (default 127.0.0.1) and PORT instead of stdio",
+    )
+    http.add_argument("--path", default="/mcp", help="the MCP endpoint path (default: /mcp)")
+    http.add_argument(
+        "--stateless",
+        action="store_true",
+        help="no sessions: every POST is served on its own (no GET stream, no resumption)",
+    )
+    http.add_argument(
+        "--json-response",
+        action="store_true",
+        help="answer every POST with application/json, never an SSE stream (progress and "
+        "other messages tied to a request then go to the session's GET stream)",
+    )
+    http.add_argument(
+        "--allowed-hosts",
+        nargs="+",
+        metavar="HOST",
+        help="Host header values to accept (default on loopback: localhost, 127.0.0.1, "
+        "[::1]; '*' accepts any)",
+    )
+    http.add_argument(
+        "--allowed-origins",
+        nargs="+",
+        metavar="ORIGIN",
+        help="Origin header values to accept (default on loopback: loopback origins, "
+        "elsewhere same-origin only; '*' accepts any)",
+    )
+
+
+def _parse_bind(text: str) -> tuple[str, int]:
+    host, colon, port = text.rpartition(":")
+    if not colon:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"--http expects [HOST:]PORT, got {text!r}")
+    return host, int(port)
+
+
+def _serve_http(args: argparse.Namespace, server: Server, options: Any) -> int:
+    import functools
+
+    import trio
+
+    from .transports import HttpOptions, serve_http
+
+    try:
+        host, port = _parse_bind(args.http)
+    except ValueError as exc:
+        print(f"mcpactor: {exc}", file=sys.stderr)
+        return 2
+    http_options = HttpOptions(
+        stateless=args.stateless,
+        response_mode="json" if args.json_response else "auto",
+        allowed_hosts=args.allowed_hosts,
+        allowed_origins=args.allowed_origins,
+        max_body_bytes=args.max_message_bytes,
+    )
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            bound_host, bound_port = await nursery.start(
+                functools.partial(
+                    serve_http,
+                    server,
+                    host=host,
+                    port=port,
+                    path=args.path,
+                    options=http_options,
+                    session_options=options,
+                    handle_signals=True,
+                )
+            )
+            shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+            print(
+                f"mcpactor: serving http://{shown}:{bound_port}{args.path}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    trio.run(run)
+    return 0
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+def _add_call_parser(commands: Any) -> None:
+    call = commands.add_parser(
+        "call",
+        help="start a stdio server, make one request, print the result as JSON",
+        description=(
+            "Start COMMAND as a stdio MCP server, initialize it, perform one action and "
+            "print its JSON result. A JSON-RPC error goes to stderr with exit status 1; "
+            "a tool result with isError: true is a result (exit status 0)."
+        ),
+        usage="%(prog)s (--list | --tool NAME | --resource URI | --prompt NAME) "
+        "[--args JSON] [--protocol-version V] -- COMMAND [ARGS...]",
+    )
+    action = call.add_mutually_exclusive_group(required=True)
+    action.add_argument(
+        "--list", action="store_true", help="list the tools, resources and prompts it serves"
+    )
+    action.add_argument("--tool", metavar="NAME", help="call the tool NAME")
+    action.add_argument("--resource", metavar="URI", help="read the resource at URI")
+    action.add_argument("--prompt", metavar="NAME", help="get the prompt NAME")
+    call.add_argument(
+        "--args",
+        type=_json_object,
+        metavar="JSON",
+        help="arguments of --tool or --prompt, as a JSON object",
+    )
+    call.add_argument(
+        "--protocol-version",
+        default=None,
+        metavar="V",
+        help="the protocol revision to ask for (default: the latest)",
+    )
+    call.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="give up waiting for the answer after this long (default: wait)",
+    )
+    call.add_argument(
+        "server_command", nargs="+", metavar="COMMAND", help="the server command, after --"
+    )
+
+
+def _call(args: argparse.Namespace) -> int:
+    import trio
+
+    if args.args is not None and (args.list or args.resource is not None):
+        print("mcpactor call: error: --args goes with --tool or --prompt", file=sys.stderr)
+        return 2
+    return trio.run(_call_server, args)
+
+
+async def _call_server(args: argparse.Namespace) -> int:
+    import orjson
+    import trio
+
+    from .client import ClientSession, connect_stdio
+    from .protocol import LATEST
+
+    async def perform(client: ClientSession) -> Any:
+        if args.tool is not None:
+            return await client.call_tool(args.tool, args.args, timeout=args.timeout)
+        if args.resource is not None:
+            return await client.request(
+                "resources/read", {"uri": args.resource}, timeout=args.timeout
+            )
+        if args.prompt is not None:
+            params: dict[str, Any] = {"name": args.prompt}
+            if args.args is not None:
+                params["arguments"] = args.args
+            return await client.request("prompts/get", params, timeout=args.timeout)
+        listing: dict[str, Any] = {}
+        capabilities = client.server_capabilities
+        if "tools" in capabilities:
+            listing["tools"] = await client.list_tools()
+        if "resources" in capabilities:
+            listing["resources"] = await client.list_resources()
+            listing["resourceTemplates"] = await client.list_resource_templates()
+        if "prompts" in capabilities:
+            listing["prompts"] = await client.list_prompts()
+        return listing
+
+    try:
+        async with connect_stdio(args.server_command) as client:
+            await client.initialize(args.protocol_version or LATEST.version)
+            result = await perform(client)
+    except RequestError as exc:
+        detail = f": {json.dumps(exc.data)}" if exc.data is not None else ""
+        print(f"mcpactor call: error {exc.code}: {exc.message}{detail}", file=sys.stderr)
+        return 1
+    except trio.TooSlowError:
+        print(f"mcpactor call: no answer within {args.timeout} s", file=sys.stderr)
+        return 1
+    except (MCPActorError, OSError) as exc:
+        print(f"mcpactor call: {exc}", file=sys.stderr)
+        return 1
+    sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
     return 0
 
 

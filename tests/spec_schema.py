@@ -36,7 +36,15 @@ RESULT_TYPES = {
     "prompts/list": "ListPromptsResult",
     "prompts/get": "GetPromptResult",
     "completion/complete": "CompleteResult",
+    "tasks/get": "GetTaskResult",
+    "tasks/result": "GetTaskPayloadResult",
+    "tasks/list": "ListTasksResult",
+    "tasks/cancel": "CancelTaskResult",
 }
+
+# Requests that may be task-augmented (2025-11-25): answered with a CreateTaskResult
+# when the client asked for a task.
+TASK_AUGMENTABLE = frozenset({"tools/call"})
 
 # What each message the server starts must be, by its method.
 MESSAGE_TYPES = {
@@ -47,6 +55,7 @@ MESSAGE_TYPES = {
     "notifications/prompts/list_changed": "PromptListChangedNotification",
     "notifications/resources/list_changed": "ResourceListChangedNotification",
     "notifications/resources/updated": "ResourceUpdatedNotification",
+    "notifications/tasks/status": "TaskStatusNotification",
     "sampling/createMessage": "CreateMessageRequest",
     "elicitation/create": "ElicitRequest",
     "roots/list": "ListRootsRequest",
@@ -105,7 +114,11 @@ def check_server_message(
     if "result" in message:
         check(message, revision, "JSONRPCResponse")
         if request_method is not None and request_method in RESULT_TYPES:
-            check(message["result"], revision, RESULT_TYPES[request_method])
+            result = message["result"]
+            definition = RESULT_TYPES[request_method]
+            if request_method in TASK_AUGMENTABLE and "task" in result and "content" not in result:
+                definition = "CreateTaskResult"
+            check(result, revision, definition)
         return
     method = message.get("method")
     definition = MESSAGE_TYPES.get(method)  # type: ignore[arg-type]

@@ -1,0 +1,59 @@
+"""A trio MCP client: in memory for tests, over a subprocess's stdio for everything else.
+
+```python
+async with connect_memory(server, initialize=True) as client:
+    result = await client.call_tool("forecast", {"city": "Oslo"})
+```
+"""
+
+from ._connect import connect_memory as connect_memory
+from ._connect import connect_stdio as connect_stdio
+from ._errors import RequestCancelled as RequestCancelled
+from ._handlers import ClientHandlers as ClientHandlers
+from ._handlers import ElicitationHandler as ElicitationHandler
+from ._handlers import ProgressHandler as ProgressHandler
+from ._handlers import RootsSource as RootsSource
+from ._handlers import SamplingHandler as SamplingHandler
+from ._handlers import ServerMessageHook as ServerMessageHook
+from ._notifications import NotificationPredicate as NotificationPredicate
+from ._proxy import Connector as Connector
+from ._proxy import ProxyServer as ProxyServer
+from ._proxy import proxy_stdio as proxy_stdio
+from ._proxy import proxy_url as proxy_url
+from ._session import ClientArgs as ClientArgs
+from ._session import ClientSession as ClientSession
+from ._session import ClientStatistics as ClientStatistics
+from ._session import open_client_session as open_client_session
+from ._websocket import connect_websocket as connect_websocket
+
+__all__ = [
+    "ClientArgs",
+    "ClientHandlers",
+    "ClientSession",
+    "ClientStatistics",
+    "Connector",
+    "ElicitationHandler",
+    "NotificationPredicate",
+    "ProgressHandler",
+    "ProxyServer",
+    "RequestCancelled",
+    "RootsSource",
+    "SamplingHandler",
+    "ServerMessageHook",
+    "connect_memory",
+    "connect_stdio",
+    "connect_websocket",
+    "open_client_session",
+    "proxy_stdio",
+    "proxy_url",
+]
+
+for _name in (
+    "ClientHandlers",
+    "ClientSession",
+    "ClientStatistics",
+    "ProxyServer",
+    "RequestCancelled",
+):
+    globals()[_name].__module__ = __name__
+del _name

@@ -1,9 +1,29 @@
 """The trio actors: sessions, their requests, and how they are run."""
 
+from ._offload import OffloadError as OffloadError
+from ._offload import ProcessPool as ProcessPool
+from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
+from ._offload import open_process_pool as open_process_pool
 from ._session_actor import Outbound as Outbound
 from ._session_actor import SessionActor as SessionActor
 from ._session_actor import SessionOptions as SessionOptions
 from ._session_actor import SessionStatistics as SessionStatistics
+from ._tasks import TaskManager as TaskManager
+from ._tasks import TaskOptions as TaskOptions
+from ._tasks import TaskStatistics as TaskStatistics
 from ._threads import check_cancelled as check_cancelled
 
-__all__ = ["Outbound", "SessionActor", "SessionOptions", "SessionStatistics", "check_cancelled"]
+__all__ = [
+    "OffloadError",
+    "Outbound",
+    "ProcessPool",
+    "ProcessPoolStatistics",
+    "SessionActor",
+    "SessionOptions",
+    "SessionStatistics",
+    "TaskManager",
+    "TaskOptions",
+    "TaskStatistics",
+    "check_cancelled",
+    "open_process_pool",
+]

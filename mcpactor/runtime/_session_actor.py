@@ -21,7 +21,7 @@ import contextlib
 import enum
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -53,6 +53,9 @@ from ..protocol import (
     ServerSession,
 )
 from ..server import Context, Server
+from ..server._execution import Offload
+from ._offload import ProcessPool, call_handler
+from ._tasks import TaskManager, TaskOptions
 
 __all__ = ["Outbound", "SessionActor", "SessionOptions", "SessionStatistics", "StreamSignal"]
 
@@ -100,6 +103,11 @@ class SessionOptions:
     log_level: str = "info"
     #: the limiter for blocking (``def``) handlers; None uses trio's default (40 threads)
     thread_limiter: trio.CapacityLimiter | None = None
+    #: worker processes for ``offload="process"`` tools, shared between sessions; None
+    #: gives each session its own pool, started on first use
+    process_pool: ProcessPool | None = None
+    #: limits of task-augmented requests (2025-11-25)
+    tasks: TaskOptions = attrs.field(factory=TaskOptions)
 
 
 @attrs.frozen
@@ -159,6 +167,9 @@ class SessionActor:
         # requests (stateless HTTP) names why, and they fail at once instead of timing out.
         self._stream_signals = stream_signals
         self._refuse_client_requests = refuse_client_requests
+        #: the session's tasks (2025-11-25): the Peer's task host
+        self.tasks = TaskManager(self, self.options.tasks)
+        self._processes = self.options.process_pool or ProcessPool()
 
     def statistics(self) -> SessionStatistics:
         """Return how busy the session is right now."""
@@ -181,7 +192,7 @@ class SessionActor:
         self._token = trio.lowlevel.current_trio_token()
         self.server.add_listener(self)
         try:
-            async with self._outbox, trio.open_nursery() as nursery:
+            async with self._outbox, self.tasks.running(), trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._send_changes)
                 task_status.started(self)
@@ -193,6 +204,8 @@ class SessionActor:
         finally:
             self.server.remove_listener(self)
             self.core.close()
+            if self.options.process_pool is None:
+                await self._processes.aclose()
 
     async def _wind_down(self) -> None:
         self._closing = True
@@ -202,6 +215,7 @@ class SessionActor:
             )
         with trio.move_on_after(self.options.shutdown_grace):
             await self._idle.wait()
+            await self.tasks.wait_idle()
 
     async def _receive(self, item: JSONValue | ProtocolError) -> None:
         if isinstance(item, ProtocolError):
@@ -430,6 +444,24 @@ class SessionActor:
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run a blocking handler in a worker thread under the session's limiter."""
         return await trio.to_thread.run_sync(fn, limiter=self.options.thread_limiter)
+
+    async def call(
+        self,
+        fn: Callable[..., Any],
+        kwargs: Mapping[str, Any],
+        *,
+        offload: Offload,
+        timeout: float | None,
+    ) -> Any:
+        """Run a tool's function as ``offload`` says, cancelled after ``timeout`` seconds."""
+        return await call_handler(
+            fn,
+            kwargs,
+            offload=offload,
+            timeout=timeout,
+            limiter=self.options.thread_limiter,
+            processes=self._processes,
+        )
 
     # --- the Server's listener --------------------------------------------------------
 

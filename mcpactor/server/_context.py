@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._exceptions import CapabilityError, RequestError
 from ..protocol import (
@@ -24,6 +24,10 @@ from ..protocol import (
     structure,
     unstructure,
 )
+
+if TYPE_CHECKING:
+    from ._execution import Offload
+    from ._tasks import TaskHost
 
 __all__ = ["Context", "Peer"]
 
@@ -64,6 +68,20 @@ class Peer(Protocol):
 
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run a blocking callable in a worker thread, cancellable cooperatively."""
+
+    async def call(
+        self,
+        fn: Callable[..., Any],
+        kwargs: Mapping[str, Any],
+        *,
+        offload: Offload,
+        timeout: float | None,
+    ) -> Any:
+        """Run a tool's function as ``offload`` says; HandlerTimeout after ``timeout`` s."""
+
+    @property
+    def tasks(self) -> TaskHost:
+        """The tasks of this requestor (2025-11-25)."""
 
 
 class Context:

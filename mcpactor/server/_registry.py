@@ -18,6 +18,7 @@ import jsonschema.validators
 
 from .._exceptions import INVALID_PARAMS, RequestError, SchemaError
 from ..protocol import JSONObject, Revision
+from ._execution import ToolExecution
 from ._schema import FunctionSchema
 from ._uritemplate import UriTemplate
 from ._validation import SchemaValidator
@@ -104,6 +105,8 @@ class ToolEntry:
     definition: JSONObject
     #: extra keyword arguments for the handler (ctx name) or None
     context_param: str | None
+    #: where the function runs, its timeout and its task support
+    execution: ToolExecution = attrs.field(factory=ToolExecution)
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Tool`` object for ``tools/list`` at this revision."""

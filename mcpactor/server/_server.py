@@ -13,7 +13,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, Final, Protocol, TypeVar, overload
+from typing import Any, Final, Literal, Protocol, TypeVar, overload
 
 import orjson
 
@@ -34,8 +34,10 @@ from ..protocol import (
     ToolAnnotations,
     unstructure,
 )
-from . import _results
+from . import _results, _tasks
+from ._compose import Catalog, Composition, Mount
 from ._context import Context
+from ._execution import HandlerTimeout, TaskSupport, tool_execution
 from ._registry import (
     PromptEntry,
     ResourceEntry,
@@ -90,9 +92,12 @@ class Server:
         website_url: str | None = None,
         icons: Sequence[Icon] | None = None,
         page_size: int = 100,
+        tool_timeout: float | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {page_size!r}")
+        if tool_timeout is not None and not tool_timeout > 0:
+            raise ValueError(f"tool_timeout must be positive seconds, got {tool_timeout!r}")
         self.name = name
         self.version = version
         self.title = title
@@ -101,13 +106,19 @@ class Server:
         self.website_url = website_url
         self.icons = list(icons) if icons else None
         self.page_size = page_size
+        #: seconds a tool may run unless it sets its own ``timeout`` (None: no limit)
+        self.tool_timeout = tool_timeout
         self._tools: dict[str, ToolEntry] = {}
+        # whether some tool may run as a task (cached until the tools change)
+        self._task_tools: bool | None = None
         self._resources: dict[str, ResourceEntry] = {}
         self._templates: dict[str, TemplateEntry] = {}
         self._prompts: dict[str, PromptEntry] = {}
         # (kind, ref, argument) -> (completer, its Context parameter or None)
         self._completers: dict[tuple[str, str, str], tuple[Completer, str | None]] = {}
         self._listeners: set[ServerListener] = set()
+        # The servers mounted in this one, once ``mount`` is called.
+        self._mounts: Composition | None = None
         self._pages: dict[tuple[str, str], list[list[JSONObject]]] = {}
         self._lifespans: list[Callable[[Server], AbstractAsyncContextManager[Any]]] = []
         #: async callables run with a Context when a client says its roots changed
@@ -123,6 +134,7 @@ class Server:
             "prompts/list": self._list_prompts,
             "prompts/get": self._get_prompt,
             "completion/complete": self._complete,
+            **{method: functools.partial(_tasks.handle, method) for method in _tasks.METHODS},
         }
 
     def __repr__(self) -> str:
@@ -154,6 +166,10 @@ class Server:
             capabilities["prompts"] = {"listChanged": True}
         if revision.completions_capability and (self._prompts or self._templates):
             capabilities["completions"] = {}
+        if revision.tasks and self._offers_tasks():
+            capabilities["tasks"] = _tasks.tasks_capability()
+        if self._mounts is not None:
+            return self._mounts.capabilities(revision, capabilities)
         return capabilities
 
     # --- registration -------------------------------------------------------------
@@ -173,6 +189,9 @@ class Server:
         input_schema: JSONObject | None = None,
         output_schema: JSONObject | None = None,
         structured_output: bool | None = None,
+        task_support: TaskSupport = "forbidden",
+        offload: Literal["thread", "process"] | None = None,
+        timeout: float | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -187,6 +206,9 @@ class Server:
         input_schema: JSONObject | None = None,
         output_schema: JSONObject | None = None,
         structured_output: bool | None = None,
+        task_support: TaskSupport = "forbidden",
+        offload: Literal["thread", "process"] | None = None,
+        timeout: float | None = None,
     ) -> Any:
         """Register a tool; use as ``@server.tool`` or ``@server.tool(name=..., ...)``.
 
@@ -194,6 +216,13 @@ class Server:
         is sent verbatim and the arguments are passed as keywords). The output schema
         comes from the return annotation when it describes structured data; set
         ``structured_output=False`` to send text only.
+
+        ``task_support`` (``"forbidden"``, ``"optional"``, ``"required"``) says whether
+        2025-11-25 clients may call it as a task. A ``def`` tool runs in a worker thread;
+        ``offload="process"`` runs it in a worker process that is killed on cancellation
+        (the function must be importable by module path). ``timeout`` (seconds) cancels
+        the call and answers with an error result; it defaults to the server's
+        ``tool_timeout``.
         """
         if callable(name):
             return self.tool()(name)
@@ -210,6 +239,9 @@ class Server:
                 input_schema=input_schema,
                 output_schema=output_schema,
                 structured_output=structured_output,
+                task_support=task_support,
+                offload=offload,
+                timeout=timeout,
             )
             return fn
 
@@ -228,6 +260,9 @@ class Server:
         input_schema: JSONObject | None = None,
         output_schema: JSONObject | None = None,
         structured_output: bool | None = None,
+        task_support: TaskSupport = "forbidden",
+        offload: Literal["thread", "process"] | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Register a tool (the non-decorator form); replaces nothing silently."""
         tool_name = name or fn.__name__
@@ -251,6 +286,15 @@ class Server:
                 f"got {output_schema.get('type')!r}"
             )
         what = f"tool {tool_name!r}"
+        execution = tool_execution(
+            fn,
+            name=tool_name,
+            is_async=is_async_callable(fn),
+            context_param=signature.context_param,
+            offload=offload,
+            timeout=timeout,
+            task_support=task_support,
+        )
         definition = wire(
             {
                 "name": tool_name,
@@ -260,6 +304,7 @@ class Server:
                 "outputSchema": output_schema,
                 "annotations": unstructure(annotations),
                 "icons": unstructure(list(icons)) if icons else None,
+                "execution": execution.wire(),
                 "_meta": meta,
             }
         )
@@ -277,6 +322,7 @@ class Server:
             ),
             definition=definition,
             context_param=signature.context_param,
+            execution=execution,
         )
         self._changed("tools")
 
@@ -527,9 +573,56 @@ class Server:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Server]:
-        """Enter every lifespan in order (left in reverse) around serving."""
+        """Enter every lifespan in order (left in reverse) around serving.
+
+        Mounted servers start after this server's own lifespans, each supervised in a task
+        of its own (see ``mount``), and stop before them.
+        """
         async with _enter_all([factory(self) for factory in self._lifespans]):
-            yield self
+            if self._mounts is None:
+                yield self
+            else:
+                async with self._mounts.running():
+                    yield self
+
+    # --- composition ------------------------------------------------------------------
+
+    def mount(
+        self,
+        server: Server,
+        prefix: str | None = None,
+        *,
+        name: str | None = None,
+        max_concurrent: int | None = None,
+    ) -> Mount:
+        """Serve ``server`` as part of this one and return its ``Mount``.
+
+        Its tools and prompts are exposed as ``<prefix>_<name>`` (unchanged without a
+        prefix); its resource URIs and templates are unchanged. ``name`` (default: the
+        prefix, else the server's name) names it in logs and errors; ``max_concurrent``
+        limits how many of its requests run at once. While this server runs, the mounted
+        one's lifespans run under supervision: if they fail, only its requests fail.
+
+        Raises:
+            PluginError: a name or URI would be served twice (the message names both
+                owners), or the prefix or name is unusable.
+        """
+        if not isinstance(server, Server):
+            raise TypeError(f"can only mount a Server, got {type(server).__name__}")
+        if self._mounts is None:
+            self._mounts = Composition(self)
+        return self._mounts.add(server, prefix=prefix, name=name, max_concurrent=max_concurrent)
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        """The servers mounted in this one, in mount order."""
+        return tuple(self._mounts.mounts) if self._mounts is not None else ()
+
+    def _catalog(self) -> Catalog:
+        # What this server lists (mounted servers included), for a server mounting it.
+        if self._mounts is not None:
+            return self._mounts.catalog()
+        return Catalog(self._tools, self._prompts, self._resources, self._templates)
 
     # --- notifications to live sessions -----------------------------------------
 
@@ -547,6 +640,10 @@ class Server:
             listener.resource_updated(uri)
 
     def _changed(self, kind: str) -> None:
+        if kind == "tools":
+            self._task_tools = None
+        if self._mounts is not None:
+            self._mounts.invalidate()
         for key in [key for key in self._pages if key[0] == kind or kind == "resources"]:
             del self._pages[key]
         for listener in list(self._listeners):
@@ -562,6 +659,8 @@ class Server:
         Raises:
             RequestError: the request gets this JSON-RPC error.
         """
+        if self._mounts is not None:
+            return await self._mounts.handle_request(method, params or {}, ctx)
         handler = self._methods.get(method)
         if handler is None or not self._serves(method):
             raise RequestError(
@@ -578,7 +677,16 @@ class Server:
             return bool(self._resources or self._templates)
         if family == "prompts":
             return bool(self._prompts)
+        if family == "tasks":
+            return self._offers_tasks()
         return bool(self._prompts or self._templates)  # completion/complete
+
+    def _offers_tasks(self) -> bool:
+        if self._task_tools is None:
+            self._task_tools = any(
+                tool.execution.task_support != "forbidden" for tool in self._tools.values()
+            )
+        return self._task_tools
 
     async def _invoke(
         self, fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any], ctx: Context
@@ -586,6 +694,15 @@ class Server:
         if is_async:
             return await fn(**kwargs)
         return await ctx._peer.run_sync(functools.partial(fn, **kwargs))
+
+    async def _invoke_tool(self, tool: ToolEntry, kwargs: dict[str, Any], ctx: Context) -> Any:
+        execution = tool.execution
+        timeout = execution.timeout if execution.timeout is not None else self.tool_timeout
+        if execution.offload is None and timeout is None:
+            return await self._invoke(tool.fn, tool.is_async, kwargs, ctx)
+        # Deadlines and worker processes need the event loop: the runtime runs those.
+        offload = execution.offload_for(tool.is_async)
+        return await ctx._peer.call(tool.fn, kwargs, offload=offload, timeout=timeout)
 
     # tools
 
@@ -597,6 +714,22 @@ class Server:
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             raise RequestError(INVALID_PARAMS, f"unknown tool: {name!r}", {"name": name})
+        task = _tasks.requested_task(
+            params,
+            tool=tool.name,
+            support=tool.execution.task_support,
+            revision=ctx.negotiated.revision,
+            offered=self._offers_tasks(),
+        )
+        if task is not None:
+            # Answered at once with a CreateTaskResult; the call runs on as a task.
+            return await ctx._peer.tasks.create(
+                functools.partial(self._run_tool, tool, params), ctx, task
+            )
+        return await self._run_tool(tool, params, ctx)
+
+    async def _run_tool(self, tool: ToolEntry, params: JSONObject, ctx: Context) -> JSONObject:
+        name = tool.name
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
@@ -615,9 +748,11 @@ class Server:
         if tool.context_param is not None:
             kwargs[tool.context_param] = ctx
         try:
-            value = await self._invoke(tool.fn, tool.is_async, kwargs, ctx)
+            value = await self._invoke_tool(tool, kwargs, ctx)
         except ToolError as exc:
             return _results.error_result(str(exc))
+        except HandlerTimeout as exc:
+            return _results.error_result(f"tool {name!r} timed out after {exc.timeout:g} s")
         except RequestError:
             raise
         except Exception as exc:

@@ -1,0 +1,499 @@
+# The deployment file, and how a list of servers becomes the one Server that is served.
+#
+# ``mcpactor.toml`` (or the ``[tool.mcpactor]`` table of ``pyproject.toml``) names the
+# servers to serve together and how: plugins by entry-point name, local servers as
+# ``module:attr`` or a ``.py`` path, remote servers as a stdio ``command`` or a ``url``;
+# their prefixes and limits; and the transport. Parsing checks every key and names the
+# one that is wrong (unknown keys included: a typo must not be silently ignored).
+#
+# ``assemble`` is shared by the file and the command line: each ``ServerConfig`` is
+# loaded (plugins through discovery, so a broken one is reported and skipped unless
+# strict) and mounted in a parent Server under its prefix.
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tomllib
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+
+from ._exceptions import MCPActorError, PluginError
+from ._version import __version__
+from .server import Server
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "HttpConfig",
+    "ServerConfig",
+    "assemble",
+    "find_config",
+    "load_config",
+    "parse_config",
+]
+
+_log = logging.getLogger("mcpactor")
+
+CONFIG_NAME: Final = "mcpactor.toml"
+_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_NOT_A_NAME: Final = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+class ConfigError(MCPActorError, ValueError):
+    """A configuration file (or option) is wrong; the message names the key."""
+
+
+@attrs.frozen
+class ServerConfig:
+    """One server to serve: where it comes from, its prefix and its limit."""
+
+    #: the key it is configured under; names it in logs, errors and ``--prefix NAME=…``
+    name: str
+    #: an installed plugin (entry-point name)
+    plugin: str | None = None
+    #: ``module:attr`` or ``path/to/file.py[:attr]``
+    target: str | None = None
+    #: a stdio MCP server to start and proxy
+    command: tuple[str, ...] | None = None
+    #: a remote MCP server to proxy (``ws://``, ``wss://``, ``http(s)://``)
+    url: str | None = None
+    #: True: prefixed with its name; False: unprefixed; a string: that prefix
+    prefix: str | bool = True
+    #: requests it may serve at once (None: no limit)
+    max_concurrent: int | None = None
+    #: extra environment of ``command`` (added to this process's)
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    #: working directory of ``command``
+    cwd: str | None = None
+    #: headers sent to ``url``
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class HttpConfig:
+    """Where and how to serve over HTTP."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    path: str = "/mcp"
+    stateless: bool = False
+    json_response: bool = False
+    allowed_hosts: tuple[str, ...] | None = None
+    allowed_origins: tuple[str, ...] | None = None
+
+
+@attrs.frozen
+class Config:
+    """A parsed configuration file."""
+
+    #: the file it came from
+    source: Path
+    servers: tuple[ServerConfig, ...] = ()
+    transport: Literal["stdio", "http"] = "stdio"
+    http: HttpConfig = HttpConfig()
+    #: False: no server is prefixed unless it names a prefix
+    prefix: bool = True
+    #: a plugin that fails to load stops the server instead of being skipped
+    strict: bool = False
+    #: set in this process's environment before anything is loaded
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    log_level: str | None = None
+    #: seconds in-flight requests get at shutdown
+    grace: float | None = None
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+def find_config(directory: Path) -> Path | None:
+    """The configuration in ``directory``: mcpactor.toml, else a pyproject.toml with
+    ``[tool.mcpactor]``; None if there is neither."""
+    candidate = directory / CONFIG_NAME
+    if candidate.is_file():
+        return candidate
+    pyproject = directory / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return None
+        tool = data.get("tool")
+        if isinstance(tool, dict) and "mcpactor" in tool:
+            return pyproject
+    return None
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read a configuration file (or the one in a directory, see ``find_config``).
+
+    Raises:
+        ConfigError: it cannot be read, is not TOML, or a key is wrong.
+    """
+    source = Path(path)
+    if source.is_dir():
+        found = find_config(source)
+        if found is None:
+            raise ConfigError(
+                f"{str(source)!r} has no {CONFIG_NAME} and no pyproject.toml "
+                "with a [tool.mcpactor] table"
+            )
+        source = found
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the configuration {str(source)!r}: {exc}") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+    if source.name == "pyproject.toml":
+        tool = data.get("tool")
+        table = tool.get("mcpactor") if isinstance(tool, dict) else None
+        if not isinstance(table, dict):
+            raise ConfigError(f"{source}: no [tool.mcpactor] table")
+        return parse_config(table, source=source, key="tool.mcpactor")
+    return parse_config(data, source=source)
+
+
+def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Config:
+    """Check and convert the configuration table ``data`` (read from ``source``).
+
+    Relative paths (``target`` files, ``cwd``) are taken from the file's directory.
+
+    Raises:
+        ConfigError: a key is unknown or its value is wrong; the message names it.
+    """
+    reader = _Reader(source, key)
+    reader.known(
+        data,
+        {"servers", "transport", "http", "prefix", "strict", "env", "log_level", "grace"},
+    )
+    transport = reader.choice(data, "transport", ("stdio", "http"), "stdio")
+    log_level = reader.optional(data, "log_level", str)
+    if log_level is not None and log_level.upper() not in _LOG_LEVELS:
+        raise reader.error("log_level", f"expected one of {', '.join(_LOG_LEVELS)}", log_level)
+    grace = reader.optional(data, "grace", (int, float))
+    if grace is not None and grace < 0:
+        raise reader.error("grace", "expected a number of seconds ≥ 0", grace)
+    servers_table = reader.table(data, "servers")
+    servers = tuple(
+        _server_config(reader.nested("servers"), name, value)
+        for name, value in servers_table.items()
+    )
+    return Config(
+        source=source,
+        servers=servers,
+        transport="http" if transport == "http" else "stdio",
+        http=_http_config(reader.nested("http"), reader.table(data, "http")),
+        prefix=reader.optional(data, "prefix", bool, True),
+        strict=reader.optional(data, "strict", bool, False),
+        env=reader.strings(data, "env"),
+        log_level=log_level.upper() if log_level is not None else None,
+        grace=float(grace) if grace is not None else None,
+    )
+
+
+def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
+    if not isinstance(value, dict):
+        raise reader.error(name, "expected a table", value)
+    if not name or _NOT_A_NAME.search(name):
+        raise reader.error(name, "server names use A-Z, a-z, 0-9, '_', '-', '.'", name)
+    inner = reader.nested(name)
+    inner.known(
+        value,
+        {
+            "plugin",
+            "target",
+            "command",
+            "url",
+            "prefix",
+            "max_concurrent",
+            "env",
+            "cwd",
+            "headers",
+        },
+    )
+    sources = [key for key in ("plugin", "target", "command", "url") if key in value]
+    if len(sources) > 1:
+        raise reader.error(
+            name, f"give one of plugin, target, command, url; got {', '.join(sources)}", value
+        )
+    plugin = inner.optional(value, "plugin", str)
+    target = inner.optional(value, "target", str)
+    url = inner.optional(value, "url", str)
+    command = None
+    if "command" in value:
+        raw = value["command"]
+        if not isinstance(raw, list) or not raw or not all(isinstance(a, str) for a in raw):
+            raise inner.error("command", "expected a non-empty list of strings", raw)
+        command = tuple(raw)
+    if not sources:
+        plugin = name  # a table of settings only: the plugin of that name
+    if target is not None:
+        spec, colon, attr = target.partition(":")
+        if spec.endswith(".py") or "/" in spec:
+            target = str(reader.directory / spec) + colon + attr
+    for key, needs in (("env", "command"), ("cwd", "command"), ("headers", "url")):
+        if key in value and needs not in value:
+            raise inner.error(key, f"only applies to a server with {needs!r}", value[key])
+    prefix: str | bool = True
+    if "prefix" in value:
+        raw_prefix = value["prefix"]
+        if isinstance(raw_prefix, bool) or (
+            isinstance(raw_prefix, str) and raw_prefix and not _NOT_A_NAME.search(raw_prefix)
+        ):
+            prefix = raw_prefix
+        else:
+            raise inner.error(
+                "prefix",
+                "expected true, false or a prefix of A-Z, a-z, 0-9, '_', '-', '.'",
+                raw_prefix,
+            )
+    max_concurrent = inner.optional(value, "max_concurrent", int)
+    if max_concurrent is not None and (isinstance(max_concurrent, bool) or max_concurrent < 1):
+        raise inner.error("max_concurrent", "expected a positive integer", max_concurrent)
+    cwd = inner.optional(value, "cwd", str)
+    return ServerConfig(
+        name=name,
+        plugin=plugin,
+        target=target,
+        command=command,
+        url=url,
+        prefix=prefix,
+        max_concurrent=max_concurrent,
+        env=inner.strings(value, "env"),
+        cwd=str(reader.directory / cwd) if cwd is not None else None,
+        headers=inner.strings(value, "headers"),
+    )
+
+
+def _http_config(reader: _Reader, table: Mapping[str, Any]) -> HttpConfig:
+    reader.known(
+        table,
+        {
+            "host",
+            "port",
+            "path",
+            "stateless",
+            "json_response",
+            "allowed_hosts",
+            "allowed_origins",
+        },
+    )
+    port = reader.optional(table, "port", int, 8000)
+    if isinstance(port, bool) or not 0 <= port <= 65535:
+        raise reader.error("port", "expected a port number from 0 to 65535", port)
+    path = reader.optional(table, "path", str, "/mcp")
+    if not path.startswith("/"):
+        raise reader.error("path", "expected a path starting with '/'", path)
+    return HttpConfig(
+        host=reader.optional(table, "host", str, "127.0.0.1"),
+        port=port,
+        path=path,
+        stateless=reader.optional(table, "stateless", bool, False),
+        json_response=reader.optional(table, "json_response", bool, False),
+        allowed_hosts=reader.string_list(table, "allowed_hosts"),
+        allowed_origins=reader.string_list(table, "allowed_origins"),
+    )
+
+
+class _Reader:
+    # Reads values out of one table, and names the full key in every error.
+
+    def __init__(self, source: Path, prefix: str) -> None:
+        self.source = source
+        self.prefix = prefix
+        self.directory = source.parent
+
+    def nested(self, key: str) -> _Reader:
+        return _Reader(self.source, self._key(key))
+
+    def _key(self, key: str) -> str:
+        shown = key if _NOT_A_NAME.sub("", key) == key and "." not in key else f'"{key}"'
+        return f"{self.prefix}.{shown}" if self.prefix else shown
+
+    def error(self, key: str, expected: str, got: Any) -> ConfigError:
+        return ConfigError(f"{self.source}: {self._key(key)}: {expected}, got {got!r}")
+
+    def known(self, table: Mapping[str, Any], keys: set[str]) -> None:
+        for key in table:
+            if key not in keys:
+                raise ConfigError(
+                    f"{self.source}: {self._key(key)}: unknown key; "
+                    f"expected one of {', '.join(sorted(keys))}"
+                )
+
+    def optional(self, table: Mapping[str, Any], key: str, kind: Any, default: Any = None) -> Any:
+        if key not in table:
+            return default
+        value = table[key]
+        # A TOML boolean is not a number here, whatever Python thinks.
+        wrong_bool = isinstance(value, bool) and kind is not bool
+        if not isinstance(value, kind) or wrong_bool:
+            names = kind if isinstance(kind, tuple) else (kind,)
+            expected = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in names)
+            raise self.error(key, f"expected {expected}", value)
+        return value
+
+    def choice(
+        self, table: Mapping[str, Any], key: str, options: Sequence[str], default: str
+    ) -> str:
+        value = self.optional(table, key, str, default)
+        if value not in options:
+            raise self.error(key, f"expected one of {', '.join(map(repr, options))}", value)
+        return str(value)
+
+    def table(self, table: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+        value = table.get(key, {})
+        if not isinstance(value, dict):
+            raise self.error(key, "expected a table", value)
+        return value
+
+    def strings(self, table: Mapping[str, Any], key: str) -> dict[str, str]:
+        value = self.table(table, key)
+        for name, item in value.items():
+            if not isinstance(item, str):
+                raise self.nested(key).error(name, "expected a string", item)
+        return dict(value)
+
+    def string_list(self, table: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
+        if key not in table:
+            return None
+        value = table[key]
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.error(key, "expected a list of strings", value)
+        return tuple(value)
+
+
+_TYPE_NAMES: Final[Mapping[Any, str]] = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+}
+
+
+# --- assembling ------------------------------------------------------------------------
+
+
+def target_configs(targets: Sequence[str], *, plugins: Sequence[str]) -> list[ServerConfig]:
+    """ServerConfigs for command-line targets: plugin names, URLs, modules or paths.
+
+    A plugin keeps its name; a URL is named after its host, a module after its last
+    component and a file after its stem (``_2``, ``_3``… make names unique).
+    """
+    configs: list[ServerConfig] = []
+    taken: set[str] = set()
+    for target in targets:
+        if target in plugins:
+            config = ServerConfig(name=target, plugin=target)
+        elif "://" in target:
+            host = urllib.parse.urlsplit(target).hostname or "remote"
+            config = ServerConfig(name=_as_name(host), url=target)
+        else:
+            spec = target.partition(":")[0]
+            stem = Path(spec).stem if spec.endswith(".py") or "/" in spec else spec
+            config = ServerConfig(name=_as_name(stem.rpartition(".")[2]), target=target)
+        name, count = config.name, 1
+        while name in taken:
+            count += 1
+            name = f"{config.name}_{count}"
+        taken.add(name)
+        configs.append(attrs.evolve(config, name=name))
+    return configs
+
+
+def _as_name(text: str) -> str:
+    return _NOT_A_NAME.sub("_", text).strip("_") or "server"
+
+
+def assemble(
+    servers: Sequence[ServerConfig],
+    *,
+    prefix: bool = True,
+    strict: bool = False,
+    name: str = "mcpactor",
+) -> Server:
+    """Load every server and mount them all in one Server called ``name``.
+
+    A server that fails to load is logged and left out, unless ``strict``. With
+    ``prefix=False`` only servers that name their own prefix get one.
+
+    Raises:
+        PluginError: nothing could be loaded; with ``strict``, one server could not be;
+            or two servers serve the same name or URI (the message names both).
+        ConfigError: two servers have the same name.
+    """
+    from .cli import load_server
+    from .client import proxy_stdio, proxy_url
+    from .plugins import discover
+
+    seen: set[str] = set()
+    for spec in servers:
+        if spec.name in seen:
+            raise ConfigError(f"two servers are named {spec.name!r}")
+        seen.add(spec.name)
+    wanted = [s.plugin for s in servers if s.plugin is not None]
+    plugins = {p.name: p for p in discover(wanted)} if wanted else {}
+    loaded: list[tuple[ServerConfig, Server]] = []
+    failures: list[str] = []
+    for config in servers:
+        try:
+            if config.plugin is not None:
+                plugin = plugins[config.plugin]
+                if plugin.error is not None:
+                    raise plugin.error
+                assert plugin.server is not None
+                server = plugin.server
+            elif config.target is not None:
+                server = load_server(config.target)
+            elif config.command is not None:
+                env = {**os.environ, **config.env} if config.env else None
+                server = proxy_stdio(config.command, name=config.name, env=env, cwd=config.cwd)
+            else:
+                assert config.url is not None
+                server = proxy_url(config.url, name=config.name, headers=config.headers or None)
+        except Exception as exc:
+            # Importing a module runs its code: any failure there is that server's own.
+            failure = _failed(config, exc)
+            if strict:
+                raise failure from exc
+            _log.error("%s\n  (left out; the others are served)", failure)
+            failures.append(str(failure))
+            continue
+        loaded.append((config, server))
+    if not loaded:
+        reasons = "\n".join(failures) if failures else "no server was given and none is installed"
+        raise PluginError(f"nothing to serve:\n{reasons}")
+    parent = Server(name, __version__, instructions=_instructions(loaded))
+    for config, server in loaded:
+        if config.prefix is True:
+            mount_prefix: str | None = config.name if prefix else None
+        else:
+            mount_prefix = config.prefix or None
+        parent.mount(server, mount_prefix, name=config.name, max_concurrent=config.max_concurrent)
+    return parent
+
+
+def _failed(config: ServerConfig, exc: BaseException) -> PluginError:
+    if isinstance(exc, PluginError):
+        return exc
+    origin = config.target or config.url or " ".join(config.command or ())
+    return PluginError(
+        f"server {config.name!r} failed to load\n  from: {origin}\n"
+        f"  cause: {type(exc).__name__}: {exc}",
+        entry_point=config.name,
+    )
+
+
+def _instructions(loaded: Sequence[tuple[ServerConfig, Server]]) -> str | None:
+    parts = [
+        f"{config.name}: {server.instructions}" for config, server in loaded if server.instructions
+    ]
+    return "\n\n".join(parts) or None

@@ -1,0 +1,596 @@
+# Proxying: a remote MCP server served as a local one.
+#
+# ``ProxyServer`` is a Server whose lists and answers come from a remote server, through
+# this package's client. While it runs (its lifespan) it holds one connection: it
+# initializes, fetches every list, and fetches a list again when the remote says it
+# changed (then tells its own sessions, or the server it is mounted in).
+#
+# A request is forwarded in the caller's task, so cancelling the caller's request (the
+# client's notifications/cancelled, a timeout, shutdown) cancels the remote request: the
+# client sends notifications/cancelled on its way out. What the remote sends while it
+# serves a forwarded request goes back through that request's Context: progress by the
+# token the client gave the forwarded request, log messages, and the remote's own
+# requests (sampling, elicitation, roots).
+#
+# The remote's log messages and requests carry no link to the request that caused them
+# (nothing on a stdio wire says which request a message belongs to), so they go to the
+# requests being forwarded when they arrive: a log message to each client with a
+# forwarded request in flight, a server→client request to the client of the most recent
+# one — and to nobody when requests of several clients are in flight, rather than to the
+# wrong one. With no request in flight, the client that used the proxy last is asked, and
+# log messages go to this process's log.
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Final
+
+import attrs
+import trio
+
+from .._exceptions import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    MCPActorError,
+    ProtocolError,
+    RequestError,
+    TransportError,
+)
+from ..protocol import LATEST, JSONObject, JSONValue, Revision
+from ..server import Context, Mount, Server
+from ..server._compose import Catalog
+from ..server._results import adapt_content, adapt_tool_result
+from ..server._uritemplate import UriTemplate, UriTemplateError
+from ._connect import connect_stdio
+from ._errors import unwrap_single_errors
+from ._session import ClientSession
+from ._websocket import connect_websocket
+
+__all__ = ["Connector", "ProxyServer", "proxy_stdio", "proxy_url"]
+
+_log = logging.getLogger("mcpactor.proxy")
+
+#: ``connect(**client_args)``: an async context manager yielding a connected (not yet
+#: initialized) ClientSession; ``client_args`` are ClientSession's keyword arguments
+Connector = Callable[..., AbstractAsyncContextManager[ClientSession]]
+
+# Log messages queued for one forwarded request before further ones are dropped.
+_RELAY_BUFFER: Final = 64
+
+_LIST_CHANGED: Final = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
+}
+_LISTS: Final = {
+    "tools/list": ("tools", "tools"),
+    "prompts/list": ("prompts", "prompts"),
+    "resources/list": ("resources", "resources"),
+    "resources/templates/list": ("resources", "resourceTemplates"),
+}
+_FORWARDED: Final = frozenset(
+    {"tools/call", "prompts/get", "resources/read", "completion/complete"}
+)
+_PYTHON_LEVELS: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+# What the proxy offers the remote: whatever the real client turns out to support.
+_CLIENT_CAPABILITIES: Final[JSONObject] = {
+    "sampling": {},
+    "elicitation": {"form": {}, "url": {}},
+    "roots": {"listChanged": True},
+}
+
+
+@attrs.frozen
+class _Remote:
+    # A tool, resource, template or prompt as the remote listed it.
+    definition: JSONObject
+    kind: str  # "tool", "resource" or "prompt"
+    template: UriTemplate | None = None
+
+    def wire(self, revision: Revision) -> JSONObject:
+        if self.kind == "tool":
+            allowed = revision.tool_fields
+        elif self.kind == "prompt":
+            allowed = revision.prompt_fields
+        else:
+            allowed = revision.resource_fields
+        definition = {k: v for k, v in self.definition.items() if k in allowed}
+        arguments = definition.get("arguments")
+        if self.kind == "prompt" and "title" not in allowed and isinstance(arguments, list):
+            definition["arguments"] = [
+                {k: v for k, v in a.items() if k != "title"} if isinstance(a, dict) else a
+                for a in arguments
+            ]
+        return definition
+
+
+class _Relay:
+    # One forwarded request: where the remote's log messages for it go.
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._send, self._receive = trio.open_memory_channel[JSONObject](_RELAY_BUFFER)
+
+    def push(self, params: JSONObject) -> None:
+        with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
+            self._send.send_nowait(params)
+
+    def close(self) -> None:
+        self._send.close()
+
+    async def run(self) -> None:
+        async with self._receive:
+            async for params in self._receive:
+                level = params.get("level")
+                logger = params.get("logger")
+                # A client that went away meanwhile just misses the message.
+                with contextlib.suppress(
+                    MCPActorError, trio.ClosedResourceError, trio.BrokenResourceError
+                ):
+                    await self.ctx.log(
+                        level if isinstance(level, str) else "info",
+                        params.get("data"),
+                        logger=logger if isinstance(logger, str) else None,
+                    )
+
+
+class ProxyServer(Server):
+    """A Server that serves what a remote MCP server serves, by forwarding to it.
+
+    ``connect`` opens the connection (see ``proxy_stdio`` and ``proxy_url``, which build
+    one). The connection is made when the proxy starts running (its lifespan) and closed
+    when it stops; mount the proxy in another Server to serve the remote next to local
+    servers. ``log_level`` is the level the remote is asked to log at (None: leave it);
+    what reaches the real client is filtered by the level that client chose.
+    """
+
+    def __init__(
+        self,
+        connect: Connector,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        protocol_version: str = LATEST.version,
+        log_level: str | None = "debug",
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        page_size: int = 100,
+    ) -> None:
+        super().__init__(
+            name,
+            version,
+            title=title,
+            description=description,
+            instructions=instructions,
+            page_size=page_size,
+        )
+        self._connect = connect
+        self.protocol_version = protocol_version
+        self.log_level = log_level
+        self._client: ClientSession | None = None
+        self._remote_capabilities: JSONObject = {}
+        self._remote_info: JSONObject | None = None
+        self._remote_tools: dict[str, _Remote] = {}
+        self._remote_prompts: dict[str, _Remote] = {}
+        self._remote_resources: dict[str, _Remote] = {}
+        self._remote_templates: dict[str, _Remote] = {}
+        self._relays: list[_Relay] = []
+        self._last_ctx: Context | None = None
+        self._subscribed: set[str] = set()
+        self._stale: set[str] = set()
+        self._stale_event = trio.Event()
+        self.roots_changed_hooks.append(self._roots_changed)
+
+    def __repr__(self) -> str:
+        return f"<ProxyServer {self.name!r}>"
+
+    @property
+    def remote_info(self) -> JSONObject | None:
+        """The remote's ``serverInfo``, once connected."""
+        return self._remote_info
+
+    @property
+    def connected(self) -> bool:
+        """Whether the proxy is running and connected to the remote."""
+        return self._client is not None
+
+    def mount(
+        self,
+        server: Server,
+        prefix: str | None = None,
+        *,
+        name: str | None = None,
+        max_concurrent: int | None = None,
+    ) -> Mount:
+        """A proxy serves its remote only; mount both in a third server instead."""
+        raise TypeError(f"{self!r} cannot mount servers; mount both in another Server")
+
+    # --- what the composition and the session see ------------------------------------
+
+    def capabilities(self, revision: Revision) -> JSONObject:
+        """The remote's capabilities, as served through the proxy."""
+        remote = self._remote_capabilities
+        capabilities: JSONObject = {"logging": {}}
+        for kind in ("tools", "resources", "prompts"):
+            declared = remote.get(kind)
+            if isinstance(declared, dict):
+                # Changes are relayed, whether or not the remote says it sends them.
+                capabilities[kind] = {**declared, "listChanged": True}
+        if revision.completions_capability and isinstance(remote.get("completions"), dict):
+            capabilities["completions"] = {}
+        return capabilities
+
+    def _catalog(self) -> Catalog:
+        return Catalog(
+            self._remote_tools,
+            self._remote_prompts,
+            self._remote_resources,
+            self._remote_templates,
+        )
+
+    # --- the connection -----------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Server]:
+        """Connect to the remote, fetch its lists and keep them fresh; disconnect at exit.
+
+        Raises:
+            TransportError: the remote went away (while starting or serving).
+            RequestError: the remote refused ``initialize``.
+        """
+        async with super().running():
+            with unwrap_single_errors():
+                async with (
+                    self._connect(
+                        sampling_handler=functools.partial(
+                            self._ask_client, "sampling/createMessage"
+                        ),
+                        elicitation_handler=functools.partial(
+                            self._ask_client, "elicitation/create"
+                        ),
+                        roots=self._client_roots,
+                        on_server_message=self._heard,
+                    ) as client,
+                    trio.open_nursery() as nursery,
+                ):
+                    await self._open(client)
+                    nursery.start_soon(self._keep_lists_fresh, client)
+                    nursery.start_soon(_watch_connection, client)
+                    try:
+                        yield self
+                    finally:
+                        self._client = None
+                        nursery.cancel_scope.cancel("the proxy stopped")
+
+    async def _open(self, client: ClientSession) -> None:
+        result = await client.initialize(self.protocol_version, capabilities=_CLIENT_CAPABILITIES)
+        self._remote_capabilities = client.server_capabilities
+        self._remote_info = client.server_info
+        instructions = result.get("instructions")
+        if self.instructions is None and isinstance(instructions, str):
+            self.instructions = instructions
+        if self.log_level is not None and "logging" in self._remote_capabilities:
+            await client.set_logging_level(self.log_level)
+        self._subscribed.clear()
+        await self._refresh(client, {"tools", "resources", "prompts"})
+        self._client = client
+
+    async def _refresh(self, client: ClientSession, kinds: set[str]) -> None:
+        remote = self._remote_capabilities
+        for kind in sorted(kinds):
+            if kind not in remote:
+                continue
+            if kind == "tools":
+                self._remote_tools = _by_key(await client.list_tools(), "name", "tool")
+            elif kind == "prompts":
+                self._remote_prompts = _by_key(await client.list_prompts(), "name", "prompt")
+            else:
+                self._remote_resources = _by_key(await client.list_resources(), "uri", "resource")
+                self._remote_templates = _templates(await client.list_resource_templates())
+            self._changed(kind)
+
+    async def _keep_lists_fresh(self, client: ClientSession) -> None:
+        while True:
+            await self._stale_event.wait()
+            self._stale_event = trio.Event()
+            kinds, self._stale = self._stale, set()
+            try:
+                await self._refresh(client, kinds)
+            except (RequestError, ProtocolError) as exc:
+                _log.error("%r: could not fetch the remote's changed lists: %s", self.name, exc)
+
+    def _heard(self, message: JSONValue, request_method: str | None) -> None:
+        # Every message from the remote, in the client's reader, before the client acts
+        # on it: a log message is queued before the response it precedes completes.
+        if type(message) is not dict or "id" in message:
+            return
+        method = message.get("method")
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if method == "notifications/message":
+            self._relay_log(params)
+        elif method in _LIST_CHANGED:
+            self._stale.add(_LIST_CHANGED[method])
+            self._stale_event.set()
+        elif method == "notifications/resources/updated":
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                self.notify_resource_updated(uri)
+
+    def _relay_log(self, params: JSONObject) -> None:
+        by_client: dict[object, _Relay] = {}
+        for relay in self._relays:
+            by_client.setdefault(relay.ctx._peer, relay)
+        if not by_client:
+            level = params.get("level")
+            level = _PYTHON_LEVELS.get(level, logging.INFO) if isinstance(level, str) else 20
+            _log.log(level, "%s: %s", self.name, params.get("data"))
+            return
+        for relay in by_client.values():
+            relay.push(params)
+
+    async def _roots_changed(self, ctx: Context) -> None:
+        self._last_ctx = _detached(ctx)
+        client = self._client
+        if client is not None:
+            with contextlib.suppress(TransportError):
+                await client.notify("notifications/roots/list_changed")
+
+    # --- requests ---------------------------------------------------------------------
+
+    async def handle_request(
+        self, method: str, params: JSONObject | None, ctx: Context
+    ) -> JSONObject:
+        """Serve one request by forwarding it to the remote."""
+        params = params or {}
+        listing = _LISTS.get(method)
+        if listing is not None:
+            capability, key = listing
+            if capability not in self._remote_capabilities:
+                raise RequestError(
+                    METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method}
+                )
+            entries = {
+                "tools": self._remote_tools,
+                "prompts": self._remote_prompts,
+                "resources": self._remote_resources,
+                "resourceTemplates": self._remote_templates,
+            }[key]
+            return self._page(key, ctx.negotiated.revision, params, entries.values())
+        if method == "resources/unsubscribe":
+            ctx._peer.unsubscribe(self._resource_uri(params))
+            return {}
+        if method == "resources/subscribe":
+            uri = self._resource_uri(params)
+            # One remote subscription serves every client; clients are told apart by
+            # their own sessions, which is also why an unsubscribe stays local.
+            if uri not in self._subscribed:
+                await self._forward(method, params, ctx)
+                self._subscribed.add(uri)
+            ctx._peer.subscribe(uri)
+            return {}
+        if method not in _FORWARDED:
+            raise RequestError(
+                METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method}
+            )
+        result = await self._forward(method, params, ctx)
+        revision = ctx.negotiated.revision
+        if method == "tools/call":
+            return adapt_tool_result(result, revision)
+        if method == "prompts/get":
+            return _adapt_prompt(result, revision)
+        return result
+
+    async def _forward(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
+        client = self._client
+        if client is None:
+            raise RequestError(
+                INTERNAL_ERROR,
+                f"{self.name!r} is not connected to its remote server (is it running?)",
+                {"server": self.name},
+            )
+        self._last_ctx = _detached(ctx)
+        relay = _Relay(ctx)
+        self._relays.append(relay)
+        progress = (
+            functools.partial(_report_progress, ctx) if ctx.progress_token is not None else None
+        )
+        try:
+            with unwrap_single_errors():
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(relay.run)
+                    try:
+                        result = await client.request(
+                            method, _without_progress_token(params), progress_handler=progress
+                        )
+                    finally:
+                        relay.close()
+        except TransportError as exc:
+            raise RequestError(
+                INTERNAL_ERROR,
+                f"{self.name!r} lost its remote server: {exc}",
+                {"server": self.name},
+            ) from None
+        finally:
+            self._relays.remove(relay)
+        return result
+
+    # --- the remote's requests to the client ----------------------------------------
+
+    def _asker(self, method: str) -> Context:
+        by_client: dict[object, Context] = {}
+        for relay in reversed(self._relays):
+            by_client.setdefault(relay.ctx._peer, relay.ctx)
+        if len(by_client) == 1:
+            return next(iter(by_client.values()))
+        if by_client:
+            raise RequestError(
+                INTERNAL_ERROR,
+                f"{self.name!r}: the remote server sent {method!r} while requests of "
+                f"{len(by_client)} clients were in flight; it cannot be told which to ask",
+            )
+        if self._last_ctx is None:
+            raise RequestError(
+                INTERNAL_ERROR,
+                f"{self.name!r}: the remote server sent {method!r} before any client "
+                "used it; there is no client to ask",
+            )
+        return self._last_ctx
+
+    async def _ask_client(self, method: str, params: JSONObject) -> JSONObject:
+        ctx = self._asker(method)
+        try:
+            return await ctx._peer.request(
+                method, params, related_request_id=ctx.request_id, timeout=None
+            )
+        except ProtocolError as exc:
+            # The real client lacks the capability (or its session is over).
+            raise RequestError(exc.code, exc.message, exc.data) from None
+        except TransportError as exc:
+            raise RequestError(INTERNAL_ERROR, f"the client went away: {exc}") from None
+
+    async def _client_roots(self) -> list[JSONObject]:
+        result = await self._ask_client("roots/list", {})
+        roots = result.get("roots")
+        return (
+            [root for root in roots if isinstance(root, dict)] if isinstance(roots, list) else []
+        )
+
+
+def proxy_stdio(
+    command: Sequence[str],
+    *,
+    name: str = "proxy",
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    shutdown_timeout: float = 5.0,
+    **options: Any,
+) -> ProxyServer:
+    """A ProxyServer for the stdio MCP server started by ``command``.
+
+    ``env`` replaces the child's environment (default: inherit); ``options`` are those
+    of ``ProxyServer`` (``version``, ``protocol_version``, ``log_level``, …).
+    """
+    connect = functools.partial(
+        connect_stdio, list(command), env=env, cwd=cwd, shutdown_timeout=shutdown_timeout
+    )
+    return ProxyServer(connect, name, **options)
+
+
+def proxy_url(
+    url: str,
+    *,
+    name: str = "proxy",
+    headers: Mapping[str, str] | None = None,
+    **options: Any,
+) -> ProxyServer:
+    """A ProxyServer for the MCP server at ``url`` (``ws://``/``wss://``, or HTTP).
+
+    HTTP(S) URLs need a client with ``connect_http``; ``options`` are those of
+    ``ProxyServer``.
+
+    Raises:
+        ValueError: the URL's scheme cannot be served.
+    """
+    scheme = url.partition("://")[0].lower()
+    if scheme in ("ws", "wss"):
+        connect: Connector = functools.partial(connect_websocket, url, headers=headers)
+    elif scheme in ("http", "https"):
+        connect_http = getattr(importlib.import_module("mcpactor.client"), "connect_http", None)
+        if connect_http is None:
+            raise ValueError(f"cannot proxy {url!r}: this mcpactor has no HTTP client yet")
+        connect = functools.partial(connect_http, url, headers=headers)
+    else:
+        raise ValueError(
+            f"cannot proxy {url!r}: expected a ws://, wss://, http:// or https:// URL"
+        )
+    return ProxyServer(connect, name, **options)
+
+
+async def _watch_connection(client: ClientSession) -> None:
+    # No notification matches, so this returns only by raising, when the connection is
+    # lost: the proxy's lifespan then fails (and its supervisor marks it failed).
+    await client.wait_for_notification("notifications/message", lambda _: False)
+
+
+async def _report_progress(
+    ctx: Context, progress: float, total: float | None, message: str | None
+) -> None:
+    await ctx.report_progress(progress, total, message)
+
+
+def _detached(ctx: Context) -> Context:
+    # A context for asking the client later, outside the request it came from.
+    return Context(
+        peer=ctx._peer, request_id=None, negotiated=ctx.negotiated, meta=None, server=ctx.server
+    )
+
+
+def _without_progress_token(params: JSONObject) -> JSONObject:
+    # The client's token means nothing to the remote; the proxy's client sets its own.
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or "progressToken" not in meta:
+        return params
+    params = dict(params)
+    rest = {key: value for key, value in meta.items() if key != "progressToken"}
+    if rest:
+        params["_meta"] = rest
+    else:
+        del params["_meta"]
+    return params
+
+
+def _adapt_prompt(result: JSONObject, revision: Revision) -> JSONObject:
+    messages = result.get("messages")
+    if not isinstance(messages, list):
+        return result
+    adapted = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, dict):
+            message = {**message, "content": adapt_content([content], revision)[0]}
+        adapted.append(message)
+    return {**result, "messages": adapted}
+
+
+def _by_key(items: list[JSONObject], key: str, kind: str) -> dict[str, _Remote]:
+    found: dict[str, _Remote] = {}
+    for item in items:
+        value = item.get(key) if isinstance(item, dict) else None
+        if isinstance(value, str):
+            found[value] = _Remote(item, kind)
+        else:
+            _log.warning("ignored a %s without a string %r: %r", kind, key, item)
+    return found
+
+
+def _templates(items: list[JSONObject]) -> dict[str, _Remote]:
+    found: dict[str, _Remote] = {}
+    for item in items:
+        uri = item.get("uriTemplate") if isinstance(item, dict) else None
+        if not isinstance(uri, str):
+            _log.warning("ignored a resource template without a uriTemplate: %r", item)
+            continue
+        try:
+            template: UriTemplate | None = UriTemplate.parse(uri)
+        except UriTemplateError as exc:
+            # Still listed; reads of its URIs cannot be routed to it when mounted.
+            _log.warning("resource template %r cannot be matched: %s", uri, exc)
+            template = None
+        found[uri] = _Remote(item, "resource", template)
+    return found

@@ -1,0 +1,123 @@
+# Where SSE events wait for a client that reconnects with ``Last-Event-ID``.
+#
+# Every message a resumable Streamable HTTP stream carries is appended here first; the
+# store names it with an event id that also identifies its stream (the spec asks for ids
+# unique within the session that "encode sufficient information to identify the
+# originating stream"). A GET with ``Last-Event-ID`` asks for everything after that id
+# on that id's stream.
+#
+# The interface is keyed by (session id, stream id) and is async, so that a store shared
+# between processes (Redis streams: one key per session and stream, XADD/XRANGE) can be
+# dropped in later; the in-memory store below is the default and never blocks.
+
+from __future__ import annotations
+
+import abc
+import collections
+from typing import Final
+
+import attrs
+
+__all__ = ["EventStore", "EventStoreStatistics", "MemoryEventStore", "Replay"]
+
+DEFAULT_MAX_EVENTS_PER_STREAM: Final = 1000
+
+
+@attrs.frozen
+class Replay:
+    """The events of one stream after a client's ``Last-Event-ID``, oldest first."""
+
+    stream_id: str
+    #: (event id, message bytes); an empty message is a priming event
+    events: list[tuple[str, bytes]]
+
+
+@attrs.frozen
+class EventStoreStatistics:
+    """How much a MemoryEventStore holds right now."""
+
+    streams: int
+    events: int
+
+
+class EventStore(abc.ABC):
+    """Bounded per-stream logs of SSE events, for resumption after a disconnect."""
+
+    @abc.abstractmethod
+    async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
+        """Store one event of a stream; return its event id."""
+
+    @abc.abstractmethod
+    async def replay_after(self, session_id: str, event_id: str) -> Replay | None:
+        """Return the events after ``event_id`` on its stream; None if it is unknown."""
+
+    @abc.abstractmethod
+    async def forget_stream(self, session_id: str, stream_id: str) -> None:
+        """Drop what is stored for one stream (it was delivered to the end)."""
+
+    @abc.abstractmethod
+    async def forget_session(self, session_id: str) -> None:
+        """Drop what is stored for every stream of a session (it ended)."""
+
+
+class _Log:
+    __slots__ = ("events", "last")
+
+    def __init__(self, limit: int) -> None:
+        self.last = 0
+        self.events: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=limit)
+
+
+class MemoryEventStore(EventStore):
+    """An EventStore in this process's memory, keeping the newest events of each stream.
+
+    When a stream outgrows ``max_events_per_stream`` its oldest events are dropped; a
+    client resuming from before them gets what is left.
+    """
+
+    def __init__(self, max_events_per_stream: int = DEFAULT_MAX_EVENTS_PER_STREAM) -> None:
+        if max_events_per_stream < 1:
+            raise ValueError(
+                f"max_events_per_stream must be at least 1, got {max_events_per_stream!r}"
+            )
+        self.max_events_per_stream = max_events_per_stream
+        self._sessions: dict[str, dict[str, _Log]] = {}
+
+    async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
+        """Store one event of a stream; return its event id (``<stream>.<n>``)."""
+        streams = self._sessions.get(session_id)
+        if streams is None:
+            streams = self._sessions[session_id] = {}
+        log = streams.get(stream_id)
+        if log is None:
+            log = streams[stream_id] = _Log(self.max_events_per_stream)
+        log.last += 1
+        log.events.append((log.last, data))
+        return f"{stream_id}.{log.last}"
+
+    async def replay_after(self, session_id: str, event_id: str) -> Replay | None:
+        """Return the events after ``event_id`` on its stream; None if it is unknown."""
+        stream_id, _, number = event_id.rpartition(".")
+        log = self._sessions.get(session_id, {}).get(stream_id)
+        if log is None or not number.isdigit():
+            return None
+        after = int(number)
+        if after > log.last:
+            return None
+        events = [(f"{stream_id}.{n}", data) for n, data in log.events if n > after]
+        return Replay(stream_id, events)
+
+    async def forget_stream(self, session_id: str, stream_id: str) -> None:
+        """Drop what is stored for one stream."""
+        streams = self._sessions.get(session_id)
+        if streams is not None:
+            streams.pop(stream_id, None)
+
+    async def forget_session(self, session_id: str) -> None:
+        """Drop what is stored for every stream of a session."""
+        self._sessions.pop(session_id, None)
+
+    def statistics(self) -> EventStoreStatistics:
+        """Return how many streams and events are held right now."""
+        logs = [log for streams in self._sessions.values() for log in streams.values()]
+        return EventStoreStatistics(len(logs), sum(len(log.events) for log in logs))

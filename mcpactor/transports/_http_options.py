@@ -1,0 +1,75 @@
+# The options of the HTTP transport, in one frozen record.
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+import attrs
+
+from ._event_store import EventStore, MemoryEventStore
+
+__all__ = ["Authenticate", "HttpOptions", "default_event_store"]
+
+#: the authentication hook: request headers (lowercase names) → a principal, or a falsy
+#: value to refuse; may be async
+Authenticate = Callable[[Mapping[str, str]], object]
+
+
+def _patterns(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    # A lone string is one pattern, not a sequence of one-letter patterns.
+    if value is None:
+        return None
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _cors_patterns(value: str | Sequence[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class HttpOptions:
+    """How the HTTP transport behaves; the defaults suit a local server."""
+
+    #: no sessions: every POST is served by a throwaway session, GET/DELETE get 405
+    stateless: bool = False
+    #: "auto": JSON unless something precedes the response; "sse": always SSE;
+    #: "json": always JSON, related notifications go to the GET stream instead
+    response_mode: Literal["auto", "sse", "json"] = "auto"
+    #: Host header patterns; None: loopback names when bound to loopback, else any
+    allowed_hosts: tuple[str, ...] | None = attrs.field(default=None, converter=_patterns)
+    #: Origin patterns; None: loopback origins on loopback, else same-origin only
+    allowed_origins: tuple[str, ...] | None = attrs.field(default=None, converter=_patterns)
+    #: origins whose pages may read responses (CORS headers); none by default
+    cors_origins: tuple[str, ...] = attrs.field(default=(), converter=_cors_patterns)
+    #: the largest request body accepted (413 above it)
+    max_body_bytes: int = 4 * 1024 * 1024
+    #: live sessions at most (503 when full)
+    max_sessions: int = 10_000
+    #: seconds without requests or connections after which a session ends
+    session_idle_timeout: float = 30 * 60.0
+    #: where resumable SSE events wait; None: a MemoryEventStore per server
+    event_store: EventStore | None = None
+    #: the reconnection delay SSE clients are told (``retry:``), in milliseconds
+    retry_ms: int = 1000
+    #: paths of the legacy HTTP+SSE transport (2024-11-05) and WebSocket; None: off
+    sse_path: str | None = "/sse"
+    messages_path: str | None = "/messages"
+    websocket_path: str | None = "/ws"
+    #: called with the request headers; returns a principal, or falsy for 401
+    authenticate: Authenticate | None = None
+    #: the WWW-Authenticate header sent with 401
+    www_authenticate: str = "Bearer"
+
+    def __attrs_post_init__(self) -> None:
+        if self.response_mode not in ("auto", "sse", "json"):
+            raise ValueError(
+                f"response_mode must be 'auto', 'sse' or 'json', got {self.response_mode!r}"
+            )
+        if self.max_sessions < 1 or self.max_body_bytes < 1:
+            raise ValueError("max_sessions and max_body_bytes must be positive")
+
+
+def default_event_store(options: HttpOptions) -> EventStore:
+    """The store a server uses: the configured one, or a fresh MemoryEventStore."""
+    return options.event_store if options.event_store is not None else MemoryEventStore()

@@ -1,0 +1,103 @@
+# The HTTP+SSE transport of revision 2024-11-05, kept for old clients.
+#
+# GET on the SSE path opens a session whose one stream is that response: its first
+# event, ``endpoint``, names where to POST (``/messages?session_id=…``); every POST
+# there is answered 202 and whatever the session says comes back on the stream. The
+# stream is the session: when the client drops it, the session ends. Host/Origin and
+# authentication were checked by the app before these run.
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import TYPE_CHECKING
+
+import orjson
+
+from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from . import _sse
+from ._asgi import Headers, Receive, Scope, Send, read_body, reply, reply_error
+from ._http_sessions import SessionKind
+from ._http_writer import write_stream
+from ._session_manager import SessionLimitReached
+
+if TYPE_CHECKING:
+    from ._http import McpHttpApp
+
+__all__ = ["serve_legacy_post", "serve_legacy_stream"]
+
+
+async def serve_legacy_stream(
+    app: McpHttpApp,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    headers: Headers,
+    principal: object,
+) -> None:
+    """GET on the SSE path: open a session and stream it, starting with ``endpoint``."""
+    if scope["method"] != "GET":
+        await reply(send, 405, b"", [(b"allow", b"GET")], content_type=None)
+        return
+    try:
+        session = await app.manager.create(SessionKind.LEGACY_SSE, principal=principal)
+    except SessionLimitReached as exc:
+        await reply_error(send, 503, INTERNAL_ERROR, str(exc))
+        return
+    try:
+        attachment = await session.listen()
+        assert attachment is not None  # a new session has no listener yet
+        messages_path = app.options.messages_path
+        assert messages_path is not None  # the app routes here only when it is set
+        endpoint = f"{scope.get('root_path', '')}{messages_path}?session_id={session.id}"
+        await write_stream(
+            receive,
+            send,
+            session,
+            attachment,
+            app.cors(headers),
+            started=True,
+            retry_ms=app.options.retry_ms,
+            preamble=_sse.endpoint_event(endpoint),
+        )
+    finally:
+        app.manager.close_session(session)
+
+
+async def serve_legacy_post(
+    app: McpHttpApp,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    headers: Headers,
+    principal: object,
+) -> None:
+    """POST on the messages path: hand the message to its session; 202."""
+    if scope["method"] != "POST":
+        await reply(send, 405, b"", [(b"allow", b"POST")], content_type=None)
+        return
+    query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    session_ids = query.get("session_id")
+    if not session_ids:
+        await reply_error(send, 400, INVALID_REQUEST, "session_id query parameter required")
+        return
+    session = app.manager.get(session_ids[0])
+    if (
+        session is None
+        or session.kind is not SessionKind.LEGACY_SSE
+        or session.principal != principal
+    ):
+        await reply_error(send, 404, INVALID_REQUEST, "session not found")
+        return
+    body = await read_body(receive, app.options.max_body_bytes, headers)
+    if body is None:
+        await reply_error(send, 413, INVALID_REQUEST, "the body is too large")
+        return
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        await reply_error(send, 400, PARSE_ERROR, f"invalid JSON: {exc}")
+        return
+    if not await session.feed(value):
+        await reply_error(send, 404, INVALID_REQUEST, "session not found")
+        return
+    await reply(send, 202, b"Accepted", app.cors(headers), content_type=b"text/plain")

@@ -1,0 +1,208 @@
+# The SessionManager: one nursery that owns every session of an HTTP server.
+#
+# HTTP handlers ask it to create sessions (Streamable HTTP, stateless, legacy SSE,
+# WebSocket) and look them up by id; it enforces ``max_sessions`` and, when asked to
+# stop, closes every session so that each winds down with its grace period. Idle
+# expiry is each session's own timer (``HttpSession._expire_when_idle``).
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+import attrs
+import trio
+
+from ..runtime import SessionActor, SessionOptions
+from ..server import Server
+from ._event_store import EventStore
+from ._http_sessions import HttpSession, SessionKind
+
+__all__ = ["ManagerStatistics", "SessionLimitReached", "SessionManager"]
+
+_log = logging.getLogger("mcpactor.http")
+
+
+class SessionLimitReached(Exception):
+    """No session can be created now: the limit is reached or the server is stopping."""
+
+
+@attrs.frozen
+class ManagerStatistics:
+    """A snapshot of a SessionManager, for tests and debug output."""
+
+    #: live sessions of every kind (including ones winding down)
+    sessions: int
+    #: sessions not closing: what counts against ``max_sessions``
+    open_sessions: int
+    #: sessions a client can name (Streamable HTTP and legacy SSE)
+    named_sessions: int
+    #: attached HTTP/WebSocket connections over all sessions
+    connections: int
+
+
+class SessionManager:
+    """Owns every session of an HTTP server: creation, lookup, limits and expiry."""
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        session_options: SessionOptions | None,
+        event_store: EventStore,
+        max_sessions: int,
+        idle_timeout: float,
+        response_mode: str,
+    ) -> None:
+        self.server = server
+        self.session_options = session_options
+        self.event_store = event_store
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self.response_mode = response_mode
+        self._named: dict[str, HttpSession] = {}
+        # Every session until it has ended, and those of them not yet closing: only open
+        # sessions count against the limit (a closed one is on its way out).
+        self._live: set[HttpSession] = set()
+        self._open: set[HttpSession] = set()
+        self._stopping = trio.Event()
+        self._session_ended = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    def statistics(self) -> ManagerStatistics:
+        """Return how many sessions and connections are live right now."""
+        return ManagerStatistics(
+            sessions=len(self._live),
+            open_sessions=len(self._open),
+            named_sessions=len(self._named),
+            connections=sum(session.connections for session in self._live),
+        )
+
+    async def run(self, *, task_status: trio.TaskStatus[SessionManager]) -> None:
+        """Own the sessions until ``stop`` is called and every session has ended."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started(self)
+            await self._stopping.wait()
+            for session in list(self._open):
+                self.close_session(session)
+
+    async def wait_sessions(self, at_most: int = 0) -> None:
+        """Wait until no more than ``at_most`` sessions are live (winding down counts)."""
+        while len(self._live) > at_most:
+            await self._session_ended.wait()
+
+    def stop(self) -> None:
+        """Refuse new sessions and close every session (they wind down gracefully)."""
+        self._stopping.set()
+
+    def cancel(self) -> None:
+        """Cancel every session at once, without a grace period."""
+        self._stopping.set()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel("the server was stopped without grace")
+
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop`` was called."""
+        return self._stopping.is_set()
+
+    async def create(
+        self,
+        kind: SessionKind,
+        *,
+        principal: object = None,
+        protocol_version: str | None = None,
+    ) -> HttpSession:
+        """Start a session of ``kind``; a stateless one is initialized at ``protocol_version``.
+
+        Raises:
+            SessionLimitReached: ``max_sessions`` are live, or the server is stopping.
+        """
+        if self._stopping.is_set() or self._nursery is None:
+            raise SessionLimitReached("the server is shutting down")
+        if len(self._open) >= self.max_sessions:
+            self._evict_expired()
+            if len(self._open) >= self.max_sessions:
+                raise SessionLimitReached(
+                    f"the server has reached its limit of {self.max_sessions} sessions"
+                )
+        named = kind in (SessionKind.STREAMABLE, SessionKind.LEGACY_SSE)
+        session_id = secrets.token_urlsafe(24) if named else None
+        session = HttpSession(self, kind, session_id, principal)
+        if protocol_version is not None:
+            _initialize_implicitly(session.actor, protocol_version)
+        self._live.add(session)
+        self._open.add(session)
+        try:
+            await self._nursery.start(self._serve, session)
+        except BaseException:
+            self._live.discard(session)
+            self._open.discard(session)
+            raise
+        if session_id is not None:
+            self._named[session_id] = session
+        return session
+
+    async def _serve(
+        self, session: HttpSession, *, task_status: trio.TaskStatus[HttpSession]
+    ) -> None:
+        try:
+            await session.run(task_status=task_status)
+        except Exception:
+            if not session.started:
+                raise
+            # A failing session must never take the server down (invariant 3).
+            _log.exception("session %s failed", session.id)
+        finally:
+            self._live.discard(session)
+            self._open.discard(session)
+            self._session_ended.set()
+            self._session_ended = trio.Event()
+            if session.id is not None and self._named.get(session.id) is session:
+                del self._named[session.id]
+
+    def get(self, session_id: str) -> HttpSession | None:
+        """Return the live session a client names, or None."""
+        session = self._named.get(session_id)
+        if session is None or session.closing:
+            return None
+        return session
+
+    def close_session(self, session: HttpSession) -> None:
+        """Forget a session's id at once and let it wind down."""
+        if session.id is not None and self._named.get(session.id) is session:
+            del self._named[session.id]
+        self._open.discard(session)
+        session.close()
+
+    def _evict_expired(self) -> None:
+        # Expiry runs on each session's own timer; this catches the ones whose timer
+        # is due in this very tick.
+        now = trio.current_time()
+        for session in list(self._open):
+            if (
+                session.kind is SessionKind.STREAMABLE
+                and now >= session.last_active + self.idle_timeout
+                and not session.busy()
+            ):
+                self.close_session(session)
+
+
+def _initialize_implicitly(actor: SessionActor, protocol_version: str) -> None:
+    # Stateless HTTP: no handshake reaches this throwaway session, so run one inside
+    # the core with what the request's headers say; the client declared no capabilities.
+    core = actor.core
+    core.receive(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": protocol_version,
+                "capabilities": {},
+                "clientInfo": {"name": "stateless HTTP client", "version": "0"},
+            },
+        }
+    )
+    core.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})

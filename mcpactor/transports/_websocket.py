@@ -1,0 +1,99 @@
+# MCP over WebSocket: one session per connection, one JSON-RPC message per text frame.
+#
+# The handshake must offer the ``mcp`` subprotocol and pass the same Host/Origin guard
+# and authentication hook as HTTP (a browser page can open a WebSocket to any origin,
+# so the Origin check matters here most of all). The session lives in the
+# SessionManager's nursery like every other; the connection only feeds its inbox and
+# drains its one stream. Closing the socket ends the session (its requests get the
+# usual grace period).
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from .._exceptions import PARSE_ERROR, ProtocolError, RemoteProtocolError
+from ..protocol import JSONValue, decode
+from ._asgi import Headers, Receive, Scope, Send
+from ._http_sessions import HttpSession, Item, SessionKind
+from ._session_manager import SessionLimitReached
+
+if TYPE_CHECKING:
+    from ._http import McpHttpApp
+
+__all__ = ["SUBPROTOCOL", "serve_websocket"]
+
+SUBPROTOCOL: Final = "mcp"
+# Close codes (RFC 6455 §7.4.1): going away, policy violation, try again later.
+_GOING_AWAY: Final = 1001
+_POLICY: Final = 1008
+_TRY_LATER: Final = 1013
+
+
+async def serve_websocket(app: McpHttpApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Serve one WebSocket connection as one MCP session."""
+    connect = await receive()
+    if connect["type"] != "websocket.connect":
+        return
+    path = app.options.websocket_path
+    if path is None or scope["path"].rstrip("/") != path.rstrip("/"):
+        await send({"type": "websocket.close", "code": _POLICY})
+        return
+    admitted, principal = await app.admit(Headers.of(scope), None)
+    if not admitted or SUBPROTOCOL not in scope.get("subprotocols", ()):
+        # Before accepting, a close is answered with HTTP 403.
+        await send({"type": "websocket.close", "code": _POLICY})
+        return
+    try:
+        session = await app.manager.create(SessionKind.WEBSOCKET, principal=principal)
+    except SessionLimitReached:
+        await send({"type": "websocket.close", "code": _TRY_LATER})
+        return
+    attachment = await session.listen()
+    assert attachment is not None  # a new session has no listener yet
+    try:
+        await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_write, send, attachment.receive, nursery.cancel_scope)
+            await _read(receive, session)
+            nursery.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            app.manager.close_session(session)
+            await session.release(attachment)
+
+
+async def _read(receive: Receive, session: HttpSession) -> None:
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "websocket.disconnect":
+            return
+        if kind != "websocket.receive":
+            continue
+        text = message.get("text")
+        item: JSONValue | ProtocolError
+        if text is None:
+            item = RemoteProtocolError(
+                "binary frames are not MCP messages: send one JSON-RPC message per text frame",
+                code=PARSE_ERROR,
+            )
+        else:
+            try:
+                item = decode(text.encode())
+            except RemoteProtocolError as exc:
+                item = exc
+        if not await session.feed(item):
+            return
+
+
+async def _write(
+    send: Send, items: trio.MemoryReceiveChannel[Item], done: trio.CancelScope
+) -> None:
+    async with items:
+        async for _event_id, data, _final in items:
+            await send({"type": "websocket.send", "text": data.decode()})
+    # The session ended on our side (shutdown): close the socket properly.
+    await send({"type": "websocket.close", "code": _GOING_AWAY})
+    done.cancel()

@@ -1,0 +1,234 @@
+"""Streamable HTTP (plus legacy HTTP+SSE and WebSocket), served by hypercorn on trio.
+
+```python
+async with trio.open_nursery() as nursery:
+    host, port = await nursery.start(functools.partial(serve_http, server, port=0))
+```
+
+``serve_http`` runs hypercorn's trio worker in front of ``McpHttpApp``;
+``open_http_app`` gives the ASGI app alone (to mount in another trio ASGI server, or to
+serve with ``serve_app`` while keeping a handle on its SessionManager).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final, cast
+
+import trio
+
+from ..runtime import SessionOptions
+from ..server import Server
+from ._event_store import EventStore, EventStoreStatistics, MemoryEventStore, Replay
+from ._http import McpHttpApp
+from ._http_options import HttpOptions, default_event_store
+from ._session_manager import ManagerStatistics, SessionManager
+
+__all__ = [
+    "EventStore",
+    "EventStoreStatistics",
+    "HttpOptions",
+    "ManagerStatistics",
+    "McpHttpApp",
+    "MemoryEventStore",
+    "Replay",
+    "SessionManager",
+    "open_http_app",
+    "serve_app",
+    "serve_http",
+]
+
+_log = logging.getLogger("mcpactor.http")
+
+# Seconds hypercorn waits for open connections beyond the sessions' own grace period.
+_SHUTDOWN_MARGIN: Final = 2.0
+
+
+@contextlib.asynccontextmanager
+async def open_http_app(
+    server: Server,
+    *,
+    path: str = "/mcp",
+    options: HttpOptions | None = None,
+    session_options: SessionOptions | None = None,
+    bind_host: str = "127.0.0.1",
+) -> AsyncIterator[McpHttpApp]:
+    """Run a SessionManager for ``server`` and yield the ASGI app in front of it.
+
+    ``bind_host`` is where the app is reachable; it picks the Host/Origin defaults (see
+    HttpOptions). Leaving the block closes every session gracefully and waits for them.
+    The server's lifespans are the caller's to enter (``serve_http`` does).
+    """
+    options = options or HttpOptions()
+    manager = SessionManager(
+        server,
+        session_options=session_options,
+        event_store=default_event_store(options),
+        max_sessions=options.max_sessions,
+        idle_timeout=options.session_idle_timeout,
+        response_mode=options.response_mode,
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        try:
+            yield McpHttpApp(manager, path=path, options=options, bind_host=bind_host)
+        finally:
+            manager.stop()
+
+
+async def serve_http(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    options: HttpOptions | None = None,
+    session_options: SessionOptions | None = None,
+    handle_signals: bool = False,
+    stop: trio.Event | None = None,
+    task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``server`` over HTTP until cancelled, ``stop`` is set, or SIGINT/SIGTERM.
+
+    Reports the bound (host, port) through ``task_status`` (so ``port=0`` works). A
+    graceful stop refuses new sessions and connections, gives in-flight requests the
+    sessions' ``shutdown_grace``, cancels what is left and returns; with
+    ``handle_signals``, a second signal cancels at once. The server's lifespans are
+    entered around it all.
+    """
+    async with (
+        server.running(),
+        open_http_app(
+            server,
+            path=path,
+            options=options,
+            session_options=session_options,
+            bind_host=host,
+        ) as app,
+    ):
+        await serve_app(
+            app,
+            host=host,
+            port=port,
+            handle_signals=handle_signals,
+            stop=stop,
+            task_status=task_status,
+        )
+
+
+async def serve_app(
+    app: McpHttpApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    handle_signals: bool = False,
+    stop: trio.Event | None = None,
+    task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve an ``McpHttpApp`` with hypercorn's trio worker; see ``serve_http``.
+
+    Returns after a graceful stop, once every session has ended and hypercorn has let
+    its connections go.
+    """
+    import hypercorn.config
+    import hypercorn.trio
+
+    manager = app.manager
+    grace = (manager.session_options or SessionOptions()).shutdown_grace
+    config = hypercorn.config.Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("mcpactor.http.server")
+    config.graceful_timeout = grace + _SHUTDOWN_MARGIN
+    config.include_server_header = False
+    config.websocket_max_message_size = app.options.max_body_bytes
+    shutdown = trio.Event()
+    served = trio.Event()
+
+    def begin_shutdown() -> None:
+        if not shutdown.is_set():
+            shutdown.set()
+            manager.stop()
+
+    async with trio.open_nursery() as nursery:
+        if handle_signals:
+            nursery.start_soon(_watch_signals, begin_shutdown, nursery.cancel_scope, manager)
+        if stop is not None:
+            nursery.start_soon(_stop_on, stop, begin_shutdown)
+        binds: list[str] = await nursery.start(
+            _serve_until_done,
+            functools.partial(
+                # Our scopes are plain dicts; hypercorn types them as TypedDicts.
+                hypercorn.trio.serve,
+                cast("Any", app),
+                config,
+                shutdown_trigger=shutdown.wait,
+            ),
+            served,
+        )
+        bound = _address(binds[0])
+        _log.info("serving MCP on http://%s:%d%s", bound[0], bound[1], app.path)
+        task_status.started(bound)
+        await shutdown.wait()
+        await manager.wait_sessions(0)
+        # Every session has ended; the last responses may still be on their way out.
+        await served.wait()
+        nursery.cancel_scope.cancel()
+
+
+async def _serve_until_done(
+    fn: Callable[..., Awaitable[None]],
+    done: trio.Event,
+    *,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    try:
+        await fn(task_status=task_status)
+    finally:
+        done.set()
+
+
+async def _stop_on(stop: trio.Event, begin_shutdown: Callable[[], None]) -> None:
+    await stop.wait()
+    begin_shutdown()
+
+
+async def _watch_signals(
+    begin_shutdown: Callable[[], None], serving: trio.CancelScope, manager: SessionManager
+) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        first = True
+        async for signum in signals:
+            if first:
+                _log.info("%s: finishing in-flight requests", signal.Signals(signum).name)
+                begin_shutdown()
+                first = False
+            else:
+                _log.warning("second signal: cancelling everything")
+                manager.cancel()
+                serving.cancel()
+
+
+def _address(bind: str) -> tuple[str, int]:
+    # "http://127.0.0.1:8000" or "http://[::1]:8000" -> (host, port)
+    authority = bind.partition("://")[2]
+    host, _, port = authority.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+for _name in (
+    "EventStore",
+    "EventStoreStatistics",
+    "HttpOptions",
+    "ManagerStatistics",
+    "McpHttpApp",
+    "MemoryEventStore",
+    "Replay",
+    "SessionManager",
+):
+    globals()[_name].__module__ = __name__
+del _name

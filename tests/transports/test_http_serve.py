@@ -1,0 +1,193 @@
+"""``serve_http`` and ``mcpactor serve --http`` on real sockets: serving and stopping."""
+
+from __future__ import annotations
+
+import functools
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import trio
+
+from mcpactor.runtime import SessionOptions
+from mcpactor.transports import serve_http
+
+from ..spec_schema import check_server_message
+from ._http_client import McpClient, SocketClient, start_post
+from ._http_server import Probe, initialized, make_server, socket_client
+
+HOLD = {"name": "hold", "arguments": {}, "_meta": {"progressToken": "h"}}
+
+
+@pytest.fixture
+def probe() -> Probe:
+    return Probe()
+
+
+async def test_serve_http_reports_its_port_and_serves(probe: Probe) -> None:
+    async with socket_client(make_server(probe)) as http:
+        assert http.host == "127.0.0.1"
+        assert http.port > 0
+        client = await initialized(http)
+        reply = await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+        assert reply["result"]["structuredContent"] == {"result": 3}
+        stream = await client.post(
+            client.request(
+                "tools/call",
+                {"name": "count", "arguments": {"steps": 2}, "_meta": {"progressToken": 0}},
+            )
+        )
+        messages = await stream.messages()
+        assert [m.get("method") for m in messages] == [
+            "notifications/progress",
+            "notifications/progress",
+            None,
+        ]
+        for message in messages:
+            check_server_message(message, "2025-11-25", request_method="tools/call")
+
+
+async def test_a_dropped_connection_does_not_cancel_and_the_result_is_replayed(
+    probe: Probe,
+) -> None:
+    async with socket_client(make_server(probe)) as http:
+        client = await initialized(http)
+        request = client.request("tools/call", HOLD)
+        stream = await client.post(request)
+        priming = await stream.next_event()
+        progress = await stream.next_event()
+        assert priming is not None
+        assert progress is not None
+        await probe.started.wait()
+        await stream.disconnect()  # the TCP connection is closed
+        probe.release.set()
+        await probe.finished.wait()
+        assert not probe.cancelled.is_set()
+        resumed = await client.get(last_event_id=progress.id)
+        messages = await resumed.messages()
+        assert [m["id"] for m in messages] == [request["id"]]
+        assert messages[0]["result"]["content"][0]["text"] == "released"
+
+
+async def test_a_graceful_stop_lets_running_requests_finish(probe: Probe) -> None:
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        host, port = await nursery.start(
+            functools.partial(serve_http, make_server(probe), port=0, stop=stop)
+        )
+        http = SocketClient(host, port, nursery)
+        client = await initialized(http)
+        pending = start_post(client, client.request("tools/call", {"name": "hold_quietly"}))
+        await probe.started.wait()
+        stop.set()
+        probe.release.set()
+        reply = await (await pending.wait()).json()
+        assert reply["result"]["content"][0]["text"] == "released"
+        await http.aclose()
+    # serve_http returned by itself: the nursery had nothing left to wait for.
+    with pytest.raises(OSError, match="connect"):
+        await trio.open_tcp_stream(host, port)
+
+
+async def test_a_graceful_stop_cancels_what_outlives_the_grace_period(probe: Probe) -> None:
+    stop = trio.Event()
+    session_options = SessionOptions(shutdown_grace=0.2)
+    async with trio.open_nursery() as nursery:
+        host, port = await nursery.start(
+            functools.partial(
+                serve_http,
+                make_server(probe),
+                port=0,
+                stop=stop,
+                session_options=session_options,
+            )
+        )
+        http = SocketClient(host, port, nursery)
+        client = await initialized(http)
+        listening = await client.get()
+        request = client.request("tools/call", {"name": "hold_quietly"})
+        pending = start_post(client, request)
+        await probe.started.wait()
+        stop.set()
+        reply = await (await pending.wait()).json()
+        assert reply["id"] == request["id"]
+        assert reply["error"]["code"] == -32603
+        assert probe.cancelled.is_set()
+        await listening.events()  # the GET stream ends with the session
+        await http.aclose()
+
+
+def _server_file(directory: Path) -> Path:
+    path = directory / "served.py"
+    path.write_text(
+        textwrap.dedent(
+            '''
+            from mcpactor import Server
+
+            server = Server("served", "1.0.0")
+
+
+            @server.tool()
+            async def add(a: int, b: int) -> int:
+                """Add two numbers."""
+                return a + b
+            '''
+        )
+    )
+    return path
+
+
+async def test_the_cli_serves_http_and_exits_0_on_sigterm(tmp_path: Path) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "mcpactor",
+        "serve",
+        str(_server_file(tmp_path)),
+        "--http",
+        "127.0.0.1:0",
+        "--json-response",
+    ]
+    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    try:
+        line = b""
+        with trio.fail_after(30):
+            while b"\n" not in line:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, "the server exited before serving"
+                line += chunk
+        url = line.decode().split("serving ", 1)[1].split()[0]
+        assert url.startswith("http://127.0.0.1:")
+        assert url.endswith("/mcp")
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        async with trio.open_nursery() as nursery:
+            http = SocketClient("127.0.0.1", port, nursery)
+            client = McpClient(http)
+            await client.initialize("2025-06-18")
+            reply = await client.call("tools/call", {"name": "add", "arguments": {"a": 2, "b": 2}})
+            assert reply["result"]["structuredContent"] == {"result": 4}
+            await http.aclose()
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(30):
+            await process.wait()
+        assert process.returncode == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        await process.stderr.aclose()
+
+
+def test_bind_addresses_parse() -> None:
+    from mcpactor.cli import _parse_bind
+
+    assert _parse_bind("8000") == ("127.0.0.1", 8000)
+    assert _parse_bind("0.0.0.0:80") == ("0.0.0.0", 80)
+    assert _parse_bind("[::1]:9000") == ("::1", 9000)
+    with pytest.raises(ValueError, match="HOST"):
+        _parse_bind("localhost:http")
+    assert _parse_bind(":1") == ("127.0.0.1", 1)
