@@ -209,6 +209,7 @@ def _served_server(args: argparse.Namespace) -> Server:
     import attrs
 
     from ._config import ServerConfig, assemble, load_config, target_configs
+    from .client import proxy_url
     from .plugins import load_plugin, plugin_names
 
     config = load_config(args.config) if args.config else None
@@ -220,6 +221,12 @@ def _served_server(args: argparse.Namespace) -> Server:
     overridden = bool(prefixes or limits or args.no_prefix)
     if config is None and len(args.targets) == 1 and not overridden:
         (target,) = args.targets
+        if "://" in target:
+            (remote,) = target_configs([target], plugins=())
+            try:
+                return proxy_url(target, name=remote.name)
+            except ValueError as exc:
+                raise TargetError(str(exc)) from exc
         return load_plugin(target) if target in installed else load_server(target)
     if config is not None:
         servers = list(config.servers)

@@ -35,6 +35,7 @@ import trio
 
 from .._exceptions import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     METHOD_NOT_FOUND,
     MCPActorError,
     ProtocolError,
@@ -296,7 +297,12 @@ class ProxyServer(Server):
             if kind not in remote:
                 continue
             if kind == "tools":
-                self._remote_tools = _by_key(await client.list_tools(), "name", "tool")
+                # Tasks are not relayed: the tools are offered as plain calls only.
+                tools = [
+                    {k: v for k, v in tool.items() if k != "execution"}
+                    for tool in await client.list_tools()
+                ]
+                self._remote_tools = _by_key(tools, "name", "tool")
             elif kind == "prompts":
                 self._remote_prompts = _by_key(await client.list_prompts(), "name", "prompt")
             else:
@@ -387,6 +393,11 @@ class ProxyServer(Server):
         if method not in _FORWARDED:
             raise RequestError(
                 METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method}
+            )
+        if "task" in params:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"{self.name!r} does not relay tasks: send {method!r} without 'task'",
             )
         result = await self._forward(method, params, ctx)
         revision = ctx.negotiated.revision

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
@@ -48,6 +49,7 @@ from .._exceptions import (
 from ..protocol import LATEST, JSONObject, Revision
 from ._context import Context
 from ._registry import check_tool_name
+from ._tasks import METHODS as _TASK_METHODS
 from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
@@ -173,7 +175,7 @@ class Mount:
             max_concurrent=self.max_concurrent,
         )
 
-    def context(self, ctx: Context) -> Context:
+    def _context(self, ctx: Context) -> Context:
         """The Context its handlers see for a request the parent received."""
         return Context(
             peer=ctx._peer,
@@ -183,7 +185,7 @@ class Mount:
             server=self.server,
         )
 
-    async def call(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
+    async def _call(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
         """Serve one request with the mounted server, within its limit.
 
         Raises:
@@ -200,7 +202,7 @@ class Mount:
             self._check_alive()
             self._in_flight += 1
             try:
-                return await self.server.handle_request(method, params, self.context(ctx))
+                return await self.server.handle_request(method, params, self._context(ctx))
             finally:
                 self._in_flight -= 1
         finally:
@@ -297,6 +299,8 @@ class Composition:
             "prompts/list": self._list_prompts,
             "prompts/get": self._get_prompt,
             "completion/complete": self._complete,
+            # Tasks belong to the session, whichever server's tool started them.
+            **{method: functools.partial(self._own, method) for method in _TASK_METHODS},
         }
 
     # --- mounting -------------------------------------------------------------------
@@ -528,7 +532,7 @@ class Composition:
         if mount is None:
             result: JSONObject = await self.parent._methods[method](params, ctx)
             return result
-        return await mount.call(method, params, ctx)
+        return await mount._call(method, params, ctx)
 
     def _page(self, kind: str, params: JSONObject, ctx: Context, entries: Any) -> JSONObject:
         return self.parent._page(kind, ctx.negotiated.revision, params, entries)
@@ -545,6 +549,9 @@ class Composition:
     async def _list_templates(self, params: JSONObject, ctx: Context) -> JSONObject:
         templates = self._current().listed_templates.values()
         return self._page("resourceTemplates", params, ctx, templates)
+
+    async def _own(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
+        return await self._forward(None, method, params, ctx)
 
     async def _call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = params.get("name")
@@ -628,7 +635,7 @@ class _RootsHook:
         mount = self._mount
         if mount.failed:
             return
-        child_ctx = mount.context(ctx)
+        child_ctx = mount._context(ctx)
         for hook in list(mount.server.roots_changed_hooks):
             try:
                 await hook(child_ctx)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -12,9 +13,10 @@ from typing import Final
 import pytest
 import trio
 
-from mcpactor import RequestError
+from mcpactor import RequestError, Server
 from mcpactor.cli import main
 from mcpactor.client import connect_stdio
+from mcpactor.transports import serve_http
 from tests.client.conftest import ServerMessages, text_of
 
 from .conftest import Site
@@ -90,6 +92,7 @@ def test_serve_without_prefixes_refuses_a_name_served_twice(
         (["nope_not_installed.py"], "no such file"),
         (["--strict", "alpha", "broken"], "plugin 'broken' failed to load"),
         (["broken"], "plugin 'broken' failed to load"),
+        (["ftp://example.com/mcp"], "expected a ws://, wss://, http:// or https:// URL"),
     ],
 )
 def test_serve_reports_what_it_cannot_serve(
@@ -164,3 +167,24 @@ async def test_serve_strict_stops_at_a_broken_plugin(site: Site, tmp_path: Path)
     assert done.returncode == 2
     assert done.stdout == b""
     assert b"plugin 'broken' failed to load" in done.stderr
+
+
+async def test_serve_a_url_bridges_a_remote_server_to_stdio(tmp_path: Path) -> None:
+    remote = Server("remote-over-ws", version="9.9")
+    remote.add_tool(lambda a, b: a * b, name="times", input_schema=TIMES_SCHEMA)
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            host, port = await nursery.start(functools.partial(serve_http, remote, port=0))
+            command = [*SERVE, f"ws://{host}:{port}/ws"]
+            async with connect_stdio(command, initialize=True, cwd=tmp_path) as client:
+                assert [tool["name"] for tool in await client.list_tools()] == ["times"]
+                result = await client.call_tool("times", {"a": 6, "b": 7})
+                assert text_of(result) == "42"
+            nursery.cancel_scope.cancel()
+
+
+TIMES_SCHEMA: Final = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+}

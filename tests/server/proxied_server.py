@@ -84,6 +84,12 @@ def die() -> str:
     os._exit(3)
 
 
+@server.tool(task_support="optional")
+async def job() -> str:
+    """A tool that may run as a task (where tasks are not proxied, it is a plain call)."""
+    return "job done"
+
+
 @server.resource("proxied://greeting", mime_type="text/plain")
 def greeting() -> str:
     """A greeting."""

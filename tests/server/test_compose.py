@@ -7,14 +7,18 @@ message the server sends is checked against the official schema.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Final
 
 import pytest
 import trio
 
 from mcpactor import Completion, Context, PluginError, RequestError, Server
 from mcpactor.protocol import LATEST
-from tests.client.conftest import GUARD, checker_of, connect, text_of
+from tests.client.conftest import checker_of, connect, text_of
+
+# In memory, a test takes milliseconds: a hang fails in seconds, not never.
+GUARD: Final = 10.0
+
 
 # --- servers to mount -------------------------------------------------------------------
 
@@ -398,3 +402,37 @@ async def test_roots_changes_reach_the_childrens_hooks() -> None:
         with trio.fail_after(GUARD):
             await done.wait()
     assert heard == ["file:///b"]
+
+
+async def test_tasks_of_a_mounted_servers_tools_are_served_by_the_composed_server() -> None:
+    jobs = Server("jobs")
+
+    @jobs.tool(task_support="optional")
+    async def work(n: int) -> str:
+        """A job that may run as a task."""
+        return f"did {n}"
+
+    app = Server("app")
+    app.mount(jobs, "jobs")
+    async with connect(app) as client:
+        assert "tasks" in client.server_capabilities
+        created = await client.request(
+            "tools/call", {"name": "jobs_work", "arguments": {"n": 3}, "task": {"ttl": 60_000}}
+        )
+        task_id = created["task"]["taskId"]
+        with trio.fail_after(GUARD):
+            result = await client.request("tasks/result", {"taskId": task_id})
+        assert text_of(result) == "did 3"
+        status = await client.request("tasks/get", {"taskId": task_id})
+        assert status["status"] == "completed"
+        listed = await client.request("tasks/list")
+        assert [task["taskId"] for task in listed["tasks"]] == [task_id]
+
+
+async def test_without_tasks_the_composed_server_has_no_tasks_methods() -> None:
+    app, _, _ = make_app()
+    async with connect(app) as client:
+        assert "tasks" not in client.server_capabilities
+        with pytest.raises(RequestError) as info:
+            await client.request("tasks/list")
+        assert info.value.code == -32601

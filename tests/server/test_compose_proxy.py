@@ -7,6 +7,7 @@ same answers, progress, log messages and cancellations.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,6 +20,7 @@ import trio.testing
 
 from mcpactor import RequestError, Server
 from mcpactor.client import ClientSession, ProxyServer, proxy_stdio, proxy_url
+from mcpactor.transports import serve_http
 from tests.client.conftest import connect, text_of
 
 from . import proxied_server
@@ -52,7 +54,11 @@ def remote(name: str = "remote") -> ProxyServer:
 
 async def listing(client: ClientSession) -> dict[str, Any]:
     return {
-        "tools": await client.list_tools(),
+        # Tasks are not relayed, so a proxy offers no task support ("execution").
+        "tools": [
+            {k: v for k, v in tool.items() if k != "execution"}
+            for tool in await client.list_tools()
+        ],
         "resources": await client.list_resources(),
         "templates": await client.list_resource_templates(),
         "prompts": await client.list_prompts(),
@@ -66,6 +72,8 @@ async def test_the_proxy_lists_exactly_what_the_remote_lists() -> None:
     proxy = remote()
     async with through(proxy) as client:
         assert await listing(client) == expected
+        assert all("execution" not in tool for tool in await client.list_tools())
+        del local_capabilities["tasks"]
         assert client.server_capabilities == local_capabilities
     assert proxy.remote_info == {"name": "proxied", "version": "1.2.3"}
     # Taken from the remote, for sessions opened once the proxy runs.
@@ -259,3 +267,30 @@ def test_a_websocket_url_makes_a_proxy() -> None:
     assert isinstance(proxy, ProxyServer)
     assert proxy.name == "ws"
     assert not proxy.connected
+
+
+async def test_a_server_behind_a_websocket_url_is_proxied() -> None:
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            host, port = await nursery.start(
+                functools.partial(serve_http, proxied_server.server, port=0)
+            )
+            app = Server("app")
+            app.mount(proxy_url(f"ws://{host}:{port}/ws", name="web"), "web")
+            async with through(app) as client:
+                result = await client.call_tool("web_add", {"a": 2, "b": 40})
+                assert result["structuredContent"] == {"result": 42}
+                read = await client.read_resource("proxied://items/9")
+                assert read["contents"][0]["text"] == "item 9"
+            nursery.cancel_scope.cancel()
+
+
+async def test_tasks_are_not_relayed() -> None:
+    async with through(remote()) as client:
+        assert text_of(await client.call_tool("job")) == "job done"
+        with pytest.raises(RequestError) as info:
+            await client.request(
+                "tools/call", {"name": "job", "arguments": {}, "task": {"ttl": 1000}}
+            )
+    assert info.value.code == -32602
+    assert "'remote' does not relay tasks" in info.value.message

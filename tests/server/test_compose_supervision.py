@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Final
 
 import pytest
 import trio
@@ -12,7 +13,10 @@ import trio.testing
 
 from mcpactor import PluginError, RequestError, Server
 from mcpactor.server import MountStatistics
-from tests.client.conftest import GUARD, connect, text_of
+from tests.client.conftest import connect, text_of
+
+# In memory, a test takes milliseconds: a hang fails in seconds, not never.
+GUARD: Final = 10.0
 
 
 def recording_server(name: str, events: list[str]) -> Server:
