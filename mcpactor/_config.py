@@ -3,8 +3,9 @@
 # ``mcpactor.toml`` (or the ``[tool.mcpactor]`` table of ``pyproject.toml``) names the
 # servers to serve together and how: plugins by entry-point name, local servers as
 # ``module:attr`` or a ``.py`` path, remote servers as a stdio ``command`` or a ``url``;
-# their prefixes and limits; and the transport. Parsing checks every key and names the
-# one that is wrong (unknown keys included: a typo must not be silently ignored).
+# their prefixes, limits and tool timeouts; the sessions' task limits; and the transport.
+# Parsing checks every key and names the one that is wrong (unknown keys included: a typo
+# must not be silently ignored).
 #
 # ``assemble`` is shared by the file and the command line: each ``ServerConfig`` is
 # loaded (plugins through discovery, so a broken one is reported and skipped unless
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import tomllib
@@ -25,6 +27,7 @@ import attrs
 
 from ._exceptions import MCPActorError, PluginError
 from ._version import __version__
+from .runtime import TaskOptions
 from .server import Server
 
 __all__ = [
@@ -73,6 +76,8 @@ class ServerConfig:
     cwd: str | None = None
     #: headers sent to ``url``
     headers: Mapping[str, str] = attrs.field(factory=dict)
+    #: seconds each of its tools may run unless the tool sets its own ``timeout``
+    tool_timeout: float | None = None
 
 
 @attrs.frozen
@@ -106,6 +111,8 @@ class Config:
     log_level: str | None = None
     #: seconds in-flight requests get at shutdown
     grace: float | None = None
+    #: limits of each session's tasks (None: the defaults)
+    tasks: TaskOptions | None = None
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -172,7 +179,17 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
     reader = _Reader(source, key)
     reader.known(
         data,
-        {"servers", "transport", "http", "prefix", "strict", "env", "log_level", "grace"},
+        {
+            "servers",
+            "transport",
+            "http",
+            "prefix",
+            "strict",
+            "env",
+            "log_level",
+            "grace",
+            "tasks",
+        },
     )
     transport = reader.choice(data, "transport", ("stdio", "http"), "stdio")
     log_level = reader.optional(data, "log_level", str)
@@ -196,6 +213,11 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
         env=reader.strings(data, "env"),
         log_level=log_level.upper() if log_level is not None else None,
         grace=float(grace) if grace is not None else None,
+        tasks=(
+            _tasks_config(reader.nested("tasks"), reader.table(data, "tasks"))
+            if "tasks" in data
+            else None
+        ),
     )
 
 
@@ -217,6 +239,7 @@ def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
             "env",
             "cwd",
             "headers",
+            "tool_timeout",
         },
     )
     sources = [key for key in ("plugin", "target", "command", "url") if key in value]
@@ -259,6 +282,7 @@ def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
     if max_concurrent is not None and (isinstance(max_concurrent, bool) or max_concurrent < 1):
         raise inner.error("max_concurrent", "expected a positive integer", max_concurrent)
     cwd = inner.optional(value, "cwd", str)
+    tool_timeout = inner.seconds(value, "tool_timeout")
     return ServerConfig(
         name=name,
         plugin=plugin,
@@ -270,7 +294,31 @@ def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
         env=inner.strings(value, "env"),
         cwd=str(reader.directory / cwd) if cwd is not None else None,
         headers=inner.strings(value, "headers"),
+        tool_timeout=tool_timeout,
     )
+
+
+def _tasks_config(reader: _Reader, table: Mapping[str, Any]) -> TaskOptions:
+    # The keys are TaskOptions' own fields, so the file and the Python API agree.
+    reader.known(table, {"max_running", "max_stored", "default_ttl", "max_ttl", "poll_interval"})
+    given: dict[str, Any] = {}
+    for key in ("max_running", "max_stored"):
+        count = reader.optional(table, key, int)
+        if count is None:
+            continue
+        if count < 1:
+            raise reader.error(key, "expected a positive integer", count)
+        given[key] = count
+    for key in ("default_ttl", "max_ttl", "poll_interval"):
+        seconds = reader.seconds(table, key)
+        if seconds is not None:
+            given[key] = seconds
+    default_ttl, max_ttl = given.get("default_ttl"), given.get("max_ttl")
+    if default_ttl is not None and max_ttl is not None and default_ttl > max_ttl:
+        raise reader.error(
+            "default_ttl", f"expected at most {reader._key('max_ttl')} ({max_ttl:g})", default_ttl
+        )
+    return TaskOptions(**given)
 
 
 def _http_config(reader: _Reader, table: Mapping[str, Any]) -> HttpConfig:
@@ -340,6 +388,13 @@ class _Reader:
             expected = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in names)
             raise self.error(key, f"expected {expected}", value)
         return value
+
+    def seconds(self, table: Mapping[str, Any], key: str) -> float | None:
+        value = self.optional(table, key, (int, float))
+        # TOML has inf and nan; neither is a duration.
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise self.error(key, "expected a positive number of seconds", value)
+        return float(value) if value is not None else None
 
     def choice(
         self, table: Mapping[str, Any], key: str, options: Sequence[str], default: str
@@ -459,6 +514,9 @@ def assemble(
             else:
                 assert config.url is not None
                 server = proxy_url(config.url, name=config.name, headers=config.headers or None)
+            if config.tool_timeout is not None:
+                # The server's default deadline; tools with their own ``timeout`` keep it.
+                server.tool_timeout = config.tool_timeout
         except Exception as exc:
             # Importing a module runs its code: any failure there is that server's own.
             failure = _failed(config, exc)

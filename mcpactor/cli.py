@@ -123,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import attrs
     import trio
 
     from .runtime import SessionOptions
@@ -134,6 +135,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"mcpactor: {exc}", file=sys.stderr)
         return 2
     options = SessionOptions(shutdown_grace=args.grace)
+    tasks = getattr(args, "tasks", None)
+    if tasks is not None:
+        options = attrs.evolve(options, tasks=tasks)
     try:
         if args.http is not None:
             return _serve_http(args, server, options)
@@ -158,8 +162,8 @@ def _add_composition_arguments(serve: argparse.ArgumentParser) -> None:
         nargs="*",
         metavar="TARGET",
         help="an installed plugin's name, package.module[:attr], path/to/server.py[:attr] "
-        "or a ws:// URL; several are served as one, each under a prefix (default: every "
-        "installed plugin, or the servers of --config)",
+        "or an http(s):// or ws:// URL; several are served as one, each under a prefix "
+        "(default: every installed plugin, or the servers of --config)",
     )
     serve.add_argument(
         "--config",
@@ -271,6 +275,7 @@ def _apply_config(args: argparse.Namespace, config: Any) -> None:
         logging.getLogger().setLevel(config.log_level)
     if config.grace is not None and args.grace == defaults.grace:
         args.grace = config.grace
+    args.tasks = config.tasks
     if config.transport != "http" or getattr(args, "http", None) is not None:
         return
     http = config.http
@@ -433,14 +438,16 @@ def _json_object(text: str) -> dict[str, Any]:
 def _add_call_parser(commands: Any) -> None:
     call = commands.add_parser(
         "call",
-        help="start a stdio server, make one request, print the result as JSON",
+        help="make one request to a stdio or HTTP server, print the result as JSON",
         description=(
-            "Start COMMAND as a stdio MCP server, initialize it, perform one action and "
-            "print its JSON result. A JSON-RPC error goes to stderr with exit status 1; "
-            "a tool result with isError: true is a result (exit status 0)."
+            "Start COMMAND as a stdio MCP server (or connect to the Streamable HTTP "
+            "server at --url), initialize it, perform one action and print its JSON "
+            "result. A JSON-RPC error goes to stderr with exit status 1; a tool result "
+            "with isError: true is a result (exit status 0)."
         ),
         usage="%(prog)s (--list | --tool NAME | --resource URI | --prompt NAME) "
-        "[--args JSON] [--protocol-version V] -- COMMAND [ARGS...]",
+        "[--args JSON] [--protocol-version V] (--url URL [--header 'NAME: VALUE'] | "
+        "-- COMMAND [ARGS...])",
     )
     action = call.add_mutually_exclusive_group(required=True)
     action.add_argument(
@@ -469,7 +476,19 @@ def _add_call_parser(commands: Any) -> None:
         help="give up waiting for the answer after this long (default: wait)",
     )
     call.add_argument(
-        "server_command", nargs="+", metavar="COMMAND", help="the server command, after --"
+        "--url",
+        metavar="URL",
+        help="the Streamable HTTP endpoint of a running server (http://host:port/mcp)",
+    )
+    call.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP header sent with every request to --url (e.g. Authorization); repeatable",
+    )
+    call.add_argument(
+        "server_command", nargs="*", metavar="COMMAND", help="the server command, after --"
     )
 
 
@@ -479,14 +498,30 @@ def _call(args: argparse.Namespace) -> int:
     if args.args is not None and (args.list or args.resource is not None):
         print("mcpactor call: error: --args goes with --tool or --prompt", file=sys.stderr)
         return 2
+    if (args.url is None) == (not args.server_command):
+        print("mcpactor call: error: give either --url or COMMAND (after --)", file=sys.stderr)
+        return 2
+    headers: dict[str, str] = {}
+    for header in args.header:
+        name, colon, value = header.partition(":")
+        if not colon or not name.strip():
+            print(
+                f"mcpactor call: error: --header expects 'NAME: VALUE', got {header!r}",
+                file=sys.stderr,
+            )
+            return 2
+        headers[name.strip()] = value.strip()
+    args.headers = headers
     return trio.run(_call_server, args)
 
 
 async def _call_server(args: argparse.Namespace) -> int:
+    from contextlib import AbstractAsyncContextManager
+
     import orjson
     import trio
 
-    from .client import ClientSession, connect_stdio
+    from .client import ClientSession, connect_http, connect_stdio
     from .protocol import LATEST
 
     async def perform(client: ClientSession) -> Any:
@@ -512,8 +547,13 @@ async def _call_server(args: argparse.Namespace) -> int:
             listing["prompts"] = await client.list_prompts()
         return listing
 
+    connection: AbstractAsyncContextManager[ClientSession]
     try:
-        async with connect_stdio(args.server_command) as client:
+        if args.url is not None:
+            connection = connect_http(args.url, headers=args.headers)
+        else:
+            connection = connect_stdio(args.server_command)
+        async with connection as client:
             await client.initialize(args.protocol_version or LATEST.version)
             result = await perform(client)
     except RequestError as exc:
@@ -523,7 +563,7 @@ async def _call_server(args: argparse.Namespace) -> int:
     except trio.TooSlowError:
         print(f"mcpactor call: no answer within {args.timeout} s", file=sys.stderr)
         return 1
-    except (MCPActorError, OSError) as exc:
+    except (MCPActorError, OSError, ValueError) as exc:
         print(f"mcpactor call: {exc}", file=sys.stderr)
         return 1
     sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n")

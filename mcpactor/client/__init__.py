@@ -1,4 +1,4 @@
-"""A trio MCP client: in memory for tests, over a subprocess's stdio for everything else.
+"""A trio MCP client: in memory for tests; over stdio, Streamable HTTP or WebSocket.
 
 ```python
 async with connect_memory(server, initialize=True) as client:
@@ -15,6 +15,7 @@ from ._handlers import ProgressHandler as ProgressHandler
 from ._handlers import RootsSource as RootsSource
 from ._handlers import SamplingHandler as SamplingHandler
 from ._handlers import ServerMessageHook as ServerMessageHook
+from ._http import connect_http as connect_http
 from ._notifications import NotificationPredicate as NotificationPredicate
 from ._proxy import Connector as Connector
 from ._proxy import ProxyServer as ProxyServer
@@ -40,6 +41,7 @@ __all__ = [
     "RootsSource",
     "SamplingHandler",
     "ServerMessageHook",
+    "connect_http",
     "connect_memory",
     "connect_stdio",
     "connect_websocket",

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -45,10 +44,11 @@ from .._exceptions import (
 from ..protocol import LATEST, JSONObject, JSONValue, Revision
 from ..server import Context, Mount, Server
 from ..server._compose import Catalog
-from ..server._results import adapt_content, adapt_tool_result
+from ..server._results import adapt_content, adapt_tool_result, error_result
 from ..server._uritemplate import UriTemplate, UriTemplateError
 from ._connect import connect_stdio
 from ._errors import unwrap_single_errors
+from ._http import connect_http
 from ._session import ClientSession
 from ._websocket import connect_websocket
 
@@ -157,6 +157,8 @@ class ProxyServer(Server):
     when it stops; mount the proxy in another Server to serve the remote next to local
     servers. ``log_level`` is the level the remote is asked to log at (None: leave it);
     what reaches the real client is filtered by the level that client chose.
+    ``tool_timeout`` (seconds) bounds each forwarded tool call: the remote is told to
+    cancel it and the client gets a tool error.
     """
 
     def __init__(
@@ -171,6 +173,7 @@ class ProxyServer(Server):
         description: str | None = None,
         instructions: str | None = None,
         page_size: int = 100,
+        tool_timeout: float | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -179,6 +182,7 @@ class ProxyServer(Server):
             description=description,
             instructions=instructions,
             page_size=page_size,
+            tool_timeout=tool_timeout,
         )
         self._connect = connect
         self.protocol_version = protocol_version
@@ -399,7 +403,13 @@ class ProxyServer(Server):
                 INVALID_PARAMS,
                 f"{self.name!r} does not relay tasks: send {method!r} without 'task'",
             )
-        result = await self._forward(method, params, ctx)
+        timeout = self.tool_timeout if method == "tools/call" else None
+        try:
+            result = await self._forward(method, params, ctx, timeout=timeout)
+        except trio.TooSlowError:
+            # As a local tool's deadline: the remote was told to cancel, the client
+            # gets a tool error.
+            return error_result(f"tool {params.get('name')!r} timed out after {timeout:g} s")
         revision = ctx.negotiated.revision
         if method == "tools/call":
             return adapt_tool_result(result, revision)
@@ -407,7 +417,9 @@ class ProxyServer(Server):
             return _adapt_prompt(result, revision)
         return result
 
-    async def _forward(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
+    async def _forward(
+        self, method: str, params: JSONObject, ctx: Context, *, timeout: float | None = None
+    ) -> JSONObject:
         client = self._client
         if client is None:
             raise RequestError(
@@ -427,7 +439,10 @@ class ProxyServer(Server):
                     nursery.start_soon(relay.run)
                     try:
                         result = await client.request(
-                            method, _without_progress_token(params), progress_handler=progress
+                            method,
+                            _without_progress_token(params),
+                            progress_handler=progress,
+                            timeout=timeout,
                         )
                     finally:
                         relay.close()
@@ -510,10 +525,11 @@ def proxy_url(
     headers: Mapping[str, str] | None = None,
     **options: Any,
 ) -> ProxyServer:
-    """A ProxyServer for the MCP server at ``url`` (``ws://``/``wss://``, or HTTP).
+    """A ProxyServer for the MCP server at ``url``: Streamable HTTP or WebSocket.
 
-    HTTP(S) URLs need a client with ``connect_http``; ``options`` are those of
-    ``ProxyServer``.
+    ``http://``/``https://`` URLs are reached with ``connect_http``, ``ws://``/``wss://``
+    with ``connect_websocket``; ``headers`` go with every request (or the handshake).
+    ``options`` are those of ``ProxyServer``.
 
     Raises:
         ValueError: the URL's scheme cannot be served.
@@ -522,9 +538,6 @@ def proxy_url(
     if scheme in ("ws", "wss"):
         connect: Connector = functools.partial(connect_websocket, url, headers=headers)
     elif scheme in ("http", "https"):
-        connect_http = getattr(importlib.import_module("mcpactor.client"), "connect_http", None)
-        if connect_http is None:
-            raise ValueError(f"cannot proxy {url!r}: this mcpactor has no HTTP client yet")
         connect = functools.partial(connect_http, url, headers=headers)
     else:
         raise ValueError(
