@@ -9,6 +9,7 @@ MCPBENCH_EVENT_LOG=FILE makes the sleep tool log when it starts and when its fin
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -88,11 +89,31 @@ def main(argv: list[str]) -> None:
     if len(argv) < 2 or argv[1] not in ("stdio", "http"):
         sys.exit(f"usage: {argv[0]} stdio | http HOST PORT [--json] [--stateless]")
     if argv[1] == "stdio":
-        from mcpactor.transports import serve_stdio
+        from mcpactor.transports.stdio import serve_stdio
 
         trio.run(serve_stdio, server)
         return
-    sys.exit("http: not available yet in this build")
+    rest = argv[2:]
+    flags = {a for a in rest if a.startswith("--")}
+    positional = [a for a in rest if not a.startswith("--")]
+    host = positional[0] if positional else "127.0.0.1"
+    port = int(positional[1]) if len(positional) > 1 else 8000
+    unknown = flags - {"--json", "--stateless"}
+    if unknown:
+        sys.exit(f"unknown options: {sorted(unknown)}")
+    from mcpactor.transports.http import HttpOptions, serve_http
+
+    # The SDK's default is an SSE response to every POST, --json its JSON mode: the same
+    # two modes here ("sse", "json"), so the harness compares like with like.
+    options = HttpOptions(
+        response_mode="json" if "--json" in flags else "sse",
+        stateless="--stateless" in flags,
+    )
+    trio.run(
+        functools.partial(
+            serve_http, server, host=host, port=port, options=options, handle_signals=True
+        )
+    )
 
 
 if __name__ == "__main__":

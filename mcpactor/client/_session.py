@@ -37,6 +37,7 @@ import trio
 from .._exceptions import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    CapabilityError,
     ProtocolError,
     RemoteProtocolError,
     RequestError,
@@ -429,6 +430,70 @@ class ClientSession:
             "tools/call", params, timeout=timeout, progress_handler=progress_handler
         )
 
+    # Tasks (2025-11-25): a task-augmented call is answered at once; the work goes on in
+    # the server and these methods poll, wait for, list and cancel it.
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        meta: JSONObject | None = None,
+    ) -> JSONObject:
+        """Call a tool as a task; return the ``Task`` of the server's ``CreateTaskResult``.
+
+        ``ttl`` is the lifetime asked for, in milliseconds as on the wire (the server may
+        grant less); None leaves it to the server. ``meta`` becomes ``params._meta`` (a
+        ``progressToken`` there stays valid for the task's life).
+
+        Raises:
+            CapabilityError: the server did not declare ``tasks.requests.tools.call``.
+            RemoteProtocolError: the server answered without a task.
+        """
+        if self.initialize_result is not None and not _declares_task_calls(
+            self.server_capabilities
+        ):
+            raise CapabilityError(
+                f"cannot call {name!r} as a task: the server did not declare the "
+                "'tasks.requests.tools.call' capability"
+            )
+        params: JSONObject = {
+            "name": name,
+            "arguments": dict(arguments or {}),
+            "task": {} if ttl is None else {"ttl": ttl},
+        }
+        if meta is not None:
+            params["_meta"] = meta
+        result = await self.request("tools/call", params)
+        task = result.get("task")
+        if not isinstance(task, dict) or not isinstance(task.get("taskId"), str):
+            raise RemoteProtocolError(
+                f"a task-augmented tools/call was answered without a task: {result!r}",
+                code=INVALID_REQUEST,
+            )
+        return task
+
+    async def get_task(self, task_id: str) -> JSONObject:
+        """Return a task's current state (``tasks/get``)."""
+        return await self.request("tasks/get", {"taskId": task_id})
+
+    async def get_task_result(self, task_id: str, *, timeout: float | None = None) -> JSONObject:
+        """Wait until a task is finished and return its result (``tasks/result``).
+
+        The result is what the plain call would have returned; a task that failed with a
+        JSON-RPC error, or was cancelled, raises ``RequestError``.
+        """
+        return await self.request("tasks/result", {"taskId": task_id}, timeout=timeout)
+
+    async def list_tasks(self) -> list[JSONObject]:
+        """Return every task of this session, following ``nextCursor``."""
+        return await self.list_all("tasks/list", "tasks")
+
+    async def cancel_task(self, task_id: str) -> JSONObject:
+        """Cancel a task (``tasks/cancel``); return it, now ``cancelled``."""
+        return await self.request("tasks/cancel", {"taskId": task_id})
+
     async def list_resources(self) -> list[JSONObject]:
         """Return every resource, following ``nextCursor``."""
         return await self.list_all("resources/list", "resources")
@@ -673,6 +738,15 @@ def _is_id(value: object) -> TypeGuard[RequestId]:
 
 def _is_number(value: object) -> TypeGuard[float]:
     return type(value) is int or type(value) is float
+
+
+def _declares_task_calls(capabilities: JSONObject) -> bool:
+    node: Any = capabilities
+    for key in ("tasks", "requests", "tools", "call"):
+        if not isinstance(node, dict) or node.get(key) is None:
+            return False
+        node = node[key]
+    return True
 
 
 @contextlib.asynccontextmanager

@@ -1,9 +1,10 @@
 """The sans-io MCP protocol core: JSON-RPC framing, revisions, wire types and sessions."""
 
+from typing import TYPE_CHECKING, Any
+
 from .._exceptions import LocalProtocolError as LocalProtocolError
 from .._exceptions import ProtocolError as ProtocolError
 from .._exceptions import RemoteProtocolError as RemoteProtocolError
-from ._convert import converter as converter
 from ._convert import structure as structure
 from ._convert import unstructure as unstructure
 from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
@@ -40,6 +41,9 @@ from ._session import Send as Send
 from ._session import ServerSession as ServerSession
 from ._types import *  # noqa: F403
 from ._types import __all__ as _types_all
+
+if TYPE_CHECKING:
+    from ._convert import converter as converter
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -82,3 +86,12 @@ __all__ = [
     "unstructure",
     *_types_all,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The converter is built on first use (see _convert.py).
+    if name == "converter":
+        from . import _convert
+
+        return _convert.converter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,18 +5,22 @@
 # stays on the wire.
 # Structuring errors carry Python attribute names in their paths, so ``wire_name`` maps
 # them back for the -32602 ``data`` a client sees.
+# The converter (and cattrs itself) is built on first use: most servers only ever send
+# plain strings and dicts, and importing cattrs is a noticeable share of start-up.
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeVar, get_origin
+from typing import TYPE_CHECKING, Any, Final, TypeVar, get_origin
 
 import attrs
-import cattrs
-from cattrs.cols import list_structure_factory
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from .._exceptions import INVALID_PARAMS, RemoteProtocolError
 from . import _types
+
+if TYPE_CHECKING:
+    import cattrs
+
+    converter: cattrs.Converter
 
 __all__ = ["converter", "structure", "unstructure", "wire_name"]
 
@@ -35,6 +39,10 @@ def wire_name(attribute: str) -> str:
 
 
 def _build() -> cattrs.Converter:
+    import cattrs
+    from cattrs.cols import list_structure_factory
+    from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
     conv = cattrs.Converter(omit_if_default=True)
 
     def unstructure_factory(cls: type) -> Any:
@@ -127,18 +135,35 @@ def _build() -> cattrs.Converter:
     return conv
 
 
-converter: Final = _build()
+_built: list[cattrs.Converter] = []
+
+
+def _converter() -> cattrs.Converter:
+    if not _built:
+        _built.append(_build())
+    return _built[0]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "converter":
+        return _converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def unstructure(value: Any) -> Any:
     """Turn wire types (and lists and dicts of them) into JSON-ready values."""
-    return converter.unstructure(value)
+    if value is None:
+        return None
+    return _converter().unstructure(value)
 
 
 def structure(value: Any, cls: type[T]) -> T:
     """Build a wire type from a JSON value; a bad shape is a -32602 RemoteProtocolError."""
+    conv = _converter()
+    import cattrs
+
     try:
-        return converter.structure(value, cls)
+        return conv.structure(value, cls)
     except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
         if isinstance(exc, cattrs.BaseValidationError):
             details = [_wire_path(line) for line in cattrs.transform_error(exc)]

@@ -48,6 +48,7 @@ from ..protocol import (
     RequestId,
     RequestReceived,
     ResponseReceived,
+    Revision,
     RootsChanged,
     Send,
     ServerSession,
@@ -145,7 +146,7 @@ class SessionActor:
         self.options = options or SessionOptions()
         self.core = ServerSession(
             server_info=server.info,
-            capabilities=server.capabilities,
+            capabilities=self._capabilities,
             instructions=server.instructions,
             log_level=self.options.log_level,
         )
@@ -170,6 +171,12 @@ class SessionActor:
         #: the session's tasks (2025-11-25): the Peer's task host
         self.tasks = TaskManager(self, self.options.tasks)
         self._processes = self.options.process_pool or ProcessPool()
+
+    def _capabilities(self, revision: Revision) -> JSONObject:
+        capabilities = self.server.capabilities(revision)
+        if "tasks" in capabilities and not self.options.tasks.enabled:
+            capabilities = {k: v for k, v in capabilities.items() if k != "tasks"}
+        return capabilities
 
     def statistics(self) -> SessionStatistics:
         """Return how busy the session is right now."""
@@ -199,6 +206,14 @@ class SessionActor:
                 async with inbox:
                     async for item in inbox:
                         await self._receive(item)
+                        # Serve what is already queued in this turn (bounded by the inbox
+                        # size), rather than yielding to the scheduler once per message.
+                        while True:
+                            try:
+                                item = inbox.receive_nowait()
+                            except (trio.WouldBlock, trio.EndOfChannel):
+                                break
+                            await self._receive(item)
                 await self._wind_down()
                 nursery.cancel_scope.cancel("the session ended")
         finally:
@@ -315,7 +330,12 @@ class SessionActor:
             finally:
                 del self._scopes[request_id]
             if reply is not None:
-                await self._outbox.send(Outbound(reply, request_id))
+                # The request is over: queue its reply without another trip through the
+                # scheduler unless the outbox is full (then wait, as backpressure).
+                try:
+                    self._outbox.send_nowait(Outbound(reply, request_id))
+                except trio.WouldBlock:
+                    await self._outbox.send(Outbound(reply, request_id))
             elif abandoned and self._stream_signals:
                 await self._outbox.send(Outbound(None, request_id, StreamSignal.ABANDONED))
         finally:

@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 import trio
 
-from .._exceptions import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError, RequestError
+from .._exceptions import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    ProtocolError,
+    RequestError,
+)
 from ..protocol import JSONObject, RequestId
 from ..server import Context, Peer
 from ..server._execution import Offload
@@ -80,6 +86,10 @@ class TaskOptions:
     poll_interval: float | None = attrs.field(default=1.0, validator=_positive)
     #: tasks per ``tasks/list`` page
     page_size: int = attrs.field(default=100, validator=_positive)
+    #: whether the session offers tasks at all; off, the ``tasks`` capability is not
+    #: declared and task metadata is ignored (stateless HTTP: a task would end with its
+    #: one-request session)
+    enabled: bool = True
 
 
 @attrs.frozen
@@ -166,7 +176,11 @@ class TaskManager:
     def _wire(self, task: _Task) -> JSONObject:
         return task.state.wire(self._instant)
 
-    def _find(self, task_id: str) -> _Task:
+    def _find(self, task_id: str, method: str) -> _Task:
+        if not self.options.enabled:
+            raise RequestError(
+                METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method}
+            )
         task = self._tasks.get(task_id)
         if task is None:
             raise RequestError(
@@ -185,6 +199,10 @@ class TaskManager:
         task: TaskMetadata,
     ) -> JSONObject:
         """Start ``work`` as a Task actor; return the ``CreateTaskResult`` at once."""
+        if not self.options.enabled:
+            # A receiver that does not declare tasks processes the request normally,
+            # ignoring the task metadata (spec "Task Support and Handling").
+            return await work(ctx)
         if self._closed or self._nursery is None:
             raise RequestError(INTERNAL_ERROR, "server busy: the session is shutting down")
         options = self.options
@@ -334,11 +352,11 @@ class TaskManager:
 
     async def get(self, task_id: str) -> JSONObject:
         """Return the ``Task`` (``tasks/get``)."""
-        return self._wire(self._find(task_id))
+        return self._wire(self._find(task_id, "tasks/get"))
 
     async def result(self, task_id: str, *, request_id: RequestId | None) -> JSONObject:
         """Wait until the task is terminal, then answer as the plain request would have."""
-        task = self._find(task_id)
+        task = self._find(task_id, "tasks/result")
         if not task.done.is_set():
             readers = [request_id] if request_id is not None else []
             task.readers.extend(readers)
@@ -363,6 +381,10 @@ class TaskManager:
 
     async def page(self, after: int) -> JSONObject:
         """Return the tasks created after number ``after``, one page (``tasks/list``)."""
+        if not self.options.enabled:
+            raise RequestError(
+                METHOD_NOT_FOUND, "method not found: 'tasks/list'", {"method": "tasks/list"}
+            )
         size = self.options.page_size
         chosen = [task for task in self._tasks.values() if task.number > after]
         # The table keeps creation order, so the page is the first ``size`` of these.
@@ -374,7 +396,7 @@ class TaskManager:
 
     async def cancel(self, task_id: str) -> JSONObject:
         """Cancel a task (``tasks/cancel``); -32602 if it already finished."""
-        task = self._find(task_id)
+        task = self._find(task_id, "tasks/cancel")
         if task.state.terminal:
             raise RequestError(
                 INVALID_PARAMS,

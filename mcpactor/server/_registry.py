@@ -6,22 +6,20 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
-import jsonschema
-import jsonschema.protocols
-import jsonschema.validators
 
 from .._exceptions import INVALID_PARAMS, RequestError, SchemaError
 from ..protocol import JSONObject, Revision
 from ._execution import ToolExecution
 from ._schema import FunctionSchema
 from ._uritemplate import UriTemplate
-from ._validation import SchemaValidator
+from ._validation import SchemaValidator, well_formed
 
 __all__ = [
     "PromptEntry",
@@ -34,37 +32,45 @@ __all__ = [
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
-# The dialects jsonschema can validate; anything else is refused at registration
-# (DESIGN invariant 7), never at call time.
+# The dialects jsonschema can validate (their metaschema ids, by jsonschema's class name);
+# anything else is refused at registration (DESIGN invariant 7), never at call time.
+# jsonschema itself is imported only when a schema needs it (see _validation.py).
+_LATEST_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 _DIALECTS: Final = {
-    str(cls.META_SCHEMA.get("$id") or cls.META_SCHEMA.get("id")).rstrip("#"): cls
-    for cls in (
-        jsonschema.Draft202012Validator,
-        jsonschema.Draft201909Validator,
-        jsonschema.Draft7Validator,
-        jsonschema.Draft6Validator,
-        jsonschema.Draft4Validator,
-    )
+    _LATEST_DIALECT: "Draft202012Validator",
+    "https://json-schema.org/draft/2019-09/schema": "Draft201909Validator",
+    "http://json-schema.org/draft-07/schema": "Draft7Validator",
+    "http://json-schema.org/draft-06/schema": "Draft6Validator",
+    "http://json-schema.org/draft-04/schema": "Draft4Validator",
 }
 
 
 def compile_validator(schema: JSONObject, *, what: str) -> SchemaValidator:
     """Compile a schema once; SchemaError if its dialect is unknown or it is invalid."""
     dialect = schema.get("$schema")
-    if dialect is None:
-        cls: Any = jsonschema.Draft202012Validator
-    else:
-        cls = _DIALECTS.get(str(dialect).rstrip("#"))
-        if cls is None:
-            raise SchemaError(
-                f"{what}: unsupported JSON Schema dialect {dialect!r}; "
-                f"expected one of {sorted(_DIALECTS)}"
-            )
+    uri = _LATEST_DIALECT if dialect is None else str(dialect).rstrip("#")
+    name = _DIALECTS.get(uri)
+    if name is None:
+        raise SchemaError(
+            f"{what}: unsupported JSON Schema dialect {dialect!r}; "
+            f"expected one of {sorted(_DIALECTS)}"
+        )
+    if uri == _LATEST_DIALECT and well_formed(schema):
+        return SchemaValidator.lazy(schema, functools.partial(_jsonschema_validator, name, schema))
+    import jsonschema
+
+    cls: Any = getattr(jsonschema, name)
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise SchemaError(f"{what}: invalid schema: {exc.message}") from None
     return SchemaValidator(cls(schema))
+
+
+def _jsonschema_validator(name: str, schema: JSONObject) -> Any:
+    import jsonschema
+
+    return getattr(jsonschema, name)(schema)
 
 
 def validation_errors(validator: SchemaValidator, value: Any) -> list[JSONObject]:

@@ -176,7 +176,11 @@ def adapt_content(blocks: Iterable[JSONObject], revision: Revision) -> list[JSON
 def adapt_tool_result(result: JSONObject, revision: Revision) -> JSONObject:
     """Fit a ``tools/call`` result to what the revision defines."""
     content = result.get("content")
-    if isinstance(content, list):
+    kinds = revision.content_kinds
+    # The hot path: every block is of a kind the revision carries (text, mostly).
+    if isinstance(content, list) and not all(
+        type(block) is dict and block.get("type") in kinds for block in content
+    ):
         new_content = adapt_content(content, revision)
         if new_content != content:
             result = {**result, "content": new_content}

@@ -39,7 +39,7 @@ import trio
 
 from .._exceptions import INTERNAL_ERROR, ProtocolError
 from ..protocol import JSONValue, RequestId
-from ..runtime import Outbound, SessionActor
+from ..runtime import Outbound, SessionActor, SessionOptions
 from ..runtime._session_actor import StreamSignal
 
 if TYPE_CHECKING:
@@ -135,10 +135,15 @@ class HttpSession:
         self._inbox, self._inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](
             _INBOX_SIZE
         )
+        options = manager.session_options
+        if kind is SessionKind.STATELESS:
+            # The session lives for one POST: a task would end with it, so none is offered.
+            options = options or SessionOptions()
+            options = attrs.evolve(options, tasks=attrs.evolve(options.tasks, enabled=False))
         self.actor = SessionActor(
             manager.server,
             outbox_send,
-            manager.session_options,
+            options,
             stream_signals=not self._single_stream,
             refuse_client_requests=_STATELESS_REASON if kind is SessionKind.STATELESS else None,
         )
@@ -166,8 +171,6 @@ class HttpSession:
                         self.id, _STANDALONE, b""
                     )
                 await nursery.start(self.actor.run, self._inbox_receive)
-                if self.kind is SessionKind.STREAMABLE and self.id is not None:
-                    nursery.start_soon(self._expire_when_idle)
                 self.started = True
                 task_status.started(self)
                 await self._route_all()
@@ -193,26 +196,18 @@ class HttpSession:
         """Return whether a client is connected or a request is being served."""
         return self.connections > 0 or self.actor.statistics().requests_in_flight > 0
 
-    async def _expire_when_idle(self) -> None:
-        timeout = self.manager.idle_timeout
-        while True:
-            await trio.sleep_until(self.last_active + timeout)
-            if trio.current_time() < self.last_active + timeout:
-                continue  # touched while we slept
-            if self.busy():
-                self.touch()
-                continue
-            _log.debug("session %s expired after %s s idle", self.id, timeout)
-            self.manager.close_session(self)
-            return
-
     # --- what clients send ----------------------------------------------------------
 
     async def feed(self, value: JSONValue | ProtocolError) -> bool:
         """Hand one decoded body to the actor; False if the session is closed."""
         self.touch()
         try:
-            await self._inbox.send(value)
+            # The HTTP request already went through the scheduler to get here: only a
+            # full inbox is worth another trip (then wait, as backpressure).
+            try:
+                self._inbox.send_nowait(value)
+            except trio.WouldBlock:
+                await self._inbox.send(value)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             return False
         return True
@@ -356,11 +351,18 @@ class HttpSession:
 
     async def _route_all(self) -> None:
         async with self._outbox:
-            async for item in self._outbox:
-                if item.signal is None:
-                    await self._route(item.payload, item.related_request_id)
-                else:
-                    await self._signal(item.signal, item.related_request_id)
+            async for first in self._outbox:
+                item: Outbound | None = first
+                # Route what is already queued in this turn, not one message per turn.
+                while item is not None:
+                    if item.signal is None:
+                        await self._route(item.payload, item.related_request_id)
+                    else:
+                        await self._signal(item.signal, item.related_request_id)
+                    try:
+                        item = self._outbox.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        item = None
 
     async def _route(self, payload: JSONValue, related: RequestId | None) -> None:
         data = orjson.dumps(payload)

@@ -3,10 +3,15 @@
 # HTTP handlers ask it to create sessions (Streamable HTTP, stateless, legacy SSE,
 # WebSocket) and look them up by id; it enforces ``max_sessions`` and, when asked to
 # stop, closes every session so that each winds down with its grace period. Idle
-# expiry is each session's own timer (``HttpSession._expire_when_idle``).
+# expiry is one task for all sessions, not a timer task per session (an idle session
+# should cost little more than its state): a heap of (deadline, session id), checked
+# lazily. A session touched since its entry was pushed goes back with its new deadline;
+# one that ended is skipped. Deadlines are pushed in time order (the timeout is the same
+# for every session), so a new entry never precedes the one the task sleeps until.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import secrets
 
@@ -68,6 +73,8 @@ class SessionManager:
         self._stopping = trio.Event()
         self._session_ended = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self._idle_deadlines: list[tuple[float, str]] = []
+        self._idle_watched = trio.Event()
 
     def statistics(self) -> ManagerStatistics:
         """Return how many sessions and connections are live right now."""
@@ -80,12 +87,15 @@ class SessionManager:
 
     async def run(self, *, task_status: trio.TaskStatus[SessionManager]) -> None:
         """Own the sessions until ``stop`` is called and every session has ended."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            task_status.started(self)
-            await self._stopping.wait()
-            for session in list(self._open):
-                self.close_session(session)
+        async with trio.open_nursery() as manager:
+            manager.start_soon(self._expire_idle_sessions)
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started(self)
+                await self._stopping.wait()
+                for session in list(self._open):
+                    self.close_session(session)
+            manager.cancel_scope.cancel()
 
     async def wait_sessions(self, at_most: int = 0) -> None:
         """Wait until no more than ``at_most`` sessions are live (winding down counts)."""
@@ -142,6 +152,8 @@ class SessionManager:
             raise
         if session_id is not None:
             self._named[session_id] = session
+            if kind is SessionKind.STREAMABLE:
+                self._watch_idle(session_id, session.last_active)
         return session
 
     async def _serve(
@@ -162,6 +174,36 @@ class SessionManager:
             if session.id is not None and self._named.get(session.id) is session:
                 del self._named[session.id]
 
+    def _watch_idle(self, session_id: str, last_active: float) -> None:
+        heapq.heappush(self._idle_deadlines, (last_active + self.idle_timeout, session_id))
+        if len(self._idle_deadlines) == 1:
+            self._idle_watched.set()
+
+    async def _expire_idle_sessions(self) -> None:
+        deadlines = self._idle_deadlines
+        timeout = self.idle_timeout
+        while True:
+            if not deadlines:
+                await self._idle_watched.wait()
+                self._idle_watched = trio.Event()
+                continue
+            await trio.sleep_until(deadlines[0][0])
+            now = trio.current_time()
+            while deadlines and deadlines[0][0] <= now:
+                _, session_id = heapq.heappop(deadlines)
+                session = self._named.get(session_id)
+                if session is None or session.closing:
+                    continue
+                if now < session.last_active + timeout:
+                    # Touched since: check again at its new deadline.
+                    self._watch_idle(session_id, session.last_active)
+                elif session.busy():
+                    session.touch()
+                    self._watch_idle(session_id, session.last_active)
+                else:
+                    _log.debug("session %s expired after %s s idle", session_id, timeout)
+                    self.close_session(session)
+
     def get(self, session_id: str) -> HttpSession | None:
         """Return the live session a client names, or None."""
         session = self._named.get(session_id)
@@ -177,8 +219,8 @@ class SessionManager:
         session.close()
 
     def _evict_expired(self) -> None:
-        # Expiry runs on each session's own timer; this catches the ones whose timer
-        # is due in this very tick.
+        # Expiry runs in its own task; this catches the sessions that are due in this
+        # very tick, before that task got to them.
         now = trio.current_time()
         for session in list(self._open):
             if (

@@ -46,6 +46,10 @@ _log = logging.getLogger("mcpactor.http")
 
 # Seconds hypercorn waits for open connections beyond the sessions' own grace period.
 _SHUTDOWN_MARGIN: Final = 2.0
+# hypercorn's default listen backlog (100) makes the kernel drop connection attempts when
+# many clients connect at once; they retry a second later, and connections that made it
+# early sit idle into hypercorn's keep-alive timeout. The kernel caps this at somaxconn.
+_BACKLOG: Final = 1024
 
 
 @contextlib.asynccontextmanager
@@ -142,6 +146,7 @@ async def serve_app(
     config = hypercorn.config.Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
+    config.backlog = _BACKLOG
     config.errorlog = logging.getLogger("mcpactor.http.server")
     config.graceful_timeout = grace + _SHUTDOWN_MARGIN
     config.include_server_header = False

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpactor.server._validation import SchemaValidator, _fast_check
+from mcpactor.server._validation import SchemaValidator, _fast_check, well_formed
 
 SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
@@ -92,3 +92,63 @@ def test_integers_and_numbers_follow_json_schema() -> None:
     assert validator.errors({"a": 3.0}) == []
     assert validator.errors({"a": True}) != []
     assert validator.errors({"a": 1, "b": True}) != []
+
+
+SUBSET_SCHEMAS = st.recursive(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(["string", "integer", "number", "boolean", "null"])
+            | st.lists(st.sampled_from(["string", "integer", "null"]), min_size=1, max_size=3),
+            "enum": st.lists(st.none() | st.booleans() | st.integers() | st.text(max_size=3)),
+            "const": st.integers() | st.text(max_size=3),
+            "title": st.text(max_size=3) | st.integers(),
+            "description": st.text(max_size=3),
+            "deprecated": st.booleans() | st.just("yes"),
+            "examples": st.lists(st.integers(), max_size=2) | st.just({}),
+        },
+    )
+    | st.booleans(),
+    lambda children: st.fixed_dictionaries(
+        {"type": st.just("object")},
+        optional={
+            "properties": st.dictionaries(st.text(max_size=3), children, max_size=3),
+            "required": st.lists(st.text(max_size=2), max_size=3),
+            "additionalProperties": st.booleans() | children,
+            "items": children,
+        },
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(schema=SUBSET_SCHEMAS)
+def test_well_formed_only_vouches_for_schemas_the_metaschema_accepts(schema: Any) -> None:
+    if well_formed(schema):
+        jsonschema.Draft202012Validator.check_schema(schema)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": None},
+        {"type": []},
+        {"type": ["string", "string"]},
+        {"type": "strange"},
+        {"required": "a"},
+        {"required": ["a", "a"]},
+        {"title": 5},
+        {"enum": "abc"},
+        {"properties": {"x": {"type": "integer", "minimum": 0}}},
+        {"properties": {"x": {"$schema": "https://json-schema.org/draft/2020-12/schema"}}},
+        {"items": [{"type": "string"}]},
+    ],
+)
+def test_well_formed_leaves_doubtful_schemas_to_jsonschema(schema: Any) -> None:
+    assert not well_formed(schema)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_the_subset_is_well_formed(schema: dict[str, Any]) -> None:
+    assert well_formed(schema)

@@ -1,0 +1,211 @@
+"""Micro-benchmark of mcpactor's HTTP path, in process (not part of the unit tests).
+
+    python bench/micro_http.py [--mode json|sse|stateless] [--calls N] [--concurrency C]
+                               [--sessions] [--profile]
+
+Drives the ASGI app (``open_http_app``) directly with in-memory ``receive``/``send``
+callables, so the number (CPU time, which other load on the machine does not inflate)
+is what mcpactor adds per tools/call on top of the HTTP server: header checks, body
+decoding, session lookup, the session and request actors, routing and the response.
+``--sessions`` measures initialize (session creation) instead. The HTTP server's own
+share (hypercorn, h11) is measured by the harness: see docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import functools
+import gc
+import pstats
+import time
+import tracemalloc
+from typing import Any
+
+import orjson
+import trio
+
+from mcpactor import Server
+from mcpactor.transports.http import HttpOptions, McpHttpApp, open_http_app
+
+server = Server("micro-http")
+
+
+@server.tool()
+async def echo(text: str) -> str:
+    """Return text unchanged."""
+    return text
+
+
+INIT = orjson.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        },
+    }
+)
+INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def call(i: int) -> bytes:
+    """One tools/call request body."""
+    return (
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
+        b'{"name":"echo","arguments":{"text":"hello, mcp benchmark"}}}' % i
+    )
+
+
+def scope(session_id: str | None, *, initialize: bool = False) -> dict[str, Any]:
+    """The ASGI scope of one POST /mcp, as hypercorn builds it."""
+    headers = [
+        (b"host", b"127.0.0.1:8000"),
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+    ]
+    if not initialize:
+        headers.append((b"mcp-protocol-version", b"2025-11-25"))
+    if session_id is not None:
+        headers.append((b"mcp-session-id", session_id.encode()))
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+
+async def post(app: McpHttpApp, body: bytes, request_scope: dict[str, Any]) -> tuple[int, bytes]:
+    """POST one body through the app; return the status and the whole response body."""
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    status = 0
+    chunks: list[bytes] = []
+    headers: list[tuple[bytes, bytes]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status, headers
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            headers = message["headers"]
+        else:
+            chunks.append(message.get("body", b""))
+
+    await app(request_scope, receive, send)
+    if request_scope is not None and status == 200:
+        for name, value in headers:
+            if name == b"mcp-session-id":
+                request_scope["session_id"] = value.decode()
+    return status, b"".join(chunks)
+
+
+async def open_session(app: McpHttpApp, stateless: bool) -> str | None:
+    """Initialize a session; return its id (None when stateless)."""
+    init_scope = scope(None, initialize=True)
+    status, _ = await post(app, INIT, init_scope)
+    assert status == 200, status
+    session_id = init_scope.get("session_id")
+    if not stateless:
+        assert session_id is not None
+        status, _ = await post(app, INITIALIZED, scope(session_id))
+        assert status == 202, status
+    return session_id
+
+
+async def run_calls(mode: str, calls: int, concurrency: int) -> float:
+    """Return CPU seconds per tools/call with ``concurrency`` requests in flight."""
+    stateless = mode == "stateless"
+    options = HttpOptions(response_mode="sse" if mode == "sse" else "json", stateless=stateless)
+    async with open_http_app(server, options=options) as app:
+        session_id = await open_session(app, stateless)
+        request_scope = scope(session_id)
+        ids = iter(range(1, calls + 1))
+
+        async def worker() -> None:
+            for i in ids:
+                status, body = await post(app, call(i), dict(request_scope))
+                assert status == 200, (status, body)
+                assert b"hello, mcp benchmark" in body, body
+
+        for i in range(200):  # warm up
+            await post(app, call(-i - 1), dict(request_scope))
+        start = time.process_time()
+        async with trio.open_nursery() as nursery:
+            for _ in range(concurrency):
+                nursery.start_soon(worker)
+        elapsed = time.process_time() - start
+        app.manager.stop()
+    return elapsed / calls
+
+
+async def run_sessions(count: int, *, memory: bool) -> tuple[float, float]:
+    """Return (CPU seconds, bytes of Python allocations or 0) per idle session created."""
+    async with open_http_app(server, options=HttpOptions(response_mode="json")) as app:
+        for _ in range(50):  # warm up
+            await open_session(app, False)
+        start = time.process_time()
+        for _ in range(count):
+            await open_session(app, False)
+        elapsed = time.process_time() - start
+        size = 0.0
+        if memory:
+            gc.collect()
+            tracemalloc.start()
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(count):
+                await open_session(app, False)
+            gc.collect()
+            size = (tracemalloc.get_traced_memory()[0] - before) / count
+            tracemalloc.stop()
+        app.manager.stop()
+    return elapsed / count, size
+
+
+def main() -> None:
+    """Run the benchmark and print µs per call (optionally the top of a profile)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", choices=["json", "sse", "stateless"], default="json")
+    parser.add_argument("--calls", type=int, default=10000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--sessions", action="store_true", help="measure session creation")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    profiler = cProfile.Profile()
+    if args.profile:
+        profiler.enable()
+    if args.sessions:
+        seconds, size = trio.run(
+            functools.partial(run_sessions, min(args.calls, 2000), memory=not args.profile)
+        )
+        per = f"{seconds * 1e6:.0f} µs of CPU and {size / 1024:.1f} KiB allocated per session"
+    else:
+        seconds = trio.run(functools.partial(run_calls, args.mode, args.calls, args.concurrency))
+        per = f"{seconds * 1e6:.1f} µs of CPU per tools/call ({1 / seconds:,.0f} per CPU s)"
+    if args.profile:
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
+    print(f"{args.mode if not args.sessions else 'sessions'}: {per}")
+
+
+if __name__ == "__main__":
+    main()
