@@ -13,10 +13,14 @@ import functools
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import trio
 
 from mcpactor import Context, Server
+
+if TYPE_CHECKING:
+    from mcpactor.transports.http import HttpOptions
 
 _LOG_PATH = os.environ.get("MCPBENCH_EVENT_LOG")
 _log_file = open(_LOG_PATH, "a", buffering=1) if _LOG_PATH else None  # noqa: SIM115
@@ -84,6 +88,26 @@ def greet(name: str) -> str:
     return f"Say hello to {name}."
 
 
+def http_args(args: list[str]) -> tuple[str, int, HttpOptions]:
+    """``HOST PORT [--json] [--stateless]`` as serve_http's host, port and options."""
+    from mcpactor.transports.http import HttpOptions
+
+    flags = {a for a in args if a.startswith("--")}
+    positional = [a for a in args if not a.startswith("--")]
+    unknown = flags - {"--json", "--stateless"}
+    if unknown:
+        raise ValueError(f"unknown options: {sorted(unknown)}")
+    host = positional[0] if positional else "127.0.0.1"
+    port = int(positional[1]) if len(positional) > 1 else 8000
+    # The SDK's default is an SSE response to every POST, --json its JSON mode: the same
+    # two modes here ("sse", "json"), so the harness compares like with like.
+    options = HttpOptions(
+        response_mode="json" if "--json" in flags else "sse",
+        stateless="--stateless" in flags,
+    )
+    return host, port, options
+
+
 def main(argv: list[str]) -> None:
     """Serve the bench server on the transport the harness asks for."""
     if len(argv) < 2 or argv[1] not in ("stdio", "http"):
@@ -93,22 +117,12 @@ def main(argv: list[str]) -> None:
 
         trio.run(serve_stdio, server)
         return
-    rest = argv[2:]
-    flags = {a for a in rest if a.startswith("--")}
-    positional = [a for a in rest if not a.startswith("--")]
-    host = positional[0] if positional else "127.0.0.1"
-    port = int(positional[1]) if len(positional) > 1 else 8000
-    unknown = flags - {"--json", "--stateless"}
-    if unknown:
-        sys.exit(f"unknown options: {sorted(unknown)}")
-    from mcpactor.transports.http import HttpOptions, serve_http
+    from mcpactor.transports.http import serve_http
 
-    # The SDK's default is an SSE response to every POST, --json its JSON mode: the same
-    # two modes here ("sse", "json"), so the harness compares like with like.
-    options = HttpOptions(
-        response_mode="json" if "--json" in flags else "sse",
-        stateless="--stateless" in flags,
-    )
+    try:
+        host, port, options = http_args(argv[2:])
+    except ValueError as exc:
+        sys.exit(str(exc))
     trio.run(
         functools.partial(
             serve_http, server, host=host, port=port, options=options, handle_signals=True

@@ -1,6 +1,6 @@
 """Micro-benchmarks of mcpactor's hot path, in process (not part of the unit tests).
 
-    python bench/micro.py [--calls N] [--profile]
+    python bench/micro.py [--calls N] [--window W] [--size BYTES] [--profile]
 
 Measures the server's own CPU cost per tools/call: framing, classification, dispatch,
 validation, the handler, result conversion and serialisation, driven through a real
@@ -48,21 +48,23 @@ INIT = (
 )
 
 
-def call(i: int) -> bytes:
+def call(i: int, text: bytes = b"hello, mcp benchmark") -> bytes:
     """One tools/call request line."""
     return (
         b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
-        b'{"name":"echo","arguments":{"text":"hello, mcp benchmark"}}}\n' % i
+        b'{"name":"echo","arguments":{"text":"%s"}}}\n' % (i, text)
     )
 
 
-async def run(calls: int, window: int = 64) -> float:
+async def run(calls: int, window: int = 64, size: int = 0) -> float:
     """Return CPU seconds per call for ``calls`` pipelined tools/call requests.
 
     CPU time, not wall time: on a shared machine other processes' load does not count.
     The client is kept cheap (one write per batch of requests, newline counting for the
-    answers) and talks to the server over a socket pair, as a pipe would.
+    answers) and talks to the server over a socket pair, as a pipe would. ``size``: the
+    length of the echoed text in bytes (0: the harness's 20-byte text).
     """
+    text = b"x" * size if size else b"hello, mcp benchmark"
     client_sock, server_sock = socket.socketpair()
     client = trio.SocketStream(trio.socket.from_stdlib_socket(client_sock))
     server_stream = trio.SocketStream(trio.socket.from_stdlib_socket(server_sock))
@@ -79,7 +81,7 @@ async def run(calls: int, window: int = 64) -> float:
             batch = []
             while sent < calls and sent - answered < window:
                 sent += 1
-                batch.append(call(sent))
+                batch.append(call(sent, text))
             if batch:
                 await client.send_all(b"".join(batch))
             answered += (await client.receive_some()).count(b"\n") + pending
@@ -93,12 +95,14 @@ def main() -> None:
     """Run the benchmark and print µs per call (optionally the top of a profile)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--size", type=int, default=0, help="bytes of echoed text")
+    parser.add_argument("--window", type=int, default=64, help="requests in flight")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
-    per_call = trio.run(run, args.calls)
+    per_call = trio.run(run, args.calls, args.window, args.size)
     if args.profile:
         profiler.disable()
         pstats.Stats(profiler).sort_stats("tottime").print_stats(25)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import pickle
@@ -104,6 +105,11 @@ class _Worker:
                     await pipe.aclose()
 
 
+@functools.cache
+def _default_workers() -> int:
+    return min(4, os.cpu_count() or 1)
+
+
 class ProcessPool:
     """Worker processes for ``offload="process"`` tools; a cancelled call kills its worker.
 
@@ -117,10 +123,13 @@ class ProcessPool:
         self, max_workers: int | None = None, *, max_message_bytes: int = 64 * 1024 * 1024
     ) -> None:
         if max_workers is None:
-            max_workers = min(4, os.cpu_count() or 1)
+            max_workers = _default_workers()
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers!r}")
-        self._limiter = trio.CapacityLimiter(max_workers)
+        # Every session without a shared pool has one of these, and most never use it:
+        # the limiter is made on first use.
+        self._max_workers = max_workers
+        self._limiter: trio.CapacityLimiter | None = None
         self._max_message = max_message_bytes
         self._idle: list[_Worker] = []
         self._busy = 0
@@ -149,6 +158,8 @@ class ProcessPool:
         )
         if self._closed:
             raise OffloadError("the process pool is closed")
+        if self._limiter is None:
+            self._limiter = trio.CapacityLimiter(self._max_workers)
         async with self._limiter:
             worker = await self._take()
             self._busy += 1
