@@ -39,7 +39,7 @@ import trio
 
 from .._exceptions import INTERNAL_ERROR, ProtocolError
 from ..protocol import JSONValue, RequestId
-from ..runtime import Outbound, SessionActor, SessionOptions
+from ..runtime import Outbound, SessionActor
 from ..runtime._session_actor import StreamSignal
 
 if TYPE_CHECKING:
@@ -135,11 +135,11 @@ class HttpSession:
         self._inbox, self._inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](
             _INBOX_SIZE
         )
-        options = manager.session_options
-        if kind is SessionKind.STATELESS:
-            # The session lives for one POST: a task would end with it, so none is offered.
-            options = options or SessionOptions()
-            options = attrs.evolve(options, tasks=attrs.evolve(options.tasks, enabled=False))
+        options = (
+            manager.stateless_session_options
+            if kind is SessionKind.STATELESS
+            else manager.session_options
+        )
         self.actor = SessionActor(
             manager.server,
             outbox_send,

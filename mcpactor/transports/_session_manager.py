@@ -61,6 +61,12 @@ class SessionManager:
     ) -> None:
         self.server = server
         self.session_options = session_options
+        # A stateless session lives for one POST: a task would end with it, so none is
+        # offered. Worked out once here rather than on every POST.
+        base = session_options or SessionOptions()
+        self.stateless_session_options = attrs.evolve(
+            base, tasks=attrs.evolve(base.tasks, enabled=False)
+        )
         self.event_store = event_store
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
