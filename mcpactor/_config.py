@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from ._exceptions import MCPActorError, PluginError
+from ._exceptions import ConfigError, PluginError
 from ._version import __version__
 from .runtime import TaskOptions
 from .server import Server
@@ -46,10 +46,6 @@ _log = logging.getLogger("mcpactor")
 CONFIG_NAME: Final = "mcpactor.toml"
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _NOT_A_NAME: Final = re.compile(r"[^A-Za-z0-9_.\-]+")
-
-
-class ConfigError(MCPActorError, ValueError):
-    """A configuration file (or option) is wrong; the message names the key."""
 
 
 @attrs.frozen
@@ -91,6 +87,8 @@ class HttpConfig:
     json_response: bool = False
     allowed_hosts: tuple[str, ...] | None = None
     allowed_origins: tuple[str, ...] | None = None
+    #: "builtin" (mcpactor's HTTP/1.1 server) or "hypercorn" (HTTP/2, TLS)
+    server: str = "builtin"
 
 
 @attrs.frozen
@@ -332,6 +330,7 @@ def _http_config(reader: _Reader, table: Mapping[str, Any]) -> HttpConfig:
             "json_response",
             "allowed_hosts",
             "allowed_origins",
+            "server",
         },
     )
     port = reader.optional(table, "port", int, 8000)
@@ -348,6 +347,7 @@ def _http_config(reader: _Reader, table: Mapping[str, Any]) -> HttpConfig:
         json_response=reader.optional(table, "json_response", bool, False),
         allowed_hosts=reader.string_list(table, "allowed_hosts"),
         allowed_origins=reader.string_list(table, "allowed_origins"),
+        server=reader.choice(table, "server", ("builtin", "hypercorn"), "builtin"),
     )
 
 

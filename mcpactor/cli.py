@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
 import logging
 import sys
@@ -12,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._config import ConfigError
-from ._exceptions import MCPActorError, PluginError, RequestError
+# Imported only where they are used, to keep start-up short: the configuration file
+# reader (``_config``), the client (proxying a URL), importlib.util (a path target).
+from ._exceptions import ConfigError, MCPActorError, PluginError, RequestError
 from ._version import __version__
 from .server import Server
 
@@ -30,14 +30,16 @@ def load_server(target: str) -> Server:
     """Load a Server from ``package.module[:attr]`` or ``path/to/file.py[:attr]``."""
     spec, _, attr = target.partition(":")
     if spec.endswith(".py") or "/" in spec:
+        from importlib.util import module_from_spec, spec_from_file_location
+
         path = Path(spec)
         if not path.is_file():
             raise TargetError(f"{target!r}: no such file {str(path)!r}")
         module_name = f"_mcpactor_target_{path.stem}"
-        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        loader_spec = spec_from_file_location(module_name, path)
         if loader_spec is None or loader_spec.loader is None:
             raise TargetError(f"{target!r}: cannot import {str(path)!r}")
-        module = importlib.util.module_from_spec(loader_spec)
+        module = module_from_spec(loader_spec)
         sys.modules[module_name] = module
         sys.path.insert(0, str(path.parent.resolve()))
         loader_spec.loader.exec_module(module)
@@ -212,12 +214,13 @@ def _served_server(args: argparse.Namespace) -> Server:
     # are mounted in one Server, each under its prefix.
     import attrs
 
-    from ._config import ServerConfig, assemble, load_config, target_configs
-    from .client import proxy_url
     from .plugins import load_plugin, plugin_names
 
-    config = load_config(args.config) if args.config else None
-    if config is not None:
+    config = None
+    if args.config:
+        from ._config import load_config
+
+        config = load_config(args.config)
         _apply_config(args, config)
     prefixes = _pairs(args.prefix, "--prefix")
     limits = _pairs(args.max_concurrent, "--max-concurrent")
@@ -226,12 +229,17 @@ def _served_server(args: argparse.Namespace) -> Server:
     if config is None and len(args.targets) == 1 and not overridden:
         (target,) = args.targets
         if "://" in target:
+            from ._config import target_configs
+            from .client import proxy_url
+
             (remote,) = target_configs([target], plugins=())
             try:
                 return proxy_url(target, name=remote.name)
             except ValueError as exc:
                 raise TargetError(str(exc)) from exc
         return load_plugin(target) if target in installed else load_server(target)
+    from ._config import ServerConfig, assemble, target_configs
+
     if config is not None:
         servers = list(config.servers)
         unknown = [t for t in args.targets if t not in {s.name for s in servers}]
@@ -284,6 +292,8 @@ def _apply_config(args: argparse.Namespace, config: Any) -> None:
         args.path = http.path
     args.stateless = getattr(args, "stateless", False) or http.stateless
     args.json_response = getattr(args, "json_response", False) or http.json_response
+    if getattr(args, "http_server", None) is None:
+        args.http_server = http.server
     for name in ("allowed_hosts", "allowed_origins"):
         configured = getattr(http, name)
         if getattr(args, name, None) is None and configured is not None:
@@ -355,6 +365,13 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
         "other messages tied to a request then go to the session's GET stream)",
     )
     http.add_argument(
+        "--http-server",
+        choices=("builtin", "hypercorn"),
+        default=None,
+        help="the HTTP server: mcpactor's own HTTP/1.1 server (builtin, the default and "
+        "the fastest) or hypercorn's trio worker (HTTP/2 and TLS through its config)",
+    )
+    http.add_argument(
         "--allowed-hosts",
         nargs="+",
         metavar="HOST",
@@ -412,6 +429,7 @@ def _serve_http(args: argparse.Namespace, server: Server, options: Any) -> int:
                     options=http_options,
                     session_options=options,
                     handle_signals=True,
+                    http_server=args.http_server or "builtin",
                 )
             )
             shown = f"[{bound_host}]" if ":" in bound_host else bound_host

@@ -1,13 +1,15 @@
-"""Streamable HTTP (plus legacy HTTP+SSE and WebSocket), served by hypercorn on trio.
+"""Streamable HTTP (plus legacy HTTP+SSE and WebSocket) on trio.
 
 ```python
 async with trio.open_nursery() as nursery:
     host, port = await nursery.start(functools.partial(serve_http, server, port=0))
 ```
 
-``serve_http`` runs hypercorn's trio worker in front of ``McpHttpApp``;
-``open_http_app`` gives the ASGI app alone (to mount in another trio ASGI server, or to
-serve with ``serve_app`` while keeping a handle on its SessionManager).
+``serve_http`` runs an HTTP server in front of ``McpHttpApp``: mcpactor's own lean
+HTTP/1.1 server by default, or hypercorn's trio worker (``http_server="hypercorn"``, for
+HTTP/2 and TLS). ``open_http_app`` gives the ASGI app alone (to mount in another trio
+ASGI server, or to serve with ``serve_app`` while keeping a handle on its
+SessionManager).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import functools
 import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 
 import trio
 
@@ -32,6 +34,7 @@ __all__ = [
     "EventStore",
     "EventStoreStatistics",
     "HttpOptions",
+    "HttpServerKind",
     "ManagerStatistics",
     "McpHttpApp",
     "MemoryEventStore",
@@ -44,7 +47,11 @@ __all__ = [
 
 _log = logging.getLogger("mcpactor.http")
 
-# Seconds hypercorn waits for open connections beyond the sessions' own grace period.
+#: which HTTP server runs the app: mcpactor's own HTTP/1.1 server, or hypercorn's trio
+#: worker (HTTP/1.1 and HTTP/2; TLS through its config)
+HttpServerKind = Literal["builtin", "hypercorn"]
+
+# Seconds the HTTP server waits for open connections beyond the sessions' own grace period.
 _SHUTDOWN_MARGIN: Final = 2.0
 # hypercorn's default listen backlog (100) makes the kernel drop connection attempts when
 # many clients connect at once; they retry a second later, and connections that made it
@@ -94,6 +101,7 @@ async def serve_http(
     session_options: SessionOptions | None = None,
     handle_signals: bool = False,
     stop: trio.Event | None = None,
+    http_server: HttpServerKind = "builtin",
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` over HTTP until cancelled, ``stop`` is set, or SIGINT/SIGTERM.
@@ -120,6 +128,7 @@ async def serve_http(
             port=port,
             handle_signals=handle_signals,
             stop=stop,
+            http_server=http_server,
             task_status=task_status,
         )
 
@@ -131,26 +140,18 @@ async def serve_app(
     port: int = 8000,
     handle_signals: bool = False,
     stop: trio.Event | None = None,
+    http_server: HttpServerKind = "builtin",
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve an ``McpHttpApp`` with hypercorn's trio worker; see ``serve_http``.
+    """Serve an ``McpHttpApp`` with the chosen HTTP server; see ``serve_http``.
 
-    Returns after a graceful stop, once every session has ended and hypercorn has let
-    its connections go.
+    Returns after a graceful stop, once every session has ended and the HTTP server has
+    let its connections go.
     """
-    import hypercorn.config
-    import hypercorn.trio
-
+    if http_server not in ("builtin", "hypercorn"):
+        raise ValueError(f"http_server must be 'builtin' or 'hypercorn', got {http_server!r}")
     manager = app.manager
     grace = (manager.session_options or SessionOptions()).shutdown_grace
-    config = hypercorn.config.Config()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.accesslog = None
-    config.backlog = _BACKLOG
-    config.errorlog = logging.getLogger("mcpactor.http.server")
-    config.graceful_timeout = grace + _SHUTDOWN_MARGIN
-    config.include_server_header = False
-    config.websocket_max_message_size = app.options.max_body_bytes
     shutdown = trio.Event()
     served = trio.Event()
 
@@ -164,18 +165,15 @@ async def serve_app(
             nursery.start_soon(_watch_signals, begin_shutdown, nursery.cancel_scope, manager)
         if stop is not None:
             nursery.start_soon(_stop_on, stop, begin_shutdown)
-        binds: list[str] = await nursery.start(
-            _serve_until_done,
-            functools.partial(
-                # Our scopes are plain dicts; hypercorn types them as TypedDicts.
-                hypercorn.trio.serve,
-                cast("Any", app),
-                config,
-                shutdown_trigger=shutdown.wait,
-            ),
-            served,
-        )
-        bound = _address(binds[0])
+        if http_server == "builtin":
+            bound = await nursery.start(
+                _serve_until_done, _builtin_server(app, host, port, grace, shutdown), served
+            )
+        else:
+            binds: list[str] = await nursery.start(
+                _serve_until_done, _hypercorn_server(app, host, port, grace, shutdown), served
+            )
+            bound = _address(binds[0])
         _log.info("serving MCP on http://%s:%d%s", bound[0], bound[1], app.path)
         task_status.started(bound)
         await shutdown.wait()
@@ -185,11 +183,55 @@ async def serve_app(
         nursery.cancel_scope.cancel()
 
 
+def _builtin_server(
+    app: McpHttpApp, host: str, port: int, grace: float, shutdown: trio.Event
+) -> Callable[..., Awaitable[None]]:
+    from ._h1server import H1Config, serve_h1
+
+    config = H1Config(
+        max_body_bytes=app.options.max_body_bytes,
+        max_message_bytes=app.options.max_body_bytes,
+        backlog=_BACKLOG,
+    )
+    return functools.partial(
+        serve_h1,
+        app,
+        host=host,
+        port=port,
+        config=config,
+        shutdown=shutdown,
+        graceful_timeout=grace + _SHUTDOWN_MARGIN,
+    )
+
+
+def _hypercorn_server(
+    app: McpHttpApp, host: str, port: int, grace: float, shutdown: trio.Event
+) -> Callable[..., Awaitable[None]]:
+    import hypercorn.config
+    import hypercorn.trio
+
+    config = hypercorn.config.Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.backlog = _BACKLOG
+    config.errorlog = logging.getLogger("mcpactor.http.server")
+    config.graceful_timeout = grace + _SHUTDOWN_MARGIN
+    config.include_server_header = False
+    config.websocket_max_message_size = app.options.max_body_bytes
+    return functools.partial(
+        # Our scopes are plain dicts; hypercorn types them as TypedDicts.
+        hypercorn.trio.serve,
+        cast("Any", app),
+        config,
+        shutdown_trigger=shutdown.wait,
+    )
+
+
 async def _serve_until_done(
     fn: Callable[..., Awaitable[None]],
     done: trio.Event,
     *,
-    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     try:
         await fn(task_status=task_status)

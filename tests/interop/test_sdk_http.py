@@ -31,8 +31,9 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def base_url() -> Iterator[str]:
+# Both HTTP servers mcpactor can run in front of the same app.
+@pytest.fixture(scope="module", params=["builtin", "hypercorn"])
+def base_url(request: pytest.FixtureRequest) -> Iterator[str]:
     port = _free_port()
     process = subprocess.Popen(
         [
@@ -43,6 +44,8 @@ def base_url() -> Iterator[str]:
             str(EVERYTHING),
             "--http",
             f"127.0.0.1:{port}",
+            "--http-server",
+            request.param,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -12,7 +12,7 @@ import trio
 from mcpactor import Context, Server
 from mcpactor.runtime import SessionOptions
 from mcpactor.transports import HttpOptions, McpHttpApp, open_http_app, serve_http
-from mcpactor.transports.http import serve_app
+from mcpactor.transports.http import HttpServerKind, serve_app
 
 from ._http_client import AsgiClient, McpClient, SocketClient
 
@@ -127,6 +127,7 @@ async def socket_client(
     options: HttpOptions | None = None,
     session_options: SessionOptions | None = None,
     stop: trio.Event | None = None,
+    http_server: HttpServerKind = "builtin",
 ) -> AsyncIterator[SocketClient]:
     """``serve_http`` on 127.0.0.1 and an ephemeral port, and a client for it."""
     async with trio.open_nursery() as nursery:
@@ -138,6 +139,7 @@ async def socket_client(
                 options=options,
                 session_options=session_options,
                 stop=stop,
+                http_server=http_server,
             )
         )
         client = SocketClient(host, port, nursery)
@@ -154,13 +156,16 @@ async def served_app(
     *,
     options: HttpOptions | None = None,
     session_options: SessionOptions | None = None,
+    http_server: HttpServerKind = "builtin",
 ) -> AsyncIterator[tuple[McpHttpApp, SocketClient]]:
     """Like ``socket_client``, with a handle on the app (and its SessionManager)."""
     async with (
         trio.open_nursery() as nursery,
         open_http_app(server, options=options, session_options=session_options) as app,
     ):
-        host, port = await nursery.start(functools.partial(serve_app, app, port=0))
+        host, port = await nursery.start(
+            functools.partial(serve_app, app, port=0, http_server=http_server)
+        )
         client = SocketClient(host, port, nursery)
         try:
             yield app, client

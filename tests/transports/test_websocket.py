@@ -11,6 +11,7 @@ import trio_websocket
 
 from mcpactor.client import connect_websocket
 from mcpactor.transports import HttpOptions
+from mcpactor.transports.http import HttpServerKind
 
 from ..spec_schema import check_server_message
 from ._http_server import Probe, make_server, served_app, socket_client
@@ -21,7 +22,16 @@ def probe() -> Probe:
     return Probe()
 
 
-async def test_a_session_round_trip_with_progress_and_sampling(probe: Probe) -> None:
+# Both HTTP servers mcpactor can run serve WebSocket on the same port as HTTP.
+@pytest.fixture(params=["builtin", "hypercorn"])
+def http_server(request: pytest.FixtureRequest) -> HttpServerKind:
+    kind: HttpServerKind = request.param
+    return kind
+
+
+async def test_a_session_round_trip_with_progress_and_sampling(
+    probe: Probe, http_server: HttpServerKind
+) -> None:
     seen: list[Any] = []
 
     async def sample(params: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +42,7 @@ async def test_a_session_round_trip_with_progress_and_sampling(probe: Probe) -> 
         check_server_message(message, "2025-11-25", request_method=method)
 
     server = make_server(probe)
-    async with socket_client(server) as http:
+    async with socket_client(server, http_server=http_server) as http:
         url = f"ws://{http.host}:{http.port}/ws"
         async with connect_websocket(
             url, initialize=True, sampling_handler=sample, on_server_message=record
@@ -53,8 +63,10 @@ async def test_a_session_round_trip_with_progress_and_sampling(probe: Probe) -> 
             assert seen[0]["messages"][0]["content"]["text"] == "hello"
 
 
-async def test_closing_the_socket_ends_the_session(probe: Probe) -> None:
-    async with served_app(make_server(probe)) as (app, http):
+async def test_closing_the_socket_ends_the_session(
+    probe: Probe, http_server: HttpServerKind
+) -> None:
+    async with served_app(make_server(probe), http_server=http_server) as (app, http):
         url = f"ws://{http.host}:{http.port}/ws"
         async with connect_websocket(url, initialize=True) as client:
             await client.ping()
@@ -64,8 +76,10 @@ async def test_closing_the_socket_ends_the_session(probe: Probe) -> None:
             await app.manager.wait_sessions(0)
 
 
-async def test_bad_frames_get_parse_errors_and_the_session_lives(probe: Probe) -> None:
-    async with socket_client(make_server(probe)) as http:
+async def test_bad_frames_get_parse_errors_and_the_session_lives(
+    probe: Probe, http_server: HttpServerKind
+) -> None:
+    async with socket_client(make_server(probe), http_server=http_server) as http:
         url = f"ws://{http.host}:{http.port}/ws"
         async with trio_websocket.open_websocket_url(url, subprotocols=["mcp"]) as socket:
             assert socket.subprotocol == "mcp"
@@ -98,8 +112,10 @@ def _handshake(**extra: str) -> dict[str, str]:
     ],
     ids=["no-subprotocol", "foreign-origin", "foreign-host"],
 )
-async def test_refused_handshakes(probe: Probe, headers: dict[str, str]) -> None:
-    async with socket_client(make_server(probe)) as http:
+async def test_refused_handshakes(
+    probe: Probe, http_server: HttpServerKind, headers: dict[str, str]
+) -> None:
+    async with socket_client(make_server(probe), http_server=http_server) as http:
         refused = await http.request("GET", "/ws", headers)
         assert refused.status == 403
         accepted = await http.request("GET", "/ws", _handshake(sec_websocket_protocol="mcp"))
@@ -108,8 +124,8 @@ async def test_refused_handshakes(probe: Probe, headers: dict[str, str]) -> None
         await accepted.disconnect()
 
 
-async def test_websocket_can_be_switched_off(probe: Probe) -> None:
+async def test_websocket_can_be_switched_off(probe: Probe, http_server: HttpServerKind) -> None:
     options = HttpOptions(websocket_path=None)
-    async with socket_client(make_server(probe), options=options) as http:
+    async with socket_client(make_server(probe), options=options, http_server=http_server) as http:
         refused = await http.request("GET", "/ws", _handshake(sec_websocket_protocol="mcp"))
         assert refused.status == 403

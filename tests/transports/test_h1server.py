@@ -1,0 +1,380 @@
+"""The built-in HTTP/1.1 server, on raw sockets: framing, limits, timeouts, shutdown."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+import pytest
+import trio
+
+from mcpactor.transports._h1server import H1Config, serve_h1
+
+App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
+
+
+async def echo_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Answer with what the request was: method, path, query, body and headers."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    answer = orjson.dumps(
+        {
+            "method": scope["method"],
+            "path": scope["path"],
+            "query": scope["query_string"].decode(),
+            "body": body.decode(),
+            "headers": {k.decode(): v.decode() for k, v in scope["headers"]},
+            "http_version": scope["http_version"],
+        }
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": answer})
+
+
+@asynccontextmanager
+async def running(app: App, **config: Any) -> AsyncIterator[tuple[int, trio.Event]]:
+    shutdown = trio.Event()
+    async with trio.open_nursery() as nursery:
+        _, port = await nursery.start(
+            functools.partial(
+                serve_h1,
+                app,
+                host="127.0.0.1",
+                port=0,
+                config=H1Config(**config),
+                shutdown=shutdown,
+                graceful_timeout=5,
+            )
+        )
+        yield port, shutdown
+        shutdown.set()
+
+
+class Reader:
+    """Reads HTTP/1.1 responses off a client stream."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.buffer = b""
+
+    async def _fill(self) -> bool:
+        data = await self.stream.receive_some(65536)
+        self.buffer += data
+        return bool(data)
+
+    async def line(self) -> bytes:
+        while b"\r\n" not in self.buffer:
+            if not await self._fill():
+                raise EOFError
+        line, self.buffer = self.buffer.split(b"\r\n", 1)
+        return line
+
+    async def exactly(self, n: int) -> bytes:
+        while len(self.buffer) < n:
+            if not await self._fill():
+                raise EOFError
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        return data
+
+    async def response(self, *, head: bool = False) -> tuple[int, dict[str, str], bytes]:
+        status_line = await self.line()
+        status = int(status_line.split()[1])
+        headers: dict[str, str] = {}
+        while line := await self.line():
+            name, _, value = line.decode().partition(":")
+            headers[name.lower()] = value.strip()
+        if head or status in (100, 204, 304):
+            return status, headers, b""
+        if "content-length" in headers:
+            return status, headers, await self.exactly(int(headers["content-length"]))
+        if headers.get("transfer-encoding") == "chunked":
+            body = b""
+            while size := int(await self.line(), 16):
+                body += await self.exactly(size)
+                assert await self.exactly(2) == b"\r\n"
+            assert await self.exactly(2) == b"\r\n"
+            return status, headers, body
+        while await self._fill():
+            pass
+        body, self.buffer = self.buffer, b""
+        return status, headers, body
+
+    async def at_eof(self) -> bool:
+        return not self.buffer and not await self._fill()
+
+
+def post(path: str, body: bytes, *extra: str) -> bytes:
+    head = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(body)}", *extra]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+async def test_keep_alive_serves_requests_in_turn_on_one_connection() -> None:
+    async with running(echo_app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+        reader = Reader(s)
+        for n in range(3):
+            await s.send_all(post("/mcp?x=1", b"body %d" % n))
+            status, headers, body = await reader.response()
+            assert status == 200
+            assert headers["content-type"] == "application/json"
+            assert "date" in headers
+            assert "connection" not in headers
+            seen = orjson.loads(body)
+            assert (seen["method"], seen["path"], seen["query"]) == ("POST", "/mcp", "x=1")
+            assert seen["body"] == f"body {n}"
+            assert seen["headers"]["host"] == "127.0.0.1"
+
+
+async def test_pipelined_requests_are_answered_in_order() -> None:
+    async with running(echo_app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+        await s.send_all(b"".join(post("/", b"%d" % n) for n in range(5)))
+        reader = Reader(s)
+        bodies = [orjson.loads((await reader.response())[2])["body"] for _ in range(5)]
+        assert bodies == ["0", "1", "2", "3", "4"]
+
+
+async def test_chunked_request_body_is_decoded_and_path_unquoted() -> None:
+    request = (
+        b"POST /a%20b HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    )
+    async with running(echo_app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+        await s.send_all(request)
+        status, _, body = await Reader(s).response()
+        assert status == 200
+        seen = orjson.loads(body)
+        assert (seen["path"], seen["body"]) == ("/a b", "hello world")
+
+
+async def streaming_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    for part in (b"one ", b"", b"two"):
+        await send({"type": "http.response.body", "body": part, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def test_a_streamed_response_is_chunked_for_http11_and_close_delimited_for_http10() -> None:
+    async with running(streaming_app) as (port, _):
+        async with await trio.open_tcp_stream("127.0.0.1", port) as s:
+            await s.send_all(post("/", b""))
+            reader = Reader(s)
+            status, headers, body = await reader.response()
+            assert (status, headers["transfer-encoding"], body) == (200, "chunked", b"one two")
+            # still usable afterwards
+            await s.send_all(post("/", b""))
+            assert (await reader.response())[2] == b"one two"
+        async with await trio.open_tcp_stream("127.0.0.1", port) as s:
+            await s.send_all(b"GET / HTTP/1.0\r\n\r\n")
+            reader = Reader(s)
+            status, headers, body = await reader.response()
+            assert headers["connection"] == "close"
+            assert "transfer-encoding" not in headers
+            assert body == b"one two"
+            assert await reader.at_eof()
+
+
+async def test_http10_keep_alive_is_honoured_when_asked_for() -> None:
+    async with running(echo_app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+        reader = Reader(s)
+        for _ in range(2):
+            await s.send_all(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            status, headers, body = await reader.response()
+            assert (status, headers["connection"]) == (200, "keep-alive")
+            assert orjson.loads(body)["http_version"] == "1.0"
+
+
+async def test_connection_close_from_the_client_ends_the_connection() -> None:
+    async with running(echo_app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+        await s.send_all(post("/", b"x", "Connection: close"))
+        reader = Reader(s)
+        status, headers, _ = await reader.response()
+        assert (status, headers["connection"]) == (200, "close")
+        assert await reader.at_eof()
+
+
+async def test_head_requests_get_headers_without_a_body() -> None:
+    async with running(echo_app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+        await s.send_all(b"HEAD / HTTP/1.1\r\nHost: h\r\n\r\n")
+        reader = Reader(s)
+        status, headers, _ = await reader.response(head=True)
+        assert status == 200
+        assert int(headers["content-length"]) > 0
+        # Nothing but the next response follows: the body was not sent.
+        await s.send_all(post("/", b"after"))
+        assert orjson.loads((await reader.response())[2])["body"] == "after"
+
+
+async def test_expect_100_continue_gets_an_interim_response_before_the_body_is_read() -> None:
+    async with running(echo_app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+        reader = Reader(s)
+        await s.send_all(
+            b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+        )
+        status, _, _ = await reader.response()
+        assert status == 100
+        await s.send_all(b"hello")
+        status, _, body = await reader.response()
+        assert (status, orjson.loads(body)["body"]) == (200, "hello")
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status", "why"),
+    [
+        (b"NOT HTTP AT ALL\r\n\r\n", 400, "malformed HTTP request"),
+        (post("/", b"x" * 101), 413, "larger than 100 bytes"),
+        (
+            b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"40\r\n" + b"x" * 64 + b"\r\n40\r\n" + b"x" * 64 + b"\r\n0\r\n\r\n",
+            413,
+            "larger than 100 bytes",
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: h\r\n" + b"X-Big: " + b"y" * 3000 + b"\r\n\r\n",
+            431,
+            "request head larger than 2048 bytes",
+        ),
+        (
+            b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: v\r\n" % n for n in range(30)) + b"\r\n",
+            431,
+            "more than 20 header fields",
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: h2c\r\n"
+            b"Content-Length: 2\r\n\r\nhi",
+            400,
+            "upgrades other than WebSocket",
+        ),
+    ],
+)
+async def test_bad_requests_get_a_clear_error_and_the_connection_closes(
+    request_bytes: bytes, status: int, why: str
+) -> None:
+    async with (
+        running(echo_app, max_body_bytes=100, max_head_bytes=2048, max_headers=20) as (port, _),
+        await trio.open_tcp_stream("127.0.0.1", port) as s,
+    ):
+        await s.send_all(request_bytes)
+        reader = Reader(s)
+        got, headers, body = await reader.response()
+        assert got == status
+        assert headers["connection"] == "close"
+        error = orjson.loads(body)
+        assert error["jsonrpc"] == "2.0"
+        assert why in error["error"]["message"]
+        assert await reader.at_eof()
+
+
+async def test_the_server_survives_bad_requests_and_serves_the_next_connection() -> None:
+    async with running(echo_app) as (port, _):
+        for _ in range(3):
+            async with await trio.open_tcp_stream("127.0.0.1", port) as s:
+                await s.send_all(b"\x00\x01garbage\r\n\r\n")
+                assert (await Reader(s).response())[0] == 400
+        async with await trio.open_tcp_stream("127.0.0.1", port) as s:
+            await s.send_all(post("/", b"fine"))
+            assert (await Reader(s).response())[0] == 200
+
+
+async def test_an_app_that_fails_gets_500_and_one_that_does_not_answer_too() -> None:
+    async def failing(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        raise RuntimeError("boom")
+
+    async def silent(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+
+    for app, why in ((failing, "internal server error"), (silent, "sent no response")):
+        async with running(app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+            await s.send_all(post("/", b""))
+            reader = Reader(s)
+            status, headers, body = await reader.response()
+            assert (status, headers["connection"]) == (500, "close")
+            assert why in orjson.loads(body)["error"]["message"]
+            assert await reader.at_eof()
+
+
+async def test_the_app_hears_when_the_client_goes_away_mid_stream() -> None:
+    heard = trio.Event()
+
+    async def watching(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"first", "more_body": True})
+        message = await receive()
+        assert message["type"] == "http.disconnect"
+        heard.set()
+        # Writing to a client that left is not an error for the app.
+        await send({"type": "http.response.body", "body": b"late", "more_body": False})
+
+    async with running(watching) as (port, _):
+        s = await trio.open_tcp_stream("127.0.0.1", port)
+        await s.send_all(post("/", b""))
+        reader = Reader(s)
+        assert await reader.line() == b"HTTP/1.1 200 OK"
+        await s.aclose()
+        await heard.wait()
+
+
+async def test_idle_connections_are_closed_after_the_keep_alive_timeout() -> None:
+    async with (
+        running(echo_app, keep_alive_timeout=0.2) as (port, _),
+        await trio.open_tcp_stream("127.0.0.1", port) as s,
+    ):
+        await s.send_all(post("/", b"x"))
+        reader = Reader(s)
+        assert (await reader.response())[0] == 200
+        with trio.fail_after(5):
+            assert await reader.at_eof()
+
+
+async def test_a_request_that_never_completes_is_cut_at_the_request_timeout() -> None:
+    async with (
+        running(echo_app, request_timeout=0.2) as (port, _),
+        await trio.open_tcp_stream("127.0.0.1", port) as s,
+    ):
+        await s.send_all(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
+        with trio.fail_after(5):
+            assert await Reader(s).at_eof()
+
+
+async def test_shutdown_closes_idle_connections_and_lets_responses_finish() -> None:
+    release = trio.Event()
+    started = trio.Event()
+
+    async def slow(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        started.set()
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"done"})
+
+    async with running(slow) as (port, shutdown):
+        idle = await trio.open_tcp_stream("127.0.0.1", port)
+        busy = await trio.open_tcp_stream("127.0.0.1", port)
+        await busy.send_all(post("/", b""))
+        await started.wait()
+        shutdown.set()
+        with trio.fail_after(5):
+            assert await Reader(idle).at_eof()
+        release.set()
+        reader = Reader(busy)
+        status, headers, body = await reader.response()
+        assert (status, headers["connection"], body) == (200, "close", b"done")
+        assert await reader.at_eof()
+        # No longer accepting.
+        with pytest.raises(OSError, match="connect"):
+            await trio.open_tcp_stream("127.0.0.1", port)
+        await idle.aclose()
+        await busy.aclose()
