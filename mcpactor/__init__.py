@@ -4,6 +4,7 @@ Write a server with ``Server`` and its decorators, run it with ``mcpactor serve`
 """
 
 import contextlib
+from typing import TYPE_CHECKING, Any
 
 from ._exceptions import CapabilityError as CapabilityError
 from ._exceptions import LocalProtocolError as LocalProtocolError
@@ -23,16 +24,12 @@ from .protocol import AudioContent as AudioContent
 from .protocol import BlobResourceContents as BlobResourceContents
 from .protocol import CallToolResult as CallToolResult
 from .protocol import Completion as Completion
-from .protocol import CreateMessageResult as CreateMessageResult
-from .protocol import ElicitResult as ElicitResult
 from .protocol import EmbeddedResource as EmbeddedResource
 from .protocol import GetPromptResult as GetPromptResult
 from .protocol import Icon as Icon
 from .protocol import ImageContent as ImageContent
 from .protocol import PromptMessage as PromptMessage
 from .protocol import ResourceLink as ResourceLink
-from .protocol import Root as Root
-from .protocol import SamplingMessage as SamplingMessage
 from .protocol import TextContent as TextContent
 from .protocol import TextResourceContents as TextResourceContents
 from .protocol import ToolAnnotations as ToolAnnotations
@@ -43,6 +40,12 @@ from .server import Audio as Audio
 from .server import Context as Context
 from .server import Image as Image
 from .server import Server as Server
+
+if TYPE_CHECKING:
+    from .protocol import CreateMessageResult as CreateMessageResult
+    from .protocol import ElicitResult as ElicitResult
+    from .protocol import Root as Root
+    from .protocol import SamplingMessage as SamplingMessage
 
 __all__ = [
     "Annotations",
@@ -85,11 +88,16 @@ __all__ = [
     "check_cancelled",
 ]
 
+# The types of server→client requests load on first use (see protocol/_client_types.py).
+_CLIENT_TYPES = frozenset({"CreateMessageResult", "ElicitResult", "Root", "SamplingMessage"})
+
 
 def _fix_module_names() -> None:
     # Show public names under the module users import them from (as trio does), so
     # reprs, docs and pickles do not leak private module paths.
     for name in __all__:
+        if name in _CLIENT_TYPES:
+            continue  # not loaded yet; they set their own __module__
         obj = globals()[name]
         module = getattr(obj, "__module__", "")
         if (
@@ -102,3 +110,15 @@ def _fix_module_names() -> None:
 
 
 _fix_module_names()
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLIENT_TYPES:
+        from . import protocol
+
+        return getattr(protocol, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

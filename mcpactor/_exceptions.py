@@ -18,6 +18,7 @@ __all__ = [
     "RESOURCE_NOT_FOUND",
     "URL_ELICITATION_REQUIRED",
     "CapabilityError",
+    "ConfigError",
     "LocalProtocolError",
     "MCPActorError",
     "PluginError",
@@ -137,3 +138,7 @@ class PluginError(MCPActorError):
         super().__init__(message)
         self.entry_point = entry_point
         self.distribution = distribution
+
+
+class ConfigError(MCPActorError, ValueError):
+    """A configuration file (or option) is wrong; the message names the key."""

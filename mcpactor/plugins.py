@@ -9,18 +9,33 @@ A plugin is a distribution whose metadata names a ``Server`` object::
 plugin that fails to import, names something that is not a Server, or reuses a name
 another distribution took is a ``PluginError`` in its report, and the others load
 regardless. ``load_plugin(name)`` is the strict form for one plugin.
+
+Finding the entry points is on the start-up path of every ``mcpactor serve``. Importing
+``importlib.metadata`` and walking every installed distribution through it costs tens of
+milliseconds, so the group is first read straight from the ``entry_points.txt`` files of
+the metadata directories on ``sys.path`` — the same files, searched in the same order,
+duplicates of a distribution skipped the same way. Where ``sys.path`` holds something
+only ``importlib.metadata`` can search (a zip or an egg, or a finder with distributions
+of its own), discovery goes through it instead.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
-from collections.abc import Iterable, Sequence
-from typing import Final
+import functools
+import importlib
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
 from ._exceptions import PluginError
 from .server import Server
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 __all__ = ["GROUP", "Plugin", "discover", "load_plugin", "plugin_names"]
 
@@ -57,8 +72,153 @@ class Plugin:
         return f"{self.distribution} {self.version}" if self.version else self.distribution
 
 
-def _entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
-    return list(importlib.metadata.entry_points(group=group))
+class _Entry:
+    """One entry point of the group, as its distribution's metadata declares it."""
+
+    __slots__ = ("identify", "load", "name", "value")
+
+    def __init__(
+        self,
+        name: str,
+        value: str,
+        identify: Callable[[], tuple[str | None, str | None]],
+        load: Callable[[], object],
+    ) -> None:
+        self.name = name
+        self.value = value
+        #: the declaring distribution's name and version, read when needed
+        self.identify = identify
+        #: import what ``value`` names
+        self.load = load
+
+
+def _entry_points(group: str) -> list[_Entry]:
+    entries = _scan(group)
+    if entries is not None:
+        return entries
+    import importlib.metadata
+
+    return [
+        _Entry(entry.name, entry.value, functools.partial(_identify, entry), entry.load)
+        for entry in importlib.metadata.entry_points(group=group)
+    ]
+
+
+# --- the quick scan: importlib.metadata's search, for the one file it needs ------------
+
+_METADATA_DIRS: Final = (".dist-info", ".egg-info")
+_VALUE: Final = re.compile(
+    r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$"
+)
+_UNREADABLE: Final = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def _scan(group: str) -> list[_Entry] | None:
+    """The group's entry points, from the metadata directories on ``sys.path``.
+
+    None when only ``importlib.metadata`` can tell: a path entry is a file (a zip) or an
+    egg, a finder on ``sys.meta_path`` brings distributions of its own, or a file is not
+    what the scan understands (importlib.metadata then reports it as it always did).
+    """
+    from importlib.machinery import PathFinder
+
+    for finder in sys.meta_path:
+        if finder is not PathFinder and getattr(finder, "find_distributions", None):
+            return None
+    seen: set[str] = set()
+    entries: list[_Entry] = []
+    for root in sys.path:
+        if not isinstance(root, str) or root.lower().endswith(".egg"):
+            return None
+        try:
+            children = os.listdir(root or ".")
+        except OSError:
+            if os.path.isfile(root):
+                return None
+            continue
+        # Like importlib.metadata: directories grouped by normalised distribution name
+        # in listing order; the first of a name on sys.path is the one that counts.
+        by_name: dict[str, list[str]] = {}
+        for child in children:
+            low = child.lower()
+            if low.endswith(_METADATA_DIRS):
+                if not child.endswith(_METADATA_DIRS):
+                    return None  # importlib.metadata names these from their METADATA
+                key = _normalize(low.rpartition(".")[0].partition("-")[0])
+                by_name.setdefault(key, []).append(child)
+        for key, found in by_name.items():
+            if key in seen:
+                continue
+            seen.add(key)
+            path = os.path.join(root, found[0])
+            try:
+                with open(os.path.join(path, "entry_points.txt"), encoding="utf-8") as file:
+                    text = file.read()
+            except _UNREADABLE:
+                continue
+            except (OSError, UnicodeDecodeError):
+                return None
+            declared = _declared(text, group)
+            if declared is None:
+                return None
+            identify = functools.partial(_identify_path, path)
+            entries.extend(
+                _Entry(name, value, identify, functools.partial(_load_value, value))
+                for name, value in declared
+            )
+    return entries
+
+
+def _normalize(name: str) -> str:
+    # PEP 503, with dashes as underscores (importlib.metadata's ``Prepared.normalize``)
+    return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
+
+
+def _declared(text: str, group: str) -> list[tuple[str, str]] | None:
+    """The ``name = value`` pairs of ``[group]`` in entry_points.txt; None if malformed."""
+    pairs: list[tuple[str, str]] = []
+    section = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+            continue
+        if section is None:
+            continue
+        name, equals, value = line.partition("=")
+        if not equals or (section == group and _VALUE.match(value.strip()) is None):
+            return None
+        if section == group:
+            pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+def _identify_path(path: str) -> tuple[str | None, str | None]:
+    # The Name and Version headers of METADATA (PKG-INFO for an .egg-info).
+    found: dict[str, str] = {}
+    for filename in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(path, filename), encoding="utf-8") as file:
+                text = file.read()
+        except _UNREADABLE:
+            continue
+        for line in text.partition("\n\n")[0].splitlines():
+            key, colon, value = line.partition(":")
+            if colon and key.lower() in ("name", "version"):
+                found.setdefault(key.lower(), value.strip())
+        break
+    return found.get("name"), found.get("version")
+
+
+def _load_value(value: str) -> object:
+    # What importlib.metadata.EntryPoint.load does: import the module, follow the attributes.
+    match = _VALUE.match(value)
+    assert match is not None  # _declared checked it
+    module = importlib.import_module(match.group("module"))
+    names = filter(None, (match.group("attr") or "").split("."))
+    return functools.reduce(getattr, names, module)
 
 
 def plugin_names(*, group: str = GROUP) -> list[str]:
@@ -115,8 +275,8 @@ def _identify(entry: importlib.metadata.EntryPoint) -> tuple[str | None, str | N
     return found.get("Name"), found.get("Version")
 
 
-def _load(entry: importlib.metadata.EntryPoint) -> Plugin:
-    distribution, version = _identify(entry)
+def _load(entry: _Entry) -> Plugin:
+    distribution, version = entry.identify()
     plugin = Plugin(entry.name, entry.value, distribution, version)
     try:
         obj = entry.load()
@@ -144,8 +304,8 @@ def _error(plugin: Plugin, what: str, cause: str, exc: BaseException | None = No
     return error
 
 
-def _duplicate(first: Plugin, entry: importlib.metadata.EntryPoint) -> PluginError:
-    distribution, version = _identify(entry)
+def _duplicate(first: Plugin, entry: _Entry) -> PluginError:
+    distribution, version = entry.identify()
     other = Plugin(entry.name, entry.value, distribution, version)
     cause = (
         f"{other.origin} also declares {entry.name} = {entry.value}; "

@@ -43,7 +43,7 @@ from .._exceptions import (
 )
 from ..protocol import LATEST, JSONObject, JSONValue, Revision
 from ..server import Context, Mount, Server
-from ..server._compose import Catalog
+from ..server._registry import Catalog
 from ..server._results import adapt_content, adapt_tool_result, error_result
 from ..server._uritemplate import UriTemplate, UriTemplateError
 from ._connect import connect_stdio

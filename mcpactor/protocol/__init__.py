@@ -43,7 +43,25 @@ from ._types import *  # noqa: F403
 from ._types import __all__ as _types_all
 
 if TYPE_CHECKING:
+    from ._client_types import CreateMessageResult as CreateMessageResult
+    from ._client_types import ElicitResult as ElicitResult
+    from ._client_types import ModelHint as ModelHint
+    from ._client_types import ModelPreferences as ModelPreferences
+    from ._client_types import Root as Root
+    from ._client_types import SamplingMessage as SamplingMessage
     from ._convert import converter as converter
+
+# Loaded on first use: the wire types of server→client requests (see _client_types.py).
+_CLIENT_TYPES = frozenset(
+    {
+        "CreateMessageResult",
+        "ElicitResult",
+        "ModelHint",
+        "ModelPreferences",
+        "Root",
+        "SamplingMessage",
+    }
+)
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -85,13 +103,22 @@ __all__ = [
     "structure",
     "unstructure",
     *_types_all,
+    *sorted(_CLIENT_TYPES),
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _CLIENT_TYPES:
+        from . import _client_types
+
+        return getattr(_client_types, name)
     # The converter is built on first use (see _convert.py).
     if name == "converter":
         from . import _convert
 
         return _convert.converter
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -5,12 +5,17 @@
 # stays on the wire.
 # Structuring errors carry Python attribute names in their paths, so ``wire_name`` maps
 # them back for the -32602 ``data`` a client sees.
-# The converter (and cattrs itself) is built on first use: most servers only ever send
-# plain strings and dicts, and importing cattrs is a noticeable share of start-up.
+# The converter (and cattrs itself) is built on first use: importing cattrs and
+# generating its hooks is a noticeable share of start-up, and most servers never
+# structure anything. Unstructuring our own wire types needs no cattrs at all:
+# ``unstructure`` walks them (fields under their wire names, None fields left out,
+# values walked the same way) and hands anything else — a user's class, an enum, a
+# tuple — to the converter, so both give the same result (a test checks it).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, TypeVar, get_origin
+import sys
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, get_origin
 
 import attrs
 
@@ -154,7 +159,65 @@ def unstructure(value: Any) -> Any:
     """Turn wire types (and lists and dicts of them) into JSON-ready values."""
     if value is None:
         return None
-    return _converter().unstructure(value)
+    try:
+        return _walk(value)
+    except _NotPlain:
+        return _converter().unstructure(value)
+
+
+class _NotPlain(Exception):
+    """A value that only the converter knows how to unstructure."""
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+_WIRE_TYPES: Final = frozenset(
+    cls for name in _types.__all__ if attrs.has(cls := getattr(_types, name))
+)
+#: (attribute, wire key, left out when None) per wire type, made on first use
+_Plan: TypeAlias = tuple[tuple[str, str, bool], ...]
+_plans: dict[type, _Plan] = {}
+
+
+def _is_wire_type(cls: type) -> bool:
+    if cls in _WIRE_TYPES:
+        return True
+    # _client_types loads on first use; until it has, none of its classes exist.
+    client_types = sys.modules.get(f"{__package__}._client_types")
+    return client_types is not None and any(
+        getattr(client_types, name) is cls for name in client_types.__all__
+    )
+
+
+def _plan(cls: type) -> _Plan:
+    if not _is_wire_type(cls):
+        raise _NotPlain
+    # As the converter's hooks: every field (the type tag too), None left out only where
+    # None is the default.
+    plan = tuple(
+        (field.name, wire_name(field.name), field.default is None) for field in attrs.fields(cls)
+    )
+    _plans[cls] = plan
+    return plan
+
+
+def _walk(value: Any) -> Any:
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    if cls is list:
+        return [_walk(item) for item in value]
+    if cls is dict:
+        if not all(type(key) is str for key in value):
+            raise _NotPlain
+        return {key: _walk(item) for key, item in value.items()}
+    plan = _plans.get(cls) or _plan(cls)
+    result = {}
+    for name, key, omit_none in plan:
+        item = getattr(value, name)
+        if item is None and omit_none:
+            continue
+        result[key] = _walk(item)
+    return result
 
 
 def structure(value: Any, cls: type[T]) -> T:

@@ -5,9 +5,14 @@
 # None. Content blocks carry their ``type`` discriminator as a non-init field so it is
 # always on the wire. Only what handlers touch is modelled here: the envelopes of list
 # and lifecycle results are plain dicts built by the session and the server registry,
-# which is faster and keeps the user's schemas verbatim (DESIGN invariant 7).
-
-from __future__ import annotations
+# which is faster and keeps the user's schemas verbatim (DESIGN invariant 7). The types
+# of server→client requests (sampling, elicitation, roots) are in _client_types.py.
+#
+# No ``from __future__ import annotations`` here, on purpose: the annotations are real
+# types from the start, so nothing has to resolve strings later — not cattrs (which would
+# look them up in ``__module__``'s namespace, and the package renames that to
+# ``mcpactor``), and not an import-time ``attrs.resolve_types`` pass, which evaluated
+# every annotation string at start-up.
 
 import base64
 from typing import Any, Literal, TypeAlias
@@ -21,21 +26,15 @@ __all__ = [
     "CallToolResult",
     "Completion",
     "ContentBlock",
-    "CreateMessageResult",
-    "ElicitResult",
     "EmbeddedResource",
     "GetPromptResult",
     "Icon",
     "ImageContent",
     "Implementation",
-    "ModelHint",
-    "ModelPreferences",
     "PromptMessage",
     "ResourceContents",
     "ResourceLink",
     "Role",
-    "Root",
-    "SamplingMessage",
     "TextContent",
     "TextResourceContents",
     "ToolAnnotations",
@@ -107,7 +106,7 @@ class ImageContent:
     type: Literal["image"] = attrs.field(default="image", init=False)
 
     @classmethod
-    def from_bytes(cls, data: bytes, mime_type: str = "image/png") -> ImageContent:
+    def from_bytes(cls, data: bytes, mime_type: str = "image/png") -> "ImageContent":
         """Build an image block from raw bytes."""
         return cls(data=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
 
@@ -123,7 +122,7 @@ class AudioContent:
     type: Literal["audio"] = attrs.field(default="audio", init=False)
 
     @classmethod
-    def from_bytes(cls, data: bytes, mime_type: str = "audio/wav") -> AudioContent:
+    def from_bytes(cls, data: bytes, mime_type: str = "audio/wav") -> "AudioContent":
         """Build an audio block from raw bytes."""
         return cls(data=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
 
@@ -150,7 +149,7 @@ class BlobResourceContents:
     @classmethod
     def from_bytes(
         cls, uri: str, data: bytes, mime_type: str | None = None
-    ) -> BlobResourceContents:
+    ) -> "BlobResourceContents":
         """Build blob contents from raw bytes."""
         return cls(uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
 
@@ -223,66 +222,3 @@ class Completion:
     values: list[str]
     total: int | None = None
     has_more: bool | None = None
-
-
-@attrs.frozen(kw_only=True)
-class SamplingMessage:
-    """A message sent to the client's model in ``sampling/createMessage``."""
-
-    role: Role
-    content: TextContent | ImageContent | AudioContent
-
-
-@attrs.frozen(kw_only=True)
-class ModelHint:
-    """A model name hint for sampling."""
-
-    name: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ModelPreferences:
-    """The server's preferences for the client's model choice."""
-
-    hints: list[ModelHint] | None = None
-    cost_priority: float | None = None
-    speed_priority: float | None = None
-    intelligence_priority: float | None = None
-
-
-@attrs.frozen(kw_only=True)
-class CreateMessageResult:
-    """What the client's model answered to ``sampling/createMessage``."""
-
-    role: Role
-    content: TextContent | ImageContent | AudioContent
-    model: str
-    stop_reason: str | None = None
-    meta: dict[str, Any] | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ElicitResult:
-    """The user's answer to ``elicitation/create``."""
-
-    action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = None
-    meta: dict[str, Any] | None = None
-
-
-@attrs.frozen(kw_only=True)
-class Root:
-    """A root the client exposes (``roots/list``)."""
-
-    uri: str
-    name: str | None = None
-    meta: dict[str, Any] | None = None
-
-
-# Resolve the string annotations now, while ``__module__`` still names this module: the
-# package re-exports these classes under ``mcpactor`` (fixing up ``__module__``), and
-# cattrs would otherwise resolve ``Any`` or ``Role`` in that namespace and fail.
-for _name in __all__:
-    if attrs.has(_cls := globals()[_name]):
-        attrs.resolve_types(_cls)
-del _name, _cls

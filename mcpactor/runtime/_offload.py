@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import pickle
 import struct
 import subprocess
 import sys
@@ -80,6 +79,8 @@ class _Worker:
         (size,) = _HEADER.unpack(await self._read(_HEADER.size))
         if size > limit:
             raise OffloadError(f"a worker process answered with {size} bytes (limit {limit})")
+        import pickle  # only servers that offload pay for importing it
+
         return pickle.loads(await self._read(size))
 
     async def _read(self, size: int) -> bytes:
@@ -150,6 +151,8 @@ class ProcessPool:
         picklable. What it raises is raised here (as OffloadError if it cannot be
         unpickled). If this call is cancelled, the worker is killed.
         """
+        import pickle  # only servers that offload pay for importing it
+
         module, qualname = function_path(fn, what=f"{fn!r}")
         file = getattr(sys.modules[module], "__file__", None)
         data = pickle.dumps(
@@ -223,6 +226,8 @@ def _unpack(reply: Any) -> Any:
     _, blob, type_name, message, text = reply
     exc = None
     if blob is not None:
+        import pickle
+
         try:
             exc = pickle.loads(blob)
         except Exception:

@@ -1,13 +1,17 @@
 """What users write servers with: ``Server``, ``Context`` and result helpers."""
 
-from ._compose import Mount as Mount
-from ._compose import MountStatistics as MountStatistics
+from typing import TYPE_CHECKING, Any
+
 from ._context import Context as Context
 from ._context import Peer as Peer
 from ._results import Audio as Audio
 from ._results import Image as Image
 from ._server import Server as Server
 from ._server import ServerListener as ServerListener
+
+if TYPE_CHECKING:
+    from ._compose import Mount as Mount
+    from ._compose import MountStatistics as MountStatistics
 
 __all__ = [
     "Audio",
@@ -19,3 +23,18 @@ __all__ = [
     "Server",
     "ServerListener",
 ]
+
+# Composition is loaded when a server first mounts another: its names on first use.
+_COMPOSE_NAMES = frozenset({"Mount", "MountStatistics"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _COMPOSE_NAMES:
+        from . import _compose
+
+        return getattr(_compose, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -33,7 +33,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
+from typing import TYPE_CHECKING, Any, Final, Literal, final
 
 import attrs
 import trio
@@ -48,14 +48,14 @@ from .._exceptions import (
 )
 from ..protocol import LATEST, JSONObject, Revision
 from ._context import Context
-from ._registry import check_tool_name
+from ._registry import Catalog, Listed, ListedTemplate, check_tool_name
 from ._tasks import METHODS as _TASK_METHODS
 from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["Catalog", "Composition", "Mount", "MountState", "MountStatistics"]
+__all__ = ["Composition", "Mount", "MountState", "MountStatistics"]
 
 _log = logging.getLogger("mcpactor")
 
@@ -65,33 +65,6 @@ _PREFIX_CHARS: Final = frozenset(
 
 #: where a mounted server is in its life
 MountState = Literal["idle", "starting", "running", "failed", "stopped"]
-
-
-class Listed(Protocol):
-    """Something a server lists: a tool, resource, template or prompt."""
-
-    def wire(self, revision: Revision) -> JSONObject:
-        """Its definition for a list result at ``revision``."""
-        ...
-
-
-class ListedTemplate(Listed, Protocol):
-    """A listed resource template; ``template`` is None when it cannot be matched."""
-
-    @property
-    def template(self) -> UriTemplate | None:
-        """The parsed template, used to route reads of the URIs it matches."""
-        ...
-
-
-@attrs.frozen
-class Catalog:
-    """What a server lists, by kind: names (tools, prompts) and URIs to entries."""
-
-    tools: Mapping[str, Listed]
-    prompts: Mapping[str, Listed]
-    resources: Mapping[str, Listed]
-    templates: Mapping[str, ListedTemplate]
 
 
 @attrs.frozen

@@ -13,19 +13,21 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._exceptions import CapabilityError, RequestError
 from ..protocol import (
-    CreateMessageResult,
-    ElicitResult,
     JSONObject,
     Negotiated,
     RequestId,
-    Root,
-    SamplingMessage,
     TextContent,
     structure,
     unstructure,
 )
 
 if TYPE_CHECKING:
+    from ..protocol._client_types import (
+        CreateMessageResult,
+        ElicitResult,
+        Root,
+        SamplingMessage,
+    )
     from ._execution import Offload
     from ._tasks import TaskHost
 
@@ -221,6 +223,9 @@ class Context:
             CapabilityError: the client did not declare ``sampling``.
             RequestError: the client answered with an error, or did not answer in time.
         """
+        # The wire types of server→client requests load the first time one is sent.
+        from ..protocol._client_types import CreateMessageResult, SamplingMessage
+
         if isinstance(messages, str):
             messages = [SamplingMessage(role="user", content=TextContent(text=messages))]
         params: JSONObject = {"messages": unstructure(list(messages)), "maxTokens": max_tokens}
@@ -248,6 +253,8 @@ class Context:
         ``requested_schema`` is a flat object schema of primitive properties, as the
         elicitation page allows. Raises CapabilityError without ``elicitation``.
         """
+        from ..protocol._client_types import ElicitResult
+
         params: JSONObject = {"message": message, "requestedSchema": requested_schema}
         if self.negotiated.revision.elicitation_url:
             params["mode"] = "form"
@@ -263,6 +270,8 @@ class Context:
         self, message: str, url: str, elicitation_id: str, *, timeout: float | None = None
     ) -> ElicitResult:
         """Send the user to ``url`` for out-of-band input (URL mode, 2025-11-25)."""
+        from ..protocol._client_types import ElicitResult
+
         if not self.negotiated.revision.elicitation_url:
             raise CapabilityError(
                 f"URL-mode elicitation needs revision 2025-11-25, "
@@ -284,6 +293,8 @@ class Context:
 
     async def list_roots(self, *, timeout: float | None = None) -> list[Root]:
         """Ask the client for its roots (``roots/list``)."""
+        from ..protocol._client_types import Root
+
         result = await self._request("roots/list", {}, timeout)
         roots = result.get("roots")
         if not isinstance(roots, list):

@@ -10,7 +10,7 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
@@ -18,10 +18,15 @@ from .._exceptions import INVALID_PARAMS, RequestError, SchemaError
 from ..protocol import JSONObject, Revision
 from ._execution import ToolExecution
 from ._schema import FunctionSchema
-from ._uritemplate import UriTemplate
 from ._validation import SchemaValidator, well_formed
 
+if TYPE_CHECKING:
+    from ._uritemplate import UriTemplate
+
 __all__ = [
+    "Catalog",
+    "Listed",
+    "ListedTemplate",
     "PromptEntry",
     "ResourceEntry",
     "StringBinder",
@@ -309,3 +314,33 @@ def describe(fn: Callable[..., Any], description: str | None) -> str | None:
 
 
 wire = _wire
+
+
+# --- what a server lists, for list results and composition ------------------------------
+
+
+class Listed(Protocol):
+    """Something a server lists: a tool, resource, template or prompt."""
+
+    def wire(self, revision: Revision) -> JSONObject:
+        """Its definition for a list result at ``revision``."""
+        ...
+
+
+class ListedTemplate(Listed, Protocol):
+    """A listed resource template; ``template`` is None when it cannot be matched."""
+
+    @property
+    def template(self) -> UriTemplate | None:
+        """The parsed template, used to route reads of the URIs it matches."""
+        ...
+
+
+@attrs.frozen
+class Catalog:
+    """What a server lists, by kind: names (tools, prompts) and URIs to entries."""
+
+    tools: Mapping[str, Listed]
+    prompts: Mapping[str, Listed]
+    resources: Mapping[str, Listed]
+    templates: Mapping[str, ListedTemplate]

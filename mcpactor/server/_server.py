@@ -13,7 +13,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, Final, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, overload
 
 import orjson
 
@@ -35,10 +35,10 @@ from ..protocol import (
     unstructure,
 )
 from . import _results, _tasks
-from ._compose import Catalog, Composition, Mount
 from ._context import Context
 from ._execution import HandlerTimeout, TaskSupport, tool_execution
 from ._registry import (
+    Catalog,
     PromptEntry,
     ResourceEntry,
     StringBinder,
@@ -52,7 +52,10 @@ from ._registry import (
     wire,
 )
 from ._schema import describe_function
-from ._uritemplate import UriTemplate, UriTemplateError, is_uri_template
+
+if TYPE_CHECKING:
+    # Composition (``mount``) and URI templates are loaded when a server first uses them.
+    from ._compose import Composition, Mount
 
 __all__ = ["Server", "ServerListener"]
 
@@ -390,7 +393,9 @@ class Server:
             "icons": unstructure(list(icons)) if icons else None,
             "_meta": meta,
         }
-        if is_uri_template(uri):
+        if _is_template(uri):
+            from ._uritemplate import UriTemplate, UriTemplateError
+
             try:
                 template = UriTemplate.parse(uri)
             except UriTemplateError as exc:
@@ -551,7 +556,7 @@ class Server:
         """
 
         def register(fn: F) -> F:
-            kind = "ref/resource" if is_uri_template(ref) else "ref/prompt"
+            kind = "ref/resource" if _is_template(ref) else "ref/prompt"
             # Read the signature once here, not on every completion request.
             context_param = describe_function(fn, context_types=(Context,)).context_param
             self._completers[(kind, ref, argument)] = (fn, context_param)
@@ -610,6 +615,8 @@ class Server:
         if not isinstance(server, Server):
             raise TypeError(f"can only mount a Server, got {type(server).__name__}")
         if self._mounts is None:
+            from ._compose import Composition
+
             self._mounts = Composition(self)
         return self._mounts.add(server, prefix=prefix, name=name, max_concurrent=max_concurrent)
 
@@ -935,6 +942,15 @@ class Server:
         if index + 1 < len(pages):
             result["nextCursor"] = _encode_cursor(kind, index + 1)
         return result
+
+
+def _is_template(uri: str) -> bool:
+    # A URI without "{" has no expression: _uritemplate is loaded only for templates.
+    if "{" not in uri:
+        return False
+    from ._uritemplate import is_uri_template
+
+    return is_uri_template(uri)
 
 
 def _encode_cursor(kind: str, page: int) -> str:

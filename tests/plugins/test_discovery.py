@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sys
+import zipfile
+from pathlib import Path
 
 import pytest
 
-from mcpactor import PluginError, Server
+from mcpactor import PluginError, Server, plugins
 from mcpactor.plugins import GROUP, discover, load_plugin, plugin_names
 
-from .conftest import Site
+from .conftest import GOOD_PLUGIN, Site
 
 RAISES = """
 import json
@@ -132,3 +134,83 @@ def test_listing_names_imports_nothing(site: Site) -> None:
 def test_a_plugin_in_another_group_is_not_a_server_plugin(site: Site) -> None:
     site.install_plugin("alpha")
     assert discover(group="mcpactor.other") == []
+
+
+# --- the quick scan of sys.path and importlib.metadata agree ----------------------------
+
+
+def _through_importlib(group: str) -> list[tuple[str, str, tuple[str | None, str | None]]]:
+    import importlib.metadata
+
+    return [
+        (entry.name, entry.value, plugins._identify(entry))
+        for entry in importlib.metadata.entry_points(group=group)
+    ]
+
+
+def _through_scan(group: str) -> list[tuple[str, str, tuple[str | None, str | None]]]:
+    entries = plugins._scan(group)
+    assert entries is not None
+    return [(entry.name, entry.value, entry.identify()) for entry in entries]
+
+
+def test_the_quick_scan_finds_what_importlib_metadata_finds(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_mixed(site)
+    site.install_plugin("twin", distribution="first-dist")
+    site.install(
+        "Second.Dist",
+        "7.0",
+        entry_points={"twin": "throwaway_twin2:server", "extra": "throwaway_twin2:other.attr"},
+        modules={"throwaway_twin2": ""},
+    )
+    info = site.root / "Second.Dist-7.0.dist-info"
+    (info / "entry_points.txt").write_text(
+        "# a comment\n[console_scripts]\ntool = x:main\n\n"
+        + (info / "entry_points.txt").read_text()
+        + "[mcpactor.other]\nelse = y:z\n"
+    )
+    # a second copy of an installed distribution later on sys.path is not looked at
+    later = tmp_path / "later"
+    (later / "throwaway_alpha-9.9.dist-info").mkdir(parents=True)
+    (later / "throwaway_alpha-9.9.dist-info" / "entry_points.txt").write_text(
+        "[mcpactor.servers]\nshadowed = nowhere:server\n"
+    )
+    monkeypatch.syspath_prepend(str(later))
+    monkeypatch.syspath_prepend(str(site.root))
+    for group in (GROUP, "console_scripts", "mcpactor.other"):
+        assert _through_scan(group) == _through_importlib(group)
+    assert "shadowed" not in plugin_names()
+
+
+def test_a_zip_on_sys_path_is_searched_by_importlib_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = tmp_path / "plugins.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("throwaway_zipped/__init__.py", GOOD_PLUGIN.format(name="zipped"))
+        zipped.writestr(
+            "throwaway_zipped-1.0.dist-info/METADATA", "Name: throwaway-zipped\nVersion: 1.0\n"
+        )
+        zipped.writestr(
+            "throwaway_zipped-1.0.dist-info/entry_points.txt",
+            "[mcpactor.servers]\nzipped = throwaway_zipped:server\n",
+        )
+    monkeypatch.syspath_prepend(str(archive))
+    monkeypatch.delitem(sys.modules, "throwaway_zipped", raising=False)
+    assert plugins._scan(GROUP) is None
+    (plugin,) = discover(["zipped"])
+    assert plugin.origin == "throwaway-zipped 1.0"
+    assert isinstance(plugin.server, Server)
+    sys.modules.pop("throwaway_zipped", None)
+
+
+def test_a_malformed_entry_points_file_is_left_to_importlib_metadata(site: Site) -> None:
+    site.install_plugin("alpha")
+    info = site.root / "throwaway_alpha-3.1.4.dist-info"
+    (info / "entry_points.txt").write_text("[mcpactor.servers]\nalpha = not a reference\n")
+    assert plugins._scan(GROUP) is None
+    (alpha,) = discover(["alpha"])
+    assert alpha.error is not None
+    assert "failed to load" in str(alpha.error)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import re
 import types
@@ -16,7 +17,13 @@ from hypothesis import strategies as st
 
 import mcpactor
 from mcpactor._exceptions import INVALID_PARAMS, RemoteProtocolError
-from mcpactor.protocol import _types, structure, unstructure
+from mcpactor.protocol import _client_types, _types, structure, unstructure
+from mcpactor.protocol._client_types import (
+    CreateMessageResult,
+    ElicitResult,
+    ModelPreferences,
+    Root,
+)
 from mcpactor.protocol._convert import _build, _wire_path, wire_name
 from mcpactor.protocol._types import (
     Annotations,
@@ -25,16 +32,12 @@ from mcpactor.protocol._types import (
     CallToolResult,
     Completion,
     ContentBlock,
-    CreateMessageResult,
-    ElicitResult,
     EmbeddedResource,
     GetPromptResult,
     Icon,
     ImageContent,
     Implementation,
-    ModelPreferences,
     ResourceLink,
-    Root,
     TextContent,
     TextResourceContents,
     ToolAnnotations,
@@ -42,7 +45,12 @@ from mcpactor.protocol._types import (
 from tests.spec_schema import check
 
 WIRE_TYPES = sorted(
-    (getattr(_types, name) for name in _types.__all__ if attrs.has(getattr(_types, name))),
+    (
+        cls
+        for module in (_types, _client_types)
+        for name in module.__all__
+        if attrs.has(cls := getattr(module, name))
+    ),
     key=lambda cls: cls.__name__,
 )
 
@@ -357,6 +365,41 @@ def test_round_trip(cls: type, data: st.DataObject) -> None:
     # None never reaches the wire at the top level of a type
     assert None not in wire.values()
     assert all("_" not in key or key == "_meta" for key in wire)
+
+
+@pytest.mark.parametrize("cls", WIRE_TYPES, ids=lambda cls: cls.__name__)
+@given(data=st.data())
+@settings(max_examples=25)
+def test_unstructure_without_cattrs_matches_the_converter(cls: type, data: st.DataObject) -> None:
+    # unstructure() walks wire types itself; cattrs must agree on every one of them
+    value = data.draw(instances(cls))
+    assert unstructure(value) == _build().unstructure(value)
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+@attrs.frozen
+class UserRecord:
+    some_field: int
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"colour": Colour.RED},
+        {"pair": (1, 2)},
+        {"record": UserRecord(some_field=1)},
+        {"nested": [{"deep": frozenset()}]},
+        {1: "an int key"},
+    ],
+    ids=["enum", "tuple", "attrs", "nested-set", "int-key"],
+)
+def test_unstructure_hands_other_values_to_the_converter(meta: dict[Any, Any]) -> None:
+    block = TextContent(text="x", meta=meta)
+    assert unstructure(block) == _build().unstructure(block)
+    assert unstructure([block]) == _build().unstructure([block])
 
 
 SCHEMA_DEFINITIONS = {

@@ -1,0 +1,194 @@
+"""Cold start over stdio: spawn a server, send initialize, time the response line.
+
+    python bench/cold_start.py [--runs N] [--bytecode MODE] [--baseline DIR] [-- COMMAND ...]
+
+Without a COMMAND it measures, in turn, ``python -c "import trio"`` (the floor: an
+interpreter that imports trio and exits), ``bench/mcpactor_server.py stdio`` and
+``mcpactor serve clock``, N runs each, interleaved so a busy machine slows all of them
+alike, and prints the median and quartiles of the time to the initialize response (to
+exit, for the floor), the idle RSS after it, the time to exit after stdin EOF, and the
+CPU time the process used in all (user + system: on a busy machine the steadier number).
+
+``--baseline DIR`` runs every server case a second time with the ``mcpactor`` package
+found in DIR (for example ``git archive OLD mcpactor | tar -x -C DIR``), interleaved with
+this checkout's, to compare two versions under the same load.
+
+Byte code matters as much as anything here. ``--bytecode cached`` (the default) runs
+everything with byte-code caching on, in a private ``PYTHONPYCACHEPREFIX``, as a package
+installed by pip runs. ``--bytecode source`` runs a copy of the ``mcpactor`` package
+with ``PYTHONDONTWRITEBYTECODE=1``, so it is compiled on every start while trio and the
+rest of site-packages use their byte code: what an editable checkout costs when nothing
+has written its ``__pycache__``. ``--bytecode inherit`` takes the environment as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeAlias
+
+HERE = Path(__file__).resolve().parent
+INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "cold-start", "version": "0"},
+            },
+        }
+    ).encode()
+    + b"\n"
+)
+
+#: ms to the initialize response (to exit, for the floor), idle RSS in MB, ms to exit
+#: after stdin EOF, CPU ms of the whole process
+Run: TypeAlias = tuple[float, float | None, float, float]
+Case: TypeAlias = tuple[Callable[[list[str], dict[str, str]], Run], list[str], dict[str, str]]
+
+
+def _children_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1e3
+
+
+def _rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def run_server(argv: list[str], env: dict[str, str]) -> Run:
+    """Spawn a stdio server, time its initialize response, then close its stdin."""
+    cpu = _children_cpu_ms()
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write(INITIALIZE)
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    answered = time.perf_counter()
+    if b'"result"' not in line:
+        proc.kill()
+        raise RuntimeError(f"{argv}: no initialize result, got {line[:200]!r}")
+    rss = _rss_mb(proc.pid)
+    eof = time.perf_counter()
+    proc.stdin.close()
+    proc.wait(10)
+    exited = time.perf_counter()
+    proc.stdout.close()
+    return (answered - start) * 1e3, rss, (exited - eof) * 1e3, _children_cpu_ms() - cpu
+
+
+def run_floor(argv: list[str], env: dict[str, str]) -> Run:
+    """Spawn a command that just exits."""
+    cpu = _children_cpu_ms()
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, env=env)
+    return (time.perf_counter() - start) * 1e3, None, 0.0, _children_cpu_ms() - cpu
+
+
+def _bytecode_env(mode: str, package: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    if mode == "cached":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="cold-start-pycache-")
+    elif mode == "source":
+        copy = tempfile.mkdtemp(prefix="cold-start-source-")
+        shutil.copytree(
+            package, Path(copy, "mcpactor"), ignore=shutil.ignore_patterns("__pycache__")
+        )
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTHONPATH"] = os.pathsep.join([copy, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def _with_package(env: dict[str, str], directory: str | None) -> dict[str, str]:
+    if directory is None:
+        return env
+    # The baseline's package comes first on sys.path, before this checkout's.
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [directory, env.get("PYTHONPATH")]))}
+
+
+def _summary(values: list[float]) -> str:
+    if len(values) < 4:
+        return f"{statistics.median(values):7.1f}"
+    q1, q2, q3 = statistics.quantiles(values, n=4)
+    return f"{q2:7.1f} [{q1:6.1f} – {q3:6.1f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--bytecode", choices=["cached", "source", "inherit"], default="cached")
+    parser.add_argument("--baseline", metavar="DIR", help="a directory holding another mcpactor")
+    parser.add_argument("command", nargs="*", help="a stdio server command (after --)")
+    args = parser.parse_args()
+    python = args.python
+    mcpactor = str(Path(python).with_name("mcpactor"))
+    servers = (
+        {" ".join(args.command): args.command}
+        if args.command
+        else {
+            "bench/mcpactor_server.py stdio": [python, str(HERE / "mcpactor_server.py"), "stdio"],
+            "mcpactor serve clock": [mcpactor, "serve", "clock"],
+        }
+    )
+    versions: dict[str, Path] = {"": HERE.parent / "mcpactor"}
+    if args.baseline is not None:
+        versions["baseline: "] = Path(args.baseline, "mcpactor")
+    cases: dict[str, Case] = {}
+    if not args.command:
+        env = _bytecode_env(args.bytecode, versions[""])
+        cases["python -c 'import trio' (floor)"] = (run_floor, [python, "-c", "import trio"], env)
+    for label, package in versions.items():
+        env = _bytecode_env(args.bytecode, package)
+        if args.bytecode != "source" and label:
+            env = _with_package(env, str(package.parent))
+        for name, argv in servers.items():
+            cases[label + name] = (run_server, argv, env)
+    for run, argv, env in cases.values():  # one discarded run each: byte-compile, page cache
+        run(argv, env)
+    results: dict[str, list[Run]] = {name: [] for name in cases}
+    for _ in range(args.runs):
+        for name, (run, argv, env) in cases.items():
+            results[name].append(run(argv, env))
+    print(
+        f"cold start ({args.runs} runs each, bytecode {args.bytecode}, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.2f}): median [quartiles], ms"
+    )
+    for name, rows in results.items():
+        start_ms = [row[0] for row in rows]
+        rss = [row[1] for row in rows if row[1] is not None]
+        exit_ms = [row[2] for row in rows]
+        cpu_ms = statistics.median(row[3] for row in rows)
+        line = f"  {name:46} start {_summary(start_ms)}  cpu {cpu_ms:6.1f}"
+        if rss:
+            rss_mb, exit_median = statistics.median(rss), statistics.median(exit_ms)
+            line += f"  rss {rss_mb:5.1f} MB  exit {exit_median:5.1f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
