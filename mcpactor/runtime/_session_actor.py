@@ -14,14 +14,25 @@
 # Shutdown: when the inbox closes (EOF, signal, HTTP session ended) the actor stops
 # reading, fails requests still waiting on the client, gives running handlers
 # ``shutdown_grace`` seconds, then cancels them. Nothing it started outlives ``run``.
+#
+# Rest (HTTP sessions hibernate): an owner may run the actor in periods. While it is not
+# running the object keeps only state — the core, subscriptions, pending change notices,
+# task records — and ``receive_at_rest`` lets the owner feed the core directly: what
+# the core answers alone (initialize, ping, logging/setLevel, notifications) is settled
+# there and then, without a task; anything that needs a running actor (a request to
+# serve, roots hooks) comes back as a backlog for the next ``run``. A period ends as a
+# rest when the owner closes the inbox while ``resting()`` and its ``rest`` callback
+# agrees; only the final end closes the core. Change notices from the Server that
+# arrive while the actor rests are kept (coalesced) and sent when it next runs.
 
 from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -38,6 +49,7 @@ from .._exceptions import (
 from ..protocol import (
     CancelRequested,
     ErrorReceived,
+    Event,
     Initialized,
     JSONObject,
     JSONValue,
@@ -136,7 +148,7 @@ class SessionActor:
     def __init__(
         self,
         server: Server,
-        outbox: trio.MemorySendChannel[Outbound],
+        outbox: trio.MemorySendChannel[Outbound] | None,
         options: SessionOptions | None = None,
         *,
         stream_signals: bool = False,
@@ -150,17 +162,23 @@ class SessionActor:
             instructions=server.instructions,
             log_level=self.options.log_level,
         )
-        self._outbox = outbox
+        # An owner that runs the actor in periods gives each ``run`` its own outbox; until
+        # then anything sent fails as it would after the session ended.
+        self._outbox = outbox if outbox is not None else _closed_outbox()
+        self._nursery: trio.Nursery | None = None
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         self._pending: dict[RequestId, _Pending] = {}
-        self._subscriptions: set[str] = set()
-        self._changed_lists: set[str] = set()
-        self._updated: set[str] = set()
-        self._wake = trio.Event()
-        self._idle = trio.Event()
-        self._idle.set()
+        # Made on first use: most sessions never subscribe, and a resting session should
+        # cost little more than its protocol state.
+        self._subscriptions: set[str] | None = None
+        self._changed_lists: set[str] | None = None
+        self._updated: set[str] | None = None
+        self._changes_queued = False
+        self._idle: trio.Event | None = None
         # Request actors not yet done (their reply may still be waiting for the outbox).
         self._serving = 0
+        # Roots hooks and change notices running in the nursery.
+        self._helpers = 0
         self._closing = False
         self._token: trio.lowlevel.TrioToken | None = None
         # Transports with per-request streams (HTTP) want to hear when a stream should be
@@ -170,7 +188,9 @@ class SessionActor:
         self._refuse_client_requests = refuse_client_requests
         #: the session's tasks (2025-11-25): the Peer's task host
         self.tasks = TaskManager(self, self.options.tasks)
-        self._processes = self.options.process_pool or ProcessPool()
+        # The session's own worker processes (without a shared pool), made on first use
+        # and closed whenever the actor stops running.
+        self._processes: ProcessPool | None = None
 
     def _capabilities(self, revision: Revision) -> JSONObject:
         capabilities = self.server.capabilities(revision)
@@ -184,8 +204,34 @@ class SessionActor:
             phase=self.core.phase,
             requests_in_flight=len(self._scopes),
             client_requests_pending=len(self._pending),
-            subscriptions=len(self._subscriptions),
+            subscriptions=len(self._subscriptions) if self._subscriptions else 0,
         )
+
+    def resting(self) -> bool:
+        """Return whether nothing is running: no request, task, hook or client request.
+
+        Only then may an owner that runs the actor in periods let the period end.
+        """
+        return (
+            not self._serving
+            and not self._pending
+            and not self._helpers
+            and not self.tasks.statistics().running
+        )
+
+    def register(self) -> None:
+        """Start hearing the Server's list changes and resource updates.
+
+        ``run`` does this; an owner whose actor rests between periods calls it when the
+        session starts, so that changes reach a resting session too. ``close`` undoes it.
+        """
+        self._token = trio.lowlevel.current_trio_token()
+        self.server.add_listener(self)
+
+    def close(self) -> None:
+        """End a session that is not running: forget the Server, close the core."""
+        self.server.remove_listener(self)
+        self.core.close()
 
     # --- the actor ----------------------------------------------------------------
 
@@ -193,16 +239,30 @@ class SessionActor:
         self,
         inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
         *,
+        outbox: trio.MemorySendChannel[Outbound] | None = None,
+        backlog: Iterable[Event] = (),
+        rest: Callable[[], bool] | None = None,
         task_status: trio.TaskStatus[SessionActor] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve the session until its inbox closes, then shut down gracefully."""
-        self._token = trio.lowlevel.current_trio_token()
-        self.server.add_listener(self)
+        """Serve the session until its inbox closes, then shut down gracefully.
+
+        An owner that lets the session rest between periods passes ``rest``, and for each
+        period a fresh ``outbox`` and the ``backlog`` that ``receive_at_rest`` left. When
+        the inbox closes and ``rest()`` is true, the period ends at once and the session
+        keeps its state for the next ``run``; the owner closes the inbox for a rest only
+        while ``resting()``. Otherwise the session ends as without ``rest``.
+        """
+        if outbox is not None:
+            self._outbox = outbox
+        self.register()
+        final = True
         try:
             async with self._outbox, self.tasks.running(), trio.open_nursery() as nursery:
                 self._nursery = nursery
-                nursery.start_soon(self._send_changes)
+                # Changes the Server announced while the actor was not running.
+                self._schedule_changes()
                 task_status.started(self)
+                await self._act(backlog)
                 async with inbox:
                     async for item in inbox:
                         await self._receive(item)
@@ -214,13 +274,20 @@ class SessionActor:
                             except (trio.WouldBlock, trio.EndOfChannel):
                                 break
                             await self._receive(item)
-                await self._wind_down()
-                nursery.cancel_scope.cancel("the session ended")
+                final = rest is None or not rest()
+                if final:
+                    await self._wind_down()
+                    nursery.cancel_scope.cancel("the session ended")
+                else:
+                    # From here on, changes wait for the next period.
+                    self._nursery = None
         finally:
-            self.server.remove_listener(self)
-            self.core.close()
-            if self.options.process_pool is None:
-                await self._processes.aclose()
+            self._nursery = None
+            if final:
+                self.close()
+            processes, self._processes = self._processes, None
+            if processes is not None:
+                await processes.aclose()
 
     async def _wind_down(self) -> None:
         self._closing = True
@@ -229,15 +296,55 @@ class SessionActor:
                 request_id, RequestError(INTERNAL_ERROR, "the client went away before answering")
             )
         with trio.move_on_after(self.options.shutdown_grace):
-            await self._idle.wait()
+            await self.wait_idle()
             await self.tasks.wait_idle()
+
+    async def wait_idle(self) -> None:
+        """Wait until no request actor is running (each has queued its reply)."""
+        if not self._serving:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._idle is None:
+            self._idle = trio.Event()
+        await self._idle.wait()
+
+    def receive_at_rest(
+        self, item: JSONValue | ProtocolError
+    ) -> tuple[list[Outbound], list[Event]]:
+        """Take one message while the actor is not running.
+
+        Returns (messages to send now, events for the next ``run``). What the core
+        answers alone is settled here; if anything needs a running actor (a request to
+        serve, roots hooks to run), nothing is sent and every event, in order, is left
+        for the next period.
+        """
+        if isinstance(item, ProtocolError):
+            return [Outbound({"jsonrpc": "2.0", "error": item.to_error()})], []
+        events = self.core.receive(item)
+        for event in events:
+            kind = type(event)
+            if kind is RequestReceived or (
+                kind is RootsChanged and self.server.roots_changed_hooks
+            ):
+                return [], events
+        replies = []
+        for event in events:
+            if type(event) is Send:
+                assert isinstance(event, Send)
+                replies.append(Outbound(event.payload, _reply_id(event.payload)))
+            elif type(event) is not RootsChanged:
+                self._settle(event)
+        return replies, []
 
     async def _receive(self, item: JSONValue | ProtocolError) -> None:
         if isinstance(item, ProtocolError):
             error = item.to_error()
             await self._outbox.send(Outbound({"jsonrpc": "2.0", "error": error}))
             return
-        for event in self.core.receive(item):
+        await self._act(self.core.receive(item))
+
+    async def _act(self, events: Iterable[Event]) -> None:
+        for event in events:
             kind = type(event)
             if kind is RequestReceived:
                 assert isinstance(event, RequestReceived)
@@ -245,30 +352,36 @@ class SessionActor:
             elif kind is Send:
                 assert isinstance(event, Send)
                 await self._outbox.send(Outbound(event.payload, _reply_id(event.payload)))
-            elif kind is CancelRequested:
-                assert isinstance(event, CancelRequested)
-                scope = self._scopes.get(event.request_id)
-                if scope is not None:
-                    scope.cancel(event.reason or "cancelled by the client")
-            elif kind is ResponseReceived:
-                assert isinstance(event, ResponseReceived)
-                self._resolve(event.request_id, event.result)
-            elif kind is ErrorReceived:
-                assert isinstance(event, ErrorReceived)
-                failure = event.error
-                self._fail_pending(
-                    event.request_id, RequestError(failure.code, failure.message, failure.data)
-                )
             elif kind is RootsChanged:
                 self._start_hooks(self.server.roots_changed_hooks)
-            elif kind is Initialized:
-                # The client lists everything fresh after initializing: earlier changes
-                # are old news.
-                self._changed_lists.clear()
-                self._updated.clear()
             else:
-                assert isinstance(event, NotificationReceived)
-                _log.debug("ignored notification %r", event.notification.method)
+                self._settle(event)
+
+    def _settle(self, event: Event) -> None:
+        # The events that need no task: a running actor and ``receive_at_rest`` share them.
+        kind = type(event)
+        if kind is CancelRequested:
+            assert isinstance(event, CancelRequested)
+            scope = self._scopes.get(event.request_id)
+            if scope is not None:
+                scope.cancel(event.reason or "cancelled by the client")
+        elif kind is ResponseReceived:
+            assert isinstance(event, ResponseReceived)
+            self._resolve(event.request_id, event.result)
+        elif kind is ErrorReceived:
+            assert isinstance(event, ErrorReceived)
+            failure = event.error
+            self._fail_pending(
+                event.request_id, RequestError(failure.code, failure.message, failure.data)
+            )
+        elif kind is Initialized:
+            # The client lists everything fresh after initializing: earlier changes are
+            # old news.
+            self._changed_lists = None
+            self._updated = None
+        else:
+            assert isinstance(event, NotificationReceived)
+            _log.debug("ignored notification %r", event.notification.method)
 
     # --- request actors -------------------------------------------------------------
 
@@ -284,12 +397,12 @@ class SessionActor:
                 # Wait for room like every other reply: a full outbox is backpressure.
                 await self._outbox.send(Outbound(reply, request.id))
             return
+        nursery = self._nursery
+        assert nursery is not None  # requests are started only while the actor runs
         scope = trio.CancelScope()
         self._scopes[request.id] = scope
-        if not self._serving:
-            self._idle = trio.Event()
         self._serving += 1
-        self._nursery.start_soon(self._serve_request, request, negotiated, scope)
+        nursery.start_soon(self._serve_request, request, negotiated, scope)
 
     async def _serve_request(
         self, request: Request, negotiated: Negotiated, scope: trio.CancelScope
@@ -342,24 +455,29 @@ class SessionActor:
             # Idle only once the reply is queued: a full outbox must not let shutdown cut
             # off the answer of a handler that finished within the grace period.
             self._serving -= 1
-            if not self._serving:
+            if not self._serving and self._idle is not None:
                 self._idle.set()
+                self._idle = None
 
     def _start_hooks(self, hooks: list[Callable[[Context], Any]]) -> None:
         negotiated = self.core.negotiated
-        if negotiated is None:
+        nursery = self._nursery
+        if negotiated is None or nursery is None:
             return
         for hook in hooks:
             ctx = Context(
                 peer=self, request_id=None, negotiated=negotiated, meta=None, server=self.server
             )
-            self._nursery.start_soon(self._run_hook, hook, ctx)
+            self._helpers += 1
+            nursery.start_soon(self._run_hook, hook, ctx)
 
     async def _run_hook(self, hook: Callable[[Context], Any], ctx: Context) -> None:
         try:
             await hook(ctx)
         except Exception:
             _log.exception("roots-changed hook %r failed", hook)
+        finally:
+            self._helpers -= 1
 
     # --- the Peer of every Context ----------------------------------------------------
 
@@ -455,11 +573,14 @@ class SessionActor:
 
     def subscribe(self, uri: str) -> None:
         """Remember that the client wants updates of ``uri``."""
+        if self._subscriptions is None:
+            self._subscriptions = set()
         self._subscriptions.add(uri)
 
     def unsubscribe(self, uri: str) -> None:
         """Forget the client's subscription to ``uri``."""
-        self._subscriptions.discard(uri)
+        if self._subscriptions is not None:
+            self._subscriptions.discard(uri)
 
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run a blocking handler in a worker thread under the session's limiter."""
@@ -474,56 +595,91 @@ class SessionActor:
         timeout: float | None,
     ) -> Any:
         """Run a tool's function as ``offload`` says, cancelled after ``timeout`` seconds."""
+        processes = self.options.process_pool or self._processes
+        if processes is None:
+            processes = self._processes = ProcessPool()
         return await call_handler(
             fn,
             kwargs,
             offload=offload,
             timeout=timeout,
             limiter=self.options.thread_limiter,
-            processes=self._processes,
+            processes=processes,
         )
 
     # --- the Server's listener --------------------------------------------------------
 
     def list_changed(self, kind: str) -> None:
         """Queue ``notifications/<kind>/list_changed`` (coalesced)."""
+        if not trio.lowlevel.in_trio_run():
+            self._from_thread(self.list_changed, kind)
+            return
+        if self._changed_lists is None:
+            self._changed_lists = set()
         self._changed_lists.add(kind)
-        self._wake_soon()
+        self._schedule_changes()
 
     def resource_updated(self, uri: str) -> None:
         """Queue ``notifications/resources/updated`` if the client subscribed to ``uri``."""
-        if uri in self._subscriptions:
-            self._updated.add(uri)
-            self._wake_soon()
-
-    def _wake_soon(self) -> None:
-        try:
-            trio.lowlevel.current_task()
-        except RuntimeError:
-            # Called from a worker thread (a blocking handler changed the registry).
-            if self._token is not None:
-                self._token.run_sync_soon(self._wake.set)
+        if not trio.lowlevel.in_trio_run():
+            self._from_thread(self.resource_updated, uri)
             return
-        self._wake.set()
+        if self._subscriptions is not None and uri in self._subscriptions:
+            if self._updated is None:
+                self._updated = set()
+            self._updated.add(uri)
+            self._schedule_changes()
+
+    def _from_thread(self, method: Callable[[str], None], value: str) -> None:
+        # A blocking handler changed the registry from a worker thread: record the
+        # change on the event loop's thread.
+        if self._token is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                self._token.run_sync_soon(method, value)
+
+    def _schedule_changes(self) -> None:
+        # One short task sends what is queued, once the session is operating and the
+        # actor runs; changes made meanwhile join it (coalesced). While the actor rests,
+        # the next period starts it.
+        if (
+            self._changes_queued
+            or self._nursery is None
+            or not (self._changed_lists or self._updated)
+            or self.core.phase is not Phase.OPERATING
+        ):
+            return
+        self._changes_queued = True
+        self._helpers += 1
+        self._nursery.start_soon(self._send_changes)
 
     async def _send_changes(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake = trio.Event()
-            if self.core.phase is not Phase.OPERATING:
-                continue  # Initialized sets the event again
-            capabilities = self.core.server_capabilities
-            for kind in sorted(self._changed_lists):
-                if capabilities.get(kind, {}).get("listChanged"):
+        try:
+            while self._changed_lists or self._updated:
+                capabilities = self.core.server_capabilities
+                kinds = sorted(self._changed_lists or ())
+                uris = sorted(self._updated or ())
+                self._changed_lists = None
+                self._updated = None
+                for kind in kinds:
+                    if capabilities.get(kind, {}).get("listChanged"):
+                        await self.notify(
+                            f"notifications/{kind}/list_changed", {}, related_request_id=None
+                        )
+                for uri in uris:
                     await self.notify(
-                        f"notifications/{kind}/list_changed", {}, related_request_id=None
+                        "notifications/resources/updated", {"uri": uri}, related_request_id=None
                     )
-            self._changed_lists.clear()
-            for uri in sorted(self._updated):
-                await self.notify(
-                    "notifications/resources/updated", {"uri": uri}, related_request_id=None
-                )
-            self._updated.clear()
+        finally:
+            self._changes_queued = False
+            self._helpers -= 1
+
+
+@functools.cache
+def _closed_outbox() -> trio.MemorySendChannel[Outbound]:
+    # The outbox of an actor that has none yet: sending fails as after the session ended.
+    send, _ = trio.open_memory_channel[Outbound](0)
+    send.close()
+    return send
 
 
 def _reply_id(payload: JSONValue) -> RequestId | None:

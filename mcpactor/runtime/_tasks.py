@@ -18,6 +18,10 @@
 # - One reaper task, alive only while the table has entries, deletes each task when its
 #   TTL has passed, cancelling it first if it still runs.
 #
+# A session that hibernates (HTTP) enters ``running()`` once per waking period: between
+# periods no task actor runs, the table stays, and entries whose TTL passed meanwhile are
+# dropped when the next period begins, before any request can ask for them.
+#
 # Tasks are bound to their session: another session has another manager, so it sees
 # none of these ids. Ids come from ``secrets`` (128 bits).
 
@@ -136,12 +140,11 @@ class TaskManager:
         #: task actors alive
         self._running = 0
         self._waiting = 0
-        self._idle = trio.Event()
-        self._idle.set()
+        # Events are made when someone waits: an idle session should cost little.
+        self._idle: trio.Event | None = None
         self._reaping = False
-        self._wake_reaper = trio.Event()
+        self._wake_reaper: trio.Event | None = None
         self._nursery: trio.Nursery | None = None
-        self._closed = False
         # ISO timestamps follow the runtime's clock (a MockClock in tests), anchored to
         # the wall clock once.
         self._anchor: tuple[float, float] | None = None
@@ -154,18 +157,32 @@ class TaskManager:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[TaskManager]:
-        """Own the task actors while the session runs; cancel what is left on exit."""
+        """Own the task actors while the session runs; cancel what is left on exit.
+
+        A session that rests between periods enters this once per period; the table
+        outlives it, and what expired in between is dropped on entry.
+        """
         async with trio.open_nursery() as nursery:
-            self._anchor = (time.time(), trio.current_time())
+            if self._anchor is None:
+                self._anchor = (time.time(), trio.current_time())
             self._nursery = nursery
+            self._drop_expired()
+            if self._expiry and not self._reaping:
+                self._reaping = True
+                nursery.start_soon(self._reap)
             try:
                 yield self
             finally:
-                self._closed = True
+                self._nursery = None
                 nursery.cancel_scope.cancel("the session ended")
 
     async def wait_idle(self) -> None:
         """Wait until no task actor is running."""
+        if not self._running:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._idle is None:
+            self._idle = trio.Event()
         await self._idle.wait()
 
     def _instant(self, moment: float) -> str:
@@ -203,7 +220,8 @@ class TaskManager:
             # A receiver that does not declare tasks processes the request normally,
             # ignoring the task metadata (spec "Task Support and Handling").
             return await work(ctx)
-        if self._closed or self._nursery is None:
+        nursery = self._nursery
+        if nursery is None:
             raise RequestError(INTERNAL_ERROR, "server busy: the session is shutting down")
         options = self.options
         if self._active >= options.max_running:
@@ -235,10 +253,11 @@ class TaskManager:
         expires_at = state.expires_at
         if expires_at is not None:
             heapq.heappush(self._expiry, (expires_at, task_id))
-            self._wake_reaper.set()
+            if self._wake_reaper is not None:
+                self._wake_reaper.set()
             if not self._reaping:
                 self._reaping = True
-                self._nursery.start_soon(self._reap)
+                nursery.start_soon(self._reap)
         task_ctx = Context(
             peer=_TaskPeer(self._peer, self, record),
             request_id=ctx.request_id,
@@ -246,10 +265,8 @@ class TaskManager:
             meta=ctx.meta,
             server=ctx.server,
         )
-        if not self._running:
-            self._idle = trio.Event()
         self._running += 1
-        self._nursery.start_soon(self._run_task, record, work, task_ctx, name=f"task {task_id}")
+        nursery.start_soon(self._run_task, record, work, task_ctx, name=f"task {task_id}")
         return {"task": self._wire(record)}
 
     def _ttl_ms(self, requested: int | None) -> int | None:
@@ -296,8 +313,9 @@ class TaskManager:
             await self._announce(task)
         finally:
             self._running -= 1
-            if not self._running:
+            if not self._running and self._idle is not None:
                 self._idle.set()
+                self._idle = None
 
     def _finish(
         self,
@@ -410,15 +428,29 @@ class TaskManager:
 
     # --- expiry ------------------------------------------------------------------------
 
+    def _drop_expired(self) -> None:
+        # Between periods nothing runs, so every task due is finished: forget it now.
+        now = trio.current_time()
+        expiry = self._expiry
+        while expiry and expiry[0][0] <= now:
+            task = self._tasks.get(expiry[0][1])
+            if task is not None and not task.state.terminal:
+                break  # still running: the reaper cancels it and says so
+            heapq.heappop(expiry)
+            if task is not None:
+                del self._tasks[task.state.task_id]
+                task.expired = True
+                task.done.set()
+
     async def _reap(self) -> None:
         # Alive only while some task can expire, so an idle session has no extra task.
         try:
             while self._expiry:
                 when, task_id = self._expiry[0]
                 if when > trio.current_time():
-                    self._wake_reaper = trio.Event()
+                    wake = self._wake_reaper = trio.Event()
                     with trio.move_on_at(when):
-                        await self._wake_reaper.wait()
+                        await wake.wait()
                     continue
                 heapq.heappop(self._expiry)
                 task = self._tasks.pop(task_id, None)
@@ -432,6 +464,7 @@ class TaskManager:
                 task.done.set()
         finally:
             self._reaping = False
+            self._wake_reaper = None
 
 
 class _TaskPeer:

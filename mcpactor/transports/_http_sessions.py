@@ -1,10 +1,27 @@
 # Sessions behind the HTTP endpoints, and the streams their messages travel on.
 #
-# Ownership: one ``SessionManager`` nursery owns every ``HttpSession``; a session's own
-# nursery owns its ``SessionActor`` and its router. HTTP request handlers only *attach*
-# to streams, so a client that drops a connection never cancels anything: only
-# ``notifications/cancelled`` does (transports page: "disconnection SHOULD NOT be
-# interpreted as the client cancelling its request").
+# Ownership: one ``SessionManager`` nursery owns every ``HttpSession`` that is awake; an
+# awake session's own nursery owns its ``SessionActor`` and its router. HTTP request
+# handlers only *attach* to streams, so a client that drops a connection never cancels
+# anything: only ``notifications/cancelled`` does (transports page: "disconnection SHOULD
+# NOT be interpreted as the client cancelling its request").
+#
+# Hibernation: a Streamable HTTP session is mostly idle, so it sleeps. Asleep, it is
+# state only — the actor's protocol core, subscriptions and task records, its streams'
+# bookkeeping, its event-store entries — and no task, channel or nursery. A message for
+# a sleeping session is fed to the core right in the handler's task: what the core
+# answers alone (initialize, notifications/initialized, ping, logging/setLevel) is routed
+# from there, so opening a session starts nothing. A request to serve, a GET listener or
+# a stream to resume wakes the session: the manager's nursery starts one task that runs
+# the actor (given the events the core produced) beside the router. The manager puts a
+# session back to sleep once it has been quiet for a moment and nothing is left: no
+# request, task or server→client request running, no connection attached, inbox and
+# outbox drained. It closes the inbox; the actor ends its period without closing the
+# core, the router finishes, and the task ends. A message arriving meanwhile waits for
+# that, then finds the session asleep. Server change notices for a sleeping session are
+# kept by the actor and sent when it next wakes — to a GET, which always wakes it, or
+# to the event store. Legacy SSE and WebSocket sessions stay awake while their one
+# connection lasts; a stateless session lives for one POST, awake only if it has to be.
 #
 # Streams: every POST that carries requests gets a ``_Stream`` (ids "1", "2", …) owing
 # the responses of those requests; stream "0" is the standalone stream a GET listens
@@ -17,9 +34,12 @@
 # Resumability: in a Streamable HTTP session every SSE message is appended to the
 # EventStore before it is pushed to the attached connection, if any. A stream whose
 # connection is gone keeps running; a GET with ``Last-Event-ID`` re-attaches to it and
-# gets what it missed. A completed SSE stream is retained for a while (the newest
-# ``_MAX_RETAINED`` per session): having written its last event tells us nothing about
-# whether the client read it, as a TCP write to a peer that just left still succeeds.
+# gets what it missed. The standalone stream's log starts with an empty event, written
+# before its first message or priming event: a fresh GET replays what came after the
+# last event a GET wrote, or after that first one. A completed SSE stream is retained
+# for a while (the newest ``_MAX_RETAINED`` per session): having written its last event
+# tells us nothing about whether the client read it, as a TCP write to a peer that just
+# left still succeeds.
 #
 # A connection is a bounded memory channel of ``(event id, data, final)`` items. The
 # router never waits on a stuck client for long: after ``_PUSH_TIMEOUT`` seconds the
@@ -29,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
@@ -38,7 +59,7 @@ import orjson
 import trio
 
 from .._exceptions import INTERNAL_ERROR, ProtocolError
-from ..protocol import JSONValue, RequestId
+from ..protocol import Event, JSONValue, Phase, RequestId
 from ..runtime import Outbound, SessionActor
 from ..runtime._session_actor import StreamSignal
 
@@ -74,6 +95,12 @@ class SessionKind(enum.Enum):
     STATELESS = "stateless HTTP"
     LEGACY_SSE = "HTTP+SSE"
     WEBSOCKET = "WebSocket"
+
+
+class _State(enum.Enum):
+    ASLEEP = "asleep"  # state only: no task, no channel
+    AWAKE = "awake"  # the actor and the router run in the manager's nursery
+    FALLING_ASLEEP = "falling asleep"  # the inbox closed for a rest; the task is ending
 
 
 class DuplicateRequestId(Exception):
@@ -116,6 +143,30 @@ class Attachment:
 class HttpSession:
     """One MCP session served over HTTP (or WebSocket): the actor, its router, streams."""
 
+    __slots__ = (
+        "_by_request",
+        "_ended",
+        "_inbox",
+        "_json_only",
+        "_next_stream",
+        "_outbox",
+        "_retained",
+        "_settled",
+        "_single_stream",
+        "_state",
+        "_streams",
+        "actor",
+        "closing",
+        "connections",
+        "id",
+        "kind",
+        "last_active",
+        "manager",
+        "principal",
+        "resumable",
+        "standalone",
+    )
+
     def __init__(
         self,
         manager: SessionManager,
@@ -131,22 +182,29 @@ class HttpSession:
         self.resumable = kind is SessionKind.STREAMABLE and session_id is not None
         self._single_stream = kind in (SessionKind.LEGACY_SSE, SessionKind.WEBSOCKET)
         self._json_only = manager.response_mode == "json"
-        outbox_send, self._outbox = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
-        self._inbox, self._inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](
-            _INBOX_SIZE
-        )
         options = (
             manager.stateless_session_options
             if kind is SessionKind.STATELESS
-            else manager.session_options
+            else manager.effective_session_options
         )
         self.actor = SessionActor(
             manager.server,
-            outbox_send,
+            None,
             options,
             stream_signals=not self._single_stream,
             refuse_client_requests=_STATELESS_REASON if kind is SessionKind.STATELESS else None,
         )
+        if kind is not SessionKind.STATELESS:
+            # Changes reach the session while it sleeps, too; a stateless one cannot
+            # carry them to anyone.
+            self.actor.register()
+        self._state = _State.ASLEEP
+        # The awake session's channels: the inbox to the actor, the outbox to the router.
+        self._inbox: trio.MemorySendChannel[JSONValue | ProtocolError] | None = None
+        self._outbox: trio.MemoryReceiveChannel[Outbound] | None = None
+        # Made when a message must wait for the session to finish falling asleep.
+        self._settled: trio.Event | None = None
+        self._ended = False
         self._streams: dict[str, _Stream] = {}
         self._by_request: dict[RequestId, _Stream] = {}
         self._retained: dict[str, None] = {}
@@ -156,36 +214,27 @@ class HttpSession:
         self.connections = 0
         self.last_active = trio.current_time()
         self.closing = False
-        self.started = False
 
     # --- lifetime -----------------------------------------------------------------
 
-    async def run(self, *, task_status: trio.TaskStatus[HttpSession]) -> None:
-        """Serve the session until its inbox is closed and the actor has wound down."""
-        try:
-            async with trio.open_nursery() as nursery:
-                if self.resumable:
-                    assert self.id is not None
-                    # An empty first event gives a fresh GET a place to pick up from.
-                    self.standalone.delivered = await self.manager.event_store.append(
-                        self.id, _STANDALONE, b""
-                    )
-                await nursery.start(self.actor.run, self._inbox_receive)
-                self.started = True
-                task_status.started(self)
-                await self._route_all()
-                nursery.cancel_scope.cancel()
-        finally:
-            with trio.CancelScope(shield=True):
-                self._end_streams()
-                if self.resumable:
-                    assert self.id is not None
-                    await self.manager.event_store.forget_session(self.id)
+    @property
+    def awake(self) -> bool:
+        """Whether the session's actor and router are running (or finishing a period)."""
+        return self._state is not _State.ASLEEP
 
     def close(self) -> None:
         """End the session: stop reading from the client and let the actor wind down."""
-        if not self.closing:
-            self.closing = True
+        if self.closing:
+            return
+        self.closing = True
+        if self._state is _State.ASLEEP:
+            if self.resumable:
+                # Forgetting the stored events may wait on the store: a short task.
+                self.manager.spawn(self._end)
+            else:
+                self._finish()
+                self.manager.ended(self)
+        elif self._inbox is not None:
             self._inbox.close()
 
     def touch(self) -> None:
@@ -196,21 +245,154 @@ class HttpSession:
         """Return whether a client is connected or a request is being served."""
         return self.connections > 0 or self.actor.statistics().requests_in_flight > 0
 
+    def may_sleep(self) -> bool:
+        """Return whether the session is awake and nothing is left for its tasks to do."""
+        inbox, outbox = self._inbox, self._outbox
+        if (
+            self._state is not _State.AWAKE
+            or self.closing
+            or self.connections
+            or self._by_request
+            or inbox is None
+            or outbox is None
+            or not self.actor.resting()
+        ):
+            return False
+        # Both channels empty, and their readers parked on them: nothing was handed to
+        # the actor or the router that they have not dealt with yet.
+        inbound = inbox.statistics()
+        outbound = outbox.statistics()
+        return (
+            inbound.current_buffer_used == 0
+            and inbound.tasks_waiting_receive == 1
+            and outbound.current_buffer_used == 0
+            and outbound.tasks_waiting_receive == 1
+        )
+
+    def sleep(self) -> None:
+        """Let an awake session fall asleep; the caller checked ``may_sleep()``."""
+        assert self._inbox is not None
+        self._state = _State.FALLING_ASLEEP
+        self._inbox.close()
+
+    def _wake(self, backlog: list[Event]) -> None:
+        # Start the actor (acting on ``backlog`` first) and the router, in one task that
+        # the manager's nursery owns.
+        inbox_send, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](
+            _INBOX_SIZE
+        )
+        outbox_send, outbox_receive = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
+        self._inbox = inbox_send
+        self._outbox = outbox_receive
+        self._state = _State.AWAKE
+        self.manager.wake(
+            self,
+            functools.partial(
+                self._run_awake, inbox_receive, outbox_send, outbox_receive, backlog
+            ),
+        )
+
+    async def _run_awake(
+        self,
+        inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
+        outbox: trio.MemorySendChannel[Outbound],
+        outbox_receive: trio.MemoryReceiveChannel[Outbound],
+        backlog: list[Event],
+    ) -> None:
+        rested = False
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    functools.partial(
+                        self.actor.run, inbox, outbox=outbox, backlog=backlog, rest=self._rests
+                    )
+                )
+                # The router ends when the actor has closed the outbox.
+                await self._route_all(outbox_receive)
+            rested = self.actor.core.phase is not Phase.CLOSED
+        finally:
+            self._inbox = None
+            self._outbox = None
+            if rested and not self.closing:
+                self._state = _State.ASLEEP
+                self._settle()
+            else:
+                with trio.CancelScope(shield=True):
+                    await self._end()
+
+    def _rests(self) -> bool:
+        # The actor asks when its inbox closed: a rest, unless the session is closing.
+        return self._state is _State.FALLING_ASLEEP and not self.closing
+
+    def _settle(self) -> None:
+        if self._settled is not None:
+            self._settled.set()
+            self._settled = None
+
+    async def _wait_settled(self) -> None:
+        if self._settled is None:
+            self._settled = trio.Event()
+        await self._settled.wait()
+
+    async def _ensure_awake(self) -> bool:
+        # False if the session is closing.
+        while not self.closing:
+            if self._state is _State.AWAKE:
+                return True
+            if self._state is _State.ASLEEP:
+                self._wake([])
+                return True
+            await self._wait_settled()
+        return False
+
+    async def _end(self) -> None:
+        # The session is over: connections end, the core closes, the store forgets it.
+        try:
+            self._finish()
+            if self.resumable:
+                assert self.id is not None
+                with trio.CancelScope(shield=True):
+                    await self.manager.event_store.forget_session(self.id)
+        finally:
+            self.manager.ended(self)
+
+    def _finish(self) -> None:
+        self.closing = True
+        self._ended = True
+        self._state = _State.ASLEEP
+        self._end_streams()
+        self.actor.close()
+        self._settle()
+
     # --- what clients send ----------------------------------------------------------
 
     async def feed(self, value: JSONValue | ProtocolError) -> bool:
-        """Hand one decoded body to the actor; False if the session is closed."""
+        """Hand one decoded body to the session; False if the session is closed."""
         self.touch()
-        try:
-            # The HTTP request already went through the scheduler to get here: only a
-            # full inbox is worth another trip (then wait, as backpressure).
-            try:
-                self._inbox.send_nowait(value)
-            except trio.WouldBlock:
-                await self._inbox.send(value)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            return False
-        return True
+        while not self.closing:
+            state = self._state
+            if state is _State.AWAKE:
+                inbox = self._inbox
+                assert inbox is not None
+                try:
+                    # The HTTP request already went through the scheduler to get here:
+                    # only a full inbox is worth another trip (then wait, as backpressure).
+                    try:
+                        inbox.send_nowait(value)
+                    except trio.WouldBlock:
+                        await inbox.send(value)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    continue  # it began to fall asleep, or it is closing
+                return True
+            if state is _State.ASLEEP:
+                replies, backlog = self.actor.receive_at_rest(value)
+                if backlog:
+                    self._wake(backlog)
+                for item in replies:
+                    await self._route(item.payload, item.related_request_id)
+                return True
+            await self._wait_settled()
+        return False
 
     async def post(
         self, value: JSONValue, request_ids: Iterable[RequestId], *, sse: bool
@@ -243,19 +425,23 @@ class HttpSession:
     async def listen(self) -> Attachment | None:
         """Attach a fresh GET to the standalone stream; None if one is attached already."""
         stream = self.standalone
+        if stream.conn is None:
+            # A listener wakes the session: the router is what feeds it.
+            await self._ensure_awake()
         if stream.conn is not None:
             return None
         attachment = self._attach(stream)
         if self.resumable:
             assert self.id is not None
-            assert stream.delivered is not None
             store = self.manager.event_store
             if self._primes():
+                await self._anchor_standalone()
                 await store.append(self.id, _STANDALONE, b"")
-            replay = await store.replay_after(self.id, stream.delivered)
-            if replay is not None:
-                attachment.replay = replay.events
-                attachment.skip = frozenset(event_id for event_id, _ in replay.events)
+            if stream.delivered is not None:
+                replay = await store.replay_after(self.id, stream.delivered)
+                if replay is not None:
+                    attachment.replay = replay.events
+                    attachment.skip = frozenset(event_id for event_id, _ in replay.events)
         return attachment
 
     async def resume(self, last_event_id: str) -> Attachment | None:
@@ -270,6 +456,10 @@ class HttpSession:
         stream = self._streams.get(first.stream_id)
         if stream is None:
             return None
+        if not stream.complete:
+            # Something is still routed to it (the standalone stream, or a request's
+            # stream while the request runs): the router must be there to do it.
+            await self._ensure_awake()
         attachment = self._attach(stream)
         # Events appended between the first look and attaching are in neither the first
         # replay nor the live channel: look again from where the first replay ended.
@@ -311,6 +501,10 @@ class HttpSession:
         stream.conn = send
         self.connections += 1
         self.touch()
+        if self._ended:
+            # The session ended while this connection was on its way: it gets what is
+            # replayed for it, then its end.
+            self._detach(stream, send)
         return Attachment(stream, send, receive)
 
     def _detach(self, stream: _Stream, conn: trio.MemorySendChannel[Item]) -> None:
@@ -321,6 +515,14 @@ class HttpSession:
     def _primes(self) -> bool:
         negotiated = self.actor.core.negotiated
         return negotiated is not None and negotiated.revision.version in _PRIMING_REVISIONS
+
+    async def _anchor_standalone(self) -> None:
+        # The empty first event of the standalone stream (see the top of the module).
+        if self.standalone.delivered is None:
+            assert self.id is not None
+            self.standalone.delivered = await self.manager.event_store.append(
+                self.id, _STANDALONE, b""
+            )
 
     async def _start_sse(self, stream: _Stream) -> None:
         stream.sse = True
@@ -349,9 +551,9 @@ class HttpSession:
 
     # --- the router -----------------------------------------------------------------------
 
-    async def _route_all(self) -> None:
-        async with self._outbox:
-            async for first in self._outbox:
+    async def _route_all(self, outbox: trio.MemoryReceiveChannel[Outbound]) -> None:
+        async with outbox:
+            async for first in outbox:
                 item: Outbound | None = first
                 # Route what is already queued in this turn, not one message per turn.
                 while item is not None:
@@ -360,7 +562,7 @@ class HttpSession:
                     else:
                         await self._signal(item.signal, item.related_request_id)
                     try:
-                        item = self._outbox.receive_nowait()
+                        item = outbox.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
                         item = None
 
@@ -378,6 +580,8 @@ class HttpSession:
             if is_response:
                 _log.debug("dropped a response that no stream is waiting for: %r", payload)
                 return
+            if self.resumable:
+                await self._anchor_standalone()
             await self._deliver(self.standalone, data, final=False)
             return
         final = False
@@ -430,6 +634,9 @@ class HttpSession:
         event_id = None
         if self.resumable:
             assert self.id is not None
+            # orjson's bytes keep the capacity of its write buffer (4 KiB for a short
+            # message): the store, which keeps them a while, gets an exact-size copy.
+            data = bytes(memoryview(data))
             event_id = await self.manager.event_store.append(self.id, stream.id, data)
         await self._push(stream, (event_id, data, final))
 

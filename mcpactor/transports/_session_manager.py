@@ -2,18 +2,28 @@
 #
 # HTTP handlers ask it to create sessions (Streamable HTTP, stateless, legacy SSE,
 # WebSocket) and look them up by id; it enforces ``max_sessions`` and, when asked to
-# stop, closes every session so that each winds down with its grace period. Idle
-# expiry is one task for all sessions, not a timer task per session (an idle session
+# stop, closes every session so that each winds down with its grace period.
+#
+# A session is created asleep (see _http_sessions.py): an entry in the tables, no task.
+# When it wakes, its one task runs in the manager's nursery, which thereby owns every
+# awake session; a session that ends (asleep or awake) reports it through ``ended``.
+#
+# Timers are one task each for all sessions, not a task per session (an idle session
 # should cost little more than its state): a heap of (deadline, session id), checked
-# lazily. A session touched since its entry was pushed goes back with its new deadline;
-# one that ended is skipped. Deadlines are pushed in time order (the timeout is the same
-# for every session), so a new entry never precedes the one the task sleeps until.
+# lazily. Idle expiry: a session touched since its entry was pushed goes back with its
+# new deadline; one that ended is skipped. Sleep: a session that wakes gets an entry
+# ``sleep_after`` seconds ahead; when it is due, a session quiet since then falls asleep
+# if nothing is left to do, one still busy is looked at again later. In each heap
+# deadlines are pushed in time order (the delay is the same for every session), so a
+# new entry never precedes the one the task sleeps until.
 
 from __future__ import annotations
 
 import heapq
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
+from typing import Final
 
 import attrs
 import trio
@@ -26,6 +36,11 @@ from ._http_sessions import HttpSession, SessionKind
 __all__ = ["ManagerStatistics", "SessionLimitReached", "SessionManager"]
 
 _log = logging.getLogger("mcpactor.http")
+
+#: seconds an awake session stays awake after its last activity, once nothing runs in
+#: it: long enough that a client's next request in a burst finds it awake, short enough
+#: that idle sessions cost only their state
+SLEEP_AFTER: Final = 1.0
 
 
 class SessionLimitReached(Exception):
@@ -44,6 +59,8 @@ class ManagerStatistics:
     named_sessions: int
     #: attached HTTP/WebSocket connections over all sessions
     connections: int
+    #: sessions whose actor is running (the rest are asleep: state only, no task)
+    awake_sessions: int = 0
 
 
 class SessionManager:
@@ -64,6 +81,8 @@ class SessionManager:
         # A stateless session lives for one POST: a task would end with it, so none is
         # offered. Worked out once here rather than on every POST.
         base = session_options or SessionOptions()
+        #: what every session gets (one shared record, not one per session)
+        self.effective_session_options = base
         self.stateless_session_options = attrs.evolve(
             base, tasks=attrs.evolve(base.tasks, enabled=False)
         )
@@ -81,6 +100,10 @@ class SessionManager:
         self._nursery: trio.Nursery | None = None
         self._idle_deadlines: list[tuple[float, str]] = []
         self._idle_watched = trio.Event()
+        #: seconds of quiet after which an awake session with nothing to do sleeps
+        self.sleep_after = SLEEP_AFTER
+        self._sleep_deadlines: list[tuple[float, str]] = []
+        self._sleep_watched = trio.Event()
 
     def statistics(self) -> ManagerStatistics:
         """Return how many sessions and connections are live right now."""
@@ -89,18 +112,23 @@ class SessionManager:
             open_sessions=len(self._open),
             named_sessions=len(self._named),
             connections=sum(session.connections for session in self._live),
+            awake_sessions=sum(session.awake for session in self._live),
         )
 
     async def run(self, *, task_status: trio.TaskStatus[SessionManager]) -> None:
         """Own the sessions until ``stop`` is called and every session has ended."""
         async with trio.open_nursery() as manager:
             manager.start_soon(self._expire_idle_sessions)
+            manager.start_soon(self._put_sessions_to_sleep)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 task_status.started(self)
-                await self._stopping.wait()
-                for session in list(self._open):
-                    self.close_session(session)
+                try:
+                    await self._stopping.wait()
+                finally:
+                    # Also when cancelled: sleeping sessions have no task to cancel.
+                    for session in list(self._live):
+                        self.close_session(session)
             manager.cancel_scope.cancel()
 
     async def wait_sessions(self, at_most: int = 0) -> None:
@@ -145,45 +173,84 @@ class SessionManager:
                 )
         named = kind in (SessionKind.STREAMABLE, SessionKind.LEGACY_SSE)
         session_id = secrets.token_urlsafe(24) if named else None
+        # Asleep: it starts a task only when something needs one (see _http_sessions.py).
         session = HttpSession(self, kind, session_id, principal)
         if protocol_version is not None:
             _initialize_implicitly(session.actor, protocol_version)
         self._live.add(session)
         self._open.add(session)
-        try:
-            await self._nursery.start(self._serve, session)
-        except BaseException:
-            self._live.discard(session)
-            self._open.discard(session)
-            raise
         if session_id is not None:
             self._named[session_id] = session
             if kind is SessionKind.STREAMABLE:
                 self._watch_idle(session_id, session.last_active)
         return session
 
-    async def _serve(
-        self, session: HttpSession, *, task_status: trio.TaskStatus[HttpSession]
-    ) -> None:
+    def wake(self, session: HttpSession, run: Callable[[], Awaitable[None]]) -> None:
+        """Run an awake period of ``session`` (``run``) in the manager's nursery."""
+        assert self._nursery is not None
+        self._nursery.start_soon(self._run_awake, session, run)
+        if session.kind is SessionKind.STREAMABLE and session.id is not None:
+            self._watch_sleep(session.id)
+
+    async def _run_awake(self, session: HttpSession, run: Callable[[], Awaitable[None]]) -> None:
         try:
-            await session.run(task_status=task_status)
+            await run()
         except Exception:
-            if not session.started:
-                raise
-            # A failing session must never take the server down (invariant 3).
+            # A failing session must never take the server down (invariant 3); it has
+            # ended by now.
             _log.exception("session %s failed", session.id)
-        finally:
-            self._live.discard(session)
-            self._open.discard(session)
-            self._session_ended.set()
-            self._session_ended = trio.Event()
-            if session.id is not None and self._named.get(session.id) is session:
-                del self._named[session.id]
+
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run a short piece of a session's teardown in the manager's nursery."""
+        assert self._nursery is not None
+        self._nursery.start_soon(fn)
+
+    def ended(self, session: HttpSession) -> None:
+        """``session`` has ended: forget it."""
+        self._live.discard(session)
+        self._open.discard(session)
+        self._session_ended.set()
+        self._session_ended = trio.Event()
+        if session.id is not None and self._named.get(session.id) is session:
+            del self._named[session.id]
 
     def _watch_idle(self, session_id: str, last_active: float) -> None:
         heapq.heappush(self._idle_deadlines, (last_active + self.idle_timeout, session_id))
         if len(self._idle_deadlines) == 1:
             self._idle_watched.set()
+
+    def _watch_sleep(self, session_id: str) -> None:
+        when = trio.current_time() + self.sleep_after
+        heapq.heappush(self._sleep_deadlines, (when, session_id))
+        if len(self._sleep_deadlines) == 1:
+            self._sleep_watched.set()
+
+    async def _put_sessions_to_sleep(self) -> None:
+        deadlines = self._sleep_deadlines
+        while True:
+            if not deadlines:
+                await self._sleep_watched.wait()
+                self._sleep_watched = trio.Event()
+                continue
+            await trio.sleep_until(deadlines[0][0])
+            now = trio.current_time()
+            delay = self.sleep_after
+            later: list[tuple[float, str]] = []
+            while deadlines and deadlines[0][0] <= now:
+                _, session_id = heapq.heappop(deadlines)
+                session = self._named.get(session_id)
+                if session is None or session.closing or not session.awake:
+                    continue  # it ended, or it sleeps already (waking pushes it again)
+                if now < session.last_active + delay:
+                    # Touched since: look again once it has been quiet long enough.
+                    later.append((session.last_active + delay, session_id))
+                elif session.may_sleep():
+                    _log.debug("session %s sleeps", session_id)
+                    session.sleep()
+                else:
+                    later.append((now + delay, session_id))  # still busy
+            for entry in later:
+                heapq.heappush(deadlines, entry)
 
     async def _expire_idle_sessions(self) -> None:
         deadlines = self._idle_deadlines

@@ -277,12 +277,14 @@ class SessionHarness:
 
 
 def assert_idle(actor: SessionActor) -> None:
-    """Assert invariant 2: no request or client request is left, only the helper task."""
+    """Assert invariant 2: no request, client request or helper task is left."""
     stats = actor.statistics()
     assert stats.requests_in_flight == 0, stats
     assert stats.client_requests_pending == 0, stats
+    assert actor._nursery is not None
     names = sorted(task.name.rpartition(".")[2] for task in actor._nursery.child_tasks)
-    assert names == ["_send_changes"], names
+    assert names == [], names
+    assert actor.resting()
 
 
 def live_tasks() -> set[trio.lowlevel.Task]:

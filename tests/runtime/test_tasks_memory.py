@@ -294,7 +294,7 @@ async def test_twenty_offloaded_calls_leave_exactly_the_pools_workers() -> None:
                     await h.request("tasks/cancel", {"taskId": task_id})
                     # Both calls end only once their workers are reaped.
                     await h.actor.tasks.wait_idle()
-                    await h.actor._idle.wait()
+                    await h.actor.wait_idle()
                     # Killed and reaped before their calls ended: gone, not zombies.
                     assert not pids & set(worker_children())
                 else:
