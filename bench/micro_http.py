@@ -1,13 +1,17 @@
 """Micro-benchmark of mcpactor's HTTP path, in process (not part of the unit tests).
 
     python bench/micro_http.py [--mode json|sse|stateless] [--calls N] [--concurrency C]
-                               [--sessions] [--profile]
+                               [--sessions] [--memory] [--wake] [--profile]
 
 Drives the ASGI app (``open_http_app``) directly with in-memory ``receive``/``send``
 callables, so the number (CPU time, which other load on the machine does not inflate)
 is what mcpactor adds per tools/call on top of the HTTP server: header checks, body
 decoding, session lookup, the session and request actors, routing and the response.
-``--sessions`` measures initialize (session creation) instead. The HTTP server's own
+``--sessions`` measures initialize (session creation) instead; ``--memory`` what an idle
+session holds: the RSS growth over ``--calls`` sessions (at most 2 000) and, in a second
+round under tracemalloc, the Python allocations they keep, by source line; ``--wake`` what
+a request costs when it has to wake its sleeping session, and putting it back to sleep.
+The HTTP server's own
 share (hypercorn, h11) is measured by the harness: see docs/performance.md.
 """
 
@@ -17,6 +21,8 @@ import argparse
 import cProfile
 import functools
 import gc
+import linecache
+import os
 import pstats
 import time
 import tracemalloc
@@ -24,6 +30,7 @@ from typing import Any
 
 import orjson
 import trio
+import trio.testing
 
 from mcpactor import Server
 from mcpactor.transports.http import HttpOptions, McpHttpApp, open_http_app
@@ -181,6 +188,98 @@ async def run_sessions(count: int, *, memory: bool) -> tuple[float, float]:
     return elapsed / count, size
 
 
+async def run_wakes(count: int) -> None:
+    """Print the CPU cost of waking a sleeping session, serving a call, and sleeping."""
+    async with open_http_app(server, options=HttpOptions(response_mode="json")) as app:
+        sessions = [await open_session(app, False) for _ in range(count)]
+        scopes = [scope(session_id) for session_id in sessions]
+
+        async def call_each(first: int) -> float:
+            start = time.process_time()
+            for number, request_scope in enumerate(scopes):
+                status, body = await post(app, call(first + number), dict(request_scope))
+                assert status == 200, (status, body)
+            return (time.process_time() - start) / count
+
+        for _ in range(2):  # warm up: wake, call, sleep
+            await call_each(0)
+            await _sleep_all(app, sessions)
+        waking = await call_each(1_000_000)
+        awake = await call_each(2_000_000)
+        start = time.process_time()
+        await _sleep_all(app, sessions)
+        sleeping = (time.process_time() - start) / count
+        app.manager.stop()
+    print(f"tools/call on a sleeping session (wakes it): {waking * 1e6:6.0f} µs of CPU")
+    print(f"tools/call on an awake session:              {awake * 1e6:6.0f} µs of CPU")
+    print(f"falling asleep again:                        {sleeping * 1e6:6.0f} µs of CPU")
+
+
+async def _sleep_all(app: McpHttpApp, sessions: list[str | None]) -> None:
+    # What the manager does once a session has been quiet for SLEEP_AFTER seconds.
+    await trio.testing.wait_all_tasks_blocked()
+    for session_id in sessions:
+        session = app.manager.get(session_id or "")
+        assert session is not None
+        assert session.may_sleep()
+        session.sleep()
+    await trio.testing.wait_all_tasks_blocked()
+    assert app.manager.statistics().awake_sessions == 0
+
+
+def _rss_kib() -> int:
+    # Resident set size of this process, from /proc (Linux).
+    with open(f"/proc/{os.getpid()}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+async def run_memory(mode: str, count: int, *, top: int) -> None:
+    """Print what ``count`` idle sessions (initialize + initialized) keep, per session."""
+    options = HttpOptions(response_mode="sse" if mode == "sse" else "json")
+    async with open_http_app(server, options=options) as app:
+        for _ in range(100):  # warm up: caches, free lists, the first pages of every arena
+            await open_session(app, False)
+        gc.collect()
+        before = _rss_kib()
+        for _ in range(count):
+            await open_session(app, False)
+        gc.collect()
+        rss = (_rss_kib() - before) * 1024 / count
+        tracemalloc.start(1)
+        first = tracemalloc.take_snapshot()
+        for _ in range(count):
+            await open_session(app, False)
+        gc.collect()
+        second = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        live = trio.lowlevel.current_root_task()
+        tasks = 0
+        todo = [live]
+        while todo:
+            task = todo.pop()
+            tasks += 1
+            for nursery in task.child_nurseries:
+                todo.extend(nursery.child_tasks)
+        sessions = app.manager.statistics().sessions
+        app.manager.stop()
+    print(f"{mode}: {sessions} idle sessions, {tasks} live tasks in the whole run")
+    print(f"  RSS growth per idle session:   {rss / 1024:6.1f} KiB")
+    _print_allocations(second.compare_to(first, "lineno"), count, top)
+
+
+def _print_allocations(stats: list[tracemalloc.StatisticDiff], count: int, top: int) -> None:
+    total = sum(stat.size_diff for stat in stats)
+    print(f"  Python allocations kept:       {total / count / 1024:6.1f} KiB per session")
+    for stat in stats[:top]:
+        frame = stat.traceback[0]
+        line = linecache.getline(frame.filename, frame.lineno).strip()
+        where = f"{os.path.relpath(frame.filename)}:{frame.lineno}"
+        print(f"  {stat.size_diff / count:8.0f} B  {where:60.60}  {line[:60]}")
+
+
 def main() -> None:
     """Run the benchmark and print µs per call (optionally the top of a profile)."""
     parser = argparse.ArgumentParser()
@@ -188,8 +287,17 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=10000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--sessions", action="store_true", help="measure session creation")
+    parser.add_argument("--memory", action="store_true", help="measure idle sessions' memory")
+    parser.add_argument("--wake", action="store_true", help="measure waking a sleeping session")
+    parser.add_argument("--top", type=int, default=15, help="source lines shown by --memory")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
+    if args.memory:
+        trio.run(functools.partial(run_memory, args.mode, min(args.calls, 2000), top=args.top))
+        return
+    if args.wake:
+        trio.run(run_wakes, min(args.calls, 2000))
+        return
     profiler = cProfile.Profile()
     if args.profile:
         profiler.enable()
