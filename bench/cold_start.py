@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -92,10 +93,15 @@ def run_server(argv: list[str], env: dict[str, str]) -> Run:
         proc.kill()
         raise RuntimeError(f"{argv}: no initialize result, got {line[:200]!r}")
     rss = _rss_mb(proc.pid)
+    # A blocking wait: Popen.wait(timeout) polls with growing sleeps (0.5, 1, 2, 4, 8 ms),
+    # which would round the exit time up to the next step.
+    watchdog = threading.Timer(10, proc.kill)
+    watchdog.start()
     eof = time.perf_counter()
     proc.stdin.close()
-    proc.wait(10)
+    proc.wait()
     exited = time.perf_counter()
+    watchdog.cancel()
     proc.stdout.close()
     return (answered - start) * 1e3, rss, (exited - eof) * 1e3, _children_cpu_ms() - cpu
 

@@ -16,6 +16,12 @@ if [ ! -x "$venvs/mcpactor/bin/python" ]; then
   python3 -m venv "$venvs/mcpactor"
   "$venvs/mcpactor/bin/pip" install -q -e "$here[http]"
 fi
+# pip byte-compiles what it installs, so the peers' servers (and mcpactor installed from
+# a wheel) start from cached byte code. This checkout is installed editable and has none
+# until Python writes it, which PYTHONDONTWRITEBYTECODE (set in many containers) prevents:
+# cold_start would then time compiling mcpactor's source on every spawn. Compile it as
+# pip would.
+"$venvs/mcpactor/bin/python" -m compileall -q "$here/mcpactor" >/dev/null
 exec "$venvs/driver/bin/python" "$bench/mcpbench.py" \
   --targets "$here/bench/targets.toml" \
   --python "$venvs/peers/bin/python" \
