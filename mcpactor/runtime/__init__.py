@@ -5,6 +5,7 @@ from ._offload import ProcessPool as ProcessPool
 from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
 from ._offload import open_process_pool as open_process_pool
 from ._session_actor import Outbound as Outbound
+from ._session_actor import Outbox as Outbox
 from ._session_actor import SessionActor as SessionActor
 from ._session_actor import SessionOptions as SessionOptions
 from ._session_actor import SessionStatistics as SessionStatistics
@@ -16,6 +17,7 @@ from ._threads import check_cancelled as check_cancelled
 __all__ = [
     "OffloadError",
     "Outbound",
+    "Outbox",
     "ProcessPool",
     "ProcessPoolStatistics",
     "SessionActor",

@@ -33,7 +33,8 @@ import functools
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import trio
@@ -70,7 +71,14 @@ from ..server._execution import Offload
 from ._offload import ProcessPool, call_handler
 from ._tasks import TaskManager, TaskOptions
 
-__all__ = ["Outbound", "SessionActor", "SessionOptions", "SessionStatistics", "StreamSignal"]
+__all__ = [
+    "Outbound",
+    "Outbox",
+    "SessionActor",
+    "SessionOptions",
+    "SessionStatistics",
+    "StreamSignal",
+]
 
 T = TypeVar("T")
 
@@ -100,6 +108,35 @@ class Outbound:
     payload: JSONValue
     related_request_id: RequestId | None = None
     signal: StreamSignal | None = None
+
+
+class Outbox(Protocol):
+    """Where a session's messages go: a memory channel, or a transport's own sender.
+
+    ``send_nowait`` raises ``trio.WouldBlock`` when full; ``send`` then waits (that is
+    backpressure); both raise ``trio.ClosedResourceError`` or ``trio.BrokenResourceError``
+    once the other end is gone. Closing it tells the transport nothing more will come.
+    """
+
+    def send_nowait(self, value: Outbound, /) -> None:
+        """Hand over one message without waiting."""
+
+    async def send(self, value: Outbound, /) -> None:
+        """Hand over one message, waiting while the outbox is full."""
+
+    def close(self) -> None:
+        """Say that nothing more will be sent."""
+
+    async def __aenter__(self) -> object:
+        """Return the outbox; leaving the block closes it."""
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Close the outbox."""
 
 
 @attrs.frozen
@@ -148,7 +185,7 @@ class SessionActor:
     def __init__(
         self,
         server: Server,
-        outbox: trio.MemorySendChannel[Outbound] | None,
+        outbox: Outbox | None,
         options: SessionOptions | None = None,
         *,
         stream_signals: bool = False,
@@ -164,7 +201,7 @@ class SessionActor:
         )
         # An owner that runs the actor in periods gives each ``run`` its own outbox; until
         # then anything sent fails as it would after the session ended.
-        self._outbox = outbox if outbox is not None else _closed_outbox()
+        self._outbox: Outbox = outbox if outbox is not None else _closed_outbox()
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         self._pending: dict[RequestId, _Pending] = {}
@@ -197,6 +234,11 @@ class SessionActor:
         if "tasks" in capabilities and not self.options.tasks.enabled:
             capabilities = {k: v for k, v in capabilities.items() if k != "tasks"}
         return capabilities
+
+    @property
+    def requests_in_flight(self) -> int:
+        """How many of the client's requests are being served right now."""
+        return len(self._scopes)
 
     def statistics(self) -> SessionStatistics:
         """Return how busy the session is right now."""
@@ -239,7 +281,7 @@ class SessionActor:
         self,
         inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
         *,
-        outbox: trio.MemorySendChannel[Outbound] | None = None,
+        outbox: Outbox | None = None,
         backlog: Iterable[Event] = (),
         rest: Callable[[], bool] | None = None,
         task_status: trio.TaskStatus[SessionActor] = trio.TASK_STATUS_IGNORED,

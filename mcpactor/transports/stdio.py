@@ -24,9 +24,9 @@ import trio
 
 from .._exceptions import ProtocolError
 from ..protocol import DEFAULT_MAX_LINE_BYTES, JSONValue, LineFramer
-from ..runtime import Outbound, SessionActor, SessionOptions
+from ..runtime import Outbound, Outbox, SessionActor, SessionOptions
 from ..server import Server
-from ._pump import read_frames, write_frames
+from ._pump import WriteThrough, read_frames, write_frames
 
 __all__ = ["serve_stdio", "serve_streams"]
 
@@ -47,11 +47,23 @@ async def serve_streams(
 ) -> None:
     """Serve one session over a pair of byte streams until input ends or ``stop`` is set."""
     inbox_send, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](64)
-    outbox_send, outbox_receive = trio.open_memory_channel[Outbound](256)
-    actor = SessionActor(server, outbox_send, options)
+    outbox: Outbox
+    through: WriteThrough | None = None
+    if isinstance(send_stream, _Pipe):
+        # Senders write their frames themselves whenever the writer has nothing queued.
+        queue_send, queue = trio.open_memory_channel[Outbound | bytes](256)
+        outbox = through = WriteThrough(queue_send, send_stream)
+        writer = functools.partial(write_frames, send_stream, queue, through=through)
+    else:
+        outbox_send, outbox_receive = trio.open_memory_channel[Outbound](256)
+        outbox = outbox_send
+        writer = functools.partial(write_frames, send_stream, outbox_receive)
+    actor = SessionActor(server, outbox, options)
+    if through is not None:
+        through.quiet = lambda: not actor.requests_in_flight
     async with trio.open_nursery() as nursery:
         # The writer ends when the actor closes the outbox, after its last message.
-        nursery.start_soon(write_frames, send_stream, outbox_receive)
+        nursery.start_soon(writer)
         async with trio.open_nursery() as inputs:
             reader = trio.CancelScope()
             inputs.start_soon(_read_input, reader, receive_stream, inbox_send, max_line_bytes)
@@ -171,6 +183,13 @@ class _Pipe(trio.abc.Stream):
                     await self._wait(trio.lowlevel.wait_writable)
                 except OSError as exc:
                     raise _translate(exc) from None
+
+    def write_nowait(self, data: bytes | memoryview) -> int:
+        """Write what the pipe takes now; BlockingIOError if it takes nothing.
+
+        Other failures (the reader left) raise their OSError as it is.
+        """
+        return os.write(self._fd, data)
 
     async def wait_send_all_might_not_block(self) -> None:
         await self._wait(trio.lowlevel.wait_writable)
