@@ -63,6 +63,24 @@ _ACCEPT_CAPACITY_ERRORS: Final = frozenset(
     {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 )
 _ACCEPT_BACKOFF: Final = 0.1
+# accept() failures that concern only the connection being accepted (it was reset or
+# refused on the way in): take the next one.
+_ACCEPT_TRANSIENT_ERRORS: Final = frozenset(
+    getattr(errno, name)
+    for name in (
+        "ECONNABORTED",
+        "EPERM",
+        "EPROTO",
+        "ENETDOWN",
+        "ENOPROTOOPT",
+        "EHOSTDOWN",
+        "ENONET",
+        "EHOSTUNREACH",
+        "EOPNOTSUPP",
+        "ENETUNREACH",
+    )
+    if hasattr(errno, name)
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -172,6 +190,8 @@ class _Server:
                     except BlockingIOError:
                         break
                     except OSError as exc:
+                        if exc.errno in _ACCEPT_TRANSIENT_ERRORS:
+                            continue
                         if exc.errno not in _ACCEPT_CAPACITY_ERRORS:
                             raise
                         _log.error("accept failed (%s); pausing for %s s", exc, _ACCEPT_BACKOFF)
@@ -188,6 +208,9 @@ class _Server:
             self.all_closed = trio.Event()
         try:
             await _Connection(self, sock).serve()
+        except Exception:
+            # One connection's failure is never the server's (invariant 3).
+            _log.exception("an HTTP connection failed")
         finally:
             self.connections -= 1
             if not self.connections:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -10,6 +11,8 @@ from typing import Any
 import orjson
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcpactor.transports._h1server import H1Config, serve_h1
 
@@ -378,3 +381,67 @@ async def test_shutdown_closes_idle_connections_and_lets_responses_finish() -> N
             await trio.open_tcp_stream("127.0.0.1", port)
         await idle.aclose()
         await busy.aclose()
+
+
+async def test_a_connection_that_fails_inside_the_server_does_not_stop_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcpactor.transports import _h1server
+
+    real_feed = _h1server._Connection._feed
+
+    def failing_feed(self: Any, data: bytes) -> None:
+        if b"/explode" in data:
+            raise RuntimeError("a bug in the server")
+        real_feed(self, data)
+
+    monkeypatch.setattr(_h1server._Connection, "_feed", failing_feed)
+    async with running(echo_app) as (port, _):
+        async with await trio.open_tcp_stream("127.0.0.1", port) as s:
+            await s.send_all(post("/explode", b""))
+            assert await Reader(s).at_eof()
+        async with await trio.open_tcp_stream("127.0.0.1", port) as s:
+            await s.send_all(post("/fine", b""))
+            assert (await Reader(s).response())[0] == 200
+    assert "an HTTP connection failed" in caplog.text
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=200),
+            st.sampled_from(
+                [
+                    b"POST / HTTP/1.1\r\n",
+                    b"GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: upgrade\r\n",
+                    b"Content-Length: 5\r\n",
+                    b"Content-Length: -1\r\n",
+                    b"Transfer-Encoding: chunked\r\n",
+                    b"\r\n",
+                    b"ffffffff\r\n",
+                    b"0\r\n\r\n",
+                ]
+            ),
+        ),
+        max_size=8,
+    )
+)
+def test_no_bytes_crash_the_server(pieces: list[bytes]) -> None:
+    async def main() -> None:
+        async with running(echo_app, keep_alive_timeout=0.5, request_timeout=0.5) as (port, _):
+            async with await trio.open_tcp_stream("127.0.0.1", port) as s:
+                with contextlib.suppress(trio.BrokenResourceError):
+                    await s.send_all(b"".join(pieces))
+                    await s.send_eof()
+                # Whatever came back, the connection ends (answered, refused or timed out).
+                with trio.fail_after(5), contextlib.suppress(trio.BrokenResourceError):
+                    while await s.receive_some(65536):
+                        pass
+            async with await trio.open_tcp_stream("127.0.0.1", port) as s:
+                await s.send_all(post("/", b"still here"))
+                status, _, body = await Reader(s).response()
+                assert status == 200
+                assert orjson.loads(body)["body"] == "still here"
+
+    trio.run(main)
