@@ -1,7 +1,9 @@
 """mcpactor's benchmark server, written to the harness contract of the shared bench peers.
 
     python bench/mcpactor_server.py stdio
-    python bench/mcpactor_server.py http HOST PORT [--json] [--stateless]
+    python bench/mcpactor_server.py http HOST PORT [--json] [--stateless] [--hypercorn]
+
+(--hypercorn: the same app on hypercorn's trio worker instead of the built-in server.)
 
 Tools echo, echo_sync, add, sleep, progress; resource bench://static; prompt greet.
 MCPBENCH_EVENT_LOG=FILE makes the sleep tool log when it starts and when its finally runs.
@@ -89,12 +91,12 @@ def greet(name: str) -> str:
 
 
 def http_args(args: list[str]) -> tuple[str, int, HttpOptions]:
-    """``HOST PORT [--json] [--stateless]`` as serve_http's host, port and options."""
+    """``HOST PORT [--json] [--stateless] [--hypercorn]`` as host, port and options."""
     from mcpactor.transports.http import HttpOptions
 
     flags = {a for a in args if a.startswith("--")}
     positional = [a for a in args if not a.startswith("--")]
-    unknown = flags - {"--json", "--stateless"}
+    unknown = flags - {"--json", "--stateless", "--hypercorn"}
     if unknown:
         raise ValueError(f"unknown options: {sorted(unknown)}")
     host = positional[0] if positional else "127.0.0.1"
@@ -111,7 +113,7 @@ def http_args(args: list[str]) -> tuple[str, int, HttpOptions]:
 def main(argv: list[str]) -> None:
     """Serve the bench server on the transport the harness asks for."""
     if len(argv) < 2 or argv[1] not in ("stdio", "http"):
-        sys.exit(f"usage: {argv[0]} stdio | http HOST PORT [--json] [--stateless]")
+        sys.exit(f"usage: {argv[0]} stdio | http HOST PORT [--json] [--stateless] [--hypercorn]")
     if argv[1] == "stdio":
         from mcpactor.transports.stdio import serve_stdio
 
@@ -125,7 +127,13 @@ def main(argv: list[str]) -> None:
         sys.exit(str(exc))
     trio.run(
         functools.partial(
-            serve_http, server, host=host, port=port, options=options, handle_signals=True
+            serve_http,
+            server,
+            host=host,
+            port=port,
+            options=options,
+            handle_signals=True,
+            http_server="hypercorn" if "--hypercorn" in argv else "builtin",
         )
     )
 
