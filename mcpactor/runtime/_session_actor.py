@@ -217,6 +217,8 @@ class SessionActor:
         # Roots hooks and change notices running in the nursery.
         self._helpers = 0
         self._closing = False
+        # The actor task is acting on a message (it may be waiting for outbox room).
+        self._acting = False
         self._token: trio.lowlevel.TrioToken | None = None
         # Transports with per-request streams (HTTP) want to hear when a stream should be
         # cut or is over without a response; a transport that cannot carry server→client
@@ -304,7 +306,11 @@ class SessionActor:
                 # Changes the Server announced while the actor was not running.
                 self._schedule_changes()
                 task_status.started(self)
-                await self._act(backlog)
+                self._acting = True
+                try:
+                    await self._act(backlog)
+                finally:
+                    self._acting = False
                 async with inbox:
                     async for item in inbox:
                         await self._receive(item)
@@ -378,12 +384,57 @@ class SessionActor:
                 self._settle(event)
         return replies, []
 
-    async def _receive(self, item: JSONValue | ProtocolError) -> None:
+    def receive_now(self, item: JSONValue | ProtocolError) -> bool:
+        """Act on one message in the caller's own task, as the running actor would.
+
+        For an owner whose inbox holds nothing, so that no message is overtaken: the core
+        takes the message at once, its requests start in the actor's nursery and what it
+        answers is queued without waiting (a full outbox hands it to a task that waits).
+        Returns False, having done nothing, when the actor is not running or is still
+        acting on an earlier message; the caller then queues the message as usual.
+        """
+        if self._nursery is None or self._acting:
+            # Mid-message, the actor may not have opened that message's requests yet: a
+            # notifications/cancelled acted on now could miss the scope it cancels.
+            return False
         if isinstance(item, ProtocolError):
-            error = item.to_error()
-            await self._outbox.send(Outbound({"jsonrpc": "2.0", "error": error}))
-            return
-        await self._act(self.core.receive(item))
+            self._send_soon(Outbound({"jsonrpc": "2.0", "error": item.to_error()}))
+            return True
+        for event in self.core.receive(item):
+            kind = type(event)
+            if kind is RequestReceived:
+                assert isinstance(event, RequestReceived)
+                refusal = self._open_request(event.request, event.negotiated)
+                if refusal is not None:
+                    self._send_soon(refusal)
+            elif kind is Send:
+                assert isinstance(event, Send)
+                self._send_soon(Outbound(event.payload, _reply_id(event.payload)))
+            elif kind is RootsChanged:
+                self._start_hooks(self.server.roots_changed_hooks)
+            else:
+                self._settle(event)
+        return True
+
+    def _send_soon(self, item: Outbound) -> None:
+        try:
+            self._outbox.send_nowait(item)
+        except trio.WouldBlock:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._outbox.send, item)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            _log.debug("the session ended before a reply could be queued")
+
+    async def _receive(self, item: JSONValue | ProtocolError) -> None:
+        self._acting = True
+        try:
+            if isinstance(item, ProtocolError):
+                error = item.to_error()
+                await self._outbox.send(Outbound({"jsonrpc": "2.0", "error": error}))
+                return
+            await self._act(self.core.receive(item))
+        finally:
+            self._acting = False
 
     async def _act(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -428,6 +479,13 @@ class SessionActor:
     # --- request actors -------------------------------------------------------------
 
     async def _start_request(self, request: Request, negotiated: Negotiated) -> None:
+        refusal = self._open_request(request, negotiated)
+        if refusal is not None:
+            # Wait for room like every other reply: a full outbox is backpressure.
+            await self._outbox.send(refusal)
+
+    def _open_request(self, request: Request, negotiated: Negotiated) -> Outbound | None:
+        # Start the request's actor; or, when it cannot be served now, the refusal to send.
         if len(self._scopes) >= self.options.max_in_flight or self._closing:
             why = (
                 "the session is shutting down"
@@ -435,16 +493,14 @@ class SessionActor:
                 else f"too many requests in flight (limit {self.options.max_in_flight})"
             )
             reply = self.core.respond_error(request.id, INTERNAL_ERROR, f"server busy: {why}")
-            if reply is not None:
-                # Wait for room like every other reply: a full outbox is backpressure.
-                await self._outbox.send(Outbound(reply, request.id))
-            return
+            return Outbound(reply, request.id) if reply is not None else None
         nursery = self._nursery
         assert nursery is not None  # requests are started only while the actor runs
         scope = trio.CancelScope()
         self._scopes[request.id] = scope
         self._serving += 1
         nursery.start_soon(self._serve_request, request, negotiated, scope)
+        return None
 
     async def _serve_request(
         self, request: Request, negotiated: Negotiated, scope: trio.CancelScope

@@ -374,6 +374,10 @@ class HttpSession:
             if state is _State.AWAKE:
                 inbox = self._inbox
                 assert inbox is not None
+                # Nothing is queued for the actor: act on the message right here, in
+                # order, without a trip to the actor's task and back.
+                if inbox.statistics().current_buffer_used == 0 and self.actor.receive_now(value):
+                    return True
                 try:
                     # The HTTP request already went through the scheduler to get here:
                     # only a full inbox is worth another trip (then wait, as backpressure).

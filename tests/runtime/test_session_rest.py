@@ -166,3 +166,47 @@ async def test_a_period_that_was_asked_to_rest_still_ends_everything_it_started(
         assert answer.payload["result"]["content"][0]["text"] == "waited"
     assert actor.resting()
     assert actor.core.phase is Phase.OPERATING
+
+
+async def test_receive_now_acts_in_the_callers_task_while_the_actor_idles() -> None:
+    actor = SessionActor(rest_server(), None)
+    actor.receive_at_rest(initialize())
+    actor.receive_at_rest(INITIALIZED)
+    period = Period()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(period.run(actor))
+        await trio.testing.wait_all_tasks_blocked()
+        assert actor.receive_now(call(1, "add", {"a": 2, "b": 3}))
+        # The request started without the message passing through the inbox.
+        assert actor.requests_in_flight == 1
+        reply = await period.outbox.receive()
+        assert reply.related_request_id == 1
+        assert reply.payload["result"]["structuredContent"] == {"result": 5}
+        # A ping the core answers goes straight to the outbox too.
+        assert actor.receive_now({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert (await period.outbox.receive()).payload == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        period.inbox.close()
+
+
+async def test_receive_now_declines_while_the_actor_is_acting_or_not_running() -> None:
+    actor = SessionActor(rest_server(), None)
+    assert not actor.receive_now(initialize())
+    assert actor.core.phase is not Phase.OPERATING  # declined before the core saw it
+    actor.receive_at_rest(initialize())
+    actor.receive_at_rest(INITIALIZED)
+    # An outbox with no room: the actor stays mid-message, waiting to queue a reply.
+    inbox, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](8)
+    outbox_send, outbox = trio.open_memory_channel[Outbound](0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            functools.partial(actor.run, inbox_receive, outbox=outbox_send, rest=lambda: True)
+        )
+        await inbox.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        await trio.testing.wait_all_tasks_blocked()
+        assert not actor.receive_now({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert (await outbox.receive()).payload["id"] == 1
+        await trio.testing.wait_all_tasks_blocked()
+        # Idle again; the outbox still has no room, so a task waits to queue the answer.
+        assert actor.receive_now({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        assert (await outbox.receive()).payload["id"] == 3
+        inbox.close()
