@@ -23,6 +23,7 @@ from mcpactor.transports._http_sessions import HttpSession
 from mcpactor.transports._session_manager import SLEEP_AFTER
 from mcpactor.transports.http import EventStoreStatistics
 
+from ..runtime.conftest import live_tasks
 from ._http_client import McpClient, Response, start_post
 from ._http_server import Probe, asgi_client, initialized, make_server
 
@@ -66,19 +67,6 @@ def make_test_server(probe: Probe, jobs: Jobs | None = None) -> Server:
 @pytest.fixture
 def probe() -> Probe:
     return Probe()
-
-
-def live_tasks() -> set[trio.lowlevel.Task]:
-    found: set[trio.lowlevel.Task] = set()
-    todo = [trio.lowlevel.current_root_task()]
-    while todo:
-        task = todo.pop()
-        if task is None:
-            continue
-        found.add(task)
-        for nursery in task.child_nurseries:
-            todo.extend(nursery.child_tasks)
-    return found
 
 
 def awake(app: McpHttpApp) -> int:
