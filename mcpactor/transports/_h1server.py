@@ -36,8 +36,19 @@ from typing import Any, Final
 import attrs
 import httptools
 import trio
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Message,
+    Ping,
+    RejectConnection,
+    TextMessage,
+)
+from wsproto.events import Request as WsRequest
 
-from .._exceptions import INVALID_REQUEST
+from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
 from ._asgi import error_body
 
 __all__ = ["H1Config", "serve_h1"]
@@ -632,7 +643,7 @@ class _Response:
 
     async def send_error(self, status: int, message: str) -> None:
         self.keep_alive = False
-        body = error_body(INVALID_REQUEST if status < 500 else -32603, message)
+        body = error_body(INVALID_REQUEST if status < 500 else INTERNAL_ERROR, message)
         await self.send(
             {
                 "type": "http.response.start",
@@ -664,9 +675,6 @@ def _address(address: Any) -> tuple[str, int] | None:
 
 
 async def _serve_websocket(connection: _Connection, request: _Request, rest: bytes) -> None:
-    from wsproto import ConnectionType, WSConnection
-    from wsproto.events import Request as WsRequest
-
     ws = WSConnection(ConnectionType.SERVER)
     # wsproto checks the handshake itself: give it the request head as it arrived.
     head = [b"GET ", request.target, b" HTTP/1.1\r\n"]
@@ -706,8 +714,6 @@ class _WebSocket:
             await self.connection._write(data)
 
     async def receive(self) -> dict[str, Any]:
-        from wsproto.events import BytesMessage, CloseConnection, Ping, TextMessage
-
         if not self.connected:
             self.connected = True
             return {"type": "websocket.connect"}
@@ -747,8 +753,6 @@ class _WebSocket:
             self.ws.receive_data(data)
 
     async def send(self, message: dict[str, Any]) -> None:
-        from wsproto.events import AcceptConnection, Message, RejectConnection
-
         kind = message["type"]
         if kind == "websocket.accept":
             self.accepted = True
@@ -774,8 +778,6 @@ class _WebSocket:
             raise RuntimeError(f"unexpected ASGI message {kind!r}")
 
     async def _close(self, code: int, reason: str | None) -> None:
-        from wsproto.events import CloseConnection
-
         if not self.closed:
             self.closed = True
             with contextlib.suppress(Exception):
@@ -783,8 +785,6 @@ class _WebSocket:
 
     async def finish(self) -> None:
         if not self.accepted and not self.closed:
-            from wsproto.events import RejectConnection
-
             with contextlib.suppress(Exception):
                 await self._send(RejectConnection(status_code=500))
         elif not self.closed:
