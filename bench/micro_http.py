@@ -7,7 +7,9 @@ Drives the ASGI app (``open_http_app``) directly with in-memory ``receive``/``se
 callables, so the number (CPU time, which other load on the machine does not inflate)
 is what mcpactor adds per tools/call on top of the HTTP server: header checks, body
 decoding, session lookup, the session and request actors, routing and the response.
-``--sessions`` measures initialize (session creation) instead; ``--memory`` what an idle
+``--sessions`` measures initialize (session creation) instead; ``--burst N`` the CPU of N
+``sleep(1)`` calls in flight at once (on a MockClock, the best of ``--rounds``), the
+in-process part of the harness's ``http_sleep1000``; ``--memory`` what an idle
 session holds: the RSS growth over ``--calls`` sessions (at most 2 000) and, in a second
 round under tracemalloc, the Python allocations they keep, by source line; ``--wake`` what
 a request costs when it has to wake its sleeping session, and putting it back to sleep.
@@ -42,6 +44,13 @@ server = Server("micro-http")
 async def echo(text: str) -> str:
     """Return text unchanged."""
     return text
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Sleep for ``seconds``."""
+    await trio.sleep(seconds)
+    return "slept"
 
 
 INIT = orjson.dumps(
@@ -163,6 +172,42 @@ async def run_calls(mode: str, calls: int, concurrency: int) -> float:
         elapsed = time.process_time() - start
         app.manager.stop()
     return elapsed / calls
+
+
+def sleep_call(i: int) -> bytes:
+    """One tools/call body that sleeps a second."""
+    return (
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
+        b'{"name":"sleep","arguments":{"seconds":1}}}' % i
+    )
+
+
+async def run_burst(count: int, rounds: int) -> tuple[float, float]:
+    """Return (best, median) CPU seconds per call of ``count`` sleeps in flight at once."""
+    async with open_http_app(server, options=HttpOptions(response_mode="json")) as app:
+        session_id = await open_session(app, False)
+        request_scope = scope(session_id)
+        answered = 0
+
+        async def one(i: int) -> None:
+            nonlocal answered
+            status, body = await post(app, sleep_call(i), dict(request_scope))
+            assert status == 200, (status, body)
+            assert b"slept" in body, body
+            answered += 1
+
+        costs = []
+        for number in range(rounds + 1):  # the first round warms up
+            answered = 0
+            start = time.process_time()
+            async with trio.open_nursery() as nursery:
+                for i in range(count):
+                    nursery.start_soon(one, number * count + i)
+            costs.append((time.process_time() - start) / count)
+            assert answered == count
+        app.manager.stop()
+    costs = sorted(costs[1:])
+    return costs[0], costs[len(costs) // 2]
 
 
 async def run_sessions(count: int, *, memory: bool) -> tuple[float, float]:
@@ -289,6 +334,8 @@ def main() -> None:
     parser.add_argument("--sessions", action="store_true", help="measure session creation")
     parser.add_argument("--memory", action="store_true", help="measure idle sessions' memory")
     parser.add_argument("--wake", action="store_true", help="measure waking a sleeping session")
+    parser.add_argument("--burst", type=int, default=0, help="measure N sleep(1) calls at once")
+    parser.add_argument("--rounds", type=int, default=9, help="rounds of --burst")
     parser.add_argument("--top", type=int, default=15, help="source lines shown by --memory")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
@@ -297,6 +344,14 @@ def main() -> None:
         return
     if args.wake:
         trio.run(run_wakes, min(args.calls, 2000))
+        return
+    if args.burst:
+        clock = trio.testing.MockClock(autojump_threshold=0)
+        best, median = trio.run(run_burst, args.burst, args.rounds, clock=clock)
+        print(
+            f"burst of {args.burst}: {best * 1e6:.1f} µs of CPU per call at best, "
+            f"{median * 1e6:.1f} median"
+        )
         return
     profiler = cProfile.Profile()
     if args.profile:

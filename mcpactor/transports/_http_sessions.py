@@ -41,9 +41,14 @@
 # tells us nothing about whether the client read it, as a TCP write to a peer that just
 # left still succeeds.
 #
-# A connection is a bounded memory channel of ``(event id, data, final)`` items. The
-# router never waits on a stuck client for long: after ``_PUSH_TIMEOUT`` seconds the
+# A connection is an ``Attachment``: a bounded queue of ``(event id, data, final)`` items.
+# The router never waits on a stuck client for long: after ``_PUSH_TIMEOUT`` seconds the
 # connection is cut, and what it missed stays in the store.
+#
+# The shortcut: a request's final JSON answer that finds the router idle, with nothing
+# queued for it, is routed in the request actor's own task (``_SessionOutbox``) — the
+# common POST then costs no trip through the router. Anything that could need to wait
+# (an SSE stream, the event store, a full connection) takes the router, in order.
 
 from __future__ import annotations
 
@@ -54,7 +59,6 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
-import attrs
 import orjson
 import trio
 
@@ -62,6 +66,7 @@ from .._exceptions import INTERNAL_ERROR, ProtocolError
 from ..protocol import Event, JSONValue, Phase, RequestId
 from ..runtime import Outbound, SessionActor
 from ..runtime._session_actor import StreamSignal
+from ._attachment import Attachment, Item
 
 if TYPE_CHECKING:
     from ._session_manager import SessionManager
@@ -70,12 +75,8 @@ __all__ = ["Attachment", "DuplicateRequestId", "HttpSession", "Item", "SessionKi
 
 _log = logging.getLogger("mcpactor.http")
 
-#: (event id or None, one JSON message or b"" for a priming event, last of its stream)
-Item = tuple[str | None, bytes, bool]
-
 _INBOX_SIZE: Final = 64
 _OUTBOX_SIZE: Final = 256
-_CONNECTION_BUFFER: Final = 64
 _PUSH_TIMEOUT: Final = 30.0
 _MAX_RETAINED: Final = 16
 _STANDALONE: Final = "0"
@@ -118,26 +119,13 @@ class _Stream:
         self.id = stream_id
         #: ids of the requests whose responses this stream still owes
         self.pending: set[RequestId] = set()
-        self.conn: trio.MemorySendChannel[Item] | None = None
+        self.conn: Attachment | None = None
         #: the stream carries SSE (its messages get event ids when resumable)
         self.sse = False
         #: every response it owed was routed (or its requests were cancelled)
         self.complete = False
         #: the last event id a connection wrote (where a fresh GET picks up)
         self.delivered: str | None = None
-
-
-@attrs.define(eq=False)
-class Attachment:
-    """One HTTP connection's hold on a stream; what the connection writer reads."""
-
-    stream: _Stream
-    send: trio.MemorySendChannel[Item]
-    receive: trio.MemoryReceiveChannel[Item]
-    #: events to write before the live ones (a resumed or re-opened stream)
-    replay: list[tuple[str, bytes]] = attrs.Factory(list)
-    #: live items to drop because ``replay`` already holds them
-    skip: frozenset[str] = frozenset()
 
 
 class HttpSession:
@@ -150,6 +138,7 @@ class HttpSession:
         "_json_only",
         "_next_stream",
         "_outbox",
+        "_queued",
         "_retained",
         "_settled",
         "_single_stream",
@@ -202,6 +191,8 @@ class HttpSession:
         # The awake session's channels: the inbox to the actor, the outbox to the router.
         self._inbox: trio.MemorySendChannel[JSONValue | ProtocolError] | None = None
         self._outbox: trio.MemoryReceiveChannel[Outbound] | None = None
+        # Messages handed to the router that it has not finished routing.
+        self._queued = 0
         # Made when a message must wait for the session to finish falling asleep.
         self._settled: trio.Event | None = None
         self._ended = False
@@ -284,18 +275,23 @@ class HttpSession:
         outbox_send, outbox_receive = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
         self._inbox = inbox_send
         self._outbox = outbox_receive
+        self._queued = 0
         self._state = _State.AWAKE
         self.manager.wake(
             self,
             functools.partial(
-                self._run_awake, inbox_receive, outbox_send, outbox_receive, backlog
+                self._run_awake,
+                inbox_receive,
+                _SessionOutbox(self, outbox_send),
+                outbox_receive,
+                backlog,
             ),
         )
 
     async def _run_awake(
         self,
         inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
-        outbox: trio.MemorySendChannel[Outbound],
+        outbox: _SessionOutbox,
         outbox_receive: trio.MemoryReceiveChannel[Outbound],
         backlog: list[Event],
     ) -> None:
@@ -474,20 +470,36 @@ class HttpSession:
         attachment.skip = frozenset(event_id for event_id, _ in events)
         if stream.complete:
             # Nothing more will be routed to it: the replay is all there is.
-            self._detach(stream, attachment.send)
+            self._detach(stream, attachment)
         self._retained.pop(stream.id, None)
         return attachment
 
     async def release(self, attachment: Attachment) -> None:
         """The connection of ``attachment`` is done (finished, cut or gone)."""
+        if not self.release_now(attachment):
+            await self.finish_release(attachment)
+
+    async def finish_release(self, attachment: Attachment) -> None:
+        """Do the part of releasing ``attachment`` that ``release_now`` left."""
+        await self._retain_or_forget(attachment.stream)
+
+    def release_now(self, attachment: Attachment) -> bool:
+        """Release ``attachment`` as far as that needs no waiting.
+
+        False if ``finish_release`` must follow: a completed SSE stream, which the event
+        store keeps a while.
+        """
         self.connections -= 1
         self.touch()
         stream = attachment.stream
-        attachment.send.close()
-        if stream.conn is attachment.send:
+        attachment.end()
+        if stream.conn is attachment:
             stream.conn = None
         if stream is not self.standalone and stream.complete and stream.conn is None:
-            await self._retain_or_forget(stream)
+            if self.resumable and stream.sse:
+                return False
+            self._forget_now(stream)
+        return True
 
     # --- streams ------------------------------------------------------------------------
 
@@ -498,21 +510,21 @@ class HttpSession:
         return stream
 
     def _attach(self, stream: _Stream) -> Attachment:
-        send, receive = trio.open_memory_channel[Item](_CONNECTION_BUFFER)
+        attachment = Attachment(stream)
         if stream.conn is not None:
             # The client reconnected while we still held its old connection.
-            stream.conn.close()
-        stream.conn = send
+            stream.conn.end()
+        stream.conn = attachment
         self.connections += 1
         self.touch()
         if self._ended:
             # The session ended while this connection was on its way: it gets what is
             # replayed for it, then its end.
-            self._detach(stream, send)
-        return Attachment(stream, send, receive)
+            self._detach(stream, attachment)
+        return attachment
 
-    def _detach(self, stream: _Stream, conn: trio.MemorySendChannel[Item]) -> None:
-        conn.close()
+    def _detach(self, stream: _Stream, conn: Attachment) -> None:
+        conn.end()
         if stream.conn is conn:
             stream.conn = None
 
@@ -535,9 +547,12 @@ class HttpSession:
             event_id = await self.manager.event_store.append(self.id, stream.id, b"")
             await self._push(stream, (event_id, b"", False))
 
-    async def _forget(self, stream: _Stream) -> None:
+    def _forget_now(self, stream: _Stream) -> None:
         self._streams.pop(stream.id, None)
         self._retained.pop(stream.id, None)
+
+    async def _forget(self, stream: _Stream) -> None:
+        self._forget_now(stream)
         if self.resumable and stream.sse:
             assert self.id is not None
             await self.manager.event_store.forget_stream(self.id, stream.id)
@@ -561,10 +576,13 @@ class HttpSession:
                 item: Outbound | None = first
                 # Route what is already queued in this turn, not one message per turn.
                 while item is not None:
-                    if item.signal is None:
-                        await self._route(item.payload, item.related_request_id)
-                    else:
-                        await self._signal(item.signal, item.related_request_id)
+                    try:
+                        if item.signal is None:
+                            await self._route(item.payload, item.related_request_id)
+                        else:
+                            await self._signal(item.signal, item.related_request_id)
+                    finally:
+                        self._queued -= 1
                     try:
                         item = outbox.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
@@ -599,6 +617,46 @@ class HttpSession:
         await self._deliver(stream, data, final=final)
         if final:
             await self._complete(stream)
+
+    def route_now(self, item: Outbound) -> bool:
+        """Route a request's final JSON answer right away, if nothing needs waiting for.
+
+        The caller made sure that nothing is queued for the router (order is kept).
+        Returns False, having done nothing, when the item must take the router.
+        """
+        payload = item.payload
+        related = item.related_request_id
+        if (
+            item.signal is not None
+            or related is None
+            or self._single_stream
+            or type(payload) is not dict
+            or "method" in payload
+            or payload.get("id") != related
+        ):
+            return False
+        stream = self._by_request.get(related)
+        if stream is None or stream.sse or len(stream.pending) != 1:
+            return False
+        conn = stream.conn
+        if conn is not None:
+            try:
+                conn.put_nowait((None, orjson.dumps(payload), True))
+            except trio.WouldBlock:
+                return False
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                stream.conn = None
+        del self._by_request[related]
+        stream.pending.clear()
+        stream.complete = True
+        self.touch()
+        conn = stream.conn
+        if conn is not None:
+            self._detach(stream, conn)
+        else:
+            # Not an SSE stream: nothing of it is in the event store.
+            self._forget_now(stream)
+        return True
 
     def _stream_of_batch(self, payload: list[JSONValue]) -> _Stream | None:
         for request_id in _response_ids(payload):
@@ -650,10 +708,10 @@ class HttpSession:
             return
         try:
             try:
-                conn.send_nowait(item)
+                conn.put_nowait(item)
             except trio.WouldBlock:
                 with trio.move_on_after(_PUSH_TIMEOUT) as waited:
-                    await conn.send(item)
+                    await conn.put(item)
                 if waited.cancelled_caught:
                     _log.warning("a client stopped reading its stream; cutting the connection")
                     self._detach(stream, conn)
@@ -685,10 +743,55 @@ class HttpSession:
                 with contextlib.suppress(
                     trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
                 ):
-                    conn.send_nowait((None, data, True))
+                    conn.put_nowait((None, data, True))
             stream.complete = True
             self._detach(stream, conn)
         self._by_request.clear()
+
+
+class _SessionOutbox:
+    """The actor's outbox while the session is awake: the router's channel, and a shortcut.
+
+    A request's final JSON answer that finds nothing queued for the router is routed in
+    the sending task (``HttpSession.route_now``); everything else queues, in order.
+    """
+
+    __slots__ = ("_channel", "_session")
+
+    def __init__(self, session: HttpSession, channel: trio.MemorySendChannel[Outbound]) -> None:
+        self._session = session
+        self._channel = channel
+
+    def send_nowait(self, value: Outbound, /) -> None:
+        """Route ``value`` now if it may skip the router; otherwise queue it."""
+        session = self._session
+        if not session._queued and session.route_now(value):
+            return
+        self._channel.send_nowait(value)
+        session._queued += 1
+
+    async def send(self, value: Outbound, /) -> None:
+        """Like ``send_nowait``, waiting while the router's channel is full."""
+        session = self._session
+        if not session._queued and session.route_now(value):
+            await trio.lowlevel.checkpoint()
+            return
+        session._queued += 1
+        try:
+            await self._channel.send(value)
+        except BaseException:
+            session._queued -= 1
+            raise
+
+    def close(self) -> None:
+        """Nothing more will be sent: the router ends once it has routed what is queued."""
+        self._channel.close()
+
+    async def __aenter__(self) -> _SessionOutbox:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._channel.close()
 
 
 def _response_ids(payload: JSONValue) -> list[RequestId]:

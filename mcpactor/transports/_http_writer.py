@@ -47,7 +47,7 @@ async def write_stream(
             # disconnect (that is a task per request); a client that leaves now loses
             # nothing it could have resumed.
             try:
-                first = await attachment.receive.receive()
+                first = await attachment.get()
             except trio.EndOfChannel:
                 first = None
             if first is not None and first[0] is None and first[2] and first[1]:
@@ -71,21 +71,22 @@ async def write_stream(
             await _write_sse(send, attachment, headers, items, preamble, retry_ms)
             nursery.cancel_scope.cancel()
     finally:
-        with trio.CancelScope(shield=True):
-            await session.release(attachment)
+        if not session.release_now(attachment):
+            with trio.CancelScope(shield=True):
+                await session.finish_release(attachment)
 
 
 async def _next_soon(attachment: Attachment) -> Item | None:
     # The next item if it comes within _COALESCE_SECONDS; None if not (or never will).
     try:
-        return attachment.receive.receive_nowait()
+        return attachment.get_nowait()
     except trio.WouldBlock:
         pass
     except trio.EndOfChannel:
         return None
     with trio.move_on_after(_COALESCE_SECONDS):
         try:
-            return await attachment.receive.receive()
+            return await attachment.get()
         except trio.EndOfChannel:
             return None
     return None
@@ -135,8 +136,8 @@ async def _write_sse(
             stream.delivered = event_id
     if chunk:
         await send_body(send, b"".join(chunk))
-    async with attachment.receive as items:
-        async for item in items:
+    try:
+        async for item in attachment:
             # Whatever else is queued already goes out in the same write.
             chunk = []
             while True:
@@ -148,9 +149,11 @@ async def _write_sse(
                 if len(chunk) >= _MAX_CHUNK_EVENTS:
                     break
                 try:
-                    item = items.receive_nowait()
+                    item = attachment.get_nowait()
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
             if chunk:
                 await send_body(send, b"".join(chunk))
+    finally:
+        attachment.abandon()
     await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -16,7 +16,7 @@ import trio
 from .._exceptions import PARSE_ERROR, ProtocolError, RemoteProtocolError
 from ..protocol import JSONValue, decode
 from ._asgi import Headers, Receive, Scope, Send
-from ._http_sessions import HttpSession, Item, SessionKind
+from ._http_sessions import Attachment, HttpSession, SessionKind
 from ._session_manager import SessionLimitReached
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ async def serve_websocket(app: McpHttpApp, scope: Scope, receive: Receive, send:
     try:
         await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_write, send, attachment.receive, nursery.cancel_scope)
+            nursery.start_soon(_write, send, attachment, nursery.cancel_scope)
             await _read(receive, session)
             nursery.cancel_scope.cancel()
     finally:
@@ -88,12 +88,12 @@ async def _read(receive: Receive, session: HttpSession) -> None:
             return
 
 
-async def _write(
-    send: Send, items: trio.MemoryReceiveChannel[Item], done: trio.CancelScope
-) -> None:
-    async with items:
-        async for _event_id, data, _final in items:
+async def _write(send: Send, attachment: Attachment, done: trio.CancelScope) -> None:
+    try:
+        async for _event_id, data, _final in attachment:
             await send({"type": "websocket.send", "text": data.decode()})
+    finally:
+        attachment.abandon()
     # The session ended on our side (shutdown): close the socket properly.
     await send({"type": "websocket.close", "code": _GOING_AWAY})
     done.cancel()

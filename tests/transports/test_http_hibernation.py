@@ -339,7 +339,7 @@ async def test_a_request_while_the_session_falls_asleep_wakes_it_again(
         request = client.request("tools/call", {"name": "add", "arguments": {"a": 20, "b": 22}})
         attachment = await session.post(request, [request["id"]], sse=False)
         assert attachment is not None
-        _, data, final = await attachment.receive.receive()
+        _, data, final = await attachment.get()
         assert final
         assert orjson.loads(data)["result"]["structuredContent"] == {"result": 42}
         await session.release(attachment)
