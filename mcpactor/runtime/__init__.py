@@ -1,5 +1,6 @@
 """The trio actors: sessions, their requests, and how they are run."""
 
+from ._heap import settle_heap as settle_heap
 from ._offload import OffloadError as OffloadError
 from ._offload import ProcessPool as ProcessPool
 from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
@@ -28,4 +29,5 @@ __all__ = [
     "TaskStatistics",
     "check_cancelled",
     "open_process_pool",
+    "settle_heap",
 ]

@@ -352,9 +352,12 @@ class _Connection:
             try:
                 return sock.recv(_READ_SIZE)
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(sock)
+                pass
             except OSError:
                 return b""
+            # Parked outside the ``except`` block: a task suspended inside one keeps the
+            # exception and its traceback alive, for every idle connection.
+            await trio.lowlevel.wait_readable(sock)
 
     async def _write(self, data: bytes) -> None:
         if self.broken:
@@ -366,6 +369,8 @@ class _Connection:
                 try:
                     sent = sock.send(view)
                 except BlockingIOError:
+                    sent = -1
+                if sent < 0:
                     await trio.lowlevel.wait_writable(sock)
                     self.unyielded = 0
                     continue

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 from collections.abc import Mapping
@@ -156,8 +155,12 @@ class McpHttpApp:
         admitted, principal = await self.admit(headers, send)
         if not admitted:
             return
-        with contextlib.suppress(ClientGone):
+        # A plain try, not contextlib.suppress: that is one more object kept alive by
+        # every request in flight.
+        try:
             await handler(scope, receive, send, headers, principal)
+        except ClientGone:
+            return
 
     async def _preflight(self, send: Send, headers: Mapping[str, str]) -> None:
         cors = self.cors(headers)

@@ -23,7 +23,7 @@ from typing import Any, Final, Literal, cast
 
 import trio
 
-from ..runtime import SessionOptions
+from ..runtime import SessionOptions, settle_heap
 from ..server import Server
 from ._event_store import EventStore, EventStoreStatistics, MemoryEventStore, Replay
 from ._http import McpHttpApp
@@ -102,6 +102,7 @@ async def serve_http(
     handle_signals: bool = False,
     stop: trio.Event | None = None,
     http_server: HttpServerKind = "builtin",
+    tune_gc: bool = True,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` over HTTP until cancelled, ``stop`` is set, or SIGINT/SIGTERM.
@@ -110,7 +111,8 @@ async def serve_http(
     graceful stop refuses new sessions and connections, gives in-flight requests the
     sessions' ``shutdown_grace``, cancels what is left and returns; with
     ``handle_signals``, a second signal cancels at once. The server's lifespans are
-    entered around it all.
+    entered around it all. With ``tune_gc``, the process's cycle collector is set up for
+    serving once the lifespans have started (``settle_heap``).
     """
     async with (
         server.running(),
@@ -122,6 +124,8 @@ async def serve_http(
             bind_host=host,
         ) as app,
     ):
+        if tune_gc:
+            settle_heap()
         await serve_app(
             app,
             host=host,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import gc
 import logging
 import os
 import signal
@@ -24,7 +23,7 @@ import trio
 
 from .._exceptions import ProtocolError
 from ..protocol import DEFAULT_MAX_LINE_BYTES, JSONValue, LineFramer
-from ..runtime import Outbound, Outbox, SessionActor, SessionOptions
+from ..runtime import Outbound, Outbox, SessionActor, SessionOptions, settle_heap
 from ..server import Server
 from ._pump import WriteThrough, read_frames, write_frames
 
@@ -108,19 +107,24 @@ async def serve_stdio(
     options: SessionOptions | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     handle_signals: bool = True,
+    tune_gc: bool = True,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``server`` on this process's stdin/stdout until EOF, SIGINT or SIGTERM."""
+    """Serve ``server`` on this process's stdin/stdout until EOF, SIGINT or SIGTERM.
+
+    With ``tune_gc``, the process's cycle collector is set up for serving once the
+    server has started (``settle_heap``: start-up frozen, fewer young passes).
+    """
     with _protocol_stdout() as stdout_fd:
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
         stdout = trio.lowlevel.FdStream(stdout_fd)
         stop = trio.Event()
         async with stdin, stdout, server.running(), trio.open_nursery() as nursery:
-            # This process now serves one session until it exits. What start-up built
-            # (modules, the registry, the lifespans' state) lives as long: freezing it
-            # keeps the collector from walking it on every full collection, and keeps
-            # interpreter shutdown (a few full collections) from taking tens of ms.
-            gc.freeze()
+            # This process now serves one session until it exits. Freezing what
+            # start-up built also keeps interpreter shutdown (a few full collections)
+            # from taking tens of ms.
+            if tune_gc:
+                settle_heap()
             if handle_signals:
                 nursery.start_soon(_watch_signals, stop, nursery.cancel_scope)
             await nursery.start(
