@@ -251,6 +251,7 @@ class _Connection:
         self.server = server
         self.config = server.config
         self.sock = sock
+        self.fd = sock.fileno()
         self.parser = httptools.HttpRequestParser(self)
         self.ready: deque[_Request] = deque()
         self.parsing: _Request | None = None
@@ -325,6 +326,11 @@ class _Connection:
             while not self.ready:
                 if self.eof or self.upgraded is not None:
                     return None
+                if waiting:
+                    # Nothing of the next request is here yet, and the client sends it
+                    # only after reading our last answer: a read now would almost
+                    # always fail (a system call and an exception per request).
+                    await trio.lowlevel.wait_readable(self.fd)
                 data = await self._read()
                 if not data:
                     self.eof = True
@@ -357,7 +363,7 @@ class _Connection:
                 return b""
             # Parked outside the ``except`` block: a task suspended inside one keeps the
             # exception and its traceback alive, for every idle connection.
-            await trio.lowlevel.wait_readable(sock)
+            await trio.lowlevel.wait_readable(self.fd)
 
     async def _write(self, data: bytes) -> None:
         if self.broken:
@@ -371,7 +377,7 @@ class _Connection:
                 except BlockingIOError:
                     sent = -1
                 if sent < 0:
-                    await trio.lowlevel.wait_writable(sock)
+                    await trio.lowlevel.wait_writable(self.fd)
                     self.unyielded = 0
                     continue
                 if sent == len(view):
