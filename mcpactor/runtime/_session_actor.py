@@ -34,7 +34,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import attrs
 import trio
@@ -83,6 +83,9 @@ __all__ = [
 T = TypeVar("T")
 
 _log = logging.getLogger("mcpactor")
+
+# Given, so that trio does not format one from the function for every request.
+_REQUEST_TASK_NAME: Final = "mcpactor.request"
 
 
 class StreamSignal(enum.Enum):
@@ -499,7 +502,9 @@ class SessionActor:
         scope = trio.CancelScope()
         self._scopes[request.id] = scope
         self._serving += 1
-        nursery.start_soon(self._serve_request, request, negotiated, scope)
+        nursery.start_soon(
+            self._serve_request, request, negotiated, scope, name=_REQUEST_TASK_NAME
+        )
         return None
 
     async def _serve_request(

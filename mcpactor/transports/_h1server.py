@@ -57,6 +57,7 @@ _log = logging.getLogger("mcpactor.http.server")
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
+_CONNECTION_TASK_NAME: Final = "mcpactor.http.connection"
 _READ_SIZE: Final = 65536
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
@@ -211,7 +212,7 @@ class _Server:
                     sock.setblocking(False)
                     if sock.family in (socket.AF_INET, socket.AF_INET6):
                         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                    nursery.start_soon(self.handle, sock)
+                    nursery.start_soon(self.handle, sock, name=_CONNECTION_TASK_NAME)
 
     async def handle(self, sock: socket.socket) -> None:
         self.connections += 1

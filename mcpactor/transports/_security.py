@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 from typing import Final
@@ -24,6 +25,8 @@ __all__ = ["LOOPBACK_HOSTS", "RequestGuard", "accepts", "is_loopback"]
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
 
 _ANY: Final = "*"
+# Distinct header values remembered with their verdicts (then forgotten, all at once).
+_MAX_REMEMBERED: Final = 256
 
 
 def is_loopback(host: str) -> bool:
@@ -113,6 +116,8 @@ class RequestGuard:
             allowed_origins = LOOPBACK_HOSTS if loopback else ()
         self._origins = _Patterns([*allowed_origins, *cors_origins], origins=True)
         self._cors = _Patterns(cors_origins, origins=True)
+        # Clients send the same few Host values over and over: decide each once.
+        self._host_verdicts: dict[str, bool] = {}
 
     def host_allowed(self, host: str | None) -> bool:
         """Return whether the ``Host`` header names this server."""
@@ -120,7 +125,13 @@ class RequestGuard:
             return True
         if not host:
             return False
-        return self._hosts.match(None, *_split_authority(host))
+        verdict = self._host_verdicts.get(host)
+        if verdict is None:
+            verdict = self._hosts.match(None, *_split_authority(host))
+            if len(self._host_verdicts) >= _MAX_REMEMBERED:
+                self._host_verdicts.clear()
+            self._host_verdicts[host] = verdict
+        return verdict
 
     def origin_allowed(self, origin: str | None, host: str | None) -> bool:
         """Return whether a request with this ``Origin`` (None: absent) may proceed."""
@@ -147,6 +158,12 @@ def accepts(header: str | None, *, json: bool, event_stream: bool) -> bool:
     """
     if header is None:
         return False
+    return _accepts(header, json, event_stream)
+
+
+@functools.lru_cache(maxsize=_MAX_REMEMBERED)
+def _accepts(header: str, json: bool, event_stream: bool) -> bool:
+    # A client sends the same Accept header with every request: parsed once.
     has_json = has_sse = False
     for part in header.split(","):
         media = part.split(";", 1)[0].strip().lower()

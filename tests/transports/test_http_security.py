@@ -207,3 +207,13 @@ async def test_no_cors_headers_unless_configured(probe: Probe) -> None:
         assert "mcp-session-id" in response.headers["access-control-expose-headers"]
         other = await http.request("OPTIONS", "/mcp", {"origin": "http://localhost:9999"})
         assert other.status == 403
+
+
+def test_remembered_host_verdicts_stay_right_past_the_cache_size() -> None:
+    guard = RequestGuard(bind_host="127.0.0.1")
+    for round_ in range(2):
+        for number in range(600):
+            assert not guard.host_allowed(f"evil{number}.example:{round_}")
+            assert guard.host_allowed("localhost:8000")
+        assert guard.host_allowed("127.0.0.1:9")
+        assert not guard.host_allowed("127.0.0.2")
