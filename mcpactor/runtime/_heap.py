@@ -29,9 +29,13 @@ def settle_heap() -> None:
     The serve entry points call this once the server has started: what exists then
     (modules, the registry, the lifespans' state) lives as long as the process, so
     full passes need not walk it. A threshold already higher than ours, or a disabled
-    collector, is left alone.
+    collector, is left alone; a process settled already is not frozen again.
     """
-    gc.freeze()
     young, middle, old = gc.get_threshold()
+    if young >= YOUNG_GENERATION_THRESHOLD and gc.get_freeze_count():
+        # Settled already: another server started in this process. Freezing again would
+        # make whatever garbage exists by now permanent.
+        return
+    gc.freeze()
     if 0 < young < YOUNG_GENERATION_THRESHOLD:
         gc.set_threshold(YOUNG_GENERATION_THRESHOLD, middle, old)

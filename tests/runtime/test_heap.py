@@ -21,6 +21,16 @@ def test_it_freezes_start_up_and_raises_a_lower_young_threshold() -> None:
     assert gc.get_threshold() == (YOUNG_GENERATION_THRESHOLD, 10, 10)
 
 
+def test_a_second_server_in_the_process_does_not_freeze_again() -> None:
+    gc.set_threshold(700, 10, 10)
+    settle_heap()
+    frozen = gc.get_freeze_count()
+    garbage = [[index] for index in range(1000)]
+    settle_heap()
+    assert gc.get_freeze_count() == frozen
+    del garbage
+
+
 def test_it_leaves_a_higher_threshold_and_a_disabled_collector_alone() -> None:
     gc.set_threshold(YOUNG_GENERATION_THRESHOLD * 5, 3, 4)
     settle_heap()
