@@ -102,6 +102,12 @@ def _build_parser() -> argparse.ArgumentParser:
         default=4 * 1024 * 1024,
         help="the longest message accepted on stdin (default: 4 MiB)",
     )
+    serve.add_argument(
+        "--no-gc-tuning",
+        action="store_true",
+        help="keep Python's cycle-collector settings (default: freeze start-up and collect "
+        "young objects every 100 000 allocations)",
+    )
     _add_http_arguments(serve)
     _add_call_parser(commands)
     _add_plugins_parser(commands)
@@ -144,7 +150,12 @@ def _serve(args: argparse.Namespace) -> int:
         if args.http is not None:
             return _serve_http(args, server, options)
         trio.run(
-            lambda: serve_stdio(server, options=options, max_line_bytes=args.max_message_bytes)
+            lambda: serve_stdio(
+                server,
+                options=options,
+                max_line_bytes=args.max_message_bytes,
+                tune_gc=not args.no_gc_tuning,
+            )
         )
     except (PluginError, BaseExceptionGroup) as exc:
         # Mounted servers that collide only once started (proxies) stop the start-up.
@@ -430,6 +441,7 @@ def _serve_http(args: argparse.Namespace, server: Server, options: Any) -> int:
                     session_options=options,
                     handle_signals=True,
                     http_server=args.http_server or "builtin",
+                    tune_gc=not args.no_gc_tuning,
                 )
             )
             shown = f"[{bound_host}]" if ":" in bound_host else bound_host

@@ -188,3 +188,26 @@ TIMES_SCHEMA: Final = {
     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
     "required": ["a", "b"],
 }
+
+
+@pytest.mark.parametrize(("flags", "tuned"), [([], True), (["--no-gc-tuning"], False)])
+@pytest.mark.parametrize("transport", [[], ["--http", "0"]])
+def test_serve_tunes_the_collector_unless_told_not_to(
+    monkeypatch: pytest.MonkeyPatch, flags: list[str], tuned: bool, transport: list[str]
+) -> None:
+    seen: list[bool] = []
+
+    async def fake_serve_stdio(server: Server, **kwargs: object) -> None:
+        seen.append(bool(kwargs["tune_gc"]))
+
+    async def fake_serve_http(
+        server: Server, *, task_status: trio.TaskStatus[tuple[str, int]], **kwargs: object
+    ) -> None:
+        seen.append(bool(kwargs["tune_gc"]))
+        task_status.started(("127.0.0.1", 1))
+
+    monkeypatch.setattr("mcpactor.transports.serve_stdio", fake_serve_stdio)
+    monkeypatch.setattr("mcpactor.transports.serve_http", fake_serve_http)
+    example = Path(__file__).parents[2] / "examples" / "quickstart.py"
+    assert main(["serve", *flags, str(example), *transport]) == 0
+    assert seen == [tuned]

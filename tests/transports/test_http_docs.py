@@ -74,6 +74,7 @@ def _serve_options() -> dict[str, argparse.Action]:
         if action.option_strings and action.option_strings[0] in (
             "--grace",
             "--max-message-bytes",
+            "--no-gc-tuning",
         ):
             options[action.option_strings[0]] = action
     return options
