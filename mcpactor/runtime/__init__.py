@@ -1,5 +1,6 @@
 """The trio actors: sessions, their requests, and how they are run."""
 
+from ._heap import collect_when_quiet as collect_when_quiet
 from ._heap import settle_heap as settle_heap
 from ._offload import OffloadError as OffloadError
 from ._offload import ProcessPool as ProcessPool
@@ -28,6 +29,7 @@ __all__ = [
     "TaskOptions",
     "TaskStatistics",
     "check_cancelled",
+    "collect_when_quiet",
     "open_process_pool",
     "settle_heap",
 ]

@@ -283,7 +283,10 @@ class _Connection:
                     if self.upgraded is not None:
                         await _serve_websocket(self, *self.upgraded)
                         return
-                    if not await self._respond(request) or self.server.draining:
+                    served = await self._respond(request)
+                    # Not kept alive (head, body) while the connection waits for the next.
+                    del request
+                    if not served or self.server.draining:
                         return
         except _Refused as refused:
             await self._refuse(refused)

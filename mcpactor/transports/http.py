@@ -23,7 +23,7 @@ from typing import Any, Final, Literal, cast
 
 import trio
 
-from ..runtime import SessionOptions, settle_heap
+from ..runtime import SessionOptions, collect_when_quiet, settle_heap
 from ..server import Server
 from ._event_store import EventStore, EventStoreStatistics, MemoryEventStore, Replay
 from ._http import McpHttpApp
@@ -112,7 +112,8 @@ async def serve_http(
     sessions' ``shutdown_grace``, cancels what is left and returns; with
     ``handle_signals``, a second signal cancels at once. The server's lifespans are
     entered around it all. With ``tune_gc``, the process's cycle collector is set up for
-    serving once the lifespans have started (``settle_heap``).
+    serving once the lifespans have started (``settle_heap``), and the young generations
+    are collected in quiet spells (``collect_when_quiet``).
     """
     async with (
         server.running(),
@@ -133,6 +134,7 @@ async def serve_http(
             handle_signals=handle_signals,
             stop=stop,
             http_server=http_server,
+            tune_gc=tune_gc,
             task_status=task_status,
         )
 
@@ -145,12 +147,14 @@ async def serve_app(
     handle_signals: bool = False,
     stop: trio.Event | None = None,
     http_server: HttpServerKind = "builtin",
+    tune_gc: bool = False,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve an ``McpHttpApp`` with the chosen HTTP server; see ``serve_http``.
 
     Returns after a graceful stop, once every session has ended and the HTTP server has
-    let its connections go.
+    let its connections go. With ``tune_gc``, the young generations of the cycle
+    collector are collected in quiet spells while it serves (``collect_when_quiet``).
     """
     if http_server not in ("builtin", "hypercorn"):
         raise ValueError(f"http_server must be 'builtin' or 'hypercorn', got {http_server!r}")
@@ -165,6 +169,8 @@ async def serve_app(
             manager.stop()
 
     async with trio.open_nursery() as nursery:
+        if tune_gc:
+            nursery.start_soon(collect_when_quiet)
         if handle_signals:
             nursery.start_soon(_watch_signals, begin_shutdown, nursery.cancel_scope, manager)
         if stop is not None:

@@ -23,7 +23,14 @@ import trio
 
 from .._exceptions import ProtocolError
 from ..protocol import DEFAULT_MAX_LINE_BYTES, JSONValue, LineFramer
-from ..runtime import Outbound, Outbox, SessionActor, SessionOptions, settle_heap
+from ..runtime import (
+    Outbound,
+    Outbox,
+    SessionActor,
+    SessionOptions,
+    collect_when_quiet,
+    settle_heap,
+)
 from ..server import Server
 from ._pump import WriteThrough, read_frames, write_frames
 
@@ -113,7 +120,8 @@ async def serve_stdio(
     """Serve ``server`` on this process's stdin/stdout until EOF, SIGINT or SIGTERM.
 
     With ``tune_gc``, the process's cycle collector is set up for serving once the
-    server has started (``settle_heap``: start-up frozen, fewer young passes).
+    server has started (``settle_heap``: start-up frozen, fewer young passes), and the
+    young generations are collected in quiet spells (``collect_when_quiet``).
     """
     with _protocol_stdout() as stdout_fd:
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
@@ -125,6 +133,7 @@ async def serve_stdio(
             # from taking tens of ms.
             if tune_gc:
                 settle_heap()
+                nursery.start_soon(collect_when_quiet)
             if handle_signals:
                 nursery.start_soon(_watch_signals, stop, nursery.cancel_scope)
             await nursery.start(
