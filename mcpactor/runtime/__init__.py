@@ -11,6 +11,8 @@ from ._session_actor import Outbox as Outbox
 from ._session_actor import SessionActor as SessionActor
 from ._session_actor import SessionOptions as SessionOptions
 from ._session_actor import SessionStatistics as SessionStatistics
+from ._starts import StartGate as StartGate
+from ._starts import current_start_gate as current_start_gate
 from ._tasks import TaskManager as TaskManager
 from ._tasks import TaskOptions as TaskOptions
 from ._tasks import TaskStatistics as TaskStatistics
@@ -25,11 +27,13 @@ __all__ = [
     "SessionActor",
     "SessionOptions",
     "SessionStatistics",
+    "StartGate",
     "TaskManager",
     "TaskOptions",
     "TaskStatistics",
     "check_cancelled",
     "collect_when_quiet",
+    "current_start_gate",
     "open_process_pool",
     "settle_heap",
 ]

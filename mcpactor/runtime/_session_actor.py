@@ -69,6 +69,7 @@ from ..protocol import (
 from ..server import Context, Server
 from ..server._execution import Offload
 from ._offload import ProcessPool, call_handler
+from ._starts import StartGate, current_start_gate
 from ._tasks import TaskManager, TaskOptions
 
 __all__ = [
@@ -86,6 +87,9 @@ _log = logging.getLogger("mcpactor")
 
 # Given, so that trio does not format one from the function for every request.
 _REQUEST_TASK_NAME: Final = "mcpactor.request"
+
+# Until ``run``: requests start only while the actor runs, so nothing counts on it.
+_NO_GATE: Final = StartGate()
 
 
 class StreamSignal(enum.Enum):
@@ -233,6 +237,8 @@ class SessionActor:
         # The session's own worker processes (without a shared pool), made on first use
         # and closed whenever the actor stops running.
         self._processes: ProcessPool | None = None
+        # This trio run's count of request actors not yet started (set by ``run``).
+        self._starts = _NO_GATE
 
     def _capabilities(self, revision: Revision) -> JSONObject:
         capabilities = self.server.capabilities(revision)
@@ -301,6 +307,7 @@ class SessionActor:
         """
         if outbox is not None:
             self._outbox = outbox
+        self._starts = current_start_gate()
         self.register()
         final = True
         try:
@@ -505,11 +512,14 @@ class SessionActor:
         nursery.start_soon(
             self._serve_request, request, negotiated, scope, name=_REQUEST_TASK_NAME
         )
+        self._starts.spawned()
         return None
 
     async def _serve_request(
         self, request: Request, negotiated: Negotiated, scope: trio.CancelScope
     ) -> None:
+        # First, before anything can wait: an intake held back for this start goes on.
+        self._starts.started()
         request_id = request.id
         params = request.params
         meta = params.get("_meta") if params is not None else None

@@ -49,6 +49,7 @@ from wsproto.events import (
 from wsproto.events import Request as WsRequest
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
+from ..runtime import current_start_gate
 from ._asgi import error_body
 
 __all__ = ["H1Config", "serve_h1"]
@@ -190,6 +191,8 @@ class _Server:
         self.connections = 0
         self.all_closed = trio.Event()
         self.all_closed.set()
+        #: request actors spawned but not started: a new request waits while many are
+        self.starts = current_start_gate()
 
     async def accept(self, listener: socket.socket, nursery: trio.Nursery) -> None:
         with listener:
@@ -343,6 +346,11 @@ class _Connection:
                     waiting = False
                     server.idle.discard(self)
                     server.deadlines[self] = trio.current_time() + config.request_timeout
+                    starts = server.starts
+                    if starts.closed:
+                        # The handlers of requests taken in before this one wait for
+                        # their first step: let them start before taking in more.
+                        await starts.wait_turn()
                 self._feed(data)
                 parsing = self.parsing
                 if parsing is not None and parsing.expects_continue:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,9 +12,11 @@ from typing import Any
 import orjson
 import pytest
 import trio
+import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcpactor.runtime import current_start_gate
 from mcpactor.transports._h1server import H1Config, serve_h1
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
@@ -445,3 +448,51 @@ def test_no_bytes_crash_the_server(pieces: list[bytes]) -> None:
                 assert orjson.loads(body)["body"] == "still here"
 
     trio.run(main)
+
+
+async def test_new_requests_wait_while_the_handlers_of_earlier_ones_have_not_started() -> None:
+    # An app that hands each request to a task of its own, as the MCP app does with
+    # request actors, counted through the start gate; /note starts no task at all.
+    gate = current_start_gate()
+    gate.limit = 2
+    seen: list[tuple[int, int]] = []
+    started: list[str] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(gate.statistics())
+        done = trio.Event()
+
+        async def handler() -> None:
+            gate.started()
+            started.append(scope["path"])
+            done.set()
+
+        if scope["path"] == "/work":
+            nursery.start_soon(handler)
+            gate.spawned()
+            await done.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": scope["path"].encode()})
+
+    async with trio.open_nursery() as nursery, running(app) as (port, _):
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(24)]
+        try:
+            await trio.testing.wait_all_tasks_blocked()
+            # Sent without yielding: the server finds all 24 requests at once.
+            for index, client in enumerate(clients):
+                path = "/work" if index % 3 else "/note"
+                client.sendall(f"GET {path} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
+            answers = []
+            for client in clients:
+                stream = trio.SocketStream(trio.socket.from_stdlib_socket(client))
+                status, _, body = await Reader(stream).response()
+                answers.append((status, body))
+        finally:
+            for client in clients:
+                client.close()
+        nursery.cancel_scope.cancel()
+    assert answers == [(200, b"/work" if i % 3 else b"/note") for i in range(24)]
+    assert len(started) == 16
+    # Some requests waited for earlier handlers to start, and the backlog stayed small.
+    assert max(parked for _, parked in seen) > 0
+    assert max(waiting for waiting, _ in seen) <= 2 * gate.limit

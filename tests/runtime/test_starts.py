@@ -1,0 +1,110 @@
+"""The start gate: HTTP intake waits while request actors wait for their first step."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from mcpactor import Server
+from mcpactor.runtime import SessionActor, StartGate, current_start_gate
+
+
+async def test_intake_goes_on_while_few_request_actors_wait() -> None:
+    gate = StartGate(limit=2)
+    gate.spawned()
+    # Already cancelled: a wait that parked would end in Cancelled.
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await gate.wait_turn()
+    assert not scope.cancelled_caught
+    assert gate.statistics() == (1, 0)
+
+
+async def test_at_the_limit_intakes_wait_and_each_start_lets_one_go_in_order() -> None:
+    gate = StartGate(limit=2)
+    gate.spawned()
+    gate.spawned()
+    went: list[int] = []
+
+    async def intake(number: int) -> None:
+        await gate.wait_turn()
+        went.append(number)
+        gate.spawned()  # each starts a request of its own
+
+    async with trio.open_nursery() as nursery:
+        for number in range(3):
+            nursery.start_soon(intake, number)
+            await trio.testing.wait_all_tasks_blocked()
+        assert gate.statistics() == (2, 3)
+        gate.started()
+        await trio.testing.wait_all_tasks_blocked()
+        # One start, one intake: it spawned again, so the gate is full once more.
+        assert went == [0]
+        assert gate.statistics() == (2, 2)
+        for _ in range(2):
+            gate.started()
+            await trio.testing.wait_all_tasks_blocked()
+        assert went == [0, 1, 2]
+
+
+async def test_an_intake_that_starts_nothing_passes_its_turn_on() -> None:
+    gate = StartGate(limit=1)
+    gate.spawned()
+    went: list[int] = []
+
+    async def intake(number: int) -> None:
+        # A notification or a GET: no request actor follows it.
+        await gate.wait_turn()
+        went.append(number)
+
+    async with trio.open_nursery() as nursery:
+        for number in range(4):
+            nursery.start_soon(intake, number)
+            await trio.testing.wait_all_tasks_blocked()
+        assert gate.statistics() == (1, 4)
+        # One start, then nothing else ever starts: every intake still goes on.
+        gate.started()
+    assert went == [0, 1, 2, 3]
+    assert gate.statistics() == (0, 0)
+
+
+async def test_a_session_counts_its_request_actors_until_their_first_step() -> None:
+    server = Server("starts")
+
+    @server.tool()
+    async def wait() -> str:
+        """Wait until cancelled."""
+        await trio.sleep_forever()
+        return "never"
+
+    actor = SessionActor(server, None)
+    gate = current_start_gate()
+    _inbox_send, inbox_receive = trio.open_memory_channel[object](8)
+    outbox_send, outbox_receive = trio.open_memory_channel[object](8)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            lambda: actor.run(inbox_receive, outbox=outbox_send)  # type: ignore[arg-type]
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        for message in (
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            },
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        ):
+            assert actor.receive_now(message)
+        await outbox_receive.receive()
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "wait"}}
+        assert actor.receive_now(call)
+        assert gate.waiting == 1
+        await trio.testing.wait_all_tasks_blocked()
+        assert gate.waiting == 0
+        assert actor.requests_in_flight == 1
+        nursery.cancel_scope.cancel()
