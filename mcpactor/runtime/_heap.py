@@ -20,6 +20,10 @@
 # growing for a moment, the same connections cost a ~20 ms pass that no request waits
 # on, the next burst starts from an empty young generation, and cyclic garbage made
 # before the quiet spell is freed then rather than after another 100 000 allocations.
+# While requests are in flight the young generation is mostly their live frames, which
+# die by reference counting when they end; a pass then (in a burst of sleep(1) calls, a
+# ~50 ms walk of ~100 000 live objects) would free nothing and hold up the replies
+# whose timers fall inside it, so it waits until they are done.
 
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ import gc
 from typing import Final, NoReturn
 
 import trio
+
+from ._starts import current_start_gate
 
 __all__ = ["collect_when_quiet", "settle_heap"]
 
@@ -67,17 +73,23 @@ async def collect_when_quiet(
     """Forever: collect the young generations once they hold ``minimum`` and stop growing.
 
     A task for the serve entry points' nurseries. Every ``look_every`` seconds it reads
-    the collector's young count; when that count is at least ``minimum`` and has barely
-    changed since the last look, the process is between bursts, and a pass over the
-    two young generations (``gc.collect(1)``) moves what survives (connections,
-    sessions) to the old one while no request waits on it. A disabled collector is left
-    alone.
+    the collector's young count; when that count is at least ``minimum``, has barely
+    changed since the last look and no request actor of this trio run is in flight, the
+    process is between bursts, and a pass over the two young generations
+    (``gc.collect(1)``) moves what survives (connections, sessions) to the old one while
+    no request waits on it. A disabled collector is left alone.
     """
+    requests = current_start_gate()
     last = gc.get_count()[0]
     while True:
         await trio.sleep(look_every)
         young = gc.get_count()[0]
-        if young >= minimum and abs(young - last) < _STILL and gc.isenabled():
+        if (
+            young >= minimum
+            and abs(young - last) < _STILL
+            and not requests.in_flight
+            and gc.isenabled()
+        ):
             gc.collect(1)
             young = gc.get_count()[0]
         last = young

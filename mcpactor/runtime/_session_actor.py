@@ -568,6 +568,7 @@ class SessionActor:
             # Idle only once the reply is queued: a full outbox must not let shutdown cut
             # off the answer of a handler that finished within the grace period.
             self._serving -= 1
+            self._starts.ended()
             if not self._serving and self._idle is not None:
                 self._idle.set()
                 self._idle = None

@@ -24,19 +24,26 @@ START_BACKLOG: Final = 16
 
 
 class StartGate:
-    """Counts request actors not yet started; intake waits while ``limit`` of them do."""
+    """Counts request actors in flight and not yet started; intake waits while many wait."""
 
-    __slots__ = ("_lot", "limit", "waiting")
+    __slots__ = ("_lot", "in_flight", "limit", "waiting")
 
     def __init__(self, limit: int = START_BACKLOG) -> None:
         self.limit = limit
         #: request actors spawned whose first step has not run
         self.waiting = 0
+        #: request actors spawned that have not ended
+        self.in_flight = 0
         self._lot = trio.lowlevel.ParkingLot()
 
     def spawned(self) -> None:
         """Note a request actor handed to the scheduler."""
         self.waiting += 1
+        self.in_flight += 1
+
+    def ended(self) -> None:
+        """Note a request actor that is done (its reply queued, or none to send)."""
+        self.in_flight -= 1
 
     def started(self) -> None:
         """Note a request actor's first step; let one waiting intake go on if there is room."""

@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from mcpactor import Server
-from mcpactor.runtime import collect_when_quiet, settle_heap
+from mcpactor.runtime import collect_when_quiet, current_start_gate, settle_heap
 from mcpactor.runtime._heap import (
     QUIET_LOOK_SECONDS,
     QUIET_PASS_MINIMUM,
@@ -131,6 +131,25 @@ async def test_few_young_objects_or_a_disabled_collector_get_no_pass(
         assert passes == []
         nursery.cancel_scope.cancel()
     del few, many
+
+
+async def test_no_pass_while_requests_are_in_flight(
+    passes: list[int], autojump_clock: trio.testing.MockClock
+) -> None:
+    requests = current_start_gate()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(collect_when_quiet)
+        requests.spawned()
+        requests.started()
+        # Their frames, mostly: they die when the request ends.
+        kept = young_objects(QUIET_PASS_MINIMUM * 2)
+        await trio.sleep(QUIET_LOOK_SECONDS * 10)
+        assert passes == []
+        requests.ended()
+        await trio.sleep(QUIET_LOOK_SECONDS * 3)
+        assert passes == [1]
+        nursery.cancel_scope.cancel()
+    del kept
 
 
 async def passes_while_serving(passes: list[int], *, tune_gc: bool) -> list[int]:

@@ -106,5 +106,10 @@ async def test_a_session_counts_its_request_actors_until_their_first_step() -> N
         assert gate.waiting == 1
         await trio.testing.wait_all_tasks_blocked()
         assert gate.waiting == 0
-        assert actor.requests_in_flight == 1
+        assert gate.in_flight == actor.requests_in_flight == 1
+        actor.receive_now(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        assert gate.in_flight == actor.requests_in_flight == 0
         nursery.cancel_scope.cancel()
