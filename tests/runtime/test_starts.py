@@ -8,6 +8,8 @@ import trio.testing
 from mcpactor import Server
 from mcpactor.runtime import SessionActor, StartGate, current_start_gate
 
+from ..protocol.helpers import initialize, notification, request
+
 
 async def test_intake_goes_on_while_few_request_actors_wait() -> None:
     gate = StartGate(limit=2)
@@ -86,30 +88,15 @@ async def test_a_session_counts_its_request_actors_until_their_first_step() -> N
             lambda: actor.run(inbox_receive, outbox=outbox_send)  # type: ignore[arg-type]
         )
         await trio.testing.wait_all_tasks_blocked()
-        for message in (
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            },
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        ):
+        for message in (initialize(1), notification("notifications/initialized")):
             assert actor.receive_now(message)
         await outbox_receive.receive()
-        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "wait"}}
-        assert actor.receive_now(call)
+        assert actor.receive_now(request(2, "tools/call", {"name": "wait"}))
         assert gate.waiting == 1
         await trio.testing.wait_all_tasks_blocked()
         assert gate.waiting == 0
         assert gate.in_flight == actor.requests_in_flight == 1
-        actor.receive_now(
-            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
-        )
+        actor.receive_now(notification("notifications/cancelled", {"requestId": 2}))
         await trio.testing.wait_all_tasks_blocked()
         assert gate.in_flight == actor.requests_in_flight == 0
         nursery.cancel_scope.cancel()
