@@ -237,7 +237,7 @@ class SessionActor:
         # The session's own worker processes (without a shared pool), made on first use
         # and closed whenever the actor stops running.
         self._processes: ProcessPool | None = None
-        # This trio run's count of request actors not yet started (set by ``run``).
+        # This trio run's counts of request actors, started and in flight (set by ``run``).
         self._starts = _NO_GATE
 
     def _capabilities(self, revision: Revision) -> JSONObject:
