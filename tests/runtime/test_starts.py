@@ -22,21 +22,30 @@ async def test_intake_goes_on_while_few_request_actors_wait() -> None:
     assert gate.statistics() == (1, 0)
 
 
-async def test_at_the_limit_intakes_wait_and_each_start_lets_one_go_in_order() -> None:
-    gate = StartGate(limit=2)
-    gate.spawned()
-    gate.spawned()
+async def queue_intakes(
+    nursery: trio.Nursery, gate: StartGate, count: int, *, each_starts_one: bool
+) -> list[int]:
+    """Start ``count`` intakes one after another; the list fills as they go on, in order."""
     went: list[int] = []
 
     async def intake(number: int) -> None:
         await gate.wait_turn()
         went.append(number)
-        gate.spawned()  # each starts a request of its own
+        if each_starts_one:
+            gate.spawned()  # a request; otherwise a notification or a GET: none
 
+    for number in range(count):
+        nursery.start_soon(intake, number)
+        await trio.testing.wait_all_tasks_blocked()
+    return went
+
+
+async def test_at_the_limit_intakes_wait_and_each_start_lets_one_go_in_order() -> None:
+    gate = StartGate(limit=2)
+    gate.spawned()
+    gate.spawned()
     async with trio.open_nursery() as nursery:
-        for number in range(3):
-            nursery.start_soon(intake, number)
-            await trio.testing.wait_all_tasks_blocked()
+        went = await queue_intakes(nursery, gate, 3, each_starts_one=True)
         assert gate.statistics() == (2, 3)
         gate.started()
         await trio.testing.wait_all_tasks_blocked()
@@ -52,17 +61,8 @@ async def test_at_the_limit_intakes_wait_and_each_start_lets_one_go_in_order() -
 async def test_an_intake_that_starts_nothing_passes_its_turn_on() -> None:
     gate = StartGate(limit=1)
     gate.spawned()
-    went: list[int] = []
-
-    async def intake(number: int) -> None:
-        # A notification or a GET: no request actor follows it.
-        await gate.wait_turn()
-        went.append(number)
-
     async with trio.open_nursery() as nursery:
-        for number in range(4):
-            nursery.start_soon(intake, number)
-            await trio.testing.wait_all_tasks_blocked()
+        went = await queue_intakes(nursery, gate, 4, each_starts_one=False)
         assert gate.statistics() == (1, 4)
         # One start, then nothing else ever starts: every intake still goes on.
         gate.started()
