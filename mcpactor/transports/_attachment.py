@@ -38,7 +38,18 @@ class Attachment:
     ``trio.WouldBlock`` (``put`` waits for room instead).
     """
 
-    __slots__ = ("_abandoned", "_ended", "_items", "_reader", "_room", "replay", "skip", "stream")
+    __slots__ = (
+        "_abandoned",
+        "_ended",
+        "_items",
+        "_nudgeable",
+        "_nudged",
+        "_reader",
+        "_room",
+        "replay",
+        "skip",
+        "stream",
+    )
 
     def __init__(self, stream: _Stream) -> None:
         self.stream = stream
@@ -52,6 +63,9 @@ class Attachment:
         self._room: trio.lowlevel.ParkingLot | None = None
         self._ended = False
         self._abandoned = False
+        # The reader waits in get_unless_nudged; nudge() came while it did.
+        self._nudgeable = False
+        self._nudged = False
 
     # --- the session's side ---------------------------------------------------------
 
@@ -92,6 +106,11 @@ class Attachment:
         """Whether ``end`` was called."""
         return self._ended
 
+    @property
+    def takes_now(self) -> bool:
+        """Whether ``put_nowait`` would queue an item (neither ended, abandoned nor full)."""
+        return not (self._ended or self._abandoned) and len(self._items) < _CAPACITY
+
     # --- the writer's side ------------------------------------------------------------
 
     def get_nowait(self) -> Item:
@@ -120,6 +139,32 @@ class Attachment:
                 raise trio.BusyResourceError("another task is reading this stream")
             self._reader = trio.lowlevel.current_task()
             await trio.lowlevel.wait_task_rescheduled(self._abort_get)
+
+    async def get_unless_nudged(self) -> Item | None:
+        """Like ``get``, but return None if ``nudge`` is called before an item comes."""
+        self._nudged = False  # a nudge that came while an earlier call waited is spent
+        while True:
+            try:
+                return self.get_nowait()
+            except trio.WouldBlock:
+                pass
+            if self._nudged:
+                self._nudged = False
+                return None
+            if self._reader is not None:
+                raise trio.BusyResourceError("another task is reading this stream")
+            self._reader = trio.lowlevel.current_task()
+            self._nudgeable = True
+            try:
+                await trio.lowlevel.wait_task_rescheduled(self._abort_get)
+            finally:
+                self._nudgeable = False
+
+    def nudge(self) -> None:
+        """End the reader's wait in ``get_unless_nudged``; nothing if it is not in one."""
+        if self._nudgeable and self._reader is not None:
+            self._nudged = True
+            self._wake_reader()
 
     def abandon(self) -> None:
         """The writer is gone: what is queued is dropped and further puts fail."""

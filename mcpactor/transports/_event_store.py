@@ -8,7 +8,10 @@
 #
 # The interface is keyed by (session id, stream id) and is async, so that a store shared
 # between processes (Redis streams: one key per session and stream, XADD/XRANGE) can be
-# dropped in later; the in-memory store below is the default and never blocks.
+# dropped in later; the in-memory store below is the default and never blocks. A store
+# that can append or forget without waiting says so through ``append_now`` and
+# ``forget_stream_now``: then a request's answer on an SSE stream is routed in the
+# request's own task, as a JSON answer is, instead of taking the session's router.
 
 from __future__ import annotations
 
@@ -59,6 +62,20 @@ class EventStore(abc.ABC):
     async def forget_session(self, session_id: str) -> None:
         """Drop what is stored for every stream of a session (it ended)."""
 
+    def append_now(self, session_id: str, stream_id: str, data: bytes) -> str | None:
+        """Store one event without waiting and return its id; None if this store must wait.
+
+        The default is None: every append goes through ``append``.
+        """
+        return None
+
+    def forget_stream_now(self, session_id: str, stream_id: str) -> bool:
+        """Drop one stream's events without waiting; False if this store must wait.
+
+        The default is False: every stream is forgotten through ``forget_stream``.
+        """
+        return False
+
 
 class _Log:
     __slots__ = ("events", "last")
@@ -85,6 +102,10 @@ class MemoryEventStore(EventStore):
 
     async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
         """Store one event of a stream; return its event id (``<stream>.<n>``)."""
+        return self.append_now(session_id, stream_id, data)
+
+    def append_now(self, session_id: str, stream_id: str, data: bytes) -> str:
+        """Store one event of a stream at once; return its event id (``<stream>.<n>``)."""
         streams = self._sessions.get(session_id)
         if streams is None:
             streams = self._sessions[session_id] = {}
@@ -109,9 +130,14 @@ class MemoryEventStore(EventStore):
 
     async def forget_stream(self, session_id: str, stream_id: str) -> None:
         """Drop what is stored for one stream."""
+        self.forget_stream_now(session_id, stream_id)
+
+    def forget_stream_now(self, session_id: str, stream_id: str) -> bool:
+        """Drop what is stored for one stream at once; always True."""
         streams = self._sessions.get(session_id)
         if streams is not None:
             streams.pop(stream_id, None)
+        return True
 
     async def forget_session(self, session_id: str) -> None:
         """Drop what is stored for every stream of a session."""

@@ -45,10 +45,11 @@
 # The router never waits on a stuck client for long: after ``_PUSH_TIMEOUT`` seconds the
 # connection is cut, and what it missed stays in the store.
 #
-# The shortcut: a request's final JSON answer that finds the router idle, with nothing
-# queued for it, is routed in the request actor's own task (``_SessionOutbox``) — the
-# common POST then costs no trip through the router. Anything that could need to wait
-# (an SSE stream, the event store, a full connection) takes the router, in order.
+# The shortcut: a request's final answer that finds the router idle, with nothing queued
+# for it, is routed in the request actor's own task (``_SessionOutbox``) — the common
+# POST then costs no trip through the router, in JSON and in SSE. Anything that could
+# need to wait (an event store that must be awaited, a full or missing connection)
+# takes the router, in order.
 
 from __future__ import annotations
 
@@ -497,7 +498,7 @@ class HttpSession:
             stream.conn = None
         if stream is not self.standalone and stream.complete and stream.conn is None:
             if self.resumable and stream.sse:
-                return False
+                return self._retain_now(stream)
             self._forget_now(stream)
         return True
 
@@ -532,19 +533,24 @@ class HttpSession:
         negotiated = self.actor.core.negotiated
         return negotiated is not None and negotiated.revision.version in _PRIMING_REVISIONS
 
+    async def _append(self, stream_id: str, data: bytes) -> str:
+        # Store one event of a resumable session's stream; return its id.
+        assert self.id is not None
+        store = self.manager.event_store
+        event_id = store.append_now(self.id, stream_id, data)
+        if event_id is None:
+            event_id = await store.append(self.id, stream_id, data)
+        return event_id
+
     async def _anchor_standalone(self) -> None:
         # The empty first event of the standalone stream (see the top of the module).
         if self.standalone.delivered is None:
-            assert self.id is not None
-            self.standalone.delivered = await self.manager.event_store.append(
-                self.id, _STANDALONE, b""
-            )
+            self.standalone.delivered = await self._append(_STANDALONE, b"")
 
     async def _start_sse(self, stream: _Stream) -> None:
         stream.sse = True
         if self.resumable and self._primes():
-            assert self.id is not None
-            event_id = await self.manager.event_store.append(self.id, stream.id, b"")
+            event_id = await self._append(stream.id, b"")
             await self._push(stream, (event_id, b"", False))
 
     def _forget_now(self, stream: _Stream) -> None:
@@ -557,11 +563,31 @@ class HttpSession:
             assert self.id is not None
             await self.manager.event_store.forget_stream(self.id, stream.id)
 
+    def _retain_now(self, stream: _Stream) -> bool:
+        # Retain a finished SSE stream, making room as far as the store forgets at once;
+        # False if it must be awaited for the rest (``_retain_or_forget`` does that).
+        retained = self._retained
+        retained[stream.id] = None
+        store = self.manager.event_store
+        while len(retained) > _MAX_RETAINED:
+            oldest_id = next(iter(retained))
+            oldest = self._streams.get(oldest_id)
+            if oldest is None:
+                del retained[oldest_id]
+                continue
+            if oldest.sse:
+                assert self.id is not None
+                if not store.forget_stream_now(self.id, oldest_id):
+                    return False
+            self._forget_now(oldest)
+        return True
+
     async def _retain_or_forget(self, stream: _Stream) -> None:
         if not (self.resumable and stream.sse):
             await self._forget(stream)
             return
-        self._retained[stream.id] = None
+        if self._retain_now(stream):
+            return
         while len(self._retained) > _MAX_RETAINED:
             oldest = self._streams.get(next(iter(self._retained)))
             self._retained.pop(next(iter(self._retained)))
@@ -636,8 +662,10 @@ class HttpSession:
         ):
             return False
         stream = self._by_request.get(related)
-        if stream is None or stream.sse or len(stream.pending) != 1:
+        if stream is None or len(stream.pending) != 1:
             return False
+        if stream.sse:
+            return self._route_event_now(stream, related, payload)
         conn = stream.conn
         if conn is not None:
             try:
@@ -656,6 +684,29 @@ class HttpSession:
         else:
             # Not an SSE stream: nothing of it is in the event store.
             self._forget_now(stream)
+        return True
+
+    def _route_event_now(self, stream: _Stream, related: RequestId, payload: JSONValue) -> bool:
+        # An SSE stream's final answer, as its last event: only to a connection that takes
+        # it now, with an id from a store that gives one now (the router would store it
+        # again otherwise).
+        conn = stream.conn
+        if conn is None or not conn.takes_now:
+            return False
+        data = orjson.dumps(payload)
+        event_id = None
+        if self.resumable:
+            assert self.id is not None
+            data = bytes(memoryview(data))  # exact size, as in _deliver
+            event_id = self.manager.event_store.append_now(self.id, stream.id, data)
+            if event_id is None:
+                return False
+        conn.put_nowait((event_id, data, True))
+        del self._by_request[related]
+        stream.pending.clear()
+        stream.complete = True
+        self.touch()
+        self._detach(stream, conn)
         return True
 
     def _stream_of_batch(self, payload: list[JSONValue]) -> _Stream | None:
@@ -695,11 +746,10 @@ class HttpSession:
             await self._start_sse(stream)
         event_id = None
         if self.resumable:
-            assert self.id is not None
             # orjson's bytes keep the capacity of its write buffer (4 KiB for a short
             # message): the store, which keeps them a while, gets an exact-size copy.
             data = bytes(memoryview(data))
-            event_id = await self.manager.event_store.append(self.id, stream.id, data)
+            event_id = await self._append(stream.id, data)
         await self._push(stream, (event_id, data, final))
 
     async def _push(self, stream: _Stream, item: Item) -> None:

@@ -23,8 +23,6 @@ from ._http_sessions import Attachment, HttpSession, Item
 __all__ = ["write_stream"]
 
 _MAX_CHUNK_EVENTS: Final = 256
-# How long a priming event may wait for the answer behind it before it is sent alone.
-_COALESCE_SECONDS: Final = 0.005
 
 
 async def write_stream(
@@ -60,7 +58,7 @@ async def write_stream(
                 return
         items = [first] if first is not None else []
         if first is not None and not first[1] and not preamble and not attachment.replay:
-            second = await _next_soon(attachment)
+            second = await _next_soon(session, attachment)
             if second is not None:
                 items.append(second)
                 if second[2]:
@@ -76,20 +74,19 @@ async def write_stream(
                 await session.finish_release(attachment)
 
 
-async def _next_soon(attachment: Attachment) -> Item | None:
-    # The next item if it comes within _COALESCE_SECONDS; None if not (or never will).
+async def _next_soon(session: HttpSession, attachment: Attachment) -> Item | None:
+    # The next item if it comes within COALESCE_SECONDS; None if not (or never will).
     try:
         return attachment.get_nowait()
     except trio.WouldBlock:
         pass
     except trio.EndOfChannel:
         return None
-    with trio.move_on_after(_COALESCE_SECONDS):
-        try:
-            return await attachment.get()
-        except trio.EndOfChannel:
-            return None
-    return None
+    session.manager.nudge_later(attachment)
+    try:
+        return await attachment.get_unless_nudged()
+    except trio.EndOfChannel:
+        return None
 
 
 async def _reply_sse(

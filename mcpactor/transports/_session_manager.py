@@ -16,9 +16,15 @@
 # if nothing is left to do, one still busy is looked at again later. In each heap
 # deadlines are pushed in time order (the delay is the same for every session), so a
 # new entry never precedes the one the task sleeps until.
+#
+# The third timer ends the short waits of SSE writers that hold a priming event back
+# for the answer behind it (see _http_writer.py): a deque of (deadline, attachment), in
+# time order for the same reason. One timer for every writer, because a cancel scope
+# with a deadline per POST was, under load, the biggest cost SSE added to a request.
 
 from __future__ import annotations
 
+import collections
 import heapq
 import logging
 import secrets
@@ -30,6 +36,7 @@ import trio
 
 from ..runtime import SessionActor, SessionOptions
 from ..server import Server
+from ._attachment import Attachment
 from ._event_store import EventStore
 from ._http_sessions import HttpSession, SessionKind
 
@@ -41,6 +48,11 @@ _log = logging.getLogger("mcpactor.http")
 #: it: long enough that a client's next request in a burst finds it awake, short enough
 #: that idle sessions cost only their state
 SLEEP_AFTER: Final = 1.0
+#: seconds a priming event may wait for the answer behind it before it is sent alone
+COALESCE_SECONDS: Final = 0.005
+# The coalescing timer nudges what is due within this many seconds at once: under load a
+# wait is due every few microseconds, and one wake-up each would cost what it saves.
+_COALESCE_TICK: Final = 0.001
 
 
 class SessionLimitReached(Exception):
@@ -104,6 +116,8 @@ class SessionManager:
         self.sleep_after = SLEEP_AFTER
         self._sleep_deadlines: list[tuple[float, str]] = []
         self._sleep_watched = trio.Event()
+        self._coalescing: collections.deque[tuple[float, Attachment]] = collections.deque()
+        self._coalescing_watched = trio.Event()
 
     def statistics(self) -> ManagerStatistics:
         """Return how many sessions and connections are live right now."""
@@ -120,6 +134,7 @@ class SessionManager:
         async with trio.open_nursery() as manager:
             manager.start_soon(self._expire_idle_sessions)
             manager.start_soon(self._put_sessions_to_sleep)
+            manager.start_soon(self._end_coalescing_waits)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 task_status.started(self)
@@ -251,6 +266,25 @@ class SessionManager:
                     later.append((now + delay, session_id))  # still busy
             for entry in later:
                 heapq.heappush(deadlines, entry)
+
+    def nudge_later(self, attachment: Attachment) -> None:
+        """Nudge the writer of ``attachment`` once ``COALESCE_SECONDS`` have passed."""
+        self._coalescing.append((trio.current_time() + COALESCE_SECONDS, attachment))
+        if len(self._coalescing) == 1:
+            self._coalescing_watched.set()
+
+    async def _end_coalescing_waits(self) -> None:
+        waits = self._coalescing
+        while True:
+            if not waits:
+                await self._coalescing_watched.wait()
+                self._coalescing_watched = trio.Event()
+                continue
+            await trio.sleep_until(waits[0][0])
+            due = trio.current_time() + _COALESCE_TICK
+            while waits and waits[0][0] <= due:
+                # A writer whose answer came in time is not waiting: nudging it is nothing.
+                waits.popleft()[1].nudge()
 
     async def _expire_idle_sessions(self) -> None:
         deadlines = self._idle_deadlines

@@ -1,5 +1,5 @@
 """The queue between a session's router and one HTTP connection's writer, and the
-shortcut that routes a request's final JSON answer without the router."""
+shortcut that routes a request's final answer (JSON or SSE) without the router."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import pytest
 import trio
 import trio.testing
 
-from mcpactor.transports import HttpOptions
-from mcpactor.transports._attachment import _CAPACITY, Attachment
+from mcpactor.transports import EventStore, HttpOptions, MemoryEventStore
+from mcpactor.transports._attachment import _CAPACITY, Attachment, Item
 from mcpactor.transports._http_sessions import HttpSession
+from mcpactor.transports._session_manager import _COALESCE_TICK, COALESCE_SECONDS
+from mcpactor.transports.http import EventStoreStatistics, Replay
 
 from ._http_server import Probe, asgi_client, initialized, make_server
 
@@ -73,6 +75,67 @@ async def test_only_one_task_reads_at_a_time() -> None:
         with pytest.raises(trio.BusyResourceError):
             await queue.get()
         nursery.cancel_scope.cancel()
+
+
+async def test_a_nudge_ends_a_wait_unless_nudged_and_nothing_else() -> None:
+    queue = attachment()
+    got: list[Item | None] = []
+
+    async def read_unless_nudged() -> None:
+        got.append(await queue.get_unless_nudged())
+
+    async def read() -> None:
+        got.append(await queue.get())
+
+    queue.nudge()  # nobody waits: it is not kept for a later wait
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read_unless_nudged)
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == []
+        queue.nudge()
+    assert got == [None]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read)
+        await trio.testing.wait_all_tasks_blocked()
+        queue.nudge()  # a plain get waits on
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == [None]
+        queue.put_nowait((None, b"x", True))
+    assert got == [None, (None, b"x", True)]
+    # An item already there is taken, nudge or not.
+    queue.put_nowait(("1", b"y", False))
+    assert await queue.get_unless_nudged() == ("1", b"y", False)
+
+
+async def test_the_coalescing_timer_nudges_each_wait_once_its_window_is_over(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with asgi_client(make_server(Probe())) as (app, _):
+        start = trio.current_time()
+        ended: dict[str, tuple[float, Item | None]] = {}
+
+        async def hold_back(name: str, queue: Attachment, after: float) -> None:
+            await trio.sleep(after)
+            app.manager.nudge_later(queue)
+            got = await queue.get_unless_nudged()
+            ended[name] = (trio.current_time() - start, got)
+
+        answered = attachment()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hold_back, "first", attachment(), 0)
+            # Due within a tick of the first: nudged with it, a little early.
+            nursery.start_soon(hold_back, "close behind", attachment(), _COALESCE_TICK / 2)
+            nursery.start_soon(hold_back, "later", attachment(), 2 * _COALESCE_TICK)
+            nursery.start_soon(hold_back, "answered", answered, 0)
+            await trio.sleep(COALESCE_SECONDS / 2)
+            answered.put_nowait((None, b"answer", True))
+        assert ended == {
+            "first": (COALESCE_SECONDS, None),
+            "close behind": (COALESCE_SECONDS, None),
+            "later": (2 * _COALESCE_TICK + COALESCE_SECONDS, None),
+            "answered": (COALESCE_SECONDS / 2, (None, b"answer", True)),
+        }
+        app.manager.stop()
 
 
 async def test_a_full_queue_refuses_and_a_sender_waits_for_room() -> None:
@@ -207,4 +270,88 @@ async def test_an_answer_whose_client_left_is_forgotten() -> None:
         assert session.may_sleep()
         # Only the standalone stream is left: the answered one was forgotten.
         assert list(session._streams) == ["0"]
+        app.manager.stop()
+
+
+async def test_a_final_answer_on_an_sse_stream_skips_the_router(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = RouterCalls(monkeypatch)
+    options = HttpOptions(response_mode="sse")
+    async with asgi_client(make_server(Probe()), options=options) as (app, http):
+        client = await initialized(http)
+        before = calls.count
+        for a in range(3):
+            arguments = {"a": a, "b": 1}
+            response = await client.post(
+                client.request("tools/call", {"name": "add", "arguments": arguments})
+            )
+            assert response.content_type == "text/event-stream"
+            # Priming event and answer in one complete response.
+            assert "content-length" in response.headers
+            events = await response.events()
+            assert [event.data == "" for event in events] == [True, False]
+            assert events[1].message()["result"]["structuredContent"] == {"result": a + 1}
+        assert calls.count == before
+        # The answer went to the event store all the same: resuming replays it.
+        resumed = await client.get(last_event_id=events[0].id or "")
+        assert [event.message() for event in await resumed.events() if event.data] == [
+            events[1].message()
+        ]
+        app.manager.stop()
+
+
+class AwaitedStore(EventStore):
+    """An event store that must be awaited, as one shared between processes is."""
+
+    def __init__(self) -> None:
+        self.memory = MemoryEventStore()
+        self.forgotten: list[str] = []
+
+    async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
+        await trio.lowlevel.checkpoint()
+        return await self.memory.append(session_id, stream_id, data)
+
+    async def replay_after(self, session_id: str, event_id: str) -> Replay | None:
+        await trio.lowlevel.checkpoint()
+        return await self.memory.replay_after(session_id, event_id)
+
+    async def forget_stream(self, session_id: str, stream_id: str) -> None:
+        await trio.lowlevel.checkpoint()
+        self.forgotten.append(stream_id)
+        await self.memory.forget_stream(session_id, stream_id)
+
+    async def forget_session(self, session_id: str) -> None:
+        await trio.lowlevel.checkpoint()
+        await self.memory.forget_session(session_id)
+
+
+async def test_answers_take_the_router_when_the_event_store_must_be_awaited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = RouterCalls(monkeypatch)
+    store = AwaitedStore()
+    options = HttpOptions(response_mode="sse", event_store=store)
+    async with asgi_client(make_server(Probe()), options=options) as (app, http):
+        client = await initialized(http)
+        before = calls.count
+        answers = 20  # more than a session retains finished streams of
+        for a in range(answers):
+            arguments = {"a": a, "b": 1}
+            response = await client.post(
+                client.request("tools/call", {"name": "add", "arguments": arguments})
+            )
+            events = await response.events()
+            assert events[0].data == ""
+            assert events[1].message()["result"]["structuredContent"] == {"result": a + 1}
+        assert calls.count == before + answers
+        await trio.testing.wait_all_tasks_blocked()
+        # Only the newest 16 finished streams are kept (initialize's was the first): the
+        # rest were forgotten, awaited.
+        assert store.forgotten == [str(stream) for stream in range(1, answers + 1 - 16 + 1)]
+        assert store.memory.statistics() == EventStoreStatistics(streams=16, events=32)
+        resumed = await client.get(last_event_id=events[0].id or "")
+        assert [event.message() for event in await resumed.events() if event.data] == [
+            events[1].message()
+        ]
         app.manager.stop()
