@@ -3,18 +3,21 @@ shortcut that routes a request's final answer (JSON or SSE) without the router."
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
-from mcpactor.transports import EventStore, HttpOptions, MemoryEventStore
+from mcpactor.transports import EventStore, HttpOptions, McpHttpApp, MemoryEventStore
 from mcpactor.transports._attachment import _CAPACITY, Attachment, Item
 from mcpactor.transports._http_sessions import HttpSession
 from mcpactor.transports._session_manager import _COALESCE_TICK, COALESCE_SECONDS
 from mcpactor.transports.http import EventStoreStatistics, Replay
 
+from ._http_client import McpClient, SseEvent
 from ._http_server import Probe, asgi_client, initialized, make_server
 
 
@@ -273,32 +276,48 @@ async def test_an_answer_whose_client_left_is_forgotten() -> None:
         app.manager.stop()
 
 
+@contextlib.asynccontextmanager
+async def sse_client(
+    monkeypatch: pytest.MonkeyPatch, store: EventStore | None = None
+) -> AsyncIterator[tuple[McpHttpApp, McpClient, RouterCalls]]:
+    """An initialized client of an app answering in SSE, and the router's calls counted."""
+    calls = RouterCalls(monkeypatch)
+    options = HttpOptions(response_mode="sse", event_store=store)
+    async with asgi_client(make_server(Probe()), options=options) as (app, http):
+        yield app, await initialized(http), calls
+        app.manager.stop()
+
+
+async def add_over_sse(client: McpClient, a: int) -> list[SseEvent]:
+    """Call ``add`` and check its answer: a priming event, then the result."""
+    response = await client.post(
+        client.request("tools/call", {"name": "add", "arguments": {"a": a, "b": 1}})
+    )
+    assert response.content_type == "text/event-stream"
+    events = await response.events()
+    assert [event.data == "" for event in events] == [True, False]
+    assert events[1].message()["result"]["structuredContent"] == {"result": a + 1}
+    # Priming event and answer in one complete response.
+    assert "content-length" in response.headers
+    return events
+
+
+async def resumed_messages(client: McpClient, last_event_id: str | None) -> list[Any]:
+    """The messages a GET resuming after ``last_event_id`` replays."""
+    resumed = await client.get(last_event_id=last_event_id or "")
+    return [event.message() for event in await resumed.events() if event.data]
+
+
 async def test_a_final_answer_on_an_sse_stream_skips_the_router(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls = RouterCalls(monkeypatch)
-    options = HttpOptions(response_mode="sse")
-    async with asgi_client(make_server(Probe()), options=options) as (app, http):
-        client = await initialized(http)
+    async with sse_client(monkeypatch) as (_, client, calls):
         before = calls.count
         for a in range(3):
-            arguments = {"a": a, "b": 1}
-            response = await client.post(
-                client.request("tools/call", {"name": "add", "arguments": arguments})
-            )
-            assert response.content_type == "text/event-stream"
-            # Priming event and answer in one complete response.
-            assert "content-length" in response.headers
-            events = await response.events()
-            assert [event.data == "" for event in events] == [True, False]
-            assert events[1].message()["result"]["structuredContent"] == {"result": a + 1}
+            events = await add_over_sse(client, a)
         assert calls.count == before
         # The answer went to the event store all the same: resuming replays it.
-        resumed = await client.get(last_event_id=events[0].id or "")
-        assert [event.message() for event in await resumed.events() if event.data] == [
-            events[1].message()
-        ]
-        app.manager.stop()
+        assert await resumed_messages(client, events[0].id) == [events[1].message()]
 
 
 class AwaitedStore(EventStore):
@@ -329,29 +348,16 @@ class AwaitedStore(EventStore):
 async def test_answers_take_the_router_when_the_event_store_must_be_awaited(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls = RouterCalls(monkeypatch)
     store = AwaitedStore()
-    options = HttpOptions(response_mode="sse", event_store=store)
-    async with asgi_client(make_server(Probe()), options=options) as (app, http):
-        client = await initialized(http)
+    async with sse_client(monkeypatch, store) as (_, client, calls):
         before = calls.count
         answers = 20  # more than a session retains finished streams of
         for a in range(answers):
-            arguments = {"a": a, "b": 1}
-            response = await client.post(
-                client.request("tools/call", {"name": "add", "arguments": arguments})
-            )
-            events = await response.events()
-            assert events[0].data == ""
-            assert events[1].message()["result"]["structuredContent"] == {"result": a + 1}
+            events = await add_over_sse(client, a)
         assert calls.count == before + answers
         await trio.testing.wait_all_tasks_blocked()
         # Only the newest 16 finished streams are kept (initialize's was the first): the
         # rest were forgotten, awaited.
         assert store.forgotten == [str(stream) for stream in range(1, answers + 1 - 16 + 1)]
         assert store.memory.statistics() == EventStoreStatistics(streams=16, events=32)
-        resumed = await client.get(last_event_id=events[0].id or "")
-        assert [event.message() for event in await resumed.events() if event.data] == [
-            events[1].message()
-        ]
-        app.manager.stop()
+        assert await resumed_messages(client, events[0].id) == [events[1].message()]
