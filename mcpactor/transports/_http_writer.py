@@ -6,9 +6,11 @@
 # for the item behind it: when that is the final answer, as it is for most requests,
 # priming event and answer go out as one complete text/event-stream response, which
 # costs the HTTP server what a JSON answer costs (no chunked body, no disconnect watch).
+# So does a stream whose first item is its last (revisions without priming events).
 # GET streams start as SSE at once, with what the session replays for them first.
 # While SSE flows, a task watches for the client leaving and cancels the writer; either
-# way the session hears through ``release`` that this connection is done.
+# way the session hears through ``release`` that this connection is done. A streamed
+# body ends in the write that carries the stream's last item.
 
 from __future__ import annotations
 
@@ -50,6 +52,10 @@ async def write_stream(
                 first = None
             if first is not None and first[0] is None and first[2] and first[1]:
                 await reply(send, 200, first[1], headers)
+                return
+            if first is not None and first[2] and not preamble and not attachment.replay:
+                # The stream's one event (a revision without priming events): complete.
+                await _reply_sse(send, attachment, headers, [first], retry_ms)
                 return
             if first is None and json_only:
                 # Over before it began (the request was cancelled): nothing to say, and
@@ -143,6 +149,11 @@ async def _write_sse(
                     chunk.append(_sse.message_event(item[1], event_id, retry_ms=retry_ms))
                     if event_id is not None:
                         stream.delivered = event_id
+                if item[2]:
+                    # The stream's last item: the end of the body goes in the same write.
+                    body = b"".join(chunk)
+                    await send({"type": "http.response.body", "body": body, "more_body": False})
+                    return
                 if len(chunk) >= _MAX_CHUNK_EVENTS:
                     break
                 try:

@@ -95,6 +95,8 @@ class Response:
         self._disconnect = disconnect
         self._parser = SseParser()
         self._pending: list[SseEvent] = []
+        #: the body of the app's last ASGI message, once it came (in-process client only)
+        self.last_body: list[bytes] = []
 
     @property
     def content_type(self) -> str:
@@ -179,6 +181,7 @@ class AsgiClient:
             start = await from_app_receive.receive()
         assert start["type"] == "http.response.start", start
         chunks_send, chunks_receive = trio.open_memory_channel[bytes](math.inf)
+        last_body: list[bytes] = []
 
         async def pump() -> None:
             async with chunks_send:
@@ -187,6 +190,7 @@ class AsgiClient:
                     with contextlib.suppress(trio.BrokenResourceError):
                         chunks_send.send_nowait(message.get("body", b""))
                     if not message.get("more_body", False):
+                        last_body.append(message.get("body", b""))
                         return
 
         self.nursery.start_soon(pump)
@@ -196,7 +200,9 @@ class AsgiClient:
             chunks_receive.close()
 
         response_headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
-        return Response(start["status"], response_headers, chunks_receive, disconnect)
+        response = Response(start["status"], response_headers, chunks_receive, disconnect)
+        response.last_body = last_body
+        return response
 
 
 class SocketClient:

@@ -113,6 +113,34 @@ async def test_older_sessions_get_no_priming_event(probe: Probe) -> None:
         assert len(events) == 2
 
 
+async def test_an_older_session_gets_a_lone_answer_as_one_complete_event(
+    probe: Probe,
+) -> None:
+    options = HttpOptions(response_mode="sse")
+    async with asgi_client(make_server(probe), options=options) as (_, http):
+        client = await initialized(http, "2025-06-18")
+        response = await client.post(client.request("ping"))
+        assert response.content_type == "text/event-stream"
+        assert "content-length" in response.headers  # not a chunked stream
+        events = await response.events()
+        assert [event.message() for event in events] == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+        assert events[0].id is not None
+
+
+async def test_a_streamed_answer_ends_the_body_in_the_same_write(probe: Probe) -> None:
+    async with asgi_client(make_server(probe)) as (_, http):
+        client = await initialized(http)
+        request = client.request(
+            "tools/call",
+            {"name": "count", "arguments": {"steps": 2}, "_meta": {"progressToken": 1}},
+        )
+        response = await client.post(request)
+        messages = await response.messages()
+        assert messages[-1]["id"] == request["id"]
+        # The answer's event came with the end of the body, not before an empty end.
+        assert b'"counted 2"' in response.last_body[0]
+
+
 async def test_sse_mode_answers_every_request_with_a_stream(probe: Probe) -> None:
     async with asgi_client(make_server(probe), options=HttpOptions(response_mode="sse")) as (
         _,
