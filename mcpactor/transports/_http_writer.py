@@ -6,7 +6,8 @@
 # for the item behind it: when that is the final answer, as it is for most requests,
 # priming event and answer go out as one complete text/event-stream response, which
 # costs the HTTP server what a JSON answer costs (no chunked body, no disconnect watch).
-# So does a stream whose first item is its last (revisions without priming events).
+# So does an SSE stream whose first item is its last (no priming event: a revision
+# without them, or a stateless server).
 # GET streams start as SSE at once, with what the session replays for them first.
 # While SSE flows, a task watches for the client leaving and cancels the writer; either
 # way the session hears through ``release`` that this connection is done. A streamed
@@ -50,11 +51,12 @@ async def write_stream(
                 first = await attachment.get()
             except trio.EndOfChannel:
                 first = None
-            if first is not None and first[0] is None and first[2] and first[1]:
+            if first is not None and first[2] and not attachment.stream.sse:
                 await reply(send, 200, first[1], headers)
                 return
             if first is not None and first[2] and not preamble and not attachment.replay:
-                # The stream's one event (a revision without priming events): complete.
+                # The stream's one event (no priming event: an older revision, or no
+                # session to resume): one complete response.
                 await _reply_sse(send, attachment, headers, [first], retry_ms)
                 return
             if first is None and json_only:

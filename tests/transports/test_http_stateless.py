@@ -79,6 +79,20 @@ async def test_progress_streams_and_client_requests_are_refused(probe: Probe) ->
         assert "stateless mode" in text
 
 
+async def test_sse_mode_answers_with_a_stream_here_too(probe: Probe) -> None:
+    options = HttpOptions(stateless=True, response_mode="sse")
+    async with asgi_client(make_server(probe), options=options) as (_, http):
+        client = McpClient(http)
+        client.protocol_version = "2025-11-25"
+        response = await client.post(
+            client.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+        )
+        assert response.content_type == "text/event-stream"
+        events = await response.events()
+        assert [event.id for event in events] == [None]
+        assert events[0].message()["result"]["structuredContent"] == {"result": 3}
+
+
 async def test_sessions_only_methods_and_notifications(probe: Probe) -> None:
     async with asgi_client(make_server(probe), options=STATELESS) as (app, http):
         client = McpClient(http)
