@@ -42,6 +42,7 @@ class Attachment:
         "_abandoned",
         "_ended",
         "_items",
+        "_nudge_ticket",
         "_nudgeable",
         "_nudged",
         "_reader",
@@ -63,9 +64,11 @@ class Attachment:
         self._room: trio.lowlevel.ParkingLot | None = None
         self._ended = False
         self._abandoned = False
-        # The reader waits in get_unless_nudged; nudge() came while it did.
+        # The reader waits in get_unless_nudged; nudge() came while it did; the ticket
+        # a nudge must bring (the newest from arm_nudge: older ones are spent).
         self._nudgeable = False
         self._nudged = False
+        self._nudge_ticket = 0
 
     # --- the session's side ---------------------------------------------------------
 
@@ -141,15 +144,13 @@ class Attachment:
             await trio.lowlevel.wait_task_rescheduled(self._abort_get)
 
     async def get_unless_nudged(self) -> Item | None:
-        """Like ``get``, but return None if ``nudge`` is called before an item comes."""
-        self._nudged = False  # a nudge that came while an earlier call waited is spent
+        """Like ``get``, but None once a ``nudge`` with the newest ticket came (and no item)."""
         while True:
             try:
                 return self.get_nowait()
             except trio.WouldBlock:
                 pass
             if self._nudged:
-                self._nudged = False
                 return None
             if self._reader is not None:
                 raise trio.BusyResourceError("another task is reading this stream")
@@ -160,10 +161,18 @@ class Attachment:
             finally:
                 self._nudgeable = False
 
-    def nudge(self) -> None:
-        """End the reader's wait in ``get_unless_nudged``; nothing if it is not in one."""
-        if self._nudgeable and self._reader is not None:
-            self._nudged = True
+    def arm_nudge(self) -> int:
+        """Return the ticket a later ``nudge`` must bring; earlier tickets stop counting."""
+        self._nudge_ticket += 1
+        self._nudged = False
+        return self._nudge_ticket
+
+    def nudge(self, ticket: int) -> None:
+        """Make ``get_unless_nudged`` give None, ending a wait in it, if ``ticket`` is newest."""
+        if ticket != self._nudge_ticket:
+            return
+        self._nudged = True
+        if self._nudgeable:
             self._wake_reader()
 
     def abandon(self) -> None:

@@ -10,11 +10,16 @@
 # without them, or a stateless server).
 # GET streams start as SSE at once, with what the session replays for them first.
 # While SSE flows, a task watches for the client leaving and cancels the writer; either
-# way the session hears through ``release`` that this connection is done. A streamed
-# body ends in the write that carries the stream's last item.
+# way the session hears through ``release`` that this connection is done. A POST's
+# stream starts that watch only after WATCH_AFTER seconds (the session manager's timer
+# says when): the watch is a task in a nursery of its own, which cost more than the
+# rest of a short streamed call, and a client that leaves such a call loses nothing it
+# could not resume. A streamed body ends in the write that carries the stream's last
+# item.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import trio
@@ -72,10 +77,21 @@ async def write_stream(
                 if second[2]:
                     await _reply_sse(send, attachment, headers, items, retry_ms)
                     return
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
-            await _write_sse(send, attachment, headers, items, preamble, retry_ms)
-            nursery.cancel_scope.cancel()
+        try:
+            if not started:
+                # A POST's stream: most end within WATCH_AFTER, so it starts unwatched.
+                await _open_sse(send, attachment, headers, items, preamble, retry_ms)
+                session.manager.watch_delay.nudge_later(attachment)
+                if await _write_items(send, attachment, retry_ms, attachment.get_unless_nudged):
+                    return
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
+                if started:
+                    await _open_sse(send, attachment, headers, items, preamble, retry_ms)
+                await _write_items(send, attachment, retry_ms, attachment.get)
+                nursery.cancel_scope.cancel()
+        finally:
+            attachment.abandon()
     finally:
         if not session.release_now(attachment):
             with trio.CancelScope(shield=True):
@@ -90,7 +106,7 @@ async def _next_soon(session: HttpSession, attachment: Attachment) -> Item | Non
         pass
     except trio.EndOfChannel:
         return None
-    session.manager.nudge_later(attachment)
+    session.manager.coalescing.nudge_later(attachment)
     try:
         return await attachment.get_unless_nudged()
     except trio.EndOfChannel:
@@ -120,7 +136,7 @@ async def _reply_sse(
     )
 
 
-async def _write_sse(
+async def _open_sse(
     send: Send,
     attachment: Attachment,
     headers: list[tuple[bytes, bytes]],
@@ -128,8 +144,8 @@ async def _write_sse(
     preamble: bytes,
     retry_ms: int,
 ) -> None:
+    # Start the response, with what comes before the live items in its first write.
     stream = attachment.stream
-    skip = attachment.skip
     await start_sse(send, headers)
     chunk = [preamble] if preamble else []
     for replayed_id, data in attachment.replay:
@@ -141,29 +157,44 @@ async def _write_sse(
             stream.delivered = event_id
     if chunk:
         await send_body(send, b"".join(chunk))
-    try:
-        async for item in attachment:
-            # Whatever else is queued already goes out in the same write.
-            chunk = []
-            while True:
-                event_id = item[0]
-                if event_id is None or event_id not in skip:
-                    chunk.append(_sse.message_event(item[1], event_id, retry_ms=retry_ms))
-                    if event_id is not None:
-                        stream.delivered = event_id
-                if item[2]:
-                    # The stream's last item: the end of the body goes in the same write.
-                    body = b"".join(chunk)
-                    await send({"type": "http.response.body", "body": body, "more_body": False})
-                    return
-                if len(chunk) >= _MAX_CHUNK_EVENTS:
-                    break
-                try:
-                    item = attachment.get_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-            if chunk:
-                await send_body(send, b"".join(chunk))
-    finally:
-        attachment.abandon()
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _write_items(
+    send: Send,
+    attachment: Attachment,
+    retry_ms: int,
+    next_item: Callable[[], Awaitable[Item | None]],
+) -> bool:
+    # Write items as they come; True once the response is over, False if next_item
+    # gave None (the writer is to go on in another way).
+    stream = attachment.stream
+    skip = attachment.skip
+    while True:
+        try:
+            item = await next_item()
+        except trio.EndOfChannel:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return True
+        if item is None:
+            return False
+        # Whatever else is queued already goes out in the same write.
+        chunk = []
+        while True:
+            event_id = item[0]
+            if event_id is None or event_id not in skip:
+                chunk.append(_sse.message_event(item[1], event_id, retry_ms=retry_ms))
+                if event_id is not None:
+                    stream.delivered = event_id
+            if item[2]:
+                # The stream's last item: the end of the body goes in the same write.
+                body = b"".join(chunk)
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+                return True
+            if len(chunk) >= _MAX_CHUNK_EVENTS:
+                break
+            try:
+                item = attachment.get_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+        if chunk:
+            await send_body(send, b"".join(chunk))

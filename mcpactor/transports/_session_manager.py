@@ -17,10 +17,12 @@
 # deadlines are pushed in time order (the delay is the same for every session), so a
 # new entry never precedes the one the task sleeps until.
 #
-# The third timer ends the short waits of SSE writers that hold a priming event back
-# for the answer behind it (see _http_writer.py): a deque of (deadline, attachment), in
-# time order for the same reason. One timer for every writer, because a cancel scope
-# with a deadline per POST was, under load, the biggest cost SSE added to a request.
+# Two more timers end waits of SSE writers (see _http_writer.py): the short one of a
+# priming event held back for the answer behind it, and the longer one before a
+# streamed POST starts watching for its client leaving. Each is a deque of (deadline,
+# attachment, ticket), in time order for the same reason. One timer for every writer,
+# because a cancel scope with a deadline per POST was, under load, the biggest cost SSE
+# added to a request.
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ from ._attachment import Attachment
 from ._event_store import EventStore
 from ._http_sessions import HttpSession, SessionKind
 
-__all__ = ["ManagerStatistics", "SessionLimitReached", "SessionManager"]
+__all__ = ["ManagerStatistics", "NudgeTimer", "SessionLimitReached", "SessionManager"]
 
 _log = logging.getLogger("mcpactor.http")
 
@@ -50,9 +52,42 @@ _log = logging.getLogger("mcpactor.http")
 SLEEP_AFTER: Final = 1.0
 #: seconds a priming event may wait for the answer behind it before it is sent alone
 COALESCE_SECONDS: Final = 0.005
-# The coalescing timer nudges what is due within this many seconds at once: under load a
-# wait is due every few microseconds, and one wake-up each would cost what it saves.
-_COALESCE_TICK: Final = 0.001
+#: seconds a streamed POST runs before it watches for its client leaving
+WATCH_AFTER: Final = 2.0
+# A nudge timer nudges what is due within this many seconds at once: under load a wait
+# is due every few microseconds, and one wake-up each would cost what it saves.
+_NUDGE_TICK: Final = 0.001
+
+
+class NudgeTimer:
+    """Nudges writers a fixed delay after they ask, with one timer for all of them."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self._waits: collections.deque[tuple[float, Attachment, int]] = collections.deque()
+        self._watched = trio.Event()
+
+    def nudge_later(self, attachment: Attachment) -> None:
+        """Nudge the writer of ``attachment`` once ``delay`` seconds have passed."""
+        ticket = attachment.arm_nudge()
+        self._waits.append((trio.current_time() + self.delay, attachment, ticket))
+        if len(self._waits) == 1:
+            self._watched.set()
+
+    async def run(self) -> None:
+        """Nudge what falls due, for ever."""
+        waits = self._waits
+        while True:
+            if not waits:
+                await self._watched.wait()
+                self._watched = trio.Event()
+                continue
+            await trio.sleep_until(waits[0][0])
+            due = trio.current_time() + _NUDGE_TICK
+            while waits and waits[0][0] <= due:
+                # A writer whose item came in time is not waiting: nudging it is nothing.
+                _, attachment, ticket = waits.popleft()
+                attachment.nudge(ticket)
 
 
 class SessionLimitReached(Exception):
@@ -116,8 +151,10 @@ class SessionManager:
         self.sleep_after = SLEEP_AFTER
         self._sleep_deadlines: list[tuple[float, str]] = []
         self._sleep_watched = trio.Event()
-        self._coalescing: collections.deque[tuple[float, Attachment]] = collections.deque()
-        self._coalescing_watched = trio.Event()
+        #: ends a priming event's wait for the answer behind it
+        self.coalescing = NudgeTimer(COALESCE_SECONDS)
+        #: ends a streamed POST's time without a watch for its client leaving
+        self.watch_delay = NudgeTimer(WATCH_AFTER)
 
     def statistics(self) -> ManagerStatistics:
         """Return how many sessions and connections are live right now."""
@@ -134,7 +171,8 @@ class SessionManager:
         async with trio.open_nursery() as manager:
             manager.start_soon(self._expire_idle_sessions)
             manager.start_soon(self._put_sessions_to_sleep)
-            manager.start_soon(self._end_coalescing_waits)
+            manager.start_soon(self.coalescing.run)
+            manager.start_soon(self.watch_delay.run)
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 task_status.started(self)
@@ -266,25 +304,6 @@ class SessionManager:
                     later.append((now + delay, session_id))  # still busy
             for entry in later:
                 heapq.heappush(deadlines, entry)
-
-    def nudge_later(self, attachment: Attachment) -> None:
-        """Nudge the writer of ``attachment`` once ``COALESCE_SECONDS`` have passed."""
-        self._coalescing.append((trio.current_time() + COALESCE_SECONDS, attachment))
-        if len(self._coalescing) == 1:
-            self._coalescing_watched.set()
-
-    async def _end_coalescing_waits(self) -> None:
-        waits = self._coalescing
-        while True:
-            if not waits:
-                await self._coalescing_watched.wait()
-                self._coalescing_watched = trio.Event()
-                continue
-            await trio.sleep_until(waits[0][0])
-            due = trio.current_time() + _COALESCE_TICK
-            while waits and waits[0][0] <= due:
-                # A writer whose answer came in time is not waiting: nudging it is nothing.
-                waits.popleft()[1].nudge()
 
     async def _expire_idle_sessions(self) -> None:
         deadlines = self._idle_deadlines

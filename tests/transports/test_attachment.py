@@ -14,7 +14,7 @@ import trio.testing
 from mcpactor.transports import EventStore, HttpOptions, McpHttpApp, MemoryEventStore
 from mcpactor.transports._attachment import _CAPACITY, Attachment, Item
 from mcpactor.transports._http_sessions import HttpSession
-from mcpactor.transports._session_manager import _COALESCE_TICK, COALESCE_SECONDS
+from mcpactor.transports._session_manager import _NUDGE_TICK, COALESCE_SECONDS
 from mcpactor.transports.http import EventStoreStatistics, Replay
 
 from ._http_client import McpClient, SseEvent
@@ -80,7 +80,7 @@ async def test_only_one_task_reads_at_a_time() -> None:
         nursery.cancel_scope.cancel()
 
 
-async def test_a_nudge_ends_a_wait_unless_nudged_and_nothing_else() -> None:
+async def test_a_nudge_with_the_newest_ticket_ends_a_wait_unless_nudged() -> None:
     queue = attachment()
     got: list[Item | None] = []
 
@@ -90,36 +90,43 @@ async def test_a_nudge_ends_a_wait_unless_nudged_and_nothing_else() -> None:
     async def read() -> None:
         got.append(await queue.get())
 
-    queue.nudge()  # nobody waits: it is not kept for a later wait
+    stale = queue.arm_nudge()
+    ticket = queue.arm_nudge()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(read_unless_nudged)
         await trio.testing.wait_all_tasks_blocked()
+        queue.nudge(stale)  # an older wait's nudge: spent
+        await trio.testing.wait_all_tasks_blocked()
         assert got == []
-        queue.nudge()
+        queue.nudge(ticket)
     assert got == [None]
+    # A nudge counts until the next ticket, waiting or not; an item queued comes first.
+    queue.put_nowait(("1", b"y", False))
+    assert await queue.get_unless_nudged() == ("1", b"y", False)
+    assert await queue.get_unless_nudged() is None
+    ticket = queue.arm_nudge()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(read)
         await trio.testing.wait_all_tasks_blocked()
-        queue.nudge()  # a plain get waits on
+        queue.nudge(ticket)  # a plain get waits on
         await trio.testing.wait_all_tasks_blocked()
         assert got == [None]
         queue.put_nowait((None, b"x", True))
     assert got == [None, (None, b"x", True)]
-    # An item already there is taken, nudge or not.
-    queue.put_nowait(("1", b"y", False))
-    assert await queue.get_unless_nudged() == ("1", b"y", False)
+    assert await queue.get_unless_nudged() is None
 
 
-async def test_the_coalescing_timer_nudges_each_wait_once_its_window_is_over(
+async def test_a_nudge_timer_nudges_each_wait_once_its_delay_is_over(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with asgi_client(make_server(Probe())) as (app, _):
+        timer = app.manager.coalescing
         start = trio.current_time()
         ended: dict[str, tuple[float, Item | None]] = {}
 
         async def hold_back(name: str, queue: Attachment, after: float) -> None:
             await trio.sleep(after)
-            app.manager.nudge_later(queue)
+            timer.nudge_later(queue)
             got = await queue.get_unless_nudged()
             ended[name] = (trio.current_time() - start, got)
 
@@ -127,15 +134,15 @@ async def test_the_coalescing_timer_nudges_each_wait_once_its_window_is_over(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(hold_back, "first", attachment(), 0)
             # Due within a tick of the first: nudged with it, a little early.
-            nursery.start_soon(hold_back, "close behind", attachment(), _COALESCE_TICK / 2)
-            nursery.start_soon(hold_back, "later", attachment(), 2 * _COALESCE_TICK)
+            nursery.start_soon(hold_back, "close behind", attachment(), _NUDGE_TICK / 2)
+            nursery.start_soon(hold_back, "later", attachment(), 2 * _NUDGE_TICK)
             nursery.start_soon(hold_back, "answered", answered, 0)
             await trio.sleep(COALESCE_SECONDS / 2)
             answered.put_nowait((None, b"answer", True))
         assert ended == {
             "first": (COALESCE_SECONDS, None),
             "close behind": (COALESCE_SECONDS, None),
-            "later": (2 * _COALESCE_TICK + COALESCE_SECONDS, None),
+            "later": (2 * _NUDGE_TICK + COALESCE_SECONDS, None),
             "answered": (COALESCE_SECONDS / 2, (None, b"answer", True)),
         }
         app.manager.stop()

@@ -10,7 +10,9 @@ import trio
 import trio.testing
 
 from mcpactor.runtime import Outbound, SessionActor
-from mcpactor.transports import HttpOptions
+from mcpactor.transports import HttpOptions, _http_writer
+from mcpactor.transports._asgi import Receive
+from mcpactor.transports._session_manager import WATCH_AFTER
 
 from ..spec_schema import check_server_message
 from ._http_client import McpClient, read_reply, start_post
@@ -269,6 +271,46 @@ async def test_cancelled_notification_cancels_the_handler_and_ends_its_stream(
         session = app.manager.get(client.session_id or "")
         assert session is not None
         assert session.actor.statistics().requests_in_flight == 0
+
+
+async def test_a_streamed_post_watches_for_its_client_leaving_only_after_a_while(
+    probe: Probe, mock_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watches: list[float] = []
+    watch = _http_writer.cancel_on_disconnect
+
+    async def counted(receive: Receive, scope: trio.CancelScope) -> None:
+        watches.append(trio.current_time())
+        await watch(receive, scope)
+
+    monkeypatch.setattr(_http_writer, "cancel_on_disconnect", counted)
+    async with asgi_client(make_server(probe)) as (app, http):
+        client = await initialized(http)
+        # A short streamed call never starts a watch.
+        streamed = await client.post(
+            client.request(
+                "tools/call",
+                {"name": "count", "arguments": {"steps": 2}, "_meta": {"progressToken": 1}},
+            )
+        )
+        assert (await streamed.messages())[-1]["result"]["content"][0]["text"] == "counted 2"
+        assert watches == []
+        # A long one whose client leaves: noticed once the watch starts.
+        stream = await client.post(client.request("tools/call", _HOLD))
+        assert (await stream.next_event()) is not None  # priming
+        assert (await stream.next_event()) is not None  # progress
+        start = trio.current_time()
+        await stream.disconnect()
+        await trio.testing.wait_all_tasks_blocked()
+        assert app.manager.statistics().connections == 1
+        mock_clock.jump(WATCH_AFTER)
+        await trio.testing.wait_all_tasks_blocked()
+        assert watches == [start + WATCH_AFTER]
+        assert app.manager.statistics().connections == 0
+        assert not probe.finished.is_set()  # a disconnect is not a cancellation
+        probe.release.set()
+        await probe.finished.wait()
+        app.manager.stop()
 
 
 async def test_a_dropped_post_keeps_running_and_replays_once(probe: Probe) -> None:
