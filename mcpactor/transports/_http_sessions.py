@@ -664,10 +664,14 @@ class HttpSession:
         stream = self._by_request.get(related)
         if stream is None or len(stream.pending) != 1:
             return False
-        if stream.sse:
-            return self._route_event_now(stream, related, payload)
         conn = stream.conn
-        if conn is not None:
+        if stream.sse:
+            event = self._final_event_now(stream, payload)
+            if event is None:
+                return False
+            assert conn is not None  # there is an event only for a connection
+            conn.put_nowait(event)
+        elif conn is not None:
             try:
                 conn.put_nowait((None, orjson.dumps(payload), True))
             except trio.WouldBlock:
@@ -686,13 +690,13 @@ class HttpSession:
             self._forget_now(stream)
         return True
 
-    def _route_event_now(self, stream: _Stream, related: RequestId, payload: JSONValue) -> bool:
-        # An SSE stream's final answer, as its last event: only to a connection that takes
-        # it now, with an id from a store that gives one now (the router would store it
-        # again otherwise).
+    def _final_event_now(self, stream: _Stream, payload: JSONValue) -> Item | None:
+        # An SSE stream's final answer as its last event, stored: only for a connection
+        # that takes it now, and from a store that gives an id now (the router would
+        # store it again otherwise). None if the answer must take the router.
         conn = stream.conn
         if conn is None or not conn.takes_now:
-            return False
+            return None
         data = orjson.dumps(payload)
         event_id = None
         if self.resumable:
@@ -700,14 +704,8 @@ class HttpSession:
             data = bytes(memoryview(data))  # exact size, as in _deliver
             event_id = self.manager.event_store.append_now(self.id, stream.id, data)
             if event_id is None:
-                return False
-        conn.put_nowait((event_id, data, True))
-        del self._by_request[related]
-        stream.pending.clear()
-        stream.complete = True
-        self.touch()
-        self._detach(stream, conn)
-        return True
+                return None
+        return (event_id, data, True)
 
     def _stream_of_batch(self, payload: list[JSONValue]) -> _Stream | None:
         for request_id in _response_ids(payload):
