@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-PLOT = Path(__file__).resolve().parent.parent / "bench" / "plot_scaling.py"
+from .bench_scripts import load_bench_script
+
 SVG = "{http://www.w3.org/2000/svg}"
 
 
 def load_plot() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("plot_scaling", PLOT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("plot_scaling.py", "plot_scaling")
 
 
 def record(target: str, test: str, rps: float, cpu: float) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -14,6 +13,7 @@ import trio
 
 from mcpactor.transports import serve_http
 
+from .bench_scripts import load_bench_script
 from .spec_schema import check_server_message
 from .transports._http_client import McpClient, SocketClient
 
@@ -33,12 +33,7 @@ TOOLS = {"echo", "echo_sync", "add", "sleep", "progress"}
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mcpactor_bench_server", BENCH_SERVER)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script(BENCH_SERVER.name, "mcpactor_bench_server")
 
 
 def test_the_bench_server_registers_the_contract(bench: ModuleType) -> None:
