@@ -397,6 +397,24 @@ class ServerSession:
             result["instructions"] = self._instructions
         return _result(request.id, result)
 
+    def adopt(self, protocol_version: str, client_info: JSONObject | None = None) -> Negotiated:
+        """Operate at ``protocol_version`` without a handshake; return what is negotiated.
+
+        For requests that carry their revision themselves (stateless HTTP, and later a
+        2026-07-28 envelope): the client declared no capabilities, and the session is
+        operating at once, as after ``initialize`` and ``notifications/initialized``.
+
+        Raises:
+            LocalProtocolError: the session has been initialized already, or closed.
+        """
+        if self.phase is not Phase.AWAITING_INITIALIZE:
+            raise LocalProtocolError(f"cannot adopt a revision while {self.phase.value}")
+        revision = negotiate(protocol_version, self._supported)
+        self.negotiated = Negotiated(revision, {}, client_info)
+        self.server_capabilities = self._capabilities(revision)
+        self.phase = Phase.OPERATING
+        return self.negotiated
+
     def _set_level(self, request: Request) -> JSONValue:
         level = (request.params or {}).get("level")
         if not isinstance(level, str) or level not in _LOG_RANK:

@@ -343,9 +343,44 @@ class SessionActor:
             self._nursery = None
             if final:
                 self.close()
-            processes, self._processes = self._processes, None
-            if processes is not None:
-                await processes.aclose()
+            await self.close_processes()
+
+    def serve_in(self, nursery: trio.Nursery, outbox: Outbox) -> None:
+        """Serve without a task of the actor's own: requests start in ``nursery``.
+
+        For an owner whose session lasts one exchange (stateless HTTP): it hands every
+        message to ``receive_now``, which never declines here, what the session sends
+        goes to ``outbox``, and ``retire`` ends it. Nothing is registered with the Server:
+        such a session has nobody to tell about changes.
+        """
+        self._outbox = outbox
+        self._starts = current_start_gate()
+        self._nursery = nursery
+
+    def retire(self, grace: float) -> bool:
+        """Take no more requests; cancel those still running after ``grace`` seconds.
+
+        For an actor that ``serve_in`` started. Returns whether nothing is running (the
+        owner may close it now); otherwise ``wait_idle`` tells when it may.
+        """
+        self._closing = True
+        if not self._serving:
+            return True
+        deadline = trio.current_time() + grace
+        for scope in self._scopes.values():
+            scope.deadline = min(scope.deadline, deadline)
+        return False
+
+    @property
+    def has_processes(self) -> bool:
+        """Whether the session started worker processes of its own (``close_processes``)."""
+        return self._processes is not None
+
+    async def close_processes(self) -> None:
+        """Stop the session's own worker processes, if it started any."""
+        processes, self._processes = self._processes, None
+        if processes is not None:
+            await processes.aclose()
 
     async def _wind_down(self) -> None:
         self._closing = True

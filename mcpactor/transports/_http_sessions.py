@@ -21,7 +21,12 @@
 # that, then finds the session asleep. Server change notices for a sleeping session are
 # kept by the actor and sent when it next wakes — to a GET, which always wakes it, or
 # to the event store. Legacy SSE and WebSocket sessions stay awake while their one
-# connection lasts; a stateless session lives for one POST, awake only if it has to be.
+# connection lasts.
+#
+# A stateless session lives for one POST and never sleeps, so it has no task of its own
+# either: its actor starts the POST's request actors straight in the manager's nursery,
+# and what they send is routed in their own tasks (``_DirectOutbox``). Closing it gives
+# requests still running the shutdown grace, then cancels them (nobody can resume).
 #
 # Streams: every POST that carries requests gets a ``_Stream`` (ids "1", "2", …) owing
 # the responses of those requests; stream "0" is the standalone stream a GET listens
@@ -103,6 +108,7 @@ class _State(enum.Enum):
     ASLEEP = "asleep"  # state only: no task, no channel
     AWAKE = "awake"  # the actor and the router run in the manager's nursery
     FALLING_ASLEEP = "falling asleep"  # the inbox closed for a rest; the task is ending
+    LENT = "lent"  # stateless: requests run in the manager's nursery, no session task
 
 
 class DuplicateRequestId(Exception):
@@ -214,12 +220,24 @@ class HttpSession:
         """Whether the session's actor and router are running (or finishing a period)."""
         return self._state is not _State.ASLEEP
 
+    def serve_in_place(self, nursery: trio.Nursery) -> None:
+        """Serve a stateless session's requests in ``nursery``, without a session task."""
+        self.actor.serve_in(nursery, _DirectOutbox(self))
+        self._state = _State.LENT
+
     def close(self) -> None:
         """End the session: stop reading from the client and let the actor wind down."""
         if self.closing:
             return
         self.closing = True
-        if self._state is _State.ASLEEP:
+        if self._state is _State.LENT:
+            actor = self.actor
+            if actor.retire(actor.options.shutdown_grace) and not actor.has_processes:
+                self._finish()
+                self.manager.ended(self)
+            else:
+                self.manager.spawn(self._end_when_idle)
+        elif self._state is _State.ASLEEP:
             if self.resumable:
                 # Forgetting the stored events may wait on the store: a short task.
                 self.manager.spawn(self._end)
@@ -334,13 +352,24 @@ class HttpSession:
     async def _ensure_awake(self) -> bool:
         # False if the session is closing.
         while not self.closing:
-            if self._state is _State.AWAKE:
+            if self._state is _State.AWAKE or self._state is _State.LENT:
                 return True
             if self._state is _State.ASLEEP:
                 self._wake([])
                 return True
             await self._wait_settled()
         return False
+
+    async def _end_when_idle(self) -> None:
+        # A stateless session closed while requests ran: they have the grace ``retire``
+        # gave them (or the manager's nursery is cancelled).
+        try:
+            await self.actor.wait_idle()
+        finally:
+            self._finish()
+            self.manager.ended(self)
+            with trio.CancelScope(shield=True):
+                await self.actor.close_processes()
 
     async def _end(self) -> None:
         # The session is over: connections end, the core closes, the store forgets it.
@@ -368,6 +397,11 @@ class HttpSession:
         self.touch()
         while not self.closing:
             state = self._state
+            if state is _State.LENT:
+                # Never declines: nothing is queued and no actor task is mid-message.
+                taken = self.actor.receive_now(value)
+                assert taken
+                return True
             if state is _State.AWAKE:
                 inbox = self._inbox
                 assert inbox is not None
@@ -840,6 +874,56 @@ class _SessionOutbox:
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._channel.close()
+
+
+class _DirectOutbox:
+    """A stateless session's outbox: each message is routed in the task that sends it.
+
+    A session that lives for one POST has no router task. A final answer that can be
+    routed at once is (``HttpSession.route_now``); anything else is routed by the sender
+    under a lock, so that messages that must wait keep their order.
+    """
+
+    __slots__ = ("_lock", "_session")
+
+    def __init__(self, session: HttpSession) -> None:
+        self._session = session
+        self._lock: trio.StrictFIFOLock | None = None
+
+    def send_nowait(self, value: Outbound, /) -> None:
+        """Route ``value`` now, or raise WouldBlock if routing it may have to wait."""
+        lock = self._lock
+        if (lock is None or not lock.locked()) and self._session.route_now(value):
+            return
+        raise trio.WouldBlock
+
+    async def send(self, value: Outbound, /) -> None:
+        """Route ``value``, waiting while the connection is full."""
+        session = self._session
+        lock = self._lock
+        if (lock is None or not lock.locked()) and session.route_now(value):
+            await trio.lowlevel.checkpoint()
+            return
+        if value.signal is StreamSignal.ABANDONED and session.closing:
+            # Cancelled because the session closed: the session's end answers it with an
+            # error, as the end of every session does.
+            return
+        if lock is None:
+            lock = self._lock = trio.StrictFIFOLock()
+        async with lock:
+            if value.signal is None:
+                await session._route(value.payload, value.related_request_id)
+            else:
+                await session._signal(value.signal, value.related_request_id)
+
+    def close(self) -> None:
+        """Nothing to close: there is no channel."""
+
+    async def __aenter__(self) -> _DirectOutbox:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
 
 
 def _response_ids(payload: JSONValue) -> list[RequestId]:

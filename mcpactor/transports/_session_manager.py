@@ -36,7 +36,7 @@ from typing import Final
 import attrs
 import trio
 
-from ..runtime import SessionActor, SessionOptions
+from ..runtime import SessionOptions
 from ..server import Server
 from ._attachment import Attachment
 from ._event_store import EventStore
@@ -57,6 +57,8 @@ WATCH_AFTER: Final = 2.0
 # A nudge timer nudges what is due within this many seconds at once: under load a wait
 # is due every few microseconds, and one wake-up each would cost what it saves.
 _NUDGE_TICK: Final = 0.001
+# Who a stateless request's handlers see as the client: it sent no clientInfo.
+_STATELESS_CLIENT: Final = {"name": "stateless HTTP client", "version": "0"}
 
 
 class NudgeTimer:
@@ -228,8 +230,12 @@ class SessionManager:
         session_id = secrets.token_urlsafe(24) if named else None
         # Asleep: it starts a task only when something needs one (see _http_sessions.py).
         session = HttpSession(self, kind, session_id, principal)
-        if protocol_version is not None:
-            _initialize_implicitly(session.actor, protocol_version)
+        if kind is SessionKind.STATELESS:
+            if protocol_version is not None:
+                # No handshake reaches this throwaway session: it operates at what the
+                # request's header says, and the client declared no capabilities.
+                session.actor.core.adopt(protocol_version, dict(_STATELESS_CLIENT))
+            session.serve_in_place(self._nursery)
         self._live.add(session)
         self._open.add(session)
         if session_id is not None:
@@ -355,22 +361,3 @@ class SessionManager:
                 and not session.busy()
             ):
                 self.close_session(session)
-
-
-def _initialize_implicitly(actor: SessionActor, protocol_version: str) -> None:
-    # Stateless HTTP: no handshake reaches this throwaway session, so run one inside
-    # the core with what the request's headers say; the client declared no capabilities.
-    core = actor.core
-    core.receive(
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": protocol_version,
-                "capabilities": {},
-                "clientInfo": {"name": "stateless HTTP client", "version": "0"},
-            },
-        }
-    )
-    core.receive({"jsonrpc": "2.0", "method": "notifications/initialized"})

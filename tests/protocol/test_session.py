@@ -835,3 +835,35 @@ def test_every_machine_reply_validates(version: str, phase: Phase, incoming: Any
     session = session_in(phase, version)
     events = feed(session, incoming, version)
     assert any(type(event) is Send for event in events)
+
+
+# --- adopting a revision without a handshake (stateless HTTP) ---------------------------
+
+
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_an_adopted_revision_serves_requests_at_once(version: str) -> None:
+    session = make_session()
+    negotiated = session.adopt(version, {"name": "c", "version": "0"})
+    assert session.phase is Phase.OPERATING
+    assert negotiated == session.negotiated
+    assert negotiated.revision is REVISIONS[version]
+    assert negotiated.client_capabilities == {}
+    assert session.server_capabilities == capabilities(REVISIONS[version])
+    (event,) = feed(session, request(7, "tools/list"), version)
+    assert isinstance(event, RequestReceived)
+    assert event.negotiated is negotiated
+
+
+def test_adopting_needs_a_session_that_has_not_started() -> None:
+    initialized = session_in(Phase.OPERATING)
+    with pytest.raises(LocalProtocolError, match="cannot adopt"):
+        initialized.adopt("2025-11-25")
+    adopted = make_session()
+    adopted.adopt("2025-11-25")
+    with pytest.raises(LocalProtocolError, match="cannot adopt"):
+        adopted.adopt("2025-06-18")
+    # And a handshake cannot change the revision afterwards.
+    reply = only_send(feed(adopted, initialize(1, "2025-06-18"), "2025-11-25"))
+    assert error_code(reply) == INVALID_REQUEST
+    assert adopted.negotiated is not None
+    assert adopted.negotiated.revision.version == "2025-11-25"

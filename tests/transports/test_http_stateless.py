@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio
 import trio.testing
 
+from mcpactor import Context, Server
+from mcpactor.runtime import SessionOptions
 from mcpactor.transports import HttpOptions
+from mcpactor.transports._session_manager import WATCH_AFTER
 
+from ..runtime.conftest import live_tasks
 from ..spec_schema import check_server_message
-from ._http_client import McpClient, read_reply
+from ._http_client import McpClient, read_reply, start_post
 from ._http_server import Probe, asgi_client, make_server
 
 STATELESS = HttpOptions(stateless=True)
+GRACE = SessionOptions(shutdown_grace=3.0)
+HOLD_QUIETLY: dict[str, Any] = {"name": "hold_quietly", "arguments": {}}
 
 
 @pytest.fixture
@@ -117,5 +125,134 @@ async def test_sessions_only_methods_and_notifications(probe: Probe) -> None:
         assert "mcp-session-id" not in initialize.headers
         result = await initialize.json()
         check_server_message(result, "2025-11-25", request_method="initialize")
+        await trio.testing.wait_all_tasks_blocked()
+        assert app.manager.statistics().sessions == 0
+
+
+async def test_a_request_is_the_only_task_it_starts(probe: Probe) -> None:
+    async with asgi_client(make_server(probe), options=STATELESS) as (app, http):
+        client = McpClient(http)
+        client.protocol_version = "2025-11-25"
+        await trio.testing.wait_all_tasks_blocked()
+        before = live_tasks()
+        later = start_post(client, client.request("tools/call", HOLD_QUIETLY))
+        await probe.started.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        manager_nursery = app.manager._nursery
+        assert manager_nursery is not None
+        # The request's actor, in the manager's nursery; no session task beside it.
+        assert [task.name for task in manager_nursery.child_tasks] == ["mcpactor.request"]
+        assert app.manager.statistics().sessions == 1
+        probe.release.set()
+        reply = await (await later.wait()).json()
+        assert reply["result"]["content"][0]["text"] == "released"
+        await trio.testing.wait_all_tasks_blocked()
+        assert live_tasks() == before
+        assert app.manager.statistics().sessions == 0
+
+
+async def test_stopping_lets_a_running_request_answer_within_the_grace(
+    probe: Probe, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = make_server(probe)
+    async with asgi_client(server, options=STATELESS, session_options=GRACE) as (app, http):
+        client = McpClient(http)
+        client.protocol_version = "2025-11-25"
+        later = start_post(client, client.request("tools/call", HOLD_QUIETLY))
+        await probe.started.wait()
+        app.manager.stop()
+        await trio.sleep(GRACE.shutdown_grace / 2)
+        assert not probe.finished.is_set()
+        probe.release.set()
+        reply = await (await later.wait()).json()
+        assert reply["result"]["content"][0]["text"] == "released"
+        with trio.fail_after(1):
+            await app.manager.wait_sessions(0)
+
+
+async def test_stopping_cancels_a_request_still_running_after_the_grace(
+    probe: Probe, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = make_server(probe)
+    async with asgi_client(server, options=STATELESS, session_options=GRACE) as (app, http):
+        client = McpClient(http)
+        client.protocol_version = "2025-11-25"
+        later = start_post(client, client.request("tools/call", HOLD_QUIETLY))
+        await probe.started.wait()
+        stopped = trio.current_time()
+        app.manager.stop()
+        await probe.cancelled.wait()
+        assert trio.current_time() - stopped == pytest.approx(GRACE.shutdown_grace)
+        reply = await (await later.wait()).json()
+        assert reply["error"]["message"] == "the session ended before the request was answered"
+        check_server_message(reply, "2025-11-25")
+        with trio.fail_after(1):
+            await app.manager.wait_sessions(0)
+        assert app.manager.statistics().sessions == 0
+
+
+async def test_a_client_that_leaves_has_its_request_cancelled_after_the_grace(
+    probe: Probe, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = make_server(probe)
+    async with asgi_client(server, options=STATELESS, session_options=GRACE) as (app, http):
+        client = McpClient(http)
+        client.protocol_version = "2025-11-25"
+        await trio.testing.wait_all_tasks_blocked()
+        before = live_tasks()
+        request = client.request("tools/call", {"name": "hold", "arguments": {}})
+        request["params"]["_meta"] = {"progressToken": 1}
+        stream = await client.post(request)
+        assert (await stream.next_event()) is not None  # the progress notification
+        left = trio.current_time()
+        await stream.disconnect()
+        await probe.cancelled.wait()
+        # Noticed once the stream watches for it; then the shutdown grace, as for any
+        # stateless session that closes while a request runs: nobody can resume it.
+        assert trio.current_time() - left == pytest.approx(WATCH_AFTER + GRACE.shutdown_grace)
+        with trio.fail_after(1):
+            await app.manager.wait_sessions(0)
+        await trio.testing.wait_all_tasks_blocked()
+        assert live_tasks() == before
+
+
+async def test_a_batch_of_calls_is_answered_in_one_array(probe: Probe) -> None:
+    async with asgi_client(make_server(probe), options=STATELESS) as (_, http):
+        client = McpClient(http)
+        client.protocol_version = "2025-03-26"  # the last revision with batches
+        batch = [
+            client.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}),
+            client.request("tools/call", {"name": "count", "arguments": {"steps": 1}}),
+            client.request("ping"),
+        ]
+        replies = await read_reply(await client.post(batch))
+        by_id = {reply["id"]: reply for reply in replies}
+        assert sorted(by_id) == sorted(message["id"] for message in batch)
+        assert by_id[batch[0]["id"]]["result"]["content"][0]["text"] == '{"result":3}'
+        assert by_id[batch[1]["id"]]["result"]["content"][0]["text"] == "counted 1"
+        assert by_id[batch[2]["id"]]["result"] == {}
+        check_server_message(replies, "2025-03-26")
+
+
+async def test_a_stream_longer_than_a_connection_holds_keeps_its_order() -> None:
+    server = Server("chatty")
+    steps = 300  # several times what one connection queues
+
+    @server.tool()
+    async def chatter(ctx: Context) -> str:
+        """Report progress many times without waiting in between."""
+        for step in range(steps):
+            await ctx.report_progress(step + 1, steps)
+        return "done"
+
+    async with asgi_client(server, options=STATELESS) as (app, http):
+        client = McpClient(http)
+        client.protocol_version = "2025-11-25"
+        request = client.request("tools/call", {"name": "chatter", "arguments": {}})
+        request["params"]["_meta"] = {"progressToken": "p"}
+        messages = await (await client.post(request)).messages()
+        progress = [m["params"]["progress"] for m in messages if "method" in m]
+        assert progress == list(range(1, steps + 1))
+        assert messages[-1]["result"]["content"][0]["text"] == "done"
         await trio.testing.wait_all_tasks_blocked()
         assert app.manager.statistics().sessions == 0
