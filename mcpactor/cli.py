@@ -118,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mcpactor`` command line; return the process exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
+    # Workers of ``serve --workers`` run the very same command line.
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(
         level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
@@ -141,6 +143,12 @@ def _serve(args: argparse.Namespace) -> int:
         server = _served_server(args)
     except (TargetError, PluginError, ConfigError) as exc:
         print(f"mcpactor: {exc}", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print(f"mcpactor: --workers must be at least 1, got {args.workers}", file=sys.stderr)
+        return 2
+    if args.workers > 1 and args.http is None:
+        print("mcpactor: --workers needs --http", file=sys.stderr)
         return 2
     options = SessionOptions(shutdown_grace=args.grace)
     tasks = getattr(args, "tasks", None)
@@ -396,6 +404,18 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
         help="Origin header values to accept (default on loopback: loopback origins, "
         "elsewhere same-origin only; '*' accepts any)",
     )
+    http.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve from N processes on the one port, to use N cores (needs --stateless "
+        "and the built-in HTTP server; default: 1)",
+    )
+    # What the supervisor of --workers hands each worker: its listening socket, and the
+    # pipe whose end tells it that the supervisor is gone.
+    serve.add_argument("--worker-socket", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-lifeline", type=int, help=argparse.SUPPRESS)
 
 
 def _parse_bind(text: str) -> tuple[str, int]:
@@ -409,10 +429,11 @@ def _parse_bind(text: str) -> tuple[str, int]:
 
 
 def _serve_http(args: argparse.Namespace, server: Server, options: Any) -> int:
-    import functools
+    import socket
 
     import trio
 
+    from ._workers import watch_lifeline
     from .transports import HttpOptions, serve_http
 
     try:
@@ -420,6 +441,9 @@ def _serve_http(args: argparse.Namespace, server: Server, options: Any) -> int:
     except ValueError as exc:
         print(f"mcpactor: {exc}", file=sys.stderr)
         return 2
+    worker_socket = args.worker_socket
+    if args.workers > 1 and worker_socket is None:
+        return _serve_workers(args, host, port)
     http_options = HttpOptions(
         stateless=args.stateless,
         response_mode="json" if args.json_response else "auto",
@@ -428,31 +452,82 @@ def _serve_http(args: argparse.Namespace, server: Server, options: Any) -> int:
         max_body_bytes=args.max_message_bytes,
     )
 
+    stop = trio.Event()
+
+    async def serve(
+        nursery: trio.Nursery, *, task_status: trio.TaskStatus[tuple[str, int]]
+    ) -> None:
+        await serve_http(
+            server,
+            host=host,
+            port=port,
+            path=args.path,
+            options=http_options,
+            session_options=options,
+            handle_signals=True,
+            stop=stop,
+            http_server=args.http_server or "builtin",
+            tune_gc=not args.no_gc_tuning,
+            sockets=None if worker_socket is None else [socket.socket(fileno=worker_socket)],
+            task_status=task_status,
+        )
+        nursery.cancel_scope.cancel()
+
     async def run() -> None:
         async with trio.open_nursery() as nursery:
-            bound_host, bound_port = await nursery.start(
-                functools.partial(
-                    serve_http,
-                    server,
-                    host=host,
-                    port=port,
-                    path=args.path,
-                    options=http_options,
-                    session_options=options,
-                    handle_signals=True,
-                    http_server=args.http_server or "builtin",
-                    tune_gc=not args.no_gc_tuning,
+            if args.worker_lifeline is not None:
+                nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
+            bound_host, bound_port = await nursery.start(serve, nursery)
+            if worker_socket is None:
+                # A worker's supervisor has said where it serves.
+                print(
+                    f"mcpactor: serving {_url(bound_host, bound_port, args.path)}",
+                    file=sys.stderr,
+                    flush=True,
                 )
-            )
-            shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-            print(
-                f"mcpactor: serving http://{shown}:{bound_port}{args.path}",
-                file=sys.stderr,
-                flush=True,
-            )
 
     trio.run(run)
     return 0
+
+
+def _url(host: str, port: int, path: str) -> str:
+    return f"http://[{host}]:{port}{path}" if ":" in host else f"http://{host}:{port}{path}"
+
+
+def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
+    import trio
+
+    from ._workers import bind_sockets, supervise
+    from .transports.http import LISTEN_BACKLOG
+
+    if not args.stateless:
+        print(
+            "mcpactor: --workers needs --stateless: a session lives in the process that "
+            "opened it, and the workers share nothing",
+            file=sys.stderr,
+        )
+        return 2
+    if (args.http_server or "builtin") != "builtin":
+        print("mcpactor: --workers runs the built-in HTTP server only", file=sys.stderr)
+        return 2
+    try:
+        sockets = bind_sockets(host, port, args.workers, backlog=LISTEN_BACKLOG)
+    except OSError as exc:
+        print(f"mcpactor: cannot listen on {args.http}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        bound_host, bound_port = sockets[0].getsockname()[:2]
+        print(
+            f"mcpactor: serving {_url(bound_host, bound_port, args.path)} "
+            f"with {args.workers} workers",
+            file=sys.stderr,
+            flush=True,
+        )
+        command = [sys.executable, "-m", "mcpactor", *args.argv]
+        return trio.run(supervise, command, sockets, args.workers)
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def _json_object(text: str) -> dict[str, Any]:

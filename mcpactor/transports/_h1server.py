@@ -29,7 +29,7 @@ import socket
 import time
 import urllib.parse
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from http import HTTPStatus
 from typing import Any, Final
 
@@ -825,18 +825,21 @@ async def serve_h1(
     config: H1Config,
     shutdown: trio.Event,
     graceful_timeout: float,
+    sockets: Sequence[socket.socket] | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``app`` over HTTP/1.1 on (host, port) until ``shutdown`` is set.
+    """Serve ``app`` over HTTP/1.1 on (host, port), or on ``sockets``, until ``shutdown``.
 
     Reports the bound (host, port). On shutdown it stops accepting, closes idle
     connections, lets connections finish their response (up to ``graceful_timeout``
-    seconds) and returns.
+    seconds) and returns. Given listening ``sockets``, it accepts on those instead of
+    binding; either way it closes the sockets it accepted on when it stops accepting.
     """
-    listeners = await trio.open_tcp_listeners(port, host=host, backlog=config.backlog)
-    bound = listeners[0].socket.getsockname()
-    # The accept loop and the connections use the sockets directly (see ``_read``).
-    sockets = [socket.socket(fileno=listener.socket.detach()) for listener in listeners]
+    if sockets is None:
+        listeners = await trio.open_tcp_listeners(port, host=host, backlog=config.backlog)
+        # The accept loop and the connections use the sockets directly (see ``_read``).
+        sockets = [socket.socket(fileno=listener.socket.detach()) for listener in listeners]
+    bound = sockets[0].getsockname()
     for sock in sockets:
         sock.setblocking(False)
     server = _Server(app, config)

@@ -18,7 +18,8 @@ import contextlib
 import functools
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Final, Literal, cast
 
 import trio
@@ -56,7 +57,8 @@ _SHUTDOWN_MARGIN: Final = 2.0
 # hypercorn's default listen backlog (100) makes the kernel drop connection attempts when
 # many clients connect at once; they retry a second later, and connections that made it
 # early sit idle into hypercorn's keep-alive timeout. The kernel caps this at somaxconn.
-_BACKLOG: Final = 1024
+#: the listen backlog of the sockets the HTTP servers bind
+LISTEN_BACKLOG: Final = 1024
 
 
 @contextlib.asynccontextmanager
@@ -103,11 +105,14 @@ async def serve_http(
     stop: trio.Event | None = None,
     http_server: HttpServerKind = "builtin",
     tune_gc: bool = True,
+    sockets: Sequence[socket.socket] | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` over HTTP until cancelled, ``stop`` is set, or SIGINT/SIGTERM.
 
-    Reports the bound (host, port) through ``task_status`` (so ``port=0`` works). A
+    Reports the bound (host, port) through ``task_status`` (so ``port=0`` works). Given
+    ``sockets`` (listening TCP sockets, built-in server only), it serves on those instead
+    of binding ``host:port``; ``host`` is then only what the Host check expects. A
     graceful stop refuses new sessions and connections, gives in-flight requests the
     sessions' ``shutdown_grace``, cancels what is left and returns; with
     ``handle_signals``, a second signal cancels at once. The server's lifespans are
@@ -115,6 +120,7 @@ async def serve_http(
     serving once the lifespans have started (``settle_heap``), and the young generations
     are collected in quiet spells (``collect_when_quiet``).
     """
+    _check_http_server(http_server, sockets)
     async with (
         server.running(),
         open_http_app(
@@ -135,6 +141,7 @@ async def serve_http(
             stop=stop,
             http_server=http_server,
             tune_gc=tune_gc,
+            sockets=sockets,
             task_status=task_status,
         )
 
@@ -148,6 +155,7 @@ async def serve_app(
     stop: trio.Event | None = None,
     http_server: HttpServerKind = "builtin",
     tune_gc: bool = False,
+    sockets: Sequence[socket.socket] | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve an ``McpHttpApp`` with the chosen HTTP server; see ``serve_http``.
@@ -156,8 +164,7 @@ async def serve_app(
     let its connections go. With ``tune_gc``, the young generations of the cycle
     collector are collected in quiet spells while it serves (``collect_when_quiet``).
     """
-    if http_server not in ("builtin", "hypercorn"):
-        raise ValueError(f"http_server must be 'builtin' or 'hypercorn', got {http_server!r}")
+    _check_http_server(http_server, sockets)
     manager = app.manager
     grace = (manager.session_options or SessionOptions()).shutdown_grace
     shutdown = trio.Event()
@@ -177,7 +184,9 @@ async def serve_app(
             nursery.start_soon(_stop_on, stop, begin_shutdown)
         if http_server == "builtin":
             bound = await nursery.start(
-                _serve_until_done, _builtin_server(app, host, port, grace, shutdown), served
+                _serve_until_done,
+                _builtin_server(app, host, port, grace, shutdown, sockets),
+                served,
             )
         else:
             binds: list[str] = await nursery.start(
@@ -193,15 +202,29 @@ async def serve_app(
         nursery.cancel_scope.cancel()
 
 
+def _check_http_server(
+    http_server: HttpServerKind, sockets: Sequence[socket.socket] | None
+) -> None:
+    if http_server not in ("builtin", "hypercorn"):
+        raise ValueError(f"http_server must be 'builtin' or 'hypercorn', got {http_server!r}")
+    if sockets is not None and http_server != "builtin":
+        raise ValueError("serving on given sockets needs the built-in HTTP server")
+
+
 def _builtin_server(
-    app: McpHttpApp, host: str, port: int, grace: float, shutdown: trio.Event
+    app: McpHttpApp,
+    host: str,
+    port: int,
+    grace: float,
+    shutdown: trio.Event,
+    sockets: Sequence[socket.socket] | None,
 ) -> Callable[..., Awaitable[None]]:
     from ._h1server import H1Config, serve_h1
 
     config = H1Config(
         max_body_bytes=app.options.max_body_bytes,
         max_message_bytes=app.options.max_body_bytes,
-        backlog=_BACKLOG,
+        backlog=LISTEN_BACKLOG,
     )
     return functools.partial(
         serve_h1,
@@ -211,6 +234,7 @@ def _builtin_server(
         config=config,
         shutdown=shutdown,
         graceful_timeout=grace + _SHUTDOWN_MARGIN,
+        sockets=sockets,
     )
 
 
@@ -223,7 +247,7 @@ def _hypercorn_server(
     config = hypercorn.config.Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
-    config.backlog = _BACKLOG
+    config.backlog = LISTEN_BACKLOG
     config.errorlog = logging.getLogger("mcpactor.http.server")
     config.graceful_timeout = grace + _SHUTDOWN_MARGIN
     config.include_server_header = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -48,6 +49,31 @@ async def test_serve_http_reports_its_port_and_serves(probe: Probe) -> None:
         ]
         for message in messages:
             check_server_message(message, "2025-11-25", request_method="tools/call")
+
+
+async def test_serve_http_serves_on_sockets_it_is_given(probe: Probe) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    port = listener.getsockname()[1]
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        bound = await nursery.start(
+            functools.partial(
+                serve_http, make_server(probe), port=0, stop=stop, sockets=[listener]
+            )
+        )
+        assert bound == ("127.0.0.1", port)
+        http = SocketClient("127.0.0.1", port, nursery)
+        client = await initialized(http)
+        reply = await client.call("tools/call", {"name": "add", "arguments": {"a": 2, "b": 5}})
+        assert reply["result"]["structuredContent"] == {"result": 7}
+        await http.aclose()
+        stop.set()
+    # It accepted on the socket until it stopped, and closed it then.
+    assert listener.fileno() == -1
+    with socket.socket() as unused, pytest.raises(ValueError, match="built-in HTTP server"):
+        await serve_http(make_server(probe), sockets=[unused], http_server="hypercorn")
 
 
 async def test_a_dropped_connection_does_not_cancel_and_the_result_is_replayed(
