@@ -22,6 +22,7 @@ import trio
 from mcpactor.cli import _build_parser
 from mcpactor.transports import HttpOptions, serve_http
 
+from ._cli import first_line
 from ._http_client import McpClient, SocketClient
 from ._http_server import Probe, asgi_client, make_server
 
@@ -128,13 +129,7 @@ async def test_the_serving_sample_serves_its_allowed_hosts_and_stops_on_sigterm(
     )
     assert process.stdout is not None
     try:
-        line = b""
-        with trio.fail_after(30):
-            while b"\n" not in line:
-                chunk = await process.stdout.receive_some(4096)
-                assert chunk, "the sample exited before serving"
-                line += chunk
-        url = line.decode().split("serving ", 1)[1].split()[0]
+        url = (await first_line(process.stdout)).split("serving ", 1)[1].split()[0]
         port = int(url.removeprefix("http://127.0.0.1:").removesuffix("/mcp"))
         async with trio.open_nursery() as nursery:
             http = SocketClient("127.0.0.1", port, nursery)

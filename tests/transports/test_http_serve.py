@@ -5,9 +5,6 @@ from __future__ import annotations
 import functools
 import signal
 import socket
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from mcpactor.runtime import SessionOptions
 from mcpactor.transports import serve_http
 
 from ..spec_schema import check_server_message
+from ._cli import server_file, serving
 from ._http_client import McpClient, SocketClient, start_post
 from ._http_server import Probe, initialized, make_server, socket_client
 
@@ -147,65 +145,39 @@ async def test_a_graceful_stop_cancels_what_outlives_the_grace_period(probe: Pro
 
 
 def _server_file(directory: Path) -> Path:
-    path = directory / "served.py"
-    path.write_text(
-        textwrap.dedent(
-            '''
-            from mcpactor import Server
+    return server_file(
+        directory,
+        "served.py",
+        '''
+        from mcpactor import Server
 
-            server = Server("served", "1.0.0")
+        server = Server("served", "1.0.0")
 
 
-            @server.tool()
-            async def add(a: int, b: int) -> int:
-                """Add two numbers."""
-                return a + b
-            '''
-        )
+        @server.tool()
+        async def add(a: int, b: int) -> int:
+            """Add two numbers."""
+            return a + b
+        ''',
     )
-    return path
 
 
 async def test_the_cli_serves_http_and_exits_0_on_sigterm(tmp_path: Path) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "mcpactor",
-        "serve",
-        str(_server_file(tmp_path)),
-        "--http",
-        "127.0.0.1:0",
-        "--json-response",
-    ]
-    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    try:
-        line = b""
-        with trio.fail_after(30):
-            while b"\n" not in line:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, "the server exited before serving"
-                line += chunk
-        url = line.decode().split("serving ", 1)[1].split()[0]
-        assert url.startswith("http://127.0.0.1:")
-        assert url.endswith("/mcp")
-        port = int(url.rsplit(":", 1)[1].split("/")[0])
+    arguments = [str(_server_file(tmp_path)), "--http", "127.0.0.1:0", "--json-response"]
+    async with serving(arguments) as served:
+        assert served.url.startswith("http://127.0.0.1:")
+        assert served.url.endswith("/mcp")
         async with trio.open_nursery() as nursery:
-            http = SocketClient("127.0.0.1", port, nursery)
+            http = SocketClient("127.0.0.1", served.port, nursery)
             client = McpClient(http)
             await client.initialize("2025-06-18")
             reply = await client.call("tools/call", {"name": "add", "arguments": {"a": 2, "b": 2}})
             assert reply["result"]["structuredContent"] == {"result": 4}
             await http.aclose()
-        process.send_signal(signal.SIGTERM)
+        served.process.send_signal(signal.SIGTERM)
         with trio.fail_after(30):
-            await process.wait()
-        assert process.returncode == 0
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.stderr.aclose()
+            await served.process.wait()
+        assert served.process.returncode == 0
 
 
 def test_bind_addresses_parse() -> None:

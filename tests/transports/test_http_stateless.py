@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ from mcpactor.transports._session_manager import WATCH_AFTER
 
 from ..runtime.conftest import live_tasks
 from ..spec_schema import check_server_message
-from ._http_client import McpClient, read_reply, start_post
+from ._http_client import Later, McpClient, read_reply, start_post
 from ._http_server import Probe, asgi_client, make_server
 
 STATELESS = HttpOptions(stateless=True)
@@ -151,28 +153,9 @@ async def test_a_request_is_the_only_task_it_starts(probe: Probe) -> None:
         assert app.manager.statistics().sessions == 0
 
 
-async def test_stopping_lets_a_running_request_answer_within_the_grace(
-    probe: Probe, autojump_clock: trio.testing.MockClock
-) -> None:
-    server = make_server(probe)
-    async with asgi_client(server, options=STATELESS, session_options=GRACE) as (app, http):
-        client = McpClient(http)
-        client.protocol_version = "2025-11-25"
-        later = start_post(client, client.request("tools/call", HOLD_QUIETLY))
-        await probe.started.wait()
-        app.manager.stop()
-        await trio.sleep(GRACE.shutdown_grace / 2)
-        assert not probe.finished.is_set()
-        probe.release.set()
-        reply = await (await later.wait()).json()
-        assert reply["result"]["content"][0]["text"] == "released"
-        with trio.fail_after(1):
-            await app.manager.wait_sessions(0)
-
-
-async def test_stopping_cancels_a_request_still_running_after_the_grace(
-    probe: Probe, autojump_clock: trio.testing.MockClock
-) -> None:
+@contextlib.asynccontextmanager
+async def _stopped_while_holding(probe: Probe) -> AsyncIterator[tuple[Later, float]]:
+    # A stateless request is running when the server stops; on exit every session ended.
     server = make_server(probe)
     async with asgi_client(server, options=STATELESS, session_options=GRACE) as (app, http):
         client = McpClient(http)
@@ -181,14 +164,32 @@ async def test_stopping_cancels_a_request_still_running_after_the_grace(
         await probe.started.wait()
         stopped = trio.current_time()
         app.manager.stop()
+        yield later, stopped
+        with trio.fail_after(1):
+            await app.manager.wait_sessions(0)
+        assert app.manager.statistics().sessions == 0
+
+
+async def test_stopping_lets_a_running_request_answer_within_the_grace(
+    probe: Probe, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with _stopped_while_holding(probe) as (later, _):
+        await trio.sleep(GRACE.shutdown_grace / 2)
+        assert not probe.finished.is_set()
+        probe.release.set()
+        reply = await (await later.wait()).json()
+        assert reply["result"]["content"][0]["text"] == "released"
+
+
+async def test_stopping_cancels_a_request_still_running_after_the_grace(
+    probe: Probe, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with _stopped_while_holding(probe) as (later, stopped):
         await probe.cancelled.wait()
         assert trio.current_time() - stopped == pytest.approx(GRACE.shutdown_grace)
         reply = await (await later.wait()).json()
         assert reply["error"]["message"] == "the session ended before the request was answered"
         check_server_message(reply, "2025-11-25")
-        with trio.fail_after(1):
-            await app.manager.wait_sessions(0)
-        assert app.manager.statistics().sessions == 0
 
 
 async def test_a_client_that_leaves_has_its_request_cancelled_after_the_grace(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import socket
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -17,6 +17,7 @@ import trio
 from mcpactor._workers import bind_sockets, supervise
 from mcpactor.cli import main
 
+from ._cli import Served, server_file, serving
 from ._http_client import McpClient, SocketClient
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="workers need POSIX processes")
@@ -25,25 +26,23 @@ LINUX = sys.platform.startswith("linux")
 
 
 def _server_file(directory: Path) -> Path:
-    path = directory / "pids.py"
-    path.write_text(
-        textwrap.dedent(
-            '''
-            import os
+    return server_file(
+        directory,
+        "pids.py",
+        '''
+        import os
 
-            from mcpactor import Server
+        from mcpactor import Server
 
-            server = Server("pids", "1.0.0")
+        server = Server("pids", "1.0.0")
 
 
-            @server.tool()
-            async def pid() -> int:
-                """The serving process's id."""
-                return os.getpid()
-            '''
-        )
+        @server.tool()
+        async def pid() -> int:
+            """The serving process's id."""
+            return os.getpid()
+        ''',
     )
-    return path
 
 
 def test_the_sockets_share_one_port(tmp_path: Path) -> None:
@@ -127,39 +126,26 @@ async def _gone(pid: int) -> None:
             await trio.sleep(0.05)
 
 
-async def _start(tmp_path: Path, workers: int) -> tuple[trio.Process, int]:
-    command = [
-        sys.executable,
-        "-m",
-        "mcpactor",
-        "serve",
-        str(_server_file(tmp_path)),
-        "--http",
-        "127.0.0.1:0",
-        "--stateless",
-        "--json-response",
-        "--workers",
-        str(workers),
-    ]
-    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    line = b""
-    with trio.fail_after(30):
-        while b"\n" not in line:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, "the supervisor exited before serving"
-            line += chunk
-    text = line.decode()
-    assert f"with {workers} workers" in text
-    url = text.split("serving ", 1)[1].split()[0]
-    return process, int(url.rsplit(":", 1)[1].split("/")[0])
+def _workers(tmp_path: Path, count: int) -> contextlib.AbstractAsyncContextManager[Served]:
+    return serving(
+        [
+            str(_server_file(tmp_path)),
+            "--http",
+            "127.0.0.1:0",
+            "--stateless",
+            "--json-response",
+            "--workers",
+            str(count),
+        ]
+    )
 
 
 async def test_workers_share_the_port_are_restarted_and_stop_on_sigterm(
     tmp_path: Path,
 ) -> None:
-    process, port = await _start(tmp_path, 2)
-    try:
+    async with _workers(tmp_path, 2) as served:
+        assert "with 2 workers" in served.line
+        port, process = served.port, served.process
         workers = await _pids_until(port, 2) if LINUX else {await _pid(port)}
         assert process.pid not in workers
         # A worker that dies is started again; the other one serves meanwhile.
@@ -177,29 +163,16 @@ async def test_workers_share_the_port_are_restarted_and_stop_on_sigterm(
         assert process.returncode == 0
         for pid in (workers - {dead}) | {fresh}:
             await _gone(pid)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        assert process.stderr is not None
-        await process.stderr.aclose()
 
 
 async def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path) -> None:
-    process, port = await _start(tmp_path, 2)
-    try:
-        workers = await _pids_until(port, 2) if LINUX else {await _pid(port)}
-        process.kill()
-        await process.wait()
+    async with _workers(tmp_path, 2) as served:
+        workers = await _pids_until(served.port, 2) if LINUX else {await _pid(served.port)}
+        served.process.kill()
+        await served.process.wait()
         # The lifeline pipe closed with the supervisor: each worker stops by itself.
         for pid in workers:
             await _gone(pid)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        assert process.stderr is not None
-        await process.stderr.aclose()
 
 
 def _fake_worker(directory: Path, fails: int) -> list[str]:
