@@ -89,6 +89,8 @@ class HttpConfig:
     allowed_origins: tuple[str, ...] | None = None
     #: "builtin" (mcpactor's HTTP/1.1 server) or "hypercorn" (HTTP/2, TLS)
     server: str = "builtin"
+    #: processes serving the port (``--workers``; more than one needs ``stateless``)
+    workers: int = 1
 
 
 @attrs.frozen
@@ -331,6 +333,7 @@ def _http_config(reader: _Reader, table: Mapping[str, Any]) -> HttpConfig:
             "allowed_hosts",
             "allowed_origins",
             "server",
+            "workers",
         },
     )
     port = reader.optional(table, "port", int, 8000)
@@ -339,6 +342,9 @@ def _http_config(reader: _Reader, table: Mapping[str, Any]) -> HttpConfig:
     path = reader.optional(table, "path", str, "/mcp")
     if not path.startswith("/"):
         raise reader.error("path", "expected a path starting with '/'", path)
+    workers = reader.optional(table, "workers", int, 1)
+    if workers < 1:
+        raise reader.error("workers", "expected at least 1", workers)
     return HttpConfig(
         host=reader.optional(table, "host", str, "127.0.0.1"),
         port=port,
@@ -348,6 +354,7 @@ def _http_config(reader: _Reader, table: Mapping[str, Any]) -> HttpConfig:
         allowed_hosts=reader.string_list(table, "allowed_hosts"),
         allowed_origins=reader.string_list(table, "allowed_origins"),
         server=reader.choice(table, "server", ("builtin", "hypercorn"), "builtin"),
+        workers=workers,
     )
 
 

@@ -313,6 +313,8 @@ def _apply_config(args: argparse.Namespace, config: Any) -> None:
     args.json_response = getattr(args, "json_response", False) or http.json_response
     if getattr(args, "http_server", None) is None:
         args.http_server = http.server
+    if getattr(args, "workers", 1) == defaults.workers:
+        args.workers = http.workers
     for name in ("allowed_hosts", "allowed_origins"):
         configured = getattr(http, name)
         if getattr(args, name, None) is None and configured is not None:

@@ -59,6 +59,7 @@ def test_a_full_configuration_is_read(tmp_path: Path) -> None:
             path = "/rpc"
             stateless = true
             allowed_hosts = ["example.com"]
+            workers = 3
 
             [env]
             MCPACTOR_FS_ROOTS = "/srv"
@@ -98,6 +99,7 @@ def test_a_full_configuration_is_read(tmp_path: Path) -> None:
             path="/rpc",
             stateless=True,
             allowed_hosts=("example.com",),
+            workers=3,
         ),
         env={"MCPACTOR_FS_ROOTS": "/srv"},
         servers=(
@@ -157,6 +159,8 @@ def test_mcpactor_toml_wins_over_pyproject(tmp_path: Path) -> None:
         ("servers = 3", "servers: expected a table, got 3"),
         ("[http]\nport = 'x'", "http.port: expected an integer, got 'x'"),
         ("[http]\nport = 70000", "http.port: expected a port number from 0 to 65535, got 70000"),
+        ("[http]\nworkers = 0", "http.workers: expected at least 1, got 0"),
+        ("[http]\nworkers = true", "http.workers: expected an integer, got True"),
         ("[http]\npath = 'mcp'", "http.path: expected a path starting with '/', got 'mcp'"),
         ("[http]\nallowed_hosts = 'x'", "http.allowed_hosts: expected a list of strings"),
         ("[http]\nhots = 'x'", "http.hots: unknown key"),

@@ -241,3 +241,40 @@ async def test_a_worker_that_cannot_start_stops_the_supervisor(tmp_path: Path) -
     finally:
         for sock in sockets:
             sock.close()
+
+
+def test_the_config_file_can_ask_for_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asked: list[tuple[list[str], int]] = []
+
+    async def fake_supervise(
+        command: list[str], sockets: list[socket.socket], count: int, **_: object
+    ) -> int:
+        asked.append((command, count))
+        return 0
+
+    monkeypatch.setattr("mcpactor._workers.supervise", fake_supervise)
+    config = tmp_path / "mcpactor.toml"
+    server = _server_file(tmp_path)
+    config.write_text(
+        textwrap.dedent(
+            f"""
+            transport = "http"
+
+            [http]
+            port = 0
+            stateless = true
+            workers = 3
+
+            [servers.pids]
+            target = "{server}"
+            """
+        )
+    )
+    assert main(["serve", "--config", str(config)]) == 0
+    ((command, count),) = asked
+    assert count == 3
+    # Each worker runs the same command line, and reads the same file.
+    assert command[-3:] == ["serve", "--config", str(config)]
+    assert "with 3 workers" in capsys.readouterr().err
