@@ -512,6 +512,10 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
     if (args.http_server or "builtin") != "builtin":
         print("mcpactor: --workers runs the built-in HTTP server only", file=sys.stderr)
         return 2
+    if sys.platform == "win32":
+        # Workers inherit their sockets and lifelines as file descriptors.
+        print("mcpactor: --workers needs a POSIX system", file=sys.stderr)
+        return 2
     try:
         sockets = bind_sockets(host, port, args.workers, backlog=LISTEN_BACKLOG)
     except OSError as exc:
