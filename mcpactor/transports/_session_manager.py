@@ -36,7 +36,7 @@ from typing import Final
 import attrs
 import trio
 
-from ..runtime import SessionOptions
+from ..runtime import ProcessPool, SessionOptions
 from ..server import Server
 from ._attachment import Attachment
 from ._event_store import EventStore
@@ -128,12 +128,16 @@ class SessionManager:
         self.server = server
         self.session_options = session_options
         # A stateless session lives for one POST: a task would end with it, so none is
-        # offered. Worked out once here rather than on every POST.
+        # offered, and worker processes for offloaded tools would start and stop with
+        # every POST, so they share one pool. Worked out once here, not on every POST.
         base = session_options or SessionOptions()
         #: what every session gets (one shared record, not one per session)
         self.effective_session_options = base
+        self._stateless_pool = ProcessPool() if base.process_pool is None else None
         self.stateless_session_options = attrs.evolve(
-            base, tasks=attrs.evolve(base.tasks, enabled=False)
+            base,
+            tasks=attrs.evolve(base.tasks, enabled=False),
+            process_pool=base.process_pool or self._stateless_pool,
         )
         self.event_store = event_store
         self.max_sessions = max_sessions
@@ -170,6 +174,15 @@ class SessionManager:
 
     async def run(self, *, task_status: trio.TaskStatus[SessionManager]) -> None:
         """Own the sessions until ``stop`` is called and every session has ended."""
+        try:
+            await self._run(task_status)
+        finally:
+            if self._stateless_pool is not None:
+                # Starts nothing if no stateless POST offloaded to a process.
+                with trio.CancelScope(shield=True):
+                    await self._stateless_pool.aclose()
+
+    async def _run(self, task_status: trio.TaskStatus[SessionManager]) -> None:
         async with trio.open_nursery() as manager:
             manager.start_soon(self._expire_idle_sessions)
             manager.start_soon(self._put_sessions_to_sleep)

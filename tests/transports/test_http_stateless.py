@@ -257,3 +257,27 @@ async def test_a_stream_longer_than_a_connection_holds_keeps_its_order() -> None
         assert messages[-1]["result"]["content"][0]["text"] == "done"
         await trio.testing.wait_all_tasks_blocked()
         assert app.manager.statistics().sessions == 0
+
+
+async def test_stateless_posts_share_one_pool_of_worker_processes() -> None:
+    from ..runtime import offload_functions
+
+    server = Server("offloading")
+    server.add_tool(offload_functions.worker_pid, name="pid", offload="process")
+    async with asgi_client(server, options=STATELESS) as (app, http):
+        client = McpClient(http)
+        client.protocol_version = "2025-11-25"
+        pool = app.manager.stateless_session_options.process_pool
+        assert pool is not None
+        pids = set()
+        for _ in range(3):
+            reply = await client.call("tools/call", {"name": "pid", "arguments": {}})
+            pids.add(reply["result"]["structuredContent"]["result"])
+        # One worker, started once and kept between POSTs, not one per POST.
+        assert len(pids) == 1
+        assert pool.statistics().started == 1
+        assert pool.statistics().idle == 1
+        await trio.testing.wait_all_tasks_blocked()
+        assert app.manager.statistics().sessions == 0
+    # The manager closed it when it stopped.
+    assert pool.statistics().idle == 0
