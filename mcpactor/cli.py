@@ -411,8 +411,8 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
         type=int,
         default=1,
         metavar="N",
-        help="serve from N processes on the one port, to use N cores (needs --stateless "
-        "and the built-in HTTP server; default: 1)",
+        help="serve from N processes on the one port, to use N cores (needs --stateless; "
+        "default: 1)",
     )
     # What the supervisor of --workers hands each worker: its listening socket, and the
     # pipe whose end tells it that the supervisor is gone.
@@ -508,9 +508,6 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
             "opened it, and the workers share nothing",
             file=sys.stderr,
         )
-        return 2
-    if (args.http_server or "builtin") != "builtin":
-        print("mcpactor: --workers runs the built-in HTTP server only", file=sys.stderr)
         return 2
     if sys.platform == "win32":
         # Workers inherit their sockets and lifelines as file descriptors.

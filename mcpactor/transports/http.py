@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -111,8 +112,9 @@ async def serve_http(
     """Serve ``server`` over HTTP until cancelled, ``stop`` is set, or SIGINT/SIGTERM.
 
     Reports the bound (host, port) through ``task_status`` (so ``port=0`` works). Given
-    ``sockets`` (listening TCP sockets, built-in server only), it serves on those instead
-    of binding ``host:port``; ``host`` is then only what the Host check expects. A
+    ``sockets`` (listening TCP sockets), it serves on those instead of binding
+    ``host:port`` and closes them when it stops; ``host`` is then only what the Host
+    check expects. A
     graceful stop refuses new sessions and connections, gives in-flight requests the
     sessions' ``shutdown_grace``, cancels what is left and returns; with
     ``handle_signals``, a second signal cancels at once. The server's lifespans are
@@ -120,7 +122,7 @@ async def serve_http(
     serving once the lifespans have started (``settle_heap``), and the young generations
     are collected in quiet spells (``collect_when_quiet``).
     """
-    _check_http_server(http_server, sockets)
+    _check_http_server(http_server)
     async with (
         server.running(),
         open_http_app(
@@ -164,7 +166,7 @@ async def serve_app(
     let its connections go. With ``tune_gc``, the young generations of the cycle
     collector are collected in quiet spells while it serves (``collect_when_quiet``).
     """
-    _check_http_server(http_server, sockets)
+    _check_http_server(http_server)
     manager = app.manager
     grace = (manager.session_options or SessionOptions()).shutdown_grace
     shutdown = trio.Event()
@@ -190,7 +192,9 @@ async def serve_app(
             )
         else:
             binds: list[str] = await nursery.start(
-                _serve_until_done, _hypercorn_server(app, host, port, grace, shutdown), served
+                _serve_until_done,
+                _hypercorn_server(app, host, port, grace, shutdown, sockets),
+                served,
             )
             bound = _address(binds[0])
         _log.info("serving MCP on http://%s:%d%s", bound[0], bound[1], app.path)
@@ -202,13 +206,9 @@ async def serve_app(
         nursery.cancel_scope.cancel()
 
 
-def _check_http_server(
-    http_server: HttpServerKind, sockets: Sequence[socket.socket] | None
-) -> None:
+def _check_http_server(http_server: HttpServerKind) -> None:
     if http_server not in ("builtin", "hypercorn"):
         raise ValueError(f"http_server must be 'builtin' or 'hypercorn', got {http_server!r}")
-    if sockets is not None and http_server != "builtin":
-        raise ValueError("serving on given sockets needs the built-in HTTP server")
 
 
 def _builtin_server(
@@ -239,26 +239,42 @@ def _builtin_server(
 
 
 def _hypercorn_server(
-    app: McpHttpApp, host: str, port: int, grace: float, shutdown: trio.Event
+    app: McpHttpApp,
+    host: str,
+    port: int,
+    grace: float,
+    shutdown: trio.Event,
+    sockets: Sequence[socket.socket] | None,
 ) -> Callable[..., Awaitable[None]]:
     import hypercorn.config
     import hypercorn.trio
 
     config = hypercorn.config.Config()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    if sockets is None:
+        config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    else:
+        # hypercorn wraps a bound descriptor in a socket of its own, which it closes: it
+        # gets a duplicate, and the given sockets are closed once it is done, as the
+        # built-in server closes them.
+        config.bind = [f"fd://{os.dup(sock.fileno())}" for sock in sockets]
     config.accesslog = None
     config.backlog = LISTEN_BACKLOG
     config.errorlog = logging.getLogger("mcpactor.http.server")
     config.graceful_timeout = grace + _SHUTDOWN_MARGIN
     config.include_server_header = False
     config.websocket_max_message_size = app.options.max_body_bytes
-    return functools.partial(
-        # Our scopes are plain dicts; hypercorn types them as TypedDicts.
-        hypercorn.trio.serve,
-        cast("Any", app),
-        config,
-        shutdown_trigger=shutdown.wait,
-    )
+
+    async def serve(*, task_status: trio.TaskStatus[list[str]]) -> None:
+        try:
+            # Our scopes are plain dicts; hypercorn types them as TypedDicts.
+            await hypercorn.trio.serve(
+                cast("Any", app), config, shutdown_trigger=shutdown.wait, task_status=task_status
+            )
+        finally:
+            for sock in sockets or ():
+                sock.close()
+
+    return serve
 
 
 async def _serve_until_done(

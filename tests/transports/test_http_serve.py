@@ -12,6 +12,7 @@ import trio
 
 from mcpactor.runtime import SessionOptions
 from mcpactor.transports import serve_http
+from mcpactor.transports.http import HttpServerKind
 
 from ..spec_schema import check_server_message
 from ._cli import server_file, serving
@@ -49,7 +50,10 @@ async def test_serve_http_reports_its_port_and_serves(probe: Probe) -> None:
             check_server_message(message, "2025-11-25", request_method="tools/call")
 
 
-async def test_serve_http_serves_on_sockets_it_is_given(probe: Probe) -> None:
+@pytest.mark.parametrize("http_server", ["builtin", "hypercorn"])
+async def test_serve_http_serves_on_sockets_it_is_given(
+    probe: Probe, http_server: HttpServerKind
+) -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
@@ -58,7 +62,12 @@ async def test_serve_http_serves_on_sockets_it_is_given(probe: Probe) -> None:
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(
             functools.partial(
-                serve_http, make_server(probe), port=0, stop=stop, sockets=[listener]
+                serve_http,
+                make_server(probe),
+                port=0,
+                stop=stop,
+                sockets=[listener],
+                http_server=http_server,
             )
         )
         assert bound == ("127.0.0.1", port)
@@ -70,8 +79,6 @@ async def test_serve_http_serves_on_sockets_it_is_given(probe: Probe) -> None:
         stop.set()
     # It accepted on the socket until it stopped, and closed it then.
     assert listener.fileno() == -1
-    with socket.socket() as unused, pytest.raises(ValueError, match="built-in HTTP server"):
-        await serve_http(make_server(probe), sockets=[unused], http_server="hypercorn")
 
 
 async def test_a_dropped_connection_does_not_cancel_and_the_result_is_replayed(

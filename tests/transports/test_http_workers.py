@@ -67,18 +67,6 @@ def test_the_sockets_share_one_port(tmp_path: Path) -> None:
         (["--http", "127.0.0.1:0", "--workers", "2"], "--workers needs --stateless"),
         (["--workers", "2", "--stateless"], "--workers needs --http"),
         (["--http", "127.0.0.1:0", "--stateless", "--workers", "0"], "at least 1"),
-        (
-            [
-                "--http",
-                "127.0.0.1:0",
-                "--stateless",
-                "--workers",
-                "2",
-                "--http-server",
-                "hypercorn",
-            ],
-            "built-in HTTP server only",
-        ),
     ],
 )
 def test_what_workers_cannot_do_is_refused(
@@ -126,7 +114,9 @@ async def _gone(pid: int) -> None:
             await trio.sleep(0.05)
 
 
-def _workers(tmp_path: Path, count: int) -> contextlib.AbstractAsyncContextManager[Served]:
+def _workers(
+    tmp_path: Path, count: int, *extra: str
+) -> contextlib.AbstractAsyncContextManager[Served]:
     return serving(
         [
             str(_server_file(tmp_path)),
@@ -136,6 +126,7 @@ def _workers(tmp_path: Path, count: int) -> contextlib.AbstractAsyncContextManag
             "--json-response",
             "--workers",
             str(count),
+            *extra,
         ]
     )
 
@@ -162,6 +153,17 @@ async def test_workers_share_the_port_are_restarted_and_stop_on_sigterm(
             await process.wait()
         assert process.returncode == 0
         for pid in (workers - {dead}) | {fresh}:
+            await _gone(pid)
+
+
+async def test_workers_can_run_hypercorn(tmp_path: Path) -> None:
+    async with _workers(tmp_path, 2, "--http-server", "hypercorn") as served:
+        workers = await _pids_until(served.port, 2) if LINUX else {await _pid(served.port)}
+        served.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(30):
+            await served.process.wait()
+        assert served.process.returncode == 0
+        for pid in workers:
             await _gone(pid)
 
 
