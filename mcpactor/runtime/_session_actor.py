@@ -239,6 +239,8 @@ class SessionActor:
         self._processes: ProcessPool | None = None
         # This trio run's counts of request actors, started and in flight (set by ``run``).
         self._starts = _NO_GATE
+        # What an actor without a task of its own (``serve_in``) does when one fails.
+        self._on_failure: Callable[[], None] | None = None
 
     def _capabilities(self, revision: Revision) -> JSONObject:
         capabilities = self.server.capabilities(revision)
@@ -345,17 +347,21 @@ class SessionActor:
                 self.close()
             await self.close_processes()
 
-    def serve_in(self, nursery: trio.Nursery, outbox: Outbox) -> None:
+    def serve_in(
+        self, nursery: trio.Nursery, outbox: Outbox, *, on_failure: Callable[[], None]
+    ) -> None:
         """Serve without a task of the actor's own: requests start in ``nursery``.
 
         For an owner whose session lasts one exchange (stateless HTTP): it hands every
         message to ``receive_now``, which never declines here, what the session sends
-        goes to ``outbox``, and ``retire`` ends it. Nothing is registered with the Server:
-        such a session has nobody to tell about changes.
+        goes to ``outbox``, and ``retire`` ends it. A request actor that fails calls
+        ``on_failure`` instead of failing the nursery it borrowed. Nothing is registered
+        with the Server: such a session has nobody to tell about changes.
         """
         self._outbox = outbox
         self._starts = current_start_gate()
         self._nursery = nursery
+        self._on_failure = on_failure
 
     def retire(self, grace: float) -> bool:
         """Take no more requests; cancel those still running after ``grace`` seconds.
@@ -544,9 +550,8 @@ class SessionActor:
         scope = trio.CancelScope()
         self._scopes[request.id] = scope
         self._serving += 1
-        nursery.start_soon(
-            self._serve_request, request, negotiated, scope, name=_REQUEST_TASK_NAME
-        )
+        serve = self._serve_request if self._on_failure is None else self._serve_contained
+        nursery.start_soon(serve, request, negotiated, scope, name=_REQUEST_TASK_NAME)
         self._starts.spawned()
         return None
 
@@ -607,6 +612,18 @@ class SessionActor:
             if not self._serving and self._idle is not None:
                 self._idle.set()
                 self._idle = None
+
+    async def _serve_contained(
+        self, request: Request, negotiated: Negotiated, scope: trio.CancelScope
+    ) -> None:
+        # In a borrowed nursery, a failure would end everything else in it (invariant 3):
+        # the owner ends this session instead, as a failing actor task ends its own.
+        try:
+            await self._serve_request(request, negotiated, scope)
+        except Exception:
+            _log.exception("serving request %r failed; the session ends", request.id)
+            assert self._on_failure is not None
+            self._on_failure()
 
     def _start_hooks(self, hooks: list[Callable[[Context], Any]]) -> None:
         negotiated = self.core.negotiated

@@ -222,7 +222,7 @@ class HttpSession:
 
     def serve_in_place(self, nursery: trio.Nursery) -> None:
         """Serve a stateless session's requests in ``nursery``, without a session task."""
-        self.actor.serve_in(nursery, _DirectOutbox(self))
+        self.actor.serve_in(nursery, _DirectOutbox(self), on_failure=self.close)
         self._state = _State.LENT
 
     def close(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,8 +12,9 @@ import trio
 import trio.testing
 
 from mcpactor import Context, Server
-from mcpactor.runtime import SessionOptions
+from mcpactor.runtime import Outbound, SessionOptions
 from mcpactor.transports import HttpOptions
+from mcpactor.transports._http_sessions import HttpSession
 from mcpactor.transports._session_manager import WATCH_AFTER
 
 from ..runtime.conftest import live_tasks
@@ -281,3 +283,31 @@ async def test_stateless_posts_share_one_pool_of_worker_processes() -> None:
         assert app.manager.statistics().sessions == 0
     # The manager closed it when it stopped.
     assert pool.statistics().idle == 0
+
+
+async def test_a_request_actor_that_fails_ends_only_its_session(
+    probe: Probe, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    route_now = HttpSession.route_now
+    failures = ["the router broke"]
+
+    def breaks_once(self: HttpSession, item: Outbound) -> bool:
+        if failures:
+            raise RuntimeError(failures.pop())
+        return route_now(self, item)
+
+    monkeypatch.setattr(HttpSession, "route_now", breaks_once)
+    async with asgi_client(make_server(probe), options=STATELESS) as (app, http):
+        client = McpClient(http)
+        client.protocol_version = "2025-11-25"
+        call = {"name": "add", "arguments": {"a": 1, "b": 1}}
+        with caplog.at_level(logging.ERROR, logger="mcpactor"):
+            broken = await client.call("tools/call", call)
+        # Its POST is answered with an error, the failure is logged, and the server (the
+        # manager's nursery the request actor ran in) keeps serving.
+        assert broken["error"]["message"] == "the session ended before the request was answered"
+        assert "the router broke" in caplog.text
+        reply = await client.call("tools/call", call)
+        assert reply["result"]["structuredContent"] == {"result": 2}
+        await trio.testing.wait_all_tasks_blocked()
+        assert app.manager.statistics().sessions == 0
