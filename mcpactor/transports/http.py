@@ -122,7 +122,6 @@ async def serve_http(
     serving once the lifespans have started (``settle_heap``), and the young generations
     are collected in quiet spells (``collect_when_quiet``).
     """
-    _check_http_server(http_server)
     async with (
         server.running(),
         open_http_app(
@@ -166,7 +165,8 @@ async def serve_app(
     let its connections go. With ``tune_gc``, the young generations of the cycle
     collector are collected in quiet spells while it serves (``collect_when_quiet``).
     """
-    _check_http_server(http_server)
+    if http_server not in ("builtin", "hypercorn"):
+        raise ValueError(f"http_server must be 'builtin' or 'hypercorn', got {http_server!r}")
     manager = app.manager
     grace = (manager.session_options or SessionOptions()).shutdown_grace
     shutdown = trio.Event()
@@ -204,11 +204,6 @@ async def serve_app(
         # Every session has ended; the last responses may still be on their way out.
         await served.wait()
         nursery.cancel_scope.cancel()
-
-
-def _check_http_server(http_server: HttpServerKind) -> None:
-    if http_server not in ("builtin", "hypercorn"):
-        raise ValueError(f"http_server must be 'builtin' or 'hypercorn', got {http_server!r}")
 
 
 def _builtin_server(
