@@ -20,7 +20,8 @@ from mcpactor.cli import main
 from ._cli import Served, server_file, serving
 from ._http_client import McpClient, SocketClient
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="workers need POSIX processes")
+# Workers are started with inherited descriptors, which only POSIX systems hand down.
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="workers need POSIX processes")
 
 LINUX = sys.platform.startswith("linux")
 
@@ -131,6 +132,7 @@ def _workers(
     )
 
 
+@posix_only
 async def test_workers_share_the_port_are_restarted_and_stop_on_sigterm(
     tmp_path: Path,
 ) -> None:
@@ -156,6 +158,7 @@ async def test_workers_share_the_port_are_restarted_and_stop_on_sigterm(
             await _gone(pid)
 
 
+@posix_only
 async def test_workers_can_run_hypercorn(tmp_path: Path) -> None:
     async with _workers(tmp_path, 2, "--http-server", "hypercorn") as served:
         workers = await _pids_until(served.port, 2) if LINUX else {await _pid(served.port)}
@@ -167,6 +170,7 @@ async def test_workers_can_run_hypercorn(tmp_path: Path) -> None:
             await _gone(pid)
 
 
+@posix_only
 async def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path) -> None:
     async with _workers(tmp_path, 2) as served:
         workers = await _pids_until(served.port, 2) if LINUX else {await _pid(served.port)}
@@ -202,6 +206,7 @@ def _fake_worker(directory: Path, fails: int) -> list[str]:
     return [sys.executable, str(script)]
 
 
+@posix_only
 async def test_a_failing_worker_is_started_again_with_a_growing_delay(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -234,6 +239,7 @@ async def test_a_failing_worker_is_started_again_with_a_growing_delay(
     assert delays == ["0.5 s", "1.0 s", "2.0 s"]
 
 
+@posix_only
 async def test_a_worker_that_cannot_start_stops_the_supervisor(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "import sys; sys.exit(2)"]
     sockets = bind_sockets("127.0.0.1", 0, 2, backlog=16)
@@ -245,6 +251,7 @@ async def test_a_worker_that_cannot_start_stops_the_supervisor(tmp_path: Path) -
             sock.close()
 
 
+@posix_only
 def test_the_config_file_can_ask_for_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
