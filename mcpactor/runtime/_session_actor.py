@@ -324,16 +324,21 @@ class SessionActor:
                 finally:
                     self._acting = False
                 async with inbox:
-                    async for item in inbox:
-                        await self._receive(item)
-                        # Serve what is already queued in this turn (bounded by the inbox
-                        # size), rather than yielding to the scheduler once per message.
-                        while True:
+                    while True:
+                        # What is queued is taken without a trip through the scheduler,
+                        # so the inbox is empty whenever the actor is not acting: a
+                        # ``receive`` that found a message would yield with it in hand,
+                        # and ``receive_now`` could then act on a later one first.
+                        try:
+                            item = inbox.receive_nowait()
+                        except trio.WouldBlock:
                             try:
-                                item = inbox.receive_nowait()
-                            except (trio.WouldBlock, trio.EndOfChannel):
+                                item = await inbox.receive()
+                            except trio.EndOfChannel:
                                 break
-                            await self._receive(item)
+                        except trio.EndOfChannel:
+                            break
+                        await self._receive(item)
                 final = rest is None or not rest()
                 if final:
                     await self._wind_down()
@@ -438,9 +443,10 @@ class SessionActor:
     def receive_now(self, item: JSONValue | ProtocolError) -> bool:
         """Act on one message in the caller's own task, as the running actor would.
 
-        For an owner whose inbox holds nothing, so that no message is overtaken: the core
-        takes the message at once, its requests start in the actor's nursery and what it
-        answers is queued without waiting (a full outbox hands it to a task that waits).
+        A running actor that is not acting has taken everything from its inbox, so no
+        message queued earlier is overtaken: the core takes the message at once, its
+        requests start in the actor's nursery and what it answers is queued without
+        waiting (a full outbox hands it to a task that waits).
         Returns False, having done nothing, when the actor is not running or is still
         acting on an earlier message; the caller then queues the message as usual.
         """

@@ -405,9 +405,9 @@ class HttpSession:
             if state is _State.AWAKE:
                 inbox = self._inbox
                 assert inbox is not None
-                # Nothing is queued for the actor: act on the message right here, in
-                # order, without a trip to the actor's task and back.
-                if inbox.statistics().current_buffer_used == 0 and self.actor.receive_now(value):
+                # An actor that is not mid-message has nothing queued: act on the
+                # message right here, in order, without a trip to its task and back.
+                if self.actor.receive_now(value):
                     return True
                 try:
                     # The HTTP request already went through the scheduler to get here:

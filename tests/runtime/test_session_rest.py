@@ -188,6 +188,37 @@ async def test_receive_now_acts_in_the_callers_task_while_the_actor_idles() -> N
         period.inbox.close()
 
 
+async def test_receive_now_never_overtakes_what_was_queued_before_the_period() -> None:
+    server = rest_server()
+    started = trio.Event()
+
+    @server.tool()
+    async def wait() -> str:
+        """Wait until cancelled."""
+        started.set()
+        await trio.sleep_forever()
+        return "never"
+
+    actor = SessionActor(server, None)
+    actor.receive_at_rest(initialize())
+    actor.receive_at_rest(INITIALIZED)
+    period = Period()
+    # Queued while no actor ran: the period must act on it before anything handed over.
+    period.inbox.send_nowait(call(1, "wait"))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(period.run(actor))
+        assert actor.requests_in_flight == 1
+        assert actor.receive_now(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        # Cancelled, not left running: the cancellation found the request it names.
+        assert started.is_set()
+        assert actor.requests_in_flight == 0
+        assert period.outbox.statistics().current_buffer_used == 0
+        period.inbox.close()
+
+
 async def test_receive_now_declines_while_the_actor_is_acting_or_not_running() -> None:
     actor = SessionActor(rest_server(), None)
     assert not actor.receive_now(initialize())
