@@ -60,6 +60,31 @@ class HttpOptions:
     authenticate: Authenticate | None = None
     #: the WWW-Authenticate header sent with 401
     www_authenticate: str = "Bearer"
+    #: PEM files of the certificate (chain) and its private key; both set: HTTPS
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    #: the liveness endpoint (no authentication, no session); None: off
+    health_path: str | None = "/healthz"
+    #: log one line per HTTP request to the ``mcpactor.access`` logger
+    access_log: bool = False
+    #: open connections at most, WebSockets included (503 and close above it)
+    max_connections: int = 1000
+    #: live sessions one client address may hold at most (503 above it)
+    max_sessions_per_client: int = 256
+    #: seconds a session that has seen only its initialize may stay idle
+    unconfirmed_session_timeout: float = 60.0
+    #: seconds an idle keep-alive connection stays open
+    keep_alive_timeout: float = 75.0
+    #: seconds a request's head and body may take to arrive in full
+    request_timeout: float = 30.0
+    #: seconds a write may wait for a peer that does not read
+    write_timeout: float = 30.0
+    #: seconds a WebSocket may stay silent before it is closed
+    websocket_idle_timeout: float = 600.0
+    #: the largest request head (request line and header fields), in bytes
+    max_head_bytes: int = 64 * 1024
+    #: header fields in one request at most
+    max_header_count: int = 100
 
     def __attrs_post_init__(self) -> None:
         if self.response_mode not in ("auto", "sse", "json"):
@@ -68,6 +93,8 @@ class HttpOptions:
             )
         if self.max_sessions < 1 or self.max_body_bytes < 1:
             raise ValueError("max_sessions and max_body_bytes must be positive")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together: give both or neither")
 
 
 def default_event_store(options: HttpOptions) -> EventStore:
