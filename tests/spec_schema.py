@@ -1,7 +1,7 @@
 """Validate messages the server sends against the official schema of a revision.
 
-The schemas live beside the project in ``shared/spec/schema/<revision>/schema.json``
-(override the folder with ``MCPACTOR_SPEC_DIR``). Every test that looks at server output
+The official schemas are kept in the repository, in ``tests/spec/schema/<revision>/schema.json``
+(where each came from: ``tests/spec/README.md``). Every test that looks at server output
 should pass it through ``check_server_message`` so a message that breaks the spec fails
 the test that produced it.
 """
@@ -9,7 +9,6 @@ the test that produced it.
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,8 @@ import jsonschema
 import jsonschema.validators
 import orjson
 
-SPEC_DIR = Path(
-    os.environ.get("MCPACTOR_SPEC_DIR", Path(__file__).resolve().parents[2] / "shared" / "spec")
-)
+#: the folder holding ``schema/<revision>/schema.json``, laid out as upstream
+SPEC_DIR = Path(__file__).resolve().parent / "spec"
 
 # What each request's result must be, by the request's method.
 RESULT_TYPES = {
