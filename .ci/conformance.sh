@@ -5,20 +5,19 @@
 #   1. 0.1.16 (npm latest), its default ("active") scenarios;
 #   2. 0.2.0-alpha.12 (what the official SDKs gate on) with --requirements 2025-11-25.
 #
-# The server (`mcpactor serve mcpactor_conformance:server --http 127.0.0.1:PORT`) is
-# started once on a free loopback port and always stopped at the end. Each run prints
-# a table with one row per scenario (see ../shared/tools/conformance.sh).
+# Each must score all 30 scenarios. The server (`mcpactor serve
+# mcpactor_conformance:server --http 127.0.0.1:PORT`) is started once on a free loopback
+# port and always stopped at the end. The suite runner, .ci/conformance_suite.py,
+# installs Node 22 and the suite from the npm registry on first use and prints a table
+# with one row per scenario.
 #
-# Needs: the plugin installed (pip install -e plugins/mcpactor-conformance) and npm;
-# Node 22 and the suite are installed from the npm registry on first use.
+# Needs: the plugin installed (pip install -e plugins/mcpactor-conformance) and npm.
 #
 # Environment:
-#   PYTHON                  the interpreter with mcpactor installed (default: python)
-#   CONFORMANCE_RUNNER      the suite runner (default: ../shared/tools/conformance.sh)
-#   CONFORMANCE_DIR_STABLE  where suite 0.1.16 lives (default: ~/.cache/mcp-conformance)
-#   CONFORMANCE_DIR_ALPHA   where suite 0.2.0-alpha.12 lives
-#                           (default: ~/.cache/mcp-conformance-0.2.0-alpha.12)
-#   CONFORMANCE_OUT         keep the raw checks.json files under this folder
+#   PYTHON              the interpreter with mcpactor installed (default: python)
+#   CONFORMANCE_CACHE   where Node 22 and the suites are installed
+#                       (default: ~/.cache/mcpactor-conformance)
+#   CONFORMANCE_OUT     keep the raw checks.json files under this folder
 #
 # Exit status: 0 if every scored scenario passed in both runs, 1 if one failed,
 # 2 if the server or the harness could not run.
@@ -26,16 +25,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python}"
-RUNNER="${CONFORMANCE_RUNNER:-../shared/tools/conformance.sh}"
-CACHE="${XDG_CACHE_HOME:-$HOME/.cache}"
-DIR_STABLE="${CONFORMANCE_DIR_STABLE:-$CACHE/mcp-conformance}"
-DIR_ALPHA="${CONFORMANCE_DIR_ALPHA:-$CACHE/mcp-conformance-0.2.0-alpha.12}"
 READY_SECONDS=30
 
 log() { echo "[.ci/conformance.sh] $*" >&2; }
-
-# Run with bash, so that a copy of the runner without its executable bit works too.
-[ -f "$RUNNER" ] || { log "the suite runner $RUNNER is missing"; exit 2; }
 
 PORT="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" \
   || { log "$PYTHON cannot run"; exit 2; }
@@ -81,20 +73,20 @@ if [ -z "$ready" ]; then
   exit 2
 fi
 
-run_suite() {  # label, suite dir, suite version, extra runner arguments...
-  local label="$1" dir="$2" version="$3"
-  shift 3
+run_suite() {  # label, suite version, extra runner arguments...
+  local label="$1" version="$2"
+  shift 2
   local out=()
   [ -n "${CONFORMANCE_OUT:-}" ] && out=(--out "$CONFORMANCE_OUT/$label")
   echo
   echo "=== suite $label"
-  CONFORMANCE_DIR="$dir" CONFORMANCE_VERSION="$version" \
-    bash "$RUNNER" --url "$URL" "${out[@]}" "$@"
+  "$PYTHON" .ci/conformance_suite.py --url "$URL" --version "$version" --expect 30 \
+    "${out[@]}" "$@"
 }
 
-run_suite "0.1.16" "$DIR_STABLE" "0.1.16"
+run_suite "0.1.16" "0.1.16"
 stable=$?
-run_suite "0.2.0-alpha.12-2025-11-25" "$DIR_ALPHA" "0.2.0-alpha.12" --requirements 2025-11-25
+run_suite "0.2.0-alpha.12-2025-11-25" "0.2.0-alpha.12" --requirements 2025-11-25
 alpha=$?
 
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
