@@ -32,6 +32,7 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 _JSON: Final = b"application/json"
+_CLOSE: Final = ((b"connection", b"close"),)
 
 
 class ClientGone(Exception):
@@ -135,9 +136,15 @@ async def reply(
     await send({"type": "http.response.body", "body": body})
 
 
-async def reply_error(send: Send, status: int, code: int, message: str) -> None:
-    """Send a complete response whose body is a JSON-RPC error without id."""
-    await reply(send, status, error_body(code, message))
+async def reply_error(
+    send: Send, status: int, code: int, message: str, *, close: bool = False
+) -> None:
+    """Send a complete response whose body is a JSON-RPC error without id.
+
+    With ``close``, the response asks the HTTP server to close the connection after it
+    (a request whose framing or Host cannot be trusted must not be followed by another).
+    """
+    await reply(send, status, error_body(code, message), _CLOSE if close else ())
 
 
 async def lifespan(receive: Receive, send: Send) -> None:

@@ -9,8 +9,10 @@
 # throughput here); a bare hypercorn ASGI app that answers canned JSON spends
 # 0.48–0.63 ms. Quart's cost is its request/response objects and contexts.
 #
-# A request goes through: Host/Origin guard (403/421) → authentication hook (401) →
-# method dispatch. POST checks Accept (406), Content-Type (415) and size (413), decodes
+# A request goes through: the Host header's framing (400 and close when it is missing in
+# HTTP/1.1, repeated or malformed, RFC 9112 §3.2) → the health endpoint, which needs
+# nothing more → Host/Origin guard (403/421) → authentication hook (401) → method
+# dispatch. POST checks Accept (406), Content-Type (415) and size (413), decodes
 # the body (-32700 → 400) and classifies every message before a session sees it, so
 # that malformed input and messages that need no answer (202) are settled here and
 # every request reaching a session has a stream waiting for its response.
@@ -19,8 +21,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import re
+import time
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 import orjson
 
@@ -42,7 +47,7 @@ from ._http_options import HttpOptions
 from ._http_sessions import DuplicateRequestId, HttpSession, SessionKind
 from ._http_writer import write_stream
 from ._legacy_sse import serve_legacy_post, serve_legacy_stream
-from ._security import RequestGuard, accepts
+from ._security import RequestGuard, accepts, parse_host
 from ._session_manager import SessionLimitReached, SessionManager
 from ._websocket import serve_websocket
 
@@ -50,6 +55,14 @@ __all__ = ["DEFAULT_HEADER_VERSION", "McpHttpApp"]
 
 #: what a request without ``MCP-Protocol-Version`` is assumed to speak (transports page)
 DEFAULT_HEADER_VERSION: Final = "2025-03-26"
+
+_access = logging.getLogger("mcpactor.access")
+_HEALTHY: Final = b'{"status":"ok"}'
+_STOPPING: Final = b'{"status":"stopping"}'
+_NO_STORE: Final = ((b"cache-control", b"no-store"),)
+# What of a request the access log shows: bounded, and escaped so that a line is a line.
+_LOGGED_PATH: Final = 200
+_UNPRINTABLE: Final = re.compile(r'[\x00-\x1f\x7f-\x9f"\\]')
 
 
 class McpHttpApp:
@@ -81,11 +94,56 @@ class McpHttpApp:
         """Serve one ASGI connection scope."""
         kind = scope["type"]
         if kind == "http":
-            await self._http(scope, receive, send)
+            if self.options.access_log:
+                await self._logged(self._http, scope, receive, send)
+            else:
+                await self._http(scope, receive, send)
         elif kind == "websocket":
-            await serve_websocket(self, scope, receive, send)
+            if self.options.access_log:
+                await self._logged(self._websocket, scope, receive, send)
+            else:
+                await serve_websocket(self, scope, receive, send)
         elif kind == "lifespan":
             await lifespan(receive, send)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await serve_websocket(self, scope, receive, send)
+
+    async def _logged(self, serve: Any, scope: Scope, receive: Receive, send: Send) -> None:
+        # One line per request, written when it ends (SSE streams: when the stream ends).
+        status = 0
+        sent = 0
+
+        async def logged_send(message: dict[str, Any]) -> None:
+            nonlocal status, sent
+            kind = message["type"]
+            if kind == "http.response.start":
+                status = message["status"]
+            elif kind == "http.response.body":
+                sent += len(message.get("body", b""))
+            elif kind == "websocket.accept":
+                status = 101
+            elif kind == "websocket.close" and not status:
+                status = 403
+            elif kind == "websocket.send":
+                sent += len(message.get("text") or message.get("bytes") or b"")
+            await send(message)
+
+        started = time.perf_counter()
+        try:
+            await serve(scope, receive, logged_send)
+        finally:
+            client = scope.get("client")
+            method = scope.get("method", "GET") if scope["type"] == "http" else "WEBSOCKET"
+            _access.info(
+                '%s "%s %s" %d %d %.1fms',
+                f"{client[0]}:{client[1]}" if client else "-",
+                _printable(method, 20),
+                _printable(scope.get("path", ""), _LOGGED_PATH),
+                status,
+                sent,
+                (time.perf_counter() - started) * 1000,
+            )
 
     # --- common checks ------------------------------------------------------------
 
@@ -99,7 +157,14 @@ class McpHttpApp:
         host = headers.get("host") or headers.get(":authority")
         if not self.guard.host_allowed(host):
             if send is not None:
-                await reply_error(send, 421, INVALID_REQUEST, "Host header not allowed")
+                status = 400 if host and self.guard.host_status(host) == 400 else 421
+                await reply_error(
+                    send,
+                    status,
+                    INVALID_REQUEST,
+                    "malformed Host header" if status == 400 else "Host header not allowed",
+                    close=status == 400,
+                )
             return False, None
         if not self.guard.origin_allowed(headers.get("origin"), host):
             if send is not None:
@@ -139,6 +204,23 @@ class McpHttpApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         options = self.options
+        headers = Headers.of(scope)
+        refusal = _host_framing(scope, headers)
+        if refusal is not None:
+            await reply_error(send, 400, INVALID_REQUEST, refusal, close=True)
+            return
+        if path[:1] != "/":
+            # absolute-form (RFC 9112 §3.2.2): the target's authority is the Host.
+            target = _absolute_target(path)
+            if target is None:
+                await reply_error(
+                    send, 400, INVALID_REQUEST, "malformed request target", close=True
+                )
+                return
+            headers["host"], path = target
+        if path == options.health_path:
+            await self._health(scope, send)
+            return
         if path in self._paths:
             handler = self._mcp
         elif options.sse_path is not None and path == options.sse_path:
@@ -146,9 +228,10 @@ class McpHttpApp:
         elif options.messages_path is not None and path.rstrip("/") == options.messages_path:
             handler = functools.partial(serve_legacy_post, self)
         else:
-            await reply_error(send, 404, INVALID_REQUEST, f"no MCP endpoint at {path!r}")
+            await reply_error(
+                send, 404, INVALID_REQUEST, f"no MCP endpoint at {path[:_LOGGED_PATH]!r}"
+            )
             return
-        headers = Headers.of(scope)
         if scope["method"] == "OPTIONS" and options.cors_origins:
             await self._preflight(send, headers)
             return
@@ -161,6 +244,22 @@ class McpHttpApp:
             await handler(scope, receive, send, headers, principal)
         except ClientGone:
             return
+
+    async def _health(self, scope: Scope, send: Send) -> None:
+        # Liveness for load balancers and supervisors: no guard, no authentication, no
+        # session (a probe sends whatever Host its network gives it, and learns nothing).
+        if scope["method"] not in ("GET", "HEAD"):
+            await reply(
+                send,
+                405,
+                error_body(INVALID_REQUEST, f"method {scope['method'][:20]} not allowed here"),
+                [(b"allow", b"GET, HEAD")],
+            )
+            return
+        if self.manager.stopping:
+            await reply(send, 503, _STOPPING, _NO_STORE)
+        else:
+            await reply(send, 200, _HEALTHY, _NO_STORE)
 
     async def _preflight(self, send: Send, headers: Mapping[str, str]) -> None:
         cors = self.cors(headers)
@@ -438,6 +537,41 @@ class McpHttpApp:
             return
         self.manager.close_session(session)
         await reply(send, 204, b"", self.cors(headers), content_type=None)
+
+
+def _host_framing(scope: Scope, headers: Mapping[str, str]) -> str | None:
+    # What is wrong with the Host header as HTTP framing (RFC 9112 §3.2), or None. The
+    # built-in server refuses these itself; under another server the app does.
+    host = headers.get("host")
+    if host is None:
+        if scope.get("http_version") == "1.1":
+            return "an HTTP/1.1 request needs a Host header"
+        return None
+    if "," in host:
+        # Headers.of joined several Host lines: a Host value never holds a comma.
+        return "more than one Host header"
+    if parse_host(host) is None:
+        return "malformed Host header"
+    return None
+
+
+def _absolute_target(target: str) -> tuple[str, str] | None:
+    # "http://authority/path" -> (authority, "/path"); None unless http(s) and a valid
+    # authority (the path is already percent-decoded by the server).
+    scheme, sep, rest = target.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return None
+    authority, slash, path = rest.partition("/")
+    if parse_host(authority) is None:
+        return None
+    return authority, slash + path
+
+
+def _printable(text: str, limit: int) -> str:
+    # Off the wire: cut to ``limit`` characters, control characters and quotes escaped.
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return _UNPRINTABLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
 async def _refuse(send: Send, status: int, why: str) -> None:

@@ -11,22 +11,47 @@
 # Patterns: a host is ``name``, ``name:port`` or ``name:*`` (a bare name matches every
 # port; IPv6 literals keep their brackets, ``[::1]``). An origin is
 # ``scheme://name[:port]``; without a port (or with ``:*``) it matches every port, and a
-# pattern without a scheme matches every scheme.
+# pattern without a scheme matches ``http`` and ``https`` (a browser origin of any other
+# scheme, ``file`` or an extension's, is never allowed by a bare name).
+#
+# Header values are parsed strictly, as a class of defence: a Host is a host name, an
+# IPv4 address or a bracketed IPv6 address, then an optional ``:`` and 1-5 digits, and
+# nothing else; an Origin is ``scheme://`` and such a host, and nothing else (no path, no
+# userinfo, no trailing characters). A value that does not parse matches no pattern:
+# lenient splitting let ``[::1]`` followed by anything pass as loopback. A server
+# refuses an unparseable Host with 400 (RFC 9112 §3.2), a Host not allowed with 421.
 
 from __future__ import annotations
 
 import functools
 import ipaddress
+import re
 from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["LOOPBACK_HOSTS", "RequestGuard", "accepts", "is_loopback"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "RequestGuard",
+    "accepts",
+    "is_loopback",
+    "parse_host",
+    "parse_origin",
+]
 
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]")
 
 _ANY: Final = "*"
 # Distinct header values remembered with their verdicts (then forgotten, all at once).
 _MAX_REMEMBERED: Final = 256
+# The longest Host or Origin value looked at (a DNS name is at most 253 characters).
+_MAX_AUTHORITY: Final = 300
+# A registered name: letters, digits and "-._~" (RFC 3986 §3.2.2 unreserved); percent
+# escapes and sub-delims, legal there but never part of a real host name, are refused.
+_REG_NAME: Final = re.compile(r"[a-z0-9._~-]+")
+_PORT: Final = re.compile(r"[0-9]{1,5}")
+_SCHEME: Final = re.compile(r"[a-z][a-z0-9+.-]*")
+#: the schemes a pattern without a scheme matches
+_WEB_SCHEMES: Final = frozenset({"http", "https"})
 
 
 def is_loopback(host: str) -> bool:
@@ -40,26 +65,56 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _split_authority(authority: str) -> tuple[str, str | None]:
-    # "name", "name:port", "[v6]", "[v6]:port" -> (lowercase name, port or None)
-    authority = authority.strip().lower()
-    if authority.startswith("["):
-        end = authority.find("]")
+def parse_host(value: str) -> tuple[str, str | None] | None:
+    """Parse a Host value into (lowercase name, port or None); None if malformed."""
+    if not value or len(value) > _MAX_AUTHORITY:
+        return None
+    value = value.strip(" \t").lower()
+    if value.startswith("["):
+        end = value.find("]")
         if end < 0:
-            return authority, None
-        name, rest = authority[: end + 1], authority[end + 1 :]
-        return name, rest[1:] if rest.startswith(":") and rest[1:] else None
-    name, colon, port = authority.rpartition(":")
-    if not colon or not name:
-        return authority, None
-    return name, port or None
+            return None
+        name, rest = value[: end + 1], value[end + 1 :]
+        try:
+            ipaddress.IPv6Address(name[1:-1])
+        except ValueError:
+            return None
+    else:
+        name, colon, port = value.partition(":")
+        rest = colon + port
+        if not _REG_NAME.fullmatch(name):
+            return None
+    if not rest:
+        return name, None
+    if rest[0] != ":" or not _PORT.fullmatch(rest[1:]) or int(rest[1:]) > 65535:
+        return None
+    return name, rest[1:]
 
 
-def _split_origin(origin: str) -> tuple[str | None, str, str | None]:
-    scheme, sep, rest = origin.strip().lower().partition("://")
-    if not sep:
-        return None, *_split_authority(scheme)
-    return scheme, *_split_authority(rest.split("/", 1)[0])
+def parse_origin(value: str) -> tuple[str, str, str | None] | None:
+    """Parse an Origin value into (scheme, name, port or None); None if malformed."""
+    if len(value) > _MAX_AUTHORITY:
+        return None
+    scheme, sep, rest = value.strip(" \t").lower().partition("://")
+    if not sep or not _SCHEME.fullmatch(scheme):
+        return None
+    parsed = parse_host(rest)
+    if parsed is None:
+        return None
+    return scheme, *parsed
+
+
+def _pattern_authority(pattern: str) -> tuple[str, str | None]:
+    # A configured pattern: "name", "name:port", "name:*", "[v6]", "[v6]:port".
+    authority = pattern.strip().lower()
+    port: str | None = None
+    if authority.endswith(":*"):
+        authority = authority[:-2]
+    parsed = parse_host(authority)
+    if parsed is None:
+        raise ValueError(f"not a host pattern: {pattern!r}")
+    name, port = parsed
+    return name, port
 
 
 class _Patterns:
@@ -72,11 +127,12 @@ class _Patterns:
             if pattern.strip() == _ANY:
                 self.any = True
                 continue
-            if origins:
-                scheme, name, port = _split_origin(pattern)
-            else:
-                scheme, (name, port) = None, _split_authority(pattern)
-            self.entries.append((scheme, name, None if port == _ANY else port))
+            scheme: str | None = None
+            authority = pattern.strip().lower()
+            if origins and "://" in authority:
+                scheme, _, authority = authority.partition("://")
+            name, port = _pattern_authority(authority)
+            self.entries.append((scheme, name, port))
 
     def match(self, scheme: str | None, name: str, port: str | None) -> bool:
         if self.any:
@@ -84,7 +140,10 @@ class _Patterns:
         for want_scheme, want_name, want_port in self.entries:
             if want_name != name:
                 continue
-            if want_scheme is not None and want_scheme != scheme:
+            if want_scheme is None:
+                if scheme is not None and scheme not in _WEB_SCHEMES:
+                    continue
+            elif want_scheme != scheme:
                 continue
             if want_port is not None and want_port != port:
                 continue
@@ -117,7 +176,7 @@ class RequestGuard:
         self._origins = _Patterns([*allowed_origins, *cors_origins], origins=True)
         self._cors = _Patterns(cors_origins, origins=True)
         # Clients send the same few Host values over and over: decide each once.
-        self._host_verdicts: dict[str, bool] = {}
+        self._host_verdicts: dict[str, int] = {}
 
     def host_allowed(self, host: str | None) -> bool:
         """Return whether the ``Host`` header names this server."""
@@ -125,9 +184,19 @@ class RequestGuard:
             return True
         if not host:
             return False
+        return self.host_status(host) == 200
+
+    def host_status(self, host: str) -> int:
+        """Return 200 for a Host that names this server, 400 if malformed, else 421."""
         verdict = self._host_verdicts.get(host)
         if verdict is None:
-            verdict = self._hosts.match(None, *_split_authority(host))
+            parsed = parse_host(host)
+            if parsed is None:
+                verdict = 400
+            elif self._hosts.match(None, *parsed):
+                verdict = 200
+            else:
+                verdict = 421
             if len(self._host_verdicts) >= _MAX_REMEMBERED:
                 self._host_verdicts.clear()
             self._host_verdicts[host] = verdict
@@ -137,18 +206,24 @@ class RequestGuard:
         """Return whether a request with this ``Origin`` (None: absent) may proceed."""
         if origin is None:
             return True  # not a browser, or a same-origin GET: nothing to check
-        scheme, name, port = _split_origin(origin)
+        if self._origins.any:
+            return True
+        parsed = parse_origin(origin)
+        if parsed is None:
+            return False  # "null" (a sandboxed page, a file) or malformed
+        scheme, name, port = parsed
         if self._origins.match(scheme, name, port):
             return True
-        if self._same_origin_only and host:
-            return (name, port) == _split_authority(host)
+        if self._same_origin_only and host and scheme in _WEB_SCHEMES:
+            return (name, port) == parse_host(host)
         return False
 
     def cors_allowed(self, origin: str | None) -> bool:
         """Return whether CORS headers should let this origin's page read the response."""
         if origin is None:
             return False
-        return self._cors.match(*_split_origin(origin))
+        parsed = parse_origin(origin)
+        return parsed is not None and self._cors.match(*parsed)
 
 
 def accepts(header: str | None, *, json: bool, event_stream: bool) -> bool:

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from mcpactor.transports import HttpOptions
-from mcpactor.transports._security import RequestGuard, accepts, is_loopback
+from mcpactor.transports._security import RequestGuard, accepts, is_loopback, parse_host
 
 from ..spec_schema import check_server_message
 from ._http_client import McpClient
@@ -217,3 +217,77 @@ def test_remembered_host_verdicts_stay_right_past_the_cache_size() -> None:
             assert guard.host_allowed("localhost:8000")
         assert guard.host_allowed("127.0.0.1:9")
         assert not guard.host_allowed("127.0.0.2")
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[::1]evil.example",
+        "[::1].evil.example:80",
+        "[::1]:80x",
+        "[::1]:80:80",
+        "[::1",
+        "[nonsense]",
+        "127.0.0.1:80:80",
+        "127.0.0.1:",
+        "localhost:99999",
+        "localhost:123456",
+        "localhost/evil",
+        "user@localhost",
+        "localhost evil",
+        "localhost,evil.example",
+        "local%68ost",
+        "",
+        "x" * 400,
+    ],
+)
+def test_malformed_hosts_match_no_pattern(host: str) -> None:
+    guard = RequestGuard(bind_host="127.0.0.1")
+    assert parse_host(host) is None
+    assert not guard.host_allowed(host)
+    assert not guard.origin_allowed(f"http://{host}", "localhost")
+
+
+@pytest.mark.parametrize(
+    ("host", "parsed"),
+    [
+        ("localhost", ("localhost", None)),
+        ("LocalHost:8000", ("localhost", "8000")),
+        ("[::1]:1", ("[::1]", "1")),
+        ("[0:0::1]", ("[0:0::1]", None)),
+        ("127.0.0.1:65535", ("127.0.0.1", "65535")),
+        (" mcp.example.com ", ("mcp.example.com", None)),
+    ],
+)
+def test_hosts_parse_into_name_and_port(host: str, parsed: tuple[str, str | None]) -> None:
+    assert parse_host(host) == parsed
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [
+        ("http://localhost:5173", True),
+        ("https://[::1]", True),
+        ("ftp://localhost", False),
+        ("chrome-extension://localhost", False),
+        ("file://localhost", False),
+        ("http://localhost/", False),
+        ("http://localhost/app", False),
+        ("http://[::1]evil.example", False),
+        ("http://user@localhost", False),
+        ("localhost", False),
+        ("null", False),
+        ("http://", False),
+    ],
+)
+def test_loopback_origins_are_http_or_https_and_nothing_else(origin: str, allowed: bool) -> None:
+    guard = RequestGuard(bind_host="127.0.0.1")
+    assert guard.origin_allowed(origin, "localhost:8000") is allowed
+
+
+def test_a_pattern_with_a_scheme_takes_that_scheme_and_bad_patterns_are_refused() -> None:
+    guard = RequestGuard(bind_host="10.0.0.1", allowed_origins=["chrome-extension://abc"])
+    assert guard.origin_allowed("chrome-extension://abc", "a.example")
+    assert not guard.origin_allowed("http://abc", "a.example")
+    with pytest.raises(ValueError, match="not a host pattern"):
+        RequestGuard(bind_host="127.0.0.1", allowed_hosts=["evil/path"])
