@@ -1,7 +1,8 @@
 """An MCP server that tells the time: any zone, conversions, durations, and a countdown.
 
 ``countdown`` is the cancellation demo: it reports progress every second and stops the
-moment the client cancels it, logging where it stopped.
+moment the client cancels it, logging where it stopped. 2025-11-25 clients may also call
+it as a task, which they poll, wait on or cancel with ``tasks/*``.
 """
 
 from __future__ import annotations
@@ -210,9 +211,11 @@ def time_between(start: str, end: str) -> Duration:
     return {"seconds": delta.total_seconds(), "description": _describe(delta)}
 
 
-@server.tool(annotations=_READ_ONLY)
+@server.tool(annotations=_READ_ONLY, task_support="optional")
 async def countdown(seconds: int, ctx: Context) -> str:
     """Count down, reporting progress every second; cancel it to stop it at once.
+
+    It may run as a task (2025-11-25): cancelling the task stops it just the same.
 
     Args:
         seconds: how long to count down
