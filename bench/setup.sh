@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Creates the benchmark's virtual environments under $VENV_DIR (default .bench-venvs):
+#   peers/     the servers compared against: the official SDK (mcp), fastmcp, and what the
+#              framework-free ceilings import (trio, hypercorn, orjson); installed from PyPI
+#   driver/    the load driver's own few packages, kept apart so that nothing it installs
+#              (uvloop) changes what the peers run on
+#   mcpactor/  this checkout, editable, with the HTTP extra
+# Each is created only when missing; remove a folder to rebuild it.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+venvs=${VENV_DIR:-$here/.bench-venvs}
+py=${PYTHON:-python3}
+mkdir -p "$venvs"
+
+make_venv() {  # NAME PACKAGE...
+  local dir="$venvs/$1"
+  shift
+  [ -x "$dir/bin/python" ] && return
+  "$py" -m venv "$dir.tmp"
+  "$dir.tmp/bin/pip" install -q --disable-pip-version-check "$@"
+  mv "$dir.tmp" "$dir"  # only a complete venv gets the name run.sh checks for
+}
+
+rm -rf "$venvs"/*.tmp
+make_venv peers mcp==2.3.0 fastmcp==4.1.6 trio hypercorn orjson
+make_venv driver orjson uvloop
+make_venv mcpactor -e "$here[http]"
