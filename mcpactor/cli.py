@@ -1,15 +1,25 @@
-"""The ``mcpactor`` command: serve a server module, call a tool, show the version."""
+"""The ``mcpactor`` command: serve a server module, call a tool, show the version.
+
+Exit status: 0 when the command did what it was asked; 1 when a server could not be
+loaded or started, or failed while serving; 2 when the command line or the configuration
+file is wrong. Every error is a short message on stderr that names the culprit (the
+option, the key, the file and line); ``--debug`` adds the traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import logging
+import math
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, Final, NoReturn, cast
 
 # Imported only where they are used, to keep start-up short: the configuration file
 # reader (``_config``), the client (proxying a URL), importlib.util (a path target).
@@ -27,36 +37,18 @@ class TargetError(MCPActorError, ValueError):
 
 
 def load_server(target: str) -> Server:
-    """Load a Server from ``package.module[:attr]`` or ``path/to/file.py[:attr]``."""
-    spec, _, attr = target.partition(":")
-    if spec.endswith(".py") or "/" in spec:
-        from importlib.util import module_from_spec, spec_from_file_location
+    """Load a Server from ``package.module[:attr]`` or ``path/to/file.py[:attr]``.
 
-        path = Path(spec)
-        if not path.is_file():
-            raise TargetError(f"{target!r}: no such file {str(path)!r}")
-        module_name = f"_mcpactor_target_{path.stem}"
-        loader_spec = spec_from_file_location(module_name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise TargetError(f"{target!r}: cannot import {str(path)!r}")
-        module = module_from_spec(loader_spec)
-        sys.modules[module_name] = module
-        sys.path.insert(0, str(path.parent.resolve()))
-        loader_spec.loader.exec_module(module)
-    else:
-        try:
-            module = importlib.import_module(spec)
-        except ImportError as exc:
-            raise TargetError(f"{target!r}: cannot import module {spec!r}: {exc}") from exc
+    A module is looked for in the current directory first, as ``python -m`` does.
+
+    Raises:
+        TargetError: the module or file is missing, fails to import (the message names
+            the file and line), or holds no Server where the target says.
+    """
+    spec, _, attr = target.partition(":")
+    module = _import_target(target, spec)
     if attr:
-        obj: Any = module
-        for part in attr.split("."):
-            try:
-                obj = getattr(obj, part)
-            except AttributeError:
-                raise TargetError(
-                    f"{target!r}: module {spec!r} has no attribute {attr!r}"
-                ) from None
+        obj: Any = _attribute(target, module, spec, attr)
         if callable(obj) and not isinstance(obj, Server):
             obj = obj()
         if not isinstance(obj, Server):
@@ -74,31 +66,155 @@ def load_server(target: str) -> Server:
     )
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mcpactor", description="Model Context Protocol servers on trio."
-    )
-    parser.add_argument("--version", action="version", version=f"mcpactor {__version__}")
+def load_hook(reference: str, *, option: str) -> Callable[..., Any]:
+    """Load the function a ``module:function`` (or ``path/file.py:function``) reference names.
+
+    ``option`` names where the reference came from, in the error.
+
+    Raises:
+        TargetError: the module does not import, or has no such callable.
+    """
+    spec, colon, attr = reference.partition(":")
+    if not colon or not spec or not attr:
+        raise TargetError(f"{option}: expected MODULE:FUNCTION, got {reference!r}")
+    try:
+        obj = _attribute(reference, _import_target(reference, spec), spec, attr)
+    except TargetError as exc:
+        raise TargetError(f"{option}: {exc}") from exc.__cause__
+    if not callable(obj):
+        raise TargetError(
+            f"{option}: {reference!r} is not a function, it is a {type(obj).__name__}"
+        )
+    return cast("Callable[..., Any]", obj)
+
+
+def _import_target(target: str, spec: str) -> ModuleType:
+    from .plugins import _describe_failure
+
+    if spec.endswith(".py") or "/" in spec:
+        return _import_file(target, Path(spec))
+    # As ``python -m``: the current directory first, so ``pkg.module`` in it is found.
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if spec == missing or spec.startswith(missing + "."):
+            raise TargetError(
+                f"{target!r}: no module named {missing!r} (looked in the current directory "
+                "and sys.path)"
+            ) from exc
+        raise TargetError(
+            f"{target!r}: importing {spec!r} raised {_describe_failure(exc)}"
+        ) from exc
+    except SyntaxError as exc:
+        raise TargetError(f"{target!r}: {_describe_failure(exc)}{_source(exc)}") from exc
+    except Exception as exc:
+        # Importing runs the module's code: whatever it raises is the module's failure.
+        raise TargetError(
+            f"{target!r}: importing {spec!r} raised {_describe_failure(exc)}"
+        ) from exc
+
+
+def _import_file(target: str, path: Path) -> ModuleType:
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    from .plugins import _describe_failure
+
+    if not path.is_file():
+        raise TargetError(f"{target!r}: no such file {str(path)!r}")
+    module_name = f"_mcpactor_target_{path.stem}"
+    loader_spec = spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise TargetError(f"{target!r}: cannot import {str(path)!r}")
+    module = module_from_spec(loader_spec)
+    sys.modules[module_name] = module
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        loader_spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        del sys.modules[module_name]
+        raise TargetError(f"{target!r}: {_describe_failure(exc)}{_source(exc)}") from exc
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise TargetError(f"{target!r}: running it raised {_describe_failure(exc)}") from exc
+    return module
+
+
+def _source(exc: SyntaxError) -> str:
+    # The offending line under the message, as Python shows it (bounded: it is a file's).
+    text = (exc.text or "").strip()
+    return f"\n    {text[:200]}" if text else ""
+
+
+def _attribute(target: str, module: ModuleType, spec: str, attr: str) -> Any:
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TargetError(f"{target!r}: module {spec!r} has no attribute {attr!r}") from None
+    return obj
+
+
+class _Parser(argparse.ArgumentParser):
+    # A wrong option is one line that names it, not the usage of thirty options.
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in _LOG_LEVELS:
+        expected = ", ".join(name.lower() for name in _LOG_LEVELS)
+        raise argparse.ArgumentTypeError(f"expected one of {expected}, got {text!r}")
+    return level
+
+
+def _add_global_arguments(parser: argparse.ArgumentParser, *, command: bool) -> None:
+    # Given before the command or after it: on a command, an option left out must not
+    # overwrite the value given before it (SUPPRESS leaves it unset).
     parser.add_argument(
         "--log-level",
-        default="WARNING",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-        help="how much the server logs to stderr (default: WARNING)",
+        type=_log_level,
+        default=argparse.SUPPRESS if command else None,
+        metavar="LEVEL",
+        help="how much is logged to stderr: debug, info, warning (the default), error or "
+        "critical, in any case",
     )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS if command else False,
+        help="on an error, print its traceback too",
+    )
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="mcpactor", description="Model Context Protocol servers on trio.")
+    parser.add_argument("--version", action="version", version=f"mcpactor {__version__}")
+    _add_global_arguments(parser, command=False)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser(
         "serve", help="serve one server, several as one, or every installed plugin"
     )
+    _add_global_arguments(serve, command=True)
     _add_composition_arguments(serve)
     serve.add_argument(
         "--grace",
-        type=float,
+        type=_seconds,
         default=5.0,
         help="seconds in-flight requests get to finish at shutdown (default: 5)",
     )
     serve.add_argument(
         "--max-message-bytes",
-        type=int,
+        type=_count,
         default=4 * 1024 * 1024,
         help="the longest message accepted on stdin (default: 4 MiB)",
     )
@@ -114,6 +230,40 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _count(text: str) -> int:
+    # A positive integer; ``1_000`` reads as in Python and TOML.
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = _seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _endpoint_path(text: str) -> str:
+    if not text.startswith("/"):
+        raise argparse.ArgumentTypeError(f"expected a path starting with '/', got {text!r}")
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mcpactor`` command line; return the process exit code."""
     parser = _build_parser()
@@ -121,15 +271,97 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Workers of ``serve --workers`` run the very same command line.
     args.argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(
-        level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+        level=args.log_level or "WARNING",
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
     )
-    if args.command == "serve":
-        return _serve(args)
-    if args.command == "call":
-        return _call(args)
-    if args.command == "plugins":
-        return _plugins(args)
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "call":
+            return _call(args)
+        if args.command == "plugins":
+            return _plugins(args)
+    except Exception as exc:
+        return _report(exc, debug=args.debug, listen=getattr(args, "listen", None))
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse guards
+
+
+# --- reporting what went wrong ---------------------------------------------------------
+
+#: the top-level modules of the ``http`` extra, and who needs them
+_HTTP_EXTRA: Final = frozenset(
+    {"httptools", "wsproto", "hypercorn", "h11", "h2", "trio_websocket", "quart", "quart_trio"}
+)
+# Groups are flattened to this many failures at most: they come from the start of
+# several servers at once, and a few lines say enough.
+_MAX_REPORTED: Final = 3
+
+
+class _StartFailed(MCPActorError):
+    # Raised from ``exc``: the server did not reach the point of serving.
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.__cause__ = exc
+
+
+def _report(exc: Exception, *, debug: bool, listen: str | None) -> int:
+    """Print ``exc`` as a few lines naming the culprit; return the exit status."""
+    import traceback
+
+    from .plugins import _describe_failure
+
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    starting = isinstance(exc, _StartFailed)
+    lines: list[str] = []
+    status = 1
+    leaves = _leaves(exc.__cause__ if starting and exc.__cause__ is not None else exc)
+    for leaf in leaves[:_MAX_REPORTED]:
+        if isinstance(leaf, ConfigError):
+            status = 2
+            lines.append(str(leaf))
+        elif isinstance(leaf, (TargetError, PluginError)):
+            lines.append(str(leaf))
+        elif isinstance(leaf, ModuleNotFoundError) and (leaf.name or "").split(".")[0] in (
+            _HTTP_EXTRA
+        ):
+            lines.append(
+                f"serving over HTTP or proxying a URL needs the http extra, which is not "
+                f"installed (no module named {leaf.name!r}): pip install 'mcpactor[http]'"
+            )
+        elif isinstance(leaf, OSError) and starting and _is_bind_error(leaf) and listen:
+            lines.append(f"cannot listen on {listen}: {leaf.strerror or leaf}")
+        else:
+            what = "cannot start" if starting else "failed"
+            lines.append(f"{what}: {_describe_failure(leaf)}")
+    if len(leaves) > _MAX_REPORTED:
+        lines.append(f"… and {len(leaves) - _MAX_REPORTED} more")
+    for line in lines:
+        print(f"mcpactor: {line}", file=sys.stderr)
+    if status == 1 and not debug:
+        print("mcpactor: (--debug shows the traceback)", file=sys.stderr)
+    return status
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _is_bind_error(exc: OSError) -> bool:
+    import errno
+    import traceback
+
+    if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
+        return True
+    frames = list(traceback.walk_tb(exc.__traceback__))
+    return bool(frames) and frames[-1][0].f_code.co_name == "bind"
+
+
+# --- serve -------------------------------------------------------------------------------
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -139,42 +371,57 @@ def _serve(args: argparse.Namespace) -> int:
     from .runtime import SessionOptions
     from .transports import serve_stdio
 
-    try:
-        server = _served_server(args)
-    except (TargetError, PluginError, ConfigError) as exc:
-        print(f"mcpactor: {exc}", file=sys.stderr)
-        return 2
+    config = None
+    if args.config:
+        from ._config import load_config
+
+        config = load_config(args.config)
+        _apply_config(args, config)
     if args.workers < 1:
-        print(f"mcpactor: --workers must be at least 1, got {args.workers}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
     if args.workers > 1 and args.http is None:
-        print("mcpactor: --workers needs --http", file=sys.stderr)
-        return 2
+        raise ConfigError("--workers needs --http")
+    http_options = None
+    if args.http is not None:
+        _require_http_extra(args.http_server or "builtin")
+        http_options = _http_options(args, config)
+    server = _served_server(args, config)
     options = SessionOptions(shutdown_grace=args.grace)
     tasks = getattr(args, "tasks", None)
     if tasks is not None:
         options = attrs.evolve(options, tasks=tasks)
-    try:
-        if args.http is not None:
-            return _serve_http(args, server, options)
-        trio.run(
-            lambda: serve_stdio(
-                server,
-                options=options,
-                max_line_bytes=args.max_message_bytes,
-                tune_gc=not args.no_gc_tuning,
+    if http_options is not None:
+        return _serve_http(args, server, options, http_options)
+    started = False
+
+    async def run() -> None:
+        nonlocal started
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                functools.partial(
+                    serve_stdio,
+                    server,
+                    options=options,
+                    max_line_bytes=args.max_message_bytes,
+                    tune_gc=not args.no_gc_tuning,
+                )
             )
-        )
-    except (PluginError, BaseExceptionGroup) as exc:
-        # Mounted servers that collide only once started (proxies) stop the start-up.
-        found = exc.split(PluginError)[0] if isinstance(exc, BaseExceptionGroup) else exc
-        if found is None:
+            started = True
+
+    try:
+        trio.run(run)
+    except Exception as exc:
+        if started:
             raise
-        while isinstance(found, BaseExceptionGroup):
-            found = found.exceptions[0]
-        print(f"mcpactor: {found}", file=sys.stderr)
-        return 2
+        raise _StartFailed(exc) from exc
     return 0
+
+
+def _require_http_extra(http_server: str) -> None:
+    # Said before anything is loaded or started, and in the words of the fix.
+    modules = ("hypercorn", "wsproto") if http_server == "hypercorn" else ("httptools", "wsproto")
+    for name in modules:
+        importlib.import_module(name)
 
 
 def _add_composition_arguments(serve: argparse.ArgumentParser) -> None:
@@ -214,7 +461,8 @@ def _add_composition_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--strict",
         action="store_true",
-        help="a plugin that fails to load stops the server instead of being left out",
+        help="a plugin that fails to load stops the server instead of being left out "
+        "(a TARGET named on the command line always does)",
     )
 
 
@@ -228,19 +476,13 @@ def _pairs(items: Sequence[str], option: str) -> dict[str, str]:
     return pairs
 
 
-def _served_server(args: argparse.Namespace) -> Server:
+def _served_server(args: argparse.Namespace, config: Any) -> Server:
     # One target is served as it is; several, none (every plugin) or a config's servers
     # are mounted in one Server, each under its prefix.
     import attrs
 
     from .plugins import load_plugin, plugin_names
 
-    config = None
-    if args.config:
-        from ._config import load_config
-
-        config = load_config(args.config)
-        _apply_config(args, config)
     prefixes = _pairs(args.prefix, "--prefix")
     limits = _pairs(args.max_concurrent, "--max-concurrent")
     installed = plugin_names()
@@ -288,36 +530,38 @@ def _served_server(args: argparse.Namespace) -> Server:
             server = attrs.evolve(server, max_concurrent=int(limit))
         servers[index] = server
     use_prefix = not args.no_prefix and (config.prefix if config is not None else True)
-    strict = args.strict or (config is not None and config.strict)
+    # What the command line names must load; only what was found (every installed
+    # plugin) may be left out with a warning.
+    strict = args.strict or bool(args.targets and config is None)
+    strict = strict or (config is not None and config.strict)
     return assemble(servers, prefix=use_prefix, strict=strict)
 
 
 def _apply_config(args: argparse.Namespace, config: Any) -> None:
     # The file fills in what the command line left at its default.
-    import os
-
     os.environ.update(config.env)
     defaults = _build_parser().parse_args(["serve"])
-    if config.log_level is not None and args.log_level == defaults.log_level:
+    if config.log_level is not None and args.log_level is None:
         logging.getLogger().setLevel(config.log_level)
     if config.grace is not None and args.grace == defaults.grace:
         args.grace = config.grace
     args.tasks = config.tasks
-    if config.transport != "http" or getattr(args, "http", None) is not None:
-        return
     http = config.http
-    args.http = f"[{http.host}]:{http.port}" if ":" in http.host else f"{http.host}:{http.port}"
-    if getattr(args, "path", None) == getattr(defaults, "path", None):
+    if config.transport == "http" and args.http is None:
+        args.http = (
+            f"[{http.host}]:{http.port}" if ":" in http.host else f"{http.host}:{http.port}"
+        )
+    # The rest of [http] applies whenever serving over HTTP, --http PORT or not.
+    if args.path == defaults.path:
         args.path = http.path
-    args.stateless = getattr(args, "stateless", False) or http.stateless
-    args.json_response = getattr(args, "json_response", False) or http.json_response
-    if getattr(args, "http_server", None) is None:
+    args.stateless = args.stateless or http.stateless
+    if args.http_server is None:
         args.http_server = http.server
-    if getattr(args, "workers", 1) == defaults.workers:
+    if args.workers == defaults.workers:
         args.workers = http.workers
     for name in ("allowed_hosts", "allowed_origins"):
         configured = getattr(http, name)
-        if getattr(args, name, None) is None and configured is not None:
+        if getattr(args, name) is None and configured is not None:
             setattr(args, name, list(configured))
 
 
@@ -329,6 +573,7 @@ def _add_plugins_parser(commands: Any) -> None:
         "name, distribution, version, how many tools, resources and prompts each serves, "
         "and why one fails to load.",
     )
+    _add_global_arguments(plugins, command=True)
     plugins.add_argument("--json", action="store_true", help="print the list as JSON")
     plugins.add_argument(
         "--strict", action="store_true", help="exit with status 1 if a plugin fails to load"
@@ -366,6 +611,9 @@ def _plugins(args: argparse.Namespace) -> int:
     return 1 if failed and args.strict else 0
 
 
+# --- serve --http ------------------------------------------------------------------------
+
+
 def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
     http = serve.add_argument_group("HTTP (Streamable HTTP, legacy HTTP+SSE and WebSocket)")
     http.add_argument(
@@ -373,25 +621,45 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
         metavar="[HOST:]PORT",
         help="serve over HTTP on HOST (default 127.0.0.1) and PORT instead of stdio",
     )
-    http.add_argument("--path", default="/mcp", help="the MCP endpoint path (default: /mcp)")
+    http.add_argument(
+        "--path",
+        type=_endpoint_path,
+        default="/mcp",
+        help="the MCP endpoint path (default: /mcp)",
+    )
     http.add_argument(
         "--stateless",
         action="store_true",
         help="no sessions: every POST is served on its own (no GET stream, no resumption)",
     )
     http.add_argument(
+        "--response-mode",
+        choices=("auto", "json", "sse"),
+        default=None,
+        help="how a POST is answered: auto (JSON unless something precedes the response; "
+        "the default), json (always application/json: what precedes the response goes "
+        "to the session's GET stream) or sse (always an SSE stream)",
+    )
+    http.add_argument(
         "--json-response",
-        action="store_true",
-        help="answer every POST with application/json, never an SSE stream (progress and "
-        "other messages tied to a request then go to the session's GET stream)",
+        dest="response_mode",
+        action="store_const",
+        const="json",
+        help="the same as --response-mode json",
     )
     http.add_argument(
         "--http-server",
         choices=("builtin", "hypercorn"),
         default=None,
         help="the HTTP server: mcpactor's own HTTP/1.1 server (builtin, the default and "
-        "the fastest) or hypercorn's trio worker (HTTP/2 and TLS through its config)",
+        "the fastest) or hypercorn's trio worker (HTTP/2)",
     )
+    http.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="serve HTTPS with this PEM certificate (chain); needs --tls-key",
+    )
+    http.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
     http.add_argument(
         "--allowed-hosts",
         nargs="+",
@@ -407,6 +675,71 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
         "elsewhere same-origin only; '*' accepts any)",
     )
     http.add_argument(
+        "--cors-origins",
+        nargs="+",
+        metavar="ORIGIN",
+        help="origins whose browser pages may read the answers (CORS headers; default: none)",
+    )
+    http.add_argument(
+        "--authenticate",
+        metavar="MODULE:FUNCTION",
+        help="call FUNCTION(headers) on every request: a principal, or a false value for "
+        "401 (default: no authentication)",
+    )
+    http.add_argument(
+        "--health-path",
+        type=_endpoint_path,
+        default=None,
+        metavar="PATH",
+        help="where the liveness endpoint answers 200 (default: /healthz)",
+    )
+    http.add_argument(
+        "--no-health",
+        action="store_true",
+        help="serve no liveness endpoint",
+    )
+    http.add_argument(
+        "--access-log",
+        action="store_true",
+        help="log one line per HTTP request (logger mcpactor.access, at INFO)",
+    )
+    http.add_argument(
+        "--max-sessions",
+        type=_count,
+        metavar="N",
+        help="live sessions at most; 503 past it (default: 10000)",
+    )
+    http.add_argument(
+        "--max-sessions-per-client",
+        type=_count,
+        metavar="N",
+        help="live sessions one client address may hold (default: 256)",
+    )
+    http.add_argument(
+        "--max-connections",
+        type=_count,
+        metavar="N",
+        help="open connections at most, WebSockets included (default: 1000)",
+    )
+    http.add_argument(
+        "--session-idle-timeout",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="a session without requests or connections this long ends (default: 1800)",
+    )
+    http.add_argument(
+        "--keep-alive-timeout",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="an idle keep-alive connection is closed after this long (default: 75)",
+    )
+    http.add_argument(
+        "--request-timeout",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="a request's head and body must arrive within this long (default: 30)",
+    )
+    http.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -420,41 +753,103 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--worker-lifeline", type=int, help=argparse.SUPPRESS)
 
 
+#: HttpOptions fields set by a command-line flag of the same name
+_HTTP_FLAGS: Final = (
+    "response_mode",
+    "tls_cert",
+    "tls_key",
+    "cors_origins",
+    "max_sessions",
+    "max_sessions_per_client",
+    "max_connections",
+    "session_idle_timeout",
+    "keep_alive_timeout",
+    "request_timeout",
+    "health_path",
+)
+
+
+def _http_options(args: argparse.Namespace, config: Any) -> Any:
+    """The HttpOptions of ``serve --http``: the flags, else the config file, else defaults."""
+    from .transports import HttpOptions
+
+    given: dict[str, Any] = {}
+    # Where each value came from, to name it in an error.
+    labels: dict[str, str] = {}
+    if config is not None:
+        given.update(config.http.options())
+        labels.update({name: f"{config.source}: http.{name}" for name in given})
+    for name in (*_HTTP_FLAGS, "authenticate"):
+        value = getattr(args, name)
+        if value is not None:
+            given[name] = value
+            labels[name] = "--" + name.replace("_", "-")
+    if args.no_health:
+        given["health_path"] = None
+    if args.access_log:
+        given["access_log"] = True
+    if "authenticate" in given:
+        given["authenticate"] = load_hook(given["authenticate"], option=labels["authenticate"])
+    _check_tls(given.get("tls_cert"), given.get("tls_key"), labels)
+    return HttpOptions(
+        stateless=args.stateless,
+        allowed_hosts=args.allowed_hosts,
+        allowed_origins=args.allowed_origins,
+        max_body_bytes=args.max_message_bytes,
+        **given,
+    )
+
+
+def _check_tls(cert: str | None, key: str | None, labels: dict[str, str]) -> None:
+    # Read here, so that a wrong file is named before anything starts.
+    if cert is None and key is None:
+        return
+    if cert is None or key is None:
+        given, missing = ("tls_key", "--tls-cert") if cert is None else ("tls_cert", "--tls-key")
+        raise ConfigError(
+            f"{labels[given]}: HTTPS needs a certificate and its key; {missing} is missing"
+        )
+    import ssl
+
+    for name, path in (("tls_cert", cert), ("tls_key", key)):
+        if not os.path.isfile(path):
+            raise ConfigError(f"{labels[name]}: no such file {path!r}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(
+            f"{labels['tls_cert']} {cert!r}, {labels['tls_key']} {key!r}: cannot use them as "
+            f"a PEM certificate and its private key ({exc.strerror or exc})"
+        ) from exc
+
+
 def _parse_bind(text: str) -> tuple[str, int]:
     host, colon, port = text.rpartition(":")
     if not colon:
         host, port = "127.0.0.1", text
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"--http expects [HOST:]PORT, got {text!r}")
+        raise ConfigError(f"--http expects [HOST:]PORT, got {text!r}")
     return host, int(port)
 
 
-def _serve_http(args: argparse.Namespace, server: Server, options: Any) -> int:
+def _serve_http(args: argparse.Namespace, server: Server, options: Any, http_options: Any) -> int:
     import socket
 
     import trio
 
-    from ._workers import watch_lifeline
-    from .transports import HttpOptions, serve_http
+    from ._workers import USAGE_EXIT, watch_lifeline
+    from .transports import serve_http
 
-    try:
-        host, port = _parse_bind(args.http)
-    except ValueError as exc:
-        print(f"mcpactor: {exc}", file=sys.stderr)
-        return 2
+    host, port = _parse_bind(args.http)
+    args.listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     worker_socket = args.worker_socket
+    scheme = "https" if http_options.tls_cert is not None else "http"
     if args.workers > 1 and worker_socket is None:
-        return _serve_workers(args, host, port)
-    http_options = HttpOptions(
-        stateless=args.stateless,
-        response_mode="json" if args.json_response else "auto",
-        allowed_hosts=args.allowed_hosts,
-        allowed_origins=args.allowed_origins,
-        max_body_bytes=args.max_message_bytes,
-    )
-
+        return _serve_workers(args, host, port, scheme)
     stop = trio.Event()
+    started = False
 
     async def serve(
         nursery: trio.Nursery, *, task_status: trio.TaskStatus[tuple[str, int]]
@@ -476,52 +871,62 @@ def _serve_http(args: argparse.Namespace, server: Server, options: Any) -> int:
         nursery.cancel_scope.cancel()
 
     async def run() -> None:
+        nonlocal started
         async with trio.open_nursery() as nursery:
             if args.worker_lifeline is not None:
                 nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
             bound_host, bound_port = await nursery.start(serve, nursery)
+            started = True
             if worker_socket is None:
                 # A worker's supervisor has said where it serves.
                 print(
-                    f"mcpactor: serving {_url(bound_host, bound_port, args.path)}",
+                    f"mcpactor: serving {_url(bound_host, bound_port, args.path, scheme)}",
                     file=sys.stderr,
                     flush=True,
                 )
 
-    trio.run(run)
+    try:
+        trio.run(run)
+    except Exception as exc:
+        if started:
+            raise
+        if worker_socket is not None:
+            # A worker that cannot start must not be started again and again.
+            _report(_StartFailed(exc), debug=args.debug, listen=args.listen)
+            return USAGE_EXIT
+        raise _StartFailed(exc) from exc
     return 0
 
 
-def _url(host: str, port: int, path: str) -> str:
-    return f"http://[{host}]:{port}{path}" if ":" in host else f"http://{host}:{port}{path}"
+def _url(host: str, port: int, path: str, scheme: str = "http") -> str:
+    return (
+        f"{scheme}://[{host}]:{port}{path}" if ":" in host else f"{scheme}://{host}:{port}{path}"
+    )
 
 
-def _serve_workers(args: argparse.Namespace, host: str, port: int) -> int:
+def _serve_workers(args: argparse.Namespace, host: str, port: int, scheme: str) -> int:
     import trio
 
     from ._workers import bind_sockets, supervise
     from .transports.http import LISTEN_BACKLOG
 
     if not args.stateless:
-        print(
-            "mcpactor: --workers needs --stateless: a session lives in the process that "
-            "opened it, and the workers share nothing",
-            file=sys.stderr,
+        raise ConfigError(
+            "--workers needs --stateless: a session lives in the process that "
+            "opened it, and the workers share nothing"
         )
-        return 2
     if sys.platform == "win32":
         # Workers inherit their sockets and lifelines as file descriptors.
-        print("mcpactor: --workers needs a POSIX system", file=sys.stderr)
-        return 2
+        raise ConfigError("--workers needs a POSIX system")
     try:
         sockets = bind_sockets(host, port, args.workers, backlog=LISTEN_BACKLOG)
     except OSError as exc:
-        print(f"mcpactor: cannot listen on {args.http}: {exc}", file=sys.stderr)
-        return 2
+        print(f"mcpactor: cannot listen on {args.http}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     try:
         bound_host, bound_port = sockets[0].getsockname()[:2]
         print(
-            f"mcpactor: serving {_url(bound_host, bound_port, args.path)} "
+            f"mcpactor: serving {_url(bound_host, bound_port, args.path, scheme)} "
             f"with {args.workers} workers",
             file=sys.stderr,
             flush=True,
@@ -557,6 +962,7 @@ def _add_call_parser(commands: Any) -> None:
         "[--args JSON] [--protocol-version V] (--url URL [--header 'NAME: VALUE'] | "
         "-- COMMAND [ARGS...])",
     )
+    _add_global_arguments(call, command=True)
     action = call.add_mutually_exclusive_group(required=True)
     action.add_argument(
         "--list", action="store_true", help="list the tools, resources and prompts it serves"

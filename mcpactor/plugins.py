@@ -26,10 +26,13 @@ import importlib
 import os
 import re
 import sys
+import sysconfig
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
+import trio
 
 from ._exceptions import PluginError
 from .server import Server
@@ -281,7 +284,7 @@ def _load(entry: _Entry) -> Plugin:
     try:
         obj = entry.load()
     except Exception as exc:
-        cause = f"importing it raised {type(exc).__name__}: {exc}"
+        cause = f"importing it raised {_describe_failure(exc)}"
         return attrs.evolve(plugin, error=_error(plugin, "failed to load", cause, exc))
     if not isinstance(obj, Server):
         cause = f"expected a mcpactor.Server, got {type(obj).__name__} {_short(obj)}"
@@ -350,3 +353,74 @@ def _listing(plugins: Sequence[Plugin]) -> list[dict[str, object]]:
         row["error"] = str(plugin.error) if plugin.error is not None else None
         rows.append(row)
     return rows
+
+
+# --- telling what failed, and where --------------------------------------------------
+
+# Frames in these directories are the machinery around the code that failed, not it.
+# (A site-packages inside the standard library's directory holds plugins: not machinery.)
+_MACHINERY: Final = (
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    os.path.dirname(os.path.abspath(trio.__file__)) + os.sep,
+)
+_STDLIB: Final = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+_INSTALLED: Final = tuple(
+    {os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in ("purelib", "platlib")}
+)
+#: the longest exception message repeated in a one-line report
+_MESSAGE_CHARS: Final = 300
+
+
+def _describe_failure(exc: BaseException) -> str:
+    """What went wrong and where, in one line: ``Type: message (file:line, in function)``.
+
+    A syntax error is placed by its own file and line (``file:line: SyntaxError: msg``);
+    another error by the innermost frame of its traceback outside mcpactor, trio and the
+    standard library: the user's code that raised, or that called what raised.
+    """
+    name = type(exc).__name__
+    if isinstance(exc, SyntaxError):
+        where = _shown_path(exc.filename) if exc.filename else "<unknown>"
+        line = f":{exc.lineno}" if exc.lineno else ""
+        return f"{where}{line}: {name}: {_one_line(exc.msg or '')}"
+    text = _one_line(str(exc))
+    what = f"{name}: {text}" if text else name
+    frame = _culprit_frame(exc)
+    if frame is None:
+        return what
+    filename, lineno, function = frame
+    return f"{what} ({_shown_path(filename)}:{lineno}, in {function})"
+
+
+def _one_line(text: str) -> str:
+    first, newline, _ = text.strip().partition("\n")
+    if len(first) > _MESSAGE_CHARS:
+        return first[:_MESSAGE_CHARS] + "…"
+    return first + (" …" if newline else "")
+
+
+def _culprit_frame(exc: BaseException) -> tuple[str, int, str] | None:
+    found = None
+    last = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        filename = frame.f_code.co_filename
+        last = (filename, lineno, frame.f_code.co_name)
+        if filename.startswith("<") or _is_machinery(os.path.abspath(filename)):
+            continue
+        found = last
+    return found or last
+
+
+def _is_machinery(path: str) -> bool:
+    if path.startswith(_MACHINERY):
+        return True
+    return path.startswith(_STDLIB) and not path.startswith(_INSTALLED)
+
+
+def _shown_path(path: str) -> str:
+    # Relative to the current directory when it is below it: what the user typed.
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive, on Windows
+        return path
+    return path if relative.startswith(os.pardir) else relative

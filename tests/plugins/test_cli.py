@@ -84,22 +84,26 @@ def test_serve_without_prefixes_refuses_a_name_served_twice(
 
 
 @pytest.mark.parametrize(
-    ("argv", "expected"),
+    ("argv", "status", "expected"),
     [
-        (["--prefix", "gamma=g", "alpha", "beta"], "--prefix: no server named 'gamma'"),
-        (["--prefix", "alpha", "alpha", "beta"], "--prefix expects NAME=VALUE, got 'alpha'"),
-        (["--max-concurrent", "alpha=0", "alpha", "beta"], "expected N ≥ 1, got '0'"),
-        (["nope_not_installed.py"], "no such file"),
-        (["--strict", "alpha", "broken"], "plugin 'broken' failed to load"),
-        (["broken"], "plugin 'broken' failed to load"),
-        (["ftp://example.com/mcp"], "expected a ws://, wss://, http:// or https:// URL"),
+        # The command line is wrong: 2.
+        (["--prefix", "gamma=g", "alpha", "beta"], 2, "--prefix: no server named 'gamma'"),
+        (["--prefix", "alpha", "alpha", "beta"], 2, "--prefix expects NAME=VALUE, got 'alpha'"),
+        (["--max-concurrent", "alpha=0", "alpha", "beta"], 2, "expected N ≥ 1, got '0'"),
+        # What it names does not load: 1.
+        (["nope_not_installed.py"], 1, "no such file"),
+        (["--strict", "alpha", "broken"], 1, "plugin 'broken' failed to load"),
+        (["broken"], 1, "plugin 'broken' failed to load"),
+        (["ftp://example.com/mcp"], 1, "expected a ws://, wss://, http:// or https:// URL"),
+        # Named on the command line, a broken plugin fails the command even among others.
+        (["alpha", "broken"], 1, "plugin 'broken' failed to load"),
     ],
 )
 def test_serve_reports_what_it_cannot_serve(
-    site: Site, capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+    site: Site, capsys: pytest.CaptureFixture[str], argv: list[str], status: int, expected: str
 ) -> None:
     install_mixed(site)
-    assert main(["serve", *argv]) == 2
+    assert main(["serve", *argv]) == status
     assert expected in capsys.readouterr().err
 
 
@@ -164,7 +168,7 @@ async def test_serve_strict_stops_at_a_broken_plugin(site: Site, tmp_path: Path)
             capture_stderr=True,
             check=False,
         )
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stdout == b""
     assert b"plugin 'broken' failed to load" in done.stderr
 
@@ -197,8 +201,11 @@ def test_serve_tunes_the_collector_unless_told_not_to(
 ) -> None:
     seen: list[bool] = []
 
-    async def fake_serve_stdio(server: Server, **kwargs: object) -> None:
+    async def fake_serve_stdio(
+        server: Server, *, task_status: trio.TaskStatus[None], **kwargs: object
+    ) -> None:
         seen.append(bool(kwargs["tune_gc"]))
+        task_status.started()
 
     async def fake_serve_http(
         server: Server, *, task_status: trio.TaskStatus[tuple[str, int]], **kwargs: object

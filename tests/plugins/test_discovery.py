@@ -76,7 +76,8 @@ def test_a_plugin_whose_import_raises_is_reported_and_the_others_load(site: Site
         "plugin 'broken' failed to load",
         f"  entry point: broken = throwaway_broken:server (group {GROUP})",
         "  distribution: throwaway-broken 0.9",
-        "  cause: importing it raised RuntimeError: the plugin's import is broken",
+        "  cause: importing it raised RuntimeError: the plugin's import is broken "
+        f"({site.root / 'throwaway_broken' / '__init__.py'}:3, in <module>)",
     ]
     assert isinstance(broken.error.__cause__, RuntimeError)
     assert plugins["alpha"].loaded
