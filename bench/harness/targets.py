@@ -135,7 +135,12 @@ def expand(text: str, values: dict[str, Any]) -> str:
 
 
 def command(target: Target, values: dict[str, Any]) -> list[str]:
-    """The argv of target's command, {python} being the target's own python if it has one."""
+    """The argv of target's command, {python} being the target's own python if it has one.
+
+    Placeholder values are single words of the command even with spaces in them (a
+    checkout under a folder with a space in its name).
+    """
     if target.python:
         values = {**values, "python": expand(target.python, values)}
-    return shlex.split(expand(target.cmd, values))
+    quoted = {name: shlex.quote(str(value)) for name, value in values.items()}
+    return shlex.split(expand(target.cmd, quoted))
