@@ -1,4 +1,4 @@
-"""mcpactor's benchmark server, written to the harness contract of the shared bench peers.
+"""mcpactor's benchmark server, written to the harness contract (bench/peers/contract.py).
 
     python bench/mcpactor_server.py stdio
     python bench/mcpactor_server.py http HOST PORT [--json] [--stateless] [--hypercorn]
