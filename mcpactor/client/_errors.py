@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 
 from .._exceptions import MCPActorError
-from ..protocol import RequestId
+from ..protocol import RequestId, describe
 
 __all__ = ["RequestCancelled", "unwrap_single_errors"]
 
@@ -15,7 +15,9 @@ class RequestCancelled(MCPActorError):
     """The request was cancelled with ``ClientSession.cancel`` before the server answered."""
 
     def __init__(self, request_id: RequestId, reason: str | None) -> None:
-        super().__init__(f"request {request_id!r} was cancelled: {reason or 'no reason given'}")
+        super().__init__(
+            f"request {describe(request_id)} was cancelled: {reason or 'no reason given'}"
+        )
         self.request_id = request_id
         self.reason = reason
 

@@ -20,6 +20,7 @@ from ..protocol import (
     Request,
     Revision,
     Root,
+    describe,
     unstructure,
 )
 
@@ -87,7 +88,7 @@ class ClientHandlers:
             return {"roots": [_as_json(root, method) for root in await self._current_roots()]}
         raise RequestError(
             METHOD_NOT_FOUND,
-            f"method not found: {method!r} (this client declared no such capability)",
+            f"method not found: {describe(method)} (this client declared no such capability)",
             {"method": method},
         )
 
@@ -105,5 +106,7 @@ def _as_json(value: Any, method: str) -> JSONObject:
     if attrs.has(type(value)):
         value = unstructure(value)
     if not isinstance(value, dict):
-        raise TypeError(f"a {method!r} answer must be a dict or a wire type, got {value!r}")
+        raise TypeError(
+            f"a {describe(method)} answer must be a dict or a wire type, got {describe(value)}"
+        )
     return value

@@ -30,6 +30,7 @@ import trio
 
 from .._exceptions import TransportBroken
 from .._version import __version__
+from ..protocol import describe
 
 __all__ = ["HttpPool", "HttpResponse", "Url"]
 
@@ -57,7 +58,7 @@ class Url:
         parts = urllib.parse.urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"expected an http:// or https:// URL, got {url!r}")
+            raise ValueError(f"expected an http:// or https:// URL, got {describe(url)}")
         port = parts.port or (443 if scheme == "https" else 80)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         return cls(scheme, parts.hostname, port, target)

@@ -41,7 +41,7 @@ from .._exceptions import (
     RequestError,
     TransportError,
 )
-from ..protocol import LATEST, JSONObject, JSONValue, Revision
+from ..protocol import LATEST, JSONObject, JSONValue, Revision, describe
 from ..server import Context, Mount, Server
 from ..server._registry import Catalog
 from ..server._results import adapt_content, adapt_tool_result, error_result
@@ -202,7 +202,7 @@ class ProxyServer(Server):
         self.roots_changed_hooks.append(self._roots_changed)
 
     def __repr__(self) -> str:
-        return f"<ProxyServer {self.name!r}>"
+        return f"<ProxyServer {describe(self.name)}>"
 
     @property
     def remote_info(self) -> JSONObject | None:
@@ -373,7 +373,7 @@ class ProxyServer(Server):
             capability, key = listing
             if capability not in self._remote_capabilities:
                 raise RequestError(
-                    METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method}
+                    METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": method}
                 )
             entries = {
                 "tools": self._remote_tools,
@@ -396,12 +396,13 @@ class ProxyServer(Server):
             return {}
         if method not in _FORWARDED:
             raise RequestError(
-                METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method}
+                METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": method}
             )
         if "task" in params:
             raise RequestError(
                 INVALID_PARAMS,
-                f"{self.name!r} does not relay tasks: send {method!r} without 'task'",
+                f"{describe(self.name)} does not relay tasks: send {describe(method)} "
+                "without 'task'",
             )
         timeout = self.tool_timeout if method == "tools/call" else None
         try:
@@ -409,7 +410,9 @@ class ProxyServer(Server):
         except trio.TooSlowError:
             # As a local tool's deadline: the remote was told to cancel, the client
             # gets a tool error.
-            return error_result(f"tool {params.get('name')!r} timed out after {timeout:g} s")
+            return error_result(
+                f"tool {describe(params.get('name'))} timed out after {timeout:g} s"
+            )
         revision = ctx.negotiated.revision
         if method == "tools/call":
             return adapt_tool_result(result, revision)
@@ -424,7 +427,7 @@ class ProxyServer(Server):
         if client is None:
             raise RequestError(
                 INTERNAL_ERROR,
-                f"{self.name!r} is not connected to its remote server (is it running?)",
+                f"{describe(self.name)} is not connected to its remote server (is it running?)",
                 {"server": self.name},
             )
         self._last_ctx = _detached(ctx)
@@ -449,7 +452,7 @@ class ProxyServer(Server):
         except TransportError as exc:
             raise RequestError(
                 INTERNAL_ERROR,
-                f"{self.name!r} lost its remote server: {exc}",
+                f"{describe(self.name)} lost its remote server: {exc}",
                 {"server": self.name},
             ) from None
         finally:
@@ -467,13 +470,15 @@ class ProxyServer(Server):
         if by_client:
             raise RequestError(
                 INTERNAL_ERROR,
-                f"{self.name!r}: the remote server sent {method!r} while requests of "
+                f"{describe(self.name)}: the remote server sent {describe(method)} while "
+                "requests of "
                 f"{len(by_client)} clients were in flight; it cannot be told which to ask",
             )
         if self._last_ctx is None:
             raise RequestError(
                 INTERNAL_ERROR,
-                f"{self.name!r}: the remote server sent {method!r} before any client "
+                f"{describe(self.name)}: the remote server sent {describe(method)} before "
+                "any client "
                 "used it; there is no client to ask",
             )
         return self._last_ctx
@@ -541,7 +546,7 @@ def proxy_url(
         connect = functools.partial(connect_http, url, headers=headers)
     else:
         raise ValueError(
-            f"cannot proxy {url!r}: expected a ws://, wss://, http:// or https:// URL"
+            f"cannot proxy {describe(url)}: expected a ws://, wss://, http:// or https:// URL"
         )
     return ProxyServer(connect, name, **options)
 

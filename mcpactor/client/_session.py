@@ -58,6 +58,7 @@ from ..protocol import (
     Response,
     Revision,
     classify,
+    describe,
 )
 from ._errors import RequestCancelled, unwrap_single_errors
 from ._handlers import (
@@ -237,7 +238,7 @@ class ClientSession:
         chosen = result.get("protocolVersion")
         if not isinstance(chosen, str) or chosen not in REVISIONS:
             raise RemoteProtocolError(
-                f"the server chose protocol revision {chosen!r}; this client supports "
+                f"the server chose protocol revision {describe(chosen)}; this client supports "
                 f"{', '.join(REVISIONS)}",
                 data={"protocolVersion": chosen},
             )
@@ -396,7 +397,8 @@ class ClientSession:
             found = page.get(key)
             if not isinstance(found, list):
                 raise RemoteProtocolError(
-                    f"{method} result has no {key!r} list: {page!r}", code=INVALID_REQUEST
+                    f"{method} result has no {describe(key)} list: {describe(page)}",
+                    code=INVALID_REQUEST,
                 )
             items.extend(found)
             cursor = page.get("nextCursor")
@@ -404,7 +406,7 @@ class ClientSession:
                 return items
             if not isinstance(cursor, str) or cursor in seen:
                 raise RemoteProtocolError(
-                    f"{method} returned the cursor {cursor!r} twice (or not as a string)",
+                    f"{method} returned the cursor {describe(cursor)} twice (or not as a string)",
                     code=INVALID_REQUEST,
                 )
             seen.add(cursor)
@@ -455,7 +457,7 @@ class ClientSession:
             self.server_capabilities
         ):
             raise CapabilityError(
-                f"cannot call {name!r} as a task: the server did not declare the "
+                f"cannot call {describe(name)} as a task: the server did not declare the "
                 "'tasks.requests.tools.call' capability"
             )
         params: JSONObject = {
@@ -469,7 +471,7 @@ class ClientSession:
         task = result.get("task")
         if not isinstance(task, dict) or not isinstance(task.get("taskId"), str):
             raise RemoteProtocolError(
-                f"a task-augmented tools/call was answered without a task: {result!r}",
+                f"a task-augmented tools/call was answered without a task: {describe(result)}",
                 code=INVALID_REQUEST,
             )
         return task
@@ -623,7 +625,9 @@ class ClientSession:
             assert isinstance(message, Request)
             if message.id in self._serving:
                 reply = ErrorResponse(
-                    message.id, INVALID_REQUEST, f"request id {message.id!r} is already in use"
+                    message.id,
+                    INVALID_REQUEST,
+                    f"request id {describe(message.id)} is already in use",
                 )
                 self._start(self._reply, reply)
                 return
@@ -702,7 +706,7 @@ class ClientSession:
                     reply = ErrorResponse(
                         request.id,
                         INTERNAL_ERROR,
-                        f"the client failed to answer {request.method!r}: "
+                        f"the client failed to answer {describe(request.method)}: "
                         f"{type(exc).__name__}: {exc}",
                     )
         finally:

@@ -5,6 +5,12 @@ from typing import TYPE_CHECKING, Any
 from .._exceptions import LocalProtocolError as LocalProtocolError
 from .._exceptions import ProtocolError as ProtocolError
 from .._exceptions import RemoteProtocolError as RemoteProtocolError
+from ._bounded import MAX_DEPTH as MAX_DEPTH
+from ._bounded import clip as clip
+from ._bounded import clip_all as clip_all
+from ._bounded import describe as describe
+from ._bounded import describe_error as describe_error
+from ._bounded import exceeds_depth as exceeds_depth
 from ._convert import structure as structure
 from ._convert import unstructure as unstructure
 from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
@@ -12,6 +18,7 @@ from ._framing import FrameTooLong as FrameTooLong
 from ._framing import LineFramer as LineFramer
 from ._framing import decode as decode
 from ._framing import encode as encode
+from ._framing import serialize as serialize
 from ._jsonrpc import ErrorResponse as ErrorResponse
 from ._jsonrpc import JSONObject as JSONObject
 from ._jsonrpc import JSONValue as JSONValue

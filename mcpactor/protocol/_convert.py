@@ -21,6 +21,7 @@ import attrs
 
 from .._exceptions import INVALID_PARAMS, RemoteProtocolError
 from . import _types
+from ._bounded import clip_all, describe
 
 if TYPE_CHECKING:
     import cattrs
@@ -123,7 +124,7 @@ def _build() -> cattrs.Converter:
         kind = value.get("type") if isinstance(value, dict) else None
         cls = content_kinds.get(kind) if isinstance(kind, str) else None
         if cls is None:
-            raise ValueError(f"unknown content type {kind!r}")
+            raise ValueError(f"unknown content type {describe(kind)}")
         return conv.structure(value, cls)
 
     def structure_resource_contents(value: Any, _: Any) -> Any:
@@ -229,9 +230,9 @@ def structure(value: Any, cls: type[T]) -> T:
         return conv.structure(value, cls)
     except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
         if isinstance(exc, cattrs.BaseValidationError):
-            details = [_wire_path(line) for line in cattrs.transform_error(exc)]
+            details = clip_all([_wire_path(line) for line in cattrs.transform_error(exc)])
         else:
-            details = [str(exc)]
+            details = clip_all([str(exc)])
         raise RemoteProtocolError(
             f"invalid {getattr(cls, '__name__', cls)}: {'; '.join(details)}",
             code=INVALID_PARAMS,

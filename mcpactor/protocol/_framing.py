@@ -4,7 +4,13 @@
 # them. A line longer than ``max_line_bytes`` is not buffered: the framer drops bytes
 # until the next newline and reports one ``FrameTooLong`` in its place, so a hostile or
 # broken peer costs at most ``max_line_bytes`` of memory and the session keeps going.
-# ``decode`` turns one line into a JSON value or a -32700 RemoteProtocolError.
+# ``decode`` turns one frame into a JSON value or a RemoteProtocolError: -32700 when it is
+# not JSON (orjson parses at most 1024 levels), -32600 when it nests deeper than
+# ``MAX_DEPTH`` (128 levels, see _bounded.py); a response nested too deep becomes an error
+# response for its id, so whoever waits for it hears why instead of waiting forever.
+# ``encode``/``serialize`` never raise: a response whose result cannot be written as JSON
+# (nested 255 levels or more, a key that is not a string, an int past 64 bits, a
+# non-JSON object) goes out as a -32603 error response for its id instead.
 
 from __future__ import annotations
 
@@ -13,10 +19,18 @@ from typing import Final
 import attrs
 import orjson
 
-from .._exceptions import PARSE_ERROR, RemoteProtocolError
+from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RemoteProtocolError
+from ._bounded import MAX_DEPTH, exceeds_depth
 from ._jsonrpc import JSONValue
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "FrameTooLong", "LineFramer", "decode", "encode"]
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "FrameTooLong",
+    "LineFramer",
+    "decode",
+    "encode",
+    "serialize",
+]
 
 DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 
@@ -102,16 +116,102 @@ def _blank(frame: bytes) -> bool:
     return not frame.strip()
 
 
-def decode(frame: bytes) -> JSONValue:
-    """Decode one frame; raise a -32700 RemoteProtocolError if it is not UTF-8 JSON."""
+def decode(frame: bytes | bytearray | memoryview | str) -> JSONValue:
+    """Decode one frame into a JSON value of at most ``MAX_DEPTH`` levels.
+
+    Raises:
+        RemoteProtocolError: -32700 if the frame is not UTF-8 JSON; -32600 if it nests
+            deeper than ``MAX_DEPTH`` (naming the request's id when it has one).
+    """
     try:
-        return orjson.loads(frame)
+        value = orjson.loads(frame)
     except orjson.JSONDecodeError as exc:
         raise RemoteProtocolError(
             f"invalid JSON: {exc}", code=PARSE_ERROR, data={"position": exc.pos}
         ) from None
+    # Every level takes two bytes, and one "[" or "{" at least: most frames are ruled
+    # out without looking at the value.
+    if (
+        len(frame) > 2 * MAX_DEPTH
+        and _openers(frame) > MAX_DEPTH
+        and exceeds_depth(value, MAX_DEPTH)
+    ):
+        return _too_deep(value)
+    return value
+
+
+def _openers(frame: bytes | bytearray | memoryview | str) -> int:
+    if isinstance(frame, str):
+        return frame.count("[") + frame.count("{")
+    data = frame if not isinstance(frame, memoryview) else frame.tobytes()
+    return data.count(b"[") + data.count(b"{")
+
+
+def _too_deep(value: JSONValue) -> JSONValue:
+    why = f"the message nests deeper than {MAX_DEPTH} levels"
+    if type(value) is dict:
+        raw_id = value.get("id")
+        request_id = raw_id if type(raw_id) is int or type(raw_id) is str else None
+        if request_id is not None and "method" not in value:
+            # A response (to a request of ours): whoever waits for it gets this instead.
+            return {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {"code": INVALID_REQUEST, "message": f"invalid response: {why}"},
+            }
+        raise RemoteProtocolError(
+            why, code=INVALID_REQUEST, data={"maxDepth": MAX_DEPTH}, request_id=request_id
+        )
+    raise RemoteProtocolError(why, code=INVALID_REQUEST, data={"maxDepth": MAX_DEPTH})
+
+
+def serialize(value: JSONValue) -> bytes | None:
+    """Return the JSON of one outgoing message or batch; never raises.
+
+    A response whose content cannot be written as JSON becomes a -32603 error response
+    for its id; a request or notification that cannot be written is None (not sent).
+    """
+    try:
+        return orjson.dumps(value)
+    except TypeError as exc:  # orjson.JSONEncodeError
+        if type(value) is list:
+            items = [serialize(item) for item in value]
+            return b"[" + b",".join(item for item in items if item is not None) + b"]"
+        return _unwritable(value, exc)
+
+
+def _unwritable(value: JSONValue, exc: TypeError) -> bytes | None:
+    if type(value) is not dict or "method" in value:
+        return None
+    if "result" not in value and "error" not in value:
+        return None
+    why = f"could not be written as JSON: {exc}"
+    original = value.get("error")
+    if (
+        type(original) is dict
+        and type(original.get("code")) is int
+        and type(original.get("message")) is str
+    ):
+        # An error whose data cannot be written keeps its code and says what was lost.
+        message = f"{original['message']} (its data {why})"
+        error = {"code": original["code"], "message": message}
+    else:
+        error = {"code": INTERNAL_ERROR, "message": f"the response {why}"}
+    reply: dict[str, JSONValue] = {"jsonrpc": "2.0", "error": error}
+    raw_id = value.get("id")
+    if type(raw_id) is int or type(raw_id) is str:
+        reply["id"] = raw_id
+    try:
+        return orjson.dumps(reply)
+    except TypeError:  # an int id past 64 bits
+        del reply["id"]
+        return orjson.dumps(reply)
 
 
 def encode(value: JSONValue) -> bytes:
-    """Encode one JSON value as a newline-terminated frame."""
-    return orjson.dumps(value) + b"\n"
+    """Encode one outgoing message as a newline-terminated frame; never raises.
+
+    What ``serialize`` cannot send at all is b"" (nothing to write).
+    """
+    data = serialize(value)
+    return b"" if data is None else data + b"\n"

@@ -8,7 +8,13 @@
 # revision), so ``classify_batch`` only classifies the items.
 #
 # Classification is by keys, in the order a well-behaved peer most often sends them,
-# because this runs for every message on the hot path.
+# because this runs for every message on the hot path. Every value quoted in an error
+# goes through ``describe`` (bounded, never raises): it is the peer's, of any size.
+#
+# Params: MCP passes parameters by name only. An array (by-position params, valid
+# JSON-RPC) or null where the object belongs is -32602, as is a ``_meta`` that is not an
+# object or a ``progressToken`` that is neither a string nor an integer (the schema's
+# RequestParams); a string, number or boolean is no JSON-RPC params at all: -32600.
 
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 
-from .._exceptions import INVALID_REQUEST, RemoteProtocolError
+from .._exceptions import INVALID_PARAMS, INVALID_REQUEST, RemoteProtocolError
+from ._bounded import describe
 
 __all__ = [
     "ErrorResponse",
@@ -115,6 +122,40 @@ def _invalid(message: str, request_id: RequestId | None, **data: Any) -> RemoteP
     )
 
 
+def _invalid_params(message: str, request_id: RequestId | None) -> RemoteProtocolError:
+    return RemoteProtocolError(message, code=INVALID_PARAMS, request_id=request_id)
+
+
+def _check_params(params: Any, request_id: RequestId | None) -> None:
+    kind = type(params)
+    if kind is not dict:
+        if params is None or kind is list:
+            raise _invalid_params(
+                f"'params' must be an object, got {_json_type(params)}", request_id
+            )
+        raise _invalid(f"'params' must be an object, got {type(params).__name__}", request_id)
+    meta = params.get("_meta")
+    if meta is None and "_meta" not in params:
+        return
+    if type(meta) is not dict:
+        raise _invalid_params(f"'_meta' must be an object, got {_json_type(meta)}", request_id)
+    if "progressToken" in meta:
+        token = meta["progressToken"]
+        if not _valid_id(token):
+            raise _invalid_params(
+                f"'progressToken' must be a string or an integer, got {describe(token)}",
+                request_id,
+            )
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if type(value) is list:
+        return "an array"
+    return type(value).__name__
+
+
 def _valid_id(value: Any) -> bool:
     # bool is an int subclass, and JSON true is no id; floats and null are not ids either.
     return (type(value) is int) or type(value) is str
@@ -133,27 +174,34 @@ def classify(value: JSONValue) -> Message:
     raw_id = value.get("id")
     request_id = raw_id if _valid_id(raw_id) else None
     if value.get("jsonrpc") != _VERSION:
-        raise _invalid(f"expected 'jsonrpc': '2.0', got {value.get('jsonrpc')!r}", request_id)
+        raise _invalid(
+            f"expected 'jsonrpc': '2.0', got {describe(value.get('jsonrpc'))}", request_id
+        )
     method = value.get("method")
     if method is not None:
         if type(method) is not str or not method:
-            raise _invalid(f"'method' must be a non-empty string, got {method!r}", request_id)
-        params = value.get("params")
-        if params is not None and type(params) is not dict:
-            # MCP only uses by-name parameters.
-            raise _invalid(f"'params' must be an object, got {type(params).__name__}", request_id)
+            raise _invalid(
+                f"'method' must be a non-empty string, got {describe(method)}", request_id
+            )
         if "result" in value or "error" in value:
             raise _invalid("a request cannot carry 'result' or 'error'", request_id)
-        if not has_id:
-            return Notification(method, params)
+        if has_id and request_id is None:
+            raise _invalid(
+                f"a request id must be a string or an integer, got {describe(raw_id)}", None
+            )
+        params = value.get("params")
+        if params is not None or "params" in value:
+            _check_params(params, request_id)
         if request_id is None:
-            raise _invalid(f"a request id must be a string or an integer, got {raw_id!r}", None)
+            return Notification(method, params)
         return Request(request_id, method, params)
     if "result" in value:
         if "error" in value:
             raise _invalid("a response cannot carry both 'result' and 'error'", request_id)
         if request_id is None:
-            raise _invalid(f"a response id must be a string or an integer, got {raw_id!r}", None)
+            raise _invalid(
+                f"a response id must be a string or an integer, got {describe(raw_id)}", None
+            )
         result = value["result"]
         if type(result) is not dict:
             raise _invalid(f"'result' must be an object, got {type(result).__name__}", request_id)
@@ -170,6 +218,8 @@ def classify(value: JSONValue) -> Message:
                 request_id,
             )
         if raw_id is not None and request_id is None:
-            raise _invalid(f"a response id must be a string or an integer, got {raw_id!r}", None)
+            raise _invalid(
+                f"a response id must be a string or an integer, got {describe(raw_id)}", None
+            )
         return ErrorResponse(request_id, error["code"], error["message"], error.get("data"))
     raise _invalid("a message needs 'method', 'result' or 'error'", request_id)

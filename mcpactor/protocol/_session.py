@@ -37,6 +37,7 @@ from .._exceptions import (
     LocalProtocolError,
     RemoteProtocolError,
 )
+from ._bounded import describe
 from ._jsonrpc import (
     ErrorResponse,
     JSONObject,
@@ -313,14 +314,16 @@ class ServerSession:
         method = request.method
         if request.id in self._in_flight:
             return _error(
-                request.id, INVALID_REQUEST, f"request id {request.id!r} is already in flight"
+                request.id,
+                INVALID_REQUEST,
+                f"request id {describe(request.id)} is already in flight",
             )
         allowed = PHASE_RULES[self.phase].client_requests
         if allowed is not None and method not in allowed:
             return _error(
                 request.id,
                 INVALID_REQUEST,
-                f"{method!r} before initialize: the session is not initialized",
+                f"{describe(method)} before initialize: the session is not initialized",
             )
         if method == "initialize":
             if self.phase is not Phase.AWAITING_INITIALIZE:
@@ -370,7 +373,7 @@ class ServerSession:
             return _error(
                 request.id,
                 INVALID_PARAMS,
-                f"initialize needs a string 'protocolVersion', got {version!r}",
+                f"initialize needs a string 'protocolVersion', got {describe(version)}",
             )
         if capabilities is not None and not isinstance(capabilities, dict):
             return _error(
@@ -421,7 +424,7 @@ class ServerSession:
             return _error(
                 request.id,
                 INVALID_PARAMS,
-                f"unknown log level {level!r}",
+                f"unknown log level {describe(level)}",
                 {"expected": list(LOG_LEVELS)},
             )
         self.log_level = level
@@ -448,7 +451,7 @@ class ServerSession:
             batch = self._in_flight.pop(request_id)
         except KeyError:
             raise LocalProtocolError(
-                f"request {request_id!r} is not in flight: it was never received "
+                f"request {describe(request_id)} is not in flight: it was never received "
                 "or was already answered"
             ) from None
         if batch is None:

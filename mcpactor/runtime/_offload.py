@@ -27,6 +27,7 @@ import attrs
 import trio
 
 from .._exceptions import MCPActorError
+from ..protocol import describe
 from ..server._execution import HandlerTimeout, Offload, function_path
 
 __all__ = [
@@ -126,7 +127,7 @@ class ProcessPool:
         if max_workers is None:
             max_workers = _default_workers()
         if max_workers < 1:
-            raise ValueError(f"max_workers must be at least 1, got {max_workers!r}")
+            raise ValueError(f"max_workers must be at least 1, got {describe(max_workers)}")
         # Every session without a shared pool has one of these, and most never use it:
         # the limiter is made on first use.
         self._max_workers = max_workers

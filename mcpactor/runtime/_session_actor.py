@@ -43,6 +43,7 @@ from .._exceptions import (
     INTERNAL_ERROR,
     REQUEST_TIMEOUT,
     CapabilityError,
+    LocalProtocolError,
     ProtocolError,
     RequestError,
     TransportClosed,
@@ -65,6 +66,9 @@ from ..protocol import (
     RootsChanged,
     Send,
     ServerSession,
+    describe,
+    describe_error,
+    serialize,
 )
 from ..server import Context, Server
 from ..server._execution import Offload
@@ -423,7 +427,7 @@ class SessionActor:
         for the next period.
         """
         if isinstance(item, ProtocolError):
-            return [Outbound({"jsonrpc": "2.0", "error": item.to_error()})], []
+            return [Outbound(item.to_response(), item.request_id)], []
         events = self.core.receive(item)
         for event in events:
             kind = type(event)
@@ -455,7 +459,7 @@ class SessionActor:
             # notifications/cancelled acted on now could miss the scope it cancels.
             return False
         if isinstance(item, ProtocolError):
-            self._send_soon(Outbound({"jsonrpc": "2.0", "error": item.to_error()}))
+            self._send_soon(Outbound(item.to_response(), item.request_id))
             return True
         for event in self.core.receive(item):
             kind = type(event)
@@ -486,8 +490,7 @@ class SessionActor:
         self._acting = True
         try:
             if isinstance(item, ProtocolError):
-                error = item.to_error()
-                await self._outbox.send(Outbound({"jsonrpc": "2.0", "error": error}))
+                await self._outbox.send(Outbound(item.to_response(), item.request_id))
                 return
             await self._act(self.core.receive(item))
         finally:
@@ -531,7 +534,7 @@ class SessionActor:
             self._updated = None
         else:
             assert isinstance(event, NotificationReceived)
-            _log.debug("ignored notification %r", event.notification.method)
+            _log.debug("ignored notification %s", describe(event.notification.method))
 
     # --- request actors -------------------------------------------------------------
 
@@ -590,11 +593,12 @@ class SessionActor:
                         )
                     except Exception as exc:
                         # The one place a failing handler becomes an error response.
-                        _log.exception("%r failed (request %r)", request.method, request_id)
+                        method = describe(request.method)
+                        _log.exception("%s failed (request %s)", method, describe(request_id))
                         reply = self.core.respond_error(
                             request_id,
                             INTERNAL_ERROR,
-                            f"internal error in {request.method!r}: {type(exc).__name__}: {exc}",
+                            f"internal error in {method}: {describe_error(exc)}",
                         )
                 if scope.cancelled_caught:
                     reply = self.core.abandon(request_id)
@@ -627,7 +631,7 @@ class SessionActor:
         try:
             await self._serve_request(request, negotiated, scope)
         except Exception:
-            _log.exception("serving request %r failed; the session ends", request.id)
+            _log.exception("serving request %s failed; the session ends", describe(request.id))
             assert self._on_failure is not None
             self._on_failure()
 
@@ -676,7 +680,13 @@ class SessionActor:
             raise TransportClosed("the session is closing: the client cannot answer")
         if self._refuse_client_requests is not None:
             raise CapabilityError(
-                f"cannot send {method!r} to the client: {self._refuse_client_requests}"
+                f"cannot send {describe(method)} to the client: {self._refuse_client_requests}"
+            )
+        if serialize({"method": method, "params": params}) is None:
+            # Found now, the handler hears why; found by the writer, it would only wait.
+            raise LocalProtocolError(
+                f"cannot send {describe(method)} to the client: its params cannot be "
+                "written as JSON"
             )
         outgoing = self.core.send_request(method, params)
         slot = _Pending()
@@ -691,7 +701,7 @@ class SessionActor:
             self._cancel_outgoing(outgoing.id, f"no answer within {timeout} s")
             raise RequestError(
                 REQUEST_TIMEOUT,
-                f"the client did not answer {method!r} within {timeout} s",
+                f"the client did not answer {describe(method)} within {timeout} s",
                 {"method": method, "timeout": timeout},
             ) from None
         except trio.Cancelled:

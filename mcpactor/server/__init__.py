@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from ..protocol import describe
 from ._context import Context as Context
 from ._context import Peer as Peer
 from ._results import Audio as Audio
@@ -33,7 +34,7 @@ def __getattr__(name: str) -> Any:
         from . import _compose
 
         return getattr(_compose, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {describe(name)}")
 
 
 def __dir__() -> list[str]:

@@ -46,7 +46,7 @@ from .._exceptions import (
     RequestError,
     SchemaError,
 )
-from ..protocol import LATEST, JSONObject, Revision
+from ..protocol import LATEST, JSONObject, Revision, describe
 from ._context import Context
 from ._registry import Catalog, Listed, ListedTemplate, check_tool_name
 from ._tasks import METHODS as _TASK_METHODS
@@ -109,7 +109,7 @@ class Mount:
         self._down.set()
 
     def __repr__(self) -> str:
-        return f"<Mount {self.name!r} of {self.server!r} ({self._state})>"
+        return f"<Mount {describe(self.name)} of {self.server!r} ({self._state})>"
 
     @property
     def state(self) -> MountState:
@@ -187,7 +187,7 @@ class Mount:
             assert self._error is not None
             raise RequestError(
                 INTERNAL_ERROR,
-                f"server {self.name!r} has failed ({_describe(self._error)}); "
+                f"server {describe(self.name)} has failed ({_describe(self._error)}); "
                 "its tools, resources and prompts are unavailable",
                 {"server": self.name, "error": _describe(self._error)},
             )
@@ -287,23 +287,26 @@ class Composition:
             raise PluginError(f"cannot mount {server!r} in itself")
         for mount in self.mounts:
             if mount.server is server:
-                raise PluginError(f"{server!r} is already mounted as {mount.name!r}")
+                raise PluginError(f"{server!r} is already mounted as {describe(mount.name)}")
             if mount.name == label:
                 raise PluginError(
-                    f"two servers mounted as {label!r}: {mount.server!r} and {server!r}; "
+                    f"two servers mounted as {describe(label)}: {mount.server!r} and {server!r}; "
                     "give one another name or prefix"
                 )
         if prefix is not None and (not prefix or not set(prefix) <= _PREFIX_CHARS):
             raise PluginError(
-                f"invalid prefix {prefix!r} for {label!r}: "
+                f"invalid prefix {describe(prefix)} for {describe(label)}: "
                 "use characters from A-Z, a-z, 0-9, '_', '-', '.'"
             )
         if max_concurrent is not None and max_concurrent < 1:
             raise PluginError(
-                f"max_concurrent of {label!r} must be at least 1, got {max_concurrent!r}"
+                f"max_concurrent of {describe(label)} must be at least 1, got "
+                f"{describe(max_concurrent)}"
             )
         if self._running:
-            raise PluginError(f"cannot mount {label!r}: {self.parent!r} is already serving")
+            raise PluginError(
+                f"cannot mount {describe(label)}: {self.parent!r} is already serving"
+            )
         mount = Mount(server, name=label, prefix=prefix, max_concurrent=max_concurrent)
         self.mounts.append(mount)
         self._table = None
@@ -369,13 +372,15 @@ class Composition:
                     try:
                         check_tool_name(exposed)
                     except SchemaError as exc:
-                        table.problems.append(f"tool {name!r} of {owner}: {exc}")
+                        table.problems.append(f"tool {describe(name)} of {owner}: {exc}")
                         continue
                 taken = routes.get(exposed)
                 if taken is not None:
                     table.problems.append(
-                        f"{kind} {exposed!r} is served twice: by {self._owner(taken.mount)} "
-                        f"(its {kind} {taken.name!r}) and by {owner} (its {kind} {name!r})"
+                        f"{kind} {describe(exposed)} is served twice: by "
+                        f"{self._owner(taken.mount)} "
+                        f"(its {kind} {describe(taken.name)}) and by {owner} (its {kind} "
+                        f"{describe(name)})"
                     )
                     continue
                 routes[exposed] = _Route(mount, name)
@@ -383,7 +388,7 @@ class Composition:
         for uri, resource in catalog.resources.items():
             if uri in table.resources:
                 table.problems.append(
-                    f"resource {uri!r} is served twice: by "
+                    f"resource {describe(uri)} is served twice: by "
                     f"{self._owner(table.resources[uri])} and by {owner}"
                 )
                 continue
@@ -392,7 +397,7 @@ class Composition:
         for uri, template in catalog.templates.items():
             if uri in table.templates:
                 table.problems.append(
-                    f"resource template {uri!r} is served twice: by "
+                    f"resource template {describe(uri)} is served twice: by "
                     f"{self._owner(table.templates[uri])} and by {owner}"
                 )
                 continue
@@ -480,7 +485,7 @@ class Composition:
         route = self._routes.get(method)
         if route is None or not self._serves(method):
             raise RequestError(
-                METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method}
+                METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": method}
             )
         return await route(params, ctx)
 
@@ -530,20 +535,22 @@ class Composition:
         name = params.get("name")
         route = self._current().tools.get(name) if isinstance(name, str) else None
         if route is None:
-            raise RequestError(INVALID_PARAMS, f"unknown tool: {name!r}", {"name": name})
+            raise RequestError(INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": name})
         return await self._forward(route.mount, "tools/call", {**params, "name": route.name}, ctx)
 
     async def _get_prompt(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = params.get("name")
         route = self._current().prompts.get(name) if isinstance(name, str) else None
         if route is None:
-            raise RequestError(INVALID_PARAMS, f"unknown prompt: {name!r}", {"name": name})
+            raise RequestError(INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": name})
         return await self._forward(route.mount, "prompts/get", {**params, "name": route.name}, ctx)
 
     def _uri_owner(self, params: JSONObject, ctx: Context) -> Mount | None:
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
-            raise RequestError(INVALID_PARAMS, f"'uri' must be a non-empty string, got {uri!r}")
+            raise RequestError(
+                INVALID_PARAMS, f"'uri' must be a non-empty string, got {describe(uri)}"
+            )
         table = self._current()
         if uri in table.resources:
             return table.resources[uri]
@@ -552,7 +559,7 @@ class Composition:
                 return mount
         raise RequestError(
             ctx.negotiated.revision.resource_not_found_code,
-            f"resource not found: {uri!r}",
+            f"resource not found: {describe(uri)}",
             {"uri": uri},
         )
 
@@ -581,7 +588,9 @@ class Composition:
             name = ref.get("name")
             route = table.prompts.get(name) if isinstance(name, str) else None
             if route is None:
-                raise RequestError(INVALID_PARAMS, f"unknown prompt: {name!r}", {"name": name})
+                raise RequestError(
+                    INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": name}
+                )
             params = {**params, "ref": {**ref, "name": route.name}}
             return await self._forward(route.mount, "completion/complete", params, ctx)
         if isinstance(ref, dict) and ref.get("type") == "ref/resource":
@@ -590,7 +599,7 @@ class Composition:
             found = next((o for o in owners if isinstance(uri, str) and uri in o), None)
             if found is None:
                 raise RequestError(
-                    INVALID_PARAMS, f"unknown resource template: {uri!r}", {"uri": uri}
+                    INVALID_PARAMS, f"unknown resource template: {describe(uri)}", {"uri": uri}
                 )
             assert isinstance(uri, str)
             return await self._forward(found[uri], "completion/complete", params, ctx)
@@ -629,7 +638,9 @@ def _merge_into(merged: JSONObject, extra: Mapping[str, Any]) -> None:
 
 
 def _problem_report(label: str | None, problems: list[str]) -> str:
-    head = f"cannot mount {label!r}" if label is not None else "the mounted servers collide"
+    head = (
+        f"cannot mount {describe(label)}" if label is not None else "the mounted servers collide"
+    )
     lines = [head, *(f"  {problem}" for problem in problems)]
     lines.append("  give them different prefixes, or rename one of them")
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 import attrs
 
 from .._exceptions import MCPActorError, SchemaError
+from ..protocol import describe
 
 __all__ = [
     "HandlerTimeout",
@@ -79,10 +80,11 @@ def tool_execution(
     task_support: str,
 ) -> ToolExecution:
     """Check a tool's execution options; SchemaError names the tool and what is wrong."""
-    what = f"tool {name!r}"
+    what = f"tool {describe(name)}"
     if task_support not in _TASK_SUPPORT:
         raise SchemaError(
-            f"{what}: task_support must be one of {sorted(_TASK_SUPPORT)}, got {task_support!r}"
+            f"{what}: task_support must be one of {sorted(_TASK_SUPPORT)}, got "
+            f"{describe(task_support)}"
         )
     if timeout is not None and (
         isinstance(timeout, bool)
@@ -90,7 +92,9 @@ def tool_execution(
         or math.isnan(timeout)
         or timeout <= 0
     ):
-        raise SchemaError(f"{what}: timeout must be a positive number of seconds, got {timeout!r}")
+        raise SchemaError(
+            f"{what}: timeout must be a positive number of seconds, got {describe(timeout)}"
+        )
     if offload is None:
         offload = "async" if is_async else "thread"
     if offload not in _OFFLOADS:
@@ -108,7 +112,7 @@ def tool_execution(
     if offload == "process":
         if context_param is not None:
             raise SchemaError(
-                f"{what}: offload='process' cannot pass a Context ({context_param!r}) "
+                f"{what}: offload='process' cannot pass a Context ({describe(context_param)}) "
                 "to another process; drop the parameter or use offload='thread'"
             )
         function_path(fn, what=what)
@@ -148,7 +152,7 @@ def function_path(fn: Callable[..., Any], *, what: str) -> tuple[str, str]:
     if module_name == "__main__" or module is None or not getattr(module, "__file__", None):
         raise SchemaError(
             f"{what}: offload='process' needs a function importable by module path; "
-            f"{qualname} lives in {module_name!r}, which a worker process cannot import: "
+            f"{qualname} lives in {describe(module_name)}, which a worker process cannot import: "
             "move it into a module (or a file served with 'mcpactor serve FILE')"
         )
     return module_name, qualname

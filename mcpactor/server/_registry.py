@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import attrs
 
 from .._exceptions import INVALID_PARAMS, RequestError, SchemaError
-from ..protocol import JSONObject, Revision
+from ..protocol import JSONObject, Revision, describe
 from ._execution import ToolExecution
 from ._schema import FunctionSchema
 from ._validation import SchemaValidator, well_formed
@@ -57,7 +57,7 @@ def compile_validator(schema: JSONObject, *, what: str) -> SchemaValidator:
     name = _DIALECTS.get(uri)
     if name is None:
         raise SchemaError(
-            f"{what}: unsupported JSON Schema dialect {dialect!r}; "
+            f"{what}: unsupported JSON Schema dialect {describe(dialect)}; "
             f"expected one of {sorted(_DIALECTS)}"
         )
     if uri == _LATEST_DIALECT and well_formed(schema):
@@ -95,7 +95,7 @@ def check_tool_name(name: str) -> None:
     """Raise SchemaError unless ``name`` is a valid tool name (1–128 of A-Z a-z 0-9 _ - .)."""
     if not _TOOL_NAME.fullmatch(name):
         raise SchemaError(
-            f"invalid tool name {name!r}: "
+            f"invalid tool name {describe(name)}: "
             "use 1 to 128 characters from A-Z, a-z, 0-9, '_', '-', '.'"
         )
 
@@ -196,7 +196,7 @@ def _to_bool(text: str) -> bool:
         return True
     if lowered in ("false", "0", "no", "off"):
         return False
-    raise ValueError(f"expected a boolean, got {text!r}")
+    raise ValueError(f"expected a boolean, got {describe(text)}")
 
 
 def _identity(text: str) -> str:
@@ -289,7 +289,7 @@ def coerce_strings(
         except ValueError as exc:
             raise RequestError(
                 INVALID_PARAMS,
-                f"{what}: invalid value for {name!r}: {exc}",
+                f"{what}: invalid value for {describe(name)}: {exc}",
                 {"argument": name, "value": text},
             ) from None
     return converted
@@ -303,7 +303,7 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-def describe(fn: Callable[..., Any], description: str | None) -> str | None:
+def description_of(fn: Callable[..., Any], description: str | None) -> str | None:
     """The description of a handler: the one given, else the docstring's first paragraph."""
     if description is not None:
         return description

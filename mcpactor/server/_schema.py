@@ -51,6 +51,7 @@ import attrs
 import orjson
 
 from .._exceptions import SchemaError
+from ..protocol import describe
 
 __all__ = ["FunctionSchema", "describe_function"]
 
@@ -150,14 +151,15 @@ def describe_function(
             )
         if param.kind is param.POSITIONAL_ONLY:
             raise SchemaError(
-                f"{where}: parameter {name!r} is positional-only, but MCP arguments are "
+                f"{where}: parameter {describe(name)} is positional-only, but MCP arguments are "
                 "passed by name; remove the '/' from the signature"
             )
         annotation = hints.get(name, Any)
         if _is_context(annotation, context_types):
             if context_param is not None:
                 raise SchemaError(
-                    f"{where}: parameters {context_param!r} and {name!r} both take the "
+                    f"{where}: parameters {describe(context_param)} and {describe(name)} "
+                    "both take the "
                     "context; expected at most one"
                 )
             context_param = name
@@ -167,7 +169,7 @@ def describe_function(
             annotation,
             description=docs.get(name),
             default=default,
-            where=f"{where}: parameter {name!r}",
+            where=f"{where}: parameter {describe(name)}",
         )
         if default is _MISSING:
             required.append(name)
@@ -386,7 +388,7 @@ class _Builder:
         args = get_args(tp)
         values = [arg.value if isinstance(arg, enum.Enum) else arg for arg in args]
         for arg, value in zip(args, values, strict=True):
-            _json_type_of(value, f"Literal value {arg!r}")
+            _json_type_of(value, f"Literal value {describe(arg)}")
         schema = _enum_schema(values)
         table = dict(zip(values, args, strict=True))
         if not any(isinstance(arg, enum.Enum) for arg in args):
@@ -400,7 +402,9 @@ class _Builder:
         if not members:
             raise SchemaError(f"enum {cls.__qualname__} has no members; nothing could be passed")
         for member in members:
-            _json_type_of(member.value, f"{cls.__qualname__}.{member.name} = {member.value!r}")
+            _json_type_of(
+                member.value, f"{cls.__qualname__}.{member.name} = {describe(member.value)}"
+            )
         table = {member.value: member for member in members}
         schema = {**_enum_schema(list(table)), "title": cls.__name__}
         return _Shape(
@@ -539,7 +543,7 @@ class _Builder:
                 field.annotation,
                 description=field.description,
                 default=field.default,
-                where=f"field {field.key!r} of {cls.__qualname__}",
+                where=f"field {describe(field.key)} of {cls.__qualname__}",
             )
             built.append((field, shape))
         schema: dict[str, Any] = {"type": "object", "title": cls.__name__}
@@ -722,7 +726,7 @@ def _lookup(table: dict[Any, Any], what: str) -> _Convert:
             return table[value]
         except (KeyError, TypeError):
             raise ValueError(
-                f"expected one of {list(table)!r} for {what}; got {value!r}"
+                f"expected one of {describe(list(table))} for {what}; got {describe(value)}"
             ) from None
 
     return load

@@ -32,6 +32,7 @@ from ..protocol import (
     JSONObject,
     Revision,
     ToolAnnotations,
+    describe,
     unstructure,
 )
 from . import _results, _tasks
@@ -46,7 +47,7 @@ from ._registry import (
     ToolEntry,
     check_tool_name,
     compile_validator,
-    describe,
+    description_of,
     is_async_callable,
     validation_errors,
     wire,
@@ -98,9 +99,11 @@ class Server:
         tool_timeout: float | None = None,
     ) -> None:
         if page_size < 1:
-            raise ValueError(f"page_size must be at least 1, got {page_size!r}")
+            raise ValueError(f"page_size must be at least 1, got {describe(page_size)}")
         if tool_timeout is not None and not tool_timeout > 0:
-            raise ValueError(f"tool_timeout must be positive seconds, got {tool_timeout!r}")
+            raise ValueError(
+                f"tool_timeout must be positive seconds, got {describe(tool_timeout)}"
+            )
         self.name = name
         self.version = version
         self.title = title
@@ -141,7 +144,7 @@ class Server:
         }
 
     def __repr__(self) -> str:
-        return f"<Server {self.name!r} {self.version}>"
+        return f"<Server {describe(self.name)} {self.version}>"
 
     # --- identity and capabilities ----------------------------------------------
 
@@ -271,13 +274,13 @@ class Server:
         tool_name = name or fn.__name__
         check_tool_name(tool_name)
         if tool_name in self._tools:
-            raise SchemaError(f"tool {tool_name!r} is already registered on {self!r}")
+            raise SchemaError(f"tool {describe(tool_name)} is already registered on {self!r}")
         signature = describe_function(fn, context_types=(Context,), skip_output_types=_SKIP_OUTPUT)
         schema = input_schema if input_schema is not None else signature.input_schema
         if schema.get("type") != "object":
             raise SchemaError(
-                f"tool {tool_name!r}: inputSchema must have type 'object', "
-                f"got {schema.get('type')!r}"
+                f"tool {describe(tool_name)}: inputSchema must have type 'object', "
+                f"got {describe(schema.get('type'))}"
             )
         if output_schema is None and structured_output is not False:
             output_schema = signature.output_schema
@@ -285,10 +288,10 @@ class Server:
             output_schema = None
         if output_schema is not None and output_schema.get("type") != "object":
             raise SchemaError(
-                f"tool {tool_name!r}: outputSchema must have type 'object', "
-                f"got {output_schema.get('type')!r}"
+                f"tool {describe(tool_name)}: outputSchema must have type 'object', "
+                f"got {describe(output_schema.get('type'))}"
             )
-        what = f"tool {tool_name!r}"
+        what = f"tool {describe(tool_name)}"
         execution = tool_execution(
             fn,
             name=tool_name,
@@ -302,7 +305,7 @@ class Server:
             {
                 "name": tool_name,
                 "title": title,
-                "description": describe(fn, description),
+                "description": description_of(fn, description),
                 "inputSchema": schema,
                 "outputSchema": output_schema,
                 "annotations": unstructure(annotations),
@@ -387,7 +390,7 @@ class Server:
         common = {
             "name": name or fn.__name__,
             "title": title,
-            "description": describe(fn, description),
+            "description": description_of(fn, description),
             "mimeType": mime_type,
             "annotations": unstructure(annotations),
             "icons": unstructure(list(icons)) if icons else None,
@@ -400,23 +403,23 @@ class Server:
                 template = UriTemplate.parse(uri)
             except UriTemplateError as exc:
                 # Every registration failure is a SchemaError, whatever found it.
-                raise SchemaError(f"resource template {uri!r}: {exc}") from exc
+                raise SchemaError(f"resource template {describe(uri)}: {exc}") from exc
             params = set(signature.input_schema.get("properties", {}))
             missing = [v for v in template.variables if v not in params]
             if missing:
                 raise SchemaError(
-                    f"resource template {uri!r}: {fn.__name__}() has no parameter for "
+                    f"resource template {describe(uri)}: {fn.__name__}() has no parameter for "
                     f"{', '.join(map(repr, missing))}"
                 )
             required = set(signature.input_schema.get("required", ()))
             extra = sorted(required - set(template.variables))
             if extra:
                 raise SchemaError(
-                    f"resource template {uri!r}: parameters {extra} of {fn.__name__}() "
+                    f"resource template {describe(uri)}: parameters {extra} of {fn.__name__}() "
                     "are not template variables and have no default"
                 )
             if uri in self._templates:
-                raise SchemaError(f"resource template {uri!r} is already registered")
+                raise SchemaError(f"resource template {describe(uri)} is already registered")
             self._templates[uri] = TemplateEntry(
                 template=template,
                 fn=fn,
@@ -424,16 +427,17 @@ class Server:
                 mime_type=mime_type,
                 definition=wire({"uriTemplate": uri, **common}),
                 context_param=signature.context_param,
-                binder=StringBinder.build(signature, what=f"resource template {uri!r}"),
+                binder=StringBinder.build(signature, what=f"resource template {describe(uri)}"),
             )
         else:
             if signature.input_schema.get("required"):
                 raise SchemaError(
-                    f"resource {uri!r}: {fn.__name__}() takes arguments but the URI has no "
+                    f"resource {describe(uri)}: {fn.__name__}() takes arguments but the "
+                    "URI has no "
                     "{variables}; use a URI template"
                 )
             if uri in self._resources:
-                raise SchemaError(f"resource {uri!r} is already registered")
+                raise SchemaError(f"resource {describe(uri)} is already registered")
             self._resources[uri] = ResourceEntry(
                 uri=uri,
                 fn=fn,
@@ -499,7 +503,7 @@ class Server:
         """Register a prompt (the non-decorator form)."""
         prompt_name = name or fn.__name__
         if prompt_name in self._prompts:
-            raise SchemaError(f"prompt {prompt_name!r} is already registered on {self!r}")
+            raise SchemaError(f"prompt {describe(prompt_name)} is already registered on {self!r}")
         # Only the parameters matter: what the handler returns (bytes, content blocks)
         # never becomes an output schema.
         signature = describe_function(fn, context_types=(Context,), skip_output_types=(object,))
@@ -529,7 +533,7 @@ class Server:
                 {
                     "name": prompt_name,
                     "title": title,
-                    "description": describe(fn, description),
+                    "description": description_of(fn, description),
                     "arguments": arguments or None,
                     "icons": unstructure(list(icons)) if icons else None,
                     "_meta": meta,
@@ -537,7 +541,7 @@ class Server:
             ),
             context_param=signature.context_param,
             required=required,
-            binder=StringBinder.build(signature, what=f"prompt {prompt_name!r}"),
+            binder=StringBinder.build(signature, what=f"prompt {describe(prompt_name)}"),
             choices=choices,
         )
         self._changed("prompts")
@@ -671,7 +675,7 @@ class Server:
         handler = self._methods.get(method)
         if handler is None or not self._serves(method):
             raise RequestError(
-                METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method}
+                METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": method}
             )
         result: JSONObject = await handler(params or {}, ctx)
         return result
@@ -720,7 +724,7 @@ class Server:
         name = params.get("name")
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            raise RequestError(INVALID_PARAMS, f"unknown tool: {name!r}", {"name": name})
+            raise RequestError(INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": name})
         task = _tasks.requested_task(
             params,
             tool=tool.name,
@@ -741,11 +745,13 @@ class Server:
         if arguments is None:
             arguments = {}
         elif type(arguments) is not dict:
-            raise RequestError(INVALID_PARAMS, f"tool {name!r}: 'arguments' must be an object")
+            raise RequestError(
+                INVALID_PARAMS, f"tool {describe(name)}: 'arguments' must be an object"
+            )
         revision = ctx.negotiated.revision
         errors = validation_errors(tool.input_validator, arguments)
         if errors:
-            message = f"invalid arguments for tool {name!r}: " + "; ".join(
+            message = f"invalid arguments for tool {describe(name)}: " + "; ".join(
                 f"{e['path']}: {e['message']}" for e in errors
             )
             if revision.input_errors_in_result:
@@ -759,12 +765,16 @@ class Server:
         except ToolError as exc:
             return _results.error_result(str(exc))
         except HandlerTimeout as exc:
-            return _results.error_result(f"tool {name!r} timed out after {exc.timeout:g} s")
+            return _results.error_result(
+                f"tool {describe(name)} timed out after {exc.timeout:g} s"
+            )
         except RequestError:
             raise
         except Exception as exc:
             _log.exception("tool %r failed", name)
-            return _results.error_result(f"tool {name!r} failed: {type(exc).__name__}: {exc}")
+            return _results.error_result(
+                f"tool {describe(name)} failed: {type(exc).__name__}: {exc}"
+            )
         structured = None
         if tool.output_validator is not None and not isinstance(value, CallToolResult):
             structured = tool.signature.structure_output(value)
@@ -774,7 +784,7 @@ class Server:
                     "tool %r returned output that breaks its outputSchema: %s", name, errors
                 )
                 return _results.error_result(
-                    f"tool {name!r} returned output that does not match its outputSchema: "
+                    f"tool {describe(name)} returned output that does not match its outputSchema: "
                     + "; ".join(f"{e['path']}: {e['message']}" for e in errors)
                 )
         result = _results.tool_result(
@@ -807,7 +817,9 @@ class Server:
     def _resource_uri(self, params: JSONObject) -> str:
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
-            raise RequestError(INVALID_PARAMS, f"'uri' must be a non-empty string, got {uri!r}")
+            raise RequestError(
+                INVALID_PARAMS, f"'uri' must be a non-empty string, got {describe(uri)}"
+            )
         return uri
 
     async def _read_resource(self, params: JSONObject, ctx: Context) -> JSONObject:
@@ -816,7 +828,7 @@ class Server:
         if found is None:
             raise RequestError(
                 ctx.negotiated.revision.resource_not_found_code,
-                f"resource not found: {uri!r}",
+                f"resource not found: {describe(uri)}",
                 {"uri": uri},
             )
         entry, kwargs = found
@@ -831,7 +843,7 @@ class Server:
         if self._find_resource(uri) is None:
             raise RequestError(
                 ctx.negotiated.revision.resource_not_found_code,
-                f"resource not found: {uri!r}",
+                f"resource not found: {describe(uri)}",
                 {"uri": uri},
             )
         ctx._peer.subscribe(uri)
@@ -850,26 +862,26 @@ class Server:
         name = params.get("name")
         prompt = self._prompts.get(name) if isinstance(name, str) else None
         if prompt is None:
-            raise RequestError(INVALID_PARAMS, f"unknown prompt: {name!r}", {"name": name})
+            raise RequestError(INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": name})
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict) or not all(
             isinstance(v, str) for v in arguments.values()
         ):
             raise RequestError(
-                INVALID_PARAMS, f"prompt {name!r}: 'arguments' must map names to strings"
+                INVALID_PARAMS, f"prompt {describe(name)}: 'arguments' must map names to strings"
             )
         missing = sorted(prompt.required - arguments.keys())
         if missing:
             raise RequestError(
                 INVALID_PARAMS,
-                f"prompt {name!r}: missing required arguments {missing}",
+                f"prompt {describe(name)}: missing required arguments {missing}",
                 {"missing": missing},
             )
         unknown = sorted(arguments.keys() - prompt.binder.coercers.keys())
         if unknown:
             raise RequestError(
                 INVALID_PARAMS,
-                f"prompt {name!r}: unknown arguments {unknown}",
+                f"prompt {describe(name)}: unknown arguments {unknown}",
                 {"unknown": unknown},
             )
         kwargs = prompt.binder.bind(arguments)
@@ -902,14 +914,16 @@ class Server:
             )
         if kind == "ref/prompt":
             if key not in self._prompts:
-                raise RequestError(INVALID_PARAMS, f"unknown prompt: {key!r}", {"name": key})
+                raise RequestError(
+                    INVALID_PARAMS, f"unknown prompt: {describe(key)}", {"name": key}
+                )
         elif kind == "ref/resource":
             if key not in self._templates and key not in self._resources:
                 raise RequestError(
-                    INVALID_PARAMS, f"unknown resource template: {key!r}", {"uri": key}
+                    INVALID_PARAMS, f"unknown resource template: {describe(key)}", {"uri": key}
                 )
         else:
-            raise RequestError(INVALID_PARAMS, f"unknown reference type {kind!r}")
+            raise RequestError(INVALID_PARAMS, f"unknown reference type {describe(kind)}")
         context = params.get("context")
         context_args = context.get("arguments") if isinstance(context, dict) else None
         context_args = context_args if isinstance(context_args, dict) else {}
@@ -966,7 +980,7 @@ def _decode_cursor(cursor: Any, kind: str) -> int:
             return int(decoded[1])
     except (ValueError, TypeError, AttributeError, IndexError, KeyError, orjson.JSONDecodeError):
         pass
-    raise RequestError(INVALID_PARAMS, f"invalid cursor {cursor!r}", {"cursor": cursor})
+    raise RequestError(INVALID_PARAMS, f"invalid cursor {describe(cursor)}", {"cursor": cursor})
 
 
 def _completion(answer: Any) -> JSONObject:

@@ -33,7 +33,7 @@ from .._exceptions import (
     LocalProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, RequestId, Revision
+from ..protocol import JSONObject, RequestId, Revision, describe
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -125,7 +125,8 @@ class TaskState:
         """Change the status; LocalProtocolError if the status machine forbids it."""
         if status not in TRANSITIONS[self.status]:
             raise LocalProtocolError(
-                f"task {self.task_id!r} cannot go from {self.status!r} to {status!r}"
+                f"task {describe(self.task_id)} cannot go from {describe(self.status)} to "
+                f"{describe(status)}"
             )
         self.status = status
         self.status_message = message
@@ -179,7 +180,7 @@ def requested_task(
         if support == "required":
             raise RequestError(
                 METHOD_NOT_FOUND,
-                f"task augmentation required for tools/call requests: tool {tool!r} "
+                f"task augmentation required for tools/call requests: tool {describe(tool)} "
                 "must be called with a 'task'",
                 {"tool": tool, "taskSupport": support},
             )
@@ -187,15 +188,15 @@ def requested_task(
     if support == "forbidden":
         raise RequestError(
             METHOD_NOT_FOUND,
-            f"tool {tool!r} does not support task-augmented calls; call it without 'task'",
+            f"tool {describe(tool)} does not support task-augmented calls; call it without 'task'",
             {"tool": tool, "taskSupport": support},
         )
     if type(task) is not dict:
-        raise RequestError(INVALID_PARAMS, f"'task' must be an object, got {task!r}")
+        raise RequestError(INVALID_PARAMS, f"'task' must be an object, got {describe(task)}")
     ttl = task.get("ttl")
     if ttl is not None and (type(ttl) is not int or ttl < 0):
         raise RequestError(
-            INVALID_PARAMS, f"'task.ttl' must be a non-negative integer (ms), got {ttl!r}"
+            INVALID_PARAMS, f"'task.ttl' must be a non-negative integer (ms), got {describe(ttl)}"
         )
     return TaskMetadata(ttl_ms=ttl)
 
@@ -232,7 +233,7 @@ def decode_cursor(cursor: object) -> int:
                 return int(decoded[1])
         except (ValueError, TypeError, IndexError, KeyError):
             pass
-    raise RequestError(INVALID_PARAMS, f"invalid cursor {cursor!r}", {"cursor": cursor})
+    raise RequestError(INVALID_PARAMS, f"invalid cursor {describe(cursor)}", {"cursor": cursor})
 
 
 class TaskHost(Protocol):
@@ -262,14 +263,18 @@ class TaskHost(Protocol):
 def _task_id(params: JSONObject, method: str) -> str:
     task_id = params.get("taskId")
     if not isinstance(task_id, str):
-        raise RequestError(INVALID_PARAMS, f"{method} needs a string 'taskId', got {task_id!r}")
+        raise RequestError(
+            INVALID_PARAMS, f"{method} needs a string 'taskId', got {describe(task_id)}"
+        )
     return task_id
 
 
 async def handle(method: str, params: JSONObject, ctx: Context) -> JSONObject:
     """Serve one ``tasks/*`` request through the context's task host."""
     if not ctx.negotiated.revision.tasks:
-        raise RequestError(METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method})
+        raise RequestError(
+            METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": method}
+        )
     host: TaskHost = ctx._peer.tasks
     if method == "tasks/get":
         return await host.get(_task_id(params, method))

@@ -55,6 +55,7 @@ from urllib.parse import quote, unquote
 import attrs
 
 from .._exceptions import MCPActorError
+from ..protocol import describe
 
 __all__ = ["UriTemplate", "UriTemplateError", "is_uri_template"]
 
@@ -63,7 +64,7 @@ class UriTemplateError(MCPActorError, ValueError):
     """A URI template is malformed or uses a feature beyond RFC 6570 level 3."""
 
     def __init__(self, message: str, *, template: str, position: int) -> None:
-        super().__init__(f"{message} (at offset {position} in URI template {template!r})")
+        super().__init__(f"{message} (at offset {position} in URI template {describe(template)})")
         self.template = template
         self.position = position
 
@@ -127,7 +128,7 @@ def _stringify(name: str, value: object) -> str:
     if isinstance(value, int | float):
         return str(value)
     raise TypeError(
-        f"value of URI template variable {name!r} must be a str, int or float, got"
+        f"value of URI template variable {describe(name)} must be a str, int or float, got"
         f" {type(value).__name__} (list and map values are RFC 6570 level 4, which is"
         " not supported)"
     )
@@ -209,7 +210,7 @@ def _parse_expression(template: str, start: int, end: int) -> _Expression:
     op_char = body[0] if body[0] in _OPERATORS or body[0] in _RESERVED_OPERATORS else ""
     if op_char in _RESERVED_OPERATORS:
         raise UriTemplateError(
-            f"operator {op_char!r} is reserved by RFC 6570 for future extensions",
+            f"operator {describe(op_char)} is reserved by RFC 6570 for future extensions",
             template=template,
             position=start + 1,
         )
@@ -218,25 +219,27 @@ def _parse_expression(template: str, start: int, end: int) -> _Expression:
     for varspec in body[len(op_char) :].split(","):
         if varspec.endswith("*"):
             raise UriTemplateError(
-                f"explode modifier in {varspec!r} is RFC 6570 level 4, which is not supported",
+                f"explode modifier in {describe(varspec)} is RFC 6570 level 4, which is "
+                "not supported",
                 template=template,
                 position=offset,
             )
         if ":" in varspec:
             raise UriTemplateError(
-                f"prefix modifier in {varspec!r} is RFC 6570 level 4, which is not supported",
+                f"prefix modifier in {describe(varspec)} is RFC 6570 level 4, which is "
+                "not supported",
                 template=template,
                 position=offset,
             )
         if not varspec:
             raise UriTemplateError(
-                f"expected a variable name in expression {template[start : end + 1]!r}",
+                f"expected a variable name in expression {describe(template[start : end + 1])}",
                 template=template,
                 position=offset,
             )
         if _VARNAME.fullmatch(varspec) is None:
             raise UriTemplateError(
-                f"invalid variable name {varspec!r}: expected letters, digits, '_',"
+                f"invalid variable name {describe(varspec)}: expected letters, digits, '_',"
                 " %XX triplets and single inner dots",
                 template=template,
                 position=offset,

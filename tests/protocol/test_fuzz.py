@@ -75,15 +75,26 @@ class Model:
             params = value.get("params")
             if type(method) is not str or method == "":
                 return ("error", readable, INVALID_REQUEST)
-            if params is not None and type(params) is not dict:
-                return ("error", readable, INVALID_REQUEST)
             if "result" in value or "error" in value:
                 return ("error", readable, INVALID_REQUEST)
+            if "id" in value and readable is MISSING:
+                return ("error", MISSING, INVALID_REQUEST)
+            if "params" in value:
+                # JSON-RPC params are structured; MCP's are an object, whose _meta is an
+                # object with a string or integer progressToken.
+                if params is None or type(params) is list:
+                    return ("error", readable, INVALID_PARAMS)
+                if type(params) is not dict:
+                    return ("error", readable, INVALID_REQUEST)
+                if "_meta" in params:
+                    meta = params["_meta"]
+                    if type(meta) is not dict:
+                        return ("error", readable, INVALID_PARAMS)
+                    if "progressToken" in meta and not _is_id(meta["progressToken"]):
+                        return ("error", readable, INVALID_PARAMS)
             if "id" not in value:
                 self._notification(method)
                 return ("silent", None, None)
-            if readable is MISSING:
-                return ("error", MISSING, INVALID_REQUEST)
             return self._request(readable, method, params or {})
         if "result" in value:
             if "error" in value or readable is MISSING:

@@ -43,11 +43,6 @@ V = {"jsonrpc": "2.0"}
             id="request-empty-params",
         ),
         pytest.param(
-            {**V, "id": 1, "method": "ping", "params": None},
-            Request(1, "ping"),
-            id="request-null-params-is-absent",
-        ),
-        pytest.param(
             {"method": "ping", "id": 1, **V, "x-extra": [1]},
             Request(1, "ping"),
             id="unknown-keys-ignored",
@@ -130,10 +125,7 @@ def test_classify_valid(value: dict[str, Any], expected: Any) -> None:
         pytest.param({**V, "id": 1, "method": 7}, 1, "non-empty", id="method-number"),
         pytest.param({**V, "id": 1, "method": ["x"]}, 1, "non-empty", id="method-array"),
         pytest.param({**V, "method": False}, None, "non-empty", id="notification-method-bool"),
-        # params must be by name
-        pytest.param(
-            {**V, "id": 1, "method": "ping", "params": [1, 2]}, 1, "got list", id="params-array"
-        ),
+        # params that are no JSON-RPC params at all (arrays and null: see below)
         pytest.param(
             {**V, "id": 2, "method": "ping", "params": "x"}, 2, "got str", id="params-string"
         ),
@@ -208,6 +200,100 @@ def test_classify_invalid(value: Any, request_id: Any, fragment: str) -> None:
     assert fragment in info.value.message
 
 
+@pytest.mark.parametrize(
+    ("value", "request_id", "fragment"),
+    [
+        # MCP passes params by name: by-position params and null are the wrong params
+        pytest.param({**V, "id": 1, "method": "ping", "params": [1, 2]}, 1, "array", id="array"),
+        pytest.param({**V, "id": "n", "method": "ping", "params": None}, "n", "null", id="null"),
+        pytest.param({**V, "method": "notifications/x", "params": []}, None, "array", id="notif"),
+        # _meta is an object, and a progress token a string or an integer
+        pytest.param(
+            {**V, "id": 1, "method": "ping", "params": {"_meta": None}}, 1, "null", id="meta-null"
+        ),
+        pytest.param(
+            {**V, "id": 1, "method": "ping", "params": {"_meta": [1]}}, 1, "array", id="meta-list"
+        ),
+        pytest.param(
+            {**V, "id": 1, "method": "ping", "params": {"_meta": "x"}}, 1, "str", id="meta-str"
+        ),
+        pytest.param(
+            {**V, "method": "notifications/x", "params": {"_meta": 3}}, None, "int", id="meta-int"
+        ),
+        pytest.param(
+            {**V, "id": 2, "method": "tools/call", "params": {"_meta": {"progressToken": 1.5}}},
+            2,
+            "1.5",
+            id="token-float",
+        ),
+        pytest.param(
+            {**V, "id": 2, "method": "x", "params": {"_meta": {"progressToken": None}}},
+            2,
+            "None",
+            id="token-null",
+        ),
+        pytest.param(
+            {**V, "id": 2, "method": "x", "params": {"_meta": {"progressToken": [[[[[1]]]]]}}},
+            2,
+            "[[[[…]]]]",
+            id="token-deep",
+        ),
+        pytest.param(
+            {**V, "id": 2, "method": "x", "params": {"_meta": {"progressToken": True}}},
+            2,
+            "True",
+            id="token-bool",
+        ),
+    ],
+)
+def test_classify_invalid_params(value: Any, request_id: Any, fragment: str) -> None:
+    with pytest.raises(RemoteProtocolError) as info:
+        classify(value)
+    assert info.value.code == INVALID_PARAMS
+    assert info.value.request_id == request_id
+    assert fragment in info.value.message
+
+
+def test_classify_keeps_meta_and_tokens() -> None:
+    value = {**V, "id": 1, "method": "x", "params": {"_meta": {"progressToken": "t", "k": [1]}}}
+    assert classify(value) == Request(1, "x", {"_meta": {"progressToken": "t", "k": [1]}})
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param({**V, "method": "ping", "id": _nested(5000)}, id="id"),
+        pytest.param({**V, "method": _nested(5000), "id": 1}, id="method"),
+        pytest.param({"jsonrpc": _nested(5000), "id": 1}, id="jsonrpc"),
+        pytest.param({**V, "result": {}, "id": _nested(5000)}, id="response-id"),
+        pytest.param({**V, "error": {"code": 1, "message": "m"}, "id": {"a": _nested(5000)}}),
+        pytest.param(
+            {**V, "id": 1, "method": "x", "params": {"_meta": {"progressToken": _nested(5000)}}},
+            id="token",
+        ),
+    ],
+)
+def test_classify_quotes_any_value_bounded(value: Any) -> None:
+    # Issue "Hardening": an id nested 1000 deep made the error message's repr recurse.
+    with pytest.raises(RemoteProtocolError) as info:
+        classify(value)
+    assert len(info.value.message) < 300
+
+
+def test_classify_quotes_long_values_bounded() -> None:
+    with pytest.raises(RemoteProtocolError) as info:
+        classify({**V, "id": "x" * 1_000_000, "method": 5})
+    assert len(info.value.message) < 300
+    assert info.value.request_id == "x" * 1_000_000  # the id itself is kept to answer it
+
+
 def test_to_json_wire_forms() -> None:
     assert Request(1, "ping").to_json() == {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     assert Request("a", "x", {"k": 1}).to_json() == {
@@ -243,7 +329,9 @@ json_values = st.recursive(
     max_leaves=8,
 )
 ids = st.integers() | st.text(max_size=8)
-params = st.none() | st.dictionaries(st.text(max_size=6), json_values, max_size=3)
+params = st.none() | st.dictionaries(
+    st.text(max_size=6).filter(lambda key: key != "_meta"), json_values, max_size=3
+)
 methods = st.text(min_size=1, max_size=20)
 messages = st.one_of(
     st.builds(Request, ids, methods, params),

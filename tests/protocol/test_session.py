@@ -147,7 +147,7 @@ def test_phase_table(phase: Phase, incoming: Any, expected: tuple[Any, ...], ver
     [
         ({"jsonrpc": "1.0", "id": 3, "method": "ping"}, 3),
         ({"jsonrpc": "2.0", "id": None, "method": "ping"}, None),
-        ({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": [1]}, 3),
+        ({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": 1}, 3),
         ({"jsonrpc": "2.0", "id": 3, "result": 5}, 3),
         ({"jsonrpc": "2.0", "id": 3.5, "result": {}}, None),
         ("ping", None),
