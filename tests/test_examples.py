@@ -4,23 +4,32 @@ Each example runs as a user would run it, in a subprocess: ``python -m mcpactor 
 <file>``, and ``python <file>`` for examples that serve themselves when run as a script.
 The test speaks newline-delimited JSON-RPC on the pipes and checks every message the
 server sends against the official schema.
+
+The docs' samples a newcomer copies first run as written too: each is saved as the file
+the docs name and imported, so a missing import or a call in the wrong order fails here.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import orjson
 import pytest
 import trio
 
+import mcpactor.testing
 from tests.spec_schema import check_server_message
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+DOCS = ROOT / "docs"
 REVISION = "2025-11-25"
 #: seconds a server gets to start (a cold Python import) and answer
 TIMEOUT = 30
@@ -117,3 +126,65 @@ async def test_example_answers_initialize_and_tools_list(command: list[str]) -> 
             for pipe in (process.stdin, process.stdout):
                 if pipe is not None:
                     await pipe.aclose()
+
+
+# --- the docs' samples ------------------------------------------------------------------
+
+
+def _doc_sample(doc: str, containing: str) -> str:
+    text = (DOCS / doc).read_text(encoding="utf-8")
+    samples = [s for s in re.findall(r"```python\n(.*?)```", text, re.S) if containing in s]
+    assert len(samples) == 1, f"expected one Python sample in {doc} with {containing!r}"
+    return samples[0]
+
+
+def _import(path: Path, source: str) -> ModuleType:
+    """Save ``source`` as ``path`` and import it as a module, as ``mcpactor serve`` would."""
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_the_lifespan_sample_opens_and_closes_its_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    notes = _import(tmp_path / "notes.py", _doc_sample("writing-a-server.md", "@server.lifespan"))
+    assert notes.state == {}
+    async with mcpactor.testing.client(notes.server) as client:
+        db = notes.state["db"]
+        result = await client.call_tool("count_notes")
+        assert result["structuredContent"] == {"result": 0}
+    # Left when serving ends: the connection is closed and forgotten.
+    assert notes.state == {}
+    with pytest.raises(sqlite3.ProgrammingError):
+        db.execute("SELECT 1")
+    with sqlite3.connect(tmp_path / "notes.db") as check:
+        assert check.execute("SELECT count(*) FROM notes").fetchone() == (0,)
+
+
+async def test_the_first_testing_sample_passes_against_the_quickstart_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The docs' "myserver" is the quickstart example's server: add and greet.
+    (tmp_path / "myserver.py").write_text((ROOT / "examples" / "quickstart.py").read_text())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        sample = _import(tmp_path / "test_add.py", _doc_sample("testing.md", "async def test_add"))
+        await sample.test_add()
+    finally:
+        sys.modules.pop("myserver", None)
+
+
+async def test_the_stdio_testing_sample_passes_against_the_quickstart_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "myserver.py").write_text((ROOT / "examples" / "quickstart.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    sample = _import(tmp_path / "test_stdio.py", _doc_sample("testing.md", "connect_stdio"))
+    with trio.fail_after(TIMEOUT):
+        await sample.test_over_stdio()
