@@ -846,6 +846,9 @@ def _serve_http(args: argparse.Namespace, server: Server, options: Any, http_opt
     args.listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     worker_socket = args.worker_socket
     scheme = "https" if http_options.tls_cert is not None else "http"
+    if http_options.access_log:
+        # Asked for by name: shown whatever --log-level says of the rest.
+        logging.getLogger("mcpactor.access").setLevel(logging.INFO)
     if args.workers > 1 and worker_socket is None:
         return _serve_workers(args, host, port, scheme)
     stop = trio.Event()
