@@ -38,6 +38,8 @@ from urllib.parse import urlsplit
 SUITE_PACKAGE = "@modelcontextprotocol/conformance"
 NODE_MAJOR = 22  # the suite imports fs.globSync, new in Node 22
 NOTE_LIMIT = 100  # characters of a failure message shown in the table
+TAIL_LINES = 40  # of the suite's output, shown when the run went wrong
+TAIL_WIDTH = 300  # characters of each of those lines
 
 # server-<scenario>-<ISO timestamp, with '-' for ':' and '.'>
 RESULT_DIR = re.compile(r"^server-(?P<name>.+)-(?P<stamp>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z)$")
@@ -220,6 +222,12 @@ def check_listening(url: str) -> None:
         raise HarnessError(f"nothing accepts connections for {url}: {exc}") from exc
 
 
+def print_tail(suite_log: str) -> None:
+    """The end of the suite's output, each line cut short, for a run that went wrong."""
+    for line in suite_log.splitlines()[-TAIL_LINES:]:
+        print(line[:TAIL_WIDTH])
+
+
 def run(args: argparse.Namespace, out: Path) -> int:
     """Install what is missing, run the suite into ``out``, print the table."""
     check_listening(args.url)
@@ -248,7 +256,7 @@ def run(args: argparse.Namespace, out: Path) -> int:
     (out / "suite.log").write_text(suite_log, encoding="utf-8")
     scenarios = read_results(out / "raw", suite_log)
     if not scenarios:
-        print("\n".join(suite_log.splitlines()[-40:]))
+        print_tail(suite_log)
         raise HarnessError(f"the suite reported no scenario (exit {done.returncode})")
     print("\n".join(table(scenarios)), flush=True)
     counted = [s for s in scenarios if not s.unscored]
@@ -257,7 +265,7 @@ def run(args: argparse.Namespace, out: Path) -> int:
     if done.returncode not in (0, 1) or (
         done.returncode == 1 and not any(s.failed for s in scenarios)
     ):
-        print("\n".join(suite_log.splitlines()[-40:]))
+        print_tail(suite_log)
         raise HarnessError(f"the suite exited {done.returncode} with no failed check")
     if args.expect is not None and len(counted) != args.expect:
         print(f"expected {args.expect} scored scenarios, the suite scored {len(counted)}")
