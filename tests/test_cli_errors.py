@@ -20,6 +20,7 @@ from tests.transports._cli import server_file, serving
 
 # Real processes, real time: generous, so only a hang trips it.
 GUARD: Final = 60.0
+ROOT: Final = Path(__file__).resolve().parents[1]
 
 GOOD: Final = """
 from mcpactor import Server
@@ -314,3 +315,16 @@ async def test_serving_still_prints_one_line(tmp_path: Path) -> None:
     async with serving([str(tmp_path / "good.py"), "--http", "127.0.0.1:0"]) as served:
         assert served.url.startswith("http://127.0.0.1:")
         assert served.url.endswith("/mcp")
+
+
+async def test_the_quickstart_shows_a_syntax_error_as_it_is_reported(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "quickstart.md").read_text()
+    shown = text.split("mcpactor: 'examples/quickstart.py'", 1)[1].split("```", 1)[0]
+    shown = "mcpactor: 'examples/quickstart.py'" + shown
+    source = (ROOT / "examples" / "quickstart.py").read_text().splitlines()
+    (line,) = [n for n, code in enumerate(source) if code.startswith("async def add(")]
+    source[line] = source[line].removesuffix(":")
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "quickstart.py").write_text("\n".join(source) + "\n")
+    done = await run_serve("examples/quickstart.py", cwd=tmp_path)
+    assert short_report(done) == shown
