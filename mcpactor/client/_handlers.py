@@ -20,6 +20,7 @@ from ..protocol import (
     Request,
     Revision,
     Root,
+    bounded_value,
     describe,
     unstructure,
 )
@@ -89,7 +90,7 @@ class ClientHandlers:
         raise RequestError(
             METHOD_NOT_FOUND,
             f"method not found: {describe(method)} (this client declared no such capability)",
-            {"method": method},
+            {"method": bounded_value(method)},
         )
 
     async def _current_roots(self) -> Sequence[Root | JSONObject]:

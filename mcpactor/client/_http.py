@@ -40,7 +40,7 @@ import orjson
 import trio
 
 from .._exceptions import INTERNAL_ERROR, ProtocolError, RemoteProtocolError, TransportBroken
-from ..protocol import LATEST, JSONObject, JSONValue, RequestId, decode
+from ..protocol import LATEST, JSONObject, JSONValue, RequestId, clip, decode, describe
 from ._errors import unwrap_single_errors
 from ._session import ClientArgs, ClientSession, open_client_session
 from ._sse import SseParser
@@ -308,7 +308,9 @@ class _StreamableHttp:
         if session_id and all(0x21 <= ord(c) <= 0x7E for c in session_id):
             self.session_id = session_id
         else:
-            _log.warning("ignored an Mcp-Session-Id that is not visible ASCII: %r", session_id)
+            _log.warning(
+                "ignored an Mcp-Session-Id that is not visible ASCII: %s", describe(session_id)
+            )
 
     async def _refusal(self, response: HttpResponse) -> _Refused:
         # What an error status says, in JSON-RPC terms; an error naming one of our
@@ -319,8 +321,8 @@ class _StreamableHttp:
         except TransportBroken:
             body = b""
         code, message = INTERNAL_ERROR, f"{self.url} answered HTTP {status}"
-        with contextlib.suppress(orjson.JSONDecodeError):
-            value = orjson.loads(body)
+        with contextlib.suppress(RemoteProtocolError):
+            value = decode(body)
             error = value.get("error") if type(value) is dict else None
             if type(error) is dict:
                 if _is_id(value.get("id")) and value["id"] in self._posts:
@@ -328,7 +330,7 @@ class _StreamableHttp:
                 if type(error.get("code")) is int:
                     code = error["code"]
                 if isinstance(error.get("message"), str):
-                    message = f"{message}: {error['message']}"
+                    message = f"{message}: {clip(error['message'])}"
         return _Refused(status, code, message)
 
     async def _fail(self, post: _Post, failure: _Refused) -> None:

@@ -41,7 +41,7 @@ from .._exceptions import (
     RequestError,
     TransportError,
 )
-from ..protocol import LATEST, JSONObject, JSONValue, Revision, describe
+from ..protocol import LATEST, JSONObject, JSONValue, Revision, bounded_value, describe
 from ..server import Context, Mount, Server
 from ..server._registry import Catalog
 from ..server._results import adapt_content, adapt_tool_result, error_result
@@ -349,7 +349,7 @@ class ProxyServer(Server):
         if not by_client:
             level = params.get("level")
             level = _PYTHON_LEVELS.get(level, logging.INFO) if isinstance(level, str) else 20
-            _log.log(level, "%s: %s", self.name, params.get("data"))
+            _log.log(level, "%s: %s", self.name, describe(params.get("data")))
             return
         for relay in by_client.values():
             relay.push(params)
@@ -373,7 +373,9 @@ class ProxyServer(Server):
             capability, key = listing
             if capability not in self._remote_capabilities:
                 raise RequestError(
-                    METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": method}
+                    METHOD_NOT_FOUND,
+                    f"method not found: {describe(method)}",
+                    {"method": bounded_value(method)},
                 )
             entries = {
                 "tools": self._remote_tools,
@@ -396,7 +398,9 @@ class ProxyServer(Server):
             return {}
         if method not in _FORWARDED:
             raise RequestError(
-                METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": method}
+                METHOD_NOT_FOUND,
+                f"method not found: {describe(method)}",
+                {"method": bounded_value(method)},
             )
         if "task" in params:
             raise RequestError(
@@ -604,7 +608,7 @@ def _by_key(items: list[JSONObject], key: str, kind: str) -> dict[str, _Remote]:
         if isinstance(value, str):
             found[value] = _Remote(item, kind)
         else:
-            _log.warning("ignored a %s without a string %r: %r", kind, key, item)
+            _log.warning("ignored a %s without a string %r: %s", kind, key, describe(item))
     return found
 
 
@@ -613,13 +617,13 @@ def _templates(items: list[JSONObject]) -> dict[str, _Remote]:
     for item in items:
         uri = item.get("uriTemplate") if isinstance(item, dict) else None
         if not isinstance(uri, str):
-            _log.warning("ignored a resource template without a uriTemplate: %r", item)
+            _log.warning("ignored a resource template without a uriTemplate: %s", describe(item))
             continue
         try:
             template: UriTemplate | None = UriTemplate.parse(uri)
         except UriTemplateError as exc:
             # Still listed; reads of its URIs cannot be routed to it when mounted.
-            _log.warning("resource template %r cannot be matched: %s", uri, exc)
+            _log.warning("resource template %s cannot be matched: %s", describe(uri), exc)
             template = None
         found[uri] = _Remote(item, "resource", template)
     return found

@@ -58,7 +58,9 @@ from ..protocol import (
     Response,
     Revision,
     classify,
+    clip,
     describe,
+    describe_error,
 )
 from ._errors import RequestCancelled, unwrap_single_errors
 from ._handlers import (
@@ -603,7 +605,7 @@ class ClientSession:
         try:
             message = classify(value)
         except RemoteProtocolError as exc:
-            _log.warning("invalid message from the server: %s: %r", exc, value)
+            _log.warning("invalid message from the server: %s: %s", exc, describe(value))
             if type(value) is dict and "method" in value and exc.request_id is not None:
                 self._start(self._reply, ErrorResponse(exc.request_id, exc.code, exc.message))
             return
@@ -614,7 +616,7 @@ class ClientSession:
         elif kind is ErrorResponse:
             assert isinstance(message, ErrorResponse)
             if message.id is None:
-                _log.warning("the server could not read a request: %s", message.message)
+                _log.warning("the server could not read a request: %s", clip(message.message))
                 return
             error = RequestError(message.code, message.message, message.data)
             self._resolve(message.id, None, error)
@@ -652,7 +654,9 @@ class ClientSession:
         slot = self._pending.get(request_id)
         if slot is None:
             # Late answers to requests we cancelled or gave up on are ignored (spec).
-            _log.debug("ignored a response to request %r, which is not pending", request_id)
+            _log.debug(
+                "ignored a response to request %s, which is not pending", describe(request_id)
+            )
             return
         slot.finish(result, error)
 
@@ -702,12 +706,12 @@ class ClientSession:
                     reply = ErrorResponse(request.id, exc.code, exc.message, exc.data)
                 except Exception as exc:
                     # The one place a failing handler becomes an error response.
-                    _log.exception("answering %r failed", request.method)
+                    _log.exception("answering %s failed", describe(request.method))
                     reply = ErrorResponse(
                         request.id,
                         INTERNAL_ERROR,
                         f"the client failed to answer {describe(request.method)}: "
-                        f"{type(exc).__name__}: {exc}",
+                        f"{describe_error(exc)}",
                     )
         finally:
             del self._serving[request.id]
@@ -724,7 +728,7 @@ class ClientSession:
 async def _report(handler: ProgressHandler, params: JSONObject) -> None:
     progress = params.get("progress")
     if not _is_number(progress):
-        _log.warning("ignored a progress notification without a number: %r", params)
+        _log.warning("ignored a progress notification without a number: %s", describe(params))
         return
     total = params.get("total")
     message = params.get("message")

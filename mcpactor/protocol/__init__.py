@@ -6,10 +6,12 @@ from .._exceptions import LocalProtocolError as LocalProtocolError
 from .._exceptions import ProtocolError as ProtocolError
 from .._exceptions import RemoteProtocolError as RemoteProtocolError
 from ._bounded import MAX_DEPTH as MAX_DEPTH
+from ._bounded import bounded_value as bounded_value
 from ._bounded import clip as clip
 from ._bounded import clip_all as clip_all
 from ._bounded import describe as describe
 from ._bounded import describe_error as describe_error
+from ._bounded import error_text as error_text
 from ._bounded import exceeds_depth as exceeds_depth
 from ._convert import structure as structure
 from ._convert import unstructure as unstructure

@@ -18,10 +18,12 @@ __all__ = [
     "DESCRIBE_LENGTH",
     "MAX_DEPTH",
     "MAX_DETAILS",
+    "bounded_value",
     "clip",
     "clip_all",
     "describe",
     "describe_error",
+    "error_text",
     "exceeds_depth",
 ]
 
@@ -64,6 +66,16 @@ def clip(text: str, length: int = CLIP_LENGTH) -> str:
     return text[: max(length - 1, 0)] + _ELLIPSIS
 
 
+def bounded_value(value: Any, length: int = CLIP_LENGTH) -> Any:
+    """Return ``value`` to echo in error ``data``: a scalar as it is (a string clipped),
+    anything else as its ``describe`` text."""
+    if value is None or type(value) in (bool, int, float):
+        return value
+    if type(value) is str:
+        return clip(value, length)
+    return describe(value)
+
+
 def clip_all(texts: list[str], count: int = MAX_DETAILS, length: int = CLIP_LENGTH) -> list[str]:
     """Return at most ``count`` of ``texts``, each clipped, and a line saying what was left."""
     kept = [clip(text, length) for text in texts[:count]]
@@ -72,20 +84,26 @@ def clip_all(texts: list[str], count: int = MAX_DETAILS, length: int = CLIP_LENG
     return kept
 
 
-def describe_error(exc: BaseException, length: int = CLIP_LENGTH) -> str:
-    """Return ``"TypeName: message"`` for an exception, bounded; never raises.
+def error_text(exc: BaseException, length: int | None = CLIP_LENGTH) -> str:
+    """Return the message of an exception, clipped to ``length``; never raises.
 
     An exception's text may quote a peer's value (``KeyError(value)`` is its repr), so
     it is built here rather than with ``str(exc)``, which can recurse without bound.
     """
-    name = _type_name(exc)
+    limit = CLIP_LENGTH if length is None else length
     try:
         if isinstance(exc, KeyError) and len(exc.args) == 1:
-            text = describe(exc.args[0], length=length)
-        else:
-            text = clip(str(exc), length)
+            return describe(exc.args[0], length=limit)
+        text = str(exc)
     except Exception:  # RecursionError from a deep value in the exception's args
-        text = describe(getattr(exc, "args", ()), length=length)
+        return describe(getattr(exc, "args", ()), length=limit)
+    return text if length is None else clip(text, length)
+
+
+def describe_error(exc: BaseException, length: int = CLIP_LENGTH) -> str:
+    """Return ``"TypeName: message"`` for an exception, bounded; never raises."""
+    text = error_text(exc, length)
+    name = _type_name(exc)
     return f"{name}: {text}" if text else name
 
 

@@ -46,7 +46,7 @@ from .._exceptions import (
     ProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, RequestId
+from ..protocol import JSONObject, RequestId, clip, describe, describe_error
 from ..server import Context, Peer
 from ..server._execution import Offload
 from ..server._tasks import (
@@ -196,14 +196,14 @@ class TaskManager:
     def _find(self, task_id: str, method: str) -> _Task:
         if not self.options.enabled:
             raise RequestError(
-                METHOD_NOT_FOUND, f"method not found: {method!r}", {"method": method}
+                METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": clip(method)}
             )
         task = self._tasks.get(task_id)
         if task is None:
             raise RequestError(
                 INVALID_PARAMS,
-                f"Failed to retrieve task: Task not found ({task_id!r})",
-                {"taskId": task_id},
+                f"Failed to retrieve task: Task not found ({describe(task_id)})",
+                {"taskId": clip(task_id)},
             )
         return task
 
@@ -293,10 +293,10 @@ class TaskManager:
                 except Exception as exc:
                     # As in a request actor: a failing handler becomes the error the
                     # plain request would have been answered with.
-                    _log.exception("task %r failed", task.state.task_id)
+                    _log.exception("task %s failed", describe(task.state.task_id))
                     error = {
                         "code": INTERNAL_ERROR,
-                        "message": f"internal error in 'tools/call': {type(exc).__name__}: {exc}",
+                        "message": f"internal error in 'tools/call': {describe_error(exc)}",
                     }
             if task.state.terminal:
                 # Cancelled or expired meanwhile (the only ways its scope is cancelled):
@@ -331,7 +331,7 @@ class TaskManager:
         if status == "cancelled":
             error = {
                 "code": INVALID_PARAMS,
-                "message": f"task {task.state.task_id!r} was cancelled: {message}",
+                "message": f"task {describe(task.state.task_id)} was cancelled: {message}",
                 "data": {"taskId": task.state.task_id, "status": "cancelled"},
             }
             result = None
@@ -388,8 +388,8 @@ class TaskManager:
         if task.expired:
             raise RequestError(
                 INVALID_PARAMS,
-                f"Failed to retrieve task: Task has expired ({task_id!r})",
-                {"taskId": task_id},
+                f"Failed to retrieve task: Task has expired ({describe(task_id)})",
+                {"taskId": clip(task_id)},
             )
         if task.error is not None:
             error = task.error
@@ -418,7 +418,7 @@ class TaskManager:
         if task.state.terminal:
             raise RequestError(
                 INVALID_PARAMS,
-                f"Cannot cancel task: already in terminal status {task.state.status!r}",
+                f"Cannot cancel task: already in terminal status {describe(task.state.status)}",
                 {"taskId": task_id, "status": task.state.status},
             )
         self._finish(task, "cancelled", "The task was cancelled by request.")

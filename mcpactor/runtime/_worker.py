@@ -90,7 +90,16 @@ def _error(exc: BaseException) -> tuple[Any, ...]:
         # Exceptions whose constructor takes other arguments than ``args`` do not
         # survive pickling; the parent gets their type name and message instead.
         blob = None
-    return ("error", blob, type(exc).__qualname__, str(exc), text)
+    return ("error", blob, type(exc).__qualname__, _message(exc), text)
+
+
+def _message(exc: BaseException) -> str:
+    # str() of an exception holding a deep value recurses without bound; this module
+    # imports nothing of the package (it starts fast), so the fallback is its own.
+    try:
+        return str(exc)
+    except Exception:
+        return f"<the message of a {type(exc).__name__} could not be formatted>"
 
 
 def _serve_call(message: tuple[Any, ...]) -> bytes:

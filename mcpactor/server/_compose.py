@@ -46,7 +46,7 @@ from .._exceptions import (
     RequestError,
     SchemaError,
 )
-from ..protocol import LATEST, JSONObject, Revision, describe
+from ..protocol import LATEST, JSONObject, Revision, bounded_value, describe
 from ._context import Context
 from ._registry import Catalog, Listed, ListedTemplate, check_tool_name
 from ._tasks import METHODS as _TASK_METHODS
@@ -485,7 +485,9 @@ class Composition:
         route = self._routes.get(method)
         if route is None or not self._serves(method):
             raise RequestError(
-                METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": method}
+                METHOD_NOT_FOUND,
+                f"method not found: {describe(method)}",
+                {"method": bounded_value(method)},
             )
         return await route(params, ctx)
 
@@ -535,14 +537,18 @@ class Composition:
         name = params.get("name")
         route = self._current().tools.get(name) if isinstance(name, str) else None
         if route is None:
-            raise RequestError(INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": name})
+            raise RequestError(
+                INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": bounded_value(name)}
+            )
         return await self._forward(route.mount, "tools/call", {**params, "name": route.name}, ctx)
 
     async def _get_prompt(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = params.get("name")
         route = self._current().prompts.get(name) if isinstance(name, str) else None
         if route is None:
-            raise RequestError(INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": name})
+            raise RequestError(
+                INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": bounded_value(name)}
+            )
         return await self._forward(route.mount, "prompts/get", {**params, "name": route.name}, ctx)
 
     def _uri_owner(self, params: JSONObject, ctx: Context) -> Mount | None:
@@ -560,7 +566,7 @@ class Composition:
         raise RequestError(
             ctx.negotiated.revision.resource_not_found_code,
             f"resource not found: {describe(uri)}",
-            {"uri": uri},
+            {"uri": bounded_value(uri)},
         )
 
     async def _read_resource(self, params: JSONObject, ctx: Context) -> JSONObject:
@@ -589,7 +595,9 @@ class Composition:
             route = table.prompts.get(name) if isinstance(name, str) else None
             if route is None:
                 raise RequestError(
-                    INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": name}
+                    INVALID_PARAMS,
+                    f"unknown prompt: {describe(name)}",
+                    {"name": bounded_value(name)},
                 )
             params = {**params, "ref": {**ref, "name": route.name}}
             return await self._forward(route.mount, "completion/complete", params, ctx)
@@ -599,7 +607,9 @@ class Composition:
             found = next((o for o in owners if isinstance(uri, str) and uri in o), None)
             if found is None:
                 raise RequestError(
-                    INVALID_PARAMS, f"unknown resource template: {describe(uri)}", {"uri": uri}
+                    INVALID_PARAMS,
+                    f"unknown resource template: {describe(uri)}",
+                    {"uri": bounded_value(uri)},
                 )
             assert isinstance(uri, str)
             return await self._forward(found[uri], "completion/complete", params, ctx)

@@ -32,7 +32,11 @@ from ..protocol import (
     JSONObject,
     Revision,
     ToolAnnotations,
+    bounded_value,
+    clip_all,
     describe,
+    describe_error,
+    error_text,
     unstructure,
 )
 from . import _results, _tasks
@@ -675,7 +679,9 @@ class Server:
         handler = self._methods.get(method)
         if handler is None or not self._serves(method):
             raise RequestError(
-                METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": method}
+                METHOD_NOT_FOUND,
+                f"method not found: {describe(method)}",
+                {"method": bounded_value(method)},
             )
         result: JSONObject = await handler(params or {}, ctx)
         return result
@@ -724,7 +730,9 @@ class Server:
         name = params.get("name")
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            raise RequestError(INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": name})
+            raise RequestError(
+                INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": bounded_value(name)}
+            )
         task = _tasks.requested_task(
             params,
             tool=tool.name,
@@ -763,7 +771,8 @@ class Server:
         try:
             value = await self._invoke_tool(tool, kwargs, ctx)
         except ToolError as exc:
-            return _results.error_result(str(exc))
+            # The tool's own words, unclipped; only a str() that cannot finish is replaced.
+            return _results.error_result(error_text(exc, None))
         except HandlerTimeout as exc:
             return _results.error_result(
                 f"tool {describe(name)} timed out after {exc.timeout:g} s"
@@ -772,9 +781,7 @@ class Server:
             raise
         except Exception as exc:
             _log.exception("tool %r failed", name)
-            return _results.error_result(
-                f"tool {describe(name)} failed: {type(exc).__name__}: {exc}"
-            )
+            return _results.error_result(f"tool {describe(name)} failed: {describe_error(exc)}")
         structured = None
         if tool.output_validator is not None and not isinstance(value, CallToolResult):
             structured = tool.signature.structure_output(value)
@@ -829,7 +836,7 @@ class Server:
             raise RequestError(
                 ctx.negotiated.revision.resource_not_found_code,
                 f"resource not found: {describe(uri)}",
-                {"uri": uri},
+                {"uri": bounded_value(uri)},
             )
         entry, kwargs = found
         if entry.context_param is not None:
@@ -844,7 +851,7 @@ class Server:
             raise RequestError(
                 ctx.negotiated.revision.resource_not_found_code,
                 f"resource not found: {describe(uri)}",
-                {"uri": uri},
+                {"uri": bounded_value(uri)},
             )
         ctx._peer.subscribe(uri)
         return {}
@@ -862,7 +869,9 @@ class Server:
         name = params.get("name")
         prompt = self._prompts.get(name) if isinstance(name, str) else None
         if prompt is None:
-            raise RequestError(INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": name})
+            raise RequestError(
+                INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": bounded_value(name)}
+            )
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict) or not all(
             isinstance(v, str) for v in arguments.values()
@@ -881,8 +890,8 @@ class Server:
         if unknown:
             raise RequestError(
                 INVALID_PARAMS,
-                f"prompt {describe(name)}: unknown arguments {unknown}",
-                {"unknown": unknown},
+                f"prompt {describe(name)}: unknown arguments {describe(unknown)}",
+                {"unknown": clip_all(unknown)},
             )
         kwargs = prompt.binder.bind(arguments)
         if prompt.context_param is not None:
@@ -915,12 +924,16 @@ class Server:
         if kind == "ref/prompt":
             if key not in self._prompts:
                 raise RequestError(
-                    INVALID_PARAMS, f"unknown prompt: {describe(key)}", {"name": key}
+                    INVALID_PARAMS,
+                    f"unknown prompt: {describe(key)}",
+                    {"name": bounded_value(key)},
                 )
         elif kind == "ref/resource":
             if key not in self._templates and key not in self._resources:
                 raise RequestError(
-                    INVALID_PARAMS, f"unknown resource template: {describe(key)}", {"uri": key}
+                    INVALID_PARAMS,
+                    f"unknown resource template: {describe(key)}",
+                    {"uri": bounded_value(key)},
                 )
         else:
             raise RequestError(INVALID_PARAMS, f"unknown reference type {describe(kind)}")
@@ -980,7 +993,9 @@ def _decode_cursor(cursor: Any, kind: str) -> int:
             return int(decoded[1])
     except (ValueError, TypeError, AttributeError, IndexError, KeyError, orjson.JSONDecodeError):
         pass
-    raise RequestError(INVALID_PARAMS, f"invalid cursor {describe(cursor)}", {"cursor": cursor})
+    raise RequestError(
+        INVALID_PARAMS, f"invalid cursor {describe(cursor)}", {"cursor": bounded_value(cursor)}
+    )
 
 
 def _completion(answer: Any) -> JSONObject:

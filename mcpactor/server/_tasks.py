@@ -33,7 +33,7 @@ from .._exceptions import (
     LocalProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, RequestId, Revision, describe
+from ..protocol import JSONObject, RequestId, Revision, bounded_value, describe
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -233,7 +233,9 @@ def decode_cursor(cursor: object) -> int:
                 return int(decoded[1])
         except (ValueError, TypeError, IndexError, KeyError):
             pass
-    raise RequestError(INVALID_PARAMS, f"invalid cursor {describe(cursor)}", {"cursor": cursor})
+    raise RequestError(
+        INVALID_PARAMS, f"invalid cursor {describe(cursor)}", {"cursor": bounded_value(cursor)}
+    )
 
 
 class TaskHost(Protocol):
@@ -273,7 +275,9 @@ async def handle(method: str, params: JSONObject, ctx: Context) -> JSONObject:
     """Serve one ``tasks/*`` request through the context's task host."""
     if not ctx.negotiated.revision.tasks:
         raise RequestError(
-            METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": method}
+            METHOD_NOT_FOUND,
+            f"method not found: {describe(method)}",
+            {"method": bounded_value(method)},
         )
     host: TaskHost = ctx._peer.tasks
     if method == "tasks/get":

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from ..protocol import JSONObject
+from ..protocol import JSONObject, clip
+from ..protocol._bounded import MAX_DETAILS
 
 if TYPE_CHECKING:
     import jsonschema.protocols
@@ -63,10 +64,17 @@ _TYPE_CHECKS: Final[dict[str, Check]] = {
 }
 
 
+_CONTAINERS: Final = (list, dict)
+
+
 def _same_json(a: Any, b: Any) -> bool:
-    # JSON Schema equality: true is not 1, but 1 equals 1.0.
+    # JSON Schema equality: true is not 1, but 1 equals 1.0. Python's == says [true]
+    # equals [1] and recurses without bound, so arrays and objects are left to
+    # jsonschema (a fast "no" only sends the value there).
     if type(a) is bool or type(b) is bool:
         return type(a) is type(b) and a == b
+    if type(a) in _CONTAINERS or type(b) in _CONTAINERS:
+        return False
     return bool(a == b)
 
 
@@ -236,9 +244,22 @@ class SchemaValidator:
         if validator is None:
             assert self._make is not None
             validator = self._validator = self._make()
-        errors = []
-        for error in validator.iter_errors(value):
-            pointer = "".join(f"/{step}" for step in error.absolute_path)
-            errors.append({"path": pointer or "/", "message": error.message})
+        errors: list[JSONObject] = []
+        more = False
+        try:
+            for error in validator.iter_errors(value):
+                # The first few violations say what is wrong; finding all of a million
+                # bad items would only cost time and a huge answer.
+                if len(errors) == MAX_DETAILS:
+                    more = True
+                    break
+                pointer = "".join(f"/{clip(str(step), 100)}" for step in error.absolute_path)
+                errors.append({"path": clip(pointer) or "/", "message": clip(error.message)})
+        except RecursionError:
+            # A recursive schema follows the value down; past what the stack allows,
+            # the value is refused rather than judged.
+            return [{"path": "/", "message": "the value is nested too deeply to validate"}]
         errors.sort(key=lambda e: (e["path"], e["message"]))
+        if more:
+            errors.append({"path": "/", "message": "… and more violations"})
         return errors

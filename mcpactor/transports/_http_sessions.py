@@ -69,7 +69,7 @@ import orjson
 import trio
 
 from .._exceptions import INTERNAL_ERROR, ProtocolError
-from ..protocol import Event, JSONValue, Phase, RequestId
+from ..protocol import Event, JSONValue, Phase, RequestId, describe, serialize
 from ..runtime import Outbound, SessionActor
 from ..runtime._session_actor import StreamSignal
 from ._attachment import Attachment, Item
@@ -115,7 +115,7 @@ class DuplicateRequestId(Exception):
     """A POST reuses the id of a request still in flight in its session."""
 
     def __init__(self, request_id: RequestId) -> None:
-        super().__init__(f"request id {request_id!r} is already in flight in this session")
+        super().__init__(f"request id {describe(request_id)} is already in flight in this session")
         self.request_id = request_id
 
 
@@ -649,7 +649,12 @@ class HttpSession:
                         item = None
 
     async def _route(self, payload: JSONValue, related: RequestId | None) -> None:
-        data = orjson.dumps(payload)
+        data = serialize(payload)
+        if data is None:
+            # A request or notification that cannot be written as JSON (a response
+            # that cannot be becomes an error response): a handler's bug, not sent.
+            _log.warning("dropped a message that cannot be written as JSON: %s", describe(payload))
+            return
         if self._single_stream:
             await self._deliver(self.standalone, data, final=False)
             return
@@ -660,7 +665,9 @@ class HttpSession:
         is_response = is_list or "method" not in payload
         if stream is None or (self._json_only and not is_response):
             if is_response:
-                _log.debug("dropped a response that no stream is waiting for: %r", payload)
+                _log.debug(
+                    "dropped a response that no stream is waiting for: %s", describe(payload)
+                )
                 return
             if self.resumable:
                 await self._anchor_standalone()
@@ -706,8 +713,11 @@ class HttpSession:
             assert conn is not None  # there is an event only for a connection
             conn.put_nowait(event)
         elif conn is not None:
+            data = serialize(payload)
+            if data is None:
+                return False
             try:
-                conn.put_nowait((None, orjson.dumps(payload), True))
+                conn.put_nowait((None, data, True))
             except trio.WouldBlock:
                 return False
             except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -731,7 +741,9 @@ class HttpSession:
         conn = stream.conn
         if conn is None or not conn.takes_now:
             return None
-        data = orjson.dumps(payload)
+        data = serialize(payload)
+        if data is None:
+            return None
         event_id = None
         if self.resumable:
             assert self.id is not None

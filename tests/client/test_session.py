@@ -384,7 +384,8 @@ async def test_bad_messages_from_the_server_are_survived(
         await server.send({"jsonrpc": "2.0", "id": 5, "method": "ping", "params": [1]})
         reply = await server.receive()
         assert reply["id"] == 5
-        assert reply["error"]["code"] == -32600
+        # by-position params: the wrong params, not a bad request
+        assert reply["error"]["code"] == -32602
         await server.send({"jsonrpc": "1.0", "result": {}})
         # Ids that cannot be dict keys are no ids, and no crash.
         for method, params in [
