@@ -37,8 +37,9 @@ __all__ = ["USAGE_EXIT", "bind_sockets", "supervise", "watch_lifeline"]
 
 _log = logging.getLogger("mcpactor.workers")
 
-#: the exit code of ``mcpactor serve`` when it cannot start (arguments, configuration):
-#: a worker that exits with it soon after starting is not started again
+#: the exit code of ``mcpactor serve`` when it cannot start (arguments, configuration),
+#: and of a worker whose server does not reach serving (a lifespan fails): a worker that
+#: exits with it soon after starting is not started again
 USAGE_EXIT: Final = 2
 # Seconds before a worker that exited is started again; doubled for each exit that
 # followed its start within _STABLE_AFTER seconds, up to _MAX_DELAY.

@@ -26,13 +26,10 @@ import importlib
 import os
 import re
 import sys
-import sysconfig
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
-import trio
 
 from ._exceptions import PluginError
 from .server import Server
@@ -357,16 +354,26 @@ def _listing(plugins: Sequence[Plugin]) -> list[dict[str, object]]:
 
 # --- telling what failed, and where --------------------------------------------------
 
-# Frames in these directories are the machinery around the code that failed, not it.
-# (A site-packages inside the standard library's directory holds plugins: not machinery.)
-_MACHINERY: Final = (
-    os.path.dirname(os.path.abspath(__file__)) + os.sep,
-    os.path.dirname(os.path.abspath(trio.__file__)) + os.sep,
-)
-_STDLIB: Final = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
-_INSTALLED: Final = tuple(
-    {os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in ("purelib", "platlib")}
-)
+
+@functools.cache
+def _machinery() -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+    # Frames in these directories are the machinery around the code that failed, not it:
+    # mcpactor's and trio's, and the standard library's except what is installed in it
+    # (a site-packages inside the standard library's directory holds plugins). Read on
+    # the first failure only: sysconfig is not on the start-up path.
+    import sysconfig
+
+    import trio
+
+    paths = sysconfig.get_paths()
+    ours = (
+        os.path.dirname(os.path.abspath(__file__)) + os.sep,
+        os.path.dirname(os.path.abspath(trio.__file__)) + os.sep,
+    )
+    installed = tuple({os.path.abspath(paths[key]) + os.sep for key in ("purelib", "platlib")})
+    return ours, os.path.abspath(paths["stdlib"]) + os.sep, installed
+
+
 #: the longest exception message repeated in a one-line report
 _MESSAGE_CHARS: Final = 300
 
@@ -400,6 +407,8 @@ def _one_line(text: str) -> str:
 
 
 def _culprit_frame(exc: BaseException) -> tuple[str, int, str] | None:
+    import traceback
+
     found = None
     last = None
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
@@ -412,9 +421,10 @@ def _culprit_frame(exc: BaseException) -> tuple[str, int, str] | None:
 
 
 def _is_machinery(path: str) -> bool:
-    if path.startswith(_MACHINERY):
+    ours, stdlib, installed = _machinery()
+    if path.startswith(ours):
         return True
-    return path.startswith(_STDLIB) and not path.startswith(_INSTALLED)
+    return path.startswith(stdlib) and not path.startswith(installed)
 
 
 def _shown_path(path: str) -> str:

@@ -328,3 +328,17 @@ async def test_the_quickstart_shows_a_syntax_error_as_it_is_reported(tmp_path: P
     (tmp_path / "examples" / "quickstart.py").write_text("\n".join(source) + "\n")
     done = await run_serve("examples/quickstart.py", cwd=tmp_path)
     assert short_report(done) == shown
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="--workers needs a POSIX system")
+async def test_workers_whose_lifespan_fails_stop_instead_of_restarting(tmp_path: Path) -> None:
+    server_file(tmp_path, "failing.py", FAILING_LIFESPAN)
+    done = await run_serve(
+        "failing.py", "--http", "127.0.0.1:0", "--stateless", "--workers", "2", cwd=tmp_path
+    )
+    assert done.returncode == 2
+    text = done.stderr.decode()
+    assert "Traceback" not in text
+    assert "cannot start: ConnectionRefusedError: database at db.internal:5432" in text
+    assert "could not start" in text
+    assert "starting it again" not in text
