@@ -3,9 +3,11 @@
 # ``mcpactor.toml`` (or the ``[tool.mcpactor]`` table of ``pyproject.toml``) names the
 # servers to serve together and how: plugins by entry-point name, local servers as
 # ``module:attr`` or a ``.py`` path, remote servers as a stdio ``command`` or a ``url``;
-# their prefixes, limits and tool timeouts; the sessions' task limits; and the transport.
-# Parsing checks every key and names the one that is wrong (unknown keys included: a typo
-# must not be silently ignored).
+# their prefixes, limits and tool timeouts; the sessions' task limits; and the transport,
+# with the HTTP server's settings: ``[http]`` sets HttpOptions fields by their own names
+# (``HttpConfig.options``), and the command line's flags win over them. Parsing checks
+# every key and names the one that is wrong (unknown keys included: a typo must not be
+# silently ignored).
 #
 # ``assemble`` is shared by the file and the command line: each ``ServerConfig`` is
 # loaded (plugins through discovery, so a broken one is reported and skipped unless

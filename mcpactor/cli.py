@@ -66,7 +66,7 @@ def load_server(target: str) -> Server:
     )
 
 
-def load_hook(reference: str, *, option: str) -> Callable[..., Any]:
+def _load_hook(reference: str, *, option: str) -> Callable[..., Any]:
     """Load the function a ``module:function`` (or ``path/file.py:function``) reference names.
 
     ``option`` names where the reference came from, in the error.
@@ -289,9 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # --- reporting what went wrong ---------------------------------------------------------
 
-#: the top-level modules of the ``http`` extra, and who needs them
+#: the top-level modules the ``http`` extra installs (its packages and what they need)
 _HTTP_EXTRA: Final = frozenset(
-    {"httptools", "wsproto", "hypercorn", "h11", "h2", "trio_websocket", "quart", "quart_trio"}
+    {"httptools", "wsproto", "hypercorn", "h11", "h2", "trio_websocket"}
 )
 # Groups are flattened to this many failures at most: they come from the start of
 # several servers at once, and a few lines say enough.
@@ -789,7 +789,7 @@ def _http_options(args: argparse.Namespace, config: Any) -> Any:
     if args.access_log:
         given["access_log"] = True
     if "authenticate" in given:
-        given["authenticate"] = load_hook(given["authenticate"], option=labels["authenticate"])
+        given["authenticate"] = _load_hook(given["authenticate"], option=labels["authenticate"])
     _check_tls(given.get("tls_cert"), given.get("tls_key"), labels)
     return HttpOptions(
         stateless=args.stateless,
