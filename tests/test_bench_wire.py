@@ -100,3 +100,61 @@ def test_an_endpoint_builds_its_posts() -> None:
     assert wire.Endpoint("http://example/").port == 80
     with pytest.raises(ValueError, match="only http"):
         wire.Endpoint("https://example/mcp")
+
+
+class FakeTransport:
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.closed = False
+
+    def get_extra_info(self, name: str) -> None:
+        return None
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def connection() -> tuple[object, FakeTransport]:
+    transport = FakeTransport()
+    conn = wire.HttpConnection()
+    conn.connection_made(transport)
+    return conn, transport
+
+
+def test_a_connection_the_server_closes_is_closed_after_its_last_response() -> None:
+    conn, transport = connection()
+    got: list[object] = []
+    conn.send(b"POST / HTTP/1.1\r\n\r\n", got.append)
+    assert transport.written == [b"POST / HTTP/1.1\r\n\r\n"]
+    conn.data_received(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\n")
+    assert got == []
+    conn.data_received(b"{}")
+    assert got == [(200, {b"content-length": b"2", b"connection": b"keep-alive"}, b"{}")]
+    assert not conn.closed
+    conn.send(b"again", got.append)
+    conn.data_received(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: Close\r\n\r\n")
+    assert got[-1][0] == 200
+    assert conn.closed
+    assert transport.closed
+    conn.send(b"never sent", got.append)
+    assert got[-1] is None
+    assert transport.written[-1] == b"again"
+
+
+def test_a_response_cut_short_or_framed_by_the_close_is_reported_when_the_connection_ends() -> (
+    None
+):
+    conn, _ = connection()
+    got: list[object] = []
+    conn.send(b"x", got.append)
+    conn.data_received(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: 1\n\n")
+    conn.connection_lost(None)
+    assert got == [(200, {b"content-type": b"text/event-stream"}, b"data: 1\n\n")]
+    conn, _ = connection()
+    conn.send(b"x", got.append)
+    conn.data_received(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort")
+    conn.connection_lost(None)
+    assert got[-1] is None

@@ -273,15 +273,21 @@ def stdio_lanes(client: StdioClient, width: int, tool: str) -> list[Lane]:
 def http_lanes(
     endpoint: Endpoint, sessions: list[str | None], connections: list[HttpConnection]
 ) -> list[Lane]:
-    """A lane per connection; call k of all goes to session k mod len(sessions)."""
+    """A lane per connection; call k of all goes to session k mod len(sessions).
+
+    A lane whose connection the server closed (after a number of requests, or idle) goes
+    on over a new one, which it puts in its place in connections; its next call pays
+    for the connect. A call whose response was lost counts as an error.
+    """
     template = call_template("echo", {"text": ECHO_TEXT})
     heads = {s: endpoint.post_head(s) for s in sessions}
     ids = itertools.count(1)
+    loop = asyncio.get_running_loop()
 
-    def make(connection: HttpConnection, first: int) -> Lane:
-        k = first
+    def make(slot: int) -> Lane:
+        k = slot
 
-        def lane(done: Done) -> None:
+        def send(done: Done) -> None:
             nonlocal k
             session = sessions[k % len(sessions)]
             k += len(connections)
@@ -289,13 +295,28 @@ def http_lanes(
             body = template(rid)
 
             def on_response(response: Response | None) -> None:
-                done(None if response is None else lambda: answered(rid, response))
+                done(lambda: response is not None and answered(rid, response))
 
-            connection.send(heads[session] + b"%d\r\n\r\n" % len(body) + body, on_response)
+            data = heads[session] + b"%d\r\n\r\n" % len(body) + body
+            connections[slot].send(data, on_response)
+
+        def reconnected(task: asyncio.Task[HttpConnection], done: Done) -> None:
+            if task.cancelled() or task.exception() is not None:
+                done(None)  # the server is gone
+                return
+            connections[slot] = task.result()
+            send(done)
+
+        def lane(done: Done) -> None:
+            if not connections[slot].closed:
+                send(done)
+                return
+            task = loop.create_task(endpoint.connect())
+            task.add_done_callback(lambda t: reconnected(t, done))
 
         return lane
 
-    return [make(c, i) for i, c in enumerate(connections)]
+    return [make(i) for i in range(len(connections))]
 
 
 # --- stdio tests -------------------------------------------------------------------------

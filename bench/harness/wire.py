@@ -301,6 +301,8 @@ class HttpConnection(asyncio.Protocol):
         while self.callback is not None and (parsed := parse_response(self.buffer)) is not None:
             response, used = parsed
             del self.buffer[:used]
+            if response[1].get(b"connection", b"").lower() == b"close":
+                self.close()  # the server's last response on it (hypercorn: 1 000 requests)
             callback, self.callback = self.callback, None
             callback(response)
 
@@ -332,6 +334,7 @@ class HttpConnection(asyncio.Protocol):
 
     def close(self) -> None:
         """Close the connection."""
+        self.closed = True
         if self.transport is not None:
             self.transport.close()
 
