@@ -15,10 +15,32 @@
 # - a complete response (the common case) goes out in one ``send_all``: head and body;
 # - the keep-alive and request deadlines are the deadline of one cancel scope per
 #   connection, moved as the connection goes from idle to reading to serving;
-# - WebSocket upgrades are served with wsproto on the same connection.
+# - WebSocket upgrades are served with wsproto on the same connection;
+# - TLS, when configured, through trio.SSLStream (the same connection code, reading and
+#   writing through the stream instead of the socket).
 #
-# hypercorn stays available (``serve_http(..., http_server="hypercorn")``) for what this
-# server does not do: HTTP/2 and TLS.
+# Framing follows RFC 9112 and refuses, with 400 (or the status named) and a closed
+# connection, whatever could be read two ways: llhttp already rejects bare CR or LF,
+# obs-fold, NUL and other control characters in fields, whitespace before a colon,
+# invalid chunk sizes and extensions, duplicate Content-Length, and Content-Length with
+# Transfer-Encoding (§6.3 lets a server reject it; we do, since a front end that reads
+# it the other way is how requests are smuggled). On top of llhttp this server refuses:
+# a missing (HTTP/1.1) or repeated Host (§3.2); a Transfer-Encoding whose final coding
+# is not chunked (400, §6.3), that names another coding before chunked (501), or in an
+# HTTP/1.0 request (400, §6.1); HTTP versions other than 1.0 and 1.1 (505, or 400 for
+# 0.9); an absolute-form target that is not http(s) with a valid authority (§3.2.2;
+# its authority replaces the Host the app sees). Trailer fields are read, counted
+# against the head limit and dropped: they never reach the app's headers.
+#
+# Limits are enforced as bytes arrive, not once a unit is complete: a read that
+# completes nothing (no field, no body byte, no chunk) adds to a count that the head
+# limit bounds, so an endless header value, request line or chunk extension is cut at
+# ``max_head_bytes`` (plus at most one read). Every read and write loop reaches a trio
+# checkpoint at least every few operations, so one busy client cannot starve the
+# others or the deadline reaper; a write that waits on a client that does not read
+# gives up after ``write_timeout`` and drops the connection.
+#
+# hypercorn stays available (``serve_http(..., http_server="hypercorn")``) for HTTP/2.
 
 from __future__ import annotations
 
@@ -26,6 +48,7 @@ import contextlib
 import errno
 import logging
 import socket
+import ssl
 import time
 import urllib.parse
 from collections import deque
@@ -47,14 +70,17 @@ from wsproto.events import (
     TextMessage,
 )
 from wsproto.events import Request as WsRequest
+from wsproto.utilities import ProtocolError as WsProtocolError
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
 from ..runtime import current_start_gate
 from ._asgi import error_body
+from ._security import parse_host
 
 __all__ = ["H1Config", "serve_h1"]
 
 _log = logging.getLogger("mcpactor.http.server")
+_access = logging.getLogger("mcpactor.access")
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -65,9 +91,15 @@ _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 # Pipelined requests read while the app waits for a disconnect: past this many bytes the
 # client is clearly still there, so stop reading until the current response is done.
 _MAX_PIPELINED: Final = 1024 * 1024
-# Writes that complete at once between two checkpoints (a pipelining client that never
-# makes us wait must not keep the other connections from running).
-_WRITES_PER_CHECKPOINT: Final = 16
+# Reads and writes that complete at once between two checkpoints (a client that keeps
+# sending, or pipelines and never makes us wait, must not keep the other connections
+# and the deadline reaper from running).
+_OPS_PER_CHECKPOINT: Final = 16
+# Connections turned away (over ``max_connections``) that may linger at once, to let the
+# client read its 503; past that they are closed at once.
+_MAX_TURNING_AWAY: Final = 64
+# Seconds between two log lines about connections turned away.
+_TURN_AWAY_LOG_EVERY: Final = 10.0
 # Closing after a refusal: how long, and how much, to read and drop first.
 _LINGER_SECONDS: Final = 1.0
 _LINGER_BYTES: Final = 1024 * 1024
@@ -114,6 +146,14 @@ class H1Config:
     max_message_bytes: int = 4 * 1024 * 1024
     #: the listen backlog (the kernel caps it at somaxconn)
     backlog: int = 1024
+    #: open connections at most, WebSockets included (503 and close above it)
+    max_connections: int = 1000
+    #: seconds a write may wait for a client that does not read (then it is dropped)
+    write_timeout: float = 30.0
+    #: serve HTTPS with this context (None: plain HTTP)
+    ssl_context: ssl.SSLContext | None = None
+    #: log the requests this server refuses itself to ``mcpactor.access``
+    access_log: bool = False
 
 
 class _Refused(Exception):
@@ -130,8 +170,10 @@ class _Request:
         "body_size",
         "complete",
         "expects_continue",
+        "fields",
         "headers",
         "http_version",
+        "in_body",
         "keep_alive",
         "method",
         "target",
@@ -149,6 +191,10 @@ class _Request:
         self.keep_alive = True
         self.http_version = "1.1"
         self.upgrade: bytes | None = None
+        #: the head is complete: fields from now on are trailers
+        self.in_body = False
+        #: header and trailer fields seen
+        self.fields = 0
 
 
 _status_lines: dict[int, bytes] = {}
@@ -191,6 +237,9 @@ class _Server:
         self.connections = 0
         self.all_closed = trio.Event()
         self.all_closed.set()
+        self.turning_away = 0
+        self.turned_away = 0
+        self.turn_away_logged = -_TURN_AWAY_LOG_EVERY
         #: request actors spawned but not started: a new request waits while many are
         self.starts = current_start_gate()
 
@@ -213,16 +262,64 @@ class _Server:
                         await trio.sleep(_ACCEPT_BACKOFF)
                         break
                     sock.setblocking(False)
+                    if self.connections >= self.config.max_connections:
+                        self.turn_away(sock, nursery)
+                        continue
                     if sock.family in (socket.AF_INET, socket.AF_INET6):
                         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    self.connections += 1
+                    if self.all_closed.is_set():
+                        self.all_closed = trio.Event()
                     nursery.start_soon(self.handle, sock, name=_CONNECTION_TASK_NAME)
 
-    async def handle(self, sock: socket.socket) -> None:
-        self.connections += 1
-        if self.all_closed.is_set():
-            self.all_closed = trio.Event()
+    def turn_away(self, sock: socket.socket, nursery: trio.Nursery) -> None:
+        # Over max_connections: a 503 and close, without a parser or a request read.
+        self.turned_away += 1
+        now = trio.current_time()
+        if now - self.turn_away_logged >= _TURN_AWAY_LOG_EVERY:
+            self.turn_away_logged = now
+            _log.warning(
+                "%d open connections (max_connections): turning new ones away (%d so far)",
+                self.connections,
+                self.turned_away,
+            )
+        if self.turning_away >= _MAX_TURNING_AWAY or self.config.ssl_context is not None:
+            # Over TLS a 503 would cost a handshake: the connection is just closed.
+            sock.close()
+            return
+        self.turning_away += 1
+        nursery.start_soon(self._turn_away, sock, name=_CONNECTION_TASK_NAME)
+
+    async def _turn_away(self, sock: socket.socket) -> None:
         try:
-            await _Connection(self, sock).serve()
+            body = error_body(INTERNAL_ERROR, "too many open connections; try again later")
+            with contextlib.suppress(OSError):
+                sock.send(
+                    _status_line(503)
+                    + b"content-type: application/json\r\nconnection: close\r\n"
+                    + b"retry-after: 1\r\ncontent-length: %d\r\n\r\n" % len(body)
+                    + body
+                )
+                sock.shutdown(socket.SHUT_WR)
+                # Closing with the request unread would reset the connection, and the
+                # client could lose the answer: read and drop for a moment first.
+                with trio.move_on_after(_LINGER_SECONDS):
+                    drained = 0
+                    while drained < _LINGER_BYTES:
+                        await trio.lowlevel.wait_readable(sock)
+                        data = sock.recv(_READ_SIZE)
+                        if not data:
+                            break
+                        drained += len(data)
+        finally:
+            self.turning_away -= 1
+            trio.lowlevel.notify_closing(sock)
+            sock.close()
+
+    async def handle(self, sock: socket.socket) -> None:
+        try:
+            connection_class = _Connection if self.config.ssl_context is None else _TlsConnection
+            await connection_class(self, sock).serve()
         except Exception:
             # One connection's failure is never the server's (invariant 3).
             _log.exception("an HTTP connection failed")
@@ -265,6 +362,16 @@ class _Connection:
         self.broken = False
         self.linger = False
         self.unyielded = 0
+        #: a callback of the parser ran during this feed: the bytes advanced something
+        self.progressed = False
+        #: bytes fed since the parser last advanced (an unterminated field, say)
+        self.stalled = 0
+        #: wait for the socket to be readable before reading the next request
+        self.wait_first = True
+        #: a refusal due once the requests read before it are answered
+        self.deferred: _Refused | None = None
+        self.scheme = "http"
+        self.ws_scheme = "ws"
         self.upgraded: tuple[_Request, bytes] | None = None
         #: cancelled by the server when the connection outstays a deadline or drains
         self.timer = trio.CancelScope()
@@ -319,6 +426,8 @@ class _Connection:
     async def _next_request(self) -> _Request | None:
         if self.ready:
             return self.ready.popleft()
+        if self.deferred is not None:
+            raise self.deferred
         server = self.server
         config = self.config
         waiting = self.parsing is None
@@ -333,11 +442,12 @@ class _Connection:
             while not self.ready:
                 if self.eof or self.upgraded is not None:
                     return None
-                if waiting:
+                if waiting and self.wait_first:
                     # Nothing of the next request is here yet, and the client sends it
                     # only after reading our last answer: a read now would almost
                     # always fail (a system call and an exception per request).
                     await trio.lowlevel.wait_readable(self.fd)
+                    self.unyielded = 0
                 data = await self._read()
                 if not data:
                     self.eof = True
@@ -368,20 +478,29 @@ class _Connection:
         sock = self.sock
         while True:
             try:
-                return sock.recv(_READ_SIZE)
+                data = sock.recv(_READ_SIZE)
             except BlockingIOError:
                 pass
             except OSError:
                 return b""
+            else:
+                # A read that never had to wait is no checkpoint either.
+                self.unyielded += 1
+                if self.unyielded >= _OPS_PER_CHECKPOINT:
+                    self.unyielded = 0
+                    await trio.lowlevel.checkpoint()
+                return data
             # Parked outside the ``except`` block: a task suspended inside one keeps the
             # exception and its traceback alive, for every idle connection.
             await trio.lowlevel.wait_readable(self.fd)
+            self.unyielded = 0
 
     async def _write(self, data: bytes) -> None:
         if self.broken:
             return
         sock = self.sock
         view = memoryview(data)
+        deadline: float | None = None
         try:
             while True:
                 try:
@@ -389,9 +508,14 @@ class _Connection:
                 except BlockingIOError:
                     sent = -1
                 if sent < 0:
-                    await trio.lowlevel.wait_writable(self.fd)
-                    self.unyielded = 0
-                    continue
+                    if deadline is None:
+                        deadline = trio.current_time() + self.config.write_timeout
+                    with trio.move_on_at(deadline):
+                        await trio.lowlevel.wait_writable(self.fd)
+                        self.unyielded = 0
+                        continue
+                    self._abort("a write timed out: the client does not read")
+                    return
                 if sent == len(view):
                     break
                 view = view[sent:]
@@ -403,16 +527,38 @@ class _Connection:
         # A write that never had to wait is no checkpoint: give the other tasks a turn
         # now and then, as one would, but not once per response.
         self.unyielded += 1
-        if self.unyielded >= _WRITES_PER_CHECKPOINT:
+        if self.unyielded >= _OPS_PER_CHECKPOINT:
             self.unyielded = 0
             await trio.lowlevel.checkpoint()
 
+    def _abort(self, why: str) -> None:
+        # Drop the connection: later writes go nowhere, and a read waiting on the socket
+        # (the app watching for a disconnect) ends, so the app hears of it.
+        _log.info("dropping the connection of %s: %s", _peer(self.client), why)
+        self.broken = True
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
     def _feed(self, data: bytes) -> None:
+        try:
+            self._parse(data)
+        except _Refused as refused:
+            if not self.ready:
+                raise
+            # Pipelined requests before the broken one are answered first; the refusal
+            # comes after them (or never, when one of them closes the connection).
+            self.deferred = refused
+
+    def _parse(self, data: bytes) -> None:
+        self.progressed = False
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade as upgrade:
             request = self.parsing or (self.ready[-1] if self.ready else None)
             if request is None or not _is_websocket(request):
+                # Refused at once, not after the requests before it: the bytes after
+                # an upgrade are not HTTP/1.1.
+                self.ready.clear()
                 raise _Refused(
                     400, "protocol upgrades other than WebSocket are not supported"
                 ) from None
@@ -426,10 +572,29 @@ class _Connection:
             if isinstance(exc.__context__, _Refused):
                 raise exc.__context__ from None
             raise _Refused(400, f"malformed HTTP request: {exc}") from None
+        if self.progressed:
+            self.stalled = 0
+            return
+        self.stalled += len(data)
+        limit = self.config.max_head_bytes
+        if self.stalled > limit:
+            parsing = self.parsing
+            if parsing is None or not parsing.in_body:
+                raise _Refused(431, f"request head larger than {limit} bytes")
+            raise _Refused(400, f"a chunk header or the trailers exceed {limit} bytes")
 
     async def _refuse(self, refused: _Refused) -> None:
         self.linger = True
-        body = error_body(INVALID_REQUEST, refused.message)
+        if self.config.access_log:
+            _access.info(
+                '%s "- -" %d 0 refused by the server: %s',
+                _peer(self.client),
+                refused.status,
+                refused.message,
+            )
+        body = error_body(
+            INVALID_REQUEST if refused.status < 500 else INTERNAL_ERROR, refused.message
+        )
         await self._write(
             _status_line(refused.status)
             + b"content-type: application/json\r\nconnection: close\r\n"
@@ -446,15 +611,25 @@ class _Connection:
 
     def on_url(self, url: bytes) -> None:
         assert self.parsing is not None
+        self.progressed = True
         self.parsing.target += url
+        if len(self.parsing.target) > self.config.max_head_bytes:
+            raise _Refused(414, f"request target longer than {self.config.max_head_bytes} bytes")
         self._count_head(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
         request = self.parsing
         assert request is not None
+        self.progressed = True
         self._count_head(len(name) + len(value) + 4)
-        if len(request.headers) >= self.config.max_headers:
+        request.fields += 1
+        if request.fields > self.config.max_headers:
             raise _Refused(431, f"more than {self.config.max_headers} header fields")
+        if request.in_body:
+            # A trailer field (httptools reports them as headers): never one of the
+            # request's headers, or a Host, Authorization or Mcp-Session-Id sent after
+            # the body would pass checks it never met. Nothing here uses trailers.
+            return
         request.headers.append((name.lower(), value))
 
     def _count_head(self, size: int) -> None:
@@ -466,22 +641,65 @@ class _Connection:
         request = self.parsing
         assert request is not None
         parser = self.parser
+        self.progressed = True
+        request.in_body = True
         request.method = parser.get_method().decode("ascii")
-        request.http_version = parser.get_http_version()
+        version = request.http_version = parser.get_http_version()
+        if version != "1.1" and version != "1.0":
+            if version[:1].isdigit() and version[:1] >= "2":
+                raise _Refused(505, f"HTTP/{version} is not supported over this connection")
+            raise _Refused(400, f"HTTP/{version} requests are not served")
         request.keep_alive = parser.should_keep_alive()
         limit = self.config.max_body_bytes
+        hosts = 0
+        length = False
+        codings: bytes | None = None
         for name, value in request.headers:
             if name == b"content-length":
+                length = True
                 if value.strip().isdigit() and int(value) > limit:
                     raise _Refused(413, f"request body larger than {limit} bytes")
+            elif name == b"host":
+                hosts += 1
+            elif name == b"transfer-encoding":
+                codings = value if codings is None else codings + b"," + value
             elif name == b"expect":
-                request.expects_continue = value.lower() == b"100-continue"
+                # RFC 9110 §10.1.1: never a 100 (Continue) to an HTTP/1.0 client.
+                request.expects_continue = version == "1.1" and value.lower() == b"100-continue"
             elif name == b"upgrade":
                 request.upgrade = value
+        if hosts != 1 and (hosts or version == "1.1"):
+            raise _Refused(
+                400, "more than one Host header" if hosts else "an HTTP/1.1 request needs a Host"
+            )
+        if codings is not None:
+            _check_codings(codings, version, length)
+        target = request.target
+        if target[:1] != b"/" and target != b"*":
+            self._absolute_form(request)
+
+    def _absolute_form(self, request: _Request) -> None:
+        # RFC 9112 §3.2.2: the target's authority is the request's Host; only http(s)
+        # URLs with a valid authority are taken.
+        scheme, sep, rest = request.target.partition(b"://")
+        authority, slash, path = rest.partition(b"/")
+        if (
+            not sep
+            or scheme.lower() not in (b"http", b"https")
+            or parse_host(authority.decode("latin-1")) is None
+        ):
+            raise _Refused(400, "malformed request target")
+        request.target = slash + path if slash else b"/" + path
+        request.headers = [(n, v) for n, v in request.headers if n != b"host"]
+        request.headers.append((b"host", authority))
+
+    def on_chunk_header(self) -> None:
+        self.progressed = True
 
     def on_body(self, body: bytes) -> None:
         request = self.parsing
         assert request is not None
+        self.progressed = True
         request.body_size += len(body)
         if request.body_size > self.config.max_body_bytes:
             raise _Refused(413, f"request body larger than {self.config.max_body_bytes} bytes")
@@ -490,6 +708,7 @@ class _Connection:
     def on_message_complete(self) -> None:
         request = self.parsing
         assert request is not None
+        self.progressed = True
         request.complete = True
         request.expects_continue = False
         self.parsing = None
@@ -511,7 +730,7 @@ class _Connection:
             "asgi": _ASGI,
             "http_version": request.http_version,
             "method": request.method,
-            "scheme": "http" if kind == "http" else "ws",
+            "scheme": self.scheme if kind == "http" else self.ws_scheme,
             "path": path,
             "raw_path": raw_path,
             "query_string": query,
@@ -544,7 +763,11 @@ class _Connection:
         # The app has the body and asks again: it is watching for the client to leave.
         # Whatever the client sends meanwhile is the next request: parse and keep it.
         while not self.eof:
-            if self.buffered > _MAX_PIPELINED or self.upgraded is not None:
+            if (
+                self.buffered > _MAX_PIPELINED
+                or self.upgraded is not None
+                or self.deferred is not None
+            ):
                 await trio.sleep_forever()
             data = await self._read()
             if not data:
@@ -557,6 +780,58 @@ class _Connection:
                 # A broken follow-up request: this connection will not serve it.
                 self.eof = True
                 return
+
+
+class _TlsConnection(_Connection):
+    # The same connection over trio.SSLStream: reads and writes go through the stream
+    # (which checkpoints on every call), the handshake happens on the first read, under
+    # the keep-alive deadline like any wait for a request.
+
+    def __init__(self, server: _Server, sock: socket.socket) -> None:
+        super().__init__(server, sock)
+        assert self.config.ssl_context is not None
+        self.transport = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+        self.stream = trio.SSLStream(
+            self.transport, self.config.ssl_context, server_side=True, https_compatible=True
+        )
+        # Decrypted bytes may wait inside the stream while the socket is not readable.
+        self.wait_first = False
+        self.scheme = "https"
+        self.ws_scheme = "wss"
+
+    async def _read(self) -> bytes:
+        try:
+            return bytes(await self.stream.receive_some(_READ_SIZE))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # A failed handshake or a client gone: the end of the connection either way.
+            return b""
+
+    async def _write(self, data: bytes) -> None:
+        if self.broken:
+            return
+        try:
+            with trio.move_on_after(self.config.write_timeout):
+                await self.stream.send_all(data)
+                return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.broken = True
+            return
+        self._abort("a write timed out: the client does not read")
+
+    def _abort(self, why: str) -> None:
+        _log.info("dropping the connection of %s: %s", _peer(self.client), why)
+        self.broken = True
+        with contextlib.suppress(OSError):
+            self.transport.socket.shutdown(socket.SHUT_RDWR)
+
+    async def _close(self) -> None:
+        server = self.server
+        server.idle.discard(self)
+        server.deadlines.pop(self, None)
+        # close_notify, without waiting for the client's (https_compatible).
+        with trio.move_on_after(_LINGER_SECONDS):
+            await self.stream.aclose()
+        self.transport.socket.close()
 
 
 class _Response:
@@ -680,6 +955,25 @@ class _Response:
         await self.send({"type": "http.response.body", "body": body})
 
 
+def _check_codings(codings: bytes, version: str, length: bool) -> None:
+    # RFC 9112 §6: chunked, once and last, is the only framing read here.
+    if version == "1.0":
+        # §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
+        raise _Refused(400, "Transfer-Encoding in an HTTP/1.0 request")
+    if length:
+        # §6.3 allows a server to reject this outright; it is how requests are smuggled.
+        raise _Refused(400, "Content-Length together with Transfer-Encoding")
+    parts = [part.strip().lower() for part in codings.split(b",")]
+    if parts[-1] != b"chunked" or parts.count(b"chunked") > 1:
+        raise _Refused(400, "the last transfer coding must be chunked, and only it")
+    if len(parts) > 1:
+        raise _Refused(501, "transfer codings other than chunked are not supported")
+
+
+def _peer(client: tuple[str, int] | None) -> str:
+    return f"{client[0]}:{client[1]}" if client else "-"
+
+
 def _is_websocket(request: _Request) -> bool:
     return (
         request.method == "GET"
@@ -704,8 +998,12 @@ async def _serve_websocket(connection: _Connection, request: _Request, rest: byt
     for name, value in request.headers:
         head += [name, b": ", value, b"\r\n"]
     head.append(b"\r\n")
-    ws.receive_data(b"".join(head) + rest)
-    handshake = next(ws.events(), None)
+    try:
+        ws.receive_data(b"".join(head) + rest)
+        handshake = next(ws.events(), None)
+    except WsProtocolError as exc:
+        # A missing key or version, say: the client's mistake, a 400 and one line.
+        raise _Refused(400, f"malformed WebSocket handshake: {exc}") from None
     if not isinstance(handshake, WsRequest):
         raise _Refused(400, "malformed WebSocket handshake")
     scope = connection._scope(request, "websocket")

@@ -349,7 +349,12 @@ class McpHttpApp:
         body = await read_body(receive, options.max_body_bytes, headers)
         if body is None:
             await reply_error(
-                send, 413, INVALID_REQUEST, f"the body exceeds {options.max_body_bytes} bytes"
+                send,
+                413,
+                INVALID_REQUEST,
+                f"the body exceeds {options.max_body_bytes} bytes",
+                # The rest of the body is not read: the connection cannot go on.
+                close=True,
             )
             return
         try:

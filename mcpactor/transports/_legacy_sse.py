@@ -90,7 +90,7 @@ async def serve_legacy_post(
         return
     body = await read_body(receive, app.options.max_body_bytes, headers)
     if body is None:
-        await reply_error(send, 413, INVALID_REQUEST, "the body is too large")
+        await reply_error(send, 413, INVALID_REQUEST, "the body is too large", close=True)
         return
     try:
         value = orjson.loads(body)

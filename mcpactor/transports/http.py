@@ -20,8 +20,9 @@ import logging
 import os
 import signal
 import socket
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 import trio
 
@@ -216,10 +217,19 @@ def _builtin_server(
 ) -> Callable[..., Awaitable[None]]:
     from ._h1server import H1Config, serve_h1
 
+    options = app.options
     config = H1Config(
-        max_body_bytes=app.options.max_body_bytes,
-        max_message_bytes=app.options.max_body_bytes,
+        keep_alive_timeout=options.keep_alive_timeout,
+        request_timeout=options.request_timeout,
+        max_head_bytes=options.max_head_bytes,
+        max_headers=options.max_header_count,
+        max_body_bytes=options.max_body_bytes,
+        max_message_bytes=options.max_body_bytes,
         backlog=LISTEN_BACKLOG,
+        max_connections=options.max_connections,
+        write_timeout=options.write_timeout,
+        ssl_context=_server_ssl_context(options),
+        access_log=options.access_log,
     )
     return functools.partial(
         serve_h1,
@@ -242,8 +252,8 @@ def _hypercorn_server(
     sockets: Sequence[socket.socket] | None,
 ) -> Callable[..., Awaitable[None]]:
     import hypercorn.config
-    import hypercorn.trio
 
+    options = app.options
     config = hypercorn.config.Config()
     if sockets is None:
         config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
@@ -257,19 +267,37 @@ def _hypercorn_server(
     config.errorlog = logging.getLogger("mcpactor.http.server")
     config.graceful_timeout = grace + _SHUTDOWN_MARGIN
     config.include_server_header = False
-    config.websocket_max_message_size = app.options.max_body_bytes
+    config.websocket_max_message_size = options.max_body_bytes
+    config.keep_alive_timeout = options.keep_alive_timeout
+    # h11 counts the head it has not parsed yet against this (400 above it).
+    config.h11_max_incomplete_size = options.max_head_bytes
+    config.h2_max_header_list_size = options.max_head_bytes
+    config.ssl_handshake_timeout = options.request_timeout
+    if options.tls_cert is not None and options.tls_key is not None:
+        config.certfile = options.tls_cert
+        config.keyfile = options.tls_key
 
     async def serve(*, task_status: trio.TaskStatus[list[str]]) -> None:
+        from ._hypercorn_worker import serve_hypercorn
+
         try:
-            # Our scopes are plain dicts; hypercorn types them as TypedDicts.
-            await hypercorn.trio.serve(
-                cast("Any", app), config, shutdown_trigger=shutdown.wait, task_status=task_status
-            )
+            await serve_hypercorn(app, config, shutdown, task_status=task_status)
         finally:
             for sock in sockets or ():
                 sock.close()
 
     return serve
+
+
+def _server_ssl_context(options: HttpOptions) -> ssl.SSLContext | None:
+    # The built-in server's TLS: modern defaults, HTTP/1.1 offered through ALPN.
+    if options.tls_cert is None or options.tls_key is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(options.tls_cert, options.tls_key)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 async def _serve_until_done(

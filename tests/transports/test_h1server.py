@@ -496,3 +496,164 @@ async def test_new_requests_wait_while_the_handlers_of_earlier_ones_have_not_sta
     # Some requests waited for earlier handlers to start, and the backlog stayed small.
     assert max(parked for _, parked in seen) > 0
     assert max(waiting for waiting, _ in seen) <= 2 * gate.limit
+
+
+async def test_trailer_fields_never_become_request_headers() -> None:
+    request = (
+        b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5\r\nhello\r\n0\r\nHost: evil.example\r\nAuthorization: Bearer x\r\n"
+        b"Mcp-Session-Id: s\r\n\r\n"
+    )
+    async with running(echo_app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+        await s.send_all(request)
+        status, _, body = await Reader(s).response()
+        assert status == 200
+        seen = orjson.loads(body)
+        assert seen["body"] == "hello"
+        assert seen["headers"] == {"host": "h", "transfer-encoding": "chunked"}
+
+
+async def test_trailers_count_against_the_head_limit() -> None:
+    trailers = b"".join(b"X-T%d: %s\r\n" % (n, b"v" * 100) for n in range(30))
+    request = (
+        b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n"
+        + trailers
+        + b"\r\n"
+    )
+    async with (
+        running(echo_app, max_head_bytes=2048) as (port, _),
+        await trio.open_tcp_stream("127.0.0.1", port) as s,
+    ):
+        await s.send_all(request)
+        reader = Reader(s)
+        assert (await reader.response())[0] == 431
+        assert await reader.at_eof()
+
+
+async def test_a_head_sent_piece_by_piece_is_cut_at_the_limit_before_it_ends() -> None:
+    # Every piece arrives in a read of its own; none completes a field.
+    async with (
+        running(echo_app, max_head_bytes=2048) as (port, _),
+        await trio.open_tcp_stream("127.0.0.1", port) as s,
+    ):
+        await s.send_all(b"GET / HTTP/1.1\r\nHost: h\r\nX-Endless: ")
+        reader = Reader(s)
+        with contextlib.suppress(trio.BrokenResourceError):
+            for _ in range(40):
+                await trio.testing.wait_all_tasks_blocked()
+                await s.send_all(b"y" * 100)
+        status, headers, body = await reader.response()
+        assert (status, headers["connection"]) == (431, "close")
+        assert b"request head larger than 2048 bytes" in body
+
+
+async def test_a_connection_that_keeps_sending_reaches_a_checkpoint() -> None:
+    # A read that finds data waiting does not park; without a checkpoint now and then,
+    # a client that keeps the socket full would keep every other task from running.
+    from mcpactor.transports import _h1server
+
+    server_side, client_side = socket.socketpair()
+    server_side.setblocking(False)
+    try:
+        connection = _h1server._Connection(_h1server._Server(echo_app, H1Config()), server_side)
+        reads = 0
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            for _ in range(10 * _h1server._OPS_PER_CHECKPOINT):
+                client_side.sendall(b"x")
+                await connection._read()
+                reads += 1
+        assert scope.cancelled_caught
+        assert reads < _h1server._OPS_PER_CHECKPOINT
+    finally:
+        server_side.close()
+        client_side.close()
+
+
+async def test_a_client_that_does_not_read_is_dropped_after_the_write_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    finished: list[float] = []
+    done = trio.Event()
+
+    async def big(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        started = trio.current_time()
+        for _ in range(64):
+            await send(
+                {"type": "http.response.body", "body": b"x" * 1024 * 1024, "more_body": True}
+            )
+        await send({"type": "http.response.body", "body": b""})
+        finished.append(trio.current_time() - started)
+        done.set()
+
+    async with running(big, write_timeout=7.0) as (port, _):
+        client = await trio.open_tcp_stream("127.0.0.1", port)
+        await client.send_all(post("/", b""))
+        # The client never reads: the server's writes park, then give up.
+        await done.wait()
+        assert 7.0 <= finished[0] < 8.0
+        with trio.fail_after(5):
+            # Dropped: what was buffered can be read, then the connection ends.
+            with contextlib.suppress(trio.BrokenResourceError):
+                while await client.receive_some(1024 * 1024):
+                    pass
+        await client.aclose()
+
+
+async def test_connections_over_the_limit_get_503_and_are_closed() -> None:
+    async with running(echo_app, max_connections=2) as (port, _):
+        first = await trio.open_tcp_stream("127.0.0.1", port)
+        second = await trio.open_tcp_stream("127.0.0.1", port)
+        await first.send_all(post("/", b"1"))
+        assert (await Reader(first).response())[0] == 200
+        await second.send_all(post("/", b"2"))
+        assert (await Reader(second).response())[0] == 200
+        async with await trio.open_tcp_stream("127.0.0.1", port) as third:
+            await third.send_all(post("/", b"3"))
+            reader = Reader(third)
+            status, headers, body = await reader.response()
+            assert (status, headers["connection"]) == (503, "close")
+            assert b"too many open connections" in body
+            assert await reader.at_eof()
+        await first.aclose()
+        # A closed connection frees its place.
+        with trio.fail_after(5):
+            while True:
+                async with await trio.open_tcp_stream("127.0.0.1", port) as fourth:
+                    await fourth.send_all(post("/", b"4"))
+                    if (await Reader(fourth).response())[0] == 200:
+                        break
+                await trio.testing.wait_all_tasks_blocked()
+        await second.aclose()
+
+
+async def test_a_malformed_websocket_handshake_gets_400_and_no_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with running(echo_app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+        # No Sec-WebSocket-Key, no version.
+        await s.send_all(
+            b"GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n"
+        )
+        reader = Reader(s)
+        status, headers, body = await reader.response()
+        assert (status, headers["connection"]) == (400, "close")
+        assert b"malformed WebSocket handshake" in body
+        assert await reader.at_eof()
+    assert "Traceback" not in caplog.text
+    assert "connection failed" not in caplog.text
+
+
+async def test_refusals_are_in_the_access_log(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="mcpactor.access")
+    async with (
+        running(echo_app, access_log=True) as (port, _),
+        await trio.open_tcp_stream("127.0.0.1", port) as s,
+    ):
+        await s.send_all(b"GET / HTTP/1.1\r\n\r\n")
+        assert (await Reader(s).response())[0] == 400
+    [record] = [r for r in caplog.records if r.name == "mcpactor.access"]
+    assert " 400 " in record.getMessage()
+    assert "needs a Host" in record.getMessage()
