@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 from pathlib import Path
@@ -329,3 +330,41 @@ def test_a_committed_run_reprints_as_its_committed_tables(name: str) -> None:
     records = json.loads((BENCH / "results" / f"{name}.json").read_text())
     expected = (BENCH / "results" / f"{name}.md").read_text()
     assert report.report(records, ["raw", "sdk", "fastmcp"]) + "\n" == expected
+
+
+def test_a_closed_loop_keeps_each_lane_busy_until_stopped_or_broken() -> None:
+    calls = {"ok": 0, "bad": 0, "broken": 0}
+
+    async def scenario() -> Any:
+        loop = asyncio.get_running_loop()
+        load = runs.ClosedLoop()
+
+        def ok_lane(done: Any) -> None:
+            calls["ok"] += 1
+            loop.call_soon(done, lambda: True)
+
+        def bad_lane(done: Any) -> None:
+            calls["bad"] += 1
+            loop.call_soon(done, lambda: False)
+
+        def broken_lane(done: Any) -> None:  # breaks on its third call
+            calls["broken"] += 1
+            loop.call_soon(done, None if calls["broken"] == 3 else (lambda: True))
+
+        for lane in (ok_lane, bad_lane, broken_lane):
+            load.start(lane)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        load.measuring = True
+        for _ in range(10):
+            await asyncio.sleep(0)
+        load.measuring = False
+        await load.finish(timeout=5)
+        return load
+
+    load = asyncio.run(scenario())
+    assert calls["broken"] == 3
+    assert calls["ok"] == calls["bad"] > 10
+    measured = len(load.latencies)
+    assert measured == 20  # ten answers each from the two lanes still working
+    assert load.errors == 10
