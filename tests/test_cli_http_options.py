@@ -494,3 +494,27 @@ async def serving_in(directory: Path, arguments: list[str]) -> AsyncIterator[int
             process.kill()
             await process.wait()
         await process.stderr.aclose()
+
+
+def test_an_authenticate_key_that_does_not_load_is_named(
+    tmp_path: Path, recorded: Recorded, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path / "good.py", GOOD)
+    write(tmp_path / "auth.py", AUTH)
+    config = write(
+        tmp_path / "mcpactor.toml",
+        """
+        transport = "http"
+        [http]
+        port = 0
+        authenticate = "auth.py:chek"
+        [servers.good]
+        target = "good.py"
+        """,
+    )
+    assert main(["serve", "--config", str(config)]) == 1
+    error = capsys.readouterr().err
+    assert f"mcpactor: {config}: http.authenticate: " in error
+    assert "has no attribute 'chek'" in error
+    # Nothing was started.
+    assert recorded.calls == []
