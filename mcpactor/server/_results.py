@@ -28,6 +28,7 @@ from ..protocol import (
     Revision,
     TextContent,
     TextResourceContents,
+    describe,
     unstructure,
 )
 
@@ -116,8 +117,16 @@ def _one_block(item: Any) -> ContentBlock:
 def _json_text(value: Any) -> str:
     try:
         return orjson.dumps(unstructure(value)).decode()
-    except TypeError:
+    except (TypeError, RecursionError):
+        # Not JSON (or too deep to write): its str(), unless that cannot finish either.
+        return _str_or_describe(value)
+
+
+def _str_or_describe(value: Any) -> str:
+    try:
         return str(value)
+    except Exception:
+        return describe(value)
 
 
 def to_content(value: Any) -> list[ContentBlock]:

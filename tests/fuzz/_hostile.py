@@ -222,6 +222,7 @@ _TREE: Final = {
         "tree": {"$ref": "#/$defs/tree"},
         "pair": {"const": [1, [True, {"a": None}]]},
         "pick": {"enum": ["a", [1], {"b": [2.5]}]},
+        "numbers": {"type": "array", "items": {"type": "integer"}},
     },
     "$defs": {
         "tree": {
@@ -241,17 +242,19 @@ def fuzz_server(probe: Probe) -> Server:
         return value
 
     @server.tool(input_schema=_TREE)
-    async def checked(tree: Any = None, pair: Any = None, pick: Any = None) -> str:
+    async def checked(
+        tree: Any = None, pair: Any = None, pick: Any = None, numbers: Any = None
+    ) -> str:
         """Validate against a recursive schema, a deep const and a deep enum."""
         return "valid"
 
     @server.tool()
-    async def nested(levels: int) -> Any:
-        """Answer with a value nested ``levels`` deep (past 254 it cannot be written)."""
+    async def nested(levels: int) -> dict[str, Any]:
+        """Answer with structured content nested ``levels`` deep under ``v``."""
         value: Any = "leaf"
         for _ in range(min(levels, 2000)):
             value = [value]
-        return value
+        return {"v": value}
 
     @server.tool()
     async def hold() -> str:
