@@ -32,7 +32,9 @@ from ..protocol import (
     JSONValue,
     LineFramer,
     decode,
+    describe,
     encode,
+    serialize,
 )
 from ..runtime import Outbound, SessionActor, SessionOptions
 from ..server import Server
@@ -92,8 +94,13 @@ async def connect_memory(
                 yield session
 
 
-def _round_trip(value: JSONValue) -> JSONValue:
-    return orjson.loads(orjson.dumps(value))
+def _round_trip(value: JSONValue) -> JSONValue | ProtocolError:
+    # As over a byte stream: what the framer refuses (nesting past MAX_DEPTH) arrives
+    # as the error the far end answers.
+    try:
+        return decode(orjson.dumps(value))
+    except RemoteProtocolError as exc:
+        return exc
 
 
 async def _carry_to_server(
@@ -116,7 +123,18 @@ async def _carry_to_client(
 ) -> None:
     async with outbox:
         async for item in outbox:
-            message = _round_trip(item.payload)
+            # What the server cannot write (a result nested too deep) goes out as the
+            # error a byte stream would carry, or not at all: as over stdio.
+            data = serialize(item.payload)
+            if data is None:
+                _log.warning(
+                    "dropped a message that cannot be written as JSON: %s", describe(item.payload)
+                )
+                continue
+            try:
+                message: JSONValue | ProtocolError = decode(data)
+            except RemoteProtocolError as exc:
+                message = exc
             # A gone client: keep draining so the actor never blocks.
             with contextlib.suppress(trio.BrokenResourceError):
                 await sink.send(message)

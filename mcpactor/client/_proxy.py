@@ -419,6 +419,16 @@ class ProxyServer(Server):
             )
         revision = ctx.negotiated.revision
         if method == "tools/call":
+            content = result.get("content")
+            if not isinstance(content, list) or not all(
+                type(block) is dict and type(block.get("type")) is str for block in content
+            ):
+                # Relayed as it is, it would be our answer that breaks the schema.
+                raise RequestError(
+                    INTERNAL_ERROR,
+                    f"{describe(self.name)}: the remote server answered tools/call without "
+                    f"a list of content blocks: {describe(content)}",
+                )
             return adapt_tool_result(result, revision)
         if method == "prompts/get":
             return _adapt_prompt(result, revision)

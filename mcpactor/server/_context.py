@@ -17,6 +17,7 @@ from ..protocol import (
     Negotiated,
     RequestId,
     TextContent,
+    describe,
     structure,
     unstructure,
 )
@@ -149,10 +150,10 @@ class Context:
             return
         if self._last_progress is not None and progress <= self._last_progress:
             _log.warning(
-                "progress must increase: dropped %r after %r (request %r)",
+                "progress must increase: dropped %r after %r (request %s)",
                 progress,
                 self._last_progress,
-                self.request_id,
+                describe(self.request_id),
             )
             return
         self._last_progress = progress

@@ -24,7 +24,7 @@ from typing import Final, Protocol
 import trio
 
 from .._exceptions import ProtocolError, RemoteProtocolError
-from ..protocol import FrameTooLong, JSONValue, LineFramer, decode, encode
+from ..protocol import FrameTooLong, JSONValue, LineFramer, decode, describe, encode
 from ..runtime import Outbound
 
 __all__ = ["NonBlockingWriter", "WriteThrough", "read_frames", "write_frames"]
@@ -105,7 +105,9 @@ class WriteThrough:
     def _write_at_once(self, value: Outbound) -> bool:
         if self.queued or self.broken or (self.quiet is not None and not self.quiet()):
             return False
-        data = encode(value.payload)
+        data = _frame(value)
+        if not data:
+            return True
         try:
             written = self._pipe.write_nowait(data)
         except BlockingIOError:
@@ -198,4 +200,13 @@ async def write_frames(
 
 
 def _frame(item: Outbound | bytes) -> bytes:
-    return item if isinstance(item, bytes) else encode(item.payload)
+    if isinstance(item, bytes):
+        return item
+    data = encode(item.payload)
+    if not data:
+        # A request or notification JSON cannot carry (a response that JSON cannot carry
+        # is an error response by now): a handler's bug, reported here, not a dead pipe.
+        _log.warning(
+            "dropped a message that cannot be written as JSON: %s", describe(item.payload)
+        )
+    return data

@@ -23,7 +23,7 @@ from mcpactor import (
     TransportClosed,
 )
 from mcpactor.client import ClientStatistics, RequestCancelled, connect_memory
-from mcpactor.protocol import Notification
+from mcpactor.protocol import CallToolResult, Notification
 
 from .conftest import GUARD, SESSION_REVISIONS, checker_of, connect, text_of
 
@@ -222,9 +222,11 @@ async def test_the_server_lifespan_runs_around_the_session(
     assert events == ["enter", "call", "exit", "call"]
 
 
-async def test_a_result_that_is_not_json_fails_the_connection(
-    autojump_clock: trio.testing.MockClock,
+async def test_a_message_that_is_not_json_is_dropped_with_a_warning(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # As over stdio: a notification JSON cannot carry is not sent, and the session goes
+    # on; a response JSON cannot carry becomes an error response for its request.
     server = Server("bad")
 
     @server.tool()
@@ -233,9 +235,19 @@ async def test_a_result_that_is_not_json_fails_the_connection(
         await ctx.info({"value": object()})
         return "sent"
 
-    with pytest.raises(TypeError):
-        async with connect_memory(server, initialize=True) as client:
-            await client.call_tool("leak")
+    @server.tool(structured_output=False)
+    async def unwritable() -> Any:
+        """Answer with something JSON cannot carry."""
+        return CallToolResult(content=[], structured_content={"value": {1, 2}})
+
+    async with connect_memory(server, initialize=True) as client:
+        assert (await client.call_tool("leak"))["content"][0]["text"] == "sent"
+        assert "dropped a message that cannot be written as JSON" in caplog.text
+        with pytest.raises(RequestError) as info:
+            await client.call_tool("unwritable")
+        assert info.value.code == -32603
+        assert "could not be written as JSON" in info.value.message
+        await client.ping()
 
 
 # --- tools ---------------------------------------------------------------------------
