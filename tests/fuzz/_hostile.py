@@ -26,7 +26,7 @@ FUZZ: Final = settings(
 )
 
 #: the ids the scenarios use themselves; generated ids never take them
-OWN_IDS: Final = frozenset({"init", "held", "good", "ask"})
+OWN_IDS: Final = frozenset({"init", "held", "good", "ask", "in batch"})
 
 _I64: Final = 2**63 - 1
 

@@ -78,7 +78,13 @@ def run(scenario: Any, *args: Any) -> Any:
 class LineSession:
     """The client end of one stdio session, checking every line the server writes."""
 
-    def __init__(self, to_server: trio.abc.SendStream, from_server: trio.abc.ReceiveStream):
+    def __init__(
+        self,
+        to_server: trio.abc.SendStream,
+        from_server: trio.abc.ReceiveStream,
+        revision: str = REVISION,
+    ):
+        self.revision = revision
         self.to_server = to_server
         self.from_server = from_server
         self.methods: dict[Any, str] = {}
@@ -107,7 +113,7 @@ class LineSession:
         items = message if type(message) is list else [message]
         for item in items:
             method = self.methods.get(item.get("id")) if "method" not in item else None
-            check_server_message(item, REVISION, request_method=method)
+            check_server_message(item, self.revision, request_method=method)
         self.seen.append(message)
         return message
 
@@ -143,7 +149,7 @@ class LineSession:
                 "id": "init",
                 "method": "initialize",
                 "params": {
-                    "protocolVersion": REVISION,
+                    "protocolVersion": self.revision,
                     "capabilities": CAPABILITIES,
                     "clientInfo": {"name": "fuzz", "version": "1"},
                 },
@@ -154,11 +160,11 @@ class LineSession:
 
 
 @asynccontextmanager
-async def stdio_session(probe: Probe) -> AsyncIterator[LineSession]:
+async def stdio_session(probe: Probe, revision: str = REVISION) -> AsyncIterator[LineSession]:
     """An initialized stdio session of ``fuzz_server`` over in-memory streams."""
     to_server, server_input = trio.testing.memory_stream_one_way_pair()
     server_output, from_server = trio.testing.memory_stream_one_way_pair()
-    session = LineSession(to_server, from_server)
+    session = LineSession(to_server, from_server, revision)
     async with trio.open_nursery() as nursery:
         await nursery.start(
             lambda task_status: serve_streams(

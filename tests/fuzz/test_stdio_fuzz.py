@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from mcpactor._exceptions import INVALID_REQUEST, PARSE_ERROR
 from mcpactor.protocol import MAX_DEPTH
@@ -101,3 +102,27 @@ def test_any_answer_to_a_server_request_is_survived(what: bool, answer: dict[str
 @given(answer=client_answers())
 def test_any_answer_to_an_elicitation_is_survived(answer: dict[str, Any]) -> None:
     run(_hostile_answer, "elicitation", answer)
+
+
+async def _hostile_batch(messages: list[Any]) -> None:
+    # 2025-03-26 is the one revision with JSON-RPC batches.
+    probe = Probe()
+    async with stdio_session(probe, "2025-03-26") as session:
+        await session.send(HELD)
+        await probe.started.wait()
+        batch = [*messages, {"jsonrpc": "2.0", "id": "in batch", "method": "ping"}]
+        await session.send_raw(wire(batch))
+        await session.send(PING)
+        assert (await session.answer_of("good"))["result"] == {}
+        probe.release.set()
+        assert (await session.answer_of("held"))["result"]["content"][0]["text"] == "released"
+        if parsable(batch) and not too_deep(batch):
+            # The batch's ping is answered inside the batch's reply array.
+            replies = [reply for reply in session.seen if type(reply) is list]
+            assert any(item.get("id") == "in batch" for reply in replies for item in reply)
+
+
+@FUZZ
+@given(st.lists(hostile_messages().map(lambda case: case[1]), min_size=1, max_size=3))
+def test_a_batch_of_hostile_messages_leaves_the_session_serving(messages: list[Any]) -> None:
+    run(_hostile_batch, messages)
