@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import attrs
 
 from .._exceptions import INVALID_PARAMS, RequestError, SchemaError
-from ..protocol import JSONObject, Revision, describe
+from ..protocol import JSONObject, Revision, bounded_value, describe, error_text
 from ._execution import ToolExecution
 from ._schema import FunctionSchema
 from ._validation import SchemaValidator, well_formed
@@ -289,8 +289,8 @@ def coerce_strings(
         except ValueError as exc:
             raise RequestError(
                 INVALID_PARAMS,
-                f"{what}: invalid value for {describe(name)}: {exc}",
-                {"argument": name, "value": text},
+                f"{what}: invalid value for {describe(name)}: {error_text(exc)}",
+                {"argument": bounded_value(name), "value": bounded_value(text)},
             ) from None
     return converted
 

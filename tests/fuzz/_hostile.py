@@ -276,6 +276,11 @@ def fuzz_server(probe: Probe) -> Server:
             result = await ctx.list_roots()
         return f"got {type(result).__name__}"
 
+    @server.prompt()
+    async def scaled(factor: float) -> str:
+        """A prompt whose argument is converted from its string."""
+        return f"scaled by {factor}"
+
     @server.resource("fuzz://{name}")
     async def named(name: str) -> str:
         """A resource template to route URIs against."""

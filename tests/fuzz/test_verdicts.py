@@ -253,3 +253,15 @@ def test_a_client_answer_of_the_wrong_shape_is_a_bounded_error() -> None:
     text = result["content"][0]["text"]
     assert "invalid CreateMessageResult" in text
     assert len(text) <= 600
+
+
+def test_a_prompt_argument_that_does_not_convert_is_quoted_bounded() -> None:
+    # float()'s own message quotes the whole string, however long.
+    found = error(
+        answer(request("prompts/get", {"name": "scaled", "arguments": {"factor": "x" * 100_000}}))
+    )
+    assert found["code"] == INVALID_PARAMS
+    assert len(found["message"]) < 700
+    assert len(found["data"]["value"]) <= 500
+    served = answer(request("prompts/get", {"name": "scaled", "arguments": {"factor": "2.5"}}))
+    assert served["result"]["messages"][0]["content"]["text"] == "scaled by 2.5"
