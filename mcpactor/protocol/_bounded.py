@@ -7,7 +7,9 @@
 # ``describe``, which stops at a fixed depth and length and cannot raise; and every
 # decoded message is held to ``MAX_DEPTH`` levels (``exceeds_depth``) before anything
 # walks it, so what we accept is also what orjson can write back (it refuses values
-# nested 255 levels or more).
+# nested 255 levels or more). ``clip``/``clip_all`` cut texts and lists of details,
+# ``bounded_value`` is what error ``data`` may echo of a peer's value, and
+# ``error_text``/``describe_error`` format an exception whose str() may not finish.
 
 from __future__ import annotations
 
@@ -183,7 +185,7 @@ def exceeds_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Return whether ``value`` nests lists and objects more than ``limit`` levels deep.
 
     A scalar is level 0 and the outermost list or object level 1. Iterative, so any depth
-    is safe to ask about.
+    is safe to ask about; meant for decoded JSON, which has no cycles.
     """
     if type(value) is dict:
         stack: list[tuple[Any, int]] = [(value.values(), 1)]
