@@ -395,6 +395,25 @@ async def test_a_real_process_keeps_stdout_for_protocol_messages() -> None:
     assert b"fd1: hello\n" in proc.stderr
 
 
+async def test_a_line_nested_1000_deep_does_not_end_the_process() -> None:
+    # Issue "Hardening": the repr of this id raised RecursionError and the server exited 1.
+    deep_id = b"[" * 1000 + b"]" * 1000
+    async with running_process() as proc:
+        client = proc.client
+        await client.write(b'{"jsonrpc":"2.0","method":"ping","id":' + deep_id + b"}\n")
+        refused = await client.receive()
+        assert "id" not in refused
+        assert refused["error"]["code"] == -32600
+        assert refused["error"]["data"] == {"maxDepth": 128}
+        await client.initialize()
+        ping = await client.request("ping")
+        assert (await client.receive()) == {"jsonrpc": "2.0", "id": ping, "result": {}}
+        await client.to_server.aclose()
+        assert await client.receive_rest() == []
+    assert proc.process.returncode == 0
+    assert b"Traceback" not in proc.stderr
+
+
 async def test_sigterm_lets_an_in_flight_request_finish_within_the_grace_period() -> None:
     async with running_process("--grace", "10") as proc:
         client = proc.client
