@@ -127,16 +127,13 @@ def _invalid_params(message: str, request_id: RequestId | None) -> RemoteProtoco
 
 
 def _check_params(params: Any, request_id: RequestId | None) -> None:
-    kind = type(params)
-    if kind is not dict:
-        if params is None or kind is list:
-            raise _invalid_params(
-                f"'params' must be an object, got {_json_type(params)}", request_id
-            )
-        raise _invalid(f"'params' must be an object, got {type(params).__name__}", request_id)
-    meta = params.get("_meta")
-    if meta is None and "_meta" not in params:
-        return
+    # Params that are not an object.
+    if params is None or type(params) is list:
+        raise _invalid_params(f"'params' must be an object, got {_json_type(params)}", request_id)
+    raise _invalid(f"'params' must be an object, got {type(params).__name__}", request_id)
+
+
+def _check_meta(meta: Any, request_id: RequestId | None) -> None:
     if type(meta) is not dict:
         raise _invalid_params(f"'_meta' must be an object, got {_json_type(meta)}", request_id)
     if "progressToken" in meta:
@@ -190,7 +187,12 @@ def classify(value: JSONValue) -> Message:
                 f"a request id must be a string or an integer, got {describe(raw_id)}", None
             )
         params = value.get("params")
-        if params is not None or "params" in value:
+        if type(params) is dict:
+            # The hot path: an object, most often without _meta, checked inline.
+            meta = params.get("_meta", params)
+            if meta is not params and (type(meta) is not dict or "progressToken" in meta):
+                _check_meta(meta, request_id)
+        elif params is not None or "params" in value:
             _check_params(params, request_id)
         if request_id is None:
             return Notification(method, params)
