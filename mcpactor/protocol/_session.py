@@ -37,7 +37,7 @@ from .._exceptions import (
     LocalProtocolError,
     RemoteProtocolError,
 )
-from ._bounded import describe
+from ._bounded import clip, describe
 from ._jsonrpc import (
     ErrorResponse,
     JSONObject,
@@ -351,8 +351,9 @@ class ServerSession:
             # machine answers initialize itself, so it is never in flight to cancel.
             if _is_id(request_id) and request_id in self._in_flight:
                 reason = params.get("reason")
+                # The reason ends up in the handler's Cancelled and in logs: clipped.
                 events.append(
-                    CancelRequested(request_id, reason if isinstance(reason, str) else None)
+                    CancelRequested(request_id, clip(reason) if isinstance(reason, str) else None)
                 )
         elif method == "notifications/initialized":
             if self.phase is Phase.AWAITING_INITIALIZED:

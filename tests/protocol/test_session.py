@@ -404,6 +404,13 @@ def test_cancel_reason_that_is_not_a_string_is_dropped() -> None:
     assert session.receive(cancel) == [CancelRequested(1, None)]
 
 
+def test_cancel_reason_is_clipped() -> None:
+    session = session_in(Phase.OPERATING)
+    session.receive(request(1, "tools/call", {"name": "slow"}))
+    cancel = notification("notifications/cancelled", {"requestId": 1, "reason": "r" * 100_000})
+    assert session.receive(cancel) == [CancelRequested(1, "r" * 499 + "…")]
+
+
 def test_cancel_of_finished_request_does_nothing() -> None:
     session = session_in(Phase.OPERATING)
     session.receive(request(1, "tools/list"))
