@@ -676,7 +676,9 @@ class ClientSession:
             scope = self._serving.get(request_id) if _is_id(request_id) else None
             if scope is not None:
                 reason = params.get("reason")
-                scope.cancel(reason if isinstance(reason, str) else "cancelled by the server")
+                scope.cancel(
+                    clip(reason) if isinstance(reason, str) else "cancelled by the server"
+                )
         self._log.append(notification)
 
     def _connection_lost(self, error: TransportError) -> None:
