@@ -37,7 +37,7 @@ def load_harness(module: str) -> ModuleType:
     return importlib.import_module(f"bench_harness.{module}")
 
 
-PEER_MODULES = ("contract", "canned")  # what the peers import from their own folder
+PEER_MODULES = ("contract", "splice", "canned")  # what the peers import from their own folder
 
 
 def load_peer(module: str) -> ModuleType:

@@ -13,10 +13,12 @@ from typing import Any
 
 import orjson
 import trio
-from contract import canned_call, init_result, log_event, text_result
+from contract import init_result, log_event, text_result
+from splice import call_result, response
 
 SSE_CONTENT_TYPE = b"text/event-stream"
 JSON_CONTENT_TYPE = b"application/json"
+SLEPT = orjson.dumps(text_result("slept"))
 
 
 def framed(body: bytes, sse: bool) -> bytes:
@@ -49,7 +51,7 @@ class CannedMcp:
             if not self.stateless:
                 new = uuid.uuid4().hex.encode()
                 self.sessions.add(new)
-            return 200, self._reply(message["id"], init_result(self.name)), new
+            return 200, response(message["id"], orjson.dumps(init_result(self.name))), new
         if not self.stateless and session not in self.sessions:
             error = {"code": -32600, "message": "Session not found"}
             return 404, orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}), None
@@ -62,12 +64,12 @@ class CannedMcp:
             return 202, b"", None
         params = message.get("params") or {}
         if method != "tools/call":
-            return 200, self._reply(message["id"], {}), None
+            return 200, response(message["id"], b"{}"), None
         if params.get("name") != "sleep":
-            return 200, self._reply(message["id"], canned_call(params)), None
+            return 200, response(message["id"], call_result(params)), None
         if not await self._sleep(session, message["id"], float(params["arguments"]["seconds"])):
             return 202, b"", None  # cancelled: no JSON-RPC response is owed
-        return 200, self._reply(message["id"], text_result("slept")), None
+        return 200, response(message["id"], SLEPT), None
 
     async def _sleep(self, session: bytes | None, request_id: Any, seconds: float) -> bool:
         """Sleep unless cancelled; whether the sleep completed."""
@@ -81,7 +83,3 @@ class CannedMcp:
                 del self.sleeping[key]
                 log_event("end", seconds, "cancelled" if scope.cancel_called else "completed")
         return not scope.cancelled_caught
-
-    @staticmethod
-    def _reply(request_id: Any, result: dict[str, Any]) -> bytes:
-        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result})

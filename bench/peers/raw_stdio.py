@@ -9,32 +9,37 @@ from __future__ import annotations
 
 import sys
 
-import orjson
-from contract import canned_call, init_result
+from contract import ECHO_TOOLS, init_result
+from orjson import dumps, loads
+from splice import ECHO_AFTER, ECHO_BEFORE, call_result
 
 
 def answer(message: dict[str, object]) -> bytes | None:
     """The reply line to one message, or None for a notification."""
     if "id" not in message:
         return None
+    head = b'{"jsonrpc":"2.0","id":' + dumps(message["id"]) + b',"result":'
     method = message.get("method")
+    if method == "tools/call":
+        params = message["params"]
+        arguments = params.get("arguments") or {}
+        if params.get("name") in ECHO_TOOLS:
+            text = dumps(str(arguments.get("text", "")))
+            return head + ECHO_BEFORE + text + ECHO_AFTER + b"}\n"
+        return head + call_result(params) + b"}\n"
     if method == "initialize":
-        result = init_result("raw-stdio")
-    elif method == "tools/call":
-        result = canned_call(message.get("params") or {})
-    else:
-        result = {}
-    return orjson.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + b"\n"
+        return head + dumps(init_result("raw-stdio")) + b"}\n"
+    return head + b"{}}\n"
 
 
 def main() -> None:
     """Serve stdin until EOF."""
-    out = sys.stdout.buffer
+    write, flush = sys.stdout.buffer.write, sys.stdout.buffer.flush
     for line in sys.stdin.buffer:
-        reply = answer(orjson.loads(line))
+        reply = answer(loads(line))
         if reply is not None:
-            out.write(reply)
-            out.flush()
+            write(reply)
+            flush()
 
 
 if __name__ == "__main__":
