@@ -18,6 +18,7 @@ __all__ = [
     "Scope",
     "Send",
     "cancel_on_disconnect",
+    "client_address",
     "error_body",
     "lifespan",
     "read_body",
@@ -56,6 +57,12 @@ class Headers(dict[str, str]):
             else:
                 headers[name] = value
         return headers
+
+
+def client_address(scope: Scope) -> str | None:
+    """The client's address (no port), what ``max_sessions_per_client`` counts by."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
 
 
 def error_body(code: int, message: str, request_id: RequestId | None = None) -> bytes:

@@ -1015,6 +1015,9 @@ async def _serve_websocket(connection: _Connection, request: _Request, rest: byt
     except Exception:
         _log.exception("the ASGI app failed on a WebSocket connection")
     await socket.finish()
+    # Wait (briefly) for the client's closing frame before closing TCP: closing with it
+    # unread would reset the connection under the client's feet (RFC 6455 §7.1.1).
+    connection.linger = True
 
 
 class _WebSocket:

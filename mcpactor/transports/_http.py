@@ -37,6 +37,7 @@ from ._asgi import (
     Receive,
     Scope,
     Send,
+    client_address,
     error_body,
     lifespan,
     read_body,
@@ -289,7 +290,7 @@ class McpHttpApp:
     ) -> None:
         method = scope["method"]
         if method == "POST":
-            await self._post(receive, send, headers, principal)
+            await self._post(receive, send, headers, principal, client_address(scope))
         elif method == "GET" and not self.options.stateless:
             await self._get(receive, send, headers, principal)
         elif method == "DELETE" and not self.options.stateless:
@@ -319,6 +320,7 @@ class McpHttpApp:
             or session.principal != principal
         ):
             return None, 404, "session not found: it ended, expired or never existed"
+        self.manager.confirm(session)
         return session, 200, ""
 
     def _header_version(self, headers: Mapping[str, str]) -> str | None:
@@ -332,7 +334,12 @@ class McpHttpApp:
     # --- POST ---------------------------------------------------------------------------
 
     async def _post(
-        self, receive: Receive, send: Send, headers: Headers, principal: object
+        self,
+        receive: Receive,
+        send: Send,
+        headers: Headers,
+        principal: object,
+        client: str | None,
     ) -> None:
         options = self.options
         json_only = options.response_mode == "json"
@@ -388,13 +395,15 @@ class McpHttpApp:
             return
         if options.stateless:
             await self._post_stateless(
-                receive, send, headers, principal, value, request_ids, initialize, version
+                receive, send, headers, principal, value, request_ids, initialize, version, client
             )
             return
         new_session = False
         if initialize and not batch and "mcp-session-id" not in headers:
             try:
-                session = await self.manager.create(SessionKind.STREAMABLE, principal=principal)
+                session = await self.manager.create(
+                    SessionKind.STREAMABLE, principal=principal, client=client
+                )
             except SessionLimitReached as exc:
                 await reply_error(send, 503, INTERNAL_ERROR, str(exc))
                 return
@@ -452,6 +461,7 @@ class McpHttpApp:
         request_ids: list[RequestId],
         initialize: bool,
         version: str | None,
+        client: str | None,
     ) -> None:
         assert version is not None or initialize
         if type(value) is list and not (version is not None and REVISIONS[version].batching):
@@ -468,6 +478,7 @@ class McpHttpApp:
                 SessionKind.STATELESS,
                 principal=principal,
                 protocol_version=None if initialize else version,
+                client=client,
             )
         except SessionLimitReached as exc:
             await reply_error(send, 503, INTERNAL_ERROR, str(exc))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Final, Literal
 
 import attrs
 
@@ -14,6 +14,27 @@ __all__ = ["Authenticate", "HttpOptions", "default_event_store"]
 #: the authentication hook: request headers (lowercase names) → a principal, or a falsy
 #: value to refuse; may be async
 Authenticate = Callable[[Mapping[str, str]], object]
+
+
+# Validated in HttpOptions: counts and sizes are whole numbers from 1, timeouts positive
+# seconds (math.inf: never); a head limit below this could not hold an ordinary request.
+_POSITIVE_INTS: Final = (
+    "max_body_bytes",
+    "max_sessions",
+    "max_connections",
+    "max_sessions_per_client",
+    "max_head_bytes",
+    "max_header_count",
+)
+_POSITIVE_SECONDS: Final = (
+    "session_idle_timeout",
+    "unconfirmed_session_timeout",
+    "keep_alive_timeout",
+    "request_timeout",
+    "write_timeout",
+    "websocket_idle_timeout",
+)
+_MIN_HEAD_BYTES: Final = 1024
 
 
 def _patterns(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
@@ -91,10 +112,23 @@ class HttpOptions:
             raise ValueError(
                 f"response_mode must be 'auto', 'sse' or 'json', got {self.response_mode!r}"
             )
-        if self.max_sessions < 1 or self.max_body_bytes < 1:
-            raise ValueError("max_sessions and max_body_bytes must be positive")
+        for name in _POSITIVE_INTS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive whole number, got {value!r}")
+        for name in _POSITIVE_SECONDS:
+            value = getattr(self, name)
+            # NaN is not > 0; math.inf is allowed: never.
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        if self.max_head_bytes < _MIN_HEAD_BYTES:
+            raise ValueError(
+                f"max_head_bytes must be at least {_MIN_HEAD_BYTES}, got {self.max_head_bytes!r}"
+            )
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both or neither")
+        if self.health_path is not None and not self.health_path.startswith("/"):
+            raise ValueError(f"health_path must start with '/', got {self.health_path!r}")
 
 
 def default_event_store(options: HttpOptions) -> EventStore:

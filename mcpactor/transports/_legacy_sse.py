@@ -15,7 +15,7 @@ import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from . import _sse
-from ._asgi import Headers, Receive, Scope, Send, read_body, reply, reply_error
+from ._asgi import Headers, Receive, Scope, Send, client_address, read_body, reply, reply_error
 from ._http_sessions import SessionKind
 from ._http_writer import write_stream
 from ._session_manager import SessionLimitReached
@@ -39,7 +39,9 @@ async def serve_legacy_stream(
         await reply(send, 405, b"", [(b"allow", b"GET")], content_type=None)
         return
     try:
-        session = await app.manager.create(SessionKind.LEGACY_SSE, principal=principal)
+        session = await app.manager.create(
+            SessionKind.LEGACY_SSE, principal=principal, client=client_address(scope)
+        )
     except SessionLimitReached as exc:
         await reply_error(send, 503, INTERNAL_ERROR, str(exc))
         return

@@ -17,6 +17,17 @@
 # deadlines are pushed in time order (the delay is the same for every session), so a
 # new entry never precedes the one the task sleeps until.
 #
+# Limits (invariant 4): ``max_sessions`` in all, and ``max_sessions_per_client`` for one
+# client address, so that one client opening sessions in a loop fills its own share and
+# not the table (loopback addresses are not counted: every local client, and every
+# client behind a reverse proxy on this machine, shares one). A Streamable HTTP
+# session that has seen only its initialize is "unconfirmed" and expires after
+# ``unconfirmed_timeout`` idle seconds instead of the full idle timeout: a client that
+# never comes back (or a flood of unauthenticated initializes) holds its places for a
+# minute, not half an hour. The app confirms a session when a later request names it;
+# unconfirmed sessions wait in a deque of (deadline, id), in time order like the heaps
+# below.
+#
 # Two more timers end waits of SSE writers (see _http_writer.py): the short one of a
 # priming event held back for the answer behind it, and the longer one before a
 # streamed POST starts watching for its client leaving. Each is a deque of (deadline,
@@ -27,6 +38,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import heapq
 import logging
 import secrets
@@ -41,8 +53,12 @@ from ..server import Server
 from ._attachment import Attachment
 from ._event_store import EventStore
 from ._http_sessions import HttpSession, SessionKind
+from ._security import is_loopback
 
 __all__ = ["ManagerStatistics", "NudgeTimer", "SessionLimitReached", "SessionManager"]
+
+#: seconds a session that has seen only its initialize may stay idle, by default
+UNCONFIRMED_TIMEOUT: Final = 60.0
 
 _log = logging.getLogger("mcpactor.http")
 
@@ -92,6 +108,11 @@ class NudgeTimer:
                 attachment.nudge(ticket)
 
 
+@functools.lru_cache(maxsize=1024)
+def _is_loopback(address: str) -> bool:
+    return is_loopback(address)
+
+
 class SessionLimitReached(Exception):
     """No session can be created now: the limit is reached or the server is stopping."""
 
@@ -110,6 +131,10 @@ class ManagerStatistics:
     connections: int
     #: sessions whose actor is running (the rest are asleep: state only, no task)
     awake_sessions: int = 0
+    #: Streamable HTTP sessions no request has named since their initialize
+    unconfirmed_sessions: int = 0
+    #: client addresses holding open sessions
+    clients: int = 0
 
 
 class SessionManager:
@@ -124,6 +149,8 @@ class SessionManager:
         max_sessions: int,
         idle_timeout: float,
         response_mode: str,
+        max_sessions_per_client: int | None = None,
+        unconfirmed_timeout: float = UNCONFIRMED_TIMEOUT,
     ) -> None:
         self.server = server
         self.session_options = session_options
@@ -141,7 +168,17 @@ class SessionManager:
         )
         self.event_store = event_store
         self.max_sessions = max_sessions
+        self.max_sessions_per_client = (
+            max_sessions if max_sessions_per_client is None else max_sessions_per_client
+        )
         self.idle_timeout = idle_timeout
+        self.unconfirmed_timeout = unconfirmed_timeout
+        # Open sessions by client address, and the address of each.
+        self._per_client: dict[str, int] = {}
+        self._client_of: dict[HttpSession, str] = {}
+        self._unconfirmed: dict[str, None] = {}
+        self._unconfirmed_deadlines: collections.deque[tuple[float, str]] = collections.deque()
+        self._unconfirmed_watched = trio.Event()
         self.response_mode = response_mode
         self._named: dict[str, HttpSession] = {}
         # Every session until it has ended, and those of them not yet closing: only open
@@ -170,6 +207,8 @@ class SessionManager:
             named_sessions=len(self._named),
             connections=sum(session.connections for session in self._live),
             awake_sessions=sum(session.awake for session in self._live),
+            unconfirmed_sessions=len(self._unconfirmed),
+            clients=len(self._per_client),
         )
 
     async def run(self, *, task_status: trio.TaskStatus[SessionManager]) -> None:
@@ -185,6 +224,7 @@ class SessionManager:
     async def _run(self, task_status: trio.TaskStatus[SessionManager]) -> None:
         async with trio.open_nursery() as manager:
             manager.start_soon(self._expire_idle_sessions)
+            manager.start_soon(self._expire_unconfirmed_sessions)
             manager.start_soon(self._put_sessions_to_sleep)
             manager.start_soon(self.coalescing.run)
             manager.start_soon(self.watch_delay.run)
@@ -225,11 +265,15 @@ class SessionManager:
         *,
         principal: object = None,
         protocol_version: str | None = None,
+        client: str | None = None,
     ) -> HttpSession:
         """Start a session of ``kind``; a stateless one is initialized at ``protocol_version``.
 
+        ``client`` is the client's address, for ``max_sessions_per_client``.
+
         Raises:
-            SessionLimitReached: ``max_sessions`` are live, or the server is stopping.
+            SessionLimitReached: ``max_sessions`` are live, ``client`` holds its share,
+                or the server is stopping.
         """
         if self._stopping.is_set() or self._nursery is None:
             raise SessionLimitReached("the server is shutting down")
@@ -239,6 +283,15 @@ class SessionManager:
                 raise SessionLimitReached(
                     f"the server has reached its limit of {self.max_sessions} sessions"
                 )
+        if client is not None and _is_loopback(client):
+            client = None
+        if client is not None and self._per_client.get(client, 0) >= self.max_sessions_per_client:
+            # No sweep here: a client at its limit must not make every refusal walk the
+            # whole table. Its idle sessions expire on their timers.
+            raise SessionLimitReached(
+                f"this client holds {self.max_sessions_per_client} sessions, the most one "
+                "client may: end some (DELETE) or let them expire"
+            )
         named = kind in (SessionKind.STREAMABLE, SessionKind.LEGACY_SSE)
         session_id = secrets.token_urlsafe(24) if named else None
         # Asleep: it starts a task only when something needs one (see _http_sessions.py).
@@ -251,11 +304,63 @@ class SessionManager:
             session.serve_in_place(self._nursery)
         self._live.add(session)
         self._open.add(session)
+        if client is not None:
+            self._client_of[session] = client
+            self._per_client[client] = self._per_client.get(client, 0) + 1
         if session_id is not None:
             self._named[session_id] = session
             if kind is SessionKind.STREAMABLE:
                 self._watch_idle(session_id, session.last_active)
+                self._watch_unconfirmed(session_id)
         return session
+
+    def confirm(self, session: HttpSession) -> None:
+        """A request named ``session``: it is in use, past its initialize."""
+        if self._unconfirmed and session.id is not None:
+            self._unconfirmed.pop(session.id, None)
+
+    def _watch_unconfirmed(self, session_id: str) -> None:
+        self._unconfirmed[session_id] = None
+        when = trio.current_time() + self.unconfirmed_timeout
+        self._unconfirmed_deadlines.append((when, session_id))
+        if len(self._unconfirmed_deadlines) == 1:
+            self._unconfirmed_watched.set()
+
+    async def _expire_unconfirmed_sessions(self) -> None:
+        deadlines = self._unconfirmed_deadlines
+        while True:
+            if not deadlines:
+                await self._unconfirmed_watched.wait()
+                self._unconfirmed_watched = trio.Event()
+                continue
+            await trio.sleep_until(deadlines[0][0])
+            now = trio.current_time()
+            while deadlines and deadlines[0][0] <= now:
+                _, session_id = deadlines.popleft()
+                if session_id not in self._unconfirmed:
+                    continue  # confirmed, or ended
+                session = self._named.get(session_id)
+                if session is None or session.closing:
+                    del self._unconfirmed[session_id]
+                elif session.busy() or now < session.last_active + self.unconfirmed_timeout:
+                    # Still answering its initialize, or touched since: look again later.
+                    when = max(now, session.last_active) + self.unconfirmed_timeout
+                    deadlines.append((when, session_id))
+                else:
+                    del self._unconfirmed[session_id]
+                    _log.debug("session %s expired: nothing followed its initialize", session_id)
+                    self.close_session(session)
+
+    def _release(self, session: HttpSession) -> None:
+        # ``session`` no longer counts against the limits.
+        self._open.discard(session)
+        client = self._client_of.pop(session, None)
+        if client is not None:
+            left = self._per_client[client] - 1
+            if left:
+                self._per_client[client] = left
+            else:
+                del self._per_client[client]
 
     def wake(self, session: HttpSession, run: Callable[[], Awaitable[None]]) -> None:
         """Run an awake period of ``session`` (``run``) in the manager's nursery."""
@@ -280,7 +385,9 @@ class SessionManager:
     def ended(self, session: HttpSession) -> None:
         """``session`` has ended: forget it."""
         self._live.discard(session)
-        self._open.discard(session)
+        self._release(session)
+        if session.id is not None:
+            self._unconfirmed.pop(session.id, None)
         self._session_ended.set()
         self._session_ended = trio.Event()
         if session.id is not None and self._named.get(session.id) is session:
@@ -360,7 +467,7 @@ class SessionManager:
         """Forget a session's id at once and let it wind down."""
         if session.id is not None and self._named.get(session.id) is session:
             del self._named[session.id]
-        self._open.discard(session)
+        self._release(session)
         session.close()
 
     def _evict_expired(self) -> None:
@@ -368,9 +475,12 @@ class SessionManager:
         # very tick, before that task got to them.
         now = trio.current_time()
         for session in list(self._open):
-            if (
-                session.kind is SessionKind.STREAMABLE
-                and now >= session.last_active + self.idle_timeout
-                and not session.busy()
-            ):
+            if session.kind is not SessionKind.STREAMABLE or session.busy():
+                continue
+            timeout = (
+                self.unconfirmed_timeout
+                if session.id is not None and session.id in self._unconfirmed
+                else self.idle_timeout
+            )
+            if now >= session.last_active + timeout:
                 self.close_session(session)

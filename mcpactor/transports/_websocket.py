@@ -5,17 +5,18 @@
 # so the Origin check matters here most of all). The session lives in the
 # SessionManager's nursery like every other; the connection only feeds its inbox and
 # drains its one stream. Closing the socket ends the session (its requests get the
-# usual grace period).
+# usual grace period). A client silent for ``websocket_idle_timeout`` seconds (no
+# message) is closed with 1001: an open socket holds a connection place and a session.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from .._exceptions import PARSE_ERROR, ProtocolError, RemoteProtocolError
 from ..protocol import JSONValue, decode
-from ._asgi import Headers, Receive, Scope, Send
+from ._asgi import Headers, Receive, Scope, Send, client_address
 from ._http_sessions import Attachment, HttpSession, SessionKind
 from ._session_manager import SessionLimitReached
 
@@ -46,7 +47,9 @@ async def serve_websocket(app: McpHttpApp, scope: Scope, receive: Receive, send:
         await send({"type": "websocket.close", "code": _POLICY})
         return
     try:
-        session = await app.manager.create(SessionKind.WEBSOCKET, principal=principal)
+        session = await app.manager.create(
+            SessionKind.WEBSOCKET, principal=principal, client=client_address(scope)
+        )
     except SessionLimitReached:
         await send({"type": "websocket.close", "code": _TRY_LATER})
         return
@@ -56,7 +59,8 @@ async def serve_websocket(app: McpHttpApp, scope: Scope, receive: Receive, send:
         await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_write, send, attachment, nursery.cancel_scope)
-            await _read(receive, session)
+            if await _read(receive, session, app.options.websocket_idle_timeout):
+                await send({"type": "websocket.close", "code": _GOING_AWAY})
             nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
@@ -64,12 +68,17 @@ async def serve_websocket(app: McpHttpApp, scope: Scope, receive: Receive, send:
             await session.release(attachment)
 
 
-async def _read(receive: Receive, session: HttpSession) -> None:
+async def _read(receive: Receive, session: HttpSession, idle_timeout: float) -> bool:
+    # Returns True when the client stayed silent too long (the socket is still open).
     while True:
-        message = await receive()
+        message: dict[str, Any] | None = None
+        with trio.move_on_after(idle_timeout):
+            message = await receive()
+        if message is None:
+            return True
         kind = message["type"]
         if kind == "websocket.disconnect":
-            return
+            return False
         if kind != "websocket.receive":
             continue
         text = message.get("text")
@@ -85,7 +94,7 @@ async def _read(receive: Receive, session: HttpSession) -> None:
             except RemoteProtocolError as exc:
                 item = exc
         if not await session.feed(item):
-            return
+            return False
 
 
 async def _write(send: Send, attachment: Attachment, done: trio.CancelScope) -> None:

@@ -86,6 +86,8 @@ async def open_http_app(
         max_sessions=options.max_sessions,
         idle_timeout=options.session_idle_timeout,
         response_mode=options.response_mode,
+        max_sessions_per_client=options.max_sessions_per_client,
+        unconfirmed_timeout=options.unconfirmed_session_timeout,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)

@@ -142,6 +142,8 @@ class AsgiClient:
     def __init__(self, app: McpHttpApp, nursery: trio.Nursery) -> None:
         self.app = app
         self.nursery = nursery
+        #: the client address the app sees
+        self.client = ("127.0.0.1", 50000)
 
     async def request(
         self,
@@ -165,7 +167,7 @@ class AsgiClient:
             "query_string": query.encode(),
             "root_path": "",
             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
-            "client": ("127.0.0.1", 50000),
+            "client": self.client,
             "server": ("127.0.0.1", 8000),
         }
         if "host" not in (name.lower() for name in headers):
