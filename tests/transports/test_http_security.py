@@ -6,9 +6,11 @@ from collections.abc import Mapping
 
 import orjson
 import pytest
+import trio
 
 from mcpactor.transports import HttpOptions
 from mcpactor.transports._security import RequestGuard, accepts, is_loopback, parse_host
+from mcpactor.transports.http import HttpServerKind
 
 from ..spec_schema import check_server_message
 from ._http_client import McpClient
@@ -291,3 +293,30 @@ def test_a_pattern_with_a_scheme_takes_that_scheme_and_bad_patterns_are_refused(
     assert not guard.origin_allowed("http://abc", "a.example")
     with pytest.raises(ValueError, match="not a host pattern"):
         RequestGuard(bind_host="127.0.0.1", allowed_hosts=["evil/path"])
+
+
+@pytest.mark.parametrize("http_server", ["builtin", "hypercorn"])
+async def test_headers_sent_as_trailers_do_not_authenticate(
+    probe: Probe, http_server: HttpServerKind
+) -> None:
+    # A chunked body's trailer fields come after the body: never request headers, so an
+    # Authorization (or Host, Origin, Mcp-Session-Id) there meets no check and counts
+    # for nothing.
+    options = HttpOptions(authenticate=lambda headers: headers.get("authorization") == "ok")
+    body = orjson.dumps(INITIALIZE)
+    async with socket_client(make_server(probe), options=options, http_server=http_server) as h:
+        async with await trio.open_tcp_stream(h.host, h.port) as stream:
+            await stream.send_all(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
+                b"Accept: application/json, text/event-stream\r\n"
+                b"Content-Type: application/json\r\n\r\n"
+                + b"%x\r\n%b\r\n0\r\nAuthorization: ok\r\n\r\n"
+                % (len(body), body)
+            )
+            answer = await stream.receive_some(65536)
+        assert answer.startswith(b"HTTP/1.1 401 ")
+        accepted = await h.request("POST", "/mcp", {**_MCP, "authorization": "ok"}, body)
+        assert accepted.status == 200
+
+
+_MCP = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
