@@ -25,6 +25,7 @@ from typing import Any, Final, NoReturn, cast
 # reader (``_config``), the client (proxying a URL), importlib.util (a path target).
 from ._exceptions import ConfigError, MCPActorError, PluginError, RequestError
 from ._version import __version__
+from .protocol._bounded import clip, describe, error_text
 from .server import Server
 
 __all__ = ["load_server", "main"]
@@ -941,13 +942,30 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int, scheme: str) 
             sock.close()
 
 
+def _printable(text: str, length: int = 2000) -> str:
+    # A server's words reach a terminal: escape what could steer it, and bound them.
+    head = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text[: length + 1])
+    return clip(head, length)
+
+
+def _printable_json(value: Any) -> str:
+    import orjson
+
+    try:
+        return _printable(orjson.dumps(value).decode())
+    except (TypeError, orjson.JSONEncodeError):
+        return describe(value)
+
+
 def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {describe(text)}") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"nested too deeply: {describe(text)}") from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {describe(text)}")
     return value
 
 
@@ -1074,14 +1092,15 @@ async def _call_server(args: argparse.Namespace) -> int:
             await client.initialize(args.protocol_version or LATEST.version)
             result = await perform(client)
     except RequestError as exc:
-        detail = f": {json.dumps(exc.data)}" if exc.data is not None else ""
-        print(f"mcpactor call: error {exc.code}: {exc.message}{detail}", file=sys.stderr)
+        detail = f": {_printable_json(exc.data)}" if exc.data is not None else ""
+        message = _printable(exc.message)
+        print(f"mcpactor call: error {exc.code}: {message}{detail}", file=sys.stderr)
         return 1
     except trio.TooSlowError:
         print(f"mcpactor call: no answer within {args.timeout} s", file=sys.stderr)
         return 1
     except (MCPActorError, OSError, ValueError) as exc:
-        print(f"mcpactor call: {exc}", file=sys.stderr)
+        print(f"mcpactor call: {error_text(exc, 2000)}", file=sys.stderr)
         return 1
     sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()

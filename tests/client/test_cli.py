@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
+import pytest
 import trio
 
 SERVER: Final = [
@@ -98,3 +99,20 @@ async def test_a_server_that_cannot_start_is_status_1(tmp_path: Path) -> None:
         )
     assert done.returncode == 1
     assert b"No such file or directory" in done.stderr
+
+
+def test_a_servers_words_reach_the_terminal_escaped_and_bounded() -> None:
+    from mcpactor.cli import _printable, _printable_json
+
+    assert _printable("red \x1b[31m text\n") == "red \\x1b[31m text\\n"
+    assert len(_printable("x" * 100_000)) < 2100
+    assert "\x1b" not in _printable_json({"why": "\x1b]0;title\x07"})
+
+
+def test_arguments_nested_too_deeply_are_a_usage_error() -> None:
+    import argparse
+
+    from mcpactor.cli import _json_object
+
+    with pytest.raises(argparse.ArgumentTypeError, match="nested too deeply"):
+        _json_object('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
