@@ -21,47 +21,53 @@ REASONS = {200: b"OK", 202: b"Accepted", 404: b"Not Found", 405: b"Method Not Al
 
 def response(status: int, body: bytes, session: bytes | None, sse: bool) -> bytes:
     """The bytes of one HTTP/1.1 response."""
-    head = [b"HTTP/1.1 %d %s\r\n" % (status, REASONS.get(status, b""))]
+    head = b"HTTP/1.1 %d %s\r\n" % (status, REASONS.get(status, b""))
     if session is not None:
-        head.append(b"Mcp-Session-Id: " + session + b"\r\n")
+        head += b"Mcp-Session-Id: " + session + b"\r\n"
     if body:
-        body = framed(body, sse and status == 200)
-        kind = SSE_CONTENT_TYPE if sse and status == 200 else JSON_CONTENT_TYPE
-        head.append(b"Content-Type: " + kind + b"\r\n")
-    head.append(b"Content-Length: %d\r\n\r\n" % len(body))
-    return b"".join(head) + body
+        streaming = sse and status == 200
+        body = framed(body, streaming)
+        kind = SSE_CONTENT_TYPE if streaming else JSON_CONTENT_TYPE
+        head += b"Content-Type: " + kind + b"\r\n"
+    return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def request_head(head: bytes) -> tuple[bytes, int, bytes | None]:
+    """(verb, Content-Length, Mcp-Session-Id) of a request head; the rest is not looked at."""
+    lines = head.split(b"\r\n")
+    length, session = 0, None
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if name == b"content-length":
+            length = int(value)
+        elif name == b"mcp-session-id":
+            session = value.strip()
+    return lines[0].split(b" ", 1)[0], length, session
 
 
 async def serve_connection(mcp: CannedMcp, sse: bool, stream: trio.SocketStream) -> None:
     """Answer the requests of one connection, one after the other, until it closes."""
     buffer = bytearray()
-
-    async def fill(size: int) -> bool:
-        while len(buffer) < size:
-            data = await stream.receive_some(65536)
-            if not data:
-                return False
-            buffer.extend(data)
-        return True
-
+    receive = stream.receive_some
     try:
         while True:
             while (end := buffer.find(b"\r\n\r\n")) < 0:
-                if not await fill(len(buffer) + 1):
+                data = await receive(65536)
+                if not data:
                     return
-            lines = bytes(buffer[:end]).split(b"\r\n")
-            headers = {}
-            for line in lines[1:]:
-                name, _, value = line.partition(b":")
-                headers[name.strip().lower()] = value.strip()
-            total = end + 4 + int(headers.get(b"content-length", 0))
-            if not await fill(total):
-                return
+                buffer += data
+            verb, length, session = request_head(bytes(buffer[:end]))
+            total = end + 4 + length
+            while len(buffer) < total:
+                data = await receive(65536)
+                if not data:
+                    return
+                buffer += data
             body = bytes(buffer[end + 4 : total])
             del buffer[:total]
-            verb = lines[0].split(b" ", 1)[0]
-            status, out, session = await mcp.handle(verb, headers.get(b"mcp-session-id"), body)
-            await stream.send_all(response(status, out, session, sse))
+            status, out, new = await mcp.handle(verb, session, body)
+            await stream.send_all(response(status, out, new, sse))
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
         return
 
