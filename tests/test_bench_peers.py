@@ -7,7 +7,7 @@ import pytest
 import trio
 import trio.testing
 
-from .bench_scripts import load_peer
+from .bench_scripts import load_harness, load_peer
 
 contract = load_peer("contract")
 canned = load_peer("canned")
@@ -112,3 +112,19 @@ async def test_a_canned_sleep_is_cancelled_by_its_own_sessions_notification(
 def test_an_sse_reply_is_one_event() -> None:
     assert canned.framed(b"{}", sse=True) == b"event: message\ndata: {}\n\n"
     assert canned.framed(b"{}", sse=False) == b"{}"
+
+
+def test_the_raw_http_server_reads_the_head_and_answers_what_the_driver_parses() -> None:
+    raw_http = load_peer("raw_http")
+    wire = load_harness("wire")
+    head = b"POST /mcp HTTP/1.1\r\nHost: h\r\ncontent-length: 12\r\nMcp-Session-Id:  ab \r\nX: y"
+    assert raw_http.request_head(head) == (b"POST", 12, b"ab")
+    assert raw_http.request_head(b"GET /mcp HTTP/1.1") == (b"GET", 0, None)
+    body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    for sse in (False, True):
+        data = raw_http.response(200, body, b"sid", sse)
+        (status, headers, got), used = wire.parse_response(data)
+        assert (status, used, headers[b"mcp-session-id"]) == (200, len(data), b"sid")
+        assert wire.messages(headers, got) == [orjson.loads(body)]
+    empty = raw_http.response(202, b"", None, True)
+    assert wire.parse_response(empty) == ((202, {b"content-length": b"0"}, b""), len(empty))
