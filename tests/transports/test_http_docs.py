@@ -130,7 +130,7 @@ async def test_the_serving_sample_serves_its_allowed_hosts_and_stops_on_sigterm(
     assert process.stdout is not None
     try:
         url = (await first_line(process.stdout)).split("serving ", 1)[1].split()[0]
-        port = int(url.removeprefix("http://127.0.0.1:").removesuffix("/mcp"))
+        port = int(url.removesuffix("/mcp").rsplit(":", 1)[1])
         async with trio.open_nursery() as nursery:
             http = SocketClient("127.0.0.1", port, nursery)
             client = McpClient(http)
