@@ -167,7 +167,9 @@ class _FramingGuard:
         watch = self.watches.get(scope.get("client"))
         version = scope.get("http_version", "1.1")
         if watch is not None and version not in ("1.0", "1.1"):
+            # HTTP/2 carries many requests at once: no deadline per connection read.
             watch.h2 = True
+            watch.disarm()
         refusal = self._refusal(scope, version)
         if refusal is not None:
             status, why = refusal
