@@ -152,7 +152,11 @@ def _too_deep(value: JSONValue) -> JSONValue:
     if type(value) is dict:
         raw_id = value.get("id")
         request_id = raw_id if type(raw_id) is int or type(raw_id) is str else None
-        if request_id is not None and "method" not in value:
+        if (
+            request_id is not None
+            and "method" not in value
+            and ("result" in value or "error" in value)
+        ):
             # A response (to a request of ours): whoever waits for it gets this instead.
             return {
                 "jsonrpc": "2.0",

@@ -29,8 +29,17 @@ from typing import Any, Final
 
 import orjson
 
-from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RemoteProtocolError
-from ..protocol import REVISIONS, JSONValue, Phase, Request, RequestId, classify
+from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
+from ..protocol import (
+    REVISIONS,
+    JSONValue,
+    Phase,
+    Request,
+    RequestId,
+    classify,
+    decode,
+    describe,
+)
 from ._asgi import (
     ClientGone,
     Headers,
@@ -365,9 +374,11 @@ class McpHttpApp:
             )
             return
         try:
-            value = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            await reply_error(send, 400, PARSE_ERROR, f"invalid JSON: {exc}")
+            value = decode(body)
+        except RemoteProtocolError as exc:
+            # Not JSON, or nested deeper than the framer takes: the error names the
+            # request's id when one could be read.
+            await reply(send, 400, orjson.dumps(exc.to_response()))
             return
         batch = type(value) is list
         messages = value if batch else [value]
@@ -378,7 +389,7 @@ class McpHttpApp:
                 classified = classify(message)
             except RemoteProtocolError as exc:
                 if not batch:
-                    await reply(send, 400, error_body(exc.code, exc.message, exc.request_id))
+                    await reply(send, 400, orjson.dumps(exc.to_response()))
                     return
                 if exc.request_id is not None:
                     request_ids.append(exc.request_id)
@@ -526,7 +537,7 @@ class McpHttpApp:
             attachment = await session.resume(last_event_id.strip())
             if attachment is None:
                 await reply_error(
-                    send, 400, INVALID_REQUEST, f"unknown Last-Event-ID {last_event_id!r}"
+                    send, 400, INVALID_REQUEST, f"unknown Last-Event-ID {describe(last_event_id)}"
                 )
                 return
         else:
@@ -605,6 +616,6 @@ async def _unsupported_version(send: Send, headers: Mapping[str, str]) -> None:
         send,
         400,
         INVALID_REQUEST,
-        f"unsupported MCP-Protocol-Version {headers.get('mcp-protocol-version')!r}; "
+        f"unsupported MCP-Protocol-Version {describe(headers.get('mcp-protocol-version'))}; "
         f"supported: {', '.join(REVISIONS)}",
     )

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
+from ..protocol import decode
 from . import _sse
 from ._asgi import Headers, Receive, Scope, Send, client_address, read_body, reply, reply_error
 from ._http_sessions import SessionKind
@@ -95,9 +96,9 @@ async def serve_legacy_post(
         await reply_error(send, 413, INVALID_REQUEST, "the body is too large", close=True)
         return
     try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        await reply_error(send, 400, PARSE_ERROR, f"invalid JSON: {exc}")
+        value = decode(body)
+    except RemoteProtocolError as exc:
+        await reply(send, 400, orjson.dumps(exc.to_response()))
         return
     if not await session.feed(value):
         await reply_error(send, 404, INVALID_REQUEST, "session not found")

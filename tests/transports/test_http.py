@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+from mcpactor.protocol import MAX_DEPTH
 from mcpactor.runtime import Outbound, SessionActor
 from mcpactor.transports import HttpOptions, _http_writer
 from mcpactor.transports._asgi import Receive
@@ -197,6 +198,27 @@ async def test_accept_content_type_and_json_errors(probe: Probe) -> None:
         check_server_message(body, "2025-11-25")
         get = await client.get(accept="application/json")
         assert get.status == 406
+
+
+async def test_a_body_nested_too_deeply_is_refused_with_its_id(probe: Probe) -> None:
+    async with asgi_client(make_server(probe)) as (_, http):
+        client = await initialized(http)
+        deep = "[" * 500 + "]" * 500
+        body = f'{{"jsonrpc": "2.0", "id": 8, "method": "ping", "params": {{"a": {deep}}}}}'
+        refused = await http.request("POST", "/mcp", client.headers(), body.encode())
+        assert refused.status == 400
+        answer = await refused.json()
+        assert answer["id"] == 8
+        assert answer["error"]["code"] == -32600
+        assert answer["error"]["data"] == {"maxDepth": MAX_DEPTH}
+        check_server_message(answer, "2025-11-25")
+        # Deeper than JSON can be parsed here at all: a parse error, no id.
+        deeper = b"[" * 5000 + b"]" * 5000
+        unparsed = await http.request("POST", "/mcp", client.headers(), deeper)
+        assert unparsed.status == 400
+        assert (await unparsed.json())["error"]["code"] == -32700
+        # The session goes on.
+        assert (await client.post(client.request("ping"))).status == 200
 
 
 async def test_protocol_version_header(probe: Probe) -> None:

@@ -95,6 +95,16 @@ async def test_legacy_posts_are_checked(probe: Probe) -> None:
         bad = await http.request("POST", endpoint.data, JSON, b"{nope")
         assert bad.status == 400
         assert (await bad.json())["error"]["code"] == -32700
+        deep = b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"a": %s}}' % (
+            b"[" * 300 + b"]" * 300
+        )
+        too_deep = await http.request("POST", endpoint.data, JSON, deep)
+        assert too_deep.status == 400
+        assert (await too_deep.json())["error"] == {
+            "code": -32600,
+            "message": "the message nests deeper than 128 levels",
+            "data": {"maxDepth": 128},
+        }
         # A Streamable HTTP client cannot use a legacy session id, nor the reverse.
         headers = {
             "accept": "application/json, text/event-stream",
