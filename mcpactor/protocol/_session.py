@@ -33,11 +33,12 @@ import attrs
 from .._exceptions import (
     INVALID_PARAMS,
     INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     CapabilityError,
     LocalProtocolError,
     RemoteProtocolError,
 )
-from ._bounded import clip, describe
+from ._bounded import bounded_value, clip, describe
 from ._jsonrpc import (
     ErrorResponse,
     JSONObject,
@@ -317,6 +318,14 @@ class ServerSession:
                 request.id,
                 INVALID_REQUEST,
                 f"request id {describe(request.id)} is already in flight",
+            )
+        if not method.isprintable():
+            # No method is named with control characters: not found in any phase.
+            return _error(
+                request.id,
+                METHOD_NOT_FOUND,
+                f"method not found: {describe(method)}",
+                {"method": bounded_value(method)},
             )
         allowed = PHASE_RULES[self.phase].client_requests
         if allowed is not None and method not in allowed:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from mcpactor._exceptions import (
     INVALID_PARAMS,
     INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     CapabilityError,
     LocalProtocolError,
 )
@@ -75,6 +76,9 @@ TABLE: list[tuple[Phase, Any, tuple[Any, ...]]] = [
     (A, request(1, "tools/list"), ("error", INVALID_REQUEST)),
     (A, request(1, "logging/setLevel", {"level": "debug"}), ("error", INVALID_REQUEST)),
     (A, request(1, "resources/read", {"uri": "x"}), ("error", INVALID_REQUEST)),
+    # a name with control characters names no method, in any phase
+    (A, request(1, "pi\x00ng"), ("error", METHOD_NOT_FOUND)),
+    (B, request(1, "tools/list\n"), ("error", METHOD_NOT_FOUND)),
     (A, notification("notifications/initialized"), ()),
     (A, notification("notifications/roots/list_changed"), ()),
     (A, notification("notifications/whatever"), ()),
