@@ -9,6 +9,7 @@ values back and forth.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Final
 
 import trio
@@ -18,9 +19,10 @@ from hypothesis import strategies as st
 from mcpactor import Context, Server
 from mcpactor.protocol import MAX_DEPTH, exceeds_depth
 
-#: a few seconds a test on two shared cores: each example runs a whole session
+#: a few seconds a test on two shared cores: each example runs a whole session;
+#: MCPACTOR_FUZZ_EXAMPLES=N asks for a deeper run
 FUZZ: Final = settings(
-    max_examples=40,
+    max_examples=int(os.environ.get("MCPACTOR_FUZZ_EXAMPLES", "40")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
