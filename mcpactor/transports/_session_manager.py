@@ -75,6 +75,8 @@ WATCH_AFTER: Final = 2.0
 _NUDGE_TICK: Final = 0.001
 # Who a stateless request's handlers see as the client: it sent no clientInfo.
 _STATELESS_CLIENT: Final = {"name": "stateless HTTP client", "version": "0"}
+#: how many unconfirmed sessions a full table looks at for one that can give way
+_GIVE_WAY_LOOKS: Final = 64
 
 
 class NudgeTimer:
@@ -177,6 +179,8 @@ class SessionManager:
         self._per_client: dict[str, int] = {}
         self._client_of: dict[HttpSession, str] = {}
         self._unconfirmed: dict[str, None] = {}
+        #: unconfirmed sessions closed to make room in a full table
+        self.given_way = 0
         self._unconfirmed_deadlines: collections.deque[tuple[float, str]] = collections.deque()
         self._unconfirmed_watched = trio.Event()
         self.response_mode = response_mode
@@ -277,7 +281,7 @@ class SessionManager:
         """
         if self._stopping.is_set() or self._nursery is None:
             raise SessionLimitReached("the server is shutting down")
-        if len(self._open) >= self.max_sessions:
+        if len(self._open) >= self.max_sessions and not self._give_way():
             self._evict_expired()
             if len(self._open) >= self.max_sessions:
                 raise SessionLimitReached(
@@ -469,6 +473,21 @@ class SessionManager:
             del self._named[session.id]
         self._release(session)
         session.close()
+
+    def _give_way(self) -> bool:
+        # A full table must not lock everyone out until a flood of initializes expires:
+        # the oldest idle session that has seen only its initialize makes room. Its
+        # client, if it comes back, gets 404 and starts a new session (as the spec says).
+        for looked, session_id in enumerate(self._unconfirmed):
+            if looked >= _GIVE_WAY_LOOKS:
+                return False
+            session = self._named.get(session_id)
+            if session is not None and not session.closing and not session.busy():
+                del self._unconfirmed[session_id]
+                self.close_session(session)
+                self.given_way += 1
+                return True
+        return False
 
     def _evict_expired(self) -> None:
         # Expiry runs in its own task; this catches the sessions that are due in this

@@ -87,19 +87,41 @@ async def test_a_session_that_never_comes_back_after_initialize_expires_early(
         assert app.manager.statistics().clients == 1
 
 
-async def test_unconfirmed_sessions_free_a_full_table(
-    probe: Probe, autojump_clock: trio.testing.MockClock
-) -> None:
-    # A flood of initializes fills the table; a minute later everyone can get in again.
+async def test_a_flood_of_initializes_never_locks_a_new_client_out(probe: Probe) -> None:
+    # The table is full of sessions that saw only their initialize: the oldest idle one
+    # makes room, and its client (if it ever comes back) is told to start again.
     options = HttpOptions(max_sessions=5, unconfirmed_session_timeout=60)
-    async with asgi_client(make_server(probe), options=options) as (_, http):
+    async with asgi_client(make_server(probe), options=options) as (app, http):
+        flood = []
         for number in range(5):
             http.client = (f"203.0.113.{number}", 1)
-            assert (await McpClient(http).post(INITIALIZE)).status == 200
+            flood.append(McpClient(http))
+            response = await flood[-1].post(INITIALIZE)
+            assert response.status == 200
+            await response.json()
+            flood[-1].session_id = response.headers["mcp-session-id"]
+            flood[-1].protocol_version = "2025-11-25"
         http.client = FOREIGN
-        assert (await McpClient(http).post(INITIALIZE)).status == 503
-        await trio.sleep(61)
-        assert (await McpClient(http).post(INITIALIZE)).status == 200
+        newcomer = await initialized(http)
+        assert app.manager.given_way == 1
+        assert app.manager.statistics().named_sessions == 5
+        assert (await newcomer.call("ping"))["result"] == {}
+        gone = await flood[0].post(flood[0].request("ping"))
+        assert gone.status == 404
+        # The flood's later sessions are untouched.
+        assert (await flood[4].post(flood[4].request("ping"))).status == 200
+
+
+async def test_a_table_full_of_sessions_in_use_refuses_with_503(probe: Probe) -> None:
+    options = HttpOptions(max_sessions=3)
+    async with asgi_client(make_server(probe), options=options) as (app, http):
+        for number in range(3):
+            http.client = (f"203.0.113.{number}", 1)
+            await initialized(http)  # its notifications/initialized confirms it
+        http.client = FOREIGN
+        refused = await McpClient(http).post(INITIALIZE)
+        assert refused.status == 503
+        assert app.manager.given_way == 0
 
 
 @pytest.mark.parametrize(
