@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._exceptions import CapabilityError, RequestError
@@ -29,10 +29,9 @@ if TYPE_CHECKING:
         Root,
         SamplingMessage,
     )
-    from ._execution import Offload
-    from ._tasks import TaskHost
+    from ._execution import Offload, TaskMetadata
 
-__all__ = ["Context", "Peer"]
+__all__ = ["Context", "Peer", "TaskHost"]
 
 T = TypeVar("T")
 
@@ -85,6 +84,30 @@ class Peer(Protocol):
     @property
     def tasks(self) -> TaskHost:
         """The tasks of this requestor (2025-11-25)."""
+
+
+class TaskHost(Protocol):
+    """The runtime's task table for one requestor (a session)."""
+
+    async def create(
+        self,
+        work: Callable[[Context], Awaitable[JSONObject]],
+        ctx: Context,
+        task: TaskMetadata,
+    ) -> JSONObject:
+        """Start ``work`` as a task; return the ``CreateTaskResult``."""
+
+    async def get(self, task_id: str) -> JSONObject:
+        """Return the ``Task``; -32602 RequestError if there is no such task."""
+
+    async def result(self, task_id: str, *, request_id: RequestId | None) -> JSONObject:
+        """Wait until the task is terminal; return its result or raise its error."""
+
+    async def page(self, after: int) -> JSONObject:
+        """Return one page of tasks created after number ``after`` (``ListTasksResult``)."""
+
+    async def cancel(self, task_id: str) -> JSONObject:
+        """Cancel a task; return it (now ``cancelled``); -32602 if it is terminal."""
 
 
 class Context:

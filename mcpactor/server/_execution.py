@@ -22,6 +22,7 @@ from ..protocol import describe
 __all__ = [
     "HandlerTimeout",
     "Offload",
+    "TaskMetadata",
     "TaskSupport",
     "ToolExecution",
     "function_path",
@@ -44,6 +45,14 @@ class HandlerTimeout(MCPActorError, TimeoutError):
         super().__init__(f"the handler did not finish within {timeout:g} s")
         #: the deadline, in seconds
         self.timeout = timeout
+
+
+@attrs.frozen
+class TaskMetadata:
+    """What a requestor asked for in ``params.task``."""
+
+    #: the requested ttl in milliseconds, or None for the server's default
+    ttl_ms: int | None = None
 
 
 @attrs.frozen

@@ -15,14 +15,17 @@
 # - the gate deciding whether a ``tools/call`` runs as a task (tool-level negotiation);
 # - opaque ``tasks/list`` cursors;
 # - the four ``tasks/*`` handlers, which parse params and ask the ``TaskHost`` (the
-#   runtime) for the rest.
+#   runtime, reached through the Context's peer) for the rest.
+#
+# ``TaskHost`` lives beside ``Peer`` in _context.py and ``TaskMetadata`` beside
+# ``TaskSupport`` in _execution.py, so this module imports them and neither imports it.
 
 from __future__ import annotations
 
 import base64
 import datetime
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 import attrs
 import orjson
@@ -33,13 +36,9 @@ from .._exceptions import (
     LocalProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, RequestId, Revision, bounded_value, describe
-
-if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
-    from ._context import Context
-    from ._execution import TaskSupport
+from ..protocol import JSONObject, Revision, bounded_value, describe
+from ._context import Context, TaskHost
+from ._execution import TaskMetadata, TaskSupport
 
 __all__ = [
     "METHODS",
@@ -148,14 +147,6 @@ class TaskState:
         return task
 
 
-@attrs.frozen
-class TaskMetadata:
-    """What a requestor asked for in ``params.task``."""
-
-    #: the requested ttl in milliseconds, or None for the server's default
-    ttl_ms: int | None = None
-
-
 def requested_task(
     params: JSONObject,
     *,
@@ -236,30 +227,6 @@ def decode_cursor(cursor: object) -> int:
     raise RequestError(
         INVALID_PARAMS, f"invalid cursor {describe(cursor)}", {"cursor": bounded_value(cursor)}
     )
-
-
-class TaskHost(Protocol):
-    """The runtime's task table for one requestor (a session)."""
-
-    async def create(
-        self,
-        work: Callable[[Context], Awaitable[JSONObject]],
-        ctx: Context,
-        task: TaskMetadata,
-    ) -> JSONObject:
-        """Start ``work`` as a task; return the ``CreateTaskResult``."""
-
-    async def get(self, task_id: str) -> JSONObject:
-        """Return the ``Task``; -32602 RequestError if there is no such task."""
-
-    async def result(self, task_id: str, *, request_id: RequestId | None) -> JSONObject:
-        """Wait until the task is terminal; return its result or raise its error."""
-
-    async def page(self, after: int) -> JSONObject:
-        """Return one page of tasks created after number ``after`` (``ListTasksResult``)."""
-
-    async def cancel(self, task_id: str) -> JSONObject:
-        """Cancel a task; return it (now ``cancelled``); -32602 if it is terminal."""
 
 
 def _task_id(params: JSONObject, method: str) -> str:
