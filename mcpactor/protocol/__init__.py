@@ -30,6 +30,7 @@ from ._jsonrpc import Request as Request
 from ._jsonrpc import RequestId as RequestId
 from ._jsonrpc import Response as Response
 from ._jsonrpc import classify as classify
+from ._revisions import HEADERLESS_HTTP as HEADERLESS_HTTP
 from ._revisions import LATEST as LATEST
 from ._revisions import REVISIONS as REVISIONS
 from ._revisions import SESSION_REVISIONS as SESSION_REVISIONS
@@ -74,6 +75,7 @@ _CLIENT_TYPES = frozenset(
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "HEADERLESS_HTTP",
     "LATEST",
     "LOG_LEVELS",
     "REVISIONS",

@@ -12,6 +12,7 @@ from typing import Final
 import attrs
 
 __all__ = [
+    "HEADERLESS_HTTP",
     "LATEST",
     "REVISIONS",
     "SESSION_REVISIONS",
@@ -53,6 +54,9 @@ class Revision:
     tasks: bool = False
     #: the Streamable HTTP transport exists (2024-11-05 has only HTTP+SSE)
     streamable_http: bool = True
+    #: a POST's SSE stream opens with a priming event, an id and no data (SEP-1699);
+    #: clients of older revisions may not expect an event without data
+    priming_event: bool = False
     #: a tool's invalid arguments are a tool execution error (``isError``), not -32602
     input_errors_in_result: bool = False
     #: the code a missing resource is answered with
@@ -113,6 +117,7 @@ REVISIONS: Final[Mapping[str, Revision]] = {
             ),
             elicitation_url=True,
             tasks=True,
+            priming_event=True,
             input_errors_in_result=True,
         ),
     )
@@ -121,6 +126,9 @@ REVISIONS: Final[Mapping[str, Revision]] = {
 #: Revisions whose sessions open with ``initialize``, oldest first.
 SESSION_REVISIONS: Final = tuple(v for v, r in REVISIONS.items() if r.sessions)
 LATEST: Final = REVISIONS[SESSION_REVISIONS[-1]]
+#: What a Streamable HTTP request without ``MCP-Protocol-Version`` is taken to speak:
+#: the transports page says to assume the revision that introduced the transport.
+HEADERLESS_HTTP: Final = REVISIONS["2025-03-26"]
 
 
 def revision(version: str) -> Revision:

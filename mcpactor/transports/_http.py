@@ -31,6 +31,7 @@ import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
 from ..protocol import (
+    HEADERLESS_HTTP,
     REVISIONS,
     JSONValue,
     Phase,
@@ -61,10 +62,10 @@ from ._security import RequestGuard, accepts, parse_host
 from ._session_manager import SessionLimitReached, SessionManager
 from ._websocket import serve_websocket
 
-__all__ = ["DEFAULT_HEADER_VERSION", "McpHttpApp"]
+__all__ = ["McpHttpApp"]
 
-#: what a request without ``MCP-Protocol-Version`` is assumed to speak (transports page)
-DEFAULT_HEADER_VERSION: Final = "2025-03-26"
+# What a request without ``MCP-Protocol-Version`` speaks (the revision table says).
+_HEADERLESS_VERSION: Final = HEADERLESS_HTTP.version
 
 _access = logging.getLogger("mcpactor.access")
 _HEALTHY: Final = b'{"status":"ok"}'
@@ -336,7 +337,7 @@ class McpHttpApp:
         # None when the header names a revision we do not speak.
         version = headers.get("mcp-protocol-version")
         if version is None:
-            return DEFAULT_HEADER_VERSION
+            return _HEADERLESS_VERSION
         version = version.strip()
         return version if version in REVISIONS else None
 

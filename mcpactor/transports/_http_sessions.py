@@ -86,10 +86,6 @@ _OUTBOX_SIZE: Final = 256
 _PUSH_TIMEOUT: Final = 30.0
 _MAX_RETAINED: Final = 16
 _STANDALONE: Final = "0"
-# SEP-1699 (2025-11-25): POST SSE streams open with a priming event. Sessions that
-# negotiated an older revision do not get one; their clients may not expect an event
-# without data.
-_PRIMING_REVISIONS: Final = frozenset({"2025-11-25"})
 _STATELESS_REASON: Final = (
     "the server runs in stateless mode, so the client's answer could not reach this request"
 )
@@ -565,7 +561,8 @@ class HttpSession:
 
     def _primes(self) -> bool:
         negotiated = self.actor.core.negotiated
-        return negotiated is not None and negotiated.revision.version in _PRIMING_REVISIONS
+        # Sessions of a revision without priming events get none (the revision table).
+        return negotiated is not None and negotiated.revision.priming_event
 
     async def _append(self, stream_id: str, data: bytes) -> str:
         # Store one event of a resumable session's stream; return its id.

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from mcpactor.protocol import LATEST, REVISIONS, SESSION_REVISIONS, negotiate
+from mcpactor.protocol import HEADERLESS_HTTP, LATEST, REVISIONS, SESSION_REVISIONS, negotiate
 from mcpactor.protocol._revisions import revision
 from tests.protocol.helpers import SESSION_VERSIONS
 from tests.spec_schema import SPEC_DIR
@@ -56,6 +56,24 @@ def test_revision_lookup() -> None:
     assert revision("2025-03-26") is REVISIONS["2025-03-26"]
     with pytest.raises(KeyError):
         revision("2099-01-01")
+
+
+# --- transport facts (the transports page, not the schema) -----------------------------
+
+
+def test_a_request_without_a_version_header_speaks_the_first_streamable_revision() -> None:
+    # The transports page: assume 2025-03-26, the revision that introduced the transport.
+    assert HEADERLESS_HTTP is REVISIONS["2025-03-26"]
+    first = next(r for r in REVISIONS.values() if r.streamable_http)
+    assert HEADERLESS_HTTP is first
+
+
+def test_priming_events_came_with_2025_11_25_and_stay() -> None:
+    # SEP-1699: POST SSE streams open with a priming event from 2025-11-25 on.
+    priming = [v for v, r in REVISIONS.items() if r.priming_event]
+    assert priming == ["2025-11-25"]
+    assert priming == list(SESSION_REVISIONS[SESSION_REVISIONS.index(priming[0]) :])
+    assert all(REVISIONS[v].streamable_http for v in priming)
 
 
 # --- negotiate -------------------------------------------------------------------------
