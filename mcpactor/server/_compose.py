@@ -29,31 +29,20 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Literal, final
+from typing import Any, Final, Literal, final
 
 import attrs
 import trio
 
-from .._exceptions import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    PluginError,
-    RequestError,
-    SchemaError,
-)
+from .._exceptions import INTERNAL_ERROR, INVALID_PARAMS, PluginError, RequestError, SchemaError
 from ..protocol import LATEST, JSONObject, Revision, bounded_value, describe
 from ._context import Context
+from ._dispatch import Composable, method_not_found, method_table, serves_family
 from ._registry import Catalog, Listed, ListedTemplate, check_tool_name
-from ._tasks import METHODS as _TASK_METHODS
 from ._uritemplate import UriTemplate
-
-if TYPE_CHECKING:
-    from ._server import Server
 
 __all__ = ["Composition", "Mount", "MountState", "MountStatistics"]
 
@@ -90,7 +79,7 @@ class Mount:
     """A server mounted in another: its name, prefix, state and limit on concurrent calls."""
 
     def __init__(
-        self, server: Server, *, name: str, prefix: str | None, max_concurrent: int | None
+        self, server: Composable, *, name: str, prefix: str | None, max_concurrent: int | None
     ) -> None:
         #: the mounted server
         self.server = server
@@ -255,31 +244,26 @@ class _Forwarder:
 class Composition:
     """The mounted children of one Server, and how requests reach them."""
 
-    def __init__(self, parent: Server) -> None:
+    def __init__(self, parent: Composable) -> None:
         self.parent = parent
         self.mounts: list[Mount] = []
         self._forwarder = _Forwarder(self)
         self._table: _Table | None = None
         self._running = False
-        self._routes: Mapping[str, Callable[[JSONObject, Context], Awaitable[JSONObject]]] = {
-            "tools/list": self._list_tools,
-            "tools/call": self._call_tool,
-            "resources/list": self._list_resources,
-            "resources/templates/list": self._list_templates,
-            "resources/read": self._read_resource,
-            "resources/subscribe": self._subscribe,
-            "resources/unsubscribe": self._unsubscribe,
-            "prompts/list": self._list_prompts,
-            "prompts/get": self._get_prompt,
-            "completion/complete": self._complete,
-            # Tasks belong to the session, whichever server's tool started them.
-            **{method: functools.partial(self._own, method) for method in _TASK_METHODS},
-        }
+        # Tasks belong to the session, whichever server's tool started them.
+        self._routes: Mapping[str, Callable[[JSONObject, Context], Awaitable[JSONObject]]] = (
+            method_table(self, self._own)
+        )
 
     # --- mounting -------------------------------------------------------------------
 
     def add(
-        self, server: Server, *, prefix: str | None, name: str | None, max_concurrent: int | None
+        self,
+        server: Composable,
+        *,
+        prefix: str | None,
+        name: str | None,
+        max_concurrent: int | None,
     ) -> Mount:
         """Mount ``server``; PluginError if it cannot be (bad prefix, name clash)."""
         label = name or prefix or server.name
@@ -354,8 +338,7 @@ class Composition:
     def _build(self) -> _Table:
         table = _Table()
         parent = self.parent
-        own = Catalog(parent._tools, parent._prompts, parent._resources, parent._templates)
-        self._add_catalog(table, None, own)
+        self._add_catalog(table, None, parent._own_catalog())
         for mount in self.mounts:
             self._add_catalog(table, mount, mount.server._catalog())
         return table
@@ -484,23 +467,13 @@ class Composition:
         """Serve one request of the composed server."""
         route = self._routes.get(method)
         if route is None or not self._serves(method):
-            raise RequestError(
-                METHOD_NOT_FOUND,
-                f"method not found: {describe(method)}",
-                {"method": bounded_value(method)},
-            )
+            raise method_not_found(method)
         return await route(params, ctx)
 
     def _serves(self, method: str) -> bool:
         family = method.partition("/")[0]
         table = self._current()
-        if family == "tools" and table.tools:
-            return True
-        if family == "prompts" and table.prompts:
-            return True
-        if family == "resources" and (table.resources or table.templates):
-            return True
-        if family == "completion" and (table.prompts or table.templates):
+        if serves_family(family, table.tools, table.prompts, table.resources, table.templates):
             return True
         # A proxied server may declare a capability before it lists anything.
         key = "completions" if family == "completion" else family

@@ -13,17 +13,11 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 
 import orjson
 
-from .._exceptions import (
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    RequestError,
-    SchemaError,
-    ToolError,
-)
+from .._exceptions import INVALID_PARAMS, RequestError, SchemaError, ToolError
 from ..protocol import (
     CallToolResult,
     Completion,
@@ -41,6 +35,7 @@ from ..protocol import (
 )
 from . import _results, _tasks
 from ._context import Context
+from ._dispatch import ServerListener, method_not_found, method_table, serves_family
 from ._execution import HandlerTimeout, TaskSupport, tool_execution
 from ._registry import (
     Catalog,
@@ -71,16 +66,6 @@ _log = logging.getLogger("mcpactor")
 _SKIP_OUTPUT: Final = (*_results.CONTENT_TYPES, CallToolResult, GetPromptResult, bytes)
 _MAX_COMPLETIONS: Final = 100
 _RESOURCE_NOT_FOUND: Final = -32002
-
-
-class ServerListener(Protocol):
-    """What a live session hears from its Server."""
-
-    def list_changed(self, kind: str) -> None:
-        """The list of ``tools``, ``resources`` or ``prompts`` changed."""
-
-    def resource_updated(self, uri: str) -> None:
-        """The resource at ``uri`` changed."""
 
 
 Completer = Callable[..., Any]
@@ -133,19 +118,9 @@ class Server:
         self._lifespans: list[Callable[[Server], AbstractAsyncContextManager[Any]]] = []
         #: async callables run with a Context when a client says its roots changed
         self.roots_changed_hooks: list[Callable[[Context], Any]] = []
-        self._methods: Mapping[str, Callable[[JSONObject, Context], Any]] = {
-            "tools/list": self._list_tools,
-            "tools/call": self._call_tool,
-            "resources/list": self._list_resources,
-            "resources/templates/list": self._list_templates,
-            "resources/read": self._read_resource,
-            "resources/subscribe": self._subscribe,
-            "resources/unsubscribe": self._unsubscribe,
-            "prompts/list": self._list_prompts,
-            "prompts/get": self._get_prompt,
-            "completion/complete": self._complete,
-            **{method: functools.partial(_tasks.handle, method) for method in _tasks.METHODS},
-        }
+        self._methods: Mapping[str, Callable[[JSONObject, Context], Any]] = method_table(
+            self, _tasks.handle
+        )
 
     def __repr__(self) -> str:
         return f"<Server {describe(self.name)} {self.version}>"
@@ -637,6 +612,10 @@ class Server:
         # What this server lists (mounted servers included), for a server mounting it.
         if self._mounts is not None:
             return self._mounts.catalog()
+        return self._own_catalog()
+
+    def _own_catalog(self) -> Catalog:
+        # Only what is registered on this server itself, for its composition.
         return Catalog(self._tools, self._prompts, self._resources, self._templates)
 
     # --- notifications to live sessions -----------------------------------------
@@ -678,25 +657,15 @@ class Server:
             return await self._mounts.handle_request(method, params or {}, ctx)
         handler = self._methods.get(method)
         if handler is None or not self._serves(method):
-            raise RequestError(
-                METHOD_NOT_FOUND,
-                f"method not found: {describe(method)}",
-                {"method": bounded_value(method)},
-            )
+            raise method_not_found(method)
         result: JSONObject = await handler(params or {}, ctx)
         return result
 
     def _serves(self, method: str) -> bool:
         family = method.partition("/")[0]
-        if family == "tools":
-            return bool(self._tools)
-        if family == "resources":
-            return bool(self._resources or self._templates)
-        if family == "prompts":
-            return bool(self._prompts)
         if family == "tasks":
             return self._offers_tasks()
-        return bool(self._prompts or self._templates)  # completion/complete
+        return serves_family(family, self._tools, self._prompts, self._resources, self._templates)
 
     def _offers_tasks(self) -> bool:
         if self._task_tools is None:

@@ -1,0 +1,130 @@
+# How a request reaches its handler: the one method table of the server layer.
+#
+# A single Server and a composed one (``Composition``) serve the same methods. Each
+# names its handlers as ``HANDLERS`` says and builds its table with ``method_table``;
+# which families it serves right now is ``serves_family`` over what it lists. The
+# ``tasks/*`` methods are the session's, whichever server's tool started a task, so
+# each owner says how it answers them.
+#
+# ``Composable`` is what a composition needs of a Server (the parent, or a child it
+# mounts): with it, _compose.py never imports _server.py, and imports point one way.
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sized
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
+
+from .._exceptions import METHOD_NOT_FOUND, RequestError
+from ..protocol import JSONObject, Revision, bounded_value, describe
+from ._tasks import METHODS as TASK_METHODS
+
+if TYPE_CHECKING:
+    from ._context import Context
+    from ._registry import Catalog
+
+__all__ = [
+    "HANDLERS",
+    "Composable",
+    "Handler",
+    "ServerListener",
+    "method_not_found",
+    "method_table",
+    "serves_family",
+]
+
+#: a request handler: the request's params and Context in, its result out
+Handler: TypeAlias = Callable[[JSONObject, "Context"], Awaitable[JSONObject]]
+
+#: method -> the name of its handler on whoever serves it (tasks/* aside)
+HANDLERS: Final[Mapping[str, str]] = {
+    "tools/list": "_list_tools",
+    "tools/call": "_call_tool",
+    "resources/list": "_list_resources",
+    "resources/templates/list": "_list_templates",
+    "resources/read": "_read_resource",
+    "resources/subscribe": "_subscribe",
+    "resources/unsubscribe": "_unsubscribe",
+    "prompts/list": "_list_prompts",
+    "prompts/get": "_get_prompt",
+    "completion/complete": "_complete",
+}
+
+
+def method_table(
+    owner: object, tasks: Callable[[str, JSONObject, Context], Awaitable[JSONObject]]
+) -> dict[str, Handler]:
+    """``owner``'s handlers by method; ``tasks(method, params, ctx)`` answers ``tasks/*``."""
+    table: dict[str, Handler] = {method: getattr(owner, name) for method, name in HANDLERS.items()}
+    for method in TASK_METHODS:
+        table[method] = functools.partial(tasks, method)
+    return table
+
+
+def serves_family(
+    family: str, tools: Sized, prompts: Sized, resources: Sized, templates: Sized
+) -> bool:
+    """Whether what is listed serves the methods of ``family`` (tasks aside)."""
+    if family == "tools":
+        return bool(tools)
+    if family == "resources":
+        return bool(resources or templates)
+    if family == "prompts":
+        return bool(prompts)
+    if family == "completion":
+        return bool(prompts or templates)
+    return False
+
+
+def method_not_found(method: str) -> RequestError:
+    """The -32601 error for a method that is not served."""
+    data = {"method": bounded_value(method)}
+    return RequestError(METHOD_NOT_FOUND, f"method not found: {describe(method)}", data)
+
+
+class ServerListener(Protocol):
+    """What a live session hears from its Server."""
+
+    def list_changed(self, kind: str) -> None:
+        """The list of ``tools``, ``resources`` or ``prompts`` changed."""
+
+    def resource_updated(self, uri: str) -> None:
+        """The resource at ``uri`` changed."""
+
+
+class Composable(Protocol):
+    """What a composition needs of a Server: the parent, or a server it mounts."""
+
+    name: str
+    roots_changed_hooks: list[Callable[[Context], Any]]
+
+    @property
+    def _methods(self) -> Mapping[str, Callable[[JSONObject, Context], Any]]: ...
+
+    def capabilities(self, revision: Revision) -> JSONObject:
+        """The server capabilities."""
+
+    async def handle_request(
+        self, method: str, params: JSONObject | None, ctx: Context
+    ) -> JSONObject:
+        """Serve one request and return its result."""
+
+    def running(self) -> AbstractAsyncContextManager[Any]:
+        """Run the server's lifespans around serving."""
+
+    def add_listener(self, listener: ServerListener) -> None:
+        """Start telling ``listener`` about list changes and resource updates."""
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell every subscribed session that the resource at ``uri`` changed."""
+
+    def _changed(self, kind: str) -> None: ...
+
+    def _catalog(self) -> Catalog: ...
+
+    def _own_catalog(self) -> Catalog: ...
+
+    def _page(
+        self, kind: str, revision: Revision, params: JSONObject, entries: Any
+    ) -> JSONObject: ...
