@@ -28,6 +28,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from ._exceptions import ConfigError, PluginError
+from ._targets import TargetError, load_server
 from ._version import __version__
 from .runtime import TaskOptions
 from .server import Server
@@ -627,7 +628,6 @@ def assemble(
             or two servers serve the same name or URI (the message names both).
         ConfigError: two servers have the same name.
     """
-    from .cli import load_server
     from .client import proxy_stdio, proxy_url
     from .plugins import discover
 
@@ -691,7 +691,6 @@ def assemble(
 def _failed(config: ServerConfig, exc: BaseException) -> PluginError:
     if isinstance(exc, PluginError):
         return exc
-    from .cli import TargetError
     from .plugins import _describe_failure
 
     origin = config.target or config.url or " ".join(config.command or ())

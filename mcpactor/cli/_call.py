@@ -1,0 +1,108 @@
+"""``mcpactor call``: one request to a stdio or HTTP server, its result printed as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .._exceptions import MCPActorError, RequestError
+from ..protocol._bounded import clip, describe, error_text
+
+__all__ = ["call"]
+
+
+def _printable(text: str, length: int = 2000) -> str:
+    # A server's words reach a terminal: escape what could steer it, and bound them.
+    head = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text[: length + 1])
+    return clip(head, length)
+
+
+def _printable_json(value: Any) -> str:
+    import orjson
+
+    try:
+        return _printable(orjson.dumps(value).decode())
+    except (TypeError, orjson.JSONEncodeError):
+        return describe(value)
+
+
+def call(args: argparse.Namespace) -> int:
+    """Make the one request ``args`` ask for; return the exit status."""
+    import trio
+
+    if args.args is not None and (args.list or args.resource is not None):
+        print("mcpactor call: error: --args goes with --tool or --prompt", file=sys.stderr)
+        return 2
+    if (args.url is None) == (not args.server_command):
+        print("mcpactor call: error: give either --url or COMMAND (after --)", file=sys.stderr)
+        return 2
+    headers: dict[str, str] = {}
+    for header in args.header:
+        name, colon, value = header.partition(":")
+        if not colon or not name.strip():
+            print(
+                f"mcpactor call: error: --header expects 'NAME: VALUE', got {header!r}",
+                file=sys.stderr,
+            )
+            return 2
+        headers[name.strip()] = value.strip()
+    args.headers = headers
+    return trio.run(_call_server, args)
+
+
+async def _call_server(args: argparse.Namespace) -> int:
+    from contextlib import AbstractAsyncContextManager
+
+    import orjson
+    import trio
+
+    from ..client import ClientSession, connect_http, connect_stdio
+    from ..protocol import LATEST
+
+    async def perform(client: ClientSession) -> Any:
+        if args.tool is not None:
+            return await client.call_tool(args.tool, args.args, timeout=args.timeout)
+        if args.resource is not None:
+            return await client.request(
+                "resources/read", {"uri": args.resource}, timeout=args.timeout
+            )
+        if args.prompt is not None:
+            params: dict[str, Any] = {"name": args.prompt}
+            if args.args is not None:
+                params["arguments"] = args.args
+            return await client.request("prompts/get", params, timeout=args.timeout)
+        listing: dict[str, Any] = {}
+        capabilities = client.server_capabilities
+        if "tools" in capabilities:
+            listing["tools"] = await client.list_tools()
+        if "resources" in capabilities:
+            listing["resources"] = await client.list_resources()
+            listing["resourceTemplates"] = await client.list_resource_templates()
+        if "prompts" in capabilities:
+            listing["prompts"] = await client.list_prompts()
+        return listing
+
+    connection: AbstractAsyncContextManager[ClientSession]
+    try:
+        if args.url is not None:
+            connection = connect_http(args.url, headers=args.headers)
+        else:
+            connection = connect_stdio(args.server_command)
+        async with connection as client:
+            await client.initialize(args.protocol_version or LATEST.version)
+            result = await perform(client)
+    except RequestError as exc:
+        detail = f": {_printable_json(exc.data)}" if exc.data is not None else ""
+        message = _printable(exc.message)
+        print(f"mcpactor call: error {exc.code}: {message}{detail}", file=sys.stderr)
+        return 1
+    except trio.TooSlowError:
+        print(f"mcpactor call: no answer within {args.timeout} s", file=sys.stderr)
+        return 1
+    except (MCPActorError, OSError, ValueError) as exc:
+        print(f"mcpactor call: {error_text(exc, 2000)}", file=sys.stderr)
+        return 1
+    sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+    return 0

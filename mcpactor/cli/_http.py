@@ -1,0 +1,208 @@
+"""``mcpactor serve --http``: the HTTP options from flags and config, the listening
+address, serving it in this process, and supervising the worker processes of ``--workers``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any, Final
+
+from .._exceptions import ConfigError
+from .._targets import load_hook
+from ..server import Server
+from ._report import StartFailed, report
+
+__all__ = ["build_http_options", "serve_over_http"]
+
+
+#: HttpOptions fields set by a command-line flag of the same name
+_HTTP_FLAGS: Final = (
+    "response_mode",
+    "tls_cert",
+    "tls_key",
+    "cors_origins",
+    "max_sessions",
+    "max_sessions_per_client",
+    "max_connections",
+    "session_idle_timeout",
+    "keep_alive_timeout",
+    "request_timeout",
+    "health_path",
+)
+
+
+def build_http_options(args: argparse.Namespace, config: Any) -> Any:
+    """The HttpOptions of ``serve --http``: the flags, else the config file, else defaults."""
+    from ..transports import HttpOptions
+
+    given: dict[str, Any] = {}
+    # Where each value came from, to name it in an error.
+    labels: dict[str, str] = {}
+    if config is not None:
+        given.update(config.http.options())
+        labels.update({name: f"{config.source}: http.{name}" for name in given})
+    for name in (*_HTTP_FLAGS, "authenticate"):
+        value = getattr(args, name)
+        if value is not None:
+            given[name] = value
+            labels[name] = "--" + name.replace("_", "-")
+    if args.no_health:
+        given["health_path"] = None
+    if args.access_log:
+        given["access_log"] = True
+    if "authenticate" in given:
+        given["authenticate"] = load_hook(given["authenticate"], option=labels["authenticate"])
+    _check_tls(given.get("tls_cert"), given.get("tls_key"), labels)
+    return HttpOptions(
+        stateless=args.stateless,
+        allowed_hosts=args.allowed_hosts,
+        allowed_origins=args.allowed_origins,
+        max_body_bytes=args.max_message_bytes,
+        **given,
+    )
+
+
+def _check_tls(cert: str | None, key: str | None, labels: dict[str, str]) -> None:
+    # Read here, so that a wrong file is named before anything starts.
+    if cert is None and key is None:
+        return
+    if cert is None or key is None:
+        given, missing = ("tls_key", "--tls-cert") if cert is None else ("tls_cert", "--tls-key")
+        raise ConfigError(
+            f"{labels[given]}: HTTPS needs a certificate and its key; {missing} is missing"
+        )
+    import ssl
+
+    for name, path in (("tls_cert", cert), ("tls_key", key)):
+        if not os.path.isfile(path):
+            raise ConfigError(f"{labels[name]}: no such file {path!r}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(
+            f"{labels['tls_cert']} {cert!r}, {labels['tls_key']} {key!r}: cannot use them as "
+            f"a PEM certificate and its private key ({exc.strerror or exc})"
+        ) from exc
+
+
+def _parse_bind(text: str) -> tuple[str, int]:
+    host, colon, port = text.rpartition(":")
+    if not colon:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"--http expects [HOST:]PORT, got {text!r}")
+    return host, int(port)
+
+
+def serve_over_http(
+    args: argparse.Namespace, server: Server, options: Any, http_options: Any
+) -> int:
+    """Serve ``server`` over HTTP as ``args`` say, or supervise its workers; the exit status."""
+    import socket
+
+    import trio
+
+    from .._workers import USAGE_EXIT, watch_lifeline
+    from ..transports import serve_http
+
+    host, port = _parse_bind(args.http)
+    args.listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    worker_socket = args.worker_socket
+    scheme = "https" if http_options.tls_cert is not None else "http"
+    if http_options.access_log:
+        # Asked for by name: shown whatever --log-level says of the rest.
+        logging.getLogger("mcpactor.access").setLevel(logging.INFO)
+    if args.workers > 1 and worker_socket is None:
+        return _serve_workers(args, host, port, scheme)
+    stop = trio.Event()
+    started = False
+
+    async def serve(
+        nursery: trio.Nursery, *, task_status: trio.TaskStatus[tuple[str, int]]
+    ) -> None:
+        await serve_http(
+            server,
+            host=host,
+            port=port,
+            path=args.path,
+            options=http_options,
+            session_options=options,
+            handle_signals=True,
+            stop=stop,
+            http_server=args.http_server or "builtin",
+            tune_gc=not args.no_gc_tuning,
+            sockets=None if worker_socket is None else [socket.socket(fileno=worker_socket)],
+            task_status=task_status,
+        )
+        nursery.cancel_scope.cancel()
+
+    async def run() -> None:
+        nonlocal started
+        async with trio.open_nursery() as nursery:
+            if args.worker_lifeline is not None:
+                nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
+            bound_host, bound_port = await nursery.start(serve, nursery)
+            started = True
+            if worker_socket is None:
+                # A worker's supervisor has said where it serves.
+                print(
+                    f"mcpactor: serving {_url(bound_host, bound_port, args.path, scheme)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    try:
+        trio.run(run)
+    except Exception as exc:
+        if started:
+            raise
+        if worker_socket is not None:
+            # A worker that cannot start must not be started again and again.
+            report(StartFailed(exc), debug=args.debug, listen=args.listen)
+            return USAGE_EXIT
+        raise StartFailed(exc) from exc
+    return 0
+
+
+def _url(host: str, port: int, path: str, scheme: str = "http") -> str:
+    return (
+        f"{scheme}://[{host}]:{port}{path}" if ":" in host else f"{scheme}://{host}:{port}{path}"
+    )
+
+
+def _serve_workers(args: argparse.Namespace, host: str, port: int, scheme: str) -> int:
+    import trio
+
+    from .._workers import bind_sockets, supervise
+    from ..transports.http import LISTEN_BACKLOG
+
+    if not args.stateless:
+        raise ConfigError(
+            "--workers needs --stateless: a session lives in the process that "
+            "opened it, and the workers share nothing"
+        )
+    if sys.platform == "win32":
+        # Workers inherit their sockets and lifelines as file descriptors.
+        raise ConfigError("--workers needs a POSIX system")
+    try:
+        sockets = bind_sockets(host, port, args.workers, backlog=LISTEN_BACKLOG)
+    except OSError as exc:
+        print(f"mcpactor: cannot listen on {args.http}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    try:
+        bound_host, bound_port = sockets[0].getsockname()[:2]
+        print(
+            f"mcpactor: serving {_url(bound_host, bound_port, args.path, scheme)} "
+            f"with {args.workers} workers",
+            file=sys.stderr,
+            flush=True,
+        )
+        command = [sys.executable, "-m", "mcpactor", *args.argv]
+        return trio.run(supervise, command, sockets, args.workers)
+    finally:
+        for sock in sockets:
+            sock.close()

@@ -1,0 +1,180 @@
+"""``mcpactor serve``: what is served (a target, several as one, a config's servers), and
+serving it over stdio; ``serve --http`` goes on in ``_http``."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from .._exceptions import ConfigError
+from .._targets import TargetError, load_server
+from ..server import Server
+from ._http import build_http_options, serve_over_http
+from ._report import StartFailed
+
+__all__ = ["serve"]
+
+
+def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run ``mcpactor serve`` as ``args`` (parsed by ``parser``) say; return the exit status."""
+    import attrs
+    import trio
+
+    from ..runtime import SessionOptions
+    from ..transports import serve_stdio
+
+    config = None
+    if args.config:
+        from .._config import load_config
+
+        config = load_config(args.config)
+        _apply_config(args, config, parser)
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+    if args.workers > 1 and args.http is None:
+        raise ConfigError("--workers needs --http")
+    http_options = None
+    if args.http is not None:
+        _require_http_extra(args.http_server or "builtin")
+        http_options = build_http_options(args, config)
+    server = _served_server(args, config)
+    options = SessionOptions(shutdown_grace=args.grace)
+    tasks = getattr(args, "tasks", None)
+    if tasks is not None:
+        options = attrs.evolve(options, tasks=tasks)
+    if http_options is not None:
+        return serve_over_http(args, server, options, http_options)
+    started = False
+
+    async def run() -> None:
+        nonlocal started
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                functools.partial(
+                    serve_stdio,
+                    server,
+                    options=options,
+                    max_line_bytes=args.max_message_bytes,
+                    tune_gc=not args.no_gc_tuning,
+                )
+            )
+            started = True
+
+    try:
+        trio.run(run)
+    except Exception as exc:
+        if started:
+            raise
+        raise StartFailed(exc) from exc
+    return 0
+
+
+def _require_http_extra(http_server: str) -> None:
+    # Said before anything is loaded or started, and in the words of the fix.
+    modules = ("hypercorn", "wsproto") if http_server == "hypercorn" else ("httptools", "wsproto")
+    for name in modules:
+        importlib.import_module(name)
+
+
+def _pairs(items: Sequence[str], option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not equals or not name or not value:
+            raise ConfigError(f"{option} expects NAME=VALUE, got {item!r}")
+        pairs[name] = value
+    return pairs
+
+
+def _served_server(args: argparse.Namespace, config: Any) -> Server:
+    # One target is served as it is; several, none (every plugin) or a config's servers
+    # are mounted in one Server, each under its prefix.
+    import attrs
+
+    from ..plugins import load_plugin, plugin_names
+
+    prefixes = _pairs(args.prefix, "--prefix")
+    limits = _pairs(args.max_concurrent, "--max-concurrent")
+    installed = plugin_names()
+    overridden = bool(prefixes or limits or args.no_prefix)
+    if config is None and len(args.targets) == 1 and not overridden:
+        (target,) = args.targets
+        if "://" in target:
+            from .._config import target_configs
+            from ..client import proxy_url
+
+            (remote,) = target_configs([target], plugins=())
+            try:
+                return proxy_url(target, name=remote.name)
+            except ValueError as exc:
+                raise TargetError(str(exc)) from exc
+        return load_plugin(target) if target in installed else load_server(target)
+    from .._config import ServerConfig, assemble, target_configs
+
+    if config is not None:
+        servers = list(config.servers)
+        unknown = [t for t in args.targets if t not in {s.name for s in servers}]
+        if unknown:
+            raise ConfigError(f"{config.source} names no server {', '.join(map(repr, unknown))}")
+        if args.targets:
+            servers = [s for s in servers if s.name in args.targets]
+    elif args.targets:
+        servers = target_configs(args.targets, plugins=installed)
+    else:
+        servers = [ServerConfig(name=name, plugin=name) for name in installed]
+    names = {s.name for s in servers}
+    for option, given in (("--prefix", prefixes), ("--max-concurrent", limits)):
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise ConfigError(
+                f"{option}: no server named {', '.join(map(repr, unknown))}; "
+                f"serving {', '.join(sorted(names)) or 'nothing'}"
+            )
+    for index, server in enumerate(servers):
+        if server.name in prefixes:
+            server = attrs.evolve(server, prefix=prefixes[server.name])
+        if server.name in limits:
+            limit = limits[server.name]
+            if not limit.isdigit() or int(limit) < 1:
+                raise ConfigError(f"--max-concurrent {server.name}: expected N ≥ 1, got {limit!r}")
+            server = attrs.evolve(server, max_concurrent=int(limit))
+        servers[index] = server
+    use_prefix = not args.no_prefix and (config.prefix if config is not None else True)
+    # What the command line names must load; only what was found (every installed
+    # plugin) may be left out with a warning.
+    strict = args.strict or bool(args.targets and config is None)
+    strict = strict or (config is not None and config.strict)
+    return assemble(servers, prefix=use_prefix, strict=strict)
+
+
+def _apply_config(args: argparse.Namespace, config: Any, parser: argparse.ArgumentParser) -> None:
+    # The file fills in what the command line left at its default.
+    os.environ.update(config.env)
+    defaults = parser.parse_args(["serve"])
+    if config.log_level is not None and args.log_level is None:
+        logging.getLogger().setLevel(config.log_level)
+    if config.grace is not None and args.grace == defaults.grace:
+        args.grace = config.grace
+    args.tasks = config.tasks
+    http = config.http
+    if config.transport == "http" and args.http is None:
+        args.http = (
+            f"[{http.host}]:{http.port}" if ":" in http.host else f"{http.host}:{http.port}"
+        )
+    # The rest of [http] applies whenever serving over HTTP, --http PORT or not.
+    if args.path == defaults.path:
+        args.path = http.path
+    args.stateless = args.stateless or http.stateless
+    if args.http_server is None:
+        args.http_server = http.server
+    if args.workers == defaults.workers:
+        args.workers = http.workers
+    for name in ("allowed_hosts", "allowed_origins"):
+        configured = getattr(http, name)
+        if getattr(args, name) is None and configured is not None:
+            setattr(args, name, list(configured))
