@@ -1,5 +1,8 @@
-"""``mcpactor serve --http``: the HTTP options from flags and config, the listening
-address, serving it in this process, and supervising the worker processes of ``--workers``."""
+"""``mcpactor serve --http``: serving over HTTP, in this process or in worker processes.
+
+The HTTP options (the flags, else the config file), the listening address, and the
+supervision of the workers of ``--workers``.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""``mcpactor serve``: what is served (a target, several as one, a config's servers), and
-serving it over stdio; ``serve --http`` goes on in ``_http``."""
+"""``mcpactor serve``: what is served, and serving it over stdio.
+
+One target, several mounted as one, every installed plugin or a config file's servers;
+``serve --http`` goes on in ``_http``.
+"""
 
 from __future__ import annotations
 
