@@ -13,7 +13,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, TypeVar, Unpack, overload
 
 import orjson
 
@@ -25,7 +25,6 @@ from ..protocol import (
     Icon,
     JSONObject,
     Revision,
-    ToolAnnotations,
     bounded_value,
     clip_all,
     describe,
@@ -36,7 +35,8 @@ from ..protocol import (
 from . import _results, _tasks
 from ._context import Context
 from ._dispatch import ServerListener, method_not_found, method_table, serves_family
-from ._execution import HandlerTimeout, TaskSupport, tool_execution
+from ._execution import HandlerTimeout, tool_execution
+from ._options import PromptOptions, ResourceOptions, ToolOptions, check_options
 from ._registry import (
     Catalog,
     PromptEntry,
@@ -163,38 +163,10 @@ class Server:
     def tool(self, fn: F, /) -> F: ...
     @overload
     def tool(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | None = None,
-        icons: Sequence[Icon] | None = None,
-        meta: JSONObject | None = None,
-        input_schema: JSONObject | None = None,
-        output_schema: JSONObject | None = None,
-        structured_output: bool | None = None,
-        task_support: TaskSupport = "forbidden",
-        offload: Literal["thread", "process"] | None = None,
-        timeout: float | None = None,
+        self, name: str | None = None, **options: Unpack[ToolOptions]
     ) -> Callable[[F], F]: ...
 
-    def tool(
-        self,
-        name: Any = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | None = None,
-        icons: Sequence[Icon] | None = None,
-        meta: JSONObject | None = None,
-        input_schema: JSONObject | None = None,
-        output_schema: JSONObject | None = None,
-        structured_output: bool | None = None,
-        task_support: TaskSupport = "forbidden",
-        offload: Literal["thread", "process"] | None = None,
-        timeout: float | None = None,
-    ) -> Any:
+    def tool(self, name: Any = None, **options: Unpack[ToolOptions]) -> Any:
         """Register a tool; use as ``@server.tool`` or ``@server.tool(name=..., ...)``.
 
         The input schema comes from the signature unless ``input_schema`` is given (then it
@@ -207,49 +179,28 @@ class Server:
         ``offload="process"`` runs it in a worker process that is killed on cancellation
         (the function must be importable by module path). ``timeout`` (seconds) cancels
         the call and answers with an error result; it defaults to the server's
-        ``tool_timeout``.
+        ``tool_timeout``. The other options (``title``, ``description``, ``annotations``,
+        ``icons``, ``meta``, ``output_schema``) go into the tool's definition.
         """
         if callable(name):
             return self.tool()(name)
+        check_options("tool", ToolOptions, options)
 
         def register(fn: F) -> F:
-            self.add_tool(
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                annotations=annotations,
-                icons=icons,
-                meta=meta,
-                input_schema=input_schema,
-                output_schema=output_schema,
-                structured_output=structured_output,
-                task_support=task_support,
-                offload=offload,
-                timeout=timeout,
-            )
+            self.add_tool(fn, name=name, **options)
             return fn
 
         return register
 
     def add_tool(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | None = None,
-        icons: Sequence[Icon] | None = None,
-        meta: JSONObject | None = None,
-        input_schema: JSONObject | None = None,
-        output_schema: JSONObject | None = None,
-        structured_output: bool | None = None,
-        task_support: TaskSupport = "forbidden",
-        offload: Literal["thread", "process"] | None = None,
-        timeout: float | None = None,
+        self, fn: Callable[..., Any], *, name: str | None = None, **options: Unpack[ToolOptions]
     ) -> None:
         """Register a tool (the non-decorator form); replaces nothing silently."""
+        check_options("add_tool", ToolOptions, options)
+        input_schema = options.get("input_schema")
+        output_schema = options.get("output_schema")
+        structured_output = options.get("structured_output")
+        icons = options.get("icons")
         tool_name = name or fn.__name__
         check_tool_name(tool_name)
         if tool_name in self._tools:
@@ -276,21 +227,21 @@ class Server:
             name=tool_name,
             is_async=is_async_callable(fn),
             context_param=signature.context_param,
-            offload=offload,
-            timeout=timeout,
-            task_support=task_support,
+            offload=options.get("offload"),
+            timeout=options.get("timeout"),
+            task_support=options.get("task_support", "forbidden"),
         )
         definition = wire(
             {
                 "name": tool_name,
-                "title": title,
-                "description": description_of(fn, description),
+                "title": options.get("title"),
+                "description": description_of(fn, options.get("description")),
                 "inputSchema": schema,
                 "outputSchema": output_schema,
-                "annotations": unstructure(annotations),
+                "annotations": unstructure(options.get("annotations")),
                 "icons": unstructure(list(icons)) if icons else None,
                 "execution": execution.wire(),
-                "_meta": meta,
+                "_meta": options.get("meta"),
             }
         )
         self._tools[tool_name] = ToolEntry(
@@ -316,64 +267,34 @@ class Server:
         del self._tools[name]
         self._changed("tools")
 
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        size: int | None = None,
-        annotations: Any = None,
-        icons: Sequence[Icon] | None = None,
-        meta: JSONObject | None = None,
-    ) -> Callable[[F], F]:
+    def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
         """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}``."""
+        check_options("resource", ResourceOptions, options)
 
         def register(fn: F) -> F:
-            self.add_resource(
-                fn,
-                uri,
-                name=name,
-                title=title,
-                description=description,
-                mime_type=mime_type,
-                size=size,
-                annotations=annotations,
-                icons=icons,
-                meta=meta,
-            )
+            self.add_resource(fn, uri, **options)
             return fn
 
         return register
 
     def add_resource(
-        self,
-        fn: Callable[..., Any],
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        size: int | None = None,
-        annotations: Any = None,
-        icons: Sequence[Icon] | None = None,
-        meta: JSONObject | None = None,
+        self, fn: Callable[..., Any], uri: str, **options: Unpack[ResourceOptions]
     ) -> None:
         """Register a resource or resource template (the non-decorator form)."""
+        check_options("add_resource", ResourceOptions, options)
+        mime_type = options.get("mime_type")
+        icons = options.get("icons")
         # Only the parameters matter: what the handler returns (bytes, content blocks)
         # never becomes an output schema.
         signature = describe_function(fn, context_types=(Context,), skip_output_types=(object,))
         common = {
-            "name": name or fn.__name__,
-            "title": title,
-            "description": description_of(fn, description),
+            "name": options.get("name") or fn.__name__,
+            "title": options.get("title"),
+            "description": description_of(fn, options.get("description")),
             "mimeType": mime_type,
-            "annotations": unstructure(annotations),
+            "annotations": unstructure(options.get("annotations")),
             "icons": unstructure(list(icons)) if icons else None,
-            "_meta": meta,
+            "_meta": options.get("meta"),
         }
         if _is_template(uri):
             from ._uritemplate import UriTemplate, UriTemplateError
@@ -422,7 +343,7 @@ class Server:
                 fn=fn,
                 is_async=is_async_callable(fn),
                 mime_type=mime_type,
-                definition=wire({"uri": uri, "size": size, **common}),
+                definition=wire({"uri": uri, "size": options.get("size"), **common}),
                 context_param=signature.context_param,
             )
         self._changed("resources")
@@ -439,47 +360,27 @@ class Server:
     def prompt(self, fn: F, /) -> F: ...
     @overload
     def prompt(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        icons: Sequence[Icon] | None = None,
-        meta: JSONObject | None = None,
+        self, name: str | None = None, **options: Unpack[PromptOptions]
     ) -> Callable[[F], F]: ...
 
-    def prompt(
-        self,
-        name: Any = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        icons: Sequence[Icon] | None = None,
-        meta: JSONObject | None = None,
-    ) -> Any:
+    def prompt(self, name: Any = None, **options: Unpack[PromptOptions]) -> Any:
         """Register a prompt; its parameters are the prompt's (string) arguments."""
         if callable(name):
             return self.prompt()(name)
+        check_options("prompt", PromptOptions, options)
 
         def register(fn: F) -> F:
-            self.add_prompt(
-                fn, name=name, title=title, description=description, icons=icons, meta=meta
-            )
+            self.add_prompt(fn, name=name, **options)
             return fn
 
         return register
 
     def add_prompt(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        icons: Sequence[Icon] | None = None,
-        meta: JSONObject | None = None,
+        self, fn: Callable[..., Any], *, name: str | None = None, **options: Unpack[PromptOptions]
     ) -> None:
         """Register a prompt (the non-decorator form)."""
+        check_options("add_prompt", PromptOptions, options)
+        icons = options.get("icons")
         prompt_name = name or fn.__name__
         if prompt_name in self._prompts:
             raise SchemaError(f"prompt {describe(prompt_name)} is already registered on {self!r}")
@@ -501,9 +402,9 @@ class Server:
                     }
                 )
             )
-            options = prop.get("enum")
-            if isinstance(options, list):
-                choices[arg] = tuple(str(option) for option in options)
+            enum = prop.get("enum")
+            if isinstance(enum, list):
+                choices[arg] = tuple(str(option) for option in enum)
         self._prompts[prompt_name] = PromptEntry(
             name=prompt_name,
             fn=fn,
@@ -511,11 +412,11 @@ class Server:
             definition=wire(
                 {
                     "name": prompt_name,
-                    "title": title,
-                    "description": description_of(fn, description),
+                    "title": options.get("title"),
+                    "description": description_of(fn, options.get("description")),
                     "arguments": arguments or None,
                     "icons": unstructure(list(icons)) if icons else None,
-                    "_meta": meta,
+                    "_meta": options.get("meta"),
                 }
             ),
             context_param=signature.context_param,

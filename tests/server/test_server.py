@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from mcpactor import Icon
-from mcpactor.protocol import REVISIONS
+from mcpactor.protocol import LATEST, REVISIONS
 from mcpactor.server import Server
 from tests.spec_schema import check
 
@@ -33,6 +33,26 @@ async def test_unknown_method_is_method_not_found(method: str) -> None:
 def test_page_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="page_size must be at least 1, got 0"):
         Server("s", page_size=0)
+
+
+@pytest.mark.parametrize(
+    ("register", "method"),
+    [
+        (lambda s: s.tool(titel="t"), "tool"),
+        (lambda s: s.add_tool(lambda: 1, titel="t"), "add_tool"),
+        (lambda s: s.resource("data://x", mimetype="text/plain"), "resource"),
+        (lambda s: s.add_resource(lambda: "", "data://x", mimetype="text/plain"), "add_resource"),
+        (lambda s: s.prompt(titel="t"), "prompt"),
+        (lambda s: s.add_prompt(lambda: "", titel="t"), "add_prompt"),
+    ],
+)
+def test_an_unknown_registration_option_is_a_type_error(
+    register: Callable[[Server], Any], method: str
+) -> None:
+    server = Server("s")
+    with pytest.raises(TypeError, match=rf"Server\.{method}\(\) got an unexpected keyword"):
+        register(server)
+    assert server.capabilities(LATEST) == {"logging": {}}
 
 
 def test_repr_names_the_server() -> None:
