@@ -7,18 +7,20 @@
 # objects were a sixth of what each request kept alive. This queue is one object with
 # one deque; it has exactly one reader (the connection's writer) and, in practice, one
 # sender (the router, or a request actor routing its own answer).
+#
+# The stream an attachment holds and the timer that nudges waiting writers live here
+# too, beneath the session and its manager, which both use them.
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import trio
 
-if TYPE_CHECKING:
-    from ._http_sessions import _Stream
+from ..protocol import RequestId
 
-__all__ = ["Attachment", "Item"]
+__all__ = ["Attachment", "Item", "NudgeTimer", "Stream"]
 
 #: (event id or None, one JSON message or b"" for a priming event, last of its stream)
 Item = tuple[str | None, bytes, bool]
@@ -26,6 +28,27 @@ Item = tuple[str | None, bytes, bool]
 _NO_EVENTS: Final[frozenset[str]] = frozenset()
 # Items a connection may fall behind by before the router waits for it.
 _CAPACITY: Final = 64
+# A nudge timer nudges what is due within this many seconds at once: under load a wait
+# is due every few microseconds, and one wake-up each would cost what it saves.
+_NUDGE_TICK: Final = 0.001
+
+
+class Stream:
+    """One response stream of a session: what it still owes and who is writing it."""
+
+    __slots__ = ("complete", "conn", "delivered", "id", "pending", "sse")
+
+    def __init__(self, stream_id: str) -> None:
+        self.id = stream_id
+        #: ids of the requests whose responses this stream still owes
+        self.pending: set[RequestId] = set()
+        self.conn: Attachment | None = None
+        #: the stream carries SSE (its messages get event ids when resumable)
+        self.sse = False
+        #: every response it owed was routed (or its requests were cancelled)
+        self.complete = False
+        #: the last event id a connection wrote (where a fresh GET picks up)
+        self.delivered: str | None = None
 
 
 class Attachment:
@@ -52,7 +75,7 @@ class Attachment:
         "stream",
     )
 
-    def __init__(self, stream: _Stream) -> None:
+    def __init__(self, stream: Stream) -> None:
         self.stream = stream
         #: events to write before the live ones (a resumed or re-opened stream)
         self.replay: list[tuple[str, bytes]] = []
@@ -202,3 +225,34 @@ class Attachment:
     def _abort_get(self, _: object) -> trio.lowlevel.Abort:
         self._reader = None
         return trio.lowlevel.Abort.SUCCEEDED
+
+
+class NudgeTimer:
+    """Nudges writers a fixed delay after they ask, with one timer for all of them."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self._waits: deque[tuple[float, Attachment, int]] = deque()
+        self._watched = trio.Event()
+
+    def nudge_later(self, attachment: Attachment) -> None:
+        """Nudge the writer of ``attachment`` once ``delay`` seconds have passed."""
+        ticket = attachment.arm_nudge()
+        self._waits.append((trio.current_time() + self.delay, attachment, ticket))
+        if len(self._waits) == 1:
+            self._watched.set()
+
+    async def run(self) -> None:
+        """Nudge what falls due, for ever."""
+        waits = self._waits
+        while True:
+            if not waits:
+                await self._watched.wait()
+                self._watched = trio.Event()
+                continue
+            await trio.sleep_until(waits[0][0])
+            due = trio.current_time() + _NUDGE_TICK
+            while waits and waits[0][0] <= due:
+                # A writer whose item came in time is not waiting: nudging it is nothing.
+                _, attachment, ticket = waits.popleft()
+                attachment.nudge(ticket)

@@ -28,7 +28,7 @@
 # and what they send is routed in their own tasks (``_DirectOutbox``). Closing it gives
 # requests still running the shutdown grace, then cancels them (nobody can resume).
 #
-# Streams: every POST that carries requests gets a ``_Stream`` (ids "1", "2", …) owing
+# Streams: every POST that carries requests gets a ``Stream`` (ids "1", "2", …) owing
 # the responses of those requests; stream "0" is the standalone stream a GET listens
 # on. The router is the one task reading the actor's outbox: a message related to a
 # request goes to that request's stream, anything else to stream "0". A POST stream
@@ -62,22 +62,30 @@ import contextlib
 import enum
 import functools
 import logging
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Final, Protocol
 
 import orjson
 import trio
 
 from .._exceptions import INTERNAL_ERROR, ProtocolError
 from ..protocol import Event, JSONValue, Phase, RequestId, describe, serialize
-from ..runtime import Outbound, SessionActor
+from ..runtime import Outbound, SessionActor, SessionOptions
 from ..runtime._session_actor import StreamSignal
-from ._attachment import Attachment, Item
+from ._attachment import Attachment, Item, NudgeTimer, Stream
 
 if TYPE_CHECKING:
-    from ._session_manager import SessionManager
+    from ..server import Server
+    from ._event_store import EventStore
 
-__all__ = ["Attachment", "DuplicateRequestId", "HttpSession", "Item", "SessionKind"]
+__all__ = [
+    "Attachment",
+    "DuplicateRequestId",
+    "HttpSession",
+    "Item",
+    "SessionHost",
+    "SessionKind",
+]
 
 _log = logging.getLogger("mcpactor.http")
 
@@ -107,28 +115,35 @@ class _State(enum.Enum):
     LENT = "lent"  # stateless: requests run in the manager's nursery, no session task
 
 
+class SessionHost(Protocol):
+    """What a session needs of the manager that owns it (``SessionManager`` is one)."""
+
+    server: Server
+    response_mode: str
+    effective_session_options: SessionOptions
+    stateless_session_options: SessionOptions
+    event_store: EventStore
+    #: ends a priming event's wait for the answer behind it
+    coalescing: NudgeTimer
+    #: ends a streamed POST's time without a watch for its client leaving
+    watch_delay: NudgeTimer
+
+    def wake(self, session: HttpSession, run: Callable[[], Awaitable[None]]) -> None:
+        """Run an awake period of ``session`` (``run``) in the manager's nursery."""
+
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run a short piece of a session's teardown in the manager's nursery."""
+
+    def ended(self, session: HttpSession) -> None:
+        """``session`` has ended: forget it."""
+
+
 class DuplicateRequestId(Exception):
     """A POST reuses the id of a request still in flight in its session."""
 
     def __init__(self, request_id: RequestId) -> None:
         super().__init__(f"request id {describe(request_id)} is already in flight in this session")
         self.request_id = request_id
-
-
-class _Stream:
-    __slots__ = ("complete", "conn", "delivered", "id", "pending", "sse")
-
-    def __init__(self, stream_id: str) -> None:
-        self.id = stream_id
-        #: ids of the requests whose responses this stream still owes
-        self.pending: set[RequestId] = set()
-        self.conn: Attachment | None = None
-        #: the stream carries SSE (its messages get event ids when resumable)
-        self.sse = False
-        #: every response it owed was routed (or its requests were cancelled)
-        self.complete = False
-        #: the last event id a connection wrote (where a fresh GET picks up)
-        self.delivered: str | None = None
 
 
 class HttpSession:
@@ -161,7 +176,7 @@ class HttpSession:
 
     def __init__(
         self,
-        manager: SessionManager,
+        manager: SessionHost,
         kind: SessionKind,
         session_id: str | None,
         principal: object,
@@ -199,8 +214,8 @@ class HttpSession:
         # Made when a message must wait for the session to finish falling asleep.
         self._settled: trio.Event | None = None
         self._ended = False
-        self._streams: dict[str, _Stream] = {}
-        self._by_request: dict[RequestId, _Stream] = {}
+        self._streams: dict[str, Stream] = {}
+        self._by_request: dict[RequestId, Stream] = {}
         self._retained: dict[str, None] = {}
         self._next_stream = 0
         self.standalone = self._new_stream()
@@ -534,13 +549,13 @@ class HttpSession:
 
     # --- streams ------------------------------------------------------------------------
 
-    def _new_stream(self) -> _Stream:
-        stream = _Stream(str(self._next_stream))
+    def _new_stream(self) -> Stream:
+        stream = Stream(str(self._next_stream))
         self._next_stream += 1
         self._streams[stream.id] = stream
         return stream
 
-    def _attach(self, stream: _Stream) -> Attachment:
+    def _attach(self, stream: Stream) -> Attachment:
         attachment = Attachment(stream)
         if stream.conn is not None:
             # The client reconnected while we still held its old connection.
@@ -554,7 +569,7 @@ class HttpSession:
             self._detach(stream, attachment)
         return attachment
 
-    def _detach(self, stream: _Stream, conn: Attachment) -> None:
+    def _detach(self, stream: Stream, conn: Attachment) -> None:
         conn.end()
         if stream.conn is conn:
             stream.conn = None
@@ -578,23 +593,23 @@ class HttpSession:
         if self.standalone.delivered is None:
             self.standalone.delivered = await self._append(_STANDALONE, b"")
 
-    async def _start_sse(self, stream: _Stream) -> None:
+    async def _start_sse(self, stream: Stream) -> None:
         stream.sse = True
         if self.resumable and self._primes():
             event_id = await self._append(stream.id, b"")
             await self._push(stream, (event_id, b"", False))
 
-    def _forget_now(self, stream: _Stream) -> None:
+    def _forget_now(self, stream: Stream) -> None:
         self._streams.pop(stream.id, None)
         self._retained.pop(stream.id, None)
 
-    async def _forget(self, stream: _Stream) -> None:
+    async def _forget(self, stream: Stream) -> None:
         self._forget_now(stream)
         if self.resumable and stream.sse:
             assert self.id is not None
             await self.manager.event_store.forget_stream(self.id, stream.id)
 
-    def _retain_now(self, stream: _Stream) -> bool:
+    def _retain_now(self, stream: Stream) -> bool:
         # Retain a finished SSE stream, making room as far as the store forgets at once;
         # False if it must be awaited for the rest (``_retain_or_forget`` does that).
         retained = self._retained
@@ -613,7 +628,7 @@ class HttpSession:
             self._forget_now(oldest)
         return True
 
-    async def _retain_or_forget(self, stream: _Stream) -> None:
+    async def _retain_or_forget(self, stream: Stream) -> None:
         if not (self.resumable and stream.sse):
             await self._forget(stream)
             return
@@ -731,7 +746,7 @@ class HttpSession:
             self._forget_now(stream)
         return True
 
-    def _final_event_now(self, stream: _Stream, payload: JSONValue) -> Item | None:
+    def _final_event_now(self, stream: Stream, payload: JSONValue) -> Item | None:
         # An SSE stream's final answer as its last event, stored: only for a connection
         # that takes it now, and from a store that gives an id now (the router would
         # store it again otherwise). None if the answer must take the router.
@@ -750,7 +765,7 @@ class HttpSession:
                 return None
         return (event_id, data, True)
 
-    def _stream_of_batch(self, payload: list[JSONValue]) -> _Stream | None:
+    def _stream_of_batch(self, payload: list[JSONValue]) -> Stream | None:
         for request_id in _response_ids(payload):
             stream = self._by_request.get(request_id)
             if stream is not None:
@@ -778,7 +793,7 @@ class HttpSession:
             if conn is not None:
                 self._detach(stream, conn)
 
-    async def _deliver(self, stream: _Stream, data: bytes, *, final: bool) -> None:
+    async def _deliver(self, stream: Stream, data: bytes, *, final: bool) -> None:
         if not stream.sse:
             if final:
                 # The stream's one answer, and nothing came before it: plain JSON.
@@ -793,7 +808,7 @@ class HttpSession:
             event_id = await self._append(stream.id, data)
         await self._push(stream, (event_id, data, final))
 
-    async def _push(self, stream: _Stream, item: Item) -> None:
+    async def _push(self, stream: Stream, item: Item) -> None:
         conn = stream.conn
         if conn is None:
             return
@@ -810,7 +825,7 @@ class HttpSession:
             if stream.conn is conn:
                 stream.conn = None
 
-    async def _complete(self, stream: _Stream) -> None:
+    async def _complete(self, stream: Stream) -> None:
         stream.complete = True
         conn = stream.conn
         if conn is not None:

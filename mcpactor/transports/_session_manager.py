@@ -50,12 +50,12 @@ import trio
 
 from ..runtime import ProcessPool, SessionOptions
 from ..server import Server
-from ._attachment import Attachment
+from ._attachment import NudgeTimer
 from ._event_store import EventStore
 from ._http_sessions import HttpSession, SessionKind
 from ._security import is_loopback
 
-__all__ = ["ManagerStatistics", "NudgeTimer", "SessionLimitReached", "SessionManager"]
+__all__ = ["ManagerStatistics", "SessionLimitReached", "SessionManager"]
 
 #: seconds a session that has seen only its initialize may stay idle, by default
 UNCONFIRMED_TIMEOUT: Final = 60.0
@@ -70,44 +70,10 @@ SLEEP_AFTER: Final = 1.0
 COALESCE_SECONDS: Final = 0.005
 #: seconds a streamed POST runs before it watches for its client leaving
 WATCH_AFTER: Final = 2.0
-# A nudge timer nudges what is due within this many seconds at once: under load a wait
-# is due every few microseconds, and one wake-up each would cost what it saves.
-_NUDGE_TICK: Final = 0.001
 # Who a stateless request's handlers see as the client: it sent no clientInfo.
 _STATELESS_CLIENT: Final = {"name": "stateless HTTP client", "version": "0"}
 #: how many unconfirmed sessions a full table looks at for one that can give way
 _GIVE_WAY_LOOKS: Final = 64
-
-
-class NudgeTimer:
-    """Nudges writers a fixed delay after they ask, with one timer for all of them."""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        self._waits: collections.deque[tuple[float, Attachment, int]] = collections.deque()
-        self._watched = trio.Event()
-
-    def nudge_later(self, attachment: Attachment) -> None:
-        """Nudge the writer of ``attachment`` once ``delay`` seconds have passed."""
-        ticket = attachment.arm_nudge()
-        self._waits.append((trio.current_time() + self.delay, attachment, ticket))
-        if len(self._waits) == 1:
-            self._watched.set()
-
-    async def run(self) -> None:
-        """Nudge what falls due, for ever."""
-        waits = self._waits
-        while True:
-            if not waits:
-                await self._watched.wait()
-                self._watched = trio.Event()
-                continue
-            await trio.sleep_until(waits[0][0])
-            due = trio.current_time() + _NUDGE_TICK
-            while waits and waits[0][0] <= due:
-                # A writer whose item came in time is not waiting: nudging it is nothing.
-                _, attachment, ticket = waits.popleft()
-                attachment.nudge(ticket)
 
 
 @functools.lru_cache(maxsize=1024)

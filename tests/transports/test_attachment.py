@@ -12,9 +12,9 @@ import trio
 import trio.testing
 
 from mcpactor.transports import EventStore, HttpOptions, McpHttpApp, MemoryEventStore
-from mcpactor.transports._attachment import _CAPACITY, Attachment, Item
+from mcpactor.transports._attachment import _CAPACITY, _NUDGE_TICK, Attachment, Item, Stream
 from mcpactor.transports._http_sessions import HttpSession
-from mcpactor.transports._session_manager import _NUDGE_TICK, COALESCE_SECONDS
+from mcpactor.transports._session_manager import COALESCE_SECONDS
 from mcpactor.transports.http import EventStoreStatistics, Replay
 
 from ._http_client import McpClient, SseEvent
@@ -23,7 +23,7 @@ from ._http_server import Probe, asgi_client, initialized, make_server
 
 def attachment() -> Attachment:
     # The queue never looks at its stream.
-    return Attachment(None)  # type: ignore[arg-type]
+    return Attachment(Stream("1"))
 
 
 async def test_items_come_out_in_order_and_end_after_the_last() -> None:
@@ -287,7 +287,12 @@ async def test_an_answer_whose_client_left_is_forgotten() -> None:
 async def sse_client(
     monkeypatch: pytest.MonkeyPatch, store: EventStore | None = None
 ) -> AsyncIterator[tuple[McpHttpApp, McpClient, RouterCalls]]:
-    """An initialized client of an app answering in SSE, and the router's calls counted."""
+    """An initialized client of an app answering in SSE, and the router's calls counted.
+
+    Its tests run on a clock that stands still: a priming event's wait for the answer
+    behind it never runs out however slowly the machine runs, so the two always go out
+    together.
+    """
     calls = RouterCalls(monkeypatch)
     options = HttpOptions(response_mode="sse", event_store=store)
     async with asgi_client(make_server(Probe()), options=options) as (app, http):
@@ -316,7 +321,7 @@ async def resumed_messages(client: McpClient, last_event_id: str | None) -> list
 
 
 async def test_a_final_answer_on_an_sse_stream_skips_the_router(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, mock_clock: trio.testing.MockClock
 ) -> None:
     async with sse_client(monkeypatch) as (_, client, calls):
         before = calls.count
@@ -353,7 +358,7 @@ class AwaitedStore(EventStore):
 
 
 async def test_answers_take_the_router_when_the_event_store_must_be_awaited(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, mock_clock: trio.testing.MockClock
 ) -> None:
     store = AwaitedStore()
     async with sse_client(monkeypatch, store) as (_, client, calls):
