@@ -7,13 +7,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, TypedDict, TypeVar
 
 from ..protocol import Icon, JSONObject, ToolAnnotations
 from ._execution import TaskSupport
 
-__all__ = ["PromptOptions", "ResourceOptions", "ToolOptions", "check_options"]
+__all__ = ["PromptOptions", "ResourceOptions", "ToolOptions", "check_options", "registrar"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ToolOptions(TypedDict, total=False):
@@ -60,3 +62,13 @@ def check_options(method: str, allowed: type[Any], options: Mapping[str, Any]) -
     for key in options:
         if key not in keys:
             raise TypeError(f"Server.{method}() got an unexpected keyword argument {key!r}")
+
+
+def registrar(add: Callable[..., object], /, *args: Any, **kwargs: Any) -> Callable[[F], F]:
+    """A decorator that registers its function with ``add(fn, *args, **kwargs)``."""
+
+    def register(fn: F) -> F:
+        add(fn, *args, **kwargs)
+        return fn
+
+    return register

@@ -36,7 +36,7 @@ from . import _results, _tasks
 from ._context import Context
 from ._dispatch import ServerListener, method_not_found, method_table, serves_family
 from ._execution import HandlerTimeout, tool_execution
-from ._options import PromptOptions, ResourceOptions, ToolOptions, check_options
+from ._options import PromptOptions, ResourceOptions, ToolOptions, check_options, registrar
 from ._registry import (
     Catalog,
     PromptEntry,
@@ -185,12 +185,7 @@ class Server:
         if callable(name):
             return self.tool()(name)
         check_options("tool", ToolOptions, options)
-
-        def register(fn: F) -> F:
-            self.add_tool(fn, name=name, **options)
-            return fn
-
-        return register
+        return registrar(self.add_tool, name=name, **options)
 
     def add_tool(
         self, fn: Callable[..., Any], *, name: str | None = None, **options: Unpack[ToolOptions]
@@ -270,12 +265,7 @@ class Server:
     def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
         """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}``."""
         check_options("resource", ResourceOptions, options)
-
-        def register(fn: F) -> F:
-            self.add_resource(fn, uri, **options)
-            return fn
-
-        return register
+        return registrar(self.add_resource, uri, **options)
 
     def add_resource(
         self, fn: Callable[..., Any], uri: str, **options: Unpack[ResourceOptions]
@@ -368,12 +358,7 @@ class Server:
         if callable(name):
             return self.prompt()(name)
         check_options("prompt", PromptOptions, options)
-
-        def register(fn: F) -> F:
-            self.add_prompt(fn, name=name, **options)
-            return fn
-
-        return register
+        return registrar(self.add_prompt, name=name, **options)
 
     def add_prompt(
         self, fn: Callable[..., Any], *, name: str | None = None, **options: Unpack[PromptOptions]
