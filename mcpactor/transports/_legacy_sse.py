@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import urllib.parse
-from typing import TYPE_CHECKING
 
 import orjson
 
@@ -17,18 +16,16 @@ from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
 from ..protocol import decode
 from . import _sse
 from ._asgi import Headers, Receive, Scope, Send, client_address, read_body, reply, reply_error
+from ._endpoint import Endpoint
 from ._http_sessions import SessionKind
 from ._http_writer import write_stream
 from ._session_manager import SessionLimitReached
-
-if TYPE_CHECKING:
-    from ._http import McpHttpApp
 
 __all__ = ["serve_legacy_post", "serve_legacy_stream"]
 
 
 async def serve_legacy_stream(
-    app: McpHttpApp,
+    app: Endpoint,
     scope: Scope,
     receive: Receive,
     send: Send,
@@ -67,7 +64,7 @@ async def serve_legacy_stream(
 
 
 async def serve_legacy_post(
-    app: McpHttpApp,
+    app: Endpoint,
     scope: Scope,
     receive: Receive,
     send: Send,

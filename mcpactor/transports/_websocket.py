@@ -10,18 +10,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import trio
 
 from .._exceptions import PARSE_ERROR, ProtocolError, RemoteProtocolError
 from ..protocol import JSONValue, decode
 from ._asgi import Headers, Receive, Scope, Send, client_address
+from ._endpoint import Endpoint
 from ._http_sessions import Attachment, HttpSession, SessionKind
 from ._session_manager import SessionLimitReached
-
-if TYPE_CHECKING:
-    from ._http import McpHttpApp
 
 __all__ = ["SUBPROTOCOL", "serve_websocket"]
 
@@ -32,7 +30,7 @@ _POLICY: Final = 1008
 _TRY_LATER: Final = 1013
 
 
-async def serve_websocket(app: McpHttpApp, scope: Scope, receive: Receive, send: Send) -> None:
+async def serve_websocket(app: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
     """Serve one WebSocket connection as one MCP session."""
     connect = await receive()
     if connect["type"] != "websocket.connect":
