@@ -1,0 +1,277 @@
+"""The package's shape: no import cycles, imports point down the layers, one revision table.
+
+Read from the source with ``ast``, so that every import counts: those under
+``TYPE_CHECKING`` and inside functions as much as those at the top of a module.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mcpactor"
+
+# --- the import graph ----------------------------------------------------------------
+
+
+@attrs.frozen
+class Module:
+    name: str
+    is_package: bool
+    tree: ast.Module
+
+
+@functools.cache
+def modules() -> dict[str, Module]:
+    """Every module of the package by dotted name (a package by its own name)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        name = ".".join(parts)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found[name] = Module(name, is_package, tree)
+    return found
+
+
+def imported(module: Module) -> Iterator[tuple[str, int]]:
+    """The package's modules that ``module`` imports anywhere, with the line of each."""
+    known = modules()
+    package = module.name if module.is_package else module.name.rpartition(".")[0]
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, node.module] if node.module else base)
+            else:
+                source = node.module or ""
+            # ``from package import name`` imports the submodule ``name`` if there is
+            # one, else a name from the package's ``__init__``.
+            targets = [
+                f"{source}.{alias.name}" if f"{source}.{alias.name}" in known else source
+                for alias in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            if target in known and target != module.name:
+                yield target, node.lineno
+
+
+@functools.cache
+def graph() -> dict[str, frozenset[str]]:
+    return {
+        name: frozenset(target for target, _ in imported(module))
+        for name, module in modules().items()
+    }
+
+
+def cycles(edges: dict[str, frozenset[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(edges[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component: set[str] = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_graph_sees_every_kind_of_import() -> None:
+    # A check of the reader itself: imports under TYPE_CHECKING, inside a function and
+    # of a submodule through ``from . import`` all count.
+    edges = graph()
+    assert "mcpactor.transports.http" in edges["mcpactor.transports"]  # TYPE_CHECKING
+    assert "mcpactor.protocol._convert" in edges["mcpactor.protocol"]  # in a function
+    assert "mcpactor.transports._sse" in edges["mcpactor.transports._legacy_sse"]
+
+
+def test_cycles_finds_a_cycle_through_any_number_of_modules() -> None:
+    edges = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"}), "d": frozenset()}
+    assert cycles(edges) == [frozenset({"a", "b", "c"})]
+    assert cycles({"a": frozenset({"b"}), "b": frozenset()}) == []
+
+
+#: Import cycles known to remain, each to be untied; none may be added. Empty now.
+KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
+
+
+def test_no_import_cycle() -> None:
+    found = set(cycles(graph()))
+    new = found - KNOWN_CYCLES
+    assert not new, f"new import cycles: {[sorted(c) for c in new]}"
+    untied = KNOWN_CYCLES - found
+    assert not untied, f"untied, remove from KNOWN_CYCLES: {[sorted(c) for c in untied]}"
+
+
+# --- layers (DESIGN.md: imports point downward only) ------------------------------------
+
+#: Modules every layer may import; they import nothing of the package themselves.
+BASE = frozenset({"mcpactor._exceptions", "mcpactor._version"})
+#: The layers, each with the layers below it that it may import (besides BASE). The
+#: package itself, the CLI, plugins, testing and their helpers sit on top and may
+#: import anything; nothing below may import them.
+LAYERS: dict[str, frozenset[str]] = {
+    "protocol": frozenset(),
+    "server": frozenset({"protocol"}),
+    "runtime": frozenset({"protocol", "server"}),
+    "transports": frozenset({"protocol", "runtime"}),
+    "client": frozenset({"protocol", "transports"}),
+}
+#: Imports the table above does not allow that the code makes today, and why.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("transports", "server"): (
+        "a transport serves a Server handed to it (serve_stdio, open_http_app and the "
+        "HTTP session manager take one); it only passes it on to the runtime"
+    ),
+    ("client", "runtime"): (
+        "the in-memory connection (connect_in_memory) runs a SessionActor across "
+        "memory channels, with no transport in between"
+    ),
+    ("client", "server"): (
+        "the in-memory connection takes a Server, and the proxy mounts a remote server "
+        "as a Server (its catalog, result adapters and URI templates)"
+    ),
+}
+
+
+def layer(name: str) -> str:
+    """The layer of a module: protocol, server, runtime, transports, client, base or top."""
+    if name in BASE:
+        return "base"
+    parts = name.split(".")
+    if len(parts) > 1 and parts[1] in LAYERS:
+        return parts[1]
+    return "top"
+
+
+def layer_imports() -> Iterator[tuple[str, str, str, int]]:
+    """(importer, imported, importer's layer, line) for imports across layers."""
+    for name, module in modules().items():
+        for target, line in imported(module):
+            if layer(name) != layer(target):
+                yield name, target, layer(target), line
+
+
+def test_base_modules_import_nothing_of_the_package() -> None:
+    for name in BASE:
+        assert name in modules()
+        assert list(imported(modules()[name])) == []
+
+
+def test_imports_point_down_the_layers() -> None:
+    wrong = []
+    for name, target, target_layer, line in layer_imports():
+        own = layer(name)
+        if own == "top" or target_layer == "base":
+            continue
+        if target_layer in LAYERS[own] or (own, target_layer) in EXCEPTIONS:
+            continue
+        wrong.append(f"{name}:{line} imports {target}")
+    assert not wrong, "imports against the layers (DESIGN.md):\n" + "\n".join(wrong)
+
+
+def test_every_listed_exception_is_still_needed() -> None:
+    used = {(layer(name), target_layer) for name, _, target_layer, _ in layer_imports()}
+    stale = set(EXCEPTIONS) - used
+    assert not stale, f"no longer imported, remove from EXCEPTIONS: {sorted(stale)}"
+
+
+# --- one revision table ------------------------------------------------------------------
+
+#: The one module that names protocol revisions; everything else reads its rows.
+REVISION_TABLE = "mcpactor.protocol._revisions"
+#: A date the way revisions are named (2025-11-25, 2026-07-28, …).
+REVISION_NAME = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+#: Revision names in strings outside the table that remain to be moved there, with where
+#: they should come from instead; none may be added.
+KNOWN_REVISION_STRINGS: dict[tuple[str, str], str] = {
+    ("mcpactor.server._context", "2025-11-25"): (
+        "the URL-mode elicitation error names the revision; it could name the first row "
+        "of the table with elicitation_url"
+    ),
+}
+
+
+def docstrings(tree: ast.Module) -> set[int]:
+    """The ids of the docstring nodes of a module and its classes and functions."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                found.add(id(first.value))
+    return found
+
+
+def revision_strings() -> set[tuple[str, str]]:
+    """(module, revision name) for each string in code, not docstrings, naming a revision.
+
+    Comments and docstrings may say which revision brought a feature: that documents
+    the code. A string the code acts on or shows (a constant, a message) may not.
+    """
+    found: set[tuple[str, str]] = set()
+    for name, module in modules().items():
+        if name == REVISION_TABLE:
+            continue
+        skip = docstrings(module.tree)
+        for node in ast.walk(module.tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in skip
+            ):
+                found.update((name, date) for date in REVISION_NAME.findall(node.value))
+    return found
+
+
+def test_the_revision_table_names_the_revisions() -> None:
+    from mcpactor.protocol import REVISIONS
+
+    assert REVISION_TABLE in modules()
+    assert all(REVISION_NAME.fullmatch(version) for version in REVISIONS)
+
+
+def test_no_revision_is_named_outside_the_revision_table() -> None:
+    found = revision_strings()
+    new = found - set(KNOWN_REVISION_STRINGS)
+    assert not new, f"revision names outside {REVISION_TABLE}: {sorted(new)}"
+    moved = set(KNOWN_REVISION_STRINGS) - found
+    assert not moved, f"gone, remove from KNOWN_REVISION_STRINGS: {sorted(moved)}"
