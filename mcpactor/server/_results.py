@@ -18,6 +18,7 @@ from ..protocol import (
     AudioContent,
     BlobResourceContents,
     CallToolResult,
+    Completion,
     ContentBlock,
     EmbeddedResource,
     GetPromptResult,
@@ -37,10 +38,14 @@ __all__ = [
     "Audio",
     "Image",
     "adapt_content",
+    "completion_result",
     "to_content",
     "to_prompt_result",
     "to_resource_contents",
 ]
+
+#: the most values a ``completion/complete`` result carries (spec: at most 100)
+MAX_COMPLETIONS: Final = 100
 
 CONTENT_TYPES: Final = (TextContent, ImageContent, AudioContent, EmbeddedResource, ResourceLink)
 
@@ -242,3 +247,22 @@ def to_resource_contents(value: Any, uri: str, mime_type: str | None) -> list[JS
             entry["mimeType"] = mime_type or "application/json"
         contents.append(entry)
     return contents
+
+
+def completion_result(answer: Any) -> JSONObject:
+    """The ``completion`` object for what a completer returned (strings or a Completion)."""
+    if isinstance(answer, Completion):
+        values = list(answer.values)
+        total, has_more = answer.total, answer.has_more
+    else:
+        values = [str(v) for v in (answer or ())]
+        total, has_more = len(values), False
+    if len(values) > MAX_COMPLETIONS:
+        total = total if total is not None and total >= len(values) else len(values)
+        values, has_more = values[:MAX_COMPLETIONS], True
+    completion: JSONObject = {"values": values}
+    if total is not None:
+        completion["total"] = total
+    if has_more is not None:
+        completion["hasMore"] = has_more
+    return completion

@@ -8,19 +8,15 @@
 
 from __future__ import annotations
 
-import base64
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar, Unpack, overload
 
-import orjson
-
 from .._exceptions import INVALID_PARAMS, RequestError, SchemaError, ToolError
 from ..protocol import (
     CallToolResult,
-    Completion,
     GetPromptResult,
     Icon,
     JSONObject,
@@ -35,23 +31,26 @@ from ..protocol import (
 from . import _results, _tasks
 from ._context import Context
 from ._dispatch import ServerListener, method_not_found, method_table, serves_family
-from ._execution import HandlerTimeout, tool_execution
+from ._execution import HandlerTimeout
 from ._options import PromptOptions, ResourceOptions, ToolOptions, check_options, registrar
+from ._paging import Pages, paginate
+from ._registration import (
+    completer_context,
+    is_template,
+    prompt_entry,
+    resource_entry,
+    tool_entry,
+)
 from ._registry import (
     Catalog,
     PromptEntry,
     ResourceEntry,
-    StringBinder,
     TemplateEntry,
     ToolEntry,
     check_tool_name,
-    compile_validator,
-    description_of,
     is_async_callable,
     validation_errors,
-    wire,
 )
-from ._schema import describe_function
 
 if TYPE_CHECKING:
     # Composition (``mount``) and URI templates are loaded when a server first uses them.
@@ -64,7 +63,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 _log = logging.getLogger("mcpactor")
 
 _SKIP_OUTPUT: Final = (*_results.CONTENT_TYPES, CallToolResult, GetPromptResult, bytes)
-_MAX_COMPLETIONS: Final = 100
 _RESOURCE_NOT_FOUND: Final = -32002
 
 
@@ -114,7 +112,7 @@ class Server:
         self._listeners: set[ServerListener] = set()
         # The servers mounted in this one, once ``mount`` is called.
         self._mounts: Composition | None = None
-        self._pages: dict[tuple[str, str], list[list[JSONObject]]] = {}
+        self._pages: Pages = {}
         self._lifespans: list[Callable[[Server], AbstractAsyncContextManager[Any]]] = []
         #: async callables run with a Context when a client says its roots changed
         self.roots_changed_hooks: list[Callable[[Context], Any]] = []
@@ -192,69 +190,11 @@ class Server:
     ) -> None:
         """Register a tool (the non-decorator form); replaces nothing silently."""
         check_options("add_tool", ToolOptions, options)
-        input_schema = options.get("input_schema")
-        output_schema = options.get("output_schema")
-        structured_output = options.get("structured_output")
-        icons = options.get("icons")
         tool_name = name or fn.__name__
         check_tool_name(tool_name)
         if tool_name in self._tools:
             raise SchemaError(f"tool {describe(tool_name)} is already registered on {self!r}")
-        signature = describe_function(fn, context_types=(Context,), skip_output_types=_SKIP_OUTPUT)
-        schema = input_schema if input_schema is not None else signature.input_schema
-        if schema.get("type") != "object":
-            raise SchemaError(
-                f"tool {describe(tool_name)}: inputSchema must have type 'object', "
-                f"got {describe(schema.get('type'))}"
-            )
-        if output_schema is None and structured_output is not False:
-            output_schema = signature.output_schema
-        if structured_output is False:
-            output_schema = None
-        if output_schema is not None and output_schema.get("type") != "object":
-            raise SchemaError(
-                f"tool {describe(tool_name)}: outputSchema must have type 'object', "
-                f"got {describe(output_schema.get('type'))}"
-            )
-        what = f"tool {describe(tool_name)}"
-        execution = tool_execution(
-            fn,
-            name=tool_name,
-            is_async=is_async_callable(fn),
-            context_param=signature.context_param,
-            offload=options.get("offload"),
-            timeout=options.get("timeout"),
-            task_support=options.get("task_support", "forbidden"),
-        )
-        definition = wire(
-            {
-                "name": tool_name,
-                "title": options.get("title"),
-                "description": description_of(fn, options.get("description")),
-                "inputSchema": schema,
-                "outputSchema": output_schema,
-                "annotations": unstructure(options.get("annotations")),
-                "icons": unstructure(list(icons)) if icons else None,
-                "execution": execution.wire(),
-                "_meta": options.get("meta"),
-            }
-        )
-        self._tools[tool_name] = ToolEntry(
-            name=tool_name,
-            fn=fn,
-            is_async=is_async_callable(fn),
-            signature=signature,
-            binds_arguments=input_schema is None,
-            input_validator=compile_validator(schema, what=f"{what} inputSchema"),
-            output_validator=(
-                compile_validator(output_schema, what=f"{what} outputSchema")
-                if output_schema is not None
-                else None
-            ),
-            definition=definition,
-            context_param=signature.context_param,
-            execution=execution,
-        )
+        self._tools[tool_name] = tool_entry(fn, tool_name, options)
         self._changed("tools")
 
     def remove_tool(self, name: str) -> None:
@@ -272,70 +212,13 @@ class Server:
     ) -> None:
         """Register a resource or resource template (the non-decorator form)."""
         check_options("add_resource", ResourceOptions, options)
-        mime_type = options.get("mime_type")
-        icons = options.get("icons")
-        # Only the parameters matter: what the handler returns (bytes, content blocks)
-        # never becomes an output schema.
-        signature = describe_function(fn, context_types=(Context,), skip_output_types=(object,))
-        common = {
-            "name": options.get("name") or fn.__name__,
-            "title": options.get("title"),
-            "description": description_of(fn, options.get("description")),
-            "mimeType": mime_type,
-            "annotations": unstructure(options.get("annotations")),
-            "icons": unstructure(list(icons)) if icons else None,
-            "_meta": options.get("meta"),
-        }
-        if _is_template(uri):
-            from ._uritemplate import UriTemplate, UriTemplateError
-
-            try:
-                template = UriTemplate.parse(uri)
-            except UriTemplateError as exc:
-                # Every registration failure is a SchemaError, whatever found it.
-                raise SchemaError(f"resource template {describe(uri)}: {exc}") from exc
-            params = set(signature.input_schema.get("properties", {}))
-            missing = [v for v in template.variables if v not in params]
-            if missing:
-                raise SchemaError(
-                    f"resource template {describe(uri)}: {fn.__name__}() has no parameter for "
-                    f"{', '.join(map(repr, missing))}"
-                )
-            required = set(signature.input_schema.get("required", ()))
-            extra = sorted(required - set(template.variables))
-            if extra:
-                raise SchemaError(
-                    f"resource template {describe(uri)}: parameters {extra} of {fn.__name__}() "
-                    "are not template variables and have no default"
-                )
-            if uri in self._templates:
-                raise SchemaError(f"resource template {describe(uri)} is already registered")
-            self._templates[uri] = TemplateEntry(
-                template=template,
-                fn=fn,
-                is_async=is_async_callable(fn),
-                mime_type=mime_type,
-                definition=wire({"uriTemplate": uri, **common}),
-                context_param=signature.context_param,
-                binder=StringBinder.build(signature, what=f"resource template {describe(uri)}"),
-            )
+        entry = resource_entry(
+            fn, uri, options, resources=self._resources, templates=self._templates
+        )
+        if isinstance(entry, TemplateEntry):
+            self._templates[uri] = entry
         else:
-            if signature.input_schema.get("required"):
-                raise SchemaError(
-                    f"resource {describe(uri)}: {fn.__name__}() takes arguments but the "
-                    "URI has no "
-                    "{variables}; use a URI template"
-                )
-            if uri in self._resources:
-                raise SchemaError(f"resource {describe(uri)} is already registered")
-            self._resources[uri] = ResourceEntry(
-                uri=uri,
-                fn=fn,
-                is_async=is_async_callable(fn),
-                mime_type=mime_type,
-                definition=wire({"uri": uri, "size": options.get("size"), **common}),
-                context_param=signature.context_param,
-            )
+            self._resources[uri] = entry
         self._changed("resources")
 
     def remove_resource(self, uri: str) -> None:
@@ -365,50 +248,10 @@ class Server:
     ) -> None:
         """Register a prompt (the non-decorator form)."""
         check_options("add_prompt", PromptOptions, options)
-        icons = options.get("icons")
         prompt_name = name or fn.__name__
         if prompt_name in self._prompts:
             raise SchemaError(f"prompt {describe(prompt_name)} is already registered on {self!r}")
-        # Only the parameters matter: what the handler returns (bytes, content blocks)
-        # never becomes an output schema.
-        signature = describe_function(fn, context_types=(Context,), skip_output_types=(object,))
-        properties: dict[str, Any] = signature.input_schema.get("properties", {})
-        required = frozenset(signature.input_schema.get("required", ()))
-        arguments = []
-        choices: dict[str, tuple[str, ...]] = {}
-        for arg, prop in properties.items():
-            arguments.append(
-                wire(
-                    {
-                        "name": arg,
-                        "title": prop.get("title"),
-                        "description": prop.get("description"),
-                        "required": arg in required,
-                    }
-                )
-            )
-            enum = prop.get("enum")
-            if isinstance(enum, list):
-                choices[arg] = tuple(str(option) for option in enum)
-        self._prompts[prompt_name] = PromptEntry(
-            name=prompt_name,
-            fn=fn,
-            is_async=is_async_callable(fn),
-            definition=wire(
-                {
-                    "name": prompt_name,
-                    "title": options.get("title"),
-                    "description": description_of(fn, options.get("description")),
-                    "arguments": arguments or None,
-                    "icons": unstructure(list(icons)) if icons else None,
-                    "_meta": options.get("meta"),
-                }
-            ),
-            context_param=signature.context_param,
-            required=required,
-            binder=StringBinder.build(signature, what=f"prompt {describe(prompt_name)}"),
-            choices=choices,
-        )
+        self._prompts[prompt_name] = prompt_entry(fn, prompt_name, options)
         self._changed("prompts")
 
     def remove_prompt(self, name: str) -> None:
@@ -425,10 +268,8 @@ class Server:
         """
 
         def register(fn: F) -> F:
-            kind = "ref/resource" if _is_template(ref) else "ref/prompt"
-            # Read the signature once here, not on every completion request.
-            context_param = describe_function(fn, context_types=(Context,)).context_param
-            self._completers[(kind, ref, argument)] = (fn, context_param)
+            kind = "ref/resource" if is_template(ref) else "ref/prompt"
+            self._completers[(kind, ref, argument)] = (fn, completer_context(fn))
             return fn
 
         return register
@@ -805,70 +646,12 @@ class Server:
             prompt = self._prompts.get(key) if kind == "ref/prompt" else None
             options = prompt.choices.get(arg_name, ()) if prompt is not None else ()
             answer = [option for option in options if option.startswith(value)]
-        return {"completion": _completion(answer)}
+        return {"completion": _results.completion_result(answer)}
 
     # pagination
 
     def _page(self, kind: str, revision: Revision, params: JSONObject, entries: Any) -> JSONObject:
-        key = (kind, revision.version)
-        pages = self._pages.get(key)
-        if pages is None:
-            items = [entry.wire(revision) for entry in entries]
-            size = self.page_size
-            pages = [items[i : i + size] for i in range(0, len(items), size)] or [[]]
-            self._pages[key] = pages
-        index = _decode_cursor(params.get("cursor"), kind)
-        if index >= len(pages):
-            raise RequestError(INVALID_PARAMS, "the cursor is past the end of the list")
-        result: JSONObject = {kind: pages[index]}
-        if index + 1 < len(pages):
-            result["nextCursor"] = _encode_cursor(kind, index + 1)
-        return result
-
-
-def _is_template(uri: str) -> bool:
-    # A URI without "{" has no expression: _uritemplate is loaded only for templates.
-    if "{" not in uri:
-        return False
-    from ._uritemplate import is_uri_template
-
-    return is_uri_template(uri)
-
-
-def _encode_cursor(kind: str, page: int) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps([kind, page])).decode("ascii")
-
-
-def _decode_cursor(cursor: Any, kind: str) -> int:
-    if cursor is None:
-        return 0
-    try:
-        decoded = orjson.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
-        if decoded[0] == kind and type(decoded[1]) is int and decoded[1] >= 0:
-            return int(decoded[1])
-    except (ValueError, TypeError, AttributeError, IndexError, KeyError, orjson.JSONDecodeError):
-        pass
-    raise RequestError(
-        INVALID_PARAMS, f"invalid cursor {describe(cursor)}", {"cursor": bounded_value(cursor)}
-    )
-
-
-def _completion(answer: Any) -> JSONObject:
-    if isinstance(answer, Completion):
-        values = list(answer.values)
-        total, has_more = answer.total, answer.has_more
-    else:
-        values = [str(v) for v in (answer or ())]
-        total, has_more = len(values), False
-    if len(values) > _MAX_COMPLETIONS:
-        total = total if total is not None and total >= len(values) else len(values)
-        values, has_more = values[:_MAX_COMPLETIONS], True
-    completion: JSONObject = {"values": values}
-    if total is not None:
-        completion["total"] = total
-    if has_more is not None:
-        completion["hasMore"] = has_more
-    return completion
+        return paginate(self._pages, kind, revision, params, entries, self.page_size)
 
 
 @asynccontextmanager
