@@ -1,0 +1,327 @@
+# The request handlers of a Server: a method's params and Context in, its result out.
+#
+# ``Handlers`` holds one method per entry of ``_dispatch.HANDLERS`` (the method table is
+# built from those names) and what they share: finding an entry, running its function
+# (awaited, or through the Context's peer in a worker thread or process, with its
+# deadline), shaping its result (_results.py) and paging the lists (_paging.py). The
+# registry they read is the Server's, declared here and filled in by _server.py.
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .._exceptions import INVALID_PARAMS, RequestError, ToolError
+from ..protocol import (
+    CallToolResult,
+    JSONObject,
+    Revision,
+    bounded_value,
+    clip_all,
+    describe,
+    describe_error,
+    error_text,
+)
+from . import _results, _tasks
+from ._context import Context
+from ._dispatch import serves_family
+from ._execution import HandlerTimeout
+from ._paging import Pages, paginate
+from ._registry import (
+    PromptEntry,
+    ResourceEntry,
+    TemplateEntry,
+    ToolEntry,
+    is_async_callable,
+    validation_errors,
+)
+
+__all__ = ["Completer", "Handlers"]
+
+_log = logging.getLogger("mcpactor")
+
+#: a completion handler, with the name of its Context parameter or None
+Completer = Callable[..., Any]
+
+
+class Handlers:
+    """The request handlers of a Server, by the names the method table gives them."""
+
+    page_size: int
+    tool_timeout: float | None
+    _tools: dict[str, ToolEntry]
+    # whether some tool may run as a task (None: not known since the tools changed)
+    _task_tools: bool | None
+    _resources: dict[str, ResourceEntry]
+    _templates: dict[str, TemplateEntry]
+    _prompts: dict[str, PromptEntry]
+    # (kind, ref, argument) -> (completer, its Context parameter or None)
+    _completers: dict[tuple[str, str, str], tuple[Completer, str | None]]
+    _pages: Pages
+
+    def _serves(self, method: str) -> bool:
+        family = method.partition("/")[0]
+        if family == "tasks":
+            return self._offers_tasks()
+        return serves_family(family, self._tools, self._prompts, self._resources, self._templates)
+
+    def _offers_tasks(self) -> bool:
+        if self._task_tools is None:
+            self._task_tools = any(
+                tool.execution.task_support != "forbidden" for tool in self._tools.values()
+            )
+        return self._task_tools
+
+    async def _invoke(
+        self, fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any], ctx: Context
+    ) -> Any:
+        if is_async:
+            return await fn(**kwargs)
+        return await ctx._peer.run_sync(functools.partial(fn, **kwargs))
+
+    async def _invoke_tool(self, tool: ToolEntry, kwargs: dict[str, Any], ctx: Context) -> Any:
+        execution = tool.execution
+        timeout = execution.timeout if execution.timeout is not None else self.tool_timeout
+        if execution.offload is None and timeout is None:
+            return await self._invoke(tool.fn, tool.is_async, kwargs, ctx)
+        # Deadlines and worker processes need the event loop: the runtime runs those.
+        offload = execution.offload_for(tool.is_async)
+        return await ctx._peer.call(tool.fn, kwargs, offload=offload, timeout=timeout)
+
+    # tools
+
+    async def _list_tools(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return self._page("tools", ctx.negotiated.revision, params, self._tools.values())
+
+    async def _call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
+        name = params.get("name")
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            raise RequestError(
+                INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": bounded_value(name)}
+            )
+        task = _tasks.requested_task(
+            params,
+            tool=tool.name,
+            support=tool.execution.task_support,
+            revision=ctx.negotiated.revision,
+            offered=self._offers_tasks(),
+        )
+        if task is not None:
+            # Answered at once with a CreateTaskResult; the call runs on as a task.
+            return await ctx._peer.tasks.create(
+                functools.partial(self._run_tool, tool, params), ctx, task
+            )
+        return await self._run_tool(tool, params, ctx)
+
+    async def _run_tool(self, tool: ToolEntry, params: JSONObject, ctx: Context) -> JSONObject:
+        name = tool.name
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict:
+            raise RequestError(
+                INVALID_PARAMS, f"tool {describe(name)}: 'arguments' must be an object"
+            )
+        revision = ctx.negotiated.revision
+        errors = validation_errors(tool.input_validator, arguments)
+        if errors:
+            message = f"invalid arguments for tool {describe(name)}: " + "; ".join(
+                f"{e['path']}: {e['message']}" for e in errors
+            )
+            if revision.input_errors_in_result:
+                return _results.error_result(message)
+            raise RequestError(INVALID_PARAMS, message, {"tool": name, "errors": errors})
+        kwargs = tool.signature.bind(arguments) if tool.binds_arguments else dict(arguments)
+        if tool.context_param is not None:
+            kwargs[tool.context_param] = ctx
+        try:
+            value = await self._invoke_tool(tool, kwargs, ctx)
+        except ToolError as exc:
+            # The tool's own words, unclipped; only a str() that cannot finish is replaced.
+            return _results.error_result(error_text(exc, None))
+        except HandlerTimeout as exc:
+            return _results.error_result(
+                f"tool {describe(name)} timed out after {exc.timeout:g} s"
+            )
+        except RequestError:
+            raise
+        except Exception as exc:
+            _log.exception("tool %r failed", name)
+            return _results.error_result(f"tool {describe(name)} failed: {describe_error(exc)}")
+        structured = None
+        if tool.output_validator is not None and not isinstance(value, CallToolResult):
+            structured = tool.signature.structure_output(value)
+            errors = validation_errors(tool.output_validator, structured)
+            if errors:
+                _log.error(
+                    "tool %r returned output that breaks its outputSchema: %s", name, errors
+                )
+                return _results.error_result(
+                    f"tool {describe(name)} returned output that does not match its outputSchema: "
+                    + "; ".join(f"{e['path']}: {e['message']}" for e in errors)
+                )
+        result = _results.tool_result(
+            value, structured, has_output_schema=tool.output_validator is not None
+        )
+        return _results.adapt_tool_result(result, revision)
+
+    # resources
+
+    async def _list_resources(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return self._page("resources", ctx.negotiated.revision, params, self._resources.values())
+
+    async def _list_templates(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return self._page(
+            "resourceTemplates", ctx.negotiated.revision, params, self._templates.values()
+        )
+
+    def _find_resource(
+        self, uri: str
+    ) -> tuple[ResourceEntry | TemplateEntry, dict[str, Any]] | None:
+        entry = self._resources.get(uri)
+        if entry is not None:
+            return entry, {}
+        for template in self._templates.values():
+            values = template.template.match(uri)
+            if values is not None:
+                return template, template.arguments(values)
+        return None
+
+    def _resource_uri(self, params: JSONObject) -> str:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise RequestError(
+                INVALID_PARAMS, f"'uri' must be a non-empty string, got {describe(uri)}"
+            )
+        return uri
+
+    async def _read_resource(self, params: JSONObject, ctx: Context) -> JSONObject:
+        uri = self._resource_uri(params)
+        found = self._find_resource(uri)
+        if found is None:
+            raise RequestError(
+                ctx.negotiated.revision.resource_not_found_code,
+                f"resource not found: {describe(uri)}",
+                {"uri": bounded_value(uri)},
+            )
+        entry, kwargs = found
+        if entry.context_param is not None:
+            kwargs[entry.context_param] = ctx
+        value = await self._invoke(entry.fn, entry.is_async, kwargs, ctx)
+        contents = _results.to_resource_contents(value, uri, entry.mime_type)
+        return {"contents": contents}
+
+    async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
+        uri = self._resource_uri(params)
+        if self._find_resource(uri) is None:
+            raise RequestError(
+                ctx.negotiated.revision.resource_not_found_code,
+                f"resource not found: {describe(uri)}",
+                {"uri": bounded_value(uri)},
+            )
+        ctx._peer.subscribe(uri)
+        return {}
+
+    async def _unsubscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
+        ctx._peer.unsubscribe(self._resource_uri(params))
+        return {}
+
+    # prompts
+
+    async def _list_prompts(self, params: JSONObject, ctx: Context) -> JSONObject:
+        return self._page("prompts", ctx.negotiated.revision, params, self._prompts.values())
+
+    async def _get_prompt(self, params: JSONObject, ctx: Context) -> JSONObject:
+        name = params.get("name")
+        prompt = self._prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise RequestError(
+                INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": bounded_value(name)}
+            )
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict) or not all(
+            isinstance(v, str) for v in arguments.values()
+        ):
+            raise RequestError(
+                INVALID_PARAMS, f"prompt {describe(name)}: 'arguments' must map names to strings"
+            )
+        missing = sorted(prompt.required - arguments.keys())
+        if missing:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"prompt {describe(name)}: missing required arguments {missing}",
+                {"missing": missing},
+            )
+        unknown = sorted(arguments.keys() - prompt.binder.coercers.keys())
+        if unknown:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"prompt {describe(name)}: unknown arguments {describe(unknown)}",
+                {"unknown": clip_all(unknown)},
+            )
+        kwargs = prompt.binder.bind(arguments)
+        if prompt.context_param is not None:
+            kwargs[prompt.context_param] = ctx
+        value = await self._invoke(prompt.fn, prompt.is_async, kwargs, ctx)
+        result = _results.to_prompt_result(value, prompt.definition.get("description"))
+        revision = ctx.negotiated.revision
+        for message in result["messages"]:
+            message["content"] = _results.adapt_content([message["content"]], revision)[0]
+        return result
+
+    # completion
+
+    async def _complete(self, params: JSONObject, ctx: Context) -> JSONObject:
+        ref = params.get("ref")
+        argument = params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise RequestError(
+                INVALID_PARAMS, "completion/complete needs 'ref' and 'argument' objects"
+            )
+        kind = ref.get("type")
+        key = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
+        arg_name = argument.get("name")
+        value = argument.get("value", "")
+        if not isinstance(key, str) or not isinstance(arg_name, str) or not isinstance(value, str):
+            raise RequestError(
+                INVALID_PARAMS,
+                "completion/complete: ref name/uri and argument name/value must be strings",
+            )
+        if kind == "ref/prompt":
+            if key not in self._prompts:
+                raise RequestError(
+                    INVALID_PARAMS,
+                    f"unknown prompt: {describe(key)}",
+                    {"name": bounded_value(key)},
+                )
+        elif kind == "ref/resource":
+            if key not in self._templates and key not in self._resources:
+                raise RequestError(
+                    INVALID_PARAMS,
+                    f"unknown resource template: {describe(key)}",
+                    {"uri": bounded_value(key)},
+                )
+        else:
+            raise RequestError(INVALID_PARAMS, f"unknown reference type {describe(kind)}")
+        context = params.get("context")
+        context_args = context.get("arguments") if isinstance(context, dict) else None
+        context_args = context_args if isinstance(context_args, dict) else {}
+        found = self._completers.get((kind, key, arg_name))
+        if found is not None:
+            completer, context_param = found
+            extra = {context_param: ctx} if context_param is not None else {}
+            call = functools.partial(completer, value, context_args, **extra)
+            answer = await self._invoke(call, is_async_callable(completer), {}, ctx)
+        else:
+            prompt = self._prompts.get(key) if kind == "ref/prompt" else None
+            options = prompt.choices.get(arg_name, ()) if prompt is not None else ()
+            answer = [option for option in options if option.startswith(value)]
+        return {"completion": _results.completion_result(answer)}
+
+    # pagination
+
+    def _page(self, kind: str, revision: Revision, params: JSONObject, entries: Any) -> JSONObject:
+        return paginate(self._pages, kind, revision, params, entries, self.page_size)
