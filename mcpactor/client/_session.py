@@ -7,8 +7,8 @@
 # connection's business (see _connect.py). One reader task (``_read``) owns the receive
 # channel and never blocks on anything but it:
 #
-# - a response fills the one-shot slot of the request with that id; the caller, waiting
-#   on the slot, returns the result or raises ``RequestError``;
+# - a response fills the one-shot slot (_pending.py) of the request with that id; the
+#   caller, waiting on the slot, returns the result or raises ``RequestError``;
 # - a progress notification goes, by token, to a small per-request channel that the
 #   *caller's* task drains into its progress handler (so a slow or failing handler
 #   blocks or fails its own call only, never the reader);
@@ -22,14 +22,17 @@
 # A caller whose scope is cancelled (or whose timeout expires) while waiting sends
 # ``notifications/cancelled`` for its request on the way out, shielded and bounded;
 # the late response, if any, is then ignored.
+#
+# The typed MCP methods (``list_tools``, ``call_tool`` …) are built on ``request`` in
+# _methods.py, which ``ClientSession`` inherits.
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Final, TypedDict, TypeGuard, Unpack, final
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final, TypedDict, Unpack, final
 
 import attrs
 import trio
@@ -37,7 +40,6 @@ import trio
 from .._exceptions import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    CapabilityError,
     ProtocolError,
     RemoteProtocolError,
     RequestError,
@@ -71,15 +73,15 @@ from ._handlers import (
     SamplingHandler,
     ServerMessageHook,
 )
+from ._methods import ClientMethods
 from ._notifications import NotificationLog, NotificationPredicate
+from ._pending import Pending, is_id, report_progress
 
 __all__ = ["ClientArgs", "ClientSession", "ClientStatistics", "open_client_session"]
 
 _log = logging.getLogger("mcpactor.client")
 
 _DEFAULT_LOG_SIZE: Final = 1000
-# Progress updates queued for one call before further ones are dropped.
-_PROGRESS_BUFFER: Final = 64
 # How long a cancelled caller may spend telling the server so.
 _CANCEL_NOTICE_TIMEOUT: Final = 5.0
 
@@ -108,34 +110,8 @@ class ClientStatistics:
     notifications_logged: int
 
 
-class _Pending:
-    __slots__ = ("done", "error", "method", "progress_receive", "progress_send", "result")
-
-    def __init__(self, method: str, *, progress: bool) -> None:
-        self.method = method
-        self.done = trio.Event()
-        self.result: JSONObject | None = None
-        self.error: Exception | None = None
-        self.progress_send: trio.MemorySendChannel[JSONObject] | None = None
-        self.progress_receive: trio.MemoryReceiveChannel[JSONObject] | None = None
-        if progress:
-            self.progress_send, self.progress_receive = trio.open_memory_channel[JSONObject](
-                _PROGRESS_BUFFER
-            )
-
-    def finish(self, result: JSONObject | None, error: Exception | None) -> None:
-        if self.done.is_set():
-            return
-        self.result = result
-        self.error = error
-        self.done.set()
-        if self.progress_send is not None:
-            # Ends the caller's progress loop after the updates already queued.
-            self.progress_send.close()
-
-
 @final
-class ClientSession:
+class ClientSession(ClientMethods):
     """A trio MCP client over a pair of message channels; use ``open_client_session``."""
 
     def __init__(
@@ -162,8 +138,8 @@ class ClientSession:
         #: the ``initialize`` result, once initialized
         self.initialize_result: JSONObject | None = None
         self._next_id = 0
-        self._pending: dict[RequestId, _Pending] = {}
-        self._progress: dict[RequestId, _Pending] = {}
+        self._pending: dict[RequestId, Pending] = {}
+        self._progress: dict[RequestId, Pending] = {}
         self._serving: dict[RequestId, trio.CancelScope] = {}
         self._log = NotificationLog(max_notifications)
         self._lost: TransportError | None = None
@@ -288,7 +264,7 @@ class ClientSession:
             params["_meta"] = meta
         if params is not None:
             message["params"] = params
-        slot = _Pending(method, progress=progress_handler is not None)
+        slot = Pending(method, progress=progress_handler is not None)
         self._pending[request_id] = slot
         if token is not None:
             self._progress[token] = slot
@@ -304,7 +280,7 @@ class ClientSession:
                     assert slot.progress_receive is not None
                     with slot.progress_receive:
                         async for update in slot.progress_receive:
-                            await _report(progress_handler, update)
+                            await report_progress(progress_handler, update)
                 await slot.done.wait()
         except trio.TooSlowError:
             reason = f"no response within {timeout} s"
@@ -370,189 +346,6 @@ class ClientSession:
             raise TransportClosed("the client session was closed") from None
         except trio.BrokenResourceError:
             raise TransportBroken("the server closed the connection") from None
-
-    # --- MCP methods ------------------------------------------------------------
-
-    async def ping(self) -> JSONObject:
-        """Ping the server."""
-        return await self.request("ping")
-
-    async def set_logging_level(self, level: str) -> JSONObject:
-        """Ask the server to send log messages at ``level`` and above."""
-        return await self.request("logging/setLevel", {"level": level})
-
-    async def list_page(self, method: str, cursor: str | None = None) -> JSONObject:
-        """Request one page of a list (``tools/list`` …), starting at ``cursor``."""
-        return await self.request(method, {"cursor": cursor} if cursor is not None else None)
-
-    async def list_all(self, method: str, key: str) -> list[JSONObject]:
-        """Request every page of a list and return the items under ``key``, in order.
-
-        Raises:
-            RemoteProtocolError: a page has no list under ``key`` or repeats a cursor.
-        """
-        items: list[JSONObject] = []
-        seen: set[str] = set()
-        cursor: str | None = None
-        while True:
-            page = await self.list_page(method, cursor)
-            found = page.get(key)
-            if not isinstance(found, list):
-                raise RemoteProtocolError(
-                    f"{method} result has no {describe(key)} list: {describe(page)}",
-                    code=INVALID_REQUEST,
-                )
-            items.extend(found)
-            cursor = page.get("nextCursor")
-            if cursor is None:
-                return items
-            if not isinstance(cursor, str) or cursor in seen:
-                raise RemoteProtocolError(
-                    f"{method} returned the cursor {describe(cursor)} twice (or not as a string)",
-                    code=INVALID_REQUEST,
-                )
-            seen.add(cursor)
-
-    async def list_tools(self) -> list[JSONObject]:
-        """Return every tool, following ``nextCursor``."""
-        return await self.list_all("tools/list", "tools")
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        progress_handler: ProgressHandler | None = None,
-        meta: JSONObject | None = None,
-        timeout: float | None = None,
-    ) -> JSONObject:
-        """Call a tool and return its ``CallToolResult`` (``isError`` results included)."""
-        params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
-        if meta is not None:
-            params["_meta"] = meta
-        return await self.request(
-            "tools/call", params, timeout=timeout, progress_handler=progress_handler
-        )
-
-    # Tasks (2025-11-25): a task-augmented call is answered at once; the work goes on in
-    # the server and these methods poll, wait for, list and cancel it.
-
-    async def call_tool_as_task(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        ttl: int | None = None,
-        meta: JSONObject | None = None,
-    ) -> JSONObject:
-        """Call a tool as a task; return the ``Task`` of the server's ``CreateTaskResult``.
-
-        ``ttl`` is the lifetime asked for, in milliseconds as on the wire (the server may
-        grant less); None leaves it to the server. ``meta`` becomes ``params._meta`` (a
-        ``progressToken`` there stays valid for the task's life).
-
-        Raises:
-            CapabilityError: the server did not declare ``tasks.requests.tools.call``.
-            RemoteProtocolError: the server answered without a task.
-        """
-        if self.initialize_result is not None and not _declares_task_calls(
-            self.server_capabilities
-        ):
-            raise CapabilityError(
-                f"cannot call {describe(name)} as a task: the server did not declare the "
-                "'tasks.requests.tools.call' capability"
-            )
-        params: JSONObject = {
-            "name": name,
-            "arguments": dict(arguments or {}),
-            "task": {} if ttl is None else {"ttl": ttl},
-        }
-        if meta is not None:
-            params["_meta"] = meta
-        result = await self.request("tools/call", params)
-        task = result.get("task")
-        if not isinstance(task, dict) or not isinstance(task.get("taskId"), str):
-            raise RemoteProtocolError(
-                f"a task-augmented tools/call was answered without a task: {describe(result)}",
-                code=INVALID_REQUEST,
-            )
-        return task
-
-    async def get_task(self, task_id: str) -> JSONObject:
-        """Return a task's current state (``tasks/get``)."""
-        return await self.request("tasks/get", {"taskId": task_id})
-
-    async def get_task_result(self, task_id: str, *, timeout: float | None = None) -> JSONObject:
-        """Wait until a task is finished and return its result (``tasks/result``).
-
-        The result is what the plain call would have returned; a task that failed with a
-        JSON-RPC error, or was cancelled, raises ``RequestError``.
-        """
-        return await self.request("tasks/result", {"taskId": task_id}, timeout=timeout)
-
-    async def list_tasks(self) -> list[JSONObject]:
-        """Return every task of this session, following ``nextCursor``."""
-        return await self.list_all("tasks/list", "tasks")
-
-    async def cancel_task(self, task_id: str) -> JSONObject:
-        """Cancel a task (``tasks/cancel``); return it, now ``cancelled``."""
-        return await self.request("tasks/cancel", {"taskId": task_id})
-
-    async def list_resources(self) -> list[JSONObject]:
-        """Return every resource, following ``nextCursor``."""
-        return await self.list_all("resources/list", "resources")
-
-    async def list_resource_templates(self) -> list[JSONObject]:
-        """Return every resource template, following ``nextCursor``."""
-        return await self.list_all("resources/templates/list", "resourceTemplates")
-
-    async def read_resource(self, uri: str) -> JSONObject:
-        """Read a resource; returns the ``ReadResourceResult``."""
-        return await self.request("resources/read", {"uri": uri})
-
-    async def subscribe_resource(self, uri: str) -> JSONObject:
-        """Subscribe to ``notifications/resources/updated`` for ``uri``."""
-        return await self.request("resources/subscribe", {"uri": uri})
-
-    async def unsubscribe_resource(self, uri: str) -> JSONObject:
-        """Cancel a subscription to ``uri``."""
-        return await self.request("resources/unsubscribe", {"uri": uri})
-
-    async def list_prompts(self) -> list[JSONObject]:
-        """Return every prompt, following ``nextCursor``."""
-        return await self.list_all("prompts/list", "prompts")
-
-    async def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None
-    ) -> JSONObject:
-        """Get a prompt; returns the ``GetPromptResult``."""
-        params: JSONObject = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        return await self.request("prompts/get", params)
-
-    async def complete(
-        self,
-        ref: JSONObject,
-        argument: JSONObject,
-        context: Mapping[str, str] | None = None,
-    ) -> JSONObject:
-        """Ask for completions of ``argument`` (``{"name", "value"}``) of ``ref``.
-
-        ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or ``{"type": "ref/resource",
-        "uri": ...}``; ``context`` holds the arguments already chosen. Returns the
-        ``CompleteResult``.
-        """
-        params: JSONObject = {"ref": ref, "argument": argument}
-        if context is not None:
-            params["context"] = {"arguments": dict(context)}
-        return await self.request("completion/complete", params)
-
-    async def set_roots(self, roots: RootsSource | None) -> None:
-        """Replace the roots and, once initialized, tell the server they changed."""
-        self.handlers.roots = roots
-        if self.initialize_result is not None:
-            await self.notify("notifications/roots/list_changed")
 
     # --- notifications ----------------------------------------------------------
 
@@ -642,7 +435,7 @@ class ClientSession:
     def _method_answered(self, value: JSONValue) -> str | None:
         if type(value) is dict and "method" not in value:
             request_id = value.get("id")
-            if _is_id(request_id):
+            if is_id(request_id):
                 slot = self._pending.get(request_id)
                 if slot is not None:
                     return slot.method
@@ -664,7 +457,7 @@ class ClientSession:
         params = notification.params or {}
         if notification.method == "notifications/progress":
             token = params.get("progressToken")
-            slot = self._progress.get(token) if _is_id(token) else None
+            slot = self._progress.get(token) if is_id(token) else None
             if slot is not None and slot.progress_send is not None:
                 # A caller that cannot keep up loses updates, never the reader's time.
                 with contextlib.suppress(
@@ -673,7 +466,7 @@ class ClientSession:
                     slot.progress_send.send_nowait(params)
         elif notification.method == "notifications/cancelled":
             request_id = params.get("requestId")
-            scope = self._serving.get(request_id) if _is_id(request_id) else None
+            scope = self._serving.get(request_id) if is_id(request_id) else None
             if scope is not None:
                 reason = params.get("reason")
                 scope.cancel(
@@ -725,38 +518,6 @@ class ClientSession:
     async def _reply(self, reply: Response | ErrorResponse) -> None:
         with contextlib.suppress(TransportError):
             await self._send(reply.to_json())
-
-
-async def _report(handler: ProgressHandler, params: JSONObject) -> None:
-    progress = params.get("progress")
-    if not _is_number(progress):
-        _log.warning("ignored a progress notification without a number: %s", describe(params))
-        return
-    total = params.get("total")
-    message = params.get("message")
-    await handler(
-        progress,
-        total if _is_number(total) else None,
-        message if isinstance(message, str) else None,
-    )
-
-
-def _is_id(value: object) -> TypeGuard[RequestId]:
-    # Also keeps unhashable junk from a broken server away from dict lookups.
-    return type(value) is str or type(value) is int
-
-
-def _is_number(value: object) -> TypeGuard[float]:
-    return type(value) is int or type(value) is float
-
-
-def _declares_task_calls(capabilities: JSONObject) -> bool:
-    node: Any = capabilities
-    for key in ("tasks", "requests", "tools", "call"):
-        if not isinstance(node, dict) or node.get(key) is None:
-            return False
-        node = node[key]
-    return True
 
 
 @contextlib.asynccontextmanager
