@@ -1,3 +1,10 @@
+# Why this module is long (~640 lines): ``ProxyServer`` is one Server whose lists,
+# forwarded requests and relayed messages all go through its one remote connection
+# and the state kept about it. It would split at its edges: the catalog and result
+# adapters (``_Remote``, ``_by_key``, ``_templates``, ``_adapt_prompt``) into one module,
+# and the remote's requests to the client (``_Relay``, ``_asker``, ``_ask_client``) into
+# another.
+#
 # Proxying: a remote MCP server served as a local one.
 #
 # ``ProxyServer`` is a Server whose lists and answers come from a remote server, through

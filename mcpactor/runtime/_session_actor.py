@@ -1,3 +1,11 @@
+# Why this module is long (~870 lines): ``SessionActor`` is one object because its parts
+# share the in-flight tables and the outbox: the actor loop, the request actors, the
+# ``Peer`` every Context calls, and the Server's change listener; a rest between periods
+# has to see all of them at once. It would split along its sections: the Peer half
+# (notifications, server→client requests and their pending slots) and the change
+# notices into modules of their own, and the records (``Outbound``, ``Outbox``,
+# ``SessionOptions``, ``SessionStatistics``) into a third that the transports import.
+#
 # The Session actor and its Request actors.
 #
 # One ``SessionActor`` owns one ``ServerSession`` (the sans-io core) and a nursery. It

@@ -1,3 +1,11 @@
+# Why this module is long (~1 150 lines): it is one HTTP/1.1 server, and its heart is
+# ``_Connection``, whose parsing, deadlines and writing share one connection's state on
+# the per-request path; cutting that class into collaborating objects would add a call
+# and an indirection per request, which is what this server exists to avoid (below). It
+# would split along its other classes: ``_Response`` (the ASGI send side) and
+# ``_WebSocket`` into modules of their own, and ``_Server`` (accepting, turning away,
+# reaping deadlines) with ``serve_h1`` into a third.
+#
 # A lean HTTP/1.1 server for the ASGI app, on trio streams.
 #
 # Why our own: under hypercorn's trio worker a bare ASGI app answering canned JSON costs

@@ -1,3 +1,9 @@
+# Why this module is long (~620 lines): one ASGI app whose methods share the same checks
+# (framing, admission, CORS, session lookup), so each method's handling reads them
+# in place. It would split at its largest section: POST (stateful and stateless) into a
+# module of its own, and the Host framing helpers beside the Host/Origin guard in
+# _security.py.
+#
 # The ASGI application: Streamable HTTP on one path, legacy HTTP+SSE and WebSocket beside.
 #
 # Why a hand-written ASGI app and not quart-trio: the MCP endpoint is one path with

@@ -1,3 +1,11 @@
+# Why this module is long (~970 lines): ``HttpSession`` is one state machine (asleep,
+# awake, closing) that every part of it reads — its lifetime, what clients send, its
+# streams, the router — and the router's shortcut (``route_now``) runs in request
+# actors' tasks against the same state. It would split along its sections: the streams
+# (attach, retain, forget, the event store) and the router with the two outboxes into a
+# module of their own, working on the session's stream table; the session would keep its
+# lifetime and what clients send.
+#
 # Sessions behind the HTTP endpoints, and the streams their messages travel on.
 #
 # Ownership: one ``SessionManager`` nursery owns every ``HttpSession`` that is awake; an
