@@ -158,7 +158,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "HTTP session manager take one); it only passes it on to the runtime"
     ),
     ("client", "runtime"): (
-        "the in-memory connection (connect_in_memory) runs a SessionActor across "
+        "the in-memory connection (connect_memory) runs a SessionActor across "
         "memory channels, with no transport in between"
     ),
     ("client", "server"): (
