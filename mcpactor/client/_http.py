@@ -163,7 +163,8 @@ class _StreamableHttp:
                 continue
             method = item.get("method")
             request_id = item.get("id")
-            if isinstance(method, str) and _is_id(request_id):
+            if _is_id(request_id) and "result" not in item and "error" not in item:
+                # A request, even a malformed one: the server answers it by its id.
                 request_ids.append(request_id)
                 if method == "initialize":
                     self._initializing.add(request_id)

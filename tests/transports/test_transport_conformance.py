@@ -304,12 +304,6 @@ MALFORMED: Final = {
     "no-name": ({"jsonrpc": "2.0", "id": "bad", "method": "tools/call", "params": {}}, -32602),
 }
 
-# Left out, a known failure: over Streamable HTTP, connect_http posts a message whose
-# "method" is not a string as a notification (it is not a request to its eyes), so the
-# server's HTTP 400 answer, a -32600 error naming id "bad", is logged and dropped
-# instead of reaching the session.
-MALFORMED_FAILING: Final = {("http", "method-not-a-string")}
-
 
 @pytest.mark.parametrize(
     ("transport_name", "message", "code"),
@@ -317,7 +311,6 @@ MALFORMED_FAILING: Final = {("http", "method-not-a-string")}
         pytest.param(name, message, code, id=f"{name}-{case}")
         for name in TRANSPORTS
         for case, (message, code) in MALFORMED.items()
-        if (name, case) not in MALFORMED_FAILING
     ],
 )
 async def test_a_malformed_message_gets_its_error_and_the_session_goes_on(
