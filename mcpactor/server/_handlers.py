@@ -11,7 +11,10 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
+
+import orjson
+import trio
 
 from .._exceptions import INVALID_PARAMS, RequestError, ToolError
 from ..protocol import (
@@ -37,6 +40,7 @@ from ._registry import (
     is_async_callable,
     validation_errors,
 )
+from ._validation import SchemaValidator
 
 __all__ = ["Completer", "Handlers"]
 
@@ -126,7 +130,7 @@ class Handlers:
                 INVALID_PARAMS, f"tool {describe(name)}: 'arguments' must be an object"
             )
         revision = ctx.negotiated.revision
-        errors = validation_errors(tool.input_validator, arguments)
+        errors = await _validate(tool.input_validator, arguments)
         if errors:
             message = f"invalid arguments for tool {describe(name)}: " + "; ".join(
                 f"{e['path']}: {e['message']}" for e in errors
@@ -325,3 +329,21 @@ class Handlers:
 
     def _page(self, kind: str, revision: Revision, params: JSONObject, entries: Any) -> JSONObject:
         return paginate(self._pages, kind, revision, params, entries, self.page_size)
+
+
+#: arguments larger than this (as JSON) that the fast check cannot settle are validated
+#: in a worker thread: jsonschema takes seconds over a few MiB, and the event loop that
+#: serves every other session must not wait for it
+SLOW_VALIDATION_BYTES: Final = 64 * 1024
+
+
+async def _validate(validator: SchemaValidator, arguments: JSONObject) -> list[JSONObject]:
+    if validator.passes_fast(arguments):
+        return []
+    try:
+        size = len(orjson.dumps(arguments))
+    except TypeError:  # orjson.JSONEncodeError: judged in place, as before
+        size = 0
+    if size <= SLOW_VALIDATION_BYTES:
+        return validation_errors(validator, arguments)
+    return await trio.to_thread.run_sync(validation_errors, validator, arguments)

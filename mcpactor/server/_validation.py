@@ -235,6 +235,11 @@ class SchemaValidator:
         self._fast = _fast_check(schema)
         return self
 
+    def passes_fast(self, value: Any) -> bool:
+        """Return whether the compiled fast check alone accepts ``value``."""
+        fast = self._fast
+        return fast is not None and fast(value)
+
     def errors(self, value: Any) -> list[JSONObject]:
         """Return every violation as ``{"path", "message"}`` (JSON Pointer paths)."""
         fast = self._fast

@@ -925,3 +925,44 @@ async def test_call_content_adapted_to_revision(revision: str, content: list[Any
     for name in ("mixed", "full"):
         result = await call(server, "tools/call", {"name": name}, revision=revision)
         assert result == {"content": content}
+
+
+async def test_large_arguments_the_fast_check_cannot_settle_are_validated_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A set is "uniqueItems", which only jsonschema judges: over a few MiB that takes
+    # seconds, and the loop serving every other session must go on meanwhile.
+    import trio
+
+    from mcpactor.server._handlers import SLOW_VALIDATION_BYTES, validation_errors
+
+    in_threads: list[str] = []
+    run_sync = trio.to_thread.run_sync
+
+    async def watched(fn: Any, *args: Any, **options: Any) -> Any:
+        if fn is validation_errors:
+            in_threads.append("validation_errors")
+        return await run_sync(fn, *args, **options)
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", watched)
+    server = Server("s")
+
+    @server.tool()
+    def count(tags: set[str]) -> int:
+        """Count distinct tags."""
+        return len(tags)
+
+    tags = [f"tag{number}" for number in range(60_000)]
+    assert len(orjson.dumps({"tags": tags})) > SLOW_VALIDATION_BYTES
+    result = await call(server, "tools/call", {"name": "count", "arguments": {"tags": tags}})
+    assert result["structuredContent"] == {"result": 60_000}
+    assert in_threads == ["validation_errors"]
+    # A violation is still found in a large value, and small arguments stay on the loop.
+    refused = await call(
+        server, "tools/call", {"name": "count", "arguments": {"tags": [*tags, "tag0"]}}
+    )
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"].startswith("invalid arguments for tool 'count': /tags:")
+    small = await call(server, "tools/call", {"name": "count", "arguments": {"tags": ["a"]}})
+    assert small["structuredContent"] == {"result": 1}
+    assert in_threads == ["validation_errors", "validation_errors"]
