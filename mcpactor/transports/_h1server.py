@@ -82,7 +82,7 @@ from wsproto.utilities import ProtocolError as WsProtocolError
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
 from ..runtime import current_start_gate
-from ._asgi import error_body
+from ._asgi import TurnAwayLog, error_body, too_many_connections
 from ._security import parse_host
 
 __all__ = ["H1Config", "serve_h1"]
@@ -107,7 +107,6 @@ _OPS_PER_CHECKPOINT: Final = 16
 # client read its 503; past that they are closed at once.
 _MAX_TURNING_AWAY: Final = 64
 # Seconds between two log lines about connections turned away.
-_TURN_AWAY_LOG_EVERY: Final = 10.0
 # Closing after a refusal: how long, and how much, to read and drop first.
 _LINGER_SECONDS: Final = 1.0
 _LINGER_BYTES: Final = 1024 * 1024
@@ -246,8 +245,7 @@ class _Server:
         self.all_closed = trio.Event()
         self.all_closed.set()
         self.turning_away = 0
-        self.turned_away = 0
-        self.turn_away_logged = -_TURN_AWAY_LOG_EVERY
+        self.turn_away_log = TurnAwayLog()
         #: request actors spawned but not started: a new request waits while many are
         self.starts = current_start_gate()
 
@@ -282,15 +280,7 @@ class _Server:
 
     def turn_away(self, sock: socket.socket, nursery: trio.Nursery) -> None:
         # Over max_connections: a 503 and close, without a parser or a request read.
-        self.turned_away += 1
-        now = trio.current_time()
-        if now - self.turn_away_logged >= _TURN_AWAY_LOG_EVERY:
-            self.turn_away_logged = now
-            _log.warning(
-                "%d open connections (max_connections): turning new ones away (%d so far)",
-                self.connections,
-                self.turned_away,
-            )
+        self.turn_away_log.note(self.connections)
         if self.turning_away >= _MAX_TURNING_AWAY or self.config.ssl_context is not None:
             # Over TLS a 503 would cost a handshake: the connection is just closed.
             sock.close()
@@ -300,14 +290,8 @@ class _Server:
 
     async def _turn_away(self, sock: socket.socket) -> None:
         try:
-            body = error_body(INTERNAL_ERROR, "too many open connections; try again later")
             with contextlib.suppress(OSError):
-                sock.send(
-                    _status_line(503)
-                    + b"content-type: application/json\r\nconnection: close\r\n"
-                    + b"retry-after: 1\r\ncontent-length: %d\r\n\r\n" % len(body)
-                    + body
-                )
+                sock.send(too_many_connections())
                 sock.shutdown(socket.SHUT_WR)
                 # Closing with the request unread would reset the connection, and the
                 # client could lose the answer: read and drop for a moment first.

@@ -40,7 +40,7 @@ from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.utils import parse_socket_addr, repr_socket_addr, wrap_app
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
-from ._asgi import Receive, Scope, Send, error_body, reply_error
+from ._asgi import Receive, Scope, Send, TurnAwayLog, reply_error, too_many_connections
 
 if TYPE_CHECKING:
     from ._http import McpHttpApp
@@ -53,7 +53,6 @@ _log = logging.getLogger("mcpactor.http.server")
 # (RFC 9110 §5.5); h11 refuses only NUL, CR and LF.
 _CONTROL: Final = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _LINGER_SECONDS: Final = 1.0
-_TURN_AWAY_LOG_EVERY: Final = 10.0
 
 
 class _Watch:
@@ -231,12 +230,11 @@ class _FramingGuard:
 
 
 class _Limits:
-    __slots__ = ("logged", "open", "turned_away")
+    __slots__ = ("open", "turn_away_log")
 
     def __init__(self) -> None:
         self.open = 0
-        self.turned_away = 0
-        self.logged = -_TURN_AWAY_LOG_EVERY
+        self.turn_away_log = TurnAwayLog()
 
 
 async def serve_hypercorn(
@@ -315,25 +313,12 @@ async def serve_hypercorn(
 
 
 async def _turn_away(stream: Any, limits: _Limits, tls: bool) -> None:
-    limits.turned_away += 1
-    now = trio.current_time()
-    if now - limits.logged >= _TURN_AWAY_LOG_EVERY:
-        limits.logged = now
-        _log.warning(
-            "%d open connections (max_connections): turning new ones away (%d so far)",
-            limits.open,
-            limits.turned_away,
-        )
+    limits.turn_away_log.note(limits.open)
     with contextlib.suppress(Exception):
         if not tls:
             # Over TLS a 503 would cost a handshake: the connection is just closed.
-            body = error_body(INTERNAL_ERROR, "too many open connections; try again later")
             with trio.move_on_after(_LINGER_SECONDS):
-                await stream.send_all(
-                    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-                    b"connection: close\r\nretry-after: 1\r\n"
-                    b"content-length: %d\r\n\r\n" % len(body) + body
-                )
+                await stream.send_all(too_many_connections())
                 await stream.send_eof()
                 # Read and drop what the client sent, so that closing does not reset the
                 # connection under its answer.
