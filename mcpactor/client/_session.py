@@ -51,6 +51,7 @@ from .._version import __version__
 from ..protocol import (
     LATEST,
     REVISIONS,
+    SESSION_REVISIONS,
     ErrorResponse,
     JSONObject,
     JSONValue,
@@ -214,10 +215,10 @@ class ClientSession(ClientMethods):
             },
         )
         chosen = result.get("protocolVersion")
-        if not isinstance(chosen, str) or chosen not in REVISIONS:
+        if not isinstance(chosen, str) or chosen not in SESSION_REVISIONS:
             raise RemoteProtocolError(
                 f"the server chose protocol revision {describe(chosen)}; this client supports "
-                f"{', '.join(REVISIONS)}",
+                f"{', '.join(SESSION_REVISIONS)}",
                 data={"protocolVersion": chosen},
             )
         self.initialize_result = result

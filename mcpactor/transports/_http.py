@@ -39,6 +39,7 @@ from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
 from ..protocol import (
     HEADERLESS_HTTP,
     REVISIONS,
+    SESSION_REVISIONS,
     JSONValue,
     Phase,
     Request,
@@ -345,7 +346,7 @@ class McpHttpApp:
         if version is None:
             return _HEADERLESS_VERSION
         version = version.strip()
-        return version if version in REVISIONS else None
+        return version if version in SESSION_REVISIONS else None
 
     # --- POST ---------------------------------------------------------------------------
 
@@ -624,5 +625,5 @@ async def _unsupported_version(send: Send, headers: Mapping[str, str]) -> None:
         400,
         INVALID_REQUEST,
         f"unsupported MCP-Protocol-Version {describe(headers.get('mcp-protocol-version'))}; "
-        f"supported: {', '.join(REVISIONS)}",
+        f"supported: {', '.join(SESSION_REVISIONS)}",
     )
