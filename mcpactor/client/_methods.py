@@ -19,10 +19,12 @@ class ClientMethods:
     """The MCP requests a client sends, as methods; the base of ``ClientSession``."""
 
     handlers: ClientHandlers
-    initialize_result: JSONObject | None
 
     if TYPE_CHECKING:
         # Provided by ClientSession, which owns the connection.
+
+        @property
+        def initialize_result(self) -> JSONObject | None: ...
 
         async def request(
             self,

@@ -4,7 +4,12 @@
 # -------------------
 # A ``ClientSession`` sends JSON values on one channel and reads the server's JSON values
 # from another; how they reach the server (memory, a subprocess's pipes) is the
-# connection's business (see _connect.py). One reader task (``_read``) owns the receive
+# connection's business (see _connect.py). The protocol's bookkeeping (ids, the method
+# of each pending request, progress tokens, the server's requests in flight, the
+# ``initialize`` handshake) is the sans-io ``ClientSessionCore``
+# (protocol/_client_session.py): every message sent is built by it, every message
+# received is fed to it, and this module acts on its events with trio: tasks, the
+# waiting slots, timeouts and the channels. One reader task (``_read``) owns the receive
 # channel and never blocks on anything but it:
 #
 # - a response fills the one-shot slot (_pending.py) of the request with that id; the
@@ -39,9 +44,7 @@ import trio
 
 from .._exceptions import (
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     ProtocolError,
-    RemoteProtocolError,
     RequestError,
     TransportBroken,
     TransportClosed,
@@ -51,7 +54,6 @@ from .._version import __version__
 from ..protocol import (
     LATEST,
     REVISIONS,
-    SESSION_REVISIONS,
     ErrorResponse,
     JSONObject,
     JSONValue,
@@ -60,10 +62,25 @@ from ..protocol import (
     RequestId,
     Response,
     Revision,
-    classify,
     clip,
     describe,
     describe_error,
+)
+from ..protocol._client_session import (
+    CancelRequested,
+    ClientEvent,
+    ClientSessionCore,
+    ErrorReceived,
+    InitializeRefused,
+    MalformedReceived,
+    NotificationReceived,
+    ProgressReceived,
+    ResponseReceived,
+    Send,
+    ServerRequestReceived,
+    SessionInitialized,
+    UnattributedError,
+    UnexpectedResponse,
 )
 from ._errors import RequestCancelled, unwrap_single_errors
 from ._handlers import (
@@ -76,7 +93,7 @@ from ._handlers import (
 )
 from ._methods import ClientMethods
 from ._notifications import NotificationLog, NotificationPredicate
-from ._pending import Pending, is_id, report_progress
+from ._pending import Pending, report_progress
 
 __all__ = ["ClientArgs", "ClientSession", "ClientStatistics", "open_client_session"]
 
@@ -136,11 +153,10 @@ class ClientSession(ClientMethods):
         self.on_server_message = on_server_message
         #: seconds a request waits for its response unless the call says otherwise
         self.request_timeout = request_timeout
-        #: the ``initialize`` result, once initialized
-        self.initialize_result: JSONObject | None = None
-        self._next_id = 0
+        self._core = ClientSessionCore()
+        # The waiting caller of each of our requests, and the scope of each server
+        # request being answered; the core keeps the protocol's side of both.
         self._pending: dict[RequestId, Pending] = {}
-        self._progress: dict[RequestId, Pending] = {}
         self._serving: dict[RequestId, trio.CancelScope] = {}
         self._log = NotificationLog(max_notifications)
         self._lost: TransportError | None = None
@@ -149,28 +165,25 @@ class ClientSession(ClientMethods):
     # --- what initialize told us ------------------------------------------------
 
     @property
+    def initialize_result(self) -> JSONObject | None:
+        """The ``initialize`` result, once initialized."""
+        return self._core.initialize_result
+
+    @property
     def protocol_version(self) -> str | None:
         """The revision the server chose, or None before ``initialize``."""
-        if self.initialize_result is None:
-            return None
-        version: str = self.initialize_result["protocolVersion"]
-        return version
+        revision = self._core.revision
+        return None if revision is None else revision.version
 
     @property
     def server_capabilities(self) -> JSONObject:
         """The capabilities the server declared (empty before ``initialize``)."""
-        if self.initialize_result is None:
-            return {}
-        capabilities: JSONObject = self.initialize_result.get("capabilities") or {}
-        return capabilities
+        return self._core.server_capabilities
 
     @property
     def server_info(self) -> JSONObject | None:
         """The server's ``serverInfo``, or None before ``initialize``."""
-        if self.initialize_result is None:
-            return None
-        info: JSONObject | None = self.initialize_result.get("serverInfo")
-        return info
+        return self._core.server_info
 
     def capabilities(self, revision: Revision = LATEST) -> JSONObject:
         """The capabilities this client declares at ``revision``: one per handler it has."""
@@ -206,22 +219,11 @@ class ClientSession(ClientMethods):
         """
         declared = self.capabilities(REVISIONS.get(protocol_version, LATEST))
         declared.update(capabilities or {})
-        result = await self.request(
-            "initialize",
-            {
-                "protocolVersion": protocol_version,
-                "capabilities": declared,
-                "clientInfo": client_info or self.client_info,
-            },
+        self._check_open()
+        request = self._core.initialize(
+            protocol_version, declared, client_info or self.client_info
         )
-        chosen = result.get("protocolVersion")
-        if not isinstance(chosen, str) or chosen not in SESSION_REVISIONS:
-            raise RemoteProtocolError(
-                f"the server chose protocol revision {describe(chosen)}; this client supports "
-                f"{', '.join(SESSION_REVISIONS)}",
-                data={"protocolVersion": chosen},
-            )
-        self.initialize_result = result
+        result = await self._call(request, None, None)
         await self.notify("notifications/initialized")
         return result
 
@@ -254,28 +256,22 @@ class ClientSession(ClientMethods):
             TransportError: the connection closed before the response arrived.
         """
         self._check_open()
-        self._next_id += 1
-        request_id: RequestId = self._next_id
-        message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        token: RequestId | None = None
-        if progress_handler is not None:
-            params = dict(params or {})
-            meta = dict(params.get("_meta") or {})
-            token = meta.setdefault("progressToken", request_id)
-            params["_meta"] = meta
-        if params is not None:
-            message["params"] = params
-        slot = Pending(method, progress=progress_handler is not None)
+        request = self._core.send_request(method, params, progress=progress_handler is not None)
+        return await self._call(request, timeout, progress_handler)
+
+    async def _call(
+        self, request: Request, timeout: float | None, progress_handler: ProgressHandler | None
+    ) -> JSONObject:
+        request_id = request.id
+        slot = Pending(request.method, progress=progress_handler is not None)
         self._pending[request_id] = slot
-        if token is not None:
-            self._progress[token] = slot
         if timeout is None:
             timeout = self.request_timeout
         sent = False
         reason = "the caller stopped waiting"
         try:
             with trio.fail_after(math.inf if timeout is None else timeout):
-                await self._send(message)
+                await self._send(request.to_json())
                 sent = True
                 if progress_handler is not None:
                     assert slot.progress_receive is not None
@@ -288,11 +284,13 @@ class ClientSession(ClientMethods):
             raise
         finally:
             del self._pending[request_id]
-            if token is not None:
-                self._progress.pop(token, None)
-            # The spec forbids cancelling initialize.
-            if sent and not slot.done.is_set() and method != "initialize":
-                await self._send_cancelled(request_id, reason)
+            # None for initialize, which the spec forbids cancelling.
+            notice = (
+                self._core.cancel(request_id, reason) if sent and not slot.done.is_set() else None
+            )
+            self._core.forget(request_id)
+            if notice is not None:
+                await self._send_notice(notice)
         if slot.error is not None:
             raise slot.error
         assert slot.result is not None
@@ -300,10 +298,7 @@ class ClientSession(ClientMethods):
 
     async def notify(self, method: str, params: JSONObject | None = None) -> None:
         """Send a notification."""
-        message: JSONObject = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        await self._send(message)
+        await self._send(self._core.notification(method, params).to_json())
 
     async def cancel(self, request_id: RequestId, reason: str | None = None) -> bool:
         """Cancel one of our pending requests; its caller gets ``RequestCancelled``.
@@ -314,20 +309,19 @@ class ClientSession(ClientMethods):
         if slot is None or slot.done.is_set():
             return False
         slot.finish(None, RequestCancelled(request_id, reason))
-        await self._send_cancelled(request_id, reason)
+        notice = self._core.cancel(request_id, reason)
+        if notice is not None:
+            await self._send_notice(notice)
         return True
 
-    async def _send_cancelled(self, request_id: RequestId, reason: str | None) -> None:
-        params: JSONObject = {"requestId": request_id}
-        if reason is not None:
-            params["reason"] = reason
+    async def _send_notice(self, notice: Notification) -> None:
         # Runs on the way out of a cancelled caller: shielded, but bounded.
         with (
             trio.CancelScope(shield=True),
             trio.move_on_after(_CANCEL_NOTICE_TIMEOUT),
             contextlib.suppress(TransportError),
         ):
-            await self.notify("notifications/cancelled", params)
+            await self._send(notice.to_json())
 
     def _lost_error(self) -> TransportError:
         # A fresh exception per raise: one shared instance would collect every raiser's
@@ -395,85 +389,76 @@ class ClientSession(ClientMethods):
 
     def _receive(self, value: JSONValue) -> None:
         if self.on_server_message is not None:
-            self.on_server_message(value, self._method_answered(value))
-        try:
-            message = classify(value)
-        except RemoteProtocolError as exc:
-            _log.warning("invalid message from the server: %s: %s", exc, describe(value))
-            if type(value) is dict and "method" in value and exc.request_id is not None:
-                self._start(self._reply, ErrorResponse(exc.request_id, exc.code, exc.message))
-            return
-        kind = type(message)
-        if kind is Response:
-            assert isinstance(message, Response)
-            self._resolve(message.id, message.result, None)
-        elif kind is ErrorResponse:
-            assert isinstance(message, ErrorResponse)
-            if message.id is None:
-                _log.warning("the server could not read a request: %s", clip(message.message))
-                return
-            error = RequestError(message.code, message.message, message.data)
-            self._resolve(message.id, None, error)
-        elif kind is Notification:
-            assert isinstance(message, Notification)
-            self._notification(message)
-        else:
-            assert isinstance(message, Request)
-            if message.id in self._serving:
-                reply = ErrorResponse(
-                    message.id,
-                    INVALID_REQUEST,
-                    f"request id {describe(message.id)} is already in use",
-                )
-                self._start(self._reply, reply)
-                return
-            # Registered here, not in the task, so a cancellation right behind the
-            # request finds it.
-            scope = trio.CancelScope()
-            self._serving[message.id] = scope
-            self._start(self._serve, message, scope)
+            self.on_server_message(value, self._core.answering(value))
+        for event in self._core.receive(value):
+            self._act(event)
 
-    def _method_answered(self, value: JSONValue) -> str | None:
-        if type(value) is dict and "method" not in value:
-            request_id = value.get("id")
-            if is_id(request_id):
-                slot = self._pending.get(request_id)
-                if slot is not None:
-                    return slot.method
-        return None
-
-    def _resolve(
-        self, request_id: RequestId, result: JSONObject | None, error: Exception | None
-    ) -> None:
-        slot = self._pending.get(request_id)
-        if slot is None:
-            # Late answers to requests we cancelled or gave up on are ignored (spec).
-            _log.debug(
-                "ignored a response to request %s, which is not pending", describe(request_id)
-            )
-            return
-        slot.finish(result, error)
-
-    def _notification(self, notification: Notification) -> None:
-        params = notification.params or {}
-        if notification.method == "notifications/progress":
-            token = params.get("progressToken")
-            slot = self._progress.get(token) if is_id(token) else None
+    def _act(self, event: ClientEvent) -> None:
+        kind = type(event)
+        if kind is ResponseReceived:
+            assert isinstance(event, ResponseReceived)
+            self._resolve(event.request_id, event.result, None)
+        elif kind is NotificationReceived:
+            assert isinstance(event, NotificationReceived)
+            self._log.append(event.notification)
+        elif kind is ProgressReceived:
+            assert isinstance(event, ProgressReceived)
+            slot = self._pending.get(event.request_id)
             if slot is not None and slot.progress_send is not None:
                 # A caller that cannot keep up loses updates, never the reader's time.
                 with contextlib.suppress(
                     trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError
                 ):
-                    slot.progress_send.send_nowait(params)
-        elif notification.method == "notifications/cancelled":
-            request_id = params.get("requestId")
-            scope = self._serving.get(request_id) if is_id(request_id) else None
-            if scope is not None:
-                reason = params.get("reason")
-                scope.cancel(
-                    clip(reason) if isinstance(reason, str) else "cancelled by the server"
-                )
-        self._log.append(notification)
+                    slot.progress_send.send_nowait(event.params)
+        elif kind is ErrorReceived:
+            assert isinstance(event, ErrorReceived)
+            error = event.error
+            self._resolve(
+                event.request_id, None, RequestError(error.code, error.message, error.data)
+            )
+        elif kind is ServerRequestReceived:
+            assert isinstance(event, ServerRequestReceived)
+            # Registered here, not in the task, so a cancellation right behind the
+            # request finds it.
+            scope = trio.CancelScope()
+            self._serving[event.request.id] = scope
+            self._start(self._serve, event.request, scope)
+        elif kind is CancelRequested:
+            assert isinstance(event, CancelRequested)
+            found = self._serving.get(event.request_id)
+            if found is not None:
+                found.cancel(event.reason or "cancelled by the server")
+        elif kind is Send:
+            assert isinstance(event, Send)
+            self._start(self._reply, event.payload)
+        elif kind is SessionInitialized:
+            assert isinstance(event, SessionInitialized)
+            self._resolve(event.request_id, event.result, None)
+        elif kind is InitializeRefused:
+            assert isinstance(event, InitializeRefused)
+            self._resolve(event.request_id, None, event.error)
+        elif kind is UnexpectedResponse:
+            assert isinstance(event, UnexpectedResponse)
+            # Late answers to requests we cancelled or gave up on are ignored (spec).
+            _log.debug(
+                "ignored a response to request %s, which is not pending",
+                describe(event.response.id),
+            )
+        elif kind is UnattributedError:
+            assert isinstance(event, UnattributedError)
+            _log.warning("the server could not read a request: %s", clip(event.error.message))
+        else:
+            assert isinstance(event, MalformedReceived)
+            _log.warning(
+                "invalid message from the server: %s: %s", event.error, describe(event.value)
+            )
+
+    def _resolve(
+        self, request_id: RequestId, result: JSONObject | None, error: Exception | None
+    ) -> None:
+        slot = self._pending.get(request_id)
+        if slot is not None:
+            slot.finish(result, error)
 
     def _connection_lost(self, error: TransportError) -> None:
         if self._lost is None:
@@ -492,6 +477,7 @@ class ClientSession(ClientMethods):
 
     async def _serve(self, request: Request, scope: trio.CancelScope) -> None:
         reply: Response | ErrorResponse | None = None
+        payload: JSONObject | None = None
         try:
             with scope:
                 # A request cancelled before its task ran is not started at all.
@@ -511,14 +497,23 @@ class ClientSession(ClientMethods):
                     )
         finally:
             del self._serving[request.id]
-        # A handler that finished without a checkpoint never saw its cancellation; the
-        # server still gets no answer to a request it cancelled.
-        if reply is not None and not scope.cancel_called:
-            await self._reply(reply)
+            # A handler that finished without a checkpoint never saw its cancellation;
+            # the server still gets no answer to a request it cancelled.
+            if reply is None or scope.cancel_called:
+                self._core.abandon(request.id)
+            elif type(reply) is Response:
+                payload = self._core.respond(request.id, reply.result)
+            else:
+                assert isinstance(reply, ErrorResponse)
+                payload = self._core.respond_error(
+                    request.id, reply.code, reply.message, reply.data
+                )
+        if payload is not None:
+            await self._reply(payload)
 
-    async def _reply(self, reply: Response | ErrorResponse) -> None:
+    async def _reply(self, payload: JSONValue) -> None:
         with contextlib.suppress(TransportError):
-            await self._send(reply.to_json())
+            await self._send(payload)
 
 
 @contextlib.asynccontextmanager

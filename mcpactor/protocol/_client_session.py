@@ -1,0 +1,502 @@
+# The client side of one MCP session, as a pure state machine (the mirror of _session.py).
+#
+# Theory of operation
+# -------------------
+# The owner asks the machine for every message it sends (``send_request``,
+# ``initialize``, ``notification``, ``cancel``, ``respond``…) and writes what it gets
+# back; it feeds every decoded JSON value the server sent to ``receive`` and acts on the
+# events that come out. The machine does no I/O, keeps no clock and starts no task, so a
+# client and a ``ServerSession`` can be wired together in plain synchronous code.
+#
+# Our requests: ids come from a counter; each is pending, with its method, from
+# ``send_request`` until its response arrives, ``cancel`` tells the server we gave up,
+# or ``forget`` drops it silently (the owner stopped waiting and sends nothing). A
+# response to an id that is not pending is a protocol problem (``UnexpectedResponse``),
+# as late answers to cancelled requests are: the owner ignores them.
+#
+# The server's requests: each is in flight from ``ServerRequestReceived`` until the
+# owner calls ``respond``/``respond_error``/``abandon``; a second request reusing an
+# in-flight id is refused by the machine itself (``Send``), and ``notifications/cancelled``
+# for an in-flight id becomes ``CancelRequested``.
+#
+# Notifications: every one the server sends comes out as ``NotificationReceived`` (the
+# owner keeps a log of them all), preceded by ``ProgressReceived`` when its progress
+# token belongs to a pending request, or by ``CancelRequested``.
+#
+# ``initialize``: its response is judged here. A revision outside ``SESSION_REVISIONS``
+# is refused (``InitializeRefused``), anything else opens the session
+# (``SessionInitialized``) and fixes the revision, the server's capabilities and info.
+# Nothing else is gated by phase: what a client may ask before ``initialize`` is the
+# server's to refuse.
+#
+# Bad input never raises out of ``receive``: it becomes ``MalformedReceived`` (and an
+# error reply when it was a request whose id could be read).
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+import attrs
+
+from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
+from ._bounded import clip, describe
+from ._jsonrpc import (
+    ErrorResponse,
+    JSONObject,
+    JSONValue,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    classify,
+)
+from ._revisions import REVISIONS, SESSION_REVISIONS, Revision
+from ._session import (
+    CancelRequested,
+    ErrorReceived,
+    NotificationReceived,
+    ResponseReceived,
+    Send,
+)
+
+__all__ = [
+    "DEFAULT_MAX_PENDING",
+    "DEFAULT_MAX_SERVING",
+    "CancelRequested",
+    "ClientEvent",
+    "ClientPhase",
+    "ClientSessionCore",
+    "ErrorReceived",
+    "InitializeRefused",
+    "MalformedReceived",
+    "NotificationReceived",
+    "ProgressReceived",
+    "ResponseReceived",
+    "Send",
+    "ServerRequestReceived",
+    "SessionInitialized",
+    "UnattributedError",
+    "UnexpectedResponse",
+]
+
+#: our requests that may wait for a response at once
+DEFAULT_MAX_PENDING: Final = 65536
+#: server→client requests that may be in flight at once; more are refused
+DEFAULT_MAX_SERVING: Final = 1024
+
+
+class ClientPhase(enum.Enum):
+    """Where the client side of a session is in its lifecycle."""
+
+    NEW = "new"
+    INITIALIZING = "initializing"
+    INITIALIZED = "initialized"
+    OPERATING = "operating"
+
+
+# --- events (those shared with the server side come from _session.py) ---------------
+
+
+@attrs.frozen
+class ServerRequestReceived:
+    """The server asked the client something; answer with ``respond``/``respond_error``."""
+
+    request: Request
+
+
+@attrs.frozen
+class ProgressReceived:
+    """A progress notification for one of our pending requests, by its progress token."""
+
+    request_id: RequestId
+    params: JSONObject
+
+
+@attrs.frozen
+class SessionInitialized:
+    """The server answered ``initialize`` with a revision this client speaks."""
+
+    request_id: RequestId
+    result: JSONObject
+    revision: Revision
+
+
+@attrs.frozen
+class InitializeRefused:
+    """The server answered ``initialize`` with a revision this client cannot speak."""
+
+    request_id: RequestId
+    error: RemoteProtocolError
+
+
+@attrs.frozen
+class UnexpectedResponse:
+    """A response to an id that is not pending: never sent, answered, or given up."""
+
+    response: Response | ErrorResponse
+
+
+@attrs.frozen
+class UnattributedError:
+    """An error response without an id: the server could not read one of our messages."""
+
+    error: ErrorResponse
+
+
+@attrs.frozen
+class MalformedReceived:
+    """A value from the server that is no JSON-RPC message."""
+
+    error: RemoteProtocolError
+    value: JSONValue
+
+
+ClientEvent = (
+    Send
+    | ServerRequestReceived
+    | NotificationReceived
+    | ProgressReceived
+    | CancelRequested
+    | ResponseReceived
+    | ErrorReceived
+    | SessionInitialized
+    | InitializeRefused
+    | UnexpectedResponse
+    | UnattributedError
+    | MalformedReceived
+)
+
+
+class ClientSessionCore:
+    """The protocol state of one client session; ask it what to send, feed it what came."""
+
+    def __init__(
+        self,
+        *,
+        max_pending: int = DEFAULT_MAX_PENDING,
+        max_serving: int = DEFAULT_MAX_SERVING,
+    ) -> None:
+        self.phase = ClientPhase.NEW
+        #: the revision the server chose, once ``initialize`` was answered
+        self.revision: Revision | None = None
+        #: the ``initialize`` result, once the server answered it acceptably
+        self.initialize_result: JSONObject | None = None
+        self._max_pending = max_pending
+        self._max_serving = max_serving
+        self._next_id = 0
+        self._pending: dict[RequestId, str] = {}
+        self._progress: dict[RequestId, RequestId] = {}
+        self._tokens: dict[RequestId, RequestId] = {}
+        self._handshakes: set[RequestId] = set()
+        self._serving: set[RequestId] = set()
+
+    # --- what initialize told us --------------------------------------------------
+
+    @property
+    def server_capabilities(self) -> JSONObject:
+        """The capabilities the server declared (empty before ``initialize``)."""
+        if self.initialize_result is None:
+            return {}
+        capabilities: JSONObject = self.initialize_result.get("capabilities") or {}
+        return capabilities
+
+    @property
+    def server_info(self) -> JSONObject | None:
+        """The server's ``serverInfo``, or None before ``initialize``."""
+        if self.initialize_result is None:
+            return None
+        info: JSONObject | None = self.initialize_result.get("serverInfo")
+        return info
+
+    # --- what we send -------------------------------------------------------------
+
+    def send_request(
+        self, method: str, params: JSONObject | None = None, *, progress: bool = False
+    ) -> Request:
+        """Allocate an id for a request and track it until its response.
+
+        With ``progress``, ``params["_meta"]["progressToken"]`` is set to the id unless a
+        token is there already; progress notifications for that token then come out as
+        ``ProgressReceived`` for this request.
+
+        Raises:
+            LocalProtocolError: ``max_pending`` requests are waiting already.
+        """
+        if len(self._pending) >= self._max_pending:
+            raise LocalProtocolError(
+                f"too many requests waiting for a response (limit {self._max_pending})"
+            )
+        self._next_id += 1
+        request_id = self._next_id
+        if progress:
+            params = dict(params or {})
+            meta = dict(params.get("_meta") or {})
+            token = meta.setdefault("progressToken", request_id)
+            params["_meta"] = meta
+            if type(token) is int or type(token) is str:
+                self._progress[token] = request_id
+                self._tokens[request_id] = token
+        self._pending[request_id] = method
+        return Request(request_id, method, params)
+
+    def initialize(
+        self,
+        protocol_version: str,
+        capabilities: JSONObject,
+        client_info: JSONObject,
+    ) -> Request:
+        """Build the ``initialize`` request; its response is judged by ``receive``.
+
+        A second handshake is not refused here: refusing it is the server's part, and
+        its answer is judged like the first.
+
+        Raises:
+            LocalProtocolError: ``max_pending`` requests are waiting already.
+        """
+        request = self.send_request(
+            "initialize",
+            {
+                "protocolVersion": protocol_version,
+                "capabilities": capabilities,
+                "clientInfo": client_info,
+            },
+        )
+        self._handshakes.add(request.id)
+        if self.phase is ClientPhase.NEW:
+            self.phase = ClientPhase.INITIALIZING
+        return request
+
+    def notification(self, method: str, params: JSONObject | None = None) -> Notification:
+        """Build a notification; ``notifications/initialized`` makes the session operating."""
+        if method == "notifications/initialized" and self.phase is ClientPhase.INITIALIZED:
+            self.phase = ClientPhase.OPERATING
+        return Notification(method, params)
+
+    def cancel(self, request_id: RequestId, reason: str | None = None) -> Notification | None:
+        """Give up a pending request; return the cancellation notice to send, if any.
+
+        None when the request is not pending (answered, forgotten, never sent), and for
+        ``initialize``, which the spec forbids cancelling (it is forgotten all the same).
+        """
+        method = self._pending.get(request_id)
+        if method is None:
+            return None
+        self.forget(request_id)
+        if method == "initialize":
+            return None
+        params: JSONObject = {"requestId": request_id}
+        if reason is not None:
+            params["reason"] = reason
+        return Notification("notifications/cancelled", params)
+
+    def forget(self, request_id: RequestId) -> None:
+        """Stop waiting for the response to one of our requests, telling nobody."""
+        if self._pending.pop(request_id, None) is None:
+            return
+        token = self._tokens.pop(request_id, None)
+        if token is not None and self._progress.get(token) == request_id:
+            del self._progress[token]
+        if request_id in self._handshakes:
+            self._handshakes.discard(request_id)
+            if not self._handshakes and self.phase is ClientPhase.INITIALIZING:
+                # Given up unanswered: the handshake may be tried again.
+                self.phase = ClientPhase.NEW
+
+    def pending(self) -> dict[RequestId, str]:
+        """Return the id and method of every request waiting for its response."""
+        return dict(self._pending)
+
+    def answering(self, value: JSONValue) -> str | None:
+        """Return the method of the pending request ``value`` answers, if it is a response.
+
+        For whoever looks at messages before ``receive`` (a validator, a proxy).
+        """
+        if type(value) is dict and "method" not in value:
+            request_id = value.get("id")
+            if type(request_id) is int or type(request_id) is str:
+                return self._pending.get(request_id)
+        return None
+
+    def batch(self, messages: list[Request | Notification]) -> list[JSONObject]:
+        """Return ``messages`` as one JSON-RPC batch, where the revision allows one.
+
+        Raises:
+            LocalProtocolError: the negotiated revision has no batches (or none is
+                negotiated yet), the batch is empty, or it holds ``initialize``.
+        """
+        if self.revision is None or not self.revision.batching:
+            version = self.revision.version if self.revision else None
+            raise LocalProtocolError(
+                "no batches before initialize"
+                if version is None
+                else f"revision {version} does not allow JSON-RPC batches"
+            )
+        if not messages:
+            raise LocalProtocolError("a batch must not be empty")
+        if any(type(m) is Request and m.method == "initialize" for m in messages):
+            raise LocalProtocolError("initialize must not be part of a batch")
+        return [message.to_json() for message in messages]
+
+    # --- what we answer -----------------------------------------------------------
+
+    def respond(self, request_id: RequestId, result: JSONObject) -> JSONObject:
+        """Answer an in-flight server request; return what to write.
+
+        Raises:
+            LocalProtocolError: the request is not in flight.
+        """
+        self._finish(request_id)
+        return Response(request_id, result).to_json()
+
+    def respond_error(
+        self, request_id: RequestId, code: int, message: str, data: JSONValue = None
+    ) -> JSONObject:
+        """Answer an in-flight server request with an error; return what to write.
+
+        Raises:
+            LocalProtocolError: the request is not in flight.
+        """
+        self._finish(request_id)
+        return ErrorResponse(request_id, code, message, data).to_json()
+
+    def abandon(self, request_id: RequestId) -> None:
+        """Forget a server request without answering it (the server cancelled it).
+
+        Raises:
+            LocalProtocolError: the request is not in flight.
+        """
+        self._finish(request_id)
+
+    def serving(self) -> frozenset[RequestId]:
+        """Return the ids of the server's requests not yet answered."""
+        return frozenset(self._serving)
+
+    def _finish(self, request_id: RequestId) -> None:
+        try:
+            self._serving.remove(request_id)
+        except KeyError:
+            raise LocalProtocolError(
+                f"server request {describe(request_id)} is not in flight: it was never "
+                "received or was already answered"
+            ) from None
+
+    # --- what arrives -------------------------------------------------------------
+
+    def receive(self, value: JSONValue) -> list[ClientEvent]:
+        """Take one decoded JSON value from the server; return what it means.
+
+        A batch (a list) is taken apart: the events of its items, in order.
+        """
+        events: list[ClientEvent] = []
+        if type(value) is list:
+            for item in value:
+                self._receive_one(item, events)
+        else:
+            self._receive_one(value, events)
+        return events
+
+    def _receive_one(self, value: JSONValue, events: list[ClientEvent]) -> None:
+        try:
+            message = classify(value)
+        except RemoteProtocolError as exc:
+            events.append(MalformedReceived(exc, value))
+            if type(value) is dict and "method" in value and exc.request_id is not None:
+                reply = ErrorResponse(exc.request_id, exc.code, exc.message)
+                events.append(Send(reply.to_json()))
+            return
+        kind = type(message)
+        if kind is Response:
+            assert isinstance(message, Response)
+            self._receive_response(message, events)
+        elif kind is ErrorResponse:
+            assert isinstance(message, ErrorResponse)
+            self._receive_error(message, events)
+        elif kind is Notification:
+            assert isinstance(message, Notification)
+            self._receive_notification(message, events)
+        else:
+            assert isinstance(message, Request)
+            self._receive_request(message, events)
+
+    def _receive_response(self, response: Response, events: list[ClientEvent]) -> None:
+        request_id = response.id
+        if request_id not in self._pending:
+            events.append(UnexpectedResponse(response))
+            return
+        handshake = request_id in self._handshakes
+        self.forget(request_id)
+        if handshake:
+            events.append(self._initialized(request_id, response.result))
+        else:
+            events.append(ResponseReceived(request_id, response.result))
+
+    def _receive_error(self, error: ErrorResponse, events: list[ClientEvent]) -> None:
+        request_id = error.id
+        if request_id is None:
+            events.append(UnattributedError(error))
+        elif request_id not in self._pending:
+            events.append(UnexpectedResponse(error))
+        else:
+            self.forget(request_id)
+            events.append(ErrorReceived(request_id, error))
+
+    def _initialized(
+        self, request_id: RequestId, result: JSONObject
+    ) -> SessionInitialized | InitializeRefused:
+        chosen = result.get("protocolVersion")
+        if not isinstance(chosen, str) or chosen not in SESSION_REVISIONS:
+            error = RemoteProtocolError(
+                f"the server chose protocol revision {describe(chosen)}; this client supports "
+                f"{', '.join(SESSION_REVISIONS)}",
+                data={"protocolVersion": chosen},
+            )
+            return InitializeRefused(request_id, error)
+        self.revision = REVISIONS[chosen]
+        self.initialize_result = result
+        # The handshake's request was forgotten just before, which left the phase NEW
+        # unless a second handshake (the server's to refuse) is still waiting.
+        if self.phase is not ClientPhase.OPERATING:
+            self.phase = ClientPhase.INITIALIZED
+        return SessionInitialized(request_id, result, self.revision)
+
+    def _receive_notification(self, notification: Notification, events: list[ClientEvent]) -> None:
+        method = notification.method
+        params = notification.params or {}
+        if method == "notifications/progress":
+            token = params.get("progressToken")
+            if type(token) is int or type(token) is str:
+                request_id = self._progress.get(token)
+                if request_id is not None:
+                    events.append(ProgressReceived(request_id, params))
+        elif method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            if (type(request_id) is int or type(request_id) is str) and (
+                request_id in self._serving
+            ):
+                reason = params.get("reason")
+                # The reason ends up in a CancelScope and in logs: clipped.
+                events.append(
+                    CancelRequested(request_id, clip(reason) if isinstance(reason, str) else None)
+                )
+        events.append(NotificationReceived(notification))
+
+    def _receive_request(self, request: Request, events: list[ClientEvent]) -> None:
+        if request.id in self._serving:
+            reply = ErrorResponse(
+                request.id,
+                INVALID_REQUEST,
+                f"request id {describe(request.id)} is already in use",
+            )
+            events.append(Send(reply.to_json()))
+            return
+        if len(self._serving) >= self._max_serving:
+            reply = ErrorResponse(
+                request.id,
+                INTERNAL_ERROR,
+                f"client busy: too many requests in flight (limit {self._max_serving})",
+            )
+            events.append(Send(reply.to_json()))
+            return
+        self._serving.add(request.id)
+        events.append(ServerRequestReceived(request))
