@@ -5,6 +5,12 @@ from typing import TYPE_CHECKING, Any
 from .._exceptions import LocalProtocolError as LocalProtocolError
 from .._exceptions import ProtocolError as ProtocolError
 from .._exceptions import RemoteProtocolError as RemoteProtocolError
+from ._body import Batch as Batch
+from ._body import Body as Body
+from ._body import answered_ids as answered_ids
+from ._body import batch_refusal as batch_refusal
+from ._body import classify_body as classify_body
+from ._body import owed_ids as owed_ids
 from ._bounded import MAX_DEPTH as MAX_DEPTH
 from ._bounded import bounded_value as bounded_value
 from ._bounded import clip as clip
@@ -80,6 +86,8 @@ __all__ = [
     "LOG_LEVELS",
     "REVISIONS",
     "SESSION_REVISIONS",
+    "Batch",
+    "Body",
     "CancelRequested",
     "ErrorReceived",
     "ErrorResponse",
@@ -106,11 +114,15 @@ __all__ = [
     "RootsChanged",
     "Send",
     "ServerSession",
+    "answered_ids",
+    "batch_refusal",
     "classify",
+    "classify_body",
     "converter",
     "decode",
     "encode",
     "negotiate",
+    "owed_ids",
     "structure",
     "unstructure",
     *_types_all,

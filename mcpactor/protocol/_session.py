@@ -31,6 +31,7 @@ from typing import Any, Final
 import attrs
 
 from .._exceptions import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -38,16 +39,17 @@ from .._exceptions import (
     LocalProtocolError,
     RemoteProtocolError,
 )
+from ._body import Batch, Body, batch_refusal, classify_body
 from ._bounded import bounded_value, clip, describe
 from ._jsonrpc import (
     ErrorResponse,
     JSONObject,
     JSONValue,
+    Message,
     Notification,
     Request,
     RequestId,
     Response,
-    classify,
 )
 from ._revisions import SESSION_REVISIONS, Revision, negotiate
 
@@ -246,40 +248,31 @@ class ServerSession:
 
     # --- what arrives -----------------------------------------------------------
 
-    def receive(self, value: JSONValue) -> list[Event]:
-        """Take one decoded JSON value from the peer; return what it means."""
+    def receive(self, value: JSONValue | Body) -> list[Event]:
+        """Take one decoded JSON value, or a body ``classify_body`` made, from the peer.
+
+        Returns what it means.
+        """
         if self.phase is Phase.CLOSED:
             return []
-        if type(value) is list:
-            return self._receive_batch(value)
+        body = classify_body(value)
+        if isinstance(body, Batch):
+            return self._receive_batch(body)
         events: list[Event] = []
-        reply = self._receive_one(value, events, None)
+        reply = self._receive_one(body, events, None)
         if reply is not None:
             events.append(Send(reply))
         return events
 
-    def _receive_batch(self, values: list[JSONValue]) -> list[Event]:
-        if self.negotiated is None or not self.negotiated.revision.batching:
-            revision = self.negotiated.revision.version if self.negotiated else None
-            why = (
-                "batches are not allowed before initialize"
-                if revision is None
-                else f"revision {revision} does not allow JSON-RPC batches"
-            )
+    def _receive_batch(self, body: Batch) -> list[Event]:
+        negotiated = self.negotiated
+        why = batch_refusal(body, negotiated.revision if negotiated is not None else None)
+        if why is not None:
             return [Send(_error(None, INVALID_REQUEST, why))]
-        if not values:
-            return [Send(_error(None, INVALID_REQUEST, "a batch must not be empty"))]
         batch = _Batch()
         events: list[Event] = []
-        for value in values:
-            if type(value) is dict and value.get("method") == "initialize":
-                reply: JSONValue = _error(
-                    value.get("id") if _is_id(value.get("id")) else None,
-                    INVALID_REQUEST,
-                    "initialize must not be part of a batch",
-                )
-            else:
-                reply = self._receive_one(value, events, batch)
+        for item in body.items:
+            reply = self._receive_one(item, events, batch)
             if reply is not None:
                 batch.replies.append(reply)
         if not batch.waiting and batch.replies:
@@ -287,12 +280,8 @@ class ServerSession:
         return events
 
     def _receive_one(
-        self, value: JSONValue, events: list[Event], batch: _Batch | None
+        self, message: Message | RemoteProtocolError, events: list[Event], batch: _Batch | None
     ) -> JSONValue | None:
-        try:
-            message = classify(value)
-        except RemoteProtocolError as exc:
-            return _error(exc.request_id, exc.code, exc.message, exc.data)
         if type(message) is Request:
             return self._receive_request(message, events, batch)
         if type(message) is Notification:
@@ -303,11 +292,13 @@ class ServerSession:
                 self._outgoing.discard(message.id)
                 events.append(ResponseReceived(message.id, message.result))
             return None
-        assert type(message) is ErrorResponse
-        if message.id is not None and message.id in self._outgoing:
-            self._outgoing.discard(message.id)
-            events.append(ErrorReceived(message.id, message))
-        return None
+        if type(message) is ErrorResponse:
+            if message.id is not None and message.id in self._outgoing:
+                self._outgoing.discard(message.id)
+                events.append(ErrorReceived(message.id, message))
+            return None
+        assert isinstance(message, RemoteProtocolError)
+        return _error(message.request_id, message.code, message.message, message.data)
 
     def _receive_request(
         self, request: Request, events: list[Event], batch: _Batch | None
@@ -511,10 +502,37 @@ class ServerSession:
         """Stop waiting for the answer to one of our requests (timed out or cancelled)."""
         self._outgoing.discard(request_id)
 
+    def cancel_outgoing(self, request_id: RequestId, reason: str) -> JSONObject:
+        """Stop waiting for one of our requests; return the notice that tells the client."""
+        self._outgoing.discard(request_id)
+        return {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": reason},
+        }
+
     def may_notify(self, method: str) -> bool:
         """Return whether the phase allows sending this notification now."""
         allowed = PHASE_RULES[self.phase].server_notifications
         return allowed is None or method in allowed
+
+    def notification(self, method: str, params: JSONObject) -> JSONObject | None:
+        """Return the notification to send; None if the phase does not allow it now."""
+        allowed = PHASE_RULES[self.phase].server_notifications
+        if allowed is not None and method not in allowed:
+            return None
+        return {"jsonrpc": "2.0", "method": method, "params": params}
+
+    def ended_reply(self, request_ids: Iterable[RequestId]) -> JSONValue:
+        """Return the answer owed to requests the session ended before answering.
+
+        One error response, or an array of them for several requests of one batch.
+        """
+        errors: list[JSONValue] = [
+            _error(request_id, INTERNAL_ERROR, "the session ended before the request was answered")
+            for request_id in request_ids
+        ]
+        return errors[0] if len(errors) == 1 else errors
 
     def log_enabled(self, level: str) -> bool:
         """Return whether a message at ``level`` passes the client's chosen level."""

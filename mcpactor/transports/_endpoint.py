@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from ..runtime.http import SessionManager
 from ._asgi import Send
 from ._http_options import HttpOptions
-from ._session_manager import SessionManager
 
 __all__ = ["Endpoint"]
 

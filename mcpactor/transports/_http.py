@@ -1,9 +1,3 @@
-# Why this module is long (~620 lines): one ASGI app whose methods share the same checks
-# (framing, admission, CORS, session lookup), so each method's handling reads them
-# in place. It would split at its largest section: POST (stateful and stateless) into a
-# module of its own, and the Host framing helpers beside the Host/Origin guard in
-# _security.py.
-#
 # The ASGI application: Streamable HTTP on one path, legacy HTTP+SSE and WebSocket beside.
 #
 # Why a hand-written ASGI app and not quart-trio: the MCP endpoint is one path with
@@ -17,11 +11,10 @@
 #
 # A request goes through: the Host header's framing (400 and close when it is missing in
 # HTTP/1.1, repeated or malformed, RFC 9112 §3.2) → the health endpoint, which needs
-# nothing more → Host/Origin guard (403/421) → authentication hook (401) → method
-# dispatch. POST checks Accept (406), Content-Type (415) and size (413), decodes
-# the body (-32700 → 400) and classifies every message before a session sees it, so
-# that malformed input and messages that need no answer (202) are settled here and
-# every request reaching a session has a stream waiting for its response.
+# nothing more → Host/Origin guard (403/421) → authentication hook (401) → the
+# endpoint's handler: Streamable HTTP's POST, GET and DELETE (_streamable.py), legacy
+# HTTP+SSE (_legacy_sse.py) or WebSocket (_websocket.py). This module is admission,
+# CORS and dispatch; the handlers reach it through the Endpoint protocol.
 
 from __future__ import annotations
 
@@ -33,46 +26,26 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
-import orjson
-
-from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
-from ..protocol import (
-    HEADERLESS_HTTP,
-    REVISIONS,
-    SESSION_REVISIONS,
-    JSONValue,
-    Phase,
-    Request,
-    RequestId,
-    classify,
-    decode,
-    describe,
-)
+from .._exceptions import INVALID_REQUEST
+from ..runtime.http import SessionManager
 from ._asgi import (
     ClientGone,
     Headers,
     Receive,
     Scope,
     Send,
-    client_address,
     error_body,
     lifespan,
-    read_body,
     reply,
     reply_error,
 )
 from ._http_options import HttpOptions
-from ._http_sessions import DuplicateRequestId, HttpSession, SessionKind
-from ._http_writer import write_stream
 from ._legacy_sse import serve_legacy_post, serve_legacy_stream
-from ._security import RequestGuard, accepts, parse_host
-from ._session_manager import SessionLimitReached, SessionManager
+from ._security import RequestGuard, parse_host
+from ._streamable import serve_streamable
 from ._websocket import serve_websocket
 
 __all__ = ["McpHttpApp"]
-
-# What a request without ``MCP-Protocol-Version`` speaks (the revision table says).
-_HEADERLESS_VERSION: Final = HEADERLESS_HTTP.version
 
 _access = logging.getLogger("mcpactor.access")
 _HEALTHY: Final = b'{"status":"ok"}'
@@ -240,7 +213,7 @@ class McpHttpApp:
             await self._health(scope, send)
             return
         if path in self._paths:
-            handler = self._mcp
+            handler = functools.partial(serve_streamable, self)
         elif options.sse_path is not None and path == options.sse_path:
             handler = functools.partial(serve_legacy_stream, self)
         elif options.messages_path is not None and path.rstrip("/") == options.messages_path:
@@ -297,282 +270,6 @@ class McpHttpApp:
         ]
         await reply(send, 204, b"", cors, content_type=None)
 
-    async def _mcp(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        headers: Headers,
-        principal: object,
-    ) -> None:
-        method = scope["method"]
-        if method == "POST":
-            await self._post(receive, send, headers, principal, client_address(scope))
-        elif method == "GET" and not self.options.stateless:
-            await self._get(receive, send, headers, principal)
-        elif method == "DELETE" and not self.options.stateless:
-            await self._delete(send, headers, principal)
-        else:
-            allow = b"POST" if self.options.stateless else b"GET, POST, DELETE"
-            await reply(
-                send,
-                405,
-                error_body(INVALID_REQUEST, f"method {method} not allowed here"),
-                [(b"allow", allow)],
-            )
-
-    def _session(
-        self, headers: Mapping[str, str], principal: object
-    ) -> tuple[HttpSession | None, int, str]:
-        session_id = headers.get("mcp-session-id")
-        if session_id is None:
-            return None, 400, "Mcp-Session-Id header required: only initialize may omit it"
-        session = self.manager.get(session_id)
-        if session is None and self.manager.stopping:
-            # Not 404: that would tell the client to start over, on a server going away.
-            return None, 503, "the server is shutting down"
-        if (
-            session is None
-            or session.kind is not SessionKind.STREAMABLE
-            or session.principal != principal
-        ):
-            return None, 404, "session not found: it ended, expired or never existed"
-        self.manager.confirm(session)
-        return session, 200, ""
-
-    def _header_version(self, headers: Mapping[str, str]) -> str | None:
-        # None when the header names a revision we do not speak.
-        version = headers.get("mcp-protocol-version")
-        if version is None:
-            return _HEADERLESS_VERSION
-        version = version.strip()
-        return version if version in SESSION_REVISIONS else None
-
-    # --- POST ---------------------------------------------------------------------------
-
-    async def _post(
-        self,
-        receive: Receive,
-        send: Send,
-        headers: Headers,
-        principal: object,
-        client: str | None,
-    ) -> None:
-        options = self.options
-        json_only = options.response_mode == "json"
-        if not accepts(headers.get("accept"), json=True, event_stream=not json_only):
-            wanted = "application/json" if json_only else "application/json and text/event-stream"
-            await reply_error(send, 406, INVALID_REQUEST, f"the Accept header must list {wanted}")
-            return
-        content_type = headers.get("content-type", "")
-        if content_type.split(";", 1)[0].strip().lower() != "application/json":
-            await reply_error(
-                send, 415, INVALID_REQUEST, "the Content-Type must be application/json"
-            )
-            return
-        body = await read_body(receive, options.max_body_bytes, headers)
-        if body is None:
-            await reply_error(
-                send,
-                413,
-                INVALID_REQUEST,
-                f"the body exceeds {options.max_body_bytes} bytes",
-                # The rest of the body is not read: the connection cannot go on.
-                close=True,
-            )
-            return
-        try:
-            value = decode(body)
-        except RemoteProtocolError as exc:
-            # Not JSON, or nested deeper than the framer takes: the error names the
-            # request's id when one could be read.
-            await reply(send, 400, orjson.dumps(exc.to_response()))
-            return
-        batch = type(value) is list
-        messages = value if batch else [value]
-        request_ids: list[RequestId] = []
-        initialize = False
-        for message in messages:
-            try:
-                classified = classify(message)
-            except RemoteProtocolError as exc:
-                if not batch:
-                    await reply(send, 400, orjson.dumps(exc.to_response()))
-                    return
-                if exc.request_id is not None:
-                    request_ids.append(exc.request_id)
-                continue
-            if type(classified) is Request:
-                request_ids.append(classified.id)
-                initialize = initialize or classified.method == "initialize"
-        if batch and not messages:
-            await reply_error(send, 400, INVALID_REQUEST, "a batch must not be empty")
-            return
-        version = self._header_version(headers)
-        if version is None and not initialize:
-            await _unsupported_version(send, headers)
-            return
-        if options.stateless:
-            await self._post_stateless(
-                receive, send, headers, principal, value, request_ids, initialize, version, client
-            )
-            return
-        new_session = False
-        if initialize and not batch and "mcp-session-id" not in headers:
-            try:
-                session = await self.manager.create(
-                    SessionKind.STREAMABLE, principal=principal, client=client
-                )
-            except SessionLimitReached as exc:
-                await reply_error(send, 503, INTERNAL_ERROR, str(exc))
-                return
-            new_session = True
-        else:
-            found, status, why = self._session(headers, principal)
-            if found is None:
-                await _refuse(send, status, why)
-                return
-            session = found
-        if batch and not _batching(session):
-            await reply_error(
-                send, 400, INVALID_REQUEST, "the negotiated revision does not allow batches"
-            )
-            return
-        if not request_ids:
-            if not await session.feed(value):
-                await reply_error(send, 404, INVALID_REQUEST, "session not found")
-                return
-            await reply(send, 202, b"", content_type=None)
-            return
-        try:
-            attachment = await session.post(value, request_ids, sse=options.response_mode == "sse")
-        except DuplicateRequestId as exc:
-            await reply(send, 400, error_body(INVALID_REQUEST, str(exc), exc.request_id))
-            return
-        if attachment is None:
-            await reply_error(send, 404, INVALID_REQUEST, "session not found")
-            return
-        extra = self.cors(headers)
-        if new_session:
-            assert session.id is not None
-            extra.append((b"mcp-session-id", session.id.encode()))
-        await write_stream(
-            receive,
-            send,
-            session,
-            attachment,
-            extra,
-            started=False,
-            retry_ms=options.retry_ms,
-            json_only=options.response_mode == "json",
-        )
-        if new_session and session.actor.core.phase is Phase.AWAITING_INITIALIZE:
-            # initialize failed (bad params): nothing will ever use this session.
-            self.manager.close_session(session)
-
-    async def _post_stateless(
-        self,
-        receive: Receive,
-        send: Send,
-        headers: Headers,
-        principal: object,
-        value: JSONValue,
-        request_ids: list[RequestId],
-        initialize: bool,
-        version: str | None,
-        client: str | None,
-    ) -> None:
-        assert version is not None or initialize
-        if type(value) is list and not (version is not None and REVISIONS[version].batching):
-            await reply_error(
-                send, 400, INVALID_REQUEST, f"protocol version {version} does not allow batches"
-            )
-            return
-        if not request_ids:
-            # No session to tell: a notification or response has nowhere to go.
-            await reply(send, 202, b"", content_type=None)
-            return
-        try:
-            session = await self.manager.create(
-                SessionKind.STATELESS,
-                principal=principal,
-                protocol_version=None if initialize else version,
-                client=client,
-            )
-        except SessionLimitReached as exc:
-            await reply_error(send, 503, INTERNAL_ERROR, str(exc))
-            return
-        try:
-            attachment = await session.post(
-                value, request_ids, sse=self.options.response_mode == "sse"
-            )
-            if attachment is None:
-                await reply_error(send, 503, INTERNAL_ERROR, "the server is shutting down")
-                return
-            await write_stream(
-                receive,
-                send,
-                session,
-                attachment,
-                self.cors(headers),
-                started=False,
-                retry_ms=self.options.retry_ms,
-                json_only=self.options.response_mode == "json",
-            )
-        finally:
-            # Served (or the client left, which in stateless mode nobody can resume).
-            self.manager.close_session(session)
-
-    # --- GET and DELETE -------------------------------------------------------------------
-
-    async def _get(
-        self, receive: Receive, send: Send, headers: Headers, principal: object
-    ) -> None:
-        if not accepts(headers.get("accept"), json=False, event_stream=True):
-            await reply_error(
-                send, 406, INVALID_REQUEST, "the Accept header must list text/event-stream"
-            )
-            return
-        session, status, why = self._session(headers, principal)
-        if session is None:
-            await _refuse(send, status, why)
-            return
-        if self._header_version(headers) is None:
-            await _unsupported_version(send, headers)
-            return
-        last_event_id = headers.get("last-event-id")
-        if last_event_id is not None:
-            attachment = await session.resume(last_event_id.strip())
-            if attachment is None:
-                await reply_error(
-                    send, 400, INVALID_REQUEST, f"unknown Last-Event-ID {describe(last_event_id)}"
-                )
-                return
-        else:
-            attachment = await session.listen()
-            if attachment is None:
-                await reply_error(
-                    send, 409, INVALID_REQUEST, "this session already has a GET stream open"
-                )
-                return
-        await write_stream(
-            receive,
-            send,
-            session,
-            attachment,
-            self.cors(headers),
-            started=True,
-            retry_ms=self.options.retry_ms,
-        )
-
-    async def _delete(self, send: Send, headers: Headers, principal: object) -> None:
-        session, status, why = self._session(headers, principal)
-        if session is None:
-            await _refuse(send, status, why)
-            return
-        self.manager.close_session(session)
-        await reply(send, 204, b"", self.cors(headers), content_type=None)
-
 
 def _host_framing(scope: Scope, headers: Mapping[str, str]) -> str | None:
     # What is wrong with the Host header as HTTP framing (RFC 9112 §3.2), or None. The
@@ -607,23 +304,3 @@ def _printable(text: str, limit: int) -> str:
     if len(text) > limit:
         text = text[:limit] + "..."
     return _UNPRINTABLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
-
-
-async def _refuse(send: Send, status: int, why: str) -> None:
-    code = INTERNAL_ERROR if status >= 500 else INVALID_REQUEST
-    await reply_error(send, status, code, why)
-
-
-def _batching(session: HttpSession) -> bool:
-    negotiated = session.actor.core.negotiated
-    return negotiated is not None and negotiated.revision.batching
-
-
-async def _unsupported_version(send: Send, headers: Mapping[str, str]) -> None:
-    await reply_error(
-        send,
-        400,
-        INVALID_REQUEST,
-        f"unsupported MCP-Protocol-Version {describe(headers.get('mcp-protocol-version'))}; "
-        f"supported: {', '.join(SESSION_REVISIONS)}",
-    )

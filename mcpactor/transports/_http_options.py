@@ -7,7 +7,7 @@ from typing import Final, Literal
 
 import attrs
 
-from ._event_store import EventStore, MemoryEventStore
+from ..runtime.http import EventStore, MemoryEventStore
 
 __all__ = ["Authenticate", "HttpOptions", "default_event_store"]
 

@@ -24,9 +24,9 @@ from typing import Final
 
 import trio
 
+from ..runtime.http import Attachment, HttpSession, Item
 from . import _sse
 from ._asgi import Receive, Send, cancel_on_disconnect, reply, send_body, start_sse
-from ._http_sessions import Attachment, HttpSession, Item
 
 __all__ = ["write_stream"]
 

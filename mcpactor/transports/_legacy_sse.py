@@ -14,12 +14,12 @@ import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
 from ..protocol import decode
+from ..runtime.http import SessionKind, SessionLimitReached
 from . import _sse
 from ._asgi import Headers, Receive, Scope, Send, client_address, read_body, reply, reply_error
 from ._endpoint import Endpoint
-from ._http_sessions import SessionKind
 from ._http_writer import write_stream
-from ._session_manager import SessionLimitReached
+from ._security import counted_client
 
 __all__ = ["serve_legacy_post", "serve_legacy_stream"]
 
@@ -38,7 +38,9 @@ async def serve_legacy_stream(
         return
     try:
         session = await app.manager.create(
-            SessionKind.LEGACY_SSE, principal=principal, client=client_address(scope)
+            SessionKind.LEGACY_SSE,
+            principal=principal,
+            client=counted_client(client_address(scope)),
         )
     except SessionLimitReached as exc:
         await reply_error(send, 503, INTERNAL_ERROR, str(exc))

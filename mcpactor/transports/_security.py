@@ -33,6 +33,7 @@ __all__ = [
     "LOOPBACK_HOSTS",
     "RequestGuard",
     "accepts",
+    "counted_client",
     "is_loopback",
     "parse_host",
     "parse_origin",
@@ -63,6 +64,22 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _loopback_address(address: str) -> bool:
+    return is_loopback(address)
+
+
+def counted_client(address: str | None) -> str | None:
+    """The client a session is counted under for its per-client limit; None: not counted.
+
+    Loopback addresses are not counted: every local client, and every client behind a
+    reverse proxy on this machine, shares one.
+    """
+    if address is None or _loopback_address(address):
+        return None
+    return address
 
 
 def parse_host(value: str) -> tuple[str, str | None] | None:

@@ -16,10 +16,10 @@ import trio
 
 from .._exceptions import PARSE_ERROR, ProtocolError, RemoteProtocolError
 from ..protocol import JSONValue, decode
+from ..runtime.http import Attachment, HttpSession, SessionKind, SessionLimitReached
 from ._asgi import Headers, Receive, Scope, Send, client_address
 from ._endpoint import Endpoint
-from ._http_sessions import Attachment, HttpSession, SessionKind
-from ._session_manager import SessionLimitReached
+from ._security import counted_client
 
 __all__ = ["SUBPROTOCOL", "serve_websocket"]
 
@@ -46,7 +46,9 @@ async def serve_websocket(app: Endpoint, scope: Scope, receive: Receive, send: S
         return
     try:
         session = await app.manager.create(
-            SessionKind.WEBSOCKET, principal=principal, client=client_address(scope)
+            SessionKind.WEBSOCKET,
+            principal=principal,
+            client=counted_client(client_address(scope)),
         )
     except SessionLimitReached:
         await send({"type": "websocket.close", "code": _TRY_LATER})

@@ -27,11 +27,17 @@ from typing import Any, Final, Literal
 import trio
 
 from ..runtime import SessionOptions, collect_when_quiet, settle_heap
+from ..runtime.http import (
+    EventStore,
+    EventStoreStatistics,
+    ManagerStatistics,
+    MemoryEventStore,
+    Replay,
+    SessionManager,
+)
 from ..server import Server
-from ._event_store import EventStore, EventStoreStatistics, MemoryEventStore, Replay
 from ._http import McpHttpApp
 from ._http_options import HttpOptions, default_event_store
-from ._session_manager import ManagerStatistics, SessionManager
 
 __all__ = [
     "EventStore",
@@ -217,7 +223,9 @@ def _builtin_server(
     shutdown: trio.Event,
     sockets: Sequence[socket.socket] | None,
 ) -> Callable[..., Awaitable[None]]:
-    from ._h1server import H1Config, serve_h1
+    from ..runtime import current_start_gate
+    from ._asgi import http_error_body
+    from .h1 import H1Config, serve_h1
 
     options = app.options
     config = H1Config(
@@ -242,6 +250,10 @@ def _builtin_server(
         shutdown=shutdown,
         graceful_timeout=grace + _SHUTDOWN_MARGIN,
         sockets=sockets,
+        # JSON-RPC error bodies, as the app's own refusals have.
+        error_body=http_error_body,
+        # Request actors spawned but not started: a new request waits while many are.
+        intake=current_start_gate(),
     )
 
 

@@ -26,10 +26,10 @@ from mcpactor import RemoteProtocolError, RequestError, TransportError
 from mcpactor.client import ClientSession, connect_http
 from mcpactor.client._http11 import HttpPool, Url
 from mcpactor.client._sse import SseEvent, SseParser
+from mcpactor.runtime.http import SessionManager
 from mcpactor.transports import HttpOptions, McpHttpApp, serve_app
 from mcpactor.transports._asgi import Headers
 from mcpactor.transports._http_options import default_event_store
-from mcpactor.transports._session_manager import SessionManager
 from tests.client.conftest import ServerMessages, text_of
 from tests.transports._http_client import McpClient, SocketClient
 from tests.transports._http_server import Probe, make_server

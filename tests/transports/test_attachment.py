@@ -11,10 +11,9 @@ import pytest
 import trio
 import trio.testing
 
+from mcpactor.runtime.http import COALESCE_SECONDS, HttpSession
+from mcpactor.runtime.http._streams import _CAPACITY, _NUDGE_TICK, Attachment, Item, Stream
 from mcpactor.transports import EventStore, HttpOptions, McpHttpApp, MemoryEventStore
-from mcpactor.transports._attachment import _CAPACITY, _NUDGE_TICK, Attachment, Item, Stream
-from mcpactor.transports._http_sessions import HttpSession
-from mcpactor.transports._session_manager import COALESCE_SECONDS
 from mcpactor.transports.http import EventStoreStatistics, Replay
 
 from ._http_client import McpClient, SseEvent

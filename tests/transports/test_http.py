@@ -11,9 +11,9 @@ import trio.testing
 
 from mcpactor.protocol import MAX_DEPTH
 from mcpactor.runtime import Outbound, SessionActor
+from mcpactor.runtime.http import WATCH_AFTER
 from mcpactor.transports import HttpOptions, _http_writer
 from mcpactor.transports._asgi import Receive
-from mcpactor.transports._session_manager import WATCH_AFTER
 
 from ..spec_schema import check_server_message
 from ._http_client import McpClient, read_reply, start_post

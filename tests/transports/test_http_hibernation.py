@@ -18,9 +18,8 @@ import trio.testing
 
 from mcpactor import Context, Server
 from mcpactor.runtime import SessionOptions
+from mcpactor.runtime.http import SLEEP_AFTER, HttpSession
 from mcpactor.transports import HttpOptions, McpHttpApp, MemoryEventStore
-from mcpactor.transports._http_sessions import HttpSession
-from mcpactor.transports._session_manager import SLEEP_AFTER
 from mcpactor.transports.http import EventStoreStatistics
 
 from ..runtime.conftest import live_tasks

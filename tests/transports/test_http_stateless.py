@@ -13,9 +13,8 @@ import trio.testing
 
 from mcpactor import Context, Server
 from mcpactor.runtime import Outbound, SessionOptions
+from mcpactor.runtime.http import WATCH_AFTER, HttpSession
 from mcpactor.transports import HttpOptions
-from mcpactor.transports._http_sessions import HttpSession
-from mcpactor.transports._session_manager import WATCH_AFTER
 
 from ..runtime.conftest import live_tasks
 from ..spec_schema import check_server_message

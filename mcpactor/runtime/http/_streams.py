@@ -18,7 +18,7 @@ from typing import Final
 
 import trio
 
-from ..protocol import RequestId
+from ...protocol import RequestId
 
 __all__ = ["Attachment", "Item", "NudgeTimer", "Stream"]
 

@@ -4,7 +4,7 @@
 # WebSocket) and look them up by id; it enforces ``max_sessions`` and, when asked to
 # stop, closes every session so that each winds down with its grace period.
 #
-# A session is created asleep (see _http_sessions.py): an entry in the tables, no task.
+# A session is created asleep (see _http_session.py): an entry in the tables, no task.
 # When it wakes, its one task runs in the manager's nursery, which thereby owns every
 # awake session; a session that ends (asleep or awake) reports it through ``ended``.
 #
@@ -19,8 +19,8 @@
 #
 # Limits (invariant 4): ``max_sessions`` in all, and ``max_sessions_per_client`` for one
 # client address, so that one client opening sessions in a loop fills its own share and
-# not the table (loopback addresses are not counted: every local client, and every
-# client behind a reverse proxy on this machine, shares one). A Streamable HTTP
+# not the table (the transport names no client for a loopback address: every local
+# client, and every client behind a reverse proxy on this machine, shares one). A Streamable HTTP
 # session that has seen only its initialize is "unconfirmed" and expires after
 # ``unconfirmed_timeout`` idle seconds instead of the full idle timeout: a client that
 # never comes back (or a flood of unauthenticated initializes) holds its places for a
@@ -28,7 +28,10 @@
 # unconfirmed sessions wait in a deque of (deadline, id), in time order like the heaps
 # below.
 #
-# Two more timers end waits of SSE writers (see _http_writer.py): the short one of a
+# Named sessions are found through a SessionStore (_session_store.py), the one piece of
+# this state a registry shared between replicas would hold.
+#
+# Two more timers end waits of SSE writers (see transports/_http_writer.py): the short one of a
 # priming event held back for the answer behind it, and the longer one before a
 # streamed POST starts watching for its client leaving. Each is a deque of (deadline,
 # attachment, ticket), in time order for the same reason. One timer for every writer,
@@ -38,22 +41,21 @@
 from __future__ import annotations
 
 import collections
-import functools
 import heapq
 import logging
-import secrets
 from collections.abc import Awaitable, Callable
 from typing import Final
 
 import attrs
 import trio
 
-from ..runtime import ProcessPool, SessionOptions
-from ..server import Server
-from ._attachment import NudgeTimer
+from ...server import Server
+from .._offload import ProcessPool
+from .._session_actor import SessionOptions
 from ._event_store import EventStore
-from ._http_sessions import HttpSession, SessionKind
-from ._security import is_loopback
+from ._http_session import HttpSession, SessionKind
+from ._session_store import MemorySessionStore, SessionStore
+from ._streams import NudgeTimer
 
 __all__ = ["ManagerStatistics", "SessionLimitReached", "SessionManager"]
 
@@ -74,11 +76,6 @@ WATCH_AFTER: Final = 2.0
 _STATELESS_CLIENT: Final = {"name": "stateless HTTP client", "version": "0"}
 #: how many unconfirmed sessions a full table looks at for one that can give way
 _GIVE_WAY_LOOKS: Final = 64
-
-
-@functools.lru_cache(maxsize=1024)
-def _is_loopback(address: str) -> bool:
-    return is_loopback(address)
 
 
 class SessionLimitReached(Exception):
@@ -119,6 +116,7 @@ class SessionManager:
         response_mode: str,
         max_sessions_per_client: int | None = None,
         unconfirmed_timeout: float = UNCONFIRMED_TIMEOUT,
+        session_store: SessionStore | None = None,
     ) -> None:
         self.server = server
         self.session_options = session_options
@@ -150,7 +148,10 @@ class SessionManager:
         self._unconfirmed_deadlines: collections.deque[tuple[float, str]] = collections.deque()
         self._unconfirmed_watched = trio.Event()
         self.response_mode = response_mode
-        self._named: dict[str, HttpSession] = {}
+        #: the named sessions by id
+        self.sessions: SessionStore = (
+            session_store if session_store is not None else MemorySessionStore()
+        )
         # Every session until it has ended, and those of them not yet closing: only open
         # sessions count against the limit (a closed one is on its way out).
         self._live: set[HttpSession] = set()
@@ -174,7 +175,7 @@ class SessionManager:
         return ManagerStatistics(
             sessions=len(self._live),
             open_sessions=len(self._open),
-            named_sessions=len(self._named),
+            named_sessions=len(self.sessions),
             connections=sum(session.connections for session in self._live),
             awake_sessions=sum(session.awake for session in self._live),
             unconfirmed_sessions=len(self._unconfirmed),
@@ -239,7 +240,8 @@ class SessionManager:
     ) -> HttpSession:
         """Start a session of ``kind``; a stateless one is initialized at ``protocol_version``.
 
-        ``client`` is the client's address, for ``max_sessions_per_client``.
+        ``client`` names the client (its address), for ``max_sessions_per_client``; None
+        for a client that is not counted.
 
         Raises:
             SessionLimitReached: ``max_sessions`` are live, ``client`` holds its share,
@@ -253,8 +255,6 @@ class SessionManager:
                 raise SessionLimitReached(
                     f"the server has reached its limit of {self.max_sessions} sessions"
                 )
-        if client is not None and _is_loopback(client):
-            client = None
         if client is not None and self._per_client.get(client, 0) >= self.max_sessions_per_client:
             # No sweep here: a client at its limit must not make every refusal walk the
             # whole table. Its idle sessions expire on their timers.
@@ -263,8 +263,8 @@ class SessionManager:
                 "client may: end some (DELETE) or let them expire"
             )
         named = kind in (SessionKind.STREAMABLE, SessionKind.LEGACY_SSE)
-        session_id = secrets.token_urlsafe(24) if named else None
-        # Asleep: it starts a task only when something needs one (see _http_sessions.py).
+        session_id = self.sessions.new_id() if named else None
+        # Asleep: it starts a task only when something needs one (see _http_session.py).
         session = HttpSession(self, kind, session_id, principal)
         if kind is SessionKind.STATELESS:
             if protocol_version is not None:
@@ -278,7 +278,7 @@ class SessionManager:
             self._client_of[session] = client
             self._per_client[client] = self._per_client.get(client, 0) + 1
         if session_id is not None:
-            self._named[session_id] = session
+            self.sessions.add(session)
             if kind is SessionKind.STREAMABLE:
                 self._watch_idle(session_id, session.last_active)
                 self._watch_unconfirmed(session_id)
@@ -309,7 +309,7 @@ class SessionManager:
                 _, session_id = deadlines.popleft()
                 if session_id not in self._unconfirmed:
                     continue  # confirmed, or ended
-                session = self._named.get(session_id)
+                session = self.sessions.get(session_id)
                 if session is None or session.closing:
                     del self._unconfirmed[session_id]
                 elif session.busy() or now < session.last_active + self.unconfirmed_timeout:
@@ -360,8 +360,7 @@ class SessionManager:
             self._unconfirmed.pop(session.id, None)
         self._session_ended.set()
         self._session_ended = trio.Event()
-        if session.id is not None and self._named.get(session.id) is session:
-            del self._named[session.id]
+        self.sessions.remove(session)
 
     def _watch_idle(self, session_id: str, last_active: float) -> None:
         heapq.heappush(self._idle_deadlines, (last_active + self.idle_timeout, session_id))
@@ -387,7 +386,7 @@ class SessionManager:
             later: list[tuple[float, str]] = []
             while deadlines and deadlines[0][0] <= now:
                 _, session_id = heapq.heappop(deadlines)
-                session = self._named.get(session_id)
+                session = self.sessions.get(session_id)
                 if session is None or session.closing or not session.awake:
                     continue  # it ended, or it sleeps already (waking pushes it again)
                 if now < session.last_active + delay:
@@ -413,7 +412,7 @@ class SessionManager:
             now = trio.current_time()
             while deadlines and deadlines[0][0] <= now:
                 _, session_id = heapq.heappop(deadlines)
-                session = self._named.get(session_id)
+                session = self.sessions.get(session_id)
                 if session is None or session.closing:
                     continue
                 if now < session.last_active + timeout:
@@ -428,15 +427,14 @@ class SessionManager:
 
     def get(self, session_id: str) -> HttpSession | None:
         """Return the live session a client names, or None."""
-        session = self._named.get(session_id)
+        session = self.sessions.get(session_id)
         if session is None or session.closing:
             return None
         return session
 
     def close_session(self, session: HttpSession) -> None:
         """Forget a session's id at once and let it wind down."""
-        if session.id is not None and self._named.get(session.id) is session:
-            del self._named[session.id]
+        self.sessions.remove(session)
         self._release(session)
         session.close()
 
@@ -447,7 +445,7 @@ class SessionManager:
         for looked, session_id in enumerate(self._unconfirmed):
             if looked >= _GIVE_WAY_LOOKS:
                 return False
-            session = self._named.get(session_id)
+            session = self.sessions.get(session_id)
             if session is not None and not session.closing and not session.busy():
                 del self._unconfirmed[session_id]
                 self.close_session(session)

@@ -1,0 +1,49 @@
+"""HTTP sessions: their manager, hibernation, streams, routing and resumption.
+
+The transports (``mcpactor.transports``) turn HTTP requests into calls on these; nothing
+here knows about HTTP framing, headers or ASGI.
+"""
+
+from ._event_store import EventStore as EventStore
+from ._event_store import EventStoreStatistics as EventStoreStatistics
+from ._event_store import MemoryEventStore as MemoryEventStore
+from ._event_store import Replay as Replay
+from ._http_session import DuplicateRequestId as DuplicateRequestId
+from ._http_session import HttpSession as HttpSession
+from ._http_session import SessionHost as SessionHost
+from ._http_session import SessionKind as SessionKind
+from ._session_manager import COALESCE_SECONDS as COALESCE_SECONDS
+from ._session_manager import SLEEP_AFTER as SLEEP_AFTER
+from ._session_manager import WATCH_AFTER as WATCH_AFTER
+from ._session_manager import ManagerStatistics as ManagerStatistics
+from ._session_manager import SessionLimitReached as SessionLimitReached
+from ._session_manager import SessionManager as SessionManager
+from ._session_store import MemorySessionStore as MemorySessionStore
+from ._session_store import SessionStore as SessionStore
+from ._streams import Attachment as Attachment
+from ._streams import Item as Item
+from ._streams import NudgeTimer as NudgeTimer
+from ._streams import Stream as Stream
+
+__all__ = [
+    "COALESCE_SECONDS",
+    "SLEEP_AFTER",
+    "WATCH_AFTER",
+    "Attachment",
+    "DuplicateRequestId",
+    "EventStore",
+    "EventStoreStatistics",
+    "HttpSession",
+    "Item",
+    "ManagerStatistics",
+    "MemoryEventStore",
+    "MemorySessionStore",
+    "NudgeTimer",
+    "Replay",
+    "SessionHost",
+    "SessionKind",
+    "SessionLimitReached",
+    "SessionManager",
+    "SessionStore",
+    "Stream",
+]

@@ -1,0 +1,494 @@
+# A session behind the HTTP endpoints: its lifetime (asleep, awake, closing) and what
+# clients send it. Its streams and router are ``Routing`` (_routing.py), which it extends.
+#
+# Ownership: one ``SessionManager`` nursery owns every ``HttpSession`` that is awake; an
+# awake session's own nursery owns its ``SessionActor`` and its router. HTTP request
+# handlers only *attach* to streams, so a client that drops a connection never cancels
+# anything: only ``notifications/cancelled`` does (transports page: "disconnection SHOULD
+# NOT be interpreted as the client cancelling its request").
+#
+# Hibernation: a Streamable HTTP session is mostly idle, so it sleeps. Asleep, it is
+# state only — the actor's protocol core, subscriptions and task records, its streams'
+# bookkeeping, its event-store entries — and no task, channel or nursery. A message for
+# a sleeping session is fed to the core right in the handler's task: what the core
+# answers alone (initialize, notifications/initialized, ping, logging/setLevel) is routed
+# from there, so opening a session starts nothing. A request to serve, a GET listener or
+# a stream to resume wakes the session: the manager's nursery starts one task that runs
+# the actor (given the events the core produced) beside the router. The manager puts a
+# session back to sleep once it has been quiet for a moment and nothing is left: no
+# request, task or server→client request running, no connection attached, inbox and
+# outbox drained. It closes the inbox; the actor ends its period without closing the
+# core, the router finishes, and the task ends. A message arriving meanwhile waits for
+# that, then finds the session asleep. Server change notices for a sleeping session are
+# kept by the actor and sent when it next wakes — to a GET, which always wakes it, or
+# to the event store. Legacy SSE and WebSocket sessions stay awake while their one
+# connection lasts.
+#
+# A stateless session lives for one POST and never sleeps, so it has no task of its own
+# either: its actor starts the POST's request actors straight in the manager's nursery,
+# and what they send is routed in their own tasks (``DirectOutbox``, _routing.py).
+# Closing it gives requests still running the shutdown grace, then cancels them
+# (nobody can resume).
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Final, Protocol
+
+import trio
+
+from ..._exceptions import ProtocolError
+from ...protocol import Event, JSONValue, Phase, RequestId, Revision, describe
+from .._session_actor import Outbound, SessionActor, SessionOptions
+from ._routing import STANDALONE, DirectOutbox, Routing, SessionOutbox
+from ._streams import Attachment, Item, NudgeTimer
+
+if TYPE_CHECKING:
+    from ...server import Server
+    from ._event_store import EventStore
+
+__all__ = [
+    "Attachment",
+    "DuplicateRequestId",
+    "HttpSession",
+    "Item",
+    "SessionHost",
+    "SessionKind",
+]
+
+_INBOX_SIZE: Final = 64
+_OUTBOX_SIZE: Final = 256
+_STATELESS_REASON: Final = (
+    "the server runs in stateless mode, so the client's answer could not reach this request"
+)
+
+
+class SessionKind(enum.Enum):
+    """Which transport a session serves; decides ids, routing and resumability."""
+
+    STREAMABLE = "streamable HTTP"
+    STATELESS = "stateless HTTP"
+    LEGACY_SSE = "HTTP+SSE"
+    WEBSOCKET = "WebSocket"
+
+
+class _State(enum.Enum):
+    ASLEEP = "asleep"  # state only: no task, no channel
+    AWAKE = "awake"  # the actor and the router run in the manager's nursery
+    FALLING_ASLEEP = "falling asleep"  # the inbox closed for a rest; the task is ending
+    LENT = "lent"  # stateless: requests run in the manager's nursery, no session task
+
+
+class SessionHost(Protocol):
+    """What a session needs of the manager that owns it (``SessionManager`` is one)."""
+
+    server: Server
+    response_mode: str
+    effective_session_options: SessionOptions
+    stateless_session_options: SessionOptions
+    event_store: EventStore
+    #: ends a priming event's wait for the answer behind it
+    coalescing: NudgeTimer
+    #: ends a streamed POST's time without a watch for its client leaving
+    watch_delay: NudgeTimer
+
+    def wake(self, session: HttpSession, run: Callable[[], Awaitable[None]]) -> None:
+        """Run an awake period of ``session`` (``run``) in the manager's nursery."""
+
+    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run a short piece of a session's teardown in the manager's nursery."""
+
+    def ended(self, session: HttpSession) -> None:
+        """``session`` has ended: forget it."""
+
+
+class DuplicateRequestId(Exception):
+    """A POST reuses the id of a request still in flight in its session."""
+
+    def __init__(self, request_id: RequestId) -> None:
+        super().__init__(f"request id {describe(request_id)} is already in flight in this session")
+        self.request_id = request_id
+
+
+class HttpSession(Routing):
+    """One MCP session served over HTTP (or WebSocket): the actor, its router, streams."""
+
+    __slots__ = (
+        "_inbox",
+        "_outbox",
+        "_settled",
+        "_state",
+        "kind",
+        "manager",
+        "principal",
+    )
+
+    def __init__(
+        self,
+        manager: SessionHost,
+        kind: SessionKind,
+        session_id: str | None,
+        principal: object,
+    ) -> None:
+        self.manager = manager
+        self.kind = kind
+        #: what the authentication hook returned for the client that opened the session
+        self.principal = principal
+        single_stream = kind in (SessionKind.LEGACY_SSE, SessionKind.WEBSOCKET)
+        options = (
+            manager.stateless_session_options
+            if kind is SessionKind.STATELESS
+            else manager.effective_session_options
+        )
+        actor = SessionActor(
+            manager.server,
+            None,
+            options,
+            stream_signals=not single_stream,
+            refuse_client_requests=_STATELESS_REASON if kind is SessionKind.STATELESS else None,
+        )
+        super().__init__(
+            actor,
+            session_id,
+            manager.event_store,
+            resumable=kind is SessionKind.STREAMABLE and session_id is not None,
+            single_stream=single_stream,
+            json_only=manager.response_mode == "json",
+        )
+        if kind is not SessionKind.STATELESS:
+            # Changes reach the session while it sleeps, too; a stateless one cannot
+            # carry them to anyone.
+            actor.register()
+        self._state = _State.ASLEEP
+        # The awake session's channels: the inbox to the actor, the outbox to the router.
+        self._inbox: trio.MemorySendChannel[JSONValue | ProtocolError] | None = None
+        self._outbox: trio.MemoryReceiveChannel[Outbound] | None = None
+        # Made when a message must wait for the session to finish falling asleep.
+        self._settled: trio.Event | None = None
+
+    @property
+    def revision(self) -> Revision | None:
+        """The revision the session negotiated; None until initialize succeeds."""
+        negotiated = self.actor.core.negotiated
+        return negotiated.revision if negotiated is not None else None
+
+    # --- lifetime -----------------------------------------------------------------
+
+    @property
+    def awake(self) -> bool:
+        """Whether the session's actor and router are running (or finishing a period)."""
+        return self._state is not _State.ASLEEP
+
+    def serve_in_place(self, nursery: trio.Nursery) -> None:
+        """Serve a stateless session's requests in ``nursery``, without a session task."""
+        self.actor.serve_in(nursery, DirectOutbox(self), on_failure=self.close)
+        self._state = _State.LENT
+
+    def close(self) -> None:
+        """End the session: stop reading from the client and let the actor wind down."""
+        if self.closing:
+            return
+        self.closing = True
+        if self._state is _State.LENT:
+            actor = self.actor
+            if actor.retire(actor.options.shutdown_grace) and not actor.has_processes:
+                self._finish()
+                self.manager.ended(self)
+            else:
+                self.manager.spawn(self._end_when_idle)
+        elif self._state is _State.ASLEEP:
+            if self.resumable:
+                # Forgetting the stored events may wait on the store: a short task.
+                self.manager.spawn(self._end)
+            else:
+                self._finish()
+                self.manager.ended(self)
+        elif self._inbox is not None:
+            self._inbox.close()
+
+    def busy(self) -> bool:
+        """Return whether a client is connected or a request is being served."""
+        return self.connections > 0 or self.actor.statistics().requests_in_flight > 0
+
+    def may_sleep(self) -> bool:
+        """Return whether the session is awake and nothing is left for its tasks to do."""
+        inbox, outbox = self._inbox, self._outbox
+        if (
+            self._state is not _State.AWAKE
+            or self.closing
+            or self.connections
+            or self._by_request
+            or inbox is None
+            or outbox is None
+            or not self.actor.resting()
+        ):
+            return False
+        # Both channels empty, and their readers parked on them: nothing was handed to
+        # the actor or the router that they have not dealt with yet.
+        inbound = inbox.statistics()
+        outbound = outbox.statistics()
+        return (
+            inbound.current_buffer_used == 0
+            and inbound.tasks_waiting_receive == 1
+            and outbound.current_buffer_used == 0
+            and outbound.tasks_waiting_receive == 1
+        )
+
+    def sleep(self) -> None:
+        """Let an awake session fall asleep; the caller checked ``may_sleep()``."""
+        assert self._inbox is not None
+        self._state = _State.FALLING_ASLEEP
+        self._inbox.close()
+
+    def _wake(self, backlog: list[Event]) -> None:
+        # Start the actor (acting on ``backlog`` first) and the router, in one task that
+        # the manager's nursery owns.
+        inbox_send, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](
+            _INBOX_SIZE
+        )
+        outbox_send, outbox_receive = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
+        self._inbox = inbox_send
+        self._outbox = outbox_receive
+        self._queued = 0
+        self._state = _State.AWAKE
+        self.manager.wake(
+            self,
+            functools.partial(
+                self._run_awake,
+                inbox_receive,
+                SessionOutbox(self, outbox_send),
+                outbox_receive,
+                backlog,
+            ),
+        )
+
+    async def _run_awake(
+        self,
+        inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
+        outbox: SessionOutbox,
+        outbox_receive: trio.MemoryReceiveChannel[Outbound],
+        backlog: list[Event],
+    ) -> None:
+        rested = False
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    functools.partial(
+                        self.actor.run, inbox, outbox=outbox, backlog=backlog, rest=self._rests
+                    )
+                )
+                # The router ends when the actor has closed the outbox.
+                await self._route_all(outbox_receive)
+            rested = self.actor.core.phase is not Phase.CLOSED
+        finally:
+            self._inbox = None
+            self._outbox = None
+            if rested and not self.closing:
+                self._state = _State.ASLEEP
+                self._settle()
+            else:
+                with trio.CancelScope(shield=True):
+                    await self._end()
+
+    def _rests(self) -> bool:
+        # The actor asks when its inbox closed: a rest, unless the session is closing.
+        return self._state is _State.FALLING_ASLEEP and not self.closing
+
+    def _settle(self) -> None:
+        if self._settled is not None:
+            self._settled.set()
+            self._settled = None
+
+    async def _wait_settled(self) -> None:
+        if self._settled is None:
+            self._settled = trio.Event()
+        await self._settled.wait()
+
+    async def _ensure_awake(self) -> bool:
+        # False if the session is closing.
+        while not self.closing:
+            if self._state is _State.AWAKE or self._state is _State.LENT:
+                return True
+            if self._state is _State.ASLEEP:
+                self._wake([])
+                return True
+            await self._wait_settled()
+        return False
+
+    async def _end_when_idle(self) -> None:
+        # A stateless session closed while requests ran: they have the grace ``retire``
+        # gave them (or the manager's nursery is cancelled).
+        try:
+            await self.actor.wait_idle()
+        finally:
+            self._finish()
+            self.manager.ended(self)
+            with trio.CancelScope(shield=True):
+                await self.actor.close_processes()
+
+    async def _end(self) -> None:
+        # The session is over: connections end, the core closes, the store forgets it.
+        try:
+            self._finish()
+            if self.resumable:
+                assert self.id is not None
+                with trio.CancelScope(shield=True):
+                    await self._store.forget_session(self.id)
+        finally:
+            self.manager.ended(self)
+
+    def _finish(self) -> None:
+        self.closing = True
+        self._ended = True
+        self._state = _State.ASLEEP
+        self._end_streams()
+        self.actor.close()
+        self._settle()
+
+    # --- what clients send ----------------------------------------------------------
+
+    async def feed(self, value: JSONValue | ProtocolError) -> bool:
+        """Hand one decoded body to the session; False if the session is closed."""
+        self.touch()
+        while not self.closing:
+            state = self._state
+            if state is _State.LENT:
+                # Never declines: nothing is queued and no actor task is mid-message.
+                taken = self.actor.receive_now(value)
+                assert taken
+                return True
+            if state is _State.AWAKE:
+                inbox = self._inbox
+                assert inbox is not None
+                # An actor that is not mid-message has nothing queued: act on the
+                # message right here, in order, without a trip to its task and back.
+                if self.actor.receive_now(value):
+                    return True
+                try:
+                    # The HTTP request already went through the scheduler to get here:
+                    # only a full inbox is worth another trip (then wait, as backpressure).
+                    try:
+                        inbox.send_nowait(value)
+                    except trio.WouldBlock:
+                        await inbox.send(value)
+                except (trio.ClosedResourceError, trio.BrokenResourceError):
+                    continue  # it began to fall asleep, or it is closing
+                return True
+            if state is _State.ASLEEP:
+                replies, backlog = self.actor.receive_at_rest(value)
+                if backlog:
+                    self._wake(backlog)
+                for item in replies:
+                    await self._route(item.payload, item.related_request_id)
+                return True
+            await self._wait_settled()
+        return False
+
+    async def post(
+        self, value: JSONValue, request_ids: Iterable[RequestId], *, sse: bool
+    ) -> Attachment | None:
+        """Open the stream that will carry these requests' responses, then feed them.
+
+        Returns None if the session is closed. Raises DuplicateRequestId if one of the
+        ids is still in flight.
+        """
+        ids = set(request_ids)
+        for request_id in ids:
+            if request_id in self._by_request:
+                raise DuplicateRequestId(request_id)
+        stream = self._new_stream()
+        stream.pending = ids
+        for request_id in ids:
+            self._by_request[request_id] = stream
+        attachment = self._attach(stream)
+        if sse:
+            await self._start_sse(stream)
+        if await self.feed(value):
+            return attachment
+        for request_id in ids:
+            self._by_request.pop(request_id, None)
+        stream.pending.clear()
+        stream.complete = True
+        await self.release(attachment)
+        return None
+
+    async def listen(self) -> Attachment | None:
+        """Attach a fresh GET to the standalone stream; None if one is attached already."""
+        stream = self.standalone
+        if stream.conn is None:
+            # A listener wakes the session: the router is what feeds it.
+            await self._ensure_awake()
+        if stream.conn is not None:
+            return None
+        attachment = self._attach(stream)
+        if self.resumable:
+            assert self.id is not None
+            store = self._store
+            if self._primes():
+                await self._anchor_standalone()
+                await store.append(self.id, STANDALONE, b"")
+            if stream.delivered is not None:
+                replay = await store.replay_after(self.id, stream.delivered)
+                if replay is not None:
+                    attachment.replay = replay.events
+                    attachment.skip = frozenset(event_id for event_id, _ in replay.events)
+        return attachment
+
+    async def resume(self, last_event_id: str) -> Attachment | None:
+        """Re-attach to the stream ``last_event_id`` came from; None if it is unknown."""
+        if not self.resumable:
+            return None
+        assert self.id is not None
+        store = self._store
+        first = await store.replay_after(self.id, last_event_id)
+        if first is None:
+            return None
+        stream = self._streams.get(first.stream_id)
+        if stream is None:
+            return None
+        if not stream.complete:
+            # Something is still routed to it (the standalone stream, or a request's
+            # stream while the request runs): the router must be there to do it.
+            await self._ensure_awake()
+        attachment = self._attach(stream)
+        # Events appended between the first look and attaching are in neither the first
+        # replay nor the live channel: look again from where the first replay ended.
+        cursor = first.events[-1][0] if first.events else last_event_id
+        second = await store.replay_after(self.id, cursor)
+        events = first.events + (second.events if second is not None else [])
+        attachment.replay = events
+        attachment.skip = frozenset(event_id for event_id, _ in events)
+        if stream.complete:
+            # Nothing more will be routed to it: the replay is all there is.
+            self._detach(stream, attachment)
+        self._retained.pop(stream.id, None)
+        return attachment
+
+    async def release(self, attachment: Attachment) -> None:
+        """The connection of ``attachment`` is done (finished, cut or gone)."""
+        if not self.release_now(attachment):
+            await self.finish_release(attachment)
+
+    async def finish_release(self, attachment: Attachment) -> None:
+        """Do the part of releasing ``attachment`` that ``release_now`` left."""
+        await self._retain_or_forget(attachment.stream)
+
+    def release_now(self, attachment: Attachment) -> bool:
+        """Release ``attachment`` as far as that needs no waiting.
+
+        False if ``finish_release`` must follow: a completed SSE stream, which the event
+        store keeps a while.
+        """
+        self.connections -= 1
+        self.touch()
+        stream = attachment.stream
+        attachment.end()
+        if stream.conn is attachment:
+            stream.conn = None
+        if stream is not self.standalone and stream.complete and stream.conn is None:
+            if self.resumable and stream.sse:
+                return self._retain_now(stream)
+            self._forget_now(stream)
+        return True

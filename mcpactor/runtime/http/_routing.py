@@ -1,0 +1,540 @@
+# A session's response streams and the router that puts its messages on them.
+#
+# Streams: every POST that carries requests gets a ``Stream`` (ids "1", "2", …) owing
+# the responses of those requests; stream "0" is the standalone stream a GET listens
+# on. The router is the one task reading the actor's outbox: a message related to a
+# request goes to that request's stream, anything else to stream "0". A POST stream
+# starts undecided: if its response is the first thing routed to it, the client gets
+# plain JSON; a notification or server→client request first turns it into SSE (or
+# every stream is SSE, or none is, per ``response_mode``). Legacy SSE and WebSocket
+# sessions have one stream, the standalone one, for everything.
+#
+# Resumability: in a Streamable HTTP session every SSE message is appended to the
+# EventStore before it is pushed to the attached connection, if any. A stream whose
+# connection is gone keeps running; a GET with ``Last-Event-ID`` re-attaches to it and
+# gets what it missed. The standalone stream's log starts with an empty event, written
+# before its first message or priming event: a fresh GET replays what came after the
+# last event a GET wrote, or after that first one. A completed SSE stream is retained
+# for a while (the newest ``_MAX_RETAINED`` per session): having written its last event
+# tells us nothing about whether the client read it, as a TCP write to a peer that just
+# left still succeeds.
+#
+# A connection is an ``Attachment``: a bounded queue of ``(event id, data, final)`` items.
+# The router never waits on a stuck client for long: after ``_PUSH_TIMEOUT`` seconds the
+# connection is cut, and what it missed stays in the store.
+#
+# The shortcut: a request's final answer that finds the router idle, with nothing queued
+# for it, is routed in the request actor's own task (``SessionOutbox``) — the common
+# POST then costs no trip through the router, in JSON and in SSE. Anything that could
+# need to wait (an event store that must be awaited, a full or missing connection)
+# takes the router, in order. A stateless session has no router task at all: what its
+# requests send is routed in their own tasks (``DirectOutbox``).
+#
+# ``Routing`` is the stream table and the router; ``HttpSession`` (_http_session.py)
+# is one, and adds its lifetime and what clients send.
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Final
+
+import orjson
+import trio
+
+from ..._exceptions import INTERNAL_ERROR
+from ...protocol import JSONValue, RequestId, describe, serialize
+from .._session_actor import Outbound, SessionActor, StreamSignal
+from ._streams import Attachment, Item, Stream
+
+if TYPE_CHECKING:
+    from ._event_store import EventStore
+
+__all__ = ["DirectOutbox", "Routing", "SessionOutbox"]
+
+_log = logging.getLogger("mcpactor.http")
+
+_PUSH_TIMEOUT: Final = 30.0
+_MAX_RETAINED: Final = 16
+STANDALONE: Final = "0"
+
+
+class Routing:
+    """A session's streams, by id and by the requests they owe answers to, and its router."""
+
+    __slots__ = (
+        "_by_request",
+        "_ended",
+        "_json_only",
+        "_next_stream",
+        "_queued",
+        "_retained",
+        "_single_stream",
+        "_store",
+        "_streams",
+        "actor",
+        "closing",
+        "connections",
+        "id",
+        "last_active",
+        "resumable",
+        "standalone",
+    )
+
+    def __init__(
+        self,
+        actor: SessionActor,
+        session_id: str | None,
+        store: EventStore,
+        *,
+        resumable: bool,
+        single_stream: bool,
+        json_only: bool,
+    ) -> None:
+        self.actor = actor
+        self.id = session_id
+        self.resumable = resumable
+        self._store = store
+        self._single_stream = single_stream
+        self._json_only = json_only
+        # Messages handed to the router that it has not finished routing.
+        self._queued = 0
+        self._ended = False
+        self._streams: dict[str, Stream] = {}
+        self._by_request: dict[RequestId, Stream] = {}
+        self._retained: dict[str, None] = {}
+        self._next_stream = 0
+        self.standalone = self._new_stream()
+        self.standalone.sse = True
+        self.connections = 0
+        self.last_active = trio.current_time()
+        #: the session is ending: nothing more is taken from the client
+        self.closing = False
+
+    def touch(self) -> None:
+        """Note activity: the idle timer restarts from now."""
+        self.last_active = trio.current_time()
+
+    # --- streams ------------------------------------------------------------------------
+
+    def _new_stream(self) -> Stream:
+        stream = Stream(str(self._next_stream))
+        self._next_stream += 1
+        self._streams[stream.id] = stream
+        return stream
+
+    def _attach(self, stream: Stream) -> Attachment:
+        attachment = Attachment(stream)
+        if stream.conn is not None:
+            # The client reconnected while we still held its old connection.
+            stream.conn.end()
+        stream.conn = attachment
+        self.connections += 1
+        self.touch()
+        if self._ended:
+            # The session ended while this connection was on its way: it gets what is
+            # replayed for it, then its end.
+            self._detach(stream, attachment)
+        return attachment
+
+    def _detach(self, stream: Stream, conn: Attachment) -> None:
+        conn.end()
+        if stream.conn is conn:
+            stream.conn = None
+
+    def _primes(self) -> bool:
+        negotiated = self.actor.core.negotiated
+        # Sessions of a revision without priming events get none (the revision table).
+        return negotiated is not None and negotiated.revision.priming_event
+
+    async def _append(self, stream_id: str, data: bytes) -> str:
+        # Store one event of a resumable session's stream; return its id.
+        assert self.id is not None
+        store = self._store
+        event_id = store.append_now(self.id, stream_id, data)
+        if event_id is None:
+            event_id = await store.append(self.id, stream_id, data)
+        return event_id
+
+    async def _anchor_standalone(self) -> None:
+        # The empty first event of the standalone stream (see the top of the module).
+        if self.standalone.delivered is None:
+            self.standalone.delivered = await self._append(STANDALONE, b"")
+
+    async def _start_sse(self, stream: Stream) -> None:
+        stream.sse = True
+        if self.resumable and self._primes():
+            event_id = await self._append(stream.id, b"")
+            await self._push(stream, (event_id, b"", False))
+
+    def _forget_now(self, stream: Stream) -> None:
+        self._streams.pop(stream.id, None)
+        self._retained.pop(stream.id, None)
+
+    async def _forget(self, stream: Stream) -> None:
+        self._forget_now(stream)
+        if self.resumable and stream.sse:
+            assert self.id is not None
+            await self._store.forget_stream(self.id, stream.id)
+
+    def _retain_now(self, stream: Stream) -> bool:
+        # Retain a finished SSE stream, making room as far as the store forgets at once;
+        # False if it must be awaited for the rest (``_retain_or_forget`` does that).
+        retained = self._retained
+        retained[stream.id] = None
+        store = self._store
+        while len(retained) > _MAX_RETAINED:
+            oldest_id = next(iter(retained))
+            oldest = self._streams.get(oldest_id)
+            if oldest is None:
+                del retained[oldest_id]
+                continue
+            if oldest.sse:
+                assert self.id is not None
+                if not store.forget_stream_now(self.id, oldest_id):
+                    return False
+            self._forget_now(oldest)
+        return True
+
+    async def _retain_or_forget(self, stream: Stream) -> None:
+        if not (self.resumable and stream.sse):
+            await self._forget(stream)
+            return
+        if self._retain_now(stream):
+            return
+        while len(self._retained) > _MAX_RETAINED:
+            oldest = self._streams.get(next(iter(self._retained)))
+            self._retained.pop(next(iter(self._retained)))
+            if oldest is not None:
+                await self._forget(oldest)
+
+    # --- the router -----------------------------------------------------------------------
+
+    async def _route_all(self, outbox: trio.MemoryReceiveChannel[Outbound]) -> None:
+        async with outbox:
+            async for first in outbox:
+                item: Outbound | None = first
+                # Route what is already queued in this turn, not one message per turn.
+                while item is not None:
+                    try:
+                        if item.signal is None:
+                            await self._route(item.payload, item.related_request_id)
+                        else:
+                            await self._signal(item.signal, item.related_request_id)
+                    finally:
+                        self._queued -= 1
+                    try:
+                        item = outbox.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        item = None
+
+    async def _route(self, payload: JSONValue, related: RequestId | None) -> None:
+        data = serialize(payload)
+        if data is None:
+            # A request or notification that cannot be written as JSON (a response
+            # that cannot be becomes an error response): a handler's bug, not sent.
+            _log.warning("dropped a message that cannot be written as JSON: %s", describe(payload))
+            return
+        if self._single_stream:
+            await self._deliver(self.standalone, data, final=False)
+            return
+        stream = self._by_request.get(related) if related is not None else None
+        is_list = type(payload) is list
+        if stream is None and is_list:
+            stream = self._stream_of_batch(payload)
+        is_response = is_list or "method" not in payload
+        if stream is None or (self._json_only and not is_response):
+            if is_response:
+                _log.debug(
+                    "dropped a response that no stream is waiting for: %s", describe(payload)
+                )
+                return
+            if self.resumable:
+                await self._anchor_standalone()
+            await self._deliver(self.standalone, data, final=False)
+            return
+        final = False
+        if is_response:
+            for request_id in _response_ids(payload):
+                if self._by_request.get(request_id) is stream:
+                    del self._by_request[request_id]
+                    stream.pending.discard(request_id)
+            final = not stream.pending
+            self.touch()
+        await self._deliver(stream, data, final=final)
+        if final:
+            await self._complete(stream)
+
+    def route_now(self, item: Outbound) -> bool:
+        """Route a request's final JSON answer right away, if nothing needs waiting for.
+
+        The caller made sure that nothing is queued for the router (order is kept).
+        Returns False, having done nothing, when the item must take the router.
+        """
+        payload = item.payload
+        related = item.related_request_id
+        if (
+            item.signal is not None
+            or related is None
+            or self._single_stream
+            or type(payload) is not dict
+            or "method" in payload
+            or payload.get("id") != related
+        ):
+            return False
+        stream = self._by_request.get(related)
+        if stream is None or len(stream.pending) != 1:
+            return False
+        conn = stream.conn
+        if stream.sse:
+            event = self._final_event_now(stream, payload)
+            if event is None:
+                return False
+            assert conn is not None  # there is an event only for a connection
+            conn.put_nowait(event)
+        elif conn is not None:
+            data = serialize(payload)
+            if data is None:
+                return False
+            try:
+                conn.put_nowait((None, data, True))
+            except trio.WouldBlock:
+                return False
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                stream.conn = None
+        del self._by_request[related]
+        stream.pending.clear()
+        stream.complete = True
+        self.touch()
+        conn = stream.conn
+        if conn is not None:
+            self._detach(stream, conn)
+        else:
+            # Not an SSE stream: nothing of it is in the event store.
+            self._forget_now(stream)
+        return True
+
+    def _final_event_now(self, stream: Stream, payload: JSONValue) -> Item | None:
+        # An SSE stream's final answer as its last event, stored: only for a connection
+        # that takes it now, and from a store that gives an id now (the router would
+        # store it again otherwise). None if the answer must take the router.
+        conn = stream.conn
+        if conn is None or not conn.takes_now:
+            return None
+        data = serialize(payload)
+        if data is None:
+            return None
+        event_id = None
+        if self.resumable:
+            assert self.id is not None
+            data = bytes(memoryview(data))  # exact size, as in _deliver
+            event_id = self._store.append_now(self.id, stream.id, data)
+            if event_id is None:
+                return None
+        return (event_id, data, True)
+
+    def _stream_of_batch(self, payload: list[JSONValue]) -> Stream | None:
+        for request_id in _response_ids(payload):
+            stream = self._by_request.get(request_id)
+            if stream is not None:
+                return stream
+        return None
+
+    async def _signal(self, signal: StreamSignal, related: RequestId | None) -> None:
+        stream = self._by_request.get(related) if related is not None else None
+        if stream is None:
+            return
+        if signal is StreamSignal.ABANDONED:
+            assert related is not None
+            del self._by_request[related]
+            stream.pending.discard(related)
+            self.touch()
+            if not stream.pending:
+                await self._complete(stream)
+        elif self.resumable and not self._json_only and stream.conn is not None:
+            # CLOSE: cut the connection, not the stream; the client resumes it. Where
+            # nothing can be resumed (stateless) or nothing streams (JSON only), cutting
+            # would only lose the answer, so the request's stream stays as it is.
+            if not stream.sse:
+                await self._start_sse(stream)
+            conn = stream.conn
+            if conn is not None:
+                self._detach(stream, conn)
+
+    async def _deliver(self, stream: Stream, data: bytes, *, final: bool) -> None:
+        if not stream.sse:
+            if final:
+                # The stream's one answer, and nothing came before it: plain JSON.
+                await self._push(stream, (None, data, True))
+                return
+            await self._start_sse(stream)
+        event_id = None
+        if self.resumable:
+            # orjson's bytes keep the capacity of its write buffer (4 KiB for a short
+            # message): the store, which keeps them a while, gets an exact-size copy.
+            data = bytes(memoryview(data))
+            event_id = await self._append(stream.id, data)
+        await self._push(stream, (event_id, data, final))
+
+    async def _push(self, stream: Stream, item: Item) -> None:
+        conn = stream.conn
+        if conn is None:
+            return
+        try:
+            try:
+                conn.put_nowait(item)
+            except trio.WouldBlock:
+                with trio.move_on_after(_PUSH_TIMEOUT) as waited:
+                    await conn.put(item)
+                if waited.cancelled_caught:
+                    _log.warning("a client stopped reading its stream; cutting the connection")
+                    self._detach(stream, conn)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            if stream.conn is conn:
+                stream.conn = None
+
+    async def _complete(self, stream: Stream) -> None:
+        stream.complete = True
+        conn = stream.conn
+        if conn is not None:
+            # The writer drains what is queued, then ends the response; ``release``
+            # then keeps the stream for a while, in case the client missed the end.
+            self._detach(stream, conn)
+        else:
+            await self._retain_or_forget(stream)
+
+    def _end_streams(self) -> None:
+        # The actor is done: requests still owed an answer get an error, every
+        # connection ends.
+        for stream in list(self._streams.values()):
+            conn = stream.conn
+            if conn is None:
+                continue
+            if stream.pending:
+                errors = [_ended_error(request_id) for request_id in stream.pending]
+                stream.pending.clear()
+                data = orjson.dumps(errors[0] if len(errors) == 1 else errors)
+                with contextlib.suppress(
+                    trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
+                ):
+                    conn.put_nowait((None, data, True))
+            stream.complete = True
+            self._detach(stream, conn)
+        self._by_request.clear()
+
+
+class SessionOutbox:
+    """The actor's outbox while the session is awake: the router's channel, and a shortcut.
+
+    A request's final JSON answer that finds nothing queued for the router is routed in
+    the sending task (``HttpSession.route_now``); everything else queues, in order.
+    """
+
+    __slots__ = ("_channel", "_session")
+
+    def __init__(self, session: Routing, channel: trio.MemorySendChannel[Outbound]) -> None:
+        self._session = session
+        self._channel = channel
+
+    def send_nowait(self, value: Outbound, /) -> None:
+        """Route ``value`` now if it may skip the router; otherwise queue it."""
+        session = self._session
+        if not session._queued and session.route_now(value):
+            return
+        self._channel.send_nowait(value)
+        session._queued += 1
+
+    async def send(self, value: Outbound, /) -> None:
+        """Like ``send_nowait``, waiting while the router's channel is full."""
+        session = self._session
+        if not session._queued and session.route_now(value):
+            await trio.lowlevel.checkpoint()
+            return
+        session._queued += 1
+        try:
+            await self._channel.send(value)
+        except BaseException:
+            session._queued -= 1
+            raise
+
+    def close(self) -> None:
+        """Nothing more will be sent: the router ends once it has routed what is queued."""
+        self._channel.close()
+
+    async def __aenter__(self) -> SessionOutbox:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._channel.close()
+
+
+class DirectOutbox:
+    """A stateless session's outbox: each message is routed in the task that sends it.
+
+    A session that lives for one POST has no router task. A final answer that can be
+    routed at once is (``HttpSession.route_now``); anything else is routed by the sender
+    under a lock, so that messages that must wait keep their order.
+    """
+
+    __slots__ = ("_lock", "_session")
+
+    def __init__(self, session: Routing) -> None:
+        self._session = session
+        self._lock: trio.StrictFIFOLock | None = None
+
+    def send_nowait(self, value: Outbound, /) -> None:
+        """Route ``value`` now, or raise WouldBlock if routing it may have to wait."""
+        lock = self._lock
+        if (lock is None or not lock.locked()) and self._session.route_now(value):
+            return
+        raise trio.WouldBlock
+
+    async def send(self, value: Outbound, /) -> None:
+        """Route ``value``, waiting while the connection is full."""
+        session = self._session
+        lock = self._lock
+        if (lock is None or not lock.locked()) and session.route_now(value):
+            await trio.lowlevel.checkpoint()
+            return
+        if value.signal is StreamSignal.ABANDONED and session.closing:
+            # Cancelled because the session closed: the session's end answers it with an
+            # error, as the end of every session does.
+            return
+        if lock is None:
+            lock = self._lock = trio.StrictFIFOLock()
+        async with lock:
+            if value.signal is None:
+                await session._route(value.payload, value.related_request_id)
+            else:
+                await session._signal(value.signal, value.related_request_id)
+
+    def close(self) -> None:
+        """Nothing to close: there is no channel."""
+
+    async def __aenter__(self) -> DirectOutbox:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        return None
+
+
+def _response_ids(payload: JSONValue) -> list[RequestId]:
+    items = payload if type(payload) is list else (payload,)
+    ids = []
+    for item in items:
+        if type(item) is dict:
+            request_id = item.get("id")
+            if type(request_id) is str or type(request_id) is int:
+                ids.append(request_id)
+    return ids
+
+
+def _ended_error(request_id: RequestId) -> JSONValue:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {
+            "code": INTERNAL_ERROR,
+            "message": "the session ended before the request was answered",
+        },
+    }

@@ -1,0 +1,344 @@
+# The Streamable HTTP endpoint's methods: POST, GET and DELETE on the MCP path.
+#
+# The app (_http.py) has checked the request's framing, Host/Origin and authentication
+# before these run. POST checks Accept (406), Content-Type (415) and size (413), decodes
+# the body (-32700 → 400) and classifies it once (``classify_body``): malformed input
+# and bodies that need no answer (202) are settled here, every request reaching a
+# session has a stream waiting for its response, and the session takes the classified
+# body as it is. GET listens on a session's standalone stream or resumes a stream;
+# DELETE ends a session.
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import orjson
+
+from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
+from ..protocol import (
+    HEADERLESS_HTTP,
+    REVISIONS,
+    SESSION_REVISIONS,
+    Batch,
+    Body,
+    Request,
+    RequestId,
+    batch_refusal,
+    classify_body,
+    decode,
+    describe,
+    owed_ids,
+)
+from ..runtime.http import DuplicateRequestId, HttpSession, SessionKind, SessionLimitReached
+from ._asgi import (
+    Headers,
+    Receive,
+    Scope,
+    Send,
+    client_address,
+    error_body,
+    read_body,
+    reply,
+    reply_error,
+)
+from ._endpoint import Endpoint
+from ._http_writer import write_stream
+from ._security import accepts, counted_client
+
+__all__ = ["serve_streamable"]
+
+# What a request without ``MCP-Protocol-Version`` speaks (the revision table says).
+_HEADERLESS_VERSION: Final = HEADERLESS_HTTP.version
+
+
+async def serve_streamable(
+    app: Endpoint,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    headers: Headers,
+    principal: object,
+) -> None:
+    """Serve one request on the MCP path: POST, GET or DELETE."""
+    method = scope["method"]
+    stateless = app.options.stateless
+    if method == "POST":
+        await _post(app, receive, send, headers, principal, client_address(scope))
+    elif method == "GET" and not stateless:
+        await _get(app, receive, send, headers, principal)
+    elif method == "DELETE" and not stateless:
+        await _delete(app, send, headers, principal)
+    else:
+        await reply(
+            send,
+            405,
+            error_body(INVALID_REQUEST, f"method {method} not allowed here"),
+            [(b"allow", b"POST" if stateless else b"GET, POST, DELETE")],
+        )
+
+
+def _session(
+    app: Endpoint, headers: Mapping[str, str], principal: object
+) -> tuple[HttpSession | None, int, str]:
+    session_id = headers.get("mcp-session-id")
+    if session_id is None:
+        return None, 400, "Mcp-Session-Id header required: only initialize may omit it"
+    manager = app.manager
+    session = manager.get(session_id)
+    if session is None and manager.stopping:
+        # Not 404: that would tell the client to start over, on a server going away.
+        return None, 503, "the server is shutting down"
+    if (
+        session is None
+        or session.kind is not SessionKind.STREAMABLE
+        or session.principal != principal
+    ):
+        return None, 404, "session not found: it ended, expired or never existed"
+    manager.confirm(session)
+    return session, 200, ""
+
+
+def _header_version(headers: Mapping[str, str]) -> str | None:
+    # None when the header names a revision we do not speak.
+    version = headers.get("mcp-protocol-version")
+    if version is None:
+        return _HEADERLESS_VERSION
+    version = version.strip()
+    return version if version in SESSION_REVISIONS else None
+
+
+# --- POST -------------------------------------------------------------------------------
+
+
+async def _post(
+    app: Endpoint,
+    receive: Receive,
+    send: Send,
+    headers: Headers,
+    principal: object,
+    client: str | None,
+) -> None:
+    options = app.options
+    json_only = options.response_mode == "json"
+    if not accepts(headers.get("accept"), json=True, event_stream=not json_only):
+        wanted = "application/json" if json_only else "application/json and text/event-stream"
+        await reply_error(send, 406, INVALID_REQUEST, f"the Accept header must list {wanted}")
+        return
+    content_type = headers.get("content-type", "")
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        await reply_error(send, 415, INVALID_REQUEST, "the Content-Type must be application/json")
+        return
+    raw = await read_body(receive, options.max_body_bytes, headers)
+    if raw is None:
+        await reply_error(
+            send,
+            413,
+            INVALID_REQUEST,
+            f"the body exceeds {options.max_body_bytes} bytes",
+            # The rest of the body is not read: the connection cannot go on.
+            close=True,
+        )
+        return
+    try:
+        body = classify_body(decode(raw))
+    except RemoteProtocolError as exc:
+        # Not JSON, or nested deeper than the framer takes: the error names the
+        # request's id when one could be read.
+        await reply(send, 400, orjson.dumps(exc.to_response()))
+        return
+    kind = type(body)
+    if kind is RemoteProtocolError:
+        # One malformed message: nothing for a session to do.
+        assert isinstance(body, RemoteProtocolError)
+        await reply(send, 400, orjson.dumps(body.to_response()))
+        return
+    request_ids = owed_ids(body)
+    if kind is Batch:
+        assert isinstance(body, Batch)
+        initialize = body.initialize
+    else:
+        initialize = kind is Request and body.method == "initialize"  # type: ignore[union-attr]
+    version = _header_version(headers)
+    if version is None and not initialize:
+        await _unsupported_version(send, headers)
+        return
+    if options.stateless:
+        await _post_stateless(
+            app, receive, send, headers, principal, body, request_ids, initialize, version, client
+        )
+        return
+    new_session = False
+    if initialize and kind is not Batch and "mcp-session-id" not in headers:
+        try:
+            session = await app.manager.create(
+                SessionKind.STREAMABLE, principal=principal, client=counted_client(client)
+            )
+        except SessionLimitReached as exc:
+            await reply_error(send, 503, INTERNAL_ERROR, str(exc))
+            return
+        new_session = True
+    else:
+        found, status, why = _session(app, headers, principal)
+        if found is None:
+            await _refuse(send, status, why)
+            return
+        session = found
+    if kind is Batch:
+        assert isinstance(body, Batch)
+        refusal = batch_refusal(body, session.revision)
+        if refusal is not None:
+            await reply_error(send, 400, INVALID_REQUEST, refusal)
+            return
+    if not request_ids:
+        if not await session.feed(body):
+            await reply_error(send, 404, INVALID_REQUEST, "session not found")
+            return
+        await reply(send, 202, b"", content_type=None)
+        return
+    try:
+        attachment = await session.post(body, request_ids, sse=options.response_mode == "sse")
+    except DuplicateRequestId as exc:
+        await reply(send, 400, error_body(INVALID_REQUEST, str(exc), exc.request_id))
+        return
+    if attachment is None:
+        await reply_error(send, 404, INVALID_REQUEST, "session not found")
+        return
+    extra = app.cors(headers)
+    if new_session:
+        assert session.id is not None
+        extra.append((b"mcp-session-id", session.id.encode()))
+    await write_stream(
+        receive,
+        send,
+        session,
+        attachment,
+        extra,
+        started=False,
+        retry_ms=options.retry_ms,
+        json_only=json_only,
+    )
+    if new_session and session.revision is None:
+        # initialize failed (bad params): nothing will ever use this session.
+        app.manager.close_session(session)
+
+
+async def _post_stateless(
+    app: Endpoint,
+    receive: Receive,
+    send: Send,
+    headers: Headers,
+    principal: object,
+    body: Body,
+    request_ids: tuple[RequestId, ...],
+    initialize: bool,
+    version: str | None,
+    client: str | None,
+) -> None:
+    assert version is not None or initialize
+    if type(body) is Batch:
+        refusal = batch_refusal(body, REVISIONS[version] if version is not None else None)
+        if refusal is not None:
+            await reply_error(send, 400, INVALID_REQUEST, refusal)
+            return
+    if not request_ids:
+        # No session to tell: a notification or response has nowhere to go.
+        await reply(send, 202, b"", content_type=None)
+        return
+    options = app.options
+    try:
+        session = await app.manager.create(
+            SessionKind.STATELESS,
+            principal=principal,
+            protocol_version=None if initialize else version,
+            client=counted_client(client),
+        )
+    except SessionLimitReached as exc:
+        await reply_error(send, 503, INTERNAL_ERROR, str(exc))
+        return
+    try:
+        attachment = await session.post(body, request_ids, sse=options.response_mode == "sse")
+        if attachment is None:
+            await reply_error(send, 503, INTERNAL_ERROR, "the server is shutting down")
+            return
+        await write_stream(
+            receive,
+            send,
+            session,
+            attachment,
+            app.cors(headers),
+            started=False,
+            retry_ms=options.retry_ms,
+            json_only=options.response_mode == "json",
+        )
+    finally:
+        # Served (or the client left, which in stateless mode nobody can resume).
+        app.manager.close_session(session)
+
+
+# --- GET and DELETE ---------------------------------------------------------------------
+
+
+async def _get(
+    app: Endpoint, receive: Receive, send: Send, headers: Headers, principal: object
+) -> None:
+    if not accepts(headers.get("accept"), json=False, event_stream=True):
+        await reply_error(
+            send, 406, INVALID_REQUEST, "the Accept header must list text/event-stream"
+        )
+        return
+    session, status, why = _session(app, headers, principal)
+    if session is None:
+        await _refuse(send, status, why)
+        return
+    if _header_version(headers) is None:
+        await _unsupported_version(send, headers)
+        return
+    last_event_id = headers.get("last-event-id")
+    if last_event_id is not None:
+        attachment = await session.resume(last_event_id.strip())
+        if attachment is None:
+            await reply_error(
+                send, 400, INVALID_REQUEST, f"unknown Last-Event-ID {describe(last_event_id)}"
+            )
+            return
+    else:
+        attachment = await session.listen()
+        if attachment is None:
+            await reply_error(
+                send, 409, INVALID_REQUEST, "this session already has a GET stream open"
+            )
+            return
+    await write_stream(
+        receive,
+        send,
+        session,
+        attachment,
+        app.cors(headers),
+        started=True,
+        retry_ms=app.options.retry_ms,
+    )
+
+
+async def _delete(app: Endpoint, send: Send, headers: Headers, principal: object) -> None:
+    session, status, why = _session(app, headers, principal)
+    if session is None:
+        await _refuse(send, status, why)
+        return
+    app.manager.close_session(session)
+    await reply(send, 204, b"", app.cors(headers), content_type=None)
+
+
+async def _refuse(send: Send, status: int, why: str) -> None:
+    code = INTERNAL_ERROR if status >= 500 else INVALID_REQUEST
+    await reply_error(send, status, code, why)
+
+
+async def _unsupported_version(send: Send, headers: Mapping[str, str]) -> None:
+    await reply_error(
+        send,
+        400,
+        INVALID_REQUEST,
+        f"unsupported MCP-Protocol-Version {describe(headers.get('mcp-protocol-version'))}; "
+        f"supported: {', '.join(SESSION_REVISIONS)}",
+    )
