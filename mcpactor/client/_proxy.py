@@ -1,10 +1,3 @@
-# Why this module is long (~640 lines): ``ProxyServer`` is one Server whose lists,
-# forwarded requests and relayed messages all go through its one remote connection
-# and the state kept about it. It would split at its edges: the catalog and result
-# adapters (``_Remote``, ``_by_key``, ``_templates``, ``_adapt_prompt``) into one module,
-# and the remote's requests to the client (``_Relay``, ``_asker``, ``_ask_client``) into
-# another.
-#
 # Proxying: a remote MCP server served as a local one.
 #
 # ``ProxyServer`` is a Server whose lists and answers come from a remote server, through
@@ -17,15 +10,9 @@
 # client sends notifications/cancelled on its way out. What the remote sends while it
 # serves a forwarded request goes back through that request's Context: progress by the
 # token the client gave the forwarded request, log messages, and the remote's own
-# requests (sampling, elicitation, roots).
-#
-# The remote's log messages and requests carry no link to the request that caused them
-# (nothing on a stdio wire says which request a message belongs to), so they go to the
-# requests being forwarded when they arrive: a log message to each client with a
-# forwarded request in flight, a server→client request to the client of the most recent
-# one — and to nobody when requests of several clients are in flight, rather than to the
-# wrong one. With no request in flight, the client that used the proxy last is asked, and
-# log messages go to this process's log.
+# requests (sampling, elicitation, roots); which client gets them is _proxy_relay.py's
+# business. The lists as kept, and the adapting of definitions and answers to each
+# client's revision, are in _proxy_catalog.py.
 
 from __future__ import annotations
 
@@ -36,14 +23,12 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final
 
-import attrs
 import trio
 
 from .._exceptions import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
-    MCPActorError,
     ProtocolError,
     RequestError,
     TransportError,
@@ -51,11 +36,20 @@ from .._exceptions import (
 from ..protocol import LATEST, JSONObject, JSONValue, Revision, bounded_value, describe
 from ..server import Context, Mount, Server
 from ..server._registry import Catalog
-from ..server._results import adapt_content, adapt_tool_result, error_result
-from ..server._uritemplate import UriTemplate, UriTemplateError
+from ..server._results import adapt_tool_result, error_result
 from ._connect import connect_stdio
 from ._errors import unwrap_single_errors
 from ._http import connect_http
+from ._proxy_catalog import (
+    LIST_CHANGED,
+    LISTS,
+    Remote,
+    adapt_prompt,
+    by_key,
+    templates,
+    without_progress_token,
+)
+from ._proxy_relay import Relays, report_progress
 from ._session import ClientSession
 from ._websocket import connect_websocket
 
@@ -67,93 +61,15 @@ _log = logging.getLogger("mcpactor.proxy")
 #: initialized) ClientSession; ``client_args`` are ClientSession's keyword arguments
 Connector = Callable[..., AbstractAsyncContextManager[ClientSession]]
 
-# Log messages queued for one forwarded request before further ones are dropped.
-_RELAY_BUFFER: Final = 64
-
-_LIST_CHANGED: Final = {
-    "notifications/tools/list_changed": "tools",
-    "notifications/resources/list_changed": "resources",
-    "notifications/prompts/list_changed": "prompts",
-}
-_LISTS: Final = {
-    "tools/list": ("tools", "tools"),
-    "prompts/list": ("prompts", "prompts"),
-    "resources/list": ("resources", "resources"),
-    "resources/templates/list": ("resources", "resourceTemplates"),
-}
 _FORWARDED: Final = frozenset(
     {"tools/call", "prompts/get", "resources/read", "completion/complete"}
 )
-_PYTHON_LEVELS: Final = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
 # What the proxy offers the remote: whatever the real client turns out to support.
 _CLIENT_CAPABILITIES: Final[JSONObject] = {
     "sampling": {},
     "elicitation": {"form": {}, "url": {}},
     "roots": {"listChanged": True},
 }
-
-
-@attrs.frozen
-class _Remote:
-    # A tool, resource, template or prompt as the remote listed it.
-    definition: JSONObject
-    kind: str  # "tool", "resource" or "prompt"
-    template: UriTemplate | None = None
-
-    def wire(self, revision: Revision) -> JSONObject:
-        if self.kind == "tool":
-            allowed = revision.tool_fields
-        elif self.kind == "prompt":
-            allowed = revision.prompt_fields
-        else:
-            allowed = revision.resource_fields
-        definition = {k: v for k, v in self.definition.items() if k in allowed}
-        arguments = definition.get("arguments")
-        if self.kind == "prompt" and "title" not in allowed and isinstance(arguments, list):
-            definition["arguments"] = [
-                {k: v for k, v in a.items() if k != "title"} if isinstance(a, dict) else a
-                for a in arguments
-            ]
-        return definition
-
-
-class _Relay:
-    # One forwarded request: where the remote's log messages for it go.
-
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-        self._send, self._receive = trio.open_memory_channel[JSONObject](_RELAY_BUFFER)
-
-    def push(self, params: JSONObject) -> None:
-        with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
-            self._send.send_nowait(params)
-
-    def close(self) -> None:
-        self._send.close()
-
-    async def run(self) -> None:
-        async with self._receive:
-            async for params in self._receive:
-                level = params.get("level")
-                logger = params.get("logger")
-                # A client that went away meanwhile just misses the message.
-                with contextlib.suppress(
-                    MCPActorError, trio.ClosedResourceError, trio.BrokenResourceError
-                ):
-                    await self.ctx.log(
-                        level if isinstance(level, str) else "info",
-                        params.get("data"),
-                        logger=logger if isinstance(logger, str) else None,
-                    )
 
 
 class ProxyServer(Server):
@@ -197,12 +113,11 @@ class ProxyServer(Server):
         self._client: ClientSession | None = None
         self._remote_capabilities: JSONObject = {}
         self._remote_info: JSONObject | None = None
-        self._remote_tools: dict[str, _Remote] = {}
-        self._remote_prompts: dict[str, _Remote] = {}
-        self._remote_resources: dict[str, _Remote] = {}
-        self._remote_templates: dict[str, _Remote] = {}
-        self._relays: list[_Relay] = []
-        self._last_ctx: Context | None = None
+        self._remote_tools: dict[str, Remote] = {}
+        self._remote_prompts: dict[str, Remote] = {}
+        self._remote_resources: dict[str, Remote] = {}
+        self._remote_templates: dict[str, Remote] = {}
+        self._relays = Relays(name)
         self._subscribed: set[str] = set()
         self._stale: set[str] = set()
         self._stale_event = trio.Event()
@@ -270,12 +185,12 @@ class ProxyServer(Server):
                 async with (
                     self._connect(
                         sampling_handler=functools.partial(
-                            self._ask_client, "sampling/createMessage"
+                            self._relays.ask_client, "sampling/createMessage"
                         ),
                         elicitation_handler=functools.partial(
-                            self._ask_client, "elicitation/create"
+                            self._relays.ask_client, "elicitation/create"
                         ),
-                        roots=self._client_roots,
+                        roots=self._relays.client_roots,
                         on_server_message=self._heard,
                     ) as client,
                     trio.open_nursery() as nursery,
@@ -313,12 +228,12 @@ class ProxyServer(Server):
                     {k: v for k, v in tool.items() if k != "execution"}
                     for tool in await client.list_tools()
                 ]
-                self._remote_tools = _by_key(tools, "name", "tool")
+                self._remote_tools = by_key(tools, "name", "tool")
             elif kind == "prompts":
-                self._remote_prompts = _by_key(await client.list_prompts(), "name", "prompt")
+                self._remote_prompts = by_key(await client.list_prompts(), "name", "prompt")
             else:
-                self._remote_resources = _by_key(await client.list_resources(), "uri", "resource")
-                self._remote_templates = _templates(await client.list_resource_templates())
+                self._remote_resources = by_key(await client.list_resources(), "uri", "resource")
+                self._remote_templates = templates(await client.list_resource_templates())
             self._changed(kind)
 
     async def _keep_lists_fresh(self, client: ClientSession) -> None:
@@ -340,29 +255,17 @@ class ProxyServer(Server):
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
         if method == "notifications/message":
-            self._relay_log(params)
-        elif method in _LIST_CHANGED:
-            self._stale.add(_LIST_CHANGED[method])
+            self._relays.log(params)
+        elif method in LIST_CHANGED:
+            self._stale.add(LIST_CHANGED[method])
             self._stale_event.set()
         elif method == "notifications/resources/updated":
             uri = params.get("uri")
             if isinstance(uri, str):
                 self.notify_resource_updated(uri)
 
-    def _relay_log(self, params: JSONObject) -> None:
-        by_client: dict[object, _Relay] = {}
-        for relay in self._relays:
-            by_client.setdefault(relay.ctx._peer, relay)
-        if not by_client:
-            level = params.get("level")
-            level = _PYTHON_LEVELS.get(level, logging.INFO) if isinstance(level, str) else 20
-            _log.log(level, "%s: %s", self.name, describe(params.get("data")))
-            return
-        for relay in by_client.values():
-            relay.push(params)
-
     async def _roots_changed(self, ctx: Context) -> None:
-        self._last_ctx = _detached(ctx)
+        self._relays.remember(ctx)
         client = self._client
         if client is not None:
             with contextlib.suppress(TransportError):
@@ -375,7 +278,7 @@ class ProxyServer(Server):
     ) -> JSONObject:
         """Serve one request by forwarding it to the remote."""
         params = params or {}
-        listing = _LISTS.get(method)
+        listing = LISTS.get(method)
         if listing is not None:
             capability, key = listing
             if capability not in self._remote_capabilities:
@@ -438,7 +341,7 @@ class ProxyServer(Server):
                 )
             return adapt_tool_result(result, revision)
         if method == "prompts/get":
-            return _adapt_prompt(result, revision)
+            return adapt_prompt(result, revision)
         return result
 
     async def _forward(
@@ -451,11 +354,9 @@ class ProxyServer(Server):
                 f"{describe(self.name)} is not connected to its remote server (is it running?)",
                 {"server": self.name},
             )
-        self._last_ctx = _detached(ctx)
-        relay = _Relay(ctx)
-        self._relays.append(relay)
+        relay = self._relays.open(ctx)
         progress = (
-            functools.partial(_report_progress, ctx) if ctx.progress_token is not None else None
+            functools.partial(report_progress, ctx) if ctx.progress_token is not None else None
         )
         try:
             with unwrap_single_errors():
@@ -464,7 +365,7 @@ class ProxyServer(Server):
                     try:
                         result = await client.request(
                             method,
-                            _without_progress_token(params),
+                            without_progress_token(params),
                             progress_handler=progress,
                             timeout=timeout,
                         )
@@ -477,51 +378,8 @@ class ProxyServer(Server):
                 {"server": self.name},
             ) from None
         finally:
-            self._relays.remove(relay)
+            self._relays.close(relay)
         return result
-
-    # --- the remote's requests to the client ----------------------------------------
-
-    def _asker(self, method: str) -> Context:
-        by_client: dict[object, Context] = {}
-        for relay in reversed(self._relays):
-            by_client.setdefault(relay.ctx._peer, relay.ctx)
-        if len(by_client) == 1:
-            return next(iter(by_client.values()))
-        if by_client:
-            raise RequestError(
-                INTERNAL_ERROR,
-                f"{describe(self.name)}: the remote server sent {describe(method)} while "
-                "requests of "
-                f"{len(by_client)} clients were in flight; it cannot be told which to ask",
-            )
-        if self._last_ctx is None:
-            raise RequestError(
-                INTERNAL_ERROR,
-                f"{describe(self.name)}: the remote server sent {describe(method)} before "
-                "any client "
-                "used it; there is no client to ask",
-            )
-        return self._last_ctx
-
-    async def _ask_client(self, method: str, params: JSONObject) -> JSONObject:
-        ctx = self._asker(method)
-        try:
-            return await ctx._peer.request(
-                method, params, related_request_id=ctx.request_id, timeout=None
-            )
-        except ProtocolError as exc:
-            # The real client lacks the capability (or its session is over).
-            raise RequestError(exc.code, exc.message, exc.data) from None
-        except TransportError as exc:
-            raise RequestError(INTERNAL_ERROR, f"the client went away: {exc}") from None
-
-    async def _client_roots(self) -> list[JSONObject]:
-        result = await self._ask_client("roots/list", {})
-        roots = result.get("roots")
-        return (
-            [root for root in roots if isinstance(root, dict)] if isinstance(roots, list) else []
-        )
 
 
 def proxy_stdio(
@@ -576,71 +434,3 @@ async def _watch_connection(client: ClientSession) -> None:
     # No notification matches, so this returns only by raising, when the connection is
     # lost: the proxy's lifespan then fails (and its supervisor marks it failed).
     await client.wait_for_notification("notifications/message", lambda _: False)
-
-
-async def _report_progress(
-    ctx: Context, progress: float, total: float | None, message: str | None
-) -> None:
-    await ctx.report_progress(progress, total, message)
-
-
-def _detached(ctx: Context) -> Context:
-    # A context for asking the client later, outside the request it came from.
-    return Context(
-        peer=ctx._peer, request_id=None, negotiated=ctx.negotiated, meta=None, server=ctx.server
-    )
-
-
-def _without_progress_token(params: JSONObject) -> JSONObject:
-    # The client's token means nothing to the remote; the proxy's client sets its own.
-    meta = params.get("_meta")
-    if not isinstance(meta, dict) or "progressToken" not in meta:
-        return params
-    params = dict(params)
-    rest = {key: value for key, value in meta.items() if key != "progressToken"}
-    if rest:
-        params["_meta"] = rest
-    else:
-        del params["_meta"]
-    return params
-
-
-def _adapt_prompt(result: JSONObject, revision: Revision) -> JSONObject:
-    messages = result.get("messages")
-    if not isinstance(messages, list):
-        return result
-    adapted = []
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, dict):
-            message = {**message, "content": adapt_content([content], revision)[0]}
-        adapted.append(message)
-    return {**result, "messages": adapted}
-
-
-def _by_key(items: list[JSONObject], key: str, kind: str) -> dict[str, _Remote]:
-    found: dict[str, _Remote] = {}
-    for item in items:
-        value = item.get(key) if isinstance(item, dict) else None
-        if isinstance(value, str):
-            found[value] = _Remote(item, kind)
-        else:
-            _log.warning("ignored a %s without a string %r: %s", kind, key, describe(item))
-    return found
-
-
-def _templates(items: list[JSONObject]) -> dict[str, _Remote]:
-    found: dict[str, _Remote] = {}
-    for item in items:
-        uri = item.get("uriTemplate") if isinstance(item, dict) else None
-        if not isinstance(uri, str):
-            _log.warning("ignored a resource template without a uriTemplate: %s", describe(item))
-            continue
-        try:
-            template: UriTemplate | None = UriTemplate.parse(uri)
-        except UriTemplateError as exc:
-            # Still listed; reads of its URIs cannot be routed to it when mounted.
-            _log.warning("resource template %s cannot be matched: %s", describe(uri), exc)
-            template = None
-        found[uri] = _Remote(item, "resource", template)
-    return found
