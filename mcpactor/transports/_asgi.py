@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
 import trio
 
-from .._exceptions import INTERNAL_ERROR
+from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
 from ..protocol import JSONValue, RequestId
 from . import _sse
 
@@ -22,6 +21,7 @@ __all__ = [
     "cancel_on_disconnect",
     "client_address",
     "error_body",
+    "http_error_body",
     "lifespan",
     "read_body",
     "reply",
@@ -74,6 +74,11 @@ def error_body(code: int, message: str, request_id: RequestId | None = None) -> 
         error["id"] = request_id
     error["error"] = {"code": code, "message": message}
     return orjson.dumps(error)
+
+
+def http_error_body(status: int, message: str) -> tuple[bytes, bytes]:
+    """(content type, body) of an HTTP error the server refuses a request with, as JSON-RPC."""
+    return _JSON, error_body(INVALID_REQUEST if status < 500 else INTERNAL_ERROR, message)
 
 
 async def start_sse(send: Send, headers: list[tuple[bytes, bytes]]) -> None:
@@ -166,39 +171,3 @@ async def lifespan(receive: Receive, send: Send) -> None:
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
             return
-
-
-_server_log = logging.getLogger("mcpactor.http.server")
-_TURN_AWAY_LOG_EVERY: Final = 10.0
-
-
-def too_many_connections() -> bytes:
-    """The whole canned 503 response for a connection over ``max_connections``."""
-    body = error_body(INTERNAL_ERROR, "too many open connections; try again later")
-    return (
-        b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-        b"connection: close\r\nretry-after: 1\r\n"
-        b"content-length: %d\r\n\r\n" % len(body) + body
-    )
-
-
-class TurnAwayLog:
-    """Counts connections turned away over ``max_connections``; warns every 10 s at most."""
-
-    __slots__ = ("_logged", "turned_away")
-
-    def __init__(self) -> None:
-        self.turned_away = 0
-        self._logged = -_TURN_AWAY_LOG_EVERY
-
-    def note(self, open_connections: int) -> None:
-        """Count one more connection turned away while ``open_connections`` are open."""
-        self.turned_away += 1
-        now = trio.current_time()
-        if now - self._logged >= _TURN_AWAY_LOG_EVERY:
-            self._logged = now
-            _server_log.warning(
-                "%d open connections (max_connections): turning new ones away (%d so far)",
-                open_connections,
-                self.turned_away,
-            )

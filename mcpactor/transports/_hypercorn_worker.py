@@ -40,7 +40,8 @@ from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.utils import parse_socket_addr, repr_socket_addr, wrap_app
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
-from ._asgi import Receive, Scope, Send, TurnAwayLog, reply_error, too_many_connections
+from ._asgi import Receive, Scope, Send, http_error_body, reply_error
+from .h1 import TurnAwayLog, turn_away_response
 
 if TYPE_CHECKING:
     from ._http import McpHttpApp
@@ -230,11 +231,13 @@ class _FramingGuard:
 
 
 class _Limits:
-    __slots__ = ("open", "turn_away_log")
+    __slots__ = ("open", "turn_away_bytes", "turn_away_log")
 
     def __init__(self) -> None:
         self.open = 0
         self.turn_away_log = TurnAwayLog()
+        #: the canned 503, the built-in server's
+        self.turn_away_bytes = turn_away_response(http_error_body)
 
 
 async def serve_hypercorn(
@@ -318,7 +321,7 @@ async def _turn_away(stream: Any, limits: _Limits, tls: bool) -> None:
         if not tls:
             # Over TLS a 503 would cost a handshake: the connection is just closed.
             with trio.move_on_after(_LINGER_SECONDS):
-                await stream.send_all(too_many_connections())
+                await stream.send_all(limits.turn_away_bytes)
                 await stream.send_eof()
                 # Read and drop what the client sent, so that closing does not reset the
                 # connection under its answer.

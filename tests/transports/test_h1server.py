@@ -16,8 +16,10 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpactor.runtime import current_start_gate
-from mcpactor.transports._h1server import H1Config, serve_h1
+from mcpactor.runtime import StartGate
+from mcpactor.transports.h1 import H1Config, serve_h1
+from mcpactor.transports.h1._connection import OPS_PER_CHECKPOINT, Connection, ServerState
+from mcpactor.transports.h1._protocol import H1Protocol
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -50,8 +52,14 @@ async def echo_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": answer})
 
 
+def json_error_body(status: int, message: str) -> tuple[bytes, bytes]:
+    return b"application/json", orjson.dumps({"status": status, "message": message})
+
+
 @asynccontextmanager
-async def running(app: App, **config: Any) -> AsyncIterator[tuple[int, trio.Event]]:
+async def running(
+    app: App, *, intake: StartGate | None = None, **config: Any
+) -> AsyncIterator[tuple[int, trio.Event]]:
     shutdown = trio.Event()
     async with trio.open_nursery() as nursery:
         _, port = await nursery.start(
@@ -63,6 +71,8 @@ async def running(app: App, **config: Any) -> AsyncIterator[tuple[int, trio.Even
                 config=H1Config(**config),
                 shutdown=shutdown,
                 graceful_timeout=5,
+                error_body=json_error_body,
+                intake=intake,
             )
         )
         yield port, shutdown
@@ -278,8 +288,8 @@ async def test_bad_requests_get_a_clear_error_and_the_connection_closes(
         assert got == status
         assert headers["connection"] == "close"
         error = orjson.loads(body)
-        assert error["jsonrpc"] == "2.0"
-        assert why in error["error"]["message"]
+        assert error["status"] == status
+        assert why in error["message"]
         assert await reader.at_eof()
 
 
@@ -307,7 +317,7 @@ async def test_an_app_that_fails_gets_500_and_one_that_does_not_answer_too() -> 
             reader = Reader(s)
             status, headers, body = await reader.response()
             assert (status, headers["connection"]) == (500, "close")
-            assert why in orjson.loads(body)["error"]["message"]
+            assert why in orjson.loads(body)["message"]
             assert await reader.at_eof()
 
 
@@ -389,16 +399,14 @@ async def test_shutdown_closes_idle_connections_and_lets_responses_finish() -> N
 async def test_a_connection_that_fails_inside_the_server_does_not_stop_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from mcpactor.transports import _h1server
-
-    real_feed = _h1server._Connection._feed
+    real_feed = H1Protocol.receive_data
 
     def failing_feed(self: Any, data: bytes) -> None:
         if b"/explode" in data:
             raise RuntimeError("a bug in the server")
         real_feed(self, data)
 
-    monkeypatch.setattr(_h1server._Connection, "_feed", failing_feed)
+    monkeypatch.setattr(H1Protocol, "receive_data", failing_feed)
     async with running(echo_app) as (port, _):
         async with await trio.open_tcp_stream("127.0.0.1", port) as s:
             await s.send_all(post("/explode", b""))
@@ -453,8 +461,7 @@ def test_no_bytes_crash_the_server(pieces: list[bytes]) -> None:
 async def test_new_requests_wait_while_the_handlers_of_earlier_ones_have_not_started() -> None:
     # An app that hands each request to a task of its own, as the MCP app does with
     # request actors, counted through the start gate; /note starts no task at all.
-    gate = current_start_gate()
-    gate.limit = 2
+    gate = StartGate(limit=2)
     seen: list[tuple[int, int]] = []
     started: list[str] = []
 
@@ -474,7 +481,7 @@ async def test_new_requests_wait_while_the_handlers_of_earlier_ones_have_not_sta
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": scope["path"].encode()})
 
-    async with trio.open_nursery() as nursery, running(app) as (port, _):
+    async with trio.open_nursery() as nursery, running(app, intake=gate) as (port, _):
         clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(24)]
         try:
             await trio.testing.wait_all_tasks_blocked()
@@ -550,21 +557,20 @@ async def test_a_head_sent_piece_by_piece_is_cut_at_the_limit_before_it_ends() -
 async def test_a_connection_that_keeps_sending_reaches_a_checkpoint() -> None:
     # A read that finds data waiting does not park; without a checkpoint now and then,
     # a client that keeps the socket full would keep every other task from running.
-    from mcpactor.transports import _h1server
-
     server_side, client_side = socket.socketpair()
     server_side.setblocking(False)
     try:
-        connection = _h1server._Connection(_h1server._Server(echo_app, H1Config()), server_side)
+        state = ServerState(echo_app, H1Config(), error_body=json_error_body)
+        connection = Connection(state, server_side)
         reads = 0
         with trio.CancelScope() as scope:
             scope.cancel()
-            for _ in range(10 * _h1server._OPS_PER_CHECKPOINT):
+            for _ in range(10 * OPS_PER_CHECKPOINT):
                 client_side.sendall(b"x")
                 await connection._read()
                 reads += 1
         assert scope.cancelled_caught
-        assert reads < _h1server._OPS_PER_CHECKPOINT
+        assert reads < OPS_PER_CHECKPOINT
     finally:
         server_side.close()
         client_side.close()

@@ -1,0 +1,503 @@
+# Measured (bash bench/run.sh --only mcpactor-http-json,mcpactor-hypercorn-json
+# --tests http_c16_s1, paired rounds, 2 cores): built-in / hypercorn req/s = FIGURE.
+# The built-in server is kept only while it is clearly faster than hypercorn.
+#
+# One HTTP/1.1 connection on trio: read the socket, feed the protocol (``_protocol``),
+# call the ASGI app, write what the framing (``_response``) gives. Generic: nothing
+# here knows what the app serves.
+#
+# Why our own server: under hypercorn's trio worker a bare ASGI app answering canned
+# JSON costs about 0.45 ms of CPU per request on a 2-core machine, and hypercorn is
+# most of that: a keep-alive timer task stopped and restarted per request, a task and a
+# memory channel per request for the app, a lock and a shielded cancel scope around
+# every socket write, one write per ASGI message, and h11 parsing in pure Python. So:
+#
+# - one task per connection and none per request: the connection's task parses, calls
+#   the app and writes; the app's ``receive`` reads the socket itself only when the app
+#   asks after the body (to notice a client leaving an SSE stream);
+# - a complete response (the common case) goes out in one ``send_all``: head and body;
+# - the keep-alive and request deadlines are one cancel scope per connection, which the
+#   listener's reaper cancels when the deadline the connection last set has passed;
+# - plain sockets are read and written directly (trio's wrappers add a reschedule to
+#   every call that succeeds at once); TLS goes through trio.SSLStream.
+#
+# Every read and write loop reaches a trio checkpoint at least every few operations, so
+# one busy client cannot starve the others or the deadline reaper; a write that waits
+# on a client that does not read gives up after ``write_timeout`` and drops the
+# connection.
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import trio
+
+from ._config import ErrorBody, H1Config, IntakeGate
+from ._protocol import (
+    CONTINUE,
+    NEED_DATA,
+    Event,
+    H1Protocol,
+    ProtocolError,
+    Request,
+    Upgrade,
+)
+from ._response import Response, error_response
+from ._websocket import serve_websocket
+
+__all__ = ["App", "Connection", "ServerState", "TlsConnection", "date_header"]
+
+_log = logging.getLogger("mcpactor.http.server")
+_access = logging.getLogger("mcpactor.access")
+
+App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
+
+READ_SIZE: Final = 65536
+_ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
+_CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+# Pipelined requests read while the app waits for a disconnect: past this many bytes the
+# client is clearly still there, so stop reading until the current response is done.
+_MAX_PIPELINED: Final = 1024 * 1024
+# Reads and writes that complete at once between two checkpoints (a client that keeps
+# sending, or pipelines and never makes us wait, must not keep the other connections
+# and the deadline reaper from running).
+OPS_PER_CHECKPOINT: Final = 16
+# Closing after a refusal: how long, and how much, to read and drop first.
+LINGER_SECONDS: Final = 1.0
+LINGER_BYTES: Final = 1024 * 1024
+
+_date = [0, b""]
+
+
+def date_header() -> bytes:
+    """The Date header line (RFC 9110 §6.6.1), formatted once a second."""
+    now = int(time.time())
+    if now != _date[0]:
+        _date[0] = now
+        stamp = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now))
+        _date[1] = b"date: " + stamp.encode() + b"\r\n"
+    return _date[1]  # type: ignore[return-value]
+
+
+class ServerState:
+    """What every connection of one server shares: the app, the config, the deadlines."""
+
+    __slots__ = (
+        "app",
+        "config",
+        "deadlines",
+        "draining",
+        "error_body",
+        "idle",
+        "intake",
+        "limits",
+    )
+
+    def __init__(
+        self,
+        app: App,
+        config: H1Config,
+        *,
+        error_body: ErrorBody,
+        intake: IntakeGate | None = None,
+    ) -> None:
+        self.app = app
+        self.config = config
+        self.limits = config.limits()
+        self.error_body = error_body
+        #: new requests wait on this while it is closed
+        self.intake = intake
+        self.draining = False
+        #: connections waiting for a request (or the rest of one), by deadline
+        self.deadlines: dict[Connection, float] = {}
+        #: of those, the ones with nothing read yet: closed at once when draining
+        self.idle: set[Connection] = set()
+
+
+class Connection:
+    """One plain TCP connection: its requests, served one after the other."""
+
+    def __init__(self, server: ServerState, sock: socket.socket) -> None:
+        self.server = server
+        self.config = server.config
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.protocol = H1Protocol(server.limits)
+        #: bytes read while the app waited for a disconnect
+        self.buffered = 0
+        self.eof = False
+        #: a follow-up request broke while a response streamed: it gets no answer
+        self.abandoned = False
+        self.broken = False
+        self.linger = False
+        self.unyielded = 0
+        #: wait for the socket to be readable before reading the next request
+        self.wait_first = True
+        self.scheme = "http"
+        self.ws_scheme = "ws"
+        #: cancelled by the server when the connection outstays a deadline or drains
+        self.timer = trio.CancelScope()
+        try:
+            self.client: tuple[str, int] | None = _address(sock.getpeername())
+            self.local: tuple[str, int] | None = _address(sock.getsockname())
+        except OSError:
+            self.client = self.local = None
+
+    async def serve(self) -> None:
+        """Serve requests until the connection ends, then close it."""
+        try:
+            with self.timer:
+                while True:
+                    event = await self._next_request()
+                    if event is None:
+                        return
+                    if event.__class__ is Upgrade:
+                        await self._upgrade(event)
+                        return
+                    served = await self._respond(event)  # type: ignore[arg-type]
+                    # Not kept alive (head, body) while the connection waits for the next.
+                    del event
+                    if not served or self.server.draining:
+                        return
+        except ProtocolError as error:
+            await self._refuse(error)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._close()
+
+    async def _next_request(self) -> Request | Upgrade | None:
+        protocol = self.protocol
+        try:
+            event: Event = protocol.next_event()
+        except ProtocolError:
+            if self.abandoned:
+                return None
+            raise
+        if event.__class__ is Request:
+            # Pipelined: already here.
+            return event
+        server = self.server
+        config = self.config
+        waiting = protocol.idle
+        if waiting:
+            if server.draining:
+                return None
+            server.idle.add(self)
+        server.deadlines[self] = trio.current_time() + (
+            config.keep_alive_timeout if waiting else config.request_timeout
+        )
+        try:
+            while True:
+                if event is CONTINUE:
+                    await self._write(_CONTINUE)
+                elif event is not NEED_DATA:
+                    break
+                elif self.eof:
+                    return None
+                else:
+                    if waiting and self.wait_first:
+                        # Nothing of the next request is here yet, and the client sends
+                        # it only after reading our last answer: a read now would almost
+                        # always fail (a system call and an exception per request).
+                        await trio.lowlevel.wait_readable(self.fd)
+                        self.unyielded = 0
+                    data = await self._read()
+                    if not data:
+                        self.eof = True
+                        return None
+                    if waiting:
+                        waiting = False
+                        server.idle.discard(self)
+                        server.deadlines[self] = trio.current_time() + config.request_timeout
+                        intake = server.intake
+                        if intake is not None and intake.closed:
+                            await intake.wait_turn()
+                    protocol.receive_data(data)
+                event = protocol.next_event()
+        finally:
+            server.idle.discard(self)
+            server.deadlines.pop(self, None)
+        self.buffered = 0
+        return event  # type: ignore[return-value]
+
+    async def _read(self) -> bytes:
+        # Straight to the socket, parking only when nothing is there.
+        sock = self.sock
+        while True:
+            try:
+                data = sock.recv(READ_SIZE)
+            except BlockingIOError:
+                pass
+            except OSError:
+                return b""
+            else:
+                # A read that never had to wait is no checkpoint either.
+                self.unyielded += 1
+                if self.unyielded >= OPS_PER_CHECKPOINT:
+                    self.unyielded = 0
+                    await trio.lowlevel.checkpoint()
+                return data
+            # Parked outside the ``except`` block: a task suspended inside one keeps the
+            # exception and its traceback alive, for every idle connection.
+            await trio.lowlevel.wait_readable(self.fd)
+            self.unyielded = 0
+
+    async def _write(self, data: bytes) -> None:
+        if self.broken:
+            return
+        sock = self.sock
+        view = memoryview(data)
+        deadline: float | None = None
+        try:
+            while True:
+                try:
+                    sent = sock.send(view)
+                except BlockingIOError:
+                    sent = -1
+                if sent < 0:
+                    if deadline is None:
+                        deadline = trio.current_time() + self.config.write_timeout
+                    with trio.move_on_at(deadline):
+                        await trio.lowlevel.wait_writable(self.fd)
+                        self.unyielded = 0
+                        continue
+                    self._abort("a write timed out: the client does not read")
+                    return
+                if sent == len(view):
+                    break
+                view = view[sent:]
+        except OSError:
+            # The client left; what the app still sends goes nowhere (it hears of the
+            # disconnect through ``receive``).
+            self.broken = True
+            return
+        # A write that never had to wait is no checkpoint: give the other tasks a turn
+        # now and then, as one would, but not once per response.
+        self.unyielded += 1
+        if self.unyielded >= OPS_PER_CHECKPOINT:
+            self.unyielded = 0
+            await trio.lowlevel.checkpoint()
+
+    def _abort(self, why: str) -> None:
+        # Drop the connection: later writes go nowhere, and a read waiting on the socket
+        # (the app watching for a disconnect) ends, so the app hears of it.
+        _log.info("dropping the connection of %s: %s", _peer(self.client), why)
+        self.broken = True
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
+    async def _close(self) -> None:
+        server = self.server
+        server.idle.discard(self)
+        server.deadlines.pop(self, None)
+        sock = self.sock
+        if self.linger and not self.eof and not self.broken:
+            # The client may still be sending what we refused to read: closing now would
+            # reset the connection and could destroy the answer before it reads it.
+            with contextlib.suppress(OSError), trio.move_on_after(LINGER_SECONDS):
+                sock.shutdown(socket.SHUT_WR)
+                drained = 0
+                while drained < LINGER_BYTES:
+                    data = await self._read()
+                    if not data:
+                        break
+                    drained += len(data)
+        trio.lowlevel.notify_closing(sock)
+        sock.close()
+
+    async def _refuse(self, error: ProtocolError) -> None:
+        self.linger = True
+        status = error.error_status_hint
+        if self.config.access_log:
+            _access.info(
+                '%s "- -" %d 0 refused by the server: %s',
+                _peer(self.client),
+                status,
+                error.message,
+            )
+        content_type, body = self.server.error_body(status, error.message)
+        await self._write(error_response(status, content_type, body, date=date_header()))
+
+    def scope(self, request: Request, kind: str = "http") -> dict[str, Any]:
+        """The ASGI scope of ``request`` (``kind``: "http" or "websocket")."""
+        raw_path, _, query = request.target.partition(b"?")
+        path = raw_path.decode("latin-1")
+        if "%" in path:
+            path = urllib.parse.unquote(path)
+        return {
+            "type": kind,
+            "asgi": _ASGI,
+            "http_version": request.http_version,
+            "method": request.method,
+            "scheme": self.scheme if kind == "http" else self.ws_scheme,
+            "path": path,
+            "raw_path": raw_path,
+            "query_string": query,
+            "root_path": "",
+            "headers": request.headers,
+            "client": self.client,
+            "server": self.local,
+        }
+
+    async def _respond(self, request: Request) -> bool:
+        exchange = _Exchange(self, request)
+        try:
+            await self.server.app(self.scope(request), exchange.receive, exchange.send)
+        except Exception:
+            _log.exception("the ASGI app failed on %s %r", request.method, request.target)
+            if not exchange.started:
+                await exchange.send_error(500, "internal server error")
+            return False
+        if not exchange.started:
+            await exchange.send_error(500, "the app sent no response")
+            return False
+        if not exchange.finished:
+            if not exchange.chunked:
+                return False
+            await self._write(exchange.end())
+        return exchange.keep_alive and not self.broken
+
+    async def _upgrade(self, upgrade: Upgrade) -> None:
+        scope = self.scope(upgrade.request, "websocket")
+        await serve_websocket(
+            self.server.app,
+            scope,
+            upgrade,
+            self._read,
+            self._write,
+            max_message_bytes=self.config.max_message_bytes,
+        )
+        # Wait (briefly) for the client's closing frame before closing TCP: closing with
+        # it unread would reset the connection under the client's feet (RFC 6455 §7.1.1).
+        self.linger = True
+
+    async def wait_disconnect(self) -> None:
+        """Return when the client has gone (the app asks again once it has the body)."""
+        # Whatever the client sends meanwhile is the next request: parse and keep it.
+        protocol = self.protocol
+        while not self.eof:
+            if self.buffered > _MAX_PIPELINED or protocol.stopped:
+                await trio.sleep_forever()
+            data = await self._read()
+            if not data:
+                self.eof = True
+                return
+            self.buffered += len(data)
+            protocol.receive_data(data)
+            if protocol.failed and not protocol.queued:
+                # A broken follow-up request: this connection will not serve it.
+                self.eof = self.abandoned = True
+                return
+
+
+class TlsConnection(Connection):
+    """The same connection over trio.SSLStream (which checkpoints on every call)."""
+
+    # The handshake happens on the first read, under the keep-alive deadline like any
+    # wait for a request.
+
+    def __init__(self, server: ServerState, sock: socket.socket) -> None:
+        super().__init__(server, sock)
+        assert self.config.ssl_context is not None
+        self.transport = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+        self.stream = trio.SSLStream(
+            self.transport, self.config.ssl_context, server_side=True, https_compatible=True
+        )
+        # Decrypted bytes may wait inside the stream while the socket is not readable.
+        self.wait_first = False
+        self.scheme = "https"
+        self.ws_scheme = "wss"
+
+    async def _read(self) -> bytes:
+        try:
+            return bytes(await self.stream.receive_some(READ_SIZE))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # A failed handshake or a client gone: the end of the connection either way.
+            return b""
+
+    async def _write(self, data: bytes) -> None:
+        if self.broken:
+            return
+        try:
+            with trio.move_on_after(self.config.write_timeout):
+                await self.stream.send_all(data)
+                return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.broken = True
+            return
+        self._abort("a write timed out: the client does not read")
+
+    def _abort(self, why: str) -> None:
+        _log.info("dropping the connection of %s: %s", _peer(self.client), why)
+        self.broken = True
+        with contextlib.suppress(OSError):
+            self.transport.socket.shutdown(socket.SHUT_RDWR)
+
+    async def _close(self) -> None:
+        server = self.server
+        server.idle.discard(self)
+        server.deadlines.pop(self, None)
+        # close_notify, without waiting for the client's (https_compatible).
+        with trio.move_on_after(LINGER_SECONDS):
+            await self.stream.aclose()
+        self.transport.socket.close()
+
+
+class _Exchange(Response):
+    # One request and its response as the ASGI app sees them: ``receive`` and ``send``.
+
+    __slots__ = ("body_sent", "connection", "request")
+
+    def __init__(self, connection: Connection, request: Request) -> None:
+        super().__init__(
+            request.method,
+            request.http_version,
+            request.keep_alive and not connection.server.draining,
+        )
+        self.connection = connection
+        self.request = request
+        self.body_sent = False
+
+    async def receive(self) -> dict[str, Any]:
+        if not self.body_sent:
+            self.body_sent = True
+            return {"type": "http.request", "body": self.request.body, "more_body": False}
+        await self.connection.wait_disconnect()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            self.start(message["status"], message.get("headers", ()), date_header())
+            return
+        if kind != "http.response.body":
+            raise RuntimeError(f"unexpected ASGI message {kind!r}")
+        connection = self.connection
+        data = self.body(
+            message.get("body", b""), message.get("more_body", False), connection.server.draining
+        )
+        if data:
+            await connection._write(data)
+
+    async def send_error(self, status: int, message: str) -> None:
+        self.keep_alive = False
+        content_type, body = self.connection.server.error_body(status, message)
+        headers = [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        await self.send({"type": "http.response.body", "body": body})
+
+
+def _peer(client: tuple[str, int] | None) -> str:
+    return f"{client[0]}:{client[1]}" if client else "-"
+
+
+def _address(address: Any) -> tuple[str, int] | None:
+    if isinstance(address, tuple) and len(address) >= 2:
+        return str(address[0]), int(address[1])
+    return None
