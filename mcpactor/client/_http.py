@@ -26,6 +26,10 @@
 # - 404 on a request carrying the session id means the server ended the session: the
 #   connection is over, which the session hears as the end of its receive channel.
 # - Leaving ``connect_http`` sends DELETE, so the server can free the session at once.
+#
+# What a written message asks of the transport, and what error a refused POST becomes,
+# are read in _http_outgoing.py; reading an SSE response and its resumption cursor are
+# in _http_stream.py.
 
 from __future__ import annotations
 
@@ -33,17 +37,17 @@ import contextlib
 import logging
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import TYPE_CHECKING, Final, TypeGuard, Unpack, final
+from typing import TYPE_CHECKING, Final, Unpack, final
 
-import attrs
 import orjson
 import trio
 
-from .._exceptions import INTERNAL_ERROR, ProtocolError, RemoteProtocolError, TransportBroken
-from ..protocol import LATEST, JSONObject, JSONValue, RequestId, clip, decode, describe
+from .._exceptions import INTERNAL_ERROR, ProtocolError, TransportBroken
+from ..protocol import LATEST, JSONObject, JSONValue, RequestId, describe
 from ._errors import unwrap_single_errors
+from ._http_outgoing import Refused, failure_replies, is_id, read_outgoing, refusal
+from ._http_stream import MAX_ATTEMPTS, Cursor, decoded, read_stream
 from ._session import ClientArgs, ClientSession, open_client_session
-from ._sse import SseParser
 
 if TYPE_CHECKING:
     from ._http11 import HttpPool, HttpResponse, Url
@@ -55,11 +59,6 @@ _log = logging.getLogger("mcpactor.client")
 _CHANNEL_SIZE: Final = 64
 _ACCEPT_BOTH: Final = "application/json, text/event-stream"
 _EVENT_STREAM: Final = "text/event-stream"
-# The reconnection delay until the server names one, and the longest one honoured.
-_DEFAULT_RETRY: Final = 1.0
-_MAX_RETRY: Final = 60.0
-# Reconnections in a row that bring nothing new before a stream is given up.
-_MAX_ATTEMPTS: Final = 3
 # Headers this connection sets itself; the caller's own are dropped for these names.
 _OWN_HEADERS: Final = frozenset(
     {
@@ -78,34 +77,14 @@ _OWN_HEADERS: Final = frozenset(
 # --- the connection --------------------------------------------------------------------
 
 
-class _Cursor:
-    # Where one SSE stream is: what to resume from, and when.
-    __slots__ = ("last_event_id", "received", "retry")
-
-    def __init__(self) -> None:
-        self.last_event_id = ""
-        self.retry = _DEFAULT_RETRY
-        #: events read so far (with data or an id): whether a reconnection made progress
-        self.received = 0
-
-
 class _Post:
     # One POST that carries requests: the responses it still owes.
     __slots__ = ("cursor", "pending", "scope")
 
     def __init__(self, pending: set[RequestId]) -> None:
         self.pending = pending
-        self.cursor = _Cursor()
+        self.cursor = Cursor()
         self.scope = trio.CancelScope()
-
-
-@attrs.frozen
-class _Refused:
-    # Why a POST's requests cannot be answered: an HTTP status (0: none came), and the
-    # JSON-RPC error to fail them with.
-    status: int
-    code: int
-    message: str
 
 
 @final
@@ -155,36 +134,21 @@ class _StreamableHttp:
                     await self._write(message)
 
     async def _write(self, message: JSONValue) -> None:
-        items = message if type(message) is list else [message]
-        request_ids: list[RequestId] = []
-        initialized = False
-        for item in items:
-            if type(item) is not dict:
-                continue
-            method = item.get("method")
-            request_id = item.get("id")
-            if _is_id(request_id) and "result" not in item and "error" not in item:
-                # A request, even a malformed one: the server answers it by its id.
-                request_ids.append(request_id)
-                if method == "initialize":
-                    self._initializing.add(request_id)
-            elif method == "notifications/cancelled":
-                params = item.get("params")
-                if type(params) is dict:
-                    self._abandon(params.get("requestId"))
-            elif method == "notifications/initialized":
-                initialized = True
+        outgoing = read_outgoing(message)
+        self._initializing.update(outgoing.initializing)
+        for request_id in outgoing.cancelled:
+            self._abandon(request_id)
         body = orjson.dumps(message)
-        if request_ids:
-            await self._nursery.start(self._post_requests, body, request_ids)
+        if outgoing.request_ids:
+            await self._nursery.start(self._post_requests, body, outgoing.request_ids)
             return
         await self._post_other(body)
-        if initialized and not self._listening:
+        if outgoing.initialized and not self._listening:
             self._listening = True
             self._nursery.start_soon(self._listen)
 
     def _abandon(self, request_id: object) -> None:
-        if not _is_id(request_id):
+        if not is_id(request_id):
             return
         post = self._posts.get(request_id)
         if post is not None:
@@ -229,7 +193,7 @@ class _StreamableHttp:
                 started = True
                 task_status.started()
 
-        failure: _Refused | None = None
+        failure: Refused | None = None
         try:
             with post.scope:
                 failure = await self._exchange(body, post, on_sent)
@@ -245,7 +209,7 @@ class _StreamableHttp:
 
     async def _exchange(
         self, body: bytes, post: _Post, on_sent: Callable[[], None]
-    ) -> _Refused | None:
+    ) -> Refused | None:
         headers = self.headers(("accept", _ACCEPT_BOTH), ("content-type", "application/json"))
         cursor = post.cursor
         try:
@@ -258,19 +222,19 @@ class _StreamableHttp:
                 if status == 200 and response.content_type == _EVENT_STREAM:
                     await self._read_stream(response, cursor)
                 elif status == 200:
-                    await self._deliver(_decoded(await response.read(self._max_bytes)))
+                    await self._deliver(decoded(await response.read(self._max_bytes)))
                 elif status == 202:
                     await response.read(self._max_bytes)
                 else:
                     return await self._refusal(response)
         except TransportBroken as exc:
             if not cursor.last_event_id:
-                return _Refused(0, INTERNAL_ERROR, f"the connection to {self.url} failed: {exc}")
+                return Refused(0, INTERNAL_ERROR, f"the connection to {self.url} failed: {exc}")
             _log.debug("a response stream from %s broke; resuming it: %s", self.url, exc)
         attempts = 0
         while post.pending and cursor.last_event_id and not self._lost:
-            if attempts == _MAX_ATTEMPTS:
-                return _Refused(
+            if attempts == MAX_ATTEMPTS:
+                return Refused(
                     0,
                     INTERNAL_ERROR,
                     f"could not resume the response stream from {self.url} "
@@ -295,7 +259,7 @@ class _StreamableHttp:
             if cursor.received > received:
                 attempts = 0
         if post.pending and not self._lost:
-            return _Refused(
+            return Refused(
                 0,
                 INTERNAL_ERROR,
                 f"{self.url} ended the response without answering, and it cannot be resumed",
@@ -313,39 +277,20 @@ class _StreamableHttp:
                 "ignored an Mcp-Session-Id that is not visible ASCII: %s", describe(session_id)
             )
 
-    async def _refusal(self, response: HttpResponse) -> _Refused:
-        # What an error status says, in JSON-RPC terms; an error naming one of our
-        # requests goes to the session as it is.
-        status = response.status
+    async def _refusal(self, response: HttpResponse) -> Refused:
+        # An error naming one of our requests goes to the session as it is.
         try:
             body = await response.read(self._max_bytes)
         except TransportBroken:
             body = b""
-        code, message = INTERNAL_ERROR, f"{self.url} answered HTTP {status}"
-        with contextlib.suppress(RemoteProtocolError):
-            value = decode(body)
-            error = value.get("error") if type(value) is dict else None
-            if type(error) is dict:
-                if _is_id(value.get("id")) and value["id"] in self._posts:
-                    await self._deliver(value)
-                if type(error.get("code")) is int:
-                    code = error["code"]
-                if isinstance(error.get("message"), str):
-                    message = f"{message}: {clip(error['message'])}"
-        return _Refused(status, code, message)
+        refused, answer = refusal(self.url, response.status, body)
+        if answer is not None and is_id(answer.get("id")) and answer["id"] in self._posts:
+            await self._deliver(answer)
+        return refused
 
-    async def _fail(self, post: _Post, failure: _Refused) -> None:
-        data: JSONObject = {"url": str(self.url)}
-        if failure.status:
-            data["status"] = failure.status
-        for request_id in sorted(post.pending, key=str):
-            await self._deliver(
-                {
-                    "jsonrpc": "2.0",
-                    "id": request_id,
-                    "error": {"code": failure.code, "message": failure.message, "data": data},
-                }
-            )
+    async def _fail(self, post: _Post, failure: Refused) -> None:
+        for reply in failure_replies(self.url, post.pending, failure):
+            await self._deliver(reply)
 
     def _session_ended(self, why: str) -> None:
         # The connection is over: the session hears it as the end of its channel.
@@ -357,25 +302,8 @@ class _StreamableHttp:
 
     # --- what the server sends -----------------------------------------------------------
 
-    async def _read_stream(self, response: HttpResponse, cursor: _Cursor) -> None:
-        parser = SseParser(self._max_bytes)
-        try:
-            while chunk := await response.receive_some():
-                for event in parser.feed(chunk):
-                    # A priming event has an id and no data: nothing to deliver.
-                    if event.event == "message" and event.data:
-                        await self._deliver(_decoded(event.data.encode()))
-                    if event.id:
-                        cursor.last_event_id = event.id
-                    cursor.received += 1
-                if parser.last_event_id and parser.last_event_id != cursor.last_event_id:
-                    # An id in a block without a data field dispatches no event.
-                    cursor.last_event_id = parser.last_event_id
-                    cursor.received += 1
-                if parser.retry_ms is not None:
-                    cursor.retry = min(parser.retry_ms / 1000, _MAX_RETRY)
-        except RemoteProtocolError as exc:
-            raise TransportBroken(f"{self.url}: {exc}") from None
+    async def _read_stream(self, response: HttpResponse, cursor: Cursor) -> None:
+        await read_stream(response, cursor, self._max_bytes, self._deliver, self.url)
 
     async def _deliver(self, value: JSONValue | ProtocolError) -> None:
         if not isinstance(value, ProtocolError):
@@ -388,7 +316,7 @@ class _StreamableHttp:
 
     def _answered(self, response: JSONObject) -> None:
         request_id = response.get("id")
-        if not _is_id(request_id):
+        if not is_id(request_id):
             return
         post = self._posts.get(request_id)
         if post is not None:
@@ -403,7 +331,7 @@ class _StreamableHttp:
     async def _listen(self) -> None:
         # The GET stream: what the server sends outside any request, for as long as the
         # connection lasts. A server that stays unreachable has lost the session.
-        cursor = _Cursor()
+        cursor = Cursor()
         attempts = 0
         while not (self._lost or self._closing):
             extra = [("accept", _EVENT_STREAM)]
@@ -433,7 +361,7 @@ class _StreamableHttp:
                 broken = exc
                 _log.debug("the GET stream from %s broke: %s", self.url, exc)
             attempts = 0 if cursor.received > received else attempts + 1
-            if attempts > _MAX_ATTEMPTS:
+            if attempts > MAX_ATTEMPTS:
                 if broken is not None:
                     self._session_ended(f"lost the connection to {self.url}: {broken}")
                 else:
@@ -459,17 +387,6 @@ class _StreamableHttp:
                 return
             if response.status not in (200, 202, 204, 404, 405):
                 _log.debug("DELETE of session %s: HTTP %d", self.session_id, response.status)
-
-
-def _decoded(data: bytes) -> JSONValue | ProtocolError:
-    try:
-        return decode(data)
-    except RemoteProtocolError as exc:
-        return exc
-
-
-def _is_id(value: object) -> TypeGuard[RequestId]:
-    return type(value) is str or type(value) is int
 
 
 @contextlib.asynccontextmanager

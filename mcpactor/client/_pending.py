@@ -12,10 +12,10 @@ from typing import Final, TypeGuard
 
 import trio
 
-from ..protocol import JSONObject, RequestId, describe
+from ..protocol import JSONObject, describe
 from ._handlers import ProgressHandler
 
-__all__ = ["Pending", "is_id", "is_number", "report_progress"]
+__all__ = ["Pending", "is_number", "report_progress"]
 
 _log = logging.getLogger("mcpactor.client")
 
@@ -63,11 +63,6 @@ async def report_progress(handler: ProgressHandler, params: JSONObject) -> None:
         total if is_number(total) else None,
         message if isinstance(message, str) else None,
     )
-
-
-def is_id(value: object) -> TypeGuard[RequestId]:
-    # Also keeps unhashable junk from a broken server away from dict lookups.
-    return type(value) is str or type(value) is int
 
 
 def is_number(value: object) -> TypeGuard[float]:
