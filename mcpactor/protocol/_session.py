@@ -148,9 +148,11 @@ class Negotiated:
 
 @attrs.frozen
 class Send:
-    """A message the machine produced itself; write it to the peer unchanged."""
+    """A reply the machine produced itself; write it to the peer unchanged."""
 
     payload: JSONValue
+    #: the request it answers; None for a batch's array or an unreadable id
+    request_id: RequestId | None = None
 
 
 @attrs.frozen
@@ -261,7 +263,11 @@ class ServerSession:
         events: list[Event] = []
         reply = self._receive_one(body, events, None)
         if reply is not None:
-            events.append(Send(reply))
+            if type(body) is Request:
+                events.append(Send(reply, body.id))
+            else:
+                assert isinstance(body, RemoteProtocolError)
+                events.append(Send(reply, body.request_id))
         return events
 
     def _receive_batch(self, body: Batch) -> list[Event]:

@@ -7,10 +7,12 @@ from ._offload import ProcessPool as ProcessPool
 from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
 from ._offload import open_process_pool as open_process_pool
 from ._session_actor import Outbound as Outbound
+from ._session_actor import OutboundKind as OutboundKind
 from ._session_actor import Outbox as Outbox
 from ._session_actor import SessionActor as SessionActor
 from ._session_actor import SessionOptions as SessionOptions
 from ._session_actor import SessionStatistics as SessionStatistics
+from ._session_actor import StreamSignal as StreamSignal
 from ._starts import StartGate as StartGate
 from ._starts import current_start_gate as current_start_gate
 from ._tasks import TaskManager as TaskManager
@@ -21,6 +23,7 @@ from ._threads import check_cancelled as check_cancelled
 __all__ = [
     "OffloadError",
     "Outbound",
+    "OutboundKind",
     "Outbox",
     "ProcessPool",
     "ProcessPoolStatistics",
@@ -28,6 +31,7 @@ __all__ = [
     "SessionOptions",
     "SessionStatistics",
     "StartGate",
+    "StreamSignal",
     "TaskManager",
     "TaskOptions",
     "TaskStatistics",

@@ -86,6 +86,7 @@ from ._tasks import TaskManager, TaskOptions
 
 __all__ = [
     "Outbound",
+    "OutboundKind",
     "Outbox",
     "SessionActor",
     "SessionOptions",
@@ -104,6 +105,25 @@ _REQUEST_TASK_NAME: Final = "mcpactor.request"
 _NO_GATE: Final = StartGate()
 
 
+class OutboundKind(enum.Enum):
+    """What an ``Outbound`` carries; set where it is built, read by the transports."""
+
+    #: a response or error response (or a batch's array of them): ends its requests
+    RESPONSE = "response"
+    #: a notification
+    NOTIFICATION = "notification"
+    #: a server→client request; its answer comes back as a message from the client
+    REQUEST = "request"
+    #: no message: a ``StreamSignal`` for a streaming transport
+    SIGNAL = "signal"
+
+
+RESPONSE: Final = OutboundKind.RESPONSE
+NOTIFICATION: Final = OutboundKind.NOTIFICATION
+REQUEST: Final = OutboundKind.REQUEST
+SIGNAL: Final = OutboundKind.SIGNAL
+
+
 class StreamSignal(enum.Enum):
     """What an ``Outbound`` without a payload tells a streaming transport."""
 
@@ -115,15 +135,17 @@ class StreamSignal(enum.Enum):
 
 @attrs.frozen
 class Outbound:
-    """One message on its way to the client.
+    """One message on its way to the client, built by the session core, of one ``kind``.
 
     ``related_request_id`` names the client request it belongs to (its response, or a
     progress/log notification or server→client request made while serving it); HTTP uses
-    it to pick the response stream. None means "not tied to a request". An item with a
-    ``signal`` carries no message (``payload`` is None); only actors created with
-    ``stream_signals=True`` send them.
+    it to pick the response stream. None means "not tied to a request". A ``SIGNAL``
+    carries no message (``payload`` is None) but a ``signal``; only actors created with
+    ``stream_signals=True`` send them. Transports switch on ``kind``, never on the
+    payload's keys.
     """
 
+    kind: OutboundKind
     payload: JSONValue
     related_request_id: RequestId | None = None
     signal: StreamSignal | None = None
@@ -434,8 +456,6 @@ class SessionActor:
         serve, roots hooks to run), nothing is sent and every event, in order, is left
         for the next period.
         """
-        if isinstance(item, ProtocolError):
-            return [Outbound(item.to_response(), item.request_id)], []
         events = self.core.receive(item)
         for event in events:
             kind = type(event)
@@ -447,7 +467,7 @@ class SessionActor:
         for event in events:
             if type(event) is Send:
                 assert isinstance(event, Send)
-                replies.append(Outbound(event.payload, _reply_id(event.payload)))
+                replies.append(Outbound(RESPONSE, event.payload, event.request_id))
             elif type(event) is not RootsChanged:
                 self._settle(event)
         return replies, []
@@ -466,9 +486,6 @@ class SessionActor:
             # Mid-message, the actor may not have opened that message's requests yet: a
             # notifications/cancelled acted on now could miss the scope it cancels.
             return False
-        if isinstance(item, ProtocolError):
-            self._send_soon(Outbound(item.to_response(), item.request_id))
-            return True
         for event in self.core.receive(item):
             kind = type(event)
             if kind is RequestReceived:
@@ -478,7 +495,7 @@ class SessionActor:
                     self._send_soon(refusal)
             elif kind is Send:
                 assert isinstance(event, Send)
-                self._send_soon(Outbound(event.payload, _reply_id(event.payload)))
+                self._send_soon(Outbound(RESPONSE, event.payload, event.request_id))
             elif kind is RootsChanged:
                 self._start_hooks(self.server.roots_changed_hooks)
             else:
@@ -497,9 +514,6 @@ class SessionActor:
     async def _receive(self, item: JSONValue | ProtocolError) -> None:
         self._acting = True
         try:
-            if isinstance(item, ProtocolError):
-                await self._outbox.send(Outbound(item.to_response(), item.request_id))
-                return
             await self._act(self.core.receive(item))
         finally:
             self._acting = False
@@ -512,7 +526,7 @@ class SessionActor:
                 await self._start_request(event.request, event.negotiated)
             elif kind is Send:
                 assert isinstance(event, Send)
-                await self._outbox.send(Outbound(event.payload, _reply_id(event.payload)))
+                await self._outbox.send(Outbound(RESPONSE, event.payload, event.request_id))
             elif kind is RootsChanged:
                 self._start_hooks(self.server.roots_changed_hooks)
             else:
@@ -561,7 +575,7 @@ class SessionActor:
                 else f"too many requests in flight (limit {self.options.max_in_flight})"
             )
             reply = self.core.respond_error(request.id, INTERNAL_ERROR, f"server busy: {why}")
-            return Outbound(reply, request.id) if reply is not None else None
+            return Outbound(RESPONSE, reply, request.id) if reply is not None else None
         nursery = self._nursery
         assert nursery is not None  # requests are started only while the actor runs
         scope = trio.CancelScope()
@@ -617,11 +631,11 @@ class SessionActor:
                 # The request is over: queue its reply without another trip through the
                 # scheduler unless the outbox is full (then wait, as backpressure).
                 try:
-                    self._outbox.send_nowait(Outbound(reply, request_id))
+                    self._outbox.send_nowait(Outbound(RESPONSE, reply, request_id))
                 except trio.WouldBlock:
-                    await self._outbox.send(Outbound(reply, request_id))
+                    await self._outbox.send(Outbound(RESPONSE, reply, request_id))
             elif abandoned and self._stream_signals:
-                await self._outbox.send(Outbound(None, request_id, StreamSignal.ABANDONED))
+                await self._outbox.send(Outbound(SIGNAL, None, request_id, StreamSignal.ABANDONED))
         finally:
             # Idle only once the reply is queued: a full outbox must not let shutdown cut
             # off the answer of a handler that finished within the grace period.
@@ -669,11 +683,11 @@ class SessionActor:
         self, method: str, params: JSONObject, *, related_request_id: RequestId | None
     ) -> None:
         """Send a notification to the client if the session's phase allows it."""
-        if not self.core.may_notify(method):
+        message = self.core.notification(method, params)
+        if message is None:
             _log.debug("dropped %r: the session is %s", method, self.core.phase.value)
             return
-        message = {"jsonrpc": "2.0", "method": method, "params": params}
-        await self._outbox.send(Outbound(message, related_request_id))
+        await self._outbox.send(Outbound(NOTIFICATION, message, related_request_id))
 
     async def request(
         self,
@@ -702,7 +716,7 @@ class SessionActor:
         if timeout is None:
             timeout = self.options.client_request_timeout
         try:
-            await self._outbox.send(Outbound(outgoing.to_json(), related_request_id))
+            await self._outbox.send(Outbound(REQUEST, outgoing.to_json(), related_request_id))
             with trio.fail_after(timeout if timeout is not None else math.inf):
                 await slot.done.wait()
         except trio.TooSlowError:
@@ -723,18 +737,13 @@ class SessionActor:
         return slot.result
 
     def _cancel_outgoing(self, request_id: RequestId, reason: str) -> None:
-        self.core.forget_outgoing(request_id)
-        notice = {
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": request_id, "reason": reason},
-        }
+        notice = self.core.cancel_outgoing(request_id, reason)
         # Best effort: the client ignores late answers to ids it was told are gone, and a
         # full or closed outbox means it is not listening anyway.
         with contextlib.suppress(
             trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError
         ):
-            self._outbox.send_nowait(Outbound(notice))
+            self._outbox.send_nowait(Outbound(NOTIFICATION, notice))
 
     def _resolve(self, request_id: RequestId, result: JSONObject) -> None:
         slot = self._pending.get(request_id)
@@ -755,7 +764,7 @@ class SessionActor:
         per-request streams (stdio) there is nothing to close and this does nothing.
         """
         if self._stream_signals:
-            await self._outbox.send(Outbound(None, related_request_id, StreamSignal.CLOSE))
+            await self._outbox.send(Outbound(SIGNAL, None, related_request_id, StreamSignal.CLOSE))
 
     def log_enabled(self, level: str) -> bool:
         """Return whether the client wants log messages at ``level``."""
@@ -870,11 +879,3 @@ def _closed_outbox() -> trio.MemorySendChannel[Outbound]:
     send, _ = trio.open_memory_channel[Outbound](0)
     send.close()
     return send
-
-
-def _reply_id(payload: JSONValue) -> RequestId | None:
-    if type(payload) is dict:
-        request_id = payload.get("id")
-        if type(request_id) is str or type(request_id) is int:
-            return request_id
-    return None

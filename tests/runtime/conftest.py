@@ -18,7 +18,7 @@ import trio.testing
 
 from mcpactor import ProtocolError
 from mcpactor.protocol import LATEST, JSONObject, JSONValue, Phase, RequestId
-from mcpactor.runtime import Outbound, SessionActor, SessionOptions
+from mcpactor.runtime import Outbound, OutboundKind, SessionActor, SessionOptions
 from mcpactor.server import Server
 from tests.spec_schema import check_server_message
 
@@ -38,6 +38,15 @@ SESSION_REVISIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-2
 # timeout); in real time, long enough for a worker thread to be scheduled.
 VIRTUAL_GUARD: Final = 10_000.0
 REAL_GUARD: Final = 10.0
+
+
+def kind_of(message: JSONObject) -> OutboundKind:
+    """The kind an item carrying ``message`` must have, read from its keys."""
+    if "method" not in message:
+        return OutboundKind.RESPONSE
+    if "id" in message:
+        return OutboundKind.REQUEST
+    return OutboundKind.NOTIFICATION
 
 
 def default_guard() -> float:
@@ -158,6 +167,8 @@ class SessionHarness:
         items = payload if isinstance(payload, list) else [payload]
         for message in items:
             assert isinstance(message, dict), f"not a JSON-RPC message: {message!r}"
+            # Every item says what it carries, and says it right.
+            assert item.kind is kind_of(message), (item.kind, message)
             method = None
             if "result" in message or "error" in message:
                 method = self._methods.get(message.get("id"))  # type: ignore[arg-type]

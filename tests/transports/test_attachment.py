@@ -214,9 +214,9 @@ class RouterCalls:
         self.count = 0
         route = HttpSession._route
 
-        async def counted(session: HttpSession, payload: Any, related: Any) -> None:
+        async def counted(session: HttpSession, item: Any) -> None:
             self.count += 1
-            await route(session, payload, related)
+            await route(session, item)
 
         monkeypatch.setattr(HttpSession, "_route", counted)
 

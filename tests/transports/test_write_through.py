@@ -12,7 +12,7 @@ import orjson
 import trio
 import trio.testing
 
-from mcpactor.runtime import Outbound
+from mcpactor.runtime import Outbound, OutboundKind
 from mcpactor.transports._pump import WriteThrough, write_frames
 from mcpactor.transports.stdio import _Pipe
 
@@ -38,7 +38,9 @@ async def through_pipe() -> AsyncIterator[tuple[WriteThrough, int]]:
 
 
 def message(n: int, size: int = 0) -> Outbound:
-    return Outbound({"jsonrpc": "2.0", "id": n, "result": {"pad": "x" * size}})
+    return Outbound(
+        OutboundKind.RESPONSE, {"jsonrpc": "2.0", "id": n, "result": {"pad": "x" * size}}, n
+    )
 
 
 def read_available(fd: int) -> bytes:

@@ -381,7 +381,7 @@ class HttpSession(Routing):
                 if backlog:
                     self._wake(backlog)
                 for item in replies:
-                    await self._route(item.payload, item.related_request_id)
+                    await self._route(item)
                 return True
             await self._wait_settled()
         return False

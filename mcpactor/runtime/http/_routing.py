@@ -42,9 +42,8 @@ from typing import TYPE_CHECKING, Final
 import orjson
 import trio
 
-from ..._exceptions import INTERNAL_ERROR
-from ...protocol import JSONValue, RequestId, describe, serialize
-from .._session_actor import Outbound, SessionActor, StreamSignal
+from ...protocol import JSONValue, RequestId, answered_ids, describe, serialize
+from .._session_actor import RESPONSE, SIGNAL, Outbound, SessionActor, StreamSignal
 from ._streams import Attachment, Item, Stream
 
 if TYPE_CHECKING:
@@ -217,10 +216,10 @@ class Routing:
                 # Route what is already queued in this turn, not one message per turn.
                 while item is not None:
                     try:
-                        if item.signal is None:
-                            await self._route(item.payload, item.related_request_id)
+                        if item.kind is SIGNAL:
+                            await self._signal(item)
                         else:
-                            await self._signal(item.signal, item.related_request_id)
+                            await self._route(item)
                     finally:
                         self._queued -= 1
                     try:
@@ -228,7 +227,8 @@ class Routing:
                     except (trio.WouldBlock, trio.EndOfChannel):
                         item = None
 
-    async def _route(self, payload: JSONValue, related: RequestId | None) -> None:
+    async def _route(self, item: Outbound) -> None:
+        payload = item.payload
         data = serialize(payload)
         if data is None:
             # A request or notification that cannot be written as JSON (a response
@@ -238,11 +238,11 @@ class Routing:
         if self._single_stream:
             await self._deliver(self.standalone, data, final=False)
             return
+        related = item.related_request_id
         stream = self._by_request.get(related) if related is not None else None
-        is_list = type(payload) is list
-        if stream is None and is_list:
+        is_response = item.kind is RESPONSE
+        if stream is None and is_response and type(payload) is list:
             stream = self._stream_of_batch(payload)
-        is_response = is_list or "method" not in payload
         if stream is None or (self._json_only and not is_response):
             if is_response:
                 _log.debug(
@@ -255,7 +255,7 @@ class Routing:
             return
         final = False
         if is_response:
-            for request_id in _response_ids(payload):
+            for request_id in answered_ids(payload):
                 if self._by_request.get(request_id) is stream:
                     del self._by_request[request_id]
                     stream.pending.discard(request_id)
@@ -274,12 +274,11 @@ class Routing:
         payload = item.payload
         related = item.related_request_id
         if (
-            item.signal is not None
+            item.kind is not RESPONSE
             or related is None
             or self._single_stream
+            # A batch's array: the router finds every request it answers.
             or type(payload) is not dict
-            or "method" in payload
-            or payload.get("id") != related
         ):
             return False
         stream = self._by_request.get(related)
@@ -334,13 +333,15 @@ class Routing:
         return (event_id, data, True)
 
     def _stream_of_batch(self, payload: list[JSONValue]) -> Stream | None:
-        for request_id in _response_ids(payload):
+        for request_id in answered_ids(payload):
             stream = self._by_request.get(request_id)
             if stream is not None:
                 return stream
         return None
 
-    async def _signal(self, signal: StreamSignal, related: RequestId | None) -> None:
+    async def _signal(self, item: Outbound) -> None:
+        signal = item.signal
+        related = item.related_request_id
         stream = self._by_request.get(related) if related is not None else None
         if stream is None:
             return
@@ -411,9 +412,8 @@ class Routing:
             if conn is None:
                 continue
             if stream.pending:
-                errors = [_ended_error(request_id) for request_id in stream.pending]
+                data = orjson.dumps(self.actor.core.ended_reply(stream.pending))
                 stream.pending.clear()
-                data = orjson.dumps(errors[0] if len(errors) == 1 else errors)
                 with contextlib.suppress(
                     trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
                 ):
@@ -503,10 +503,10 @@ class DirectOutbox:
         if lock is None:
             lock = self._lock = trio.StrictFIFOLock()
         async with lock:
-            if value.signal is None:
-                await session._route(value.payload, value.related_request_id)
+            if value.kind is SIGNAL:
+                await session._signal(value)
             else:
-                await session._signal(value.signal, value.related_request_id)
+                await session._route(value)
 
     def close(self) -> None:
         """Nothing to close: there is no channel."""
@@ -516,25 +516,3 @@ class DirectOutbox:
 
     async def __aexit__(self, *exc_info: object) -> None:
         return None
-
-
-def _response_ids(payload: JSONValue) -> list[RequestId]:
-    items = payload if type(payload) is list else (payload,)
-    ids = []
-    for item in items:
-        if type(item) is dict:
-            request_id = item.get("id")
-            if type(request_id) is str or type(request_id) is int:
-                ids.append(request_id)
-    return ids
-
-
-def _ended_error(request_id: RequestId) -> JSONValue:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "error": {
-            "code": INTERNAL_ERROR,
-            "message": "the session ended before the request was answered",
-        },
-    }
