@@ -17,6 +17,7 @@ import attrs
 import orjson
 import pytest
 import trio
+import trio.testing
 
 from mcpactor.transports import HttpOptions, serve_http
 from mcpactor.transports.http import HttpServerKind
@@ -137,6 +138,10 @@ CASES = [
     # --- smuggling: Content-Length and Transfer-Encoding (RFC 9112 §6) -------------------
     Case("Content-Length with Transfer-Encoding",
          chunked(chunks_of(BODY), extra=b"Content-Length: 5\r\n"), refused(400)),
+    Case("Transfer-Encoding before Content-Length",
+         chunked(chunks_of(BODY)).replace(b"Transfer-Encoding: chunked\r\n",
+                                          b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n"),
+         refused(400)),
     Case("CL.TE smuggling shape",
          chunked([], extra=b"Content-Length: 6\r\n") + b"G", refused(400),
          (refused(400), NO_ANSWER), "h11 refuses the trailing byte while the answer is on "
@@ -159,6 +164,9 @@ CASES = [
     Case("Transfer-Encoding: gzip", post(b"Transfer-Encoding: gzip\r\n").replace(
         b"Content-Length: %d\r\n" % len(BODY), b""), refused(400), refused(501),
          "h11 answers 501 for every coding but a lone chunked"),
+    Case("Transfer-Encoding: chunked, chunked",
+         chunked(chunks_of(BODY)).replace(b"chunked", b"chunked, chunked"), refused(400),
+         refused(501), "h11 answers 501 for every coding but a lone chunked"),
     Case("chunked twice", chunked(chunks_of(BODY), extra=b"Transfer-Encoding: chunked\r\n"),
          refused(400), refused(501), "h11 answers 501 for every coding but a lone chunked"),
     Case("Transfer-Encoding in HTTP/1.0",
@@ -170,6 +178,8 @@ CASES = [
          chunked(chunks_of(BODY)).replace(b"Encoding: chunked", b"Encoding:\x0bchunked"),
          refused(400)),
     # --- field syntax (RFC 9112 §5, RFC 9110 §5.5) -------------------------------------
+    Case("repeated fields other than Host and Content-Length",
+         get(extra=b"X-A: 1\r\nAccept: */*\r\nX-A: 2\r\nAccept: text/plain\r\n"), OK),
     Case("obs-fold", get(extra=b"X-A: b\r\n c\r\n"), refused(400), OK,
          "h11 replaces obs-fold with a space, the other reading RFC 9112 §5.2 allows"),
     Case("bare CR in a field", get(extra=b"X-A: b\rc\r\n"), refused(400)),
@@ -280,13 +290,24 @@ class Responses:
         return not self.buffer and not await self._fill()
 
 
-async def verdict_of(port: int, data: bytes, *expected: Verdict) -> Verdict:
-    """Send ``data`` and read as many responses as the longest expected verdict has."""
+async def verdict_of(
+    port: int, data: bytes, *expected: Verdict, byte_by_byte: bool = False
+) -> Verdict:
+    """Send ``data`` and read as many responses as the longest expected verdict has.
+
+    ``byte_by_byte``: one byte per write, each read by the server before the next.
+    """
     host = b"127.0.0.1:%d" % port
     count = max(len(verdict.statuses) for verdict in expected)
     async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+        data = data.replace(b"{host}", host)
         with contextlib.suppress(trio.BrokenResourceError):
-            await stream.send_all(data.replace(b"{host}", host))
+            if byte_by_byte:
+                for index in range(len(data)):
+                    await stream.send_all(data[index : index + 1])
+                    await trio.testing.wait_all_tasks_blocked()
+            else:
+                await stream.send_all(data)
         responses = Responses(stream)
         statuses: list[int] = []
         with trio.fail_after(20):
@@ -313,3 +334,28 @@ async def test_framing_verdict(kind: HttpServerKind, case: Case) -> None:
         assert await verdict_of(port, case.data, *allowed) in allowed
         # Whatever the case did, the server serves the next connection.
         assert await verdict_of(port, get(), OK) == OK
+
+
+#: cases whose verdict must not depend on how the bytes are split into reads
+BYTE_BY_BYTE = [
+    "post with Content-Length",
+    "post chunked",
+    "chunk extensions",
+    "pipelined requests",
+    "Content-Length with Transfer-Encoding",
+    "Transfer-Encoding: gzip, chunked",
+    "obs-fold",
+    "bare LF line ends",
+    "chunk size not hex",
+    "trailer fields are dropped",
+]
+
+
+@pytest.mark.parametrize("kind", ["builtin", "hypercorn"])
+@pytest.mark.parametrize("name", BYTE_BY_BYTE)
+async def test_framing_verdict_byte_by_byte(kind: HttpServerKind, name: str) -> None:
+    [case] = [case for case in CASES if case.name == name]
+    expected = case.verdict if kind == "builtin" or case.hypercorn is None else case.hypercorn
+    allowed = expected if isinstance(expected, tuple) else (expected,)
+    async with serving(kind) as port:
+        assert await verdict_of(port, case.data, *allowed, byte_by_byte=True) in allowed
