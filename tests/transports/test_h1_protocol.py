@@ -12,6 +12,8 @@ from pathlib import Path
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcpactor.transports.h1 import (
     CONTINUE,
@@ -225,6 +227,24 @@ def test_an_upgrade_other_than_websocket_is_refused_before_the_requests_fed_with
     assert requests == []
     assert error is not None
     assert "upgrades other than WebSocket" in error.message
+
+
+@given(
+    st.sampled_from(CASES),
+    st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=12),
+)
+def test_any_split_of_the_bytes_gives_the_same_verdict(
+    case: tuple[str, bytes, Seen], cuts: list[int]
+) -> None:
+    _, data, expected = case
+    points = sorted({cut % (len(data) + 1) for cut in cuts})
+    pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    requests, error = feed(H1Protocol(LIMITS), pieces)
+    got = Seen(
+        tuple((r.method, r.target, r.body) for r in requests),
+        None if error is None else error.error_status_hint,
+    )
+    assert got == expected
 
 
 def test_headers_keep_their_order_and_repeats_with_lowercase_names() -> None:
