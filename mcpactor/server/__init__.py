@@ -3,8 +3,10 @@
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import describe
+from ._caching import CacheHint as CacheHint
 from ._context import Context as Context
 from ._context import Peer as Peer
+from ._headers import Header as Header
 from ._results import Audio as Audio
 from ._results import Image as Image
 from ._server import Server as Server
@@ -16,7 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Audio",
+    "CacheHint",
     "Context",
+    "Header",
     "Image",
     "Mount",
     "MountStatistics",

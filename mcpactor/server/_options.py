@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypedDict, TypeVar
 
 from ..protocol import Icon, JSONObject, ToolAnnotations
+from ._caching import CacheHint
 from ._execution import TaskSupport
 
 __all__ = ["PromptOptions", "ResourceOptions", "ToolOptions", "check_options", "registrar"]
@@ -32,6 +33,7 @@ class ToolOptions(TypedDict, total=False):
     task_support: TaskSupport
     offload: Literal["thread", "process"] | None
     timeout: float | None
+    cache: CacheHint | None
 
 
 class ResourceOptions(TypedDict, total=False):
@@ -45,6 +47,7 @@ class ResourceOptions(TypedDict, total=False):
     annotations: Any
     icons: Sequence[Icon] | None
     meta: JSONObject | None
+    cache: CacheHint | None
 
 
 class PromptOptions(TypedDict, total=False):

@@ -1,7 +1,10 @@
 # Paging of the list results (``tools/list`` and the others).
 #
 # A list is cut into pages of ``page_size`` entries once per kind and revision, and kept
-# until the registry changes (the Server drops the cached pages then). A cursor is the
+# until the registry changes (the Server drops the cached pages then). Where the list is
+# cacheable (``Revision.cacheable``) tools are listed by name, so that every replica and
+# restart answers the same pages (the changelog asks for a deterministic order); the
+# session revisions keep registration order. A cursor is the
 # opaque base64 of ``[kind, page]``: one minted for another list, or not minted here, is
 # a -32602 error naming it, bounded.
 
@@ -35,6 +38,8 @@ def paginate(
     pages = cache.get(key)
     if pages is None:
         items = [entry.wire(revision) for entry in entries]
+        if kind == "tools" and "tools/list" in revision.cacheable:
+            items.sort(key=lambda item: str(item.get("name")))
         pages = [items[i : i + page_size] for i in range(0, len(items), page_size)] or [[]]
         cache[key] = pages
     index = decode_cursor(params.get("cursor"), kind)

@@ -13,8 +13,10 @@ from typing import Any, Final
 from .._exceptions import SchemaError
 from ..protocol import CallToolResult, GetPromptResult, describe, unstructure
 from . import _results
+from ._caching import CacheHint
 from ._context import Context
 from ._execution import tool_execution
+from ._headers import header_params
 from ._options import PromptOptions, ResourceOptions, ToolOptions
 from ._registry import (
     PromptEntry,
@@ -58,6 +60,7 @@ def tool_entry(fn: Callable[..., Any], name: str, options: ToolOptions) -> ToolE
             f"got {describe(output_schema.get('type'))}"
         )
     what = f"tool {describe(name)}"
+    headers = header_params(schema, what=what)
     execution = tool_execution(
         fn,
         name=name,
@@ -95,6 +98,8 @@ def tool_entry(fn: Callable[..., Any], name: str, options: ToolOptions) -> ToolE
         definition=definition,
         context_param=signature.context_param,
         execution=execution,
+        headers=headers,
+        cache=_cache_option(options, what),
     )
 
 
@@ -158,6 +163,7 @@ def resource_entry(
             definition=wire({"uriTemplate": uri, **common}),
             context_param=signature.context_param,
             binder=StringBinder.build(signature, what=f"resource template {describe(uri)}"),
+            cache=_cache_option(options, f"resource template {describe(uri)}"),
         )
     else:
         if signature.input_schema.get("required"):
@@ -175,6 +181,7 @@ def resource_entry(
             mime_type=mime_type,
             definition=wire({"uri": uri, "size": options.get("size"), **common}),
             context_param=signature.context_param,
+            cache=_cache_option(options, f"resource {describe(uri)}"),
         )
 
 
@@ -221,6 +228,13 @@ def prompt_entry(fn: Callable[..., Any], name: str, options: PromptOptions) -> P
         binder=StringBinder.build(signature, what=f"prompt {describe(name)}"),
         choices=choices,
     )
+
+
+def _cache_option(options: ToolOptions | ResourceOptions, what: str) -> CacheHint | None:
+    cache = options.get("cache")
+    if cache is not None and not isinstance(cache, CacheHint):
+        raise SchemaError(f"{what}: cache must be a CacheHint, got {type(cache).__name__}")
+    return cache
 
 
 def completer_context(fn: Callable[..., Any]) -> str | None:

@@ -16,7 +16,9 @@ import attrs
 
 from .._exceptions import INVALID_PARAMS, RequestError, SchemaError
 from ..protocol import JSONObject, Revision, bounded_value, describe, error_text
+from ._caching import CacheHint
 from ._execution import ToolExecution
+from ._headers import HeaderParam
 from ._schema import FunctionSchema
 from ._validation import SchemaValidator, well_formed
 
@@ -118,6 +120,10 @@ class ToolEntry:
     context_param: str | None
     #: where the function runs, its timeout and its task support
     execution: ToolExecution = attrs.field(factory=ToolExecution)
+    #: its parameters mirrored into ``Mcp-Param-*`` headers (``x-mcp-header``)
+    headers: tuple[HeaderParam, ...] = ()
+    #: its own cache hint for ``tools/list``, or None for the server's
+    cache: CacheHint | None = None
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Tool`` object for ``tools/list`` at this revision."""
@@ -134,6 +140,8 @@ class ResourceEntry:
     mime_type: str | None
     definition: JSONObject
     context_param: str | None
+    #: its own cache hint for lists and reads, or None for the server's
+    cache: CacheHint | None = None
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Resource`` object for ``resources/list`` at this revision."""
@@ -152,6 +160,8 @@ class TemplateEntry:
     context_param: str | None
     #: turns the matched variables (strings) into the handler's keyword arguments
     binder: StringBinder
+    #: its own cache hint for lists and the reads it matches, or None for the server's
+    cache: CacheHint | None = None
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``ResourceTemplate`` object for ``resources/templates/list``."""

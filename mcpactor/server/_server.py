@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 from .._exceptions import SchemaError
 from ..protocol import Icon, JSONObject, Revision, describe, unstructure
 from . import _tasks
+from ._caching import CacheHint
 from ._context import Context
 from ._dispatch import ServerListener, method_not_found, method_table
 from ._handlers import Completer, Handlers
@@ -59,6 +60,7 @@ class Server(Handlers):
         icons: Sequence[Icon] | None = None,
         page_size: int = 100,
         tool_timeout: float | None = None,
+        cache: CacheHint | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {describe(page_size)}")
@@ -76,6 +78,11 @@ class Server(Handlers):
         self.page_size = page_size
         #: seconds a tool may run unless it sets its own ``timeout`` (None: no limit)
         self.tool_timeout = tool_timeout
+        if cache is not None and not isinstance(cache, CacheHint):
+            raise TypeError(f"cache must be a CacheHint, got {type(cache).__name__}")
+        #: the cache hint of cacheable results (lists, reads, discovery) at the revisions
+        #: that have them, unless a tool or resource sets its own
+        self.cache = cache if cache is not None else CacheHint()
         self._tools: dict[str, ToolEntry] = {}
         # whether some tool may run as a task (cached until the tools change)
         self._task_tools: bool | None = None
@@ -154,6 +161,11 @@ class Server(Handlers):
         the call and answers with an error result; it defaults to the server's
         ``tool_timeout``. The other options (``title``, ``description``, ``annotations``,
         ``icons``, ``meta``, ``output_schema``) go into the tool's definition.
+
+        ``cache`` (a ``CacheHint``) is its own hint for ``tools/list`` where lists carry
+        hints (a list is as fresh as its stalest tool). A parameter annotated
+        ``Annotated[str, Header("Name")]`` is mirrored into the ``Mcp-Param-Name`` HTTP
+        header (``x-mcp-header``); invalid declarations are a SchemaError here.
         """
         if callable(name):
             return self.tool()(name)
@@ -178,7 +190,11 @@ class Server(Handlers):
         self._changed("tools")
 
     def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
-        """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}``."""
+        """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}``.
+
+        ``cache`` (a ``CacheHint``) is its own hint for its reads and lists, where results
+        carry hints; the server's ``cache`` otherwise.
+        """
         check_options("resource", ResourceOptions, options)
         return registrar(self.add_resource, uri, **options)
 

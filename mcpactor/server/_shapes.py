@@ -54,6 +54,7 @@ from ._convert import (
     _to_json,
     _union_loader,
 )
+from ._headers import Header
 from ._introspect import (
     _MISSING,
     _class_description,
@@ -141,6 +142,7 @@ class _Builder:
         text = annotated or description
         if text:
             schema["description"] = text
+        schema.update(_header_keyword(annotation))
         if default is not _MISSING:
             json_default = _json_default(default, shape)
             if json_default is not _MISSING:
@@ -156,9 +158,13 @@ class _Builder:
         if origin is Annotated:
             inner, description = _split_annotated(tp)
             shape = self.build(inner)
-            if description is None:
+            # A Header() here, off a parameter, is kept so registration refuses it.
+            extra = _header_keyword(tp)
+            if description is not None:
+                extra["description"] = description
+            if not extra:
                 return shape
-            return attrs.evolve(shape, schema={**shape.schema, "description": description})
+            return attrs.evolve(shape, schema={**shape.schema, **extra})
         if origin is Literal:
             return self._literal(tp)
         if origin is Union or origin is types.UnionType:
@@ -452,3 +458,13 @@ def _any_of(schemas: list[dict[str, Any]]) -> dict[str, Any]:
         unique = list(dict.fromkeys(kinds))
         return {"type": unique[0] if len(unique) == 1 else unique}
     return {"anyOf": schemas}
+
+
+def _header_keyword(annotation: Any) -> dict[str, Any]:
+    """``{"x-mcp-header": name}`` for an ``Annotated[..., Header(name)]``, else empty."""
+    if get_origin(annotation) is not Annotated:
+        return {}
+    for item in get_args(annotation)[1:]:
+        if isinstance(item, Header):
+            return {"x-mcp-header": item.name}
+    return {}

@@ -1,0 +1,138 @@
+# Serving one request of a stateless revision (2026-07-28): the server's half.
+#
+# A stateless request reaches the server with a Context whose ``negotiated`` came from
+# its own envelope (protocol/_envelope.py) instead of a session. ``serve_stateless`` is
+# what the runtime calls for it in place of ``Server.handle_request``: it refuses the
+# methods the revision does not have (-32601: ``ping``, ``initialize``,
+# ``resources/subscribe``, … are gone), answers ``server/discover`` itself, and shapes
+# every result as the revision's row says: ``resultType``, ``serverInfo`` in ``_meta``
+# and, on the cacheable methods, the cache hints (_caching.py). The handlers underneath
+# are the session era's, unchanged: they already shape content and fields per revision.
+#
+# Nothing here names a revision; every decision reads the row.
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from .._exceptions import LocalProtocolError
+from ..protocol import JSONObject, Revision
+from ..protocol._envelope import ALL_VERSIONS, SERVER_INFO
+from ..protocol._mrtr import COMPLETE
+from ._caching import CacheHint, combine
+from ._context import Context
+from ._dispatch import method_not_found
+from ._server import Server
+
+__all__ = ["cache_hint", "complete_result", "discover_result", "serve_stateless"]
+
+DISCOVER: Final = "server/discover"
+
+# Which list of the catalog each cacheable list method answers with.
+_LISTS: Final = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "templates",
+}
+
+
+def discover_result(
+    server: Server, revision: Revision, *, supported: Iterable[str] = ALL_VERSIONS
+) -> JSONObject:
+    """The ``server/discover`` result: versions, capabilities, instructions, identity."""
+    result: JSONObject = {
+        "supportedVersions": list(supported),
+        "capabilities": server.capabilities(revision),
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return complete_result(
+        result,
+        method=DISCOVER,
+        revision=revision,
+        server_info=server.info(revision),
+        hint=server.cache,
+    )
+
+
+def complete_result(
+    result: JSONObject,
+    *,
+    method: str,
+    revision: Revision,
+    server_info: JSONObject,
+    hint: CacheHint | None,
+) -> JSONObject:
+    """``result`` as the revision sends it: ``resultType``, ``serverInfo``, cache hints.
+
+    A result that already says its ``resultType`` (``input_required``) keeps it, and
+    only a complete result of a cacheable method gets the hints. At a revision without
+    these facts the result is returned as it is.
+    """
+    cacheable = method in revision.cacheable
+    if not (revision.result_type or revision.server_info_meta or cacheable):
+        return result
+    shaped = dict(result)
+    if revision.result_type:
+        shaped.setdefault("resultType", COMPLETE)
+    if cacheable and shaped.get("resultType", COMPLETE) == COMPLETE:
+        shaped.update((hint or CacheHint()).wire())
+    if revision.server_info_meta:
+        meta = shaped.get("_meta")
+        shaped["_meta"] = {**(meta if type(meta) is dict else {}), SERVER_INFO: server_info}
+    return shaped
+
+
+def cache_hint(server: Server, method: str, params: JSONObject | None) -> CacheHint:
+    """The hint for a complete result of ``method``: the server's, or its entries'."""
+    default = server.cache
+    catalog = server._catalog()
+    kind = _LISTS.get(method)
+    if kind is not None:
+        entries: Iterable[Any] = getattr(catalog, kind).values()
+        return combine(default, (getattr(entry, "cache", None) for entry in entries))
+    if method == "resources/read":
+        uri = (params or {}).get("uri")
+        if isinstance(uri, str):
+            entry = catalog.resources.get(uri)
+            if entry is None:
+                entry = next(
+                    (
+                        template
+                        for template in catalog.templates.values()
+                        if template.template is not None and template.template.match(uri)
+                    ),
+                    None,
+                )
+            own = getattr(entry, "cache", None)
+            if isinstance(own, CacheHint):
+                return own
+    return default
+
+
+async def serve_stateless(
+    server: Server, method: str, params: JSONObject | None, ctx: Context
+) -> JSONObject:
+    """Serve one request of a stateless revision and return its shaped result.
+
+    Raises:
+        RequestError: the request gets this JSON-RPC error (-32601 for a method the
+            revision does not have).
+        LocalProtocolError: ``ctx`` was negotiated at a session revision.
+    """
+    revision = ctx.negotiated.revision
+    if not revision.request_envelope:
+        raise LocalProtocolError(
+            f"serve_stateless serves stateless revisions; {revision.version} has sessions"
+        )
+    if method not in revision.client_requests:
+        raise method_not_found(method)
+    if method == DISCOVER:
+        return discover_result(server, revision)
+    result = await server.handle_request(method, params, ctx)
+    hint = cache_hint(server, method, params) if method in revision.cacheable else None
+    return complete_result(
+        result, method=method, revision=revision, server_info=server.info(revision), hint=hint
+    )
