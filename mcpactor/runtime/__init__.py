@@ -2,17 +2,18 @@
 
 from ._heap import collect_when_quiet as collect_when_quiet
 from ._heap import settle_heap as settle_heap
+from ._messages import Outbound as Outbound
+from ._messages import OutboundKind as OutboundKind
+from ._messages import Outbox as Outbox
+from ._messages import SessionOptions as SessionOptions
+from ._messages import SessionStatistics as SessionStatistics
+from ._messages import StreamSignal as StreamSignal
 from ._offload import OffloadError as OffloadError
 from ._offload import ProcessPool as ProcessPool
 from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
 from ._offload import open_process_pool as open_process_pool
-from ._session_actor import Outbound as Outbound
-from ._session_actor import OutboundKind as OutboundKind
-from ._session_actor import Outbox as Outbox
+from ._session_actor import Received as Received
 from ._session_actor import SessionActor as SessionActor
-from ._session_actor import SessionOptions as SessionOptions
-from ._session_actor import SessionStatistics as SessionStatistics
-from ._session_actor import StreamSignal as StreamSignal
 from ._starts import StartGate as StartGate
 from ._starts import current_start_gate as current_start_gate
 from ._tasks import TaskManager as TaskManager
@@ -27,6 +28,7 @@ __all__ = [
     "Outbox",
     "ProcessPool",
     "ProcessPoolStatistics",
+    "Received",
     "SessionActor",
     "SessionOptions",
     "SessionStatistics",

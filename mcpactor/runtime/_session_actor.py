@@ -1,23 +1,21 @@
-# Why this module is long (~870 lines): ``SessionActor`` is one object because its parts
-# share the in-flight tables and the outbox: the actor loop, the request actors, the
-# ``Peer`` every Context calls, and the Server's change listener; a rest between periods
-# has to see all of them at once. It would split along its sections: the Peer half
-# (notifications, server→client requests and their pending slots) and the change
-# notices into modules of their own, and the records (``Outbound``, ``Outbox``,
-# ``SessionOptions``, ``SessionStatistics``) into a third that the transports import.
-#
 # The Session actor and its Request actors.
 #
 # One ``SessionActor`` owns one ``ServerSession`` (the sans-io core) and a nursery. It
-# reads decoded messages from its inbox, feeds them to the core and acts on the events:
-# each request the client sends runs as a Request actor (``_serve_request``) inside its
-# own CancelScope, registered by id so that ``notifications/cancelled`` is just
-# ``scope.cancel()``. Everything the session sends goes through one bounded outbox as
-# ``Outbound`` items; the transport's single writer drains it.
+# takes decoded messages, feeds them to the core and acts on the events: each request
+# the client sends runs as a Request actor (``_serve_request``) inside its own
+# CancelScope, registered by id so that ``notifications/cancelled`` is just
+# ``scope.cancel()``. Everything the session sends is built by the core and goes through
+# one bounded outbox as typed ``Outbound`` items (_messages.py); the transport's single
+# writer drains it. The actor is also the handlers' ``Peer`` (_peer.py) and the Server's
+# change listener (_changes.py); this module is the loop and the request actors.
 #
-# The actor is also the handlers' ``Peer``: notifications and server→client requests
-# from a Context come here. A server→client request waits on a one-shot slot keyed by
-# its id, under ``fail_after``; the response event from the core fills the slot.
+# Intake: messages come in one way. A transport with a reader task of its own (stdio,
+# the in-memory connection) queues them on the inbox that ``run`` reads. An owner whose
+# callers already run in tasks of their own (HTTP handlers) hands each message to
+# ``receive``, which acts on it in the caller's task when the actor can — running and
+# idle, so nothing queued earlier is overtaken — and otherwise says to queue it: that
+# shortcut is ``run``'s own step, taken early. While the actor is not running,
+# ``receive`` settles what the core answers alone and hands back what needs a run.
 #
 # Shutdown: when the inbox closes (EOF, signal, HTTP session ended) the actor stops
 # reading, fails requests still waiting on the client, gives running handlers
@@ -25,38 +23,29 @@
 #
 # Rest (HTTP sessions hibernate): an owner may run the actor in periods. While it is not
 # running the object keeps only state — the core, subscriptions, pending change notices,
-# task records — and ``receive_at_rest`` lets the owner feed the core directly: what
-# the core answers alone (initialize, ping, logging/setLevel, notifications) is settled
-# there and then, without a task; anything that needs a running actor (a request to
-# serve, roots hooks) comes back as a backlog for the next ``run``. A period ends as a
-# rest when the owner closes the inbox while ``resting()`` and its ``rest`` callback
-# agrees; only the final end closes the core. Change notices from the Server that
-# arrive while the actor rests are kept (coalesced) and sent when it next runs.
+# task records — and ``receive`` feeds the core directly: what the core answers alone
+# (initialize, ping, logging/setLevel, notifications) is settled there and then, without
+# a task; anything that needs a running actor (a request to serve, roots hooks) comes
+# back as a backlog for the next ``run``. A period ends as a rest when the owner closes
+# the inbox while ``resting()`` and its ``rest`` callback agrees; only the final end
+# closes the core. Change notices from the Server that arrive while the actor rests are
+# kept (coalesced) and sent when it next runs.
+#
+# Lent (stateless HTTP): ``serve_in`` runs the actor without a task of its own: its
+# requests start in the owner's nursery, and ``receive`` always takes the shortcut.
 
 from __future__ import annotations
 
-import contextlib
-import enum
-import functools
 import logging
-import math
-from collections.abc import Callable, Iterable, Mapping
-from types import TracebackType
-from typing import Any, Final, Protocol, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, Final
 
 import attrs
 import trio
 
-from .._exceptions import (
-    INTERNAL_ERROR,
-    REQUEST_TIMEOUT,
-    CapabilityError,
-    LocalProtocolError,
-    ProtocolError,
-    RequestError,
-    TransportClosed,
-)
+from .._exceptions import INTERNAL_ERROR, ProtocolError, RequestError
 from ..protocol import (
+    Body,
     CancelRequested,
     ErrorReceived,
     Event,
@@ -65,7 +54,6 @@ from ..protocol import (
     JSONValue,
     Negotiated,
     NotificationReceived,
-    Phase,
     Request,
     RequestId,
     RequestReceived,
@@ -76,25 +64,25 @@ from ..protocol import (
     ServerSession,
     describe,
     describe_error,
-    serialize,
 )
 from ..server import Context, Server
-from ..server._execution import Offload
-from ._offload import ProcessPool, call_handler
+from ._changes import ChangeNotices
+from ._messages import (
+    RESPONSE,
+    SIGNAL,
+    Outbound,
+    Outbox,
+    SessionOptions,
+    SessionStatistics,
+    StreamSignal,
+    closed_outbox,
+)
+from ._offload import ProcessPool
+from ._peer import _Pending
 from ._starts import StartGate, current_start_gate
-from ._tasks import TaskManager, TaskOptions
+from ._tasks import TaskManager
 
-__all__ = [
-    "Outbound",
-    "OutboundKind",
-    "Outbox",
-    "SessionActor",
-    "SessionOptions",
-    "SessionStatistics",
-    "StreamSignal",
-]
-
-T = TypeVar("T")
+__all__ = ["Received", "SessionActor"]
 
 _log = logging.getLogger("mcpactor")
 
@@ -105,122 +93,24 @@ _REQUEST_TASK_NAME: Final = "mcpactor.request"
 _NO_GATE: Final = StartGate()
 
 
-class OutboundKind(enum.Enum):
-    """What an ``Outbound`` carries; set where it is built, read by the transports."""
+@attrs.frozen(slots=True)
+class Received:
+    """What ``SessionActor.receive`` did with a message."""
 
-    #: a response or error response (or a batch's array of them): ends its requests
-    RESPONSE = "response"
-    #: a notification
-    NOTIFICATION = "notification"
-    #: a server→client request; its answer comes back as a message from the client
-    REQUEST = "request"
-    #: no message: a ``StreamSignal`` for a streaming transport
-    SIGNAL = "signal"
-
-
-RESPONSE: Final = OutboundKind.RESPONSE
-NOTIFICATION: Final = OutboundKind.NOTIFICATION
-REQUEST: Final = OutboundKind.REQUEST
-SIGNAL: Final = OutboundKind.SIGNAL
+    #: False: the actor is mid-message; queue the message on the inbox
+    taken: bool
+    #: at rest: what the core answered alone, to send now
+    replies: tuple[Outbound, ...] = ()
+    #: at rest: events that need a running actor, for the next ``run``
+    backlog: tuple[Event, ...] = ()
 
 
-class StreamSignal(enum.Enum):
-    """What an ``Outbound`` without a payload tells a streaming transport."""
-
-    #: the handler asked to close its request's response stream; the client resumes it
-    CLOSE = "close"
-    #: the request ended without a response (it was cancelled): its stream is over
-    ABANDONED = "abandoned"
+# The common answers, made once: the shortcut allocates nothing.
+_TAKEN: Final = Received(True)
+_QUEUED: Final = Received(False)
 
 
-@attrs.frozen
-class Outbound:
-    """One message on its way to the client, built by the session core, of one ``kind``.
-
-    ``related_request_id`` names the client request it belongs to (its response, or a
-    progress/log notification or server→client request made while serving it); HTTP uses
-    it to pick the response stream. None means "not tied to a request". A ``SIGNAL``
-    carries no message (``payload`` is None) but a ``signal``; only actors created with
-    ``stream_signals=True`` send them. Transports switch on ``kind``, never on the
-    payload's keys.
-    """
-
-    kind: OutboundKind
-    payload: JSONValue
-    related_request_id: RequestId | None = None
-    signal: StreamSignal | None = None
-
-
-class Outbox(Protocol):
-    """Where a session's messages go: a memory channel, or a transport's own sender.
-
-    ``send_nowait`` raises ``trio.WouldBlock`` when full; ``send`` then waits (that is
-    backpressure); both raise ``trio.ClosedResourceError`` or ``trio.BrokenResourceError``
-    once the other end is gone. Closing it tells the transport nothing more will come.
-    """
-
-    def send_nowait(self, value: Outbound, /) -> None:
-        """Hand over one message without waiting."""
-
-    async def send(self, value: Outbound, /) -> None:
-        """Hand over one message, waiting while the outbox is full."""
-
-    def close(self) -> None:
-        """Say that nothing more will be sent."""
-
-    async def __aenter__(self) -> object:
-        """Return the outbox; leaving the block closes it."""
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        """Close the outbox."""
-
-
-@attrs.frozen
-class SessionOptions:
-    """Limits and timeouts of a session; the defaults suit most servers."""
-
-    #: seconds running handlers get to finish after the client went away or a signal
-    shutdown_grace: float = 5.0
-    #: seconds to wait for the client's answer to a server→client request (None: forever)
-    client_request_timeout: float | None = 300.0
-    #: requests of one client served at once; more are refused with a clear error
-    max_in_flight: int = 1024
-    #: the level log messages are filtered at until the client sets one
-    log_level: str = "info"
-    #: the limiter for blocking (``def``) handlers; None uses trio's default (40 threads)
-    thread_limiter: trio.CapacityLimiter | None = None
-    #: worker processes for ``offload="process"`` tools, shared between sessions; None
-    #: gives each session its own pool, started on first use
-    process_pool: ProcessPool | None = None
-    #: limits of task-augmented requests (2025-11-25)
-    tasks: TaskOptions = attrs.field(factory=TaskOptions)
-
-
-@attrs.frozen
-class SessionStatistics:
-    """A snapshot of one session, for tests and debug output."""
-
-    phase: Phase
-    requests_in_flight: int
-    client_requests_pending: int
-    subscriptions: int
-
-
-class _Pending:
-    __slots__ = ("done", "error", "result")
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.result: JSONObject | None = None
-        self.error: RequestError | None = None
-
-
-class SessionActor:
+class SessionActor(ChangeNotices):
     """One MCP session: the protocol core, its request actors, and the handlers' peer."""
 
     def __init__(
@@ -242,7 +132,7 @@ class SessionActor:
         )
         # An owner that runs the actor in periods gives each ``run`` its own outbox; until
         # then anything sent fails as it would after the session ended.
-        self._outbox: Outbox = outbox if outbox is not None else _closed_outbox()
+        self._outbox: Outbox = outbox if outbox is not None else closed_outbox()
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         self._pending: dict[RequestId, _Pending] = {}
@@ -336,7 +226,7 @@ class SessionActor:
         """Serve the session until its inbox closes, then shut down gracefully.
 
         An owner that lets the session rest between periods passes ``rest``, and for each
-        period a fresh ``outbox`` and the ``backlog`` that ``receive_at_rest`` left. When
+        period a fresh ``outbox`` and the ``backlog`` that ``receive`` at rest left. When
         the inbox closes and ``rest()`` is true, the period ends at once and the session
         keeps its state for the next ``run``; the owner closes the inbox for a rest only
         while ``resting()``. Otherwise the session ends as without ``rest``.
@@ -362,7 +252,7 @@ class SessionActor:
                         # What is queued is taken without a trip through the scheduler,
                         # so the inbox is empty whenever the actor is not acting: a
                         # ``receive`` that found a message would yield with it in hand,
-                        # and ``receive_now`` could then act on a later one first.
+                        # and ``receive`` could then act on a later one first.
                         try:
                             item = inbox.receive_nowait()
                         except trio.WouldBlock:
@@ -392,7 +282,7 @@ class SessionActor:
         """Serve without a task of the actor's own: requests start in ``nursery``.
 
         For an owner whose session lasts one exchange (stateless HTTP): it hands every
-        message to ``receive_now``, which never declines here, what the session sends
+        message to ``receive``, which always takes the shortcut here, what the session sends
         goes to ``outbox``, and ``retire`` ends it. A request actor that fails calls
         ``on_failure`` instead of failing the nursery it borrowed. Nothing is registered
         with the Server: such a session has nobody to tell about changes.
@@ -446,47 +336,40 @@ class SessionActor:
             self._idle = trio.Event()
         await self._idle.wait()
 
-    def receive_at_rest(
-        self, item: JSONValue | ProtocolError
-    ) -> tuple[list[Outbound], list[Event]]:
-        """Take one message while the actor is not running.
+    def expect_run(self) -> None:
+        """Say that a ``run`` is on its way: messages from now on queue on its inbox.
 
-        Returns (messages to send now, events for the next ``run``). What the core
-        answers alone is settled here; if anything needs a running actor (a request to
-        serve, roots hooks to run), nothing is sent and every event, in order, is left
-        for the next period.
+        An owner that wakes a resting actor calls this when it decides to, before the
+        task that runs it starts, so that what arrives meanwhile waits behind the backlog
+        instead of being taken at rest.
         """
-        events = self.core.receive(item)
-        for event in events:
-            kind = type(event)
-            if kind is RequestReceived or (
-                kind is RootsChanged and self.server.roots_changed_hooks
-            ):
-                return [], events
-        replies = []
-        for event in events:
-            if type(event) is Send:
-                assert isinstance(event, Send)
-                replies.append(Outbound(RESPONSE, event.payload, event.request_id))
-            elif type(event) is not RootsChanged:
-                self._settle(event)
-        return replies, []
+        self._acting = True
 
-    def receive_now(self, item: JSONValue | ProtocolError) -> bool:
-        """Act on one message in the caller's own task, as the running actor would.
+    def receive(self, item: JSONValue | Body) -> Received:
+        """Take one message from the client: the one way in, besides the inbox of ``run``.
 
-        A running actor that is not acting has taken everything from its inbox, so no
-        message queued earlier is overtaken: the core takes the message at once, its
-        requests start in the actor's nursery and what it answers is queued without
-        waiting (a full outbox hands it to a task that waits).
-        Returns False, having done nothing, when the actor is not running or is still
-        acting on an earlier message; the caller then queues the message as usual.
+        What it does depends on where the actor is, and it never waits:
+
+        - acting on an earlier message (or about to run, ``expect_run``): nothing; the
+          caller queues the message on the inbox, and the actor's task takes it from
+          there the same way, in order (``Received.taken`` is False);
+        - running and idle — the shortcut: the actor has taken everything from its inbox,
+          so acting now overtakes nothing: the core takes the message in the caller's
+          task, its requests start in the actor's nursery and its replies are queued on
+          the outbox without waiting (a full outbox hands them to a task that waits);
+        - at rest (not running): what the core answers alone is settled now and comes
+          back as ``replies`` to send; if anything needs a running actor (a request to
+          serve, roots hooks to run), nothing is sent and every event, in order, comes
+          back as the ``backlog`` to start the next ``run`` with.
         """
-        if self._nursery is None or self._acting:
+        if self._acting:
             # Mid-message, the actor may not have opened that message's requests yet: a
             # notifications/cancelled acted on now could miss the scope it cancels.
-            return False
-        for event in self.core.receive(item):
+            return _QUEUED
+        events = self.core.receive(item)
+        if self._nursery is None:
+            return self._settle_at_rest(events)
+        for event in events:
             kind = type(event)
             if kind is RequestReceived:
                 assert isinstance(event, RequestReceived)
@@ -500,7 +383,23 @@ class SessionActor:
                 self._start_hooks(self.server.roots_changed_hooks)
             else:
                 self._settle(event)
-        return True
+        return _TAKEN
+
+    def _settle_at_rest(self, events: list[Event]) -> Received:
+        for event in events:
+            kind = type(event)
+            if kind is RequestReceived or (
+                kind is RootsChanged and self.server.roots_changed_hooks
+            ):
+                return Received(True, (), tuple(events))
+        replies = []
+        for event in events:
+            if type(event) is Send:
+                assert isinstance(event, Send)
+                replies.append(Outbound(RESPONSE, event.payload, event.request_id))
+            elif type(event) is not RootsChanged:
+                self._settle(event)
+        return Received(True, tuple(replies)) if replies else _TAKEN
 
     def _send_soon(self, item: Outbound) -> None:
         try:
@@ -511,7 +410,9 @@ class SessionActor:
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             _log.debug("the session ended before a reply could be queued")
 
-    async def _receive(self, item: JSONValue | ProtocolError) -> None:
+    async def _receive(self, item: JSONValue | Body) -> None:
+        # A message from the inbox: what ``receive`` does while running, but waiting for
+        # room in the outbox (backpressure reaches the inbox's sender).
         self._acting = True
         try:
             await self._act(self.core.receive(item))
@@ -533,7 +434,7 @@ class SessionActor:
                 self._settle(event)
 
     def _settle(self, event: Event) -> None:
-        # The events that need no task: a running actor and ``receive_at_rest`` share them.
+        # The events that need no task: running or at rest alike.
         kind = type(event)
         if kind is CancelRequested:
             assert isinstance(event, CancelRequested)
@@ -676,206 +577,3 @@ class SessionActor:
             _log.exception("roots-changed hook %r failed", hook)
         finally:
             self._helpers -= 1
-
-    # --- the Peer of every Context ----------------------------------------------------
-
-    async def notify(
-        self, method: str, params: JSONObject, *, related_request_id: RequestId | None
-    ) -> None:
-        """Send a notification to the client if the session's phase allows it."""
-        message = self.core.notification(method, params)
-        if message is None:
-            _log.debug("dropped %r: the session is %s", method, self.core.phase.value)
-            return
-        await self._outbox.send(Outbound(NOTIFICATION, message, related_request_id))
-
-    async def request(
-        self,
-        method: str,
-        params: JSONObject,
-        *,
-        related_request_id: RequestId | None,
-        timeout: float | None,
-    ) -> JSONObject:
-        """Send a server→client request and wait for the client's result."""
-        if self._closing:
-            raise TransportClosed("the session is closing: the client cannot answer")
-        if self._refuse_client_requests is not None:
-            raise CapabilityError(
-                f"cannot send {describe(method)} to the client: {self._refuse_client_requests}"
-            )
-        if serialize({"method": method, "params": params}) is None:
-            # Found now, the handler hears why; found by the writer, it would only wait.
-            raise LocalProtocolError(
-                f"cannot send {describe(method)} to the client: its params cannot be "
-                "written as JSON"
-            )
-        outgoing = self.core.send_request(method, params)
-        slot = _Pending()
-        self._pending[outgoing.id] = slot
-        if timeout is None:
-            timeout = self.options.client_request_timeout
-        try:
-            await self._outbox.send(Outbound(REQUEST, outgoing.to_json(), related_request_id))
-            with trio.fail_after(timeout if timeout is not None else math.inf):
-                await slot.done.wait()
-        except trio.TooSlowError:
-            self._cancel_outgoing(outgoing.id, f"no answer within {timeout} s")
-            raise RequestError(
-                REQUEST_TIMEOUT,
-                f"the client did not answer {describe(method)} within {timeout} s",
-                {"method": method, "timeout": timeout},
-            ) from None
-        except trio.Cancelled:
-            self._cancel_outgoing(outgoing.id, "the request that asked was cancelled")
-            raise
-        finally:
-            self._pending.pop(outgoing.id, None)
-        if slot.error is not None:
-            raise slot.error
-        assert slot.result is not None
-        return slot.result
-
-    def _cancel_outgoing(self, request_id: RequestId, reason: str) -> None:
-        notice = self.core.cancel_outgoing(request_id, reason)
-        # Best effort: the client ignores late answers to ids it was told are gone, and a
-        # full or closed outbox means it is not listening anyway.
-        with contextlib.suppress(
-            trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError
-        ):
-            self._outbox.send_nowait(Outbound(NOTIFICATION, notice))
-
-    def _resolve(self, request_id: RequestId, result: JSONObject) -> None:
-        slot = self._pending.get(request_id)
-        if slot is not None:
-            slot.result = result
-            slot.done.set()
-
-    def _fail_pending(self, request_id: RequestId, error: RequestError) -> None:
-        slot = self._pending.get(request_id)
-        if slot is not None:
-            slot.error = error
-            slot.done.set()
-
-    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
-        """Ask the transport to close the response stream of a request (HTTP only).
-
-        The request keeps running; the client reconnects and resumes the stream. Without
-        per-request streams (stdio) there is nothing to close and this does nothing.
-        """
-        if self._stream_signals:
-            await self._outbox.send(Outbound(SIGNAL, None, related_request_id, StreamSignal.CLOSE))
-
-    def log_enabled(self, level: str) -> bool:
-        """Return whether the client wants log messages at ``level``."""
-        return self.core.log_enabled(level)
-
-    def subscribe(self, uri: str) -> None:
-        """Remember that the client wants updates of ``uri``."""
-        if self._subscriptions is None:
-            self._subscriptions = set()
-        self._subscriptions.add(uri)
-
-    def unsubscribe(self, uri: str) -> None:
-        """Forget the client's subscription to ``uri``."""
-        if self._subscriptions is not None:
-            self._subscriptions.discard(uri)
-
-    async def run_sync(self, fn: Callable[[], T]) -> T:
-        """Run a blocking handler in a worker thread under the session's limiter."""
-        return await trio.to_thread.run_sync(fn, limiter=self.options.thread_limiter)
-
-    async def call(
-        self,
-        fn: Callable[..., Any],
-        kwargs: Mapping[str, Any],
-        *,
-        offload: Offload,
-        timeout: float | None,
-    ) -> Any:
-        """Run a tool's function as ``offload`` says, cancelled after ``timeout`` seconds."""
-        processes = self.options.process_pool or self._processes
-        if processes is None:
-            processes = self._processes = ProcessPool()
-        return await call_handler(
-            fn,
-            kwargs,
-            offload=offload,
-            timeout=timeout,
-            limiter=self.options.thread_limiter,
-            processes=processes,
-        )
-
-    # --- the Server's listener --------------------------------------------------------
-
-    def list_changed(self, kind: str) -> None:
-        """Queue ``notifications/<kind>/list_changed`` (coalesced)."""
-        if not trio.lowlevel.in_trio_run():
-            self._from_thread(self.list_changed, kind)
-            return
-        if self._changed_lists is None:
-            self._changed_lists = set()
-        self._changed_lists.add(kind)
-        self._schedule_changes()
-
-    def resource_updated(self, uri: str) -> None:
-        """Queue ``notifications/resources/updated`` if the client subscribed to ``uri``."""
-        if not trio.lowlevel.in_trio_run():
-            self._from_thread(self.resource_updated, uri)
-            return
-        if self._subscriptions is not None and uri in self._subscriptions:
-            if self._updated is None:
-                self._updated = set()
-            self._updated.add(uri)
-            self._schedule_changes()
-
-    def _from_thread(self, method: Callable[[str], None], value: str) -> None:
-        # A blocking handler changed the registry from a worker thread: record the
-        # change on the event loop's thread.
-        if self._token is not None:
-            with contextlib.suppress(trio.RunFinishedError):
-                self._token.run_sync_soon(method, value)
-
-    def _schedule_changes(self) -> None:
-        # One short task sends what is queued, once the session is operating and the
-        # actor runs; changes made meanwhile join it (coalesced). While the actor rests,
-        # the next period starts it.
-        if (
-            self._changes_queued
-            or self._nursery is None
-            or not (self._changed_lists or self._updated)
-            or self.core.phase is not Phase.OPERATING
-        ):
-            return
-        self._changes_queued = True
-        self._helpers += 1
-        self._nursery.start_soon(self._send_changes)
-
-    async def _send_changes(self) -> None:
-        try:
-            while self._changed_lists or self._updated:
-                capabilities = self.core.server_capabilities
-                kinds = sorted(self._changed_lists or ())
-                uris = sorted(self._updated or ())
-                self._changed_lists = None
-                self._updated = None
-                for kind in kinds:
-                    if capabilities.get(kind, {}).get("listChanged"):
-                        await self.notify(
-                            f"notifications/{kind}/list_changed", {}, related_request_id=None
-                        )
-                for uri in uris:
-                    await self.notify(
-                        "notifications/resources/updated", {"uri": uri}, related_request_id=None
-                    )
-        finally:
-            self._changes_queued = False
-            self._helpers -= 1
-
-
-@functools.cache
-def _closed_outbox() -> trio.MemorySendChannel[Outbound]:
-    # The outbox of an actor that has none yet: sending fails as after the session ended.
-    send, _ = trio.open_memory_channel[Outbound](0)
-    send.close()
-    return send

@@ -1,6 +1,7 @@
 """A session actor that rests between periods (how HTTP sessions hibernate).
 
-The owner feeds a resting actor with ``receive_at_rest``, runs it for a period with
+The owner feeds a resting actor with ``receive`` (the one way in: at rest, the core
+settles what it answers alone), runs it for a period with
 ``run(..., rest=...)`` when something needs it, and closes the inbox to end the period;
 the actor keeps its state in between.
 """
@@ -15,7 +16,7 @@ import trio.testing
 
 from mcpactor import ProtocolError, RemoteProtocolError, Server
 from mcpactor.protocol import LATEST, JSONValue, Phase, RequestReceived
-from mcpactor.runtime import Outbound, SessionActor
+from mcpactor.runtime import Outbound, Received, SessionActor
 
 from .conftest import live_tasks
 
@@ -57,6 +58,13 @@ def call(request_id: int, name: str, arguments: dict[str, Any] | None = None) ->
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
+def at_rest(actor: SessionActor, item: Any) -> tuple[list[Outbound], list[Any]]:
+    """Hand ``item`` to a resting actor: (replies to send now, backlog for a run)."""
+    received = actor.receive(item)
+    assert received.taken  # at rest, the actor always takes it
+    return list(received.replies), list(received.backlog)
+
+
 class Period:
     """One period of a resting actor: its channels and what it sent."""
 
@@ -77,18 +85,19 @@ class Period:
 async def test_the_core_answers_alone_while_the_actor_rests() -> None:
     actor = SessionActor(rest_server(), None)
     before = live_tasks()
-    replies, backlog = actor.receive_at_rest(initialize())
+    replies, backlog = at_rest(actor, initialize())
     assert backlog == []
     assert [reply.related_request_id for reply in replies] == [0]
     assert replies[0].payload["result"]["protocolVersion"] == LATEST.version
-    assert actor.receive_at_rest(INITIALIZED) == ([], [])
+    assert at_rest(actor, INITIALIZED) == ([], [])
+    assert actor.receive(INITIALIZED) == Received(True)  # nothing to send, nothing left
     assert actor.core.phase is Phase.OPERATING
-    replies, backlog = actor.receive_at_rest({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    replies, backlog = at_rest(actor, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert [reply.payload for reply in replies] == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
     # Bad input is answered too, and a framing error has its error response ready.
-    replies, _ = actor.receive_at_rest({"jsonrpc": "2.0", "id": 2})
+    replies, _ = at_rest(actor, {"jsonrpc": "2.0", "id": 2})
     assert replies[0].payload["error"]["code"] == -32600
-    replies, _ = actor.receive_at_rest(RemoteProtocolError("not JSON", code=-32700))
+    replies, _ = at_rest(actor, RemoteProtocolError("not JSON", code=-32700))
     assert replies[0].payload == {
         "jsonrpc": "2.0",
         "error": {"code": -32700, "message": "not JSON"},
@@ -101,9 +110,9 @@ async def test_a_request_is_left_for_the_next_period_which_rests_with_its_state(
     server = rest_server()
     actor = SessionActor(server, None)
     actor.register()
-    actor.receive_at_rest(initialize())
-    actor.receive_at_rest(INITIALIZED)
-    replies, backlog = actor.receive_at_rest(call(1, "add", {"a": 2, "b": 3}))
+    at_rest(actor, initialize())
+    at_rest(actor, INITIALIZED)
+    replies, backlog = at_rest(actor, call(1, "add", {"a": 2, "b": 3}))
     assert replies == []
     assert [type(event) for event in backlog] == [RequestReceived]
 
@@ -151,9 +160,9 @@ async def test_a_period_that_was_asked_to_rest_still_ends_everything_it_started(
         return "waited"
 
     actor = SessionActor(server, None)
-    actor.receive_at_rest(initialize())
-    actor.receive_at_rest(INITIALIZED)
-    _, backlog = actor.receive_at_rest(call(1, "wait"))
+    at_rest(actor, initialize())
+    at_rest(actor, INITIALIZED)
+    _, backlog = at_rest(actor, call(1, "wait"))
     period = Period()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(period.run(actor, backlog))
@@ -168,27 +177,27 @@ async def test_a_period_that_was_asked_to_rest_still_ends_everything_it_started(
     assert actor.core.phase is Phase.OPERATING
 
 
-async def test_receive_now_acts_in_the_callers_task_while_the_actor_idles() -> None:
+async def test_receive_acts_in_the_callers_task_while_the_actor_idles() -> None:
     actor = SessionActor(rest_server(), None)
-    actor.receive_at_rest(initialize())
-    actor.receive_at_rest(INITIALIZED)
+    at_rest(actor, initialize())
+    at_rest(actor, INITIALIZED)
     period = Period()
     async with trio.open_nursery() as nursery:
         await nursery.start(period.run(actor))
         await trio.testing.wait_all_tasks_blocked()
-        assert actor.receive_now(call(1, "add", {"a": 2, "b": 3}))
+        assert actor.receive(call(1, "add", {"a": 2, "b": 3})) == Received(True)
         # The request started without the message passing through the inbox.
         assert actor.requests_in_flight == 1
         reply = await period.outbox.receive()
         assert reply.related_request_id == 1
         assert reply.payload["result"]["structuredContent"] == {"result": 5}
         # A ping the core answers goes straight to the outbox too.
-        assert actor.receive_now({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert actor.receive({"jsonrpc": "2.0", "id": 2, "method": "ping"}).taken
         assert (await period.outbox.receive()).payload == {"jsonrpc": "2.0", "id": 2, "result": {}}
         period.inbox.close()
 
 
-async def test_receive_now_never_overtakes_what_was_queued_before_the_period() -> None:
+async def test_receive_never_overtakes_what_was_queued_before_the_period() -> None:
     server = rest_server()
     started = trio.Event()
 
@@ -200,17 +209,17 @@ async def test_receive_now_never_overtakes_what_was_queued_before_the_period() -
         return "never"
 
     actor = SessionActor(server, None)
-    actor.receive_at_rest(initialize())
-    actor.receive_at_rest(INITIALIZED)
+    at_rest(actor, initialize())
+    at_rest(actor, INITIALIZED)
     period = Period()
     # Queued while no actor ran: the period must act on it before anything handed over.
     period.inbox.send_nowait(call(1, "wait"))
     async with trio.open_nursery() as nursery:
         await nursery.start(period.run(actor))
         assert actor.requests_in_flight == 1
-        assert actor.receive_now(
+        assert actor.receive(
             {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
-        )
+        ).taken
         await trio.testing.wait_all_tasks_blocked()
         # Cancelled, not left running: the cancellation found the request it names.
         assert started.is_set()
@@ -219,12 +228,12 @@ async def test_receive_now_never_overtakes_what_was_queued_before_the_period() -
         period.inbox.close()
 
 
-async def test_receive_now_declines_while_the_actor_is_acting_or_not_running() -> None:
+async def test_receive_declines_while_the_actor_is_acting_or_about_to_run() -> None:
     actor = SessionActor(rest_server(), None)
-    assert not actor.receive_now(initialize())
-    assert actor.core.phase is not Phase.OPERATING  # declined before the core saw it
-    actor.receive_at_rest(initialize())
-    actor.receive_at_rest(INITIALIZED)
+    actor.expect_run()
+    # A run is on its way: the message must queue behind its backlog.
+    assert actor.receive(initialize()) == Received(False)
+    assert actor.core.phase is Phase.AWAITING_INITIALIZE  # declined before the core saw it
     # An outbox with no room: the actor stays mid-message, waiting to queue a reply.
     inbox, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](8)
     outbox_send, outbox = trio.open_memory_channel[Outbound](0)
@@ -232,12 +241,15 @@ async def test_receive_now_declines_while_the_actor_is_acting_or_not_running() -
         nursery.start_soon(
             functools.partial(actor.run, inbox_receive, outbox=outbox_send, rest=lambda: True)
         )
+        await inbox.send(initialize())
+        assert "result" in (await outbox.receive()).payload
+        await inbox.send(INITIALIZED)
         await inbox.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
         await trio.testing.wait_all_tasks_blocked()
-        assert not actor.receive_now({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert not actor.receive({"jsonrpc": "2.0", "id": 2, "method": "ping"}).taken
         assert (await outbox.receive()).payload["id"] == 1
         await trio.testing.wait_all_tasks_blocked()
         # Idle again; the outbox still has no room, so a task waits to queue the answer.
-        assert actor.receive_now({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        assert actor.receive({"jsonrpc": "2.0", "id": 3, "method": "ping"}).taken
         assert (await outbox.receive()).payload["id"] == 3
         inbox.close()

@@ -89,14 +89,14 @@ async def test_a_session_counts_its_request_actors_until_their_first_step() -> N
         )
         await trio.testing.wait_all_tasks_blocked()
         for message in (initialize(1), notification("notifications/initialized")):
-            assert actor.receive_now(message)
+            assert actor.receive(message).taken
         await outbox_receive.receive()
-        assert actor.receive_now(request(2, "tools/call", {"name": "wait"}))
+        assert actor.receive(request(2, "tools/call", {"name": "wait"})).taken
         assert gate.waiting == 1
         await trio.testing.wait_all_tasks_blocked()
         assert gate.waiting == 0
         assert gate.in_flight == actor.requests_in_flight == 1
-        actor.receive_now(notification("notifications/cancelled", {"requestId": 2}))
+        actor.receive(notification("notifications/cancelled", {"requestId": 2}))
         await trio.testing.wait_all_tasks_blocked()
         assert gate.in_flight == actor.requests_in_flight == 0
         nursery.cancel_scope.cancel()

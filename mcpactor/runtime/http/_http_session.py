@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING, Final, Protocol
 import trio
 
 from ..._exceptions import ProtocolError
-from ...protocol import Event, JSONValue, Phase, RequestId, Revision, describe
-from .._session_actor import Outbound, SessionActor, SessionOptions
+from ...protocol import Body, Event, JSONValue, Phase, RequestId, Revision, describe
+from .._messages import Outbound, SessionOptions
+from .._session_actor import SessionActor
 from ._routing import STANDALONE, DirectOutbox, Routing, SessionOutbox
 from ._streams import Attachment, Item, NudgeTimer
 
@@ -253,6 +254,8 @@ class HttpSession(Routing):
         self._outbox = outbox_receive
         self._queued = 0
         self._state = _State.AWAKE
+        # Until the actor's task runs, messages queue behind the backlog.
+        self.actor.expect_run()
         self.manager.wake(
             self,
             functools.partial(
@@ -349,45 +352,38 @@ class HttpSession(Routing):
 
     # --- what clients send ----------------------------------------------------------
 
-    async def feed(self, value: JSONValue | ProtocolError) -> bool:
-        """Hand one decoded body to the session; False if the session is closed."""
+    async def feed(self, value: JSONValue | Body) -> bool:
+        """Hand one decoded (or classified) body to the session; False if it is closed."""
         self.touch()
         while not self.closing:
-            state = self._state
-            if state is _State.LENT:
-                # Never declines: nothing is queued and no actor task is mid-message.
-                taken = self.actor.receive_now(value)
-                assert taken
-                return True
-            if state is _State.AWAKE:
-                inbox = self._inbox
-                assert inbox is not None
-                # An actor that is not mid-message has nothing queued: act on the
-                # message right here, in order, without a trip to its task and back.
-                if self.actor.receive_now(value):
-                    return True
-                try:
-                    # The HTTP request already went through the scheduler to get here:
-                    # only a full inbox is worth another trip (then wait, as backpressure).
-                    try:
-                        inbox.send_nowait(value)
-                    except trio.WouldBlock:
-                        await inbox.send(value)
-                except (trio.ClosedResourceError, trio.BrokenResourceError):
-                    continue  # it began to fall asleep, or it is closing
-                return True
-            if state is _State.ASLEEP:
-                replies, backlog = self.actor.receive_at_rest(value)
-                if backlog:
-                    self._wake(backlog)
-                for item in replies:
+            if self._state is _State.FALLING_ASLEEP:
+                await self._wait_settled()
+                continue
+            # Awake and idle, the actor acts on the message right here, in order, without
+            # a trip to its task and back; asleep, the core settles what it answers alone.
+            received = self.actor.receive(value)
+            if received.taken:
+                if received.backlog:
+                    self._wake(list(received.backlog))
+                for item in received.replies:
                     await self._route(item)
                 return True
-            await self._wait_settled()
+            inbox = self._inbox
+            assert inbox is not None  # only a running actor is mid-message
+            try:
+                # The HTTP request already went through the scheduler to get here: only
+                # a full inbox is worth another trip (then wait, as backpressure).
+                try:
+                    inbox.send_nowait(value)
+                except trio.WouldBlock:
+                    await inbox.send(value)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                continue  # it began to fall asleep, or it is closing
+            return True
         return False
 
     async def post(
-        self, value: JSONValue, request_ids: Iterable[RequestId], *, sse: bool
+        self, value: JSONValue | Body, request_ids: Iterable[RequestId], *, sse: bool
     ) -> Attachment | None:
         """Open the stream that will carry these requests' responses, then feed them.
 

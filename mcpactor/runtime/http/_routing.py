@@ -43,7 +43,8 @@ import orjson
 import trio
 
 from ...protocol import JSONValue, RequestId, answered_ids, describe, serialize
-from .._session_actor import RESPONSE, SIGNAL, Outbound, SessionActor, StreamSignal
+from .._messages import RESPONSE, SIGNAL, Outbound, StreamSignal
+from .._session_actor import SessionActor
 from ._streams import Attachment, Item, Stream
 
 if TYPE_CHECKING:

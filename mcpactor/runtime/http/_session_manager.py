@@ -50,8 +50,8 @@ import attrs
 import trio
 
 from ...server import Server
+from .._messages import SessionOptions
 from .._offload import ProcessPool
-from .._session_actor import SessionOptions
 from ._event_store import EventStore
 from ._http_session import HttpSession, SessionKind
 from ._session_store import MemorySessionStore, SessionStore
