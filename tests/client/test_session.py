@@ -12,8 +12,9 @@ import trio
 import trio.testing
 
 from mcpactor import RemoteProtocolError, RequestError, TransportBroken
-from mcpactor.client import ClientSession, open_client_session
+from mcpactor.client import ClientSession, RequestCancelled, open_client_session
 from mcpactor.protocol import JSONObject, JSONValue, ProtocolError
+from mcpactor.protocol._client_session import DEFAULT_MAX_SERVING
 
 GUARD: Final = 10_000.0
 
@@ -490,3 +491,45 @@ async def test_a_slow_progress_handler_never_blocks_the_reader(
     # What did not fit in the call's buffer was dropped, in order.
     assert updates[:3] == [1, 2, 3]
     assert len(updates) < 90
+
+
+async def test_cancelling_initialize_fails_its_caller_and_tells_the_server_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with fake_server() as (client, server), trio.open_nursery() as nursery:
+
+        async def initialize() -> None:
+            with pytest.raises(RequestCancelled):
+                await client.initialize()
+
+        nursery.start_soon(initialize)
+        request = await server.receive()
+        assert await client.cancel(request["id"], "impatient") is True
+        await server.nothing_more()
+        assert client.pending_requests() == {}
+        assert client.protocol_version is None
+
+
+async def test_server_requests_beyond_the_limit_are_refused(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    release = trio.Event()
+
+    async def sample(params: JSONObject) -> JSONObject:
+        await release.wait()
+        return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+
+    async with fake_server(sampling_handler=sample) as (client, server):
+        limit = DEFAULT_MAX_SERVING
+        for request_id in range(limit + 1):
+            await server.send(
+                {"jsonrpc": "2.0", "id": request_id, "method": "sampling/createMessage"}
+            )
+        refused = await server.receive()
+        assert refused["id"] == limit
+        assert refused["error"]["code"] == -32603
+        assert f"limit {limit}" in refused["error"]["message"]
+        assert client.statistics().requests_serving == limit
+        release.set()
+        answered = {(await server.receive())["id"] for _ in range(limit)}
+        assert answered == set(range(limit))
