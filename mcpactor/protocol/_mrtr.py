@@ -33,6 +33,7 @@ __all__ = [
     "MAX_INPUT_KEY_LENGTH",
     "MAX_INPUT_REQUESTS",
     "Retry",
+    "client_lacks",
     "elicitation_request",
     "input_required_result",
     "needed_capabilities",
@@ -99,7 +100,8 @@ def needed_capabilities(input_request: JSONObject) -> JSONObject:
     return {}
 
 
-def _client_lacks(negotiated: Negotiated, needed: JSONObject) -> JSONObject:
+def client_lacks(negotiated: Negotiated, needed: JSONObject) -> JSONObject:
+    """The part of ``needed`` the client did not declare (empty: all declared)."""
     # An elicitation capability without modes declares form mode only (the
     # elicitation page's backward-compatible reading).
     elicitation = negotiated.client_capabilities.get("elicitation")
@@ -155,7 +157,7 @@ def input_required_result(
                 f"inputRequests[{key!r}]: {describe(kind)} is not an input request at "
                 f"{revision.version}; expected one of {sorted(revision.input_requests)}"
             )
-        lacking = _client_lacks(negotiated, needed_capabilities(request))
+        lacking = client_lacks(negotiated, needed_capabilities(request))
         _merge(required, lacking)
     if required:
         raise CapabilityError(

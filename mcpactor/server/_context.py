@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .._exceptions import CapabilityError, RequestError
+from .._exceptions import INVALID_REQUEST, CapabilityError, RequestError
 from ..protocol import (
     JSONObject,
     Negotiated,
@@ -21,6 +21,7 @@ from ..protocol import (
     structure,
     unstructure,
 )
+from ._rounds import Rounds
 
 if TYPE_CHECKING:
     from ..protocol._client_types import (
@@ -113,7 +114,15 @@ class TaskHost(Protocol):
 class Context:
     """A handler's view of its request: progress, logging, and requests to the client."""
 
-    __slots__ = ("_last_progress", "_peer", "meta", "negotiated", "request_id", "server")
+    __slots__ = (
+        "_last_progress",
+        "_peer",
+        "_rounds",
+        "meta",
+        "negotiated",
+        "request_id",
+        "server",
+    )
 
     def __init__(
         self,
@@ -134,6 +143,9 @@ class Context:
         #: the Server the handler belongs to
         self.server = server
         self._last_progress: float | None = None
+        # This round of a multi round-trip request (stateless revisions); set by
+        # serve_stateless from the retry, else made on the first question.
+        self._rounds: Rounds | None = None
 
     # --- what the request carried -----------------------------------------------
 
@@ -151,6 +163,19 @@ class Context:
     def client_info(self) -> JSONObject | None:
         """The client's ``clientInfo`` (name, version), if it sent one."""
         return self.negotiated.client_info
+
+    @property
+    def input_responses(self) -> Mapping[str, JSONObject]:
+        """The client's answers to earlier ``inputRequests``, by key (2026-07-28 retries).
+
+        Empty on a first attempt and in a session, where questions are requests.
+        """
+        return self._rounds.answers if self._rounds is not None else {}
+
+    @property
+    def request_state(self) -> Any:
+        """The state a handler's own ``InputRequired`` asked to get back, or None."""
+        return self._rounds.state if self._rounds is not None else None
 
     @property
     def progress_token(self) -> str | int | None:
@@ -285,6 +310,7 @@ class Context:
             if not _supports_mode(self.negotiated, "form"):
                 raise CapabilityError(
                     "the client's elicitation capability does not include form mode",
+                    code=self._capability_code(),
                     data={"requiredCapabilities": {"elicitation": {"form": {}}}},
                 )
         result = await self._request("elicitation/create", params, timeout)
@@ -304,14 +330,13 @@ class Context:
         if not _supports_mode(self.negotiated, "url"):
             raise CapabilityError(
                 "the client did not declare URL-mode elicitation",
+                code=self._capability_code(),
                 data={"requiredCapabilities": {"elicitation": {"url": {}}}},
             )
-        params: JSONObject = {
-            "mode": "url",
-            "message": message,
-            "url": url,
-            "elicitationId": elicitation_id,
-        }
+        params: JSONObject = {"mode": "url", "message": message, "url": url}
+        # Where URL elicitations have no id (2026-07-28) the retry itself says how it went.
+        if self.negotiated.revision.elicitation_ids:
+            params["elicitationId"] = elicitation_id
         result = await self._request("elicitation/create", params, timeout)
         return structure(result, ElicitResult)
 
@@ -326,8 +351,37 @@ class Context:
         return [structure(root, Root) for root in roots]
 
     async def _request(self, method: str, params: JSONObject, timeout: float | None) -> JSONObject:
+        if self.negotiated.revision.input_requests:
+            return self._ask(method, params)
         return await self._peer.request(
             method, params, related_request_id=self.request_id, timeout=timeout
+        )
+
+    def _ask(self, method: str, params: JSONObject) -> JSONObject:
+        # A question in a multi round-trip request: its answer if the retry carries it,
+        # else InputNeeded ends the round (see _rounds.py).
+        from ..protocol._mrtr import client_lacks, needed_capabilities
+
+        request: JSONObject = {"method": method, "params": params}
+        lacking = client_lacks(self.negotiated, needed_capabilities(request))
+        if lacking:
+            raise CapabilityError(
+                f"the client did not declare what {method!r} needs: {describe(lacking)}",
+                code=self._capability_code(),
+                data={"requiredCapabilities": lacking},
+            )
+        if self._rounds is None:
+            self._rounds = Rounds()
+        return self._rounds.ask(request)
+
+    def _capability_code(self) -> int:
+        # -32021 where the revision has the code (it asks in results), else as sessions do.
+        from ..protocol._envelope import MISSING_CLIENT_CAPABILITY
+
+        return (
+            MISSING_CLIENT_CAPABILITY
+            if self.negotiated.revision.input_requests
+            else INVALID_REQUEST
         )
 
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 import orjson
 import trio
 
-from .._exceptions import INVALID_PARAMS, RequestError, ToolError
+from .._exceptions import INVALID_PARAMS, CapabilityError, RequestError, ToolError
 from ..protocol import (
     CallToolResult,
     JSONObject,
@@ -27,6 +27,7 @@ from ..protocol import (
     describe_error,
     error_text,
 )
+from ..protocol._envelope import MISSING_CLIENT_CAPABILITY
 from . import _results, _tasks
 from ._context import Context
 from ._dispatch import serves_family
@@ -40,6 +41,7 @@ from ._registry import (
     is_async_callable,
     validation_errors,
 )
+from ._rounds import InputNeeded, check_returned
 from ._validation import SchemaValidator
 
 __all__ = ["Completer", "Handlers"]
@@ -150,11 +152,15 @@ class Handlers:
             return _results.error_result(
                 f"tool {describe(name)} timed out after {exc.timeout:g} s"
             )
-        except RequestError:
+        except (RequestError, InputNeeded):
             raise
         except Exception as exc:
+            if isinstance(exc, CapabilityError) and exc.code == MISSING_CLIENT_CAPABILITY:
+                # A stateless request that needs what its client did not declare: -32021.
+                raise
             _log.exception("tool %r failed", name)
             return _results.error_result(f"tool {describe(name)} failed: {describe_error(exc)}")
+        check_returned(value, revision)
         structured = None
         if tool.output_validator is not None and not isinstance(value, CallToolResult):
             structured = tool.signature.structure_output(value)
@@ -215,6 +221,7 @@ class Handlers:
         if entry.context_param is not None:
             kwargs[entry.context_param] = ctx
         value = await self._invoke(entry.fn, entry.is_async, kwargs, ctx)
+        check_returned(value, ctx.negotiated.revision)
         contents = _results.to_resource_contents(value, uri, entry.mime_type)
         return {"contents": contents}
 
@@ -270,6 +277,7 @@ class Handlers:
         if prompt.context_param is not None:
             kwargs[prompt.context_param] = ctx
         value = await self._invoke(prompt.fn, prompt.is_async, kwargs, ctx)
+        check_returned(value, ctx.negotiated.revision)
         result = _results.to_prompt_result(value, prompt.definition.get("description"))
         revision = ctx.negotiated.revision
         for message in result["messages"]:

@@ -121,13 +121,16 @@ class Mount:
 
     def _context(self, ctx: Context) -> Context:
         """The Context its handlers see for a request the parent received."""
-        return Context(
+        context = Context(
             peer=ctx._peer,
             request_id=ctx.request_id,
             negotiated=ctx.negotiated,
             meta=ctx.meta,
             server=self.server,
         )
+        # One round of a multi round-trip request, whichever server's handler asks.
+        context._rounds = ctx._rounds
+        return context
 
     async def _call(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
         """Serve one request with the mounted server, within its limit.

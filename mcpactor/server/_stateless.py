@@ -19,10 +19,12 @@ from typing import Any, Final
 from .._exceptions import LocalProtocolError
 from ..protocol import JSONObject, Revision
 from ..protocol._envelope import ALL_VERSIONS, SERVER_INFO
-from ..protocol._mrtr import COMPLETE
+from ..protocol._mrtr import COMPLETE, input_required_result, read_retry
+from ..protocol._sealing import StateRefused, StateSealer
 from ._caching import CacheHint, combine
 from ._context import Context
 from ._dispatch import method_not_found
+from ._rounds import InputNeeded, Rounds
 from ._server import Server
 
 __all__ = ["cache_hint", "complete_result", "discover_result", "serve_stateless"]
@@ -113,14 +115,30 @@ def cache_hint(server: Server, method: str, params: JSONObject | None) -> CacheH
 
 
 async def serve_stateless(
-    server: Server, method: str, params: JSONObject | None, ctx: Context
+    server: Server,
+    method: str,
+    params: JSONObject | None,
+    ctx: Context,
+    *,
+    sealer: StateSealer | None = None,
+    now: float = 0.0,
+    principal: str | None = None,
 ) -> JSONObject:
     """Serve one request of a stateless revision and return its shaped result.
+
+    ``sealer`` seals and opens the ``requestState`` of multi round-trip requests (none:
+    a handler that asks the client fails, and a retry's state is refused); ``now`` is
+    the time in seconds since the epoch and ``principal`` who is asking, both bound into
+    the state.
 
     Raises:
         RequestError: the request gets this JSON-RPC error (-32601 for a method the
             revision does not have).
-        LocalProtocolError: ``ctx`` was negotiated at a session revision.
+        StateRefused: the retry's ``requestState`` does not open (-32602).
+        EnvelopeError: its ``inputResponses`` or ``requestState`` are malformed (-32602).
+        CapabilityError: a handler asked what the client did not declare (-32021).
+        LocalProtocolError: ``ctx`` was negotiated at a session revision, or a handler
+            asked the client with no sealer to carry the answers.
     """
     revision = ctx.negotiated.revision
     if not revision.request_envelope:
@@ -131,8 +149,64 @@ async def serve_stateless(
         raise method_not_found(method)
     if method == DISCOVER:
         return discover_result(server, revision)
-    result = await server.handle_request(method, params, ctx)
+    rounds = method in revision.input_required_methods
+    if rounds:
+        ctx._rounds = _open_round(params, ctx, sealer, method, now, principal)
+    try:
+        result = await server.handle_request(method, params, ctx)
+    except InputNeeded as needed:
+        if not rounds:
+            raise LocalProtocolError(
+                f"a handler asked the client during {method}, which cannot answer input_required"
+            ) from None
+        result = _input_required(needed, ctx, sealer, method, params, now, principal)
     hint = cache_hint(server, method, params) if method in revision.cacheable else None
     return complete_result(
         result, method=method, revision=revision, server_info=server.info(revision), hint=hint
+    )
+
+
+def _open_round(
+    params: JSONObject | None,
+    ctx: Context,
+    sealer: StateSealer | None,
+    method: str,
+    now: float,
+    principal: str | None,
+) -> Rounds:
+    retry = read_retry(params, request_id=ctx.request_id)
+    payload = None
+    if retry.state is not None:
+        if sealer is None:
+            raise StateRefused("unknown_key", "this server keeps no sealing key")
+        payload = sealer.open(
+            retry.state, method=method, params=params, now=now, principal=principal
+        )
+    return Rounds.opened(payload, retry.responses)
+
+
+def _input_required(
+    needed: InputNeeded,
+    ctx: Context,
+    sealer: StateSealer | None,
+    method: str,
+    params: JSONObject | None,
+    now: float,
+    principal: str | None,
+) -> JSONObject:
+    if sealer is None:
+        raise LocalProtocolError(
+            "a handler asked the client for input, and multi round-trip requests need a "
+            "StateSealer to carry the answers between rounds"
+        )
+    rounds = ctx._rounds if ctx._rounds is not None else Rounds()
+    state = sealer.seal(
+        rounds.sealed_payload(needed.state),
+        method=method,
+        params=params,
+        now=now,
+        principal=principal,
+    )
+    return input_required_result(
+        ctx.negotiated, method=method, input_requests=needed.requests, request_state=state
     )
