@@ -1,5 +1,6 @@
 """The trio actors: sessions, their requests, and how they are run."""
 
+from ._conflict import ConflictDetector as ConflictDetector
 from ._heap import collect_when_quiet as collect_when_quiet
 from ._heap import settle_heap as settle_heap
 from ._messages import Outbound as Outbound
@@ -22,6 +23,7 @@ from ._tasks import TaskStatistics as TaskStatistics
 from ._threads import check_cancelled as check_cancelled
 
 __all__ = [
+    "ConflictDetector",
     "OffloadError",
     "Outbound",
     "OutboundKind",

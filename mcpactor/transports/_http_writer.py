@@ -45,7 +45,28 @@ async def write_stream(
     json_only: bool = False,
     preamble: bytes = b"",
 ) -> None:
-    """Write the items of ``attachment`` until its stream ends or the client leaves."""
+    """Write the items of ``attachment`` until its stream ends or the client leaves.
+
+    Raises:
+        trio.BusyResourceError: another task is writing ``attachment`` already.
+    """
+    with attachment.writer:
+        await _write_stream(
+            receive, send, session, attachment, headers, started, retry_ms, json_only, preamble
+        )
+
+
+async def _write_stream(
+    receive: Receive,
+    send: Send,
+    session: HttpSession,
+    attachment: Attachment,
+    headers: list[tuple[bytes, bytes]],
+    started: bool,
+    retry_ms: int,
+    json_only: bool,
+    preamble: bytes,
+) -> None:
     try:
         first = None
         if not started:

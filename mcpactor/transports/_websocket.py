@@ -99,8 +99,9 @@ async def _read(receive: Receive, session: HttpSession, idle_timeout: float) -> 
 
 async def _write(send: Send, attachment: Attachment, done: trio.CancelScope) -> None:
     try:
-        async for _event_id, data, _final in attachment:
-            await send({"type": "websocket.send", "text": data.decode()})
+        with attachment.writer:
+            async for _event_id, data, _final in attachment:
+                await send({"type": "websocket.send", "text": data.decode()})
     finally:
         attachment.abandon()
     # The session ended on our side (shutdown): close the socket properly.

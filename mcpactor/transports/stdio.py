@@ -24,6 +24,7 @@ import trio
 from .._exceptions import ProtocolError
 from ..protocol import DEFAULT_MAX_LINE_BYTES, JSONValue, LineFramer
 from ..runtime import (
+    ConflictDetector,
     Outbound,
     Outbox,
     SessionActor,
@@ -168,6 +169,8 @@ class _Pipe(trio.abc.Stream):
         mode = os.fstat(self._fd).st_mode
         self._drains = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
         self._drained = False
+        # One writer at a time: the session's writer task, or a sender writing through.
+        self._writer = ConflictDetector("another task is writing this pipe")
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -187,7 +190,7 @@ class _Pipe(trio.abc.Stream):
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await trio.lowlevel.checkpoint_if_cancelled()
-        with memoryview(data) as view:
+        with self._writer, memoryview(data) as view:
             sent = 0
             while sent < len(view):
                 try:
@@ -200,9 +203,11 @@ class _Pipe(trio.abc.Stream):
     def write_nowait(self, data: bytes | memoryview) -> int:
         """Write what the pipe takes now; BlockingIOError if it takes nothing.
 
-        Other failures (the reader left) raise their OSError as it is.
+        Other failures (the reader left) raise their OSError as it is; a write while
+        ``send_all`` is under way raises ``trio.BusyResourceError``.
         """
-        return os.write(self._fd, data)
+        with self._writer:
+            return os.write(self._fd, data)
 
     async def wait_send_all_might_not_block(self) -> None:
         await self._wait(trio.lowlevel.wait_writable)

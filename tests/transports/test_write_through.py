@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import orjson
+import pytest
 import trio
 import trio.testing
 
@@ -121,3 +122,23 @@ async def test_sending_after_close_fails_like_a_closed_channel() -> None:
             pass
         else:
             raise AssertionError("a closed outbox took a message")
+
+
+async def test_two_writers_of_one_pipe_raise_instead_of_interleaving() -> None:
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, _F_SETPIPE_SZ, 4096)
+    stream = trio.lowlevel.FdStream(write_fd)
+    pipe = _Pipe(stream)
+    try:
+        async with stream, trio.open_nursery() as nursery:
+            # The first writer fills the pipe and waits in send_all for room.
+            nursery.start_soon(pipe.send_all, b"x" * 65536)
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(trio.BusyResourceError):
+                await pipe.send_all(b"y")
+            with pytest.raises(trio.BusyResourceError):
+                pipe.write_nowait(b"y")
+            nursery.cancel_scope.cancel()
+        # Once the first writer is gone, the pipe takes a writer again.
+    finally:
+        os.close(read_fd)

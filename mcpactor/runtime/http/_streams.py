@@ -19,6 +19,7 @@ from typing import Final
 import trio
 
 from ...protocol import RequestId
+from .._conflict import ConflictDetector
 
 __all__ = ["Attachment", "Item", "NudgeTimer", "Stream"]
 
@@ -73,6 +74,7 @@ class Attachment:
         "replay",
         "skip",
         "stream",
+        "writer",
     )
 
     def __init__(self, stream: Stream) -> None:
@@ -92,6 +94,8 @@ class Attachment:
         self._nudgeable = False
         self._nudged = False
         self._nudge_ticket = 0
+        #: held by the one task writing this connection's response (or socket)
+        self.writer = ConflictDetector("another task is writing this stream")
 
     # --- the session's side ---------------------------------------------------------
 

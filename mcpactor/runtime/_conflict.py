@@ -1,0 +1,32 @@
+# One writer per stream, enforced: a second task that starts writing while another is
+# still at it is a bug (its bytes would interleave with the first one's), so it raises
+# ``trio.BusyResourceError`` at once instead of corrupting the stream. The same contract
+# as trio's own streams, which guard ``send_all`` this way.
+
+from __future__ import annotations
+
+import trio
+
+__all__ = ["ConflictDetector"]
+
+
+class ConflictDetector:
+    """A context manager that one task at a time may be inside; a second one raises.
+
+    Raises:
+        trio.BusyResourceError: on entering while another task is inside.
+    """
+
+    __slots__ = ("_held", "_message")
+
+    def __init__(self, message: str) -> None:
+        self._message = message
+        self._held = False
+
+    def __enter__(self) -> None:
+        if self._held:
+            raise trio.BusyResourceError(self._message)
+        self._held = True
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._held = False
