@@ -403,7 +403,7 @@ class ClientSessionCore:
             events.append(MalformedReceived(exc, value))
             if type(value) is dict and "method" in value and exc.request_id is not None:
                 reply = ErrorResponse(exc.request_id, exc.code, exc.message)
-                events.append(Send(reply.to_json()))
+                events.append(Send(reply.to_json(), exc.request_id))
             return
         kind = type(message)
         if kind is Response:
@@ -488,7 +488,7 @@ class ClientSessionCore:
                 INVALID_REQUEST,
                 f"request id {describe(request.id)} is already in use",
             )
-            events.append(Send(reply.to_json()))
+            events.append(Send(reply.to_json(), request.id))
             return
         if len(self._serving) >= self._max_serving:
             reply = ErrorResponse(
@@ -496,7 +496,7 @@ class ClientSessionCore:
                 INTERNAL_ERROR,
                 f"client busy: too many requests in flight (limit {self._max_serving})",
             )
-            events.append(Send(reply.to_json()))
+            events.append(Send(reply.to_json(), request.id))
             return
         self._serving.add(request.id)
         events.append(ServerRequestReceived(request))

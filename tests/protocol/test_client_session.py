@@ -261,7 +261,7 @@ def test_a_reused_server_request_id_is_refused_by_the_core() -> None:
     core.receive({"jsonrpc": "2.0", "id": 1, "method": "ping"})
     [event] = core.receive({"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert type(event) is Send
-    assert event.payload["id"] == 1
+    assert (event.request_id, event.payload["id"]) == (1, 1)
     assert event.payload["error"]["code"] == -32600
     assert "already in use" in event.payload["error"]["message"]
     core.respond(1, {})
@@ -274,6 +274,7 @@ def test_server_requests_in_flight_are_bounded() -> None:
     core.receive({"jsonrpc": "2.0", "id": 1, "method": "ping"})
     [event] = core.receive({"jsonrpc": "2.0", "id": 2, "method": "ping"})
     assert type(event) is Send
+    assert event.request_id == 2
     assert event.payload["error"]["code"] == -32603
     assert "limit 1" in event.payload["error"]["message"]
     assert core.serving() == {1}
@@ -327,7 +328,8 @@ def test_a_malformed_request_with_an_id_is_answered() -> None:
     assert type(events[0]) is MalformedReceived
     assert events[0].error.code == -32602
     assert events[1] == Send(
-        {"jsonrpc": "2.0", "id": 5, "error": {"code": -32602, "message": events[0].error.message}}
+        {"jsonrpc": "2.0", "id": 5, "error": {"code": -32602, "message": events[0].error.message}},
+        5,
     )
     assert core.serving() == frozenset()
     # Without a readable id, or not a request: nothing to answer.
