@@ -215,8 +215,17 @@ class Context:
         )
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
-        """Send a log message to the client if it passes the level the client set."""
-        if not self._peer.log_enabled(level):
+        """Send a log message to the client if it passes the level the client set.
+
+        In a session that is the level of ``logging/setLevel``; where each request says
+        its own level (2026-07-28) it is the request's, and a request that named none
+        gets no log messages at all.
+        """
+        if self.negotiated.revision.log_level_per_request:
+            enabled = getattr(self.negotiated, "log_enabled", None)
+            if enabled is None or not enabled(level):
+                return
+        elif not self._peer.log_enabled(level):
             return
         params: JSONObject = {"level": level, "data": data}
         if logger is not None:

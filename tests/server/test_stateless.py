@@ -306,3 +306,45 @@ def test_a_cache_option_must_be_a_cache_hint() -> None:
         server.add_resource(lambda: "", "file:///x", cache={"ttl": 1})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="CacheHint"):
         Server("s", cache=60)  # type: ignore[arg-type]
+
+
+# --- per-request log level -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("level", "sent"),
+    [(None, []), ("warning", ["warning", "error"]), ("debug", ["debug", "warning", "error"])],
+)
+async def test_log_messages_follow_the_requests_own_level(
+    level: str | None, sent: list[str]
+) -> None:
+    server = Server("s")
+
+    @server.tool
+    async def noisy(ctx: Context) -> str:
+        await ctx.debug("d")
+        await ctx.warning("w")
+        await ctx.error("e")
+        return "ok"
+
+    meta: dict[str, Any] = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    if level is not None:
+        meta["io.modelcontextprotocol/logLevel"] = level
+    params = {"_meta": meta, "name": "noisy", "arguments": {}}
+    envelope = read_envelope(Request(1, "tools/call", params))
+    # the peer would send everything: the request's level decides, not the peer's
+    peer = FakePeer(log_level="debug")
+    ctx = Context(peer=peer, request_id=1, negotiated=envelope, meta=meta, server=server)
+    await serve_stateless(server, "tools/call", params, ctx)
+    levels = [message["level"] for _, message, _ in peer.notifications]
+    assert levels == sent
+    for _, message, request_id in peer.notifications:
+        assert request_id == 1
+        check(
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": message},
+            MODERN,
+            "LoggingMessageNotification",
+        )
