@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import enum
 import functools
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Final, Protocol
+from typing import Any, Final
 
 import attrs
 import trio
@@ -77,25 +78,116 @@ class Outbound:
     signal: StreamSignal | None = None
 
 
-class Outbox(Protocol):
-    """Where a session's messages go: a memory channel, or a transport's own sender.
+class Outbox:
+    """Where a session's messages go: the one queue to the task that writes them out.
 
-    ``send_nowait`` raises ``trio.WouldBlock`` when full; ``send`` then waits (that is
-    backpressure); both raise ``trio.ClosedResourceError`` or ``trio.BrokenResourceError``
-    once the other end is gone. Closing it tells the transport nothing more will come.
+    ``send_nowait`` raises ``trio.WouldBlock`` when the queue is full; ``send`` then
+    waits (that is backpressure); both raise ``trio.ClosedResourceError`` (or the
+    channel's ``trio.BrokenResourceError``) once closed. Closing it tells the writer
+    nothing more will come. ``queued`` counts what was handed to the writer and not yet
+    dealt with; the writer lowers it (``done``).
+
+    The shortcut: with ``through``, a message that finds nothing queued is offered to it
+    first, in the sender's task; ``through`` delivers it at once and says True, or says
+    False and the message queues, so messages still leave in the order they were sent.
+    Stdio writes a frame straight to the pipe that way, HTTP routes a request's final
+    answer to its stream. With ``eager``, ``send`` is no schedule point unless it has to
+    wait (stdio: the reader and writer loops already pass through the scheduler).
+    Without a ``channel`` the sender is the writer: a message ``through`` does not take
+    is handed to ``deliver`` in the sender's task, in order, under a lock
+    (``send_nowait`` raises ``trio.WouldBlock`` instead).
     """
+
+    __slots__ = ("_channel", "_deliver", "_eager", "_lock", "_through", "closed", "queued")
+
+    def __init__(
+        self,
+        channel: trio.MemorySendChannel[Any] | None,
+        *,
+        through: Callable[[Outbound], bool] | None = None,
+        deliver: Callable[[Outbound], Awaitable[None]] | None = None,
+        eager: bool = False,
+    ) -> None:
+        assert channel is not None or deliver is not None
+        self._channel = channel
+        self._through = through
+        self._deliver = deliver
+        self._eager = eager
+        self._lock: trio.StrictFIFOLock | None = None
+        self.queued = 0
+        self.closed = False
+
+    @classmethod
+    def of(cls, outbox: Outbox | trio.MemorySendChannel[Outbound]) -> Outbox:
+        """``outbox`` itself, or an Outbox over a bare memory channel."""
+        return outbox if isinstance(outbox, Outbox) else cls(outbox)
 
     def send_nowait(self, value: Outbound, /) -> None:
         """Hand over one message without waiting."""
+        if self.closed:
+            raise trio.ClosedResourceError("the session's outbox is closed")
+        through = self._through
+        if through is not None and not self.queued and through(value):
+            return
+        channel = self._channel
+        if channel is None:
+            raise trio.WouldBlock
+        channel.send_nowait(value)
+        self.queued += 1
+
+    def send_raw(self, data: bytes) -> None:
+        """Queue bytes for the writer ahead of anything sent later (a frame's rest)."""
+        assert self._channel is not None
+        self._channel.send_nowait(data)
+        self.queued += 1
 
     async def send(self, value: Outbound, /) -> None:
         """Hand over one message, waiting while the outbox is full."""
+        if self._eager:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                self.send_nowait(value)
+                return
+            except trio.WouldBlock:
+                pass
+        else:
+            if self.closed:
+                raise trio.ClosedResourceError("the session's outbox is closed")
+            through = self._through
+            if through is not None and not self.queued and through(value):
+                await trio.lowlevel.checkpoint()
+                return
+        self.queued += 1
+        try:
+            channel = self._channel
+            if channel is not None:
+                await channel.send(value)
+                return
+            deliver = self._deliver
+            assert deliver is not None
+            lock = self._lock
+            if lock is None:
+                lock = self._lock = trio.StrictFIFOLock()
+            async with lock:
+                await deliver(value)
+            self.queued -= 1
+        except BaseException:
+            self.queued -= 1
+            raise
+
+    def done(self, count: int = 1) -> None:
+        """The writer dealt with ``count`` queued items."""
+        self.queued -= count
 
     def close(self) -> None:
-        """Say that nothing more will be sent."""
+        """Say that nothing more will be sent; the writer finishes what is queued."""
+        self.closed = True
+        if self._channel is not None:
+            self._channel.close()
 
-    async def __aenter__(self) -> object:
+    async def __aenter__(self) -> Outbox:
         """Return the outbox; leaving the block closes it."""
+        return self
 
     async def __aexit__(
         self,
@@ -104,6 +196,7 @@ class Outbox(Protocol):
         traceback: TracebackType | None,
     ) -> None:
         """Close the outbox."""
+        self.close()
 
 
 @attrs.frozen
@@ -138,8 +231,9 @@ class SessionStatistics:
 
 
 @functools.cache
-def closed_outbox() -> trio.MemorySendChannel[Outbound]:
+def closed_outbox() -> Outbox:
     """The outbox of an actor that has none yet: sending fails as after the session ended."""
     send, _ = trio.open_memory_channel[Outbound](0)
-    send.close()
-    return send
+    outbox = Outbox(send)
+    outbox.close()
+    return outbox

@@ -116,7 +116,7 @@ class SessionActor(ChangeNotices):
     def __init__(
         self,
         server: Server,
-        outbox: Outbox | None,
+        outbox: Outbox | trio.MemorySendChannel[Outbound] | None,
         options: SessionOptions | None = None,
         *,
         stream_signals: bool = False,
@@ -132,7 +132,7 @@ class SessionActor(ChangeNotices):
         )
         # An owner that runs the actor in periods gives each ``run`` its own outbox; until
         # then anything sent fails as it would after the session ended.
-        self._outbox: Outbox = outbox if outbox is not None else closed_outbox()
+        self._outbox: Outbox = Outbox.of(outbox) if outbox is not None else closed_outbox()
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         self._pending: dict[RequestId, _Pending] = {}
@@ -218,7 +218,7 @@ class SessionActor(ChangeNotices):
         self,
         inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
         *,
-        outbox: Outbox | None = None,
+        outbox: Outbox | trio.MemorySendChannel[Outbound] | None = None,
         backlog: Iterable[Event] = (),
         rest: Callable[[], bool] | None = None,
         task_status: trio.TaskStatus[SessionActor] = trio.TASK_STATUS_IGNORED,
@@ -232,7 +232,7 @@ class SessionActor(ChangeNotices):
         while ``resting()``. Otherwise the session ends as without ``rest``.
         """
         if outbox is not None:
-            self._outbox = outbox
+            self._outbox = Outbox.of(outbox)
         self._starts = current_start_gate()
         self.register()
         final = True

@@ -5,8 +5,8 @@
 # It batches whatever is already queued into one write, which is what makes pipelined
 # clients fast, and shields each write so a frame is never cut in half.
 #
-# ``WriteThrough`` is the outbox of a session whose output is a pipe: a sender whose
-# message finds nothing queued and the writer idle writes the frame itself, at once,
+# ``WriteThrough`` is the shortcut of the Outbox of a session whose output is a pipe: a
+# sender whose message finds nothing queued and the writer idle writes the frame itself, at once,
 # with one non-blocking write (no trip through the scheduler to reach the writer, a
 # third of a request's round trip when one is in flight). Only what cannot go out that
 # way at once — the writer is busy, or the pipe is full — goes to the writer, so frames
@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from types import TracebackType
 from typing import Final, Protocol
 
 import trio
 
 from .._exceptions import ProtocolError, RemoteProtocolError
 from ..protocol import FrameTooLong, JSONValue, LineFramer, decode, describe, encode
-from ..runtime import Outbound
+from ..runtime import Outbound, Outbox
 
 __all__ = ["NonBlockingWriter", "WriteThrough", "read_frames", "write_frames"]
 
@@ -84,26 +83,24 @@ class NonBlockingWriter(Protocol):
 
 
 class WriteThrough:
-    """A session's outbox whose senders write frames themselves when nothing waits.
+    """The shortcut of a pipe's Outbox: a sender whose frame finds nothing queued writes it.
 
+    Give it to the Outbox as ``through`` (and the Outbox to it as ``outbox``);
     ``write_frames`` with ``through=`` this drains what could not be written at once.
     """
 
-    def __init__(
-        self, channel: trio.MemorySendChannel[Outbound | bytes], pipe: NonBlockingWriter
-    ) -> None:
-        self._channel = channel
+    def __init__(self, pipe: NonBlockingWriter) -> None:
         self._pipe = pipe
-        #: items handed to the writer and not yet written: while any are, senders queue
-        self.queued = 0
+        #: the Outbox this writes through for: the rest of a cut frame queues there
+        self.outbox: Outbox | None = None
         #: the client stopped reading: what comes now is dropped
         self.broken = False
-        self.closed = False
         #: when given and false, senders leave their frames to the writer to batch
         self.quiet: Callable[[], bool] | None = None
 
-    def _write_at_once(self, value: Outbound) -> bool:
-        if self.queued or self.broken or (self.quiet is not None and not self.quiet()):
+    def __call__(self, value: Outbound) -> bool:
+        """Write ``value`` now and return True; False if it must queue for the writer."""
+        if self.broken or (self.quiet is not None and not self.quiet()):
             return False
         data = _frame(value)
         if not data:
@@ -118,68 +115,35 @@ class WriteThrough:
             return True
         if written < len(data):
             # The rest goes first, before anything sent after this frame.
-            self._queue(data[written:])
+            assert self.outbox is not None
+            self.outbox.send_raw(data[written:])
         return True
-
-    def _queue(self, item: Outbound | bytes) -> None:
-        self._channel.send_nowait(item)
-        self.queued += 1
-
-    def send_nowait(self, value: Outbound, /) -> None:
-        """Write ``value`` now if nothing waits, else queue it for the writer."""
-        if self.closed:
-            raise trio.ClosedResourceError("the session's output is closed")
-        if not self._write_at_once(value):
-            self._queue(value)
-
-    async def send(self, value: Outbound, /) -> None:
-        """Like ``send_nowait``, but wait for room in the writer's queue when it is full."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            self.send_nowait(value)
-        except trio.WouldBlock:
-            await self._channel.send(value)
-            self.queued += 1
-
-    def close(self) -> None:
-        """Let the writer finish what is queued and end."""
-        self.closed = True
-        self._channel.close()
-
-    async def __aenter__(self) -> WriteThrough:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 async def write_frames(
     stream: trio.abc.SendStream,
-    outbox: trio.MemoryReceiveChannel[Outbound] | trio.MemoryReceiveChannel[Outbound | bytes],
+    queue: trio.MemoryReceiveChannel[Outbound] | trio.MemoryReceiveChannel[Outbound | bytes],
     *,
+    outbox: Outbox | None = None,
     through: WriteThrough | None = None,
 ) -> None:
-    """Write every message from ``outbox`` to ``stream`` until the outbox closes.
+    """Write every message from ``queue`` to ``stream`` until the queue closes.
 
-    With ``through``, items are what its senders could not write themselves (raw bytes
-    are the rest of a frame cut short); it hears how many have gone out.
+    ``outbox``, the sending side, hears how many have gone out. With ``through``, items
+    are what its senders could not write themselves (raw bytes are the rest of a frame
+    cut short).
     """
     broken = False
-    async with outbox:
-        async for item in outbox:
+    async with queue:
+        async for item in queue:
             if broken or (through is not None and through.broken):
-                if through is not None:
-                    through.queued -= 1
+                if outbox is not None:
+                    outbox.done()
                 continue  # keep draining so senders never block on a dead peer
             chunk = [_frame(item)]
             while len(chunk) < _MAX_BATCH:
                 try:
-                    chunk.append(_frame(outbox.receive_nowait()))
+                    chunk.append(_frame(queue.receive_nowait()))
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
             # One scope both shields the write and bounds it (cheaper than two).
@@ -190,10 +154,10 @@ async def write_frames(
                 gone = write.cancelled_caught
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 gone = True
-            if through is not None:
-                through.queued -= len(chunk)
-                if gone:
-                    through.broken = True
+            if outbox is not None:
+                outbox.done(len(chunk))
+            if through is not None and gone:
+                through.broken = True
             if gone:
                 _log.warning("the client stopped reading; dropping further output")
                 broken = True

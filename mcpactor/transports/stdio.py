@@ -59,12 +59,15 @@ async def serve_streams(
     if isinstance(send_stream, _Pipe):
         # Senders write their frames themselves whenever the writer has nothing queued.
         queue_send, queue = trio.open_memory_channel[Outbound | bytes](256)
-        outbox = through = WriteThrough(queue_send, send_stream)
-        writer = functools.partial(write_frames, send_stream, queue, through=through)
+        through = WriteThrough(send_stream)
+        outbox = through.outbox = Outbox(queue_send, through=through, eager=True)
+        writer = functools.partial(
+            write_frames, send_stream, queue, outbox=outbox, through=through
+        )
     else:
         outbox_send, outbox_receive = trio.open_memory_channel[Outbound](256)
-        outbox = outbox_send
-        writer = functools.partial(write_frames, send_stream, outbox_receive)
+        outbox = Outbox(outbox_send)
+        writer = functools.partial(write_frames, send_stream, outbox_receive, outbox=outbox)
     actor = SessionActor(server, outbox, options)
     if through is not None:
         through.quiet = lambda: not actor.requests_in_flight

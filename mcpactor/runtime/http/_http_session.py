@@ -26,7 +26,7 @@
 #
 # A stateless session lives for one POST and never sleeps, so it has no task of its own
 # either: its actor starts the POST's request actors straight in the manager's nursery,
-# and what they send is routed in their own tasks (``DirectOutbox``, _routing.py).
+# and what they send is routed in their own tasks (_routing.py).
 # Closing it gives requests still running the shutdown grace, then cancels them
 # (nobody can resume).
 
@@ -41,9 +41,9 @@ import trio
 
 from ..._exceptions import ProtocolError
 from ...protocol import Body, Event, JSONValue, Phase, RequestId, Revision, describe
-from .._messages import Outbound, SessionOptions
+from .._messages import Outbound, Outbox, SessionOptions
 from .._session_actor import SessionActor
-from ._routing import STANDALONE, DirectOutbox, Routing, SessionOutbox
+from ._routing import STANDALONE, Routing
 from ._streams import Attachment, Item, NudgeTimer
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class HttpSession(Routing):
 
     def serve_in_place(self, nursery: trio.Nursery) -> None:
         """Serve a stateless session's requests in ``nursery``, without a session task."""
-        self.actor.serve_in(nursery, DirectOutbox(self), on_failure=self.close)
+        self.actor.serve_in(nursery, self.outbox(None), on_failure=self.close)
         self._state = _State.LENT
 
     def close(self) -> None:
@@ -252,7 +252,6 @@ class HttpSession(Routing):
         outbox_send, outbox_receive = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
         self._inbox = inbox_send
         self._outbox = outbox_receive
-        self._queued = 0
         self._state = _State.AWAKE
         # Until the actor's task runs, messages queue behind the backlog.
         self.actor.expect_run()
@@ -261,7 +260,7 @@ class HttpSession(Routing):
             functools.partial(
                 self._run_awake,
                 inbox_receive,
-                SessionOutbox(self, outbox_send),
+                self.outbox(outbox_send),
                 outbox_receive,
                 backlog,
             ),
@@ -270,7 +269,7 @@ class HttpSession(Routing):
     async def _run_awake(
         self,
         inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
-        outbox: SessionOutbox,
+        outbox: Outbox,
         outbox_receive: trio.MemoryReceiveChannel[Outbound],
         backlog: list[Event],
     ) -> None:
@@ -283,7 +282,7 @@ class HttpSession(Routing):
                     )
                 )
                 # The router ends when the actor has closed the outbox.
-                await self._route_all(outbox_receive)
+                await self._route_all(outbox_receive, outbox)
             rested = self.actor.core.phase is not Phase.CLOSED
         finally:
             self._inbox = None

@@ -24,11 +24,11 @@
 # connection is cut, and what it missed stays in the store.
 #
 # The shortcut: a request's final answer that finds the router idle, with nothing queued
-# for it, is routed in the request actor's own task (``SessionOutbox``) — the common
+# for it, is routed in the request actor's own task (the ``through`` of its Outbox) — the common
 # POST then costs no trip through the router, in JSON and in SSE. Anything that could
 # need to wait (an event store that must be awaited, a full or missing connection)
 # takes the router, in order. A stateless session has no router task at all: what its
-# requests send is routed in their own tasks (``DirectOutbox``).
+# requests send is routed in their own tasks (an Outbox without a channel).
 #
 # ``Routing`` is the stream table and the router; ``HttpSession`` (_http_session.py)
 # is one, and adds its lifetime and what clients send.
@@ -43,14 +43,14 @@ import orjson
 import trio
 
 from ...protocol import JSONValue, RequestId, answered_ids, describe, serialize
-from .._messages import RESPONSE, SIGNAL, Outbound, StreamSignal
+from .._messages import RESPONSE, SIGNAL, Outbound, Outbox, StreamSignal
 from .._session_actor import SessionActor
 from ._streams import Attachment, Item, Stream
 
 if TYPE_CHECKING:
     from ._event_store import EventStore
 
-__all__ = ["DirectOutbox", "Routing", "SessionOutbox"]
+__all__ = ["STANDALONE", "Routing"]
 
 _log = logging.getLogger("mcpactor.http")
 
@@ -67,7 +67,6 @@ class Routing:
         "_ended",
         "_json_only",
         "_next_stream",
-        "_queued",
         "_retained",
         "_single_stream",
         "_store",
@@ -97,8 +96,6 @@ class Routing:
         self._store = store
         self._single_stream = single_stream
         self._json_only = json_only
-        # Messages handed to the router that it has not finished routing.
-        self._queued = 0
         self._ended = False
         self._streams: dict[str, Stream] = {}
         self._by_request: dict[RequestId, Stream] = {}
@@ -210,7 +207,30 @@ class Routing:
 
     # --- the router -----------------------------------------------------------------------
 
-    async def _route_all(self, outbox: trio.MemoryReceiveChannel[Outbound]) -> None:
+    def outbox(self, channel: trio.MemorySendChannel[Outbound] | None) -> Outbox:
+        """The actor's Outbox: to the router over ``channel``, or, without, to the sender.
+
+        Either way a request's final answer that finds nothing queued is routed at once,
+        in the sending task (``route_now``). Without a router (a stateless session),
+        whatever else is sent is routed by its sender, in order.
+        """
+        if channel is None:
+            return Outbox(None, through=self.route_now, deliver=self._route_direct)
+        return Outbox(channel, through=self.route_now)
+
+    async def _route_direct(self, item: Outbound) -> None:
+        if item.signal is StreamSignal.ABANDONED and self.closing:
+            # Cancelled because the session closed: the session's end answers it with an
+            # error, as the end of every session does.
+            return
+        if item.kind is SIGNAL:
+            await self._signal(item)
+        else:
+            await self._route(item)
+
+    async def _route_all(
+        self, outbox: trio.MemoryReceiveChannel[Outbound], sender: Outbox
+    ) -> None:
         async with outbox:
             async for first in outbox:
                 item: Outbound | None = first
@@ -222,7 +242,7 @@ class Routing:
                         else:
                             await self._route(item)
                     finally:
-                        self._queued -= 1
+                        sender.done()
                     try:
                         item = outbox.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
@@ -422,98 +442,3 @@ class Routing:
             stream.complete = True
             self._detach(stream, conn)
         self._by_request.clear()
-
-
-class SessionOutbox:
-    """The actor's outbox while the session is awake: the router's channel, and a shortcut.
-
-    A request's final JSON answer that finds nothing queued for the router is routed in
-    the sending task (``HttpSession.route_now``); everything else queues, in order.
-    """
-
-    __slots__ = ("_channel", "_session")
-
-    def __init__(self, session: Routing, channel: trio.MemorySendChannel[Outbound]) -> None:
-        self._session = session
-        self._channel = channel
-
-    def send_nowait(self, value: Outbound, /) -> None:
-        """Route ``value`` now if it may skip the router; otherwise queue it."""
-        session = self._session
-        if not session._queued and session.route_now(value):
-            return
-        self._channel.send_nowait(value)
-        session._queued += 1
-
-    async def send(self, value: Outbound, /) -> None:
-        """Like ``send_nowait``, waiting while the router's channel is full."""
-        session = self._session
-        if not session._queued and session.route_now(value):
-            await trio.lowlevel.checkpoint()
-            return
-        session._queued += 1
-        try:
-            await self._channel.send(value)
-        except BaseException:
-            session._queued -= 1
-            raise
-
-    def close(self) -> None:
-        """Nothing more will be sent: the router ends once it has routed what is queued."""
-        self._channel.close()
-
-    async def __aenter__(self) -> SessionOutbox:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self._channel.close()
-
-
-class DirectOutbox:
-    """A stateless session's outbox: each message is routed in the task that sends it.
-
-    A session that lives for one POST has no router task. A final answer that can be
-    routed at once is (``HttpSession.route_now``); anything else is routed by the sender
-    under a lock, so that messages that must wait keep their order.
-    """
-
-    __slots__ = ("_lock", "_session")
-
-    def __init__(self, session: Routing) -> None:
-        self._session = session
-        self._lock: trio.StrictFIFOLock | None = None
-
-    def send_nowait(self, value: Outbound, /) -> None:
-        """Route ``value`` now, or raise WouldBlock if routing it may have to wait."""
-        lock = self._lock
-        if (lock is None or not lock.locked()) and self._session.route_now(value):
-            return
-        raise trio.WouldBlock
-
-    async def send(self, value: Outbound, /) -> None:
-        """Route ``value``, waiting while the connection is full."""
-        session = self._session
-        lock = self._lock
-        if (lock is None or not lock.locked()) and session.route_now(value):
-            await trio.lowlevel.checkpoint()
-            return
-        if value.signal is StreamSignal.ABANDONED and session.closing:
-            # Cancelled because the session closed: the session's end answers it with an
-            # error, as the end of every session does.
-            return
-        if lock is None:
-            lock = self._lock = trio.StrictFIFOLock()
-        async with lock:
-            if value.kind is SIGNAL:
-                await session._signal(value)
-            else:
-                await session._route(value)
-
-    def close(self) -> None:
-        """Nothing to close: there is no channel."""
-
-    async def __aenter__(self) -> DirectOutbox:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        return None
