@@ -6,9 +6,9 @@
 # clients fast, and shields each write so a frame is never cut in half.
 #
 # ``WriteThrough`` is the shortcut of the Outbox of a session whose output is a pipe: a
-# sender whose message finds nothing queued and the writer idle writes the frame itself, at once,
-# with one non-blocking write (no trip through the scheduler to reach the writer, a
-# third of a request's round trip when one is in flight). Only what cannot go out that
+# sender whose message finds nothing queued and the writer idle writes the frame
+# itself, at once, with one non-blocking write (no trip through the scheduler to reach
+# the writer, a third of a request's round trip when one is in flight). Only what cannot go out that
 # way at once — the writer is busy, or the pipe is full — goes to the writer, so frames
 # still leave in the order they were sent and a slow reader still means backpressure.
 # While other requests are in flight (a pipelining client) frames go to the writer too,
