@@ -31,6 +31,19 @@
 #
 # Bad input never raises out of ``receive``: it becomes ``MalformedReceived`` (and an
 # error reply when it was a request whose id could be read).
+#
+# At a revision without sessions (``Revision.request_envelope``) there is no handshake:
+# ``discover`` builds ``server/discover`` carrying the envelope of the revision asked
+# for, and its answer is judged like ``initialize``'s (``Discovered`` when the server
+# lists a stateless revision we speak, ``DiscoverRefused`` otherwise). ``use_envelope``
+# (called by ``discover``'s success, or by an owner who forces the revision) fixes the
+# envelope every later request carries in ``params._meta``: the revision, the client's
+# capabilities and info, and its log level. ``listen`` opens ``subscriptions/listen``;
+# notifications tagged with its id come out as ``SubscriptionAcknowledged`` (first,
+# with the honoured filter) and ``SubscriptionNotification`` (after it), each besides
+# the ``NotificationReceived`` every notification makes.
+#
+# The module holds both eras' client state, hence its length.
 
 from __future__ import annotations
 
@@ -41,6 +54,17 @@ import attrs
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
 from ._bounded import clip, describe
+from ._envelope import (
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    HEADER_MISMATCH,
+    LOG_LEVEL,
+    MISSING_CLIENT_CAPABILITY,
+    PROTOCOL_VERSION,
+    SERVER_INFO,
+    SUBSCRIPTION_ID,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from ._jsonrpc import (
     ErrorResponse,
     JSONObject,
@@ -51,7 +75,7 @@ from ._jsonrpc import (
     Response,
     classify,
 )
-from ._revisions import REVISIONS, SESSION_REVISIONS, Revision
+from ._revisions import REVISIONS, SESSION_REVISIONS, STATELESS_REVISIONS, Revision
 from ._session import (
     CancelRequested,
     ErrorReceived,
@@ -63,10 +87,13 @@ from ._session import (
 __all__ = [
     "DEFAULT_MAX_PENDING",
     "DEFAULT_MAX_SERVING",
+    "MODERN_ERRORS",
     "CancelRequested",
     "ClientEvent",
     "ClientPhase",
     "ClientSessionCore",
+    "DiscoverRefused",
+    "Discovered",
     "ErrorReceived",
     "InitializeRefused",
     "MalformedReceived",
@@ -76,6 +103,8 @@ __all__ = [
     "Send",
     "ServerRequestReceived",
     "SessionInitialized",
+    "SubscriptionAcknowledged",
+    "SubscriptionNotification",
     "UnattributedError",
     "UnexpectedResponse",
 ]
@@ -84,6 +113,11 @@ __all__ = [
 DEFAULT_MAX_PENDING: Final = 65536
 #: server→client requests that may be in flight at once; more are refused
 DEFAULT_MAX_SERVING: Final = 1024
+#: the error codes only a server of the stateless era sends: one that answers
+#: ``server/discover`` with any other error is of the session era
+MODERN_ERRORS: Final = frozenset(
+    {HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
 
 
 class ClientPhase(enum.Enum):
@@ -131,6 +165,39 @@ class InitializeRefused:
 
 
 @attrs.frozen
+class Discovered:
+    """The server answered ``server/discover`` listing a stateless revision we speak."""
+
+    request_id: RequestId
+    result: JSONObject
+    revision: Revision
+
+
+@attrs.frozen
+class DiscoverRefused:
+    """The server answered ``server/discover`` without a stateless revision we speak."""
+
+    request_id: RequestId
+    error: RemoteProtocolError
+
+
+@attrs.frozen
+class SubscriptionAcknowledged:
+    """A listen stream is open; ``notifications`` is the filter the server honours."""
+
+    subscription_id: RequestId
+    notifications: JSONObject
+
+
+@attrs.frozen
+class SubscriptionNotification:
+    """A notification on an acknowledged listen stream."""
+
+    subscription_id: RequestId
+    notification: Notification
+
+
+@attrs.frozen
 class UnexpectedResponse:
     """A response to an id that is not pending: never sent, answered, or given up."""
 
@@ -162,6 +229,10 @@ ClientEvent = (
     | ErrorReceived
     | SessionInitialized
     | InitializeRefused
+    | Discovered
+    | DiscoverRefused
+    | SubscriptionAcknowledged
+    | SubscriptionNotification
     | UnexpectedResponse
     | UnattributedError
     | MalformedReceived
@@ -190,24 +261,136 @@ class ClientSessionCore:
         self._tokens: dict[RequestId, RequestId] = {}
         self._handshakes: set[RequestId] = set()
         self._serving: set[RequestId] = set()
+        #: the ``server/discover`` result, once the server answered it acceptably
+        self.discover_result: JSONObject | None = None
+        # What every request carries in params._meta at a stateless revision.
+        self._envelope: JSONObject | None = None
+        # Each server/discover in flight, with the envelope it proposed.
+        self._discovering: dict[RequestId, JSONObject] = {}
+        # Open listen streams: whether each was acknowledged yet.
+        self._listening: dict[RequestId, bool] = {}
 
     # --- what initialize told us --------------------------------------------------
 
     @property
     def server_capabilities(self) -> JSONObject:
-        """The capabilities the server declared (empty before ``initialize``)."""
-        if self.initialize_result is None:
+        """The capabilities the server declared (empty before ``initialize``/discovery)."""
+        answer = self.initialize_result or self.discover_result
+        if answer is None:
             return {}
-        capabilities: JSONObject = self.initialize_result.get("capabilities") or {}
+        capabilities: JSONObject = answer.get("capabilities") or {}
         return capabilities
 
     @property
     def server_info(self) -> JSONObject | None:
-        """The server's ``serverInfo``, or None before ``initialize``."""
-        if self.initialize_result is None:
-            return None
-        info: JSONObject | None = self.initialize_result.get("serverInfo")
-        return info
+        """The server's ``serverInfo``, or None before ``initialize``/discovery."""
+        if self.initialize_result is not None:
+            info: JSONObject | None = self.initialize_result.get("serverInfo")
+            return info
+        if self.discover_result is not None:
+            meta = self.discover_result.get("_meta")
+            found = meta.get(SERVER_INFO) if type(meta) is dict else None
+            return found if type(found) is dict else None
+        return None
+
+    @property
+    def stateless(self) -> bool:
+        """Whether requests carry an envelope (a revision without sessions is in use)."""
+        return self._envelope is not None
+
+    @property
+    def envelope(self) -> JSONObject | None:
+        """The ``params._meta`` keys every request carries, at a stateless revision."""
+        return None if self._envelope is None else dict(self._envelope)
+
+    @property
+    def log_level(self) -> str | None:
+        """The log level every request asks for at a stateless revision (None: none)."""
+        level = (self._envelope or {}).get(LOG_LEVEL)
+        return level if isinstance(level, str) else None
+
+    @log_level.setter
+    def log_level(self, level: str | None) -> None:
+        if self._envelope is None:
+            raise LocalProtocolError("a per-request log level needs a stateless revision")
+        if level is None:
+            self._envelope.pop(LOG_LEVEL, None)
+        else:
+            self._envelope[LOG_LEVEL] = level
+
+    # --- the stateless era ----------------------------------------------------------
+
+    @staticmethod
+    def make_envelope(
+        protocol_version: str,
+        capabilities: JSONObject,
+        client_info: JSONObject,
+        log_level: str | None = None,
+    ) -> JSONObject:
+        """The ``params._meta`` keys of a request at ``protocol_version``."""
+        envelope: JSONObject = {
+            PROTOCOL_VERSION: protocol_version,
+            CLIENT_CAPABILITIES: capabilities,
+            CLIENT_INFO: client_info,
+        }
+        if log_level is not None:
+            envelope[LOG_LEVEL] = log_level
+        return envelope
+
+    def use_envelope(
+        self,
+        protocol_version: str,
+        capabilities: JSONObject,
+        client_info: JSONObject,
+        log_level: str | None = None,
+    ) -> None:
+        """Speak ``protocol_version`` (a stateless revision): every request carries it.
+
+        Raises:
+            LocalProtocolError: it is not a stateless revision of the table.
+        """
+        row = REVISIONS.get(protocol_version)
+        if row is None or not row.request_envelope:
+            raise LocalProtocolError(
+                f"{describe(protocol_version)} is not a revision served request by request; "
+                f"those are {', '.join(STATELESS_REVISIONS)}"
+            )
+        self.revision = row
+        self._envelope = self.make_envelope(protocol_version, capabilities, client_info, log_level)
+        self.phase = ClientPhase.OPERATING
+
+    def discover(
+        self,
+        protocol_version: str,
+        capabilities: JSONObject,
+        client_info: JSONObject,
+        log_level: str | None = None,
+    ) -> Request:
+        """Build ``server/discover`` at ``protocol_version``; ``receive`` judges its answer.
+
+        A ``Discovered`` answer makes this revision (or the newest stateless one the
+        server lists that we speak) the one every later request carries.
+
+        Raises:
+            LocalProtocolError: ``max_pending`` requests are waiting already.
+        """
+        envelope = self.make_envelope(protocol_version, capabilities, client_info, log_level)
+        request = self._track("server/discover", {"_meta": envelope}, progress=False)
+        self._discovering[request.id] = envelope
+        return request
+
+    def listen(self, notifications: JSONObject) -> Request:
+        """Build ``subscriptions/listen`` asking for ``notifications`` (the filter).
+
+        Raises:
+            LocalProtocolError: no stateless revision is in use, or ``max_pending``
+                requests are waiting already.
+        """
+        if self._envelope is None:
+            raise LocalProtocolError("subscriptions/listen needs a stateless revision")
+        request = self.send_request("subscriptions/listen", {"notifications": notifications})
+        self._listening[request.id] = False
+        return request
 
     # --- what we send -------------------------------------------------------------
 
@@ -223,6 +406,13 @@ class ClientSessionCore:
         Raises:
             LocalProtocolError: ``max_pending`` requests are waiting already.
         """
+        if self._envelope is not None and method != "initialize":
+            params = dict(params or {})
+            # The caller's own _meta keys (a progress token) stay; the envelope's win.
+            params["_meta"] = {**(params.get("_meta") or {}), **self._envelope}
+        return self._track(method, params, progress=progress)
+
+    def _track(self, method: str, params: JSONObject | None, *, progress: bool) -> Request:
         if len(self._pending) >= self._max_pending:
             raise LocalProtocolError(
                 f"too many requests waiting for a response (limit {self._max_pending})"
@@ -294,6 +484,8 @@ class ClientSessionCore:
         """Stop waiting for the response to one of our requests, telling nobody."""
         if self._pending.pop(request_id, None) is None:
             return
+        self._discovering.pop(request_id, None)
+        self._listening.pop(request_id, None)
         token = self._tokens.pop(request_id, None)
         if token is not None and self._progress.get(token) == request_id:
             del self._progress[token]
@@ -425,9 +617,12 @@ class ClientSessionCore:
             events.append(UnexpectedResponse(response))
             return
         handshake = request_id in self._handshakes
+        proposed = self._discovering.pop(request_id, None)
         self.forget(request_id)
         if handshake:
             events.append(self._initialized(request_id, response.result))
+        elif proposed is not None:
+            events.append(self._discovered(request_id, response.result, proposed))
         else:
             events.append(ResponseReceived(request_id, response.result))
 
@@ -438,6 +633,7 @@ class ClientSessionCore:
         elif request_id not in self._pending:
             events.append(UnexpectedResponse(error))
         else:
+            self._discovering.pop(request_id, None)
             self.forget(request_id)
             events.append(ErrorReceived(request_id, error))
 
@@ -460,9 +656,37 @@ class ClientSessionCore:
             self.phase = ClientPhase.INITIALIZED
         return SessionInitialized(request_id, result, self.revision)
 
+    def _discovered(
+        self, request_id: RequestId, result: JSONObject, proposed: JSONObject
+    ) -> Discovered | DiscoverRefused:
+        listed = result.get("supportedVersions")
+        versions = [v for v in listed if isinstance(v, str)] if type(listed) is list else []
+        ours = [v for v in reversed(STATELESS_REVISIONS) if v in versions]
+        if not ours:
+            error = RemoteProtocolError(
+                f"the server supports {describe(listed)}; this client speaks "
+                f"{', '.join(STATELESS_REVISIONS)} without a session",
+                data={"supportedVersions": listed if type(listed) is list else None},
+            )
+            return DiscoverRefused(request_id, error)
+        # The revision proposed if the server lists it, else the newest it lists.
+        chosen = proposed[PROTOCOL_VERSION] if proposed[PROTOCOL_VERSION] in ours else ours[0]
+        self.discover_result = result
+        self.use_envelope(
+            chosen, proposed[CLIENT_CAPABILITIES], proposed[CLIENT_INFO], proposed.get(LOG_LEVEL)
+        )
+        assert self.revision is not None
+        return Discovered(request_id, result, self.revision)
+
     def _receive_notification(self, notification: Notification, events: list[ClientEvent]) -> None:
         method = notification.method
         params = notification.params or {}
+        meta = params.get("_meta")
+        subscription = meta.get(SUBSCRIPTION_ID) if type(meta) is dict else None
+        if (type(subscription) is int or type(subscription) is str) and (
+            subscription in self._listening
+        ):
+            self._on_subscription(subscription, notification, events)
         if method == "notifications/progress":
             token = params.get("progressToken")
             if type(token) is int or type(token) is str:
@@ -480,6 +704,27 @@ class ClientSessionCore:
                     CancelRequested(request_id, clip(reason) if isinstance(reason, str) else None)
                 )
         events.append(NotificationReceived(notification))
+
+    def _on_subscription(
+        self, subscription: RequestId, notification: Notification, events: list[ClientEvent]
+    ) -> None:
+        params = notification.params or {}
+        if notification.method == "notifications/subscriptions/acknowledged":
+            if self._listening[subscription]:
+                return  # a second acknowledgment says nothing new
+            self._listening[subscription] = True
+            honoured = params.get("notifications")
+            events.append(
+                SubscriptionAcknowledged(subscription, honoured if type(honoured) is dict else {})
+            )
+        elif self._listening[subscription]:
+            events.append(SubscriptionNotification(subscription, notification))
+        else:
+            error = RemoteProtocolError(
+                f"{describe(notification.method)} on subscription {describe(subscription)} "
+                "came before its acknowledgment"
+            )
+            events.append(MalformedReceived(error, notification.to_json()))
 
     def _receive_request(self, request: Request, events: list[ClientEvent]) -> None:
         if request.id in self._serving:
