@@ -10,6 +10,7 @@ from ._connect import connect_memory as connect_memory
 from ._connect import connect_stdio as connect_stdio
 from ._errors import RequestCancelled as RequestCancelled
 from ._handlers import ClientHandlers as ClientHandlers
+from ._handlers import ClientMessageHook as ClientMessageHook
 from ._handlers import ElicitationHandler as ElicitationHandler
 from ._handlers import ProgressHandler as ProgressHandler
 from ._handlers import RootsSource as RootsSource
@@ -21,19 +22,28 @@ from ._proxy import Connector as Connector
 from ._proxy import ProxyServer as ProxyServer
 from ._proxy import proxy_stdio as proxy_stdio
 from ._proxy import proxy_url as proxy_url
+from ._rounds import HeaderMismatch as HeaderMismatch
+from ._rounds import MissingClientCapability as MissingClientCapability
+from ._rounds import UnsupportedProtocolVersion as UnsupportedProtocolVersion
+from ._session import AUTO as AUTO
 from ._session import ClientArgs as ClientArgs
 from ._session import ClientSession as ClientSession
 from ._session import ClientStatistics as ClientStatistics
 from ._session import open_client_session as open_client_session
+from ._subscription import Subscription as Subscription
 from ._websocket import connect_websocket as connect_websocket
 
 __all__ = [
+    "AUTO",
     "ClientArgs",
     "ClientHandlers",
+    "ClientMessageHook",
     "ClientSession",
     "ClientStatistics",
     "Connector",
     "ElicitationHandler",
+    "HeaderMismatch",
+    "MissingClientCapability",
     "NotificationPredicate",
     "ProgressHandler",
     "ProxyServer",
@@ -41,6 +51,8 @@ __all__ = [
     "RootsSource",
     "SamplingHandler",
     "ServerMessageHook",
+    "Subscription",
+    "UnsupportedProtocolVersion",
     "connect_http",
     "connect_memory",
     "connect_stdio",
@@ -54,8 +66,12 @@ for _name in (
     "ClientHandlers",
     "ClientSession",
     "ClientStatistics",
+    "HeaderMismatch",
+    "MissingClientCapability",
     "ProxyServer",
     "RequestCancelled",
+    "Subscription",
+    "UnsupportedProtocolVersion",
 ):
     globals()[_name].__module__ = __name__
 del _name

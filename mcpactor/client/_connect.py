@@ -28,6 +28,7 @@ from .._exceptions import ProtocolError, RemoteProtocolError
 from ..protocol import (
     DEFAULT_MAX_LINE_BYTES,
     LATEST,
+    SESSION_REVISIONS,
     FrameTooLong,
     JSONValue,
     LineFramer,
@@ -66,7 +67,9 @@ async def connect_memory(
     is encoded and decoded with orjson, so what would fail on a real wire fails here.
     With ``initialize=True`` the client is initialized at ``protocol_version`` (and has
     pinged the server, so the server has seen ``notifications/initialized``) before it
-    is yielded; otherwise it is connected but not initialized. ``lifespan`` enters the
+    is yielded; otherwise it is connected but not initialized. A ``protocol_version``
+    without sessions is asked with ``server/discover`` instead, and ``"auto"`` probes
+    with it and falls back to ``initialize`` (``ClientSession.start``). ``lifespan`` enters the
     server's lifespans around the session. ``client`` takes the keyword arguments of
     ``ClientSession`` (``sampling_handler``, ``on_server_message``, …).
     """
@@ -86,11 +89,13 @@ async def connect_memory(
             nursery.start_soon(_carry_to_client, outbox_receive, to_client_send)
             await nursery.start(actor.run, inbox_receive)
             async with open_client_session(to_server_send, to_client_receive, **client) as session:
-                if initialize:
+                if initialize and protocol_version in SESSION_REVISIONS:
                     await session.initialize(protocol_version)
                     # A round trip after ``initialized``: once it returns, the server is
                     # operating, so a change made right away is notified, not lost.
                     await session.ping()
+                elif initialize:
+                    await session.start(protocol_version)
                 yield session
 
 
@@ -158,8 +163,8 @@ async def connect_stdio(
     Messages are newline-delimited JSON on the child's stdin and stdout; its stderr is
     ours. ``env`` replaces the child's environment (default: inherit). On exit stdin is
     closed and the child gets ``shutdown_timeout`` seconds to exit before SIGTERM, and as
-    long again before SIGKILL. ``initialize`` and ``client`` are as for
-    ``connect_memory``.
+    long again before SIGKILL. ``initialize``, ``protocol_version`` (a session revision,
+    a stateless one, or ``"auto"``) and ``client`` are as for ``connect_memory``.
 
     Raises:
         OSError: the command could not be started.
@@ -188,7 +193,7 @@ async def connect_stdio(
                         to_server_send, to_client_receive, **client
                     ) as session:
                         if initialize:
-                            await session.initialize(protocol_version)
+                            await session.start(protocol_version)
                         yield session
                 finally:
                     # The session closed its channel, so the writer closes stdin: the

@@ -27,6 +27,7 @@ from ..protocol import (
 
 __all__ = [
     "ClientHandlers",
+    "ClientMessageHook",
     "ElicitationHandler",
     "ProgressHandler",
     "RootsSource",
@@ -49,6 +50,9 @@ RootsSource = (
 #: client acts on it; ``request_method`` names the request a response answers. What it
 #: raises fails the connection, so a validator plugged in by a test fails that test.
 ServerMessageHook = Callable[[JSONValue, str | None], None]
+#: ``fn(message)`` seeing every message the client sends, before it is written; what
+#: it raises fails the sender
+ClientMessageHook = Callable[[JSONValue], None]
 
 
 @attrs.define

@@ -26,6 +26,11 @@
 # - 404 on a request carrying the session id means the server ended the session: the
 #   connection is over, which the session hears as the end of its receive channel.
 # - Leaving ``connect_http`` sends DELETE, so the server can free the session at once.
+# - A request carrying a stateless envelope (a revision without sessions) is a POST of
+#   its own with the headers of _http_headers.py (its revision, method, name and the
+#   tool's mirrored parameters, as the last ``tools/list`` gave them) and no session
+#   id; cancelling it is closing its response: its ``notifications/cancelled`` is not
+#   sent.
 #
 # What a written message asks of the transport, and what error a refused POST becomes,
 # are read in _http_outgoing.py; reading an SSE response and its resumption cursor are
@@ -45,6 +50,7 @@ import trio
 from .._exceptions import INTERNAL_ERROR, ProtocolError, TransportBroken
 from ..protocol import LATEST, JSONObject, JSONValue, RequestId, describe
 from ._errors import unwrap_single_errors
+from ._http_headers import mirrored_params, request_headers
 from ._http_outgoing import Refused, failure_replies, is_id, read_outgoing, refusal
 from ._http_stream import MAX_ATTEMPTS, Cursor, decoded, read_stream
 from ._session import ClientArgs, ClientSession, open_client_session
@@ -67,6 +73,8 @@ _OWN_HEADERS: Final = frozenset(
         "content-length",
         "host",
         "last-event-id",
+        "mcp-method",
+        "mcp-name",
         "mcp-protocol-version",
         "mcp-session-id",
         "transfer-encoding",
@@ -79,10 +87,12 @@ _OWN_HEADERS: Final = frozenset(
 
 class _Post:
     # One POST that carries requests: the responses it still owes.
-    __slots__ = ("cursor", "pending", "scope")
+    __slots__ = ("cursor", "headers", "pending", "scope")
 
-    def __init__(self, pending: set[RequestId]) -> None:
+    def __init__(self, pending: set[RequestId], headers: list[tuple[str, str]]) -> None:
         self.pending = pending
+        #: its own headers: a stateless request's revision, method, name, parameters
+        self.headers = headers
         self.cursor = Cursor()
         self.scope = trio.CancelScope()
 
@@ -112,12 +122,21 @@ class _StreamableHttp:
         self._max_bytes = max_message_bytes
         self._posts: dict[RequestId, _Post] = {}
         self._initializing: set[RequestId] = set()
+        self._listing_tools: set[RequestId] = set()
+        # Whether the last request written spoke a stateless revision.
+        self._stateless = False
+        # The mirrored parameters of each tool, from the last tools/list answers.
+        self._tool_headers: dict[str, dict[tuple[str, ...], str]] = {}
         self._listening = False
         self._lost = False
         self._closing = False
 
-    def headers(self, *extra: tuple[str, str]) -> list[tuple[str, str]]:
+    def headers(self, *extra: tuple[str, str], own: bool = False) -> list[tuple[str, str]]:
         headers = list(self._headers)
+        if own:
+            # A stateless request names its own revision, and no session.
+            headers.extend(extra)
+            return headers
         if self.session_id is not None:
             headers.append(("mcp-session-id", self.session_id))
         if self.protocol_version is not None:
@@ -136,11 +155,20 @@ class _StreamableHttp:
     async def _write(self, message: JSONValue) -> None:
         outgoing = read_outgoing(message)
         self._initializing.update(outgoing.initializing)
+        self._listing_tools.update(outgoing.listing_tools)
         for request_id in outgoing.cancelled:
             self._abandon(request_id)
+        if outgoing.cancelled and self._stateless:
+            return  # closing the response was the cancellation
         body = orjson.dumps(message)
         if outgoing.request_ids:
-            await self._nursery.start(self._post_requests, body, outgoing.request_ids)
+            self._stateless = outgoing.stateless
+            own = (
+                request_headers(message, self._tool_headers)
+                if outgoing.stateless and type(message) is dict
+                else []
+            )
+            await self._nursery.start(self._post_requests, body, outgoing.request_ids, own)
             return
         await self._post_other(body)
         if outgoing.initialized and not self._listening:
@@ -179,10 +207,11 @@ class _StreamableHttp:
         self,
         body: bytes,
         request_ids: list[RequestId],
+        own: list[tuple[str, str]],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        post = _Post(set(request_ids))
+        post = _Post(set(request_ids), own)
         for request_id in request_ids:
             self._posts[request_id] = post
         started = False
@@ -210,7 +239,12 @@ class _StreamableHttp:
     async def _exchange(
         self, body: bytes, post: _Post, on_sent: Callable[[], None]
     ) -> Refused | None:
-        headers = self.headers(("accept", _ACCEPT_BOTH), ("content-type", "application/json"))
+        headers = self.headers(
+            ("accept", _ACCEPT_BOTH),
+            ("content-type", "application/json"),
+            *post.headers,
+            own=bool(post.headers),
+        )
         cursor = post.cursor
         try:
             async with self.pool.request(
@@ -321,12 +355,23 @@ class _StreamableHttp:
         post = self._posts.get(request_id)
         if post is not None:
             post.pending.discard(request_id)
+        if request_id in self._listing_tools:
+            self._listing_tools.discard(request_id)
+            self._learn_tools(response.get("result"))
         if request_id in self._initializing:
             self._initializing.discard(request_id)
             result = response.get("result")
             version = result.get("protocolVersion") if type(result) is dict else None
             if isinstance(version, str):
                 self.protocol_version = version
+
+    def _learn_tools(self, result: object) -> None:
+        tools = result.get("tools") if type(result) is dict else None
+        for tool in tools if type(tools) is list else []:
+            name = tool.get("name") if type(tool) is dict else None
+            if isinstance(name, str):
+                assert type(tool) is dict
+                self._tool_headers[name] = mirrored_params(tool.get("inputSchema"))
 
     async def _listen(self) -> None:
         # The GET stream: what the server sends outside any request, for as long as the
@@ -408,8 +453,9 @@ async def connect_http(
     ``shutdown_timeout`` seconds). https uses ``ssl_context`` (default: the system's
     trust store). A request the server cannot be reached for, or whose response stream
     breaks beyond resumption, fails with a JSON-RPC error (-32603) saying so; a server
-    that ends the session (404) ends the connection. ``initialize`` and ``client`` are
-    as for ``connect_memory``. Needs the ``h11`` package (the ``http`` extra).
+    that ends the session (404) ends the connection. ``initialize``, ``protocol_version``
+    (a session revision, a stateless one, or ``"auto"``) and ``client`` are as for
+    ``connect_memory``. Needs the ``h11`` package (the ``http`` extra).
 
     Raises:
         ValueError: ``url`` is not an http:// or https:// URL.
@@ -433,7 +479,7 @@ async def connect_http(
                     to_server_send, to_client_receive, **client
                 ) as session:
                     if initialize:
-                        await session.initialize(protocol_version)
+                        await session.start(protocol_version)
                     yield session
             finally:
                 with trio.CancelScope(shield=True):

@@ -18,6 +18,7 @@ import attrs
 
 from .._exceptions import INTERNAL_ERROR, RemoteProtocolError
 from ..protocol import JSONObject, JSONValue, RequestId, clip, decode
+from ..protocol._envelope import has_envelope
 
 __all__ = ["Outgoing", "Refused", "failure_replies", "is_id", "read_outgoing", "refusal"]
 
@@ -34,6 +35,10 @@ class Outgoing:
     cancelled: list[JSONValue]
     #: whether it holds ``notifications/initialized``
     initialized: bool
+    #: whether its requests carry a stateless envelope (each is a POST of its own)
+    stateless: bool = False
+    #: ids of its ``tools/list`` requests (their answers name mirrored parameters)
+    listing_tools: list[RequestId] = attrs.field(factory=list)
 
 
 def read_outgoing(message: JSONValue) -> Outgoing:
@@ -41,6 +46,7 @@ def read_outgoing(message: JSONValue) -> Outgoing:
     items = message if type(message) is list else [message]
     outgoing = Outgoing([], [], [], False)
     initialized = False
+    stateless = False
     for item in items:
         if type(item) is not dict:
             continue
@@ -51,13 +57,18 @@ def read_outgoing(message: JSONValue) -> Outgoing:
             outgoing.request_ids.append(request_id)
             if method == "initialize":
                 outgoing.initializing.append(request_id)
+            elif method == "tools/list":
+                outgoing.listing_tools.append(request_id)
+            params = item.get("params")
+            if type(params) is dict and has_envelope(params):
+                stateless = True
         elif method == "notifications/cancelled":
             params = item.get("params")
             if type(params) is dict:
                 outgoing.cancelled.append(params.get("requestId"))
         elif method == "notifications/initialized":
             initialized = True
-    return attrs.evolve(outgoing, initialized=initialized)
+    return attrs.evolve(outgoing, initialized=initialized, stateless=stateless)
 
 
 @attrs.frozen

@@ -101,6 +101,7 @@ from ..protocol._revisions import STATELESS_REVISIONS
 from ._errors import RequestCancelled, unwrap_single_errors
 from ._handlers import (
     ClientHandlers,
+    ClientMessageHook,
     ElicitationHandler,
     ProgressHandler,
     RootsSource,
@@ -143,6 +144,7 @@ class ClientArgs(TypedDict, total=False):
     roots: RootsSource | None
     client_info: JSONObject | None
     on_server_message: ServerMessageHook | None
+    on_client_message: ClientMessageHook | None
     request_timeout: float | None
     max_notifications: int
     max_input_rounds: int
@@ -174,6 +176,7 @@ class ClientSession(ClientMethods):
         roots: RootsSource | None = None,
         client_info: JSONObject | None = None,
         on_server_message: ServerMessageHook | None = None,
+        on_client_message: ClientMessageHook | None = None,
         request_timeout: float | None = None,
         max_notifications: int = _DEFAULT_LOG_SIZE,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
@@ -184,6 +187,8 @@ class ClientSession(ClientMethods):
         self.handlers = ClientHandlers(sampling_handler, elicitation_handler, roots)
         self.client_info: JSONObject = client_info or {"name": "mcpactor", "version": __version__}
         self.on_server_message = on_server_message
+        #: sees every message this client sends, before it leaves (a validator's hook)
+        self.on_client_message = on_client_message
         #: seconds a request waits for its response unless the call says otherwise
         self.request_timeout = request_timeout
         #: input_required rounds one request may take (stateless revisions)
@@ -590,6 +595,8 @@ class ClientSession(ClientMethods):
 
     async def _send(self, message: JSONValue) -> None:
         self._check_open()
+        if self.on_client_message is not None:
+            self.on_client_message(message)
         try:
             await self._send_channel.send(message)
         except trio.ClosedResourceError:
