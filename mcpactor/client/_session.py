@@ -93,6 +93,7 @@ from ..protocol._client_session import (
     ServerRequestReceived,
     SessionInitialized,
     SubscriptionAcknowledged,
+    SubscriptionCancelled,
     SubscriptionNotification,
     UnattributedError,
     UnexpectedResponse,
@@ -683,6 +684,14 @@ class ClientSession(ClientMethods):
             listener = self._subscriptions.get(event.subscription_id)
             if listener is not None:
                 listener.acknowledge(event.notifications)
+        elif kind is SubscriptionCancelled:
+            assert isinstance(event, SubscriptionCancelled)
+            _log.debug(
+                "the server ended subscription %s: %s",
+                describe(event.subscription_id),
+                event.reason or "no reason given",
+            )
+            self._resolve(event.subscription_id, {}, None)
         elif kind is SubscriptionNotification:
             assert isinstance(event, SubscriptionNotification)
             listener = self._subscriptions.get(event.subscription_id)

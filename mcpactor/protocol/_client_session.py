@@ -41,7 +41,8 @@
 # capabilities and info, and its log level. ``listen`` opens ``subscriptions/listen``;
 # notifications tagged with its id come out as ``SubscriptionAcknowledged`` (first,
 # with the honoured filter) and ``SubscriptionNotification`` (after it), each besides
-# the ``NotificationReceived`` every notification makes.
+# the ``NotificationReceived`` every notification makes; the server's
+# ``notifications/cancelled`` for it (stdio) is ``SubscriptionCancelled``.
 #
 # The module holds both eras' client state, hence its length.
 
@@ -104,6 +105,7 @@ __all__ = [
     "ServerRequestReceived",
     "SessionInitialized",
     "SubscriptionAcknowledged",
+    "SubscriptionCancelled",
     "SubscriptionNotification",
     "UnattributedError",
     "UnexpectedResponse",
@@ -198,6 +200,14 @@ class SubscriptionNotification:
 
 
 @attrs.frozen
+class SubscriptionCancelled:
+    """The server ended a listen stream with ``notifications/cancelled`` (stdio)."""
+
+    subscription_id: RequestId
+    reason: str | None
+
+
+@attrs.frozen
 class UnexpectedResponse:
     """A response to an id that is not pending: never sent, answered, or given up."""
 
@@ -233,6 +243,7 @@ ClientEvent = (
     | DiscoverRefused
     | SubscriptionAcknowledged
     | SubscriptionNotification
+    | SubscriptionCancelled
     | UnexpectedResponse
     | UnattributedError
     | MalformedReceived
@@ -683,8 +694,10 @@ class ClientSessionCore:
         params = notification.params or {}
         meta = params.get("_meta")
         subscription = meta.get(SUBSCRIPTION_ID) if type(meta) is dict else None
-        if (type(subscription) is int or type(subscription) is str) and (
-            subscription in self._listening
+        if (
+            (type(subscription) is int or type(subscription) is str)
+            and subscription in self._listening
+            and method != "notifications/cancelled"
         ):
             self._on_subscription(subscription, notification, events)
         if method == "notifications/progress":
@@ -695,10 +708,20 @@ class ClientSessionCore:
                     events.append(ProgressReceived(request_id, params))
         elif method == "notifications/cancelled":
             request_id = params.get("requestId")
+            reason = params.get("reason")
             if (type(request_id) is int or type(request_id) is str) and (
+                request_id in self._listening
+            ):
+                # On stdio the server ends a listen stream so; it is answered by it.
+                self.forget(request_id)
+                events.append(
+                    SubscriptionCancelled(
+                        request_id, clip(reason) if isinstance(reason, str) else None
+                    )
+                )
+            elif (type(request_id) is int or type(request_id) is str) and (
                 request_id in self._serving
             ):
-                reason = params.get("reason")
                 # The reason ends up in a CancelScope and in logs: clipped.
                 events.append(
                     CancelRequested(request_id, clip(reason) if isinstance(reason, str) else None)
