@@ -25,8 +25,8 @@ from mcpactor.protocol import REVISIONS, Notification
 from mcpactor.protocol._client_session import (
     ClientPhase,
     ClientSessionCore,
-    DiscoverRefused,
     Discovered,
+    DiscoverRefused,
     ErrorReceived,
     MalformedReceived,
     NotificationReceived,
@@ -81,12 +81,13 @@ def test_discover_carries_the_envelope_and_a_listed_revision_is_adopted() -> Non
     check_client_message(request.to_json())
     assert request.method == "server/discover"
     assert request.params == {"_meta": ENVELOPE}
-    assert not core.stateless
+    assert core.envelope is None
 
     [event] = core.receive(answer(request.id, discover_result(["2025-11-25", STATELESS])))
 
     assert event == Discovered(request.id, discover_result(["2025-11-25", STATELESS]), ROW)
-    assert core.stateless and core.revision is ROW
+    assert core.stateless
+    assert core.revision is ROW
     assert core.phase is ClientPhase.OPERATING
     assert core.server_info == {"name": "srv", "version": "2"}
     assert core.server_capabilities == {"tools": {"listChanged": True}}
@@ -102,7 +103,9 @@ def test_a_discover_result_without_a_stateless_revision_of_ours_is_refused() -> 
 
     assert isinstance(event, DiscoverRefused)
     assert event.error.data == {"supportedVersions": ["2025-11-25", "2099-01-01"]}
-    assert not core.stateless and core.revision is None and core.discover_result is None
+    assert not core.stateless
+    assert core.revision is None
+    assert core.discover_result is None
 
 
 def test_an_error_to_discover_adopts_nothing() -> None:
@@ -112,12 +115,15 @@ def test_an_error_to_discover_adopts_nothing() -> None:
 
     [event] = core.receive(error)
 
-    assert isinstance(event, ErrorReceived) and event.error.code == -32601
-    assert not core.stateless and core.pending() == {}
+    assert isinstance(event, ErrorReceived)
+    assert event.error.code == -32601
+    assert not core.stateless
+    assert core.pending() == {}
     # A later initialize is judged as always.
     handshake = core.initialize("2025-11-25", {}, INFO)
     core.receive(answer(handshake.id, {"protocolVersion": "2025-11-25", "capabilities": {}}))
-    assert core.revision is REVISIONS["2025-11-25"] and not core.stateless
+    assert core.revision is REVISIONS["2025-11-25"]
+    assert not core.stateless
 
 
 def test_use_envelope_refuses_a_session_revision() -> None:
@@ -211,7 +217,7 @@ def test_a_listen_stream_is_acknowledged_then_delivers_its_notifications() -> No
         sid, Notification("notifications/tools/list_changed", changed["params"])
     )
     # Another stream's notification is only logged.
-    other = core.receive(notification("notifications/tools/list_changed", sid + 100))
+    other = core.receive(notification("notifications/tools/list_changed", f"not-{sid}"))
     assert [type(e) for e in other] == [NotificationReceived]
 
     # The server's graceful end answers the request; the stream is gone after it.
@@ -262,9 +268,11 @@ def test_read_input_required_takes_the_keyed_requests_and_the_state() -> None:
     found = read_input_required(
         {"resultType": "input_required", "inputRequests": asked, "requestState": "s1"}, ROW
     )
-    assert found.input_requests == asked and found.request_state == "s1"
+    assert found.input_requests == asked
+    assert found.request_state == "s1"
     only_state = read_input_required({"resultType": "input_required", "requestState": "s"}, ROW)
-    assert only_state.input_requests == {} and only_state.request_state == "s"
+    assert only_state.input_requests == {}
+    assert only_state.request_state == "s"
 
 
 @pytest.mark.parametrize(
