@@ -51,72 +51,58 @@ async def write_stream(
         trio.BusyResourceError: another task is writing ``attachment`` already.
     """
     with attachment.writer:
-        await _write_stream(
-            receive, send, session, attachment, headers, started, retry_ms, json_only, preamble
-        )
-
-
-async def _write_stream(
-    receive: Receive,
-    send: Send,
-    session: HttpSession,
-    attachment: Attachment,
-    headers: list[tuple[bytes, bytes]],
-    started: bool,
-    retry_ms: int,
-    json_only: bool,
-    preamble: bytes,
-) -> None:
-    try:
-        first = None
-        if not started:
-            # Most answers are one JSON document: wait for it without watching for a
-            # disconnect (that is a task per request); a client that leaves now loses
-            # nothing it could have resumed.
-            try:
-                first = await attachment.get()
-            except trio.EndOfChannel:
-                first = None
-            if first is not None and first[2] and not attachment.stream.sse:
-                await reply(send, 200, first[1], headers)
-                return
-            if first is not None and first[2] and not preamble and not attachment.replay:
-                # The stream's one event (no priming event: an older revision, or no
-                # session to resume): one complete response.
-                await _reply_sse(send, attachment, headers, [first], retry_ms)
-                return
-            if first is None and json_only:
-                # Over before it began (the request was cancelled): nothing to say, and
-                # this server promised never to stream.
-                await reply(send, 202, b"", headers, content_type=None)
-                return
-        items = [first] if first is not None else []
-        if first is not None and not first[1] and not preamble and not attachment.replay:
-            second = await _next_soon(session, attachment)
-            if second is not None:
-                items.append(second)
-                if second[2]:
-                    await _reply_sse(send, attachment, headers, items, retry_ms)
-                    return
         try:
+            first = None
             if not started:
-                # A POST's stream: most end within WATCH_AFTER, so it starts unwatched.
-                await _open_sse(send, attachment, headers, items, preamble, retry_ms)
-                session.manager.watch_delay.nudge_later(attachment)
-                if await _write_items(send, attachment, retry_ms, attachment.get_unless_nudged):
+                # Most answers are one JSON document: wait for it without watching for a
+                # disconnect (that is a task per request); a client that leaves now loses
+                # nothing it could have resumed.
+                try:
+                    first = await attachment.get()
+                except trio.EndOfChannel:
+                    first = None
+                if first is not None and first[2] and not attachment.stream.sse:
+                    await reply(send, 200, first[1], headers)
                     return
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
-                if started:
+                if first is not None and first[2] and not preamble and not attachment.replay:
+                    # The stream's one event (no priming event: an older revision, or no
+                    # session to resume): one complete response.
+                    await _reply_sse(send, attachment, headers, [first], retry_ms)
+                    return
+                if first is None and json_only:
+                    # Over before it began (the request was cancelled): nothing to say, and
+                    # this server promised never to stream.
+                    await reply(send, 202, b"", headers, content_type=None)
+                    return
+            items = [first] if first is not None else []
+            if first is not None and not first[1] and not preamble and not attachment.replay:
+                second = await _next_soon(session, attachment)
+                if second is not None:
+                    items.append(second)
+                    if second[2]:
+                        await _reply_sse(send, attachment, headers, items, retry_ms)
+                        return
+            try:
+                if not started:
+                    # A POST's stream: most end within WATCH_AFTER, so it starts unwatched.
                     await _open_sse(send, attachment, headers, items, preamble, retry_ms)
-                await _write_items(send, attachment, retry_ms, attachment.get)
-                nursery.cancel_scope.cancel()
+                    session.manager.watch_delay.nudge_later(attachment)
+                    if await _write_items(
+                        send, attachment, retry_ms, attachment.get_unless_nudged
+                    ):
+                        return
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
+                    if started:
+                        await _open_sse(send, attachment, headers, items, preamble, retry_ms)
+                    await _write_items(send, attachment, retry_ms, attachment.get)
+                    nursery.cancel_scope.cancel()
+            finally:
+                attachment.abandon()
         finally:
-            attachment.abandon()
-    finally:
-        if not session.release_now(attachment):
-            with trio.CancelScope(shield=True):
-                await session.finish_release(attachment)
+            if not session.release_now(attachment):
+                with trio.CancelScope(shield=True):
+                    await session.finish_release(attachment)
 
 
 async def _next_soon(session: HttpSession, attachment: Attachment) -> Item | None:
