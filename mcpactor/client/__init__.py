@@ -25,11 +25,11 @@ from ._proxy import proxy_url as proxy_url
 from ._rounds import HeaderMismatch as HeaderMismatch
 from ._rounds import MissingClientCapability as MissingClientCapability
 from ._rounds import UnsupportedProtocolVersion as UnsupportedProtocolVersion
-from ._session import AUTO as AUTO
 from ._session import ClientArgs as ClientArgs
 from ._session import ClientSession as ClientSession
 from ._session import ClientStatistics as ClientStatistics
 from ._session import open_client_session as open_client_session
+from ._stateless import AUTO as AUTO
 from ._subscription import Subscription as Subscription
 from ._websocket import connect_websocket as connect_websocket
 

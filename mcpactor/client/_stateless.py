@@ -1,0 +1,307 @@
+# The stateless revision's part of a client session: choosing the era, discovery, the
+# rounds of a request answered ``input_required``, and listen streams.
+#
+# ``start`` is the era's choice the transports pages describe: ``server/discover`` at
+# our newest stateless revision, falling back to ``initialize`` when the answer is
+# neither a result listing one we speak nor an error only the stateless era has (or
+# when the probe goes unanswered). ``_rounds`` runs one request to its end: each round
+# is a request of its own (a new id), and between rounds the handlers answer every
+# input request by its key; the retry carries the answers and the ``requestState``
+# echoed back exactly. ``listen`` opens a ``subscriptions/listen`` stream and yields its
+# ``Subscription`` once acknowledged; leaving the block cancels it. ``ClientSession``
+# inherits this, as it inherits the typed methods; what they share is declared below.
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from .._exceptions import INTERNAL_ERROR, RemoteProtocolError, RequestError
+from ..protocol import (
+    LATEST,
+    REVISIONS,
+    SESSION_REVISIONS,
+    JSONObject,
+    Notification,
+    Request,
+    RequestId,
+    Revision,
+    clip,
+    describe,
+)
+from ..protocol._client_session import MODERN_ERRORS, ClientSessionCore
+from ..protocol._revisions import STATELESS_REVISIONS
+from ._handlers import ClientHandlers, ProgressHandler
+from ._pending import Pending
+from ._rounds import (
+    INPUT_REQUIRED,
+    UnsupportedProtocolVersion,
+    read_input_required,
+    result_type,
+    retry_params,
+)
+from ._subscription import Subscription
+
+__all__ = ["AUTO", "DEFAULT_MAX_INPUT_ROUNDS", "StatelessMethods"]
+
+_log = logging.getLogger("mcpactor.client")
+
+#: ``start``'s choice of era: probe with ``server/discover``, fall back to ``initialize``
+AUTO: Final = "auto"
+# How long the probe waits before taking silence for a server of the session era.
+_PROBE_TIMEOUT: Final = 10.0
+#: input_required rounds one request may take before the client gives up
+DEFAULT_MAX_INPUT_ROUNDS: Final = 8
+
+
+class StatelessMethods:
+    """Discovery, multi round-trip requests and listen streams; a base of ``ClientSession``."""
+
+    handlers: ClientHandlers
+    client_info: JSONObject
+    request_timeout: float | None
+    max_input_rounds: int
+    _core: ClientSessionCore
+    _pending: dict[RequestId, Pending]
+    _subscriptions: dict[RequestId, Subscription]
+
+    if TYPE_CHECKING:
+        # Provided by ClientSession, which owns the connection.
+
+        def capabilities(self, revision: Revision = LATEST) -> JSONObject: ...
+
+        async def initialize(
+            self,
+            protocol_version: str = LATEST.version,
+            capabilities: JSONObject | None = None,
+            client_info: JSONObject | None = None,
+        ) -> JSONObject: ...
+
+        async def request(
+            self,
+            method: str,
+            params: JSONObject | None = None,
+            *,
+            timeout: float | None = None,
+            progress_handler: ProgressHandler | None = None,
+        ) -> JSONObject: ...
+
+        async def _call(
+            self,
+            request: Request,
+            timeout: float | None,
+            progress_handler: ProgressHandler | None,
+        ) -> JSONObject: ...
+
+        async def _send(self, message: JSONObject) -> None: ...
+
+        async def _send_notice(self, notice: Notification) -> None: ...
+
+        def _check_open(self) -> None: ...
+
+    async def start(self, protocol_version: str = AUTO) -> JSONObject:
+        """Open the conversation at ``protocol_version``; return the server's answer.
+
+        A session revision is ``initialize``'s. A stateless revision is asked with
+        ``server/discover`` and used if the server lists it (no fallback). ``"auto"``
+        probes with ``server/discover`` at our newest stateless revision and falls back
+        to ``initialize`` (our newest session revision) when the server answers with
+        anything but a result listing one we speak or an error of the stateless era
+        (or is silent for the probe's timeout), as the transports pages say. Returns
+        the ``server/discover`` or ``initialize`` result.
+
+        Raises:
+            RequestError: the server refused (for a stateless server of other revisions:
+                ``UnsupportedProtocolVersion``).
+            RemoteProtocolError: the server lists no revision this client speaks.
+        """
+        if protocol_version in SESSION_REVISIONS:
+            return await self.initialize(protocol_version)
+        if protocol_version != AUTO:
+            return await self.discover(protocol_version)
+        probe = self.request_timeout if self.request_timeout is not None else _PROBE_TIMEOUT
+        try:
+            return await self.discover(timeout=probe)
+        except UnsupportedProtocolVersion as exc:
+            ours = [v for v in reversed(STATELESS_REVISIONS) if v in exc.supported]
+            if not ours:
+                raise
+            return await self.discover(ours[0])
+        except RequestError as exc:
+            if exc.code in MODERN_ERRORS:
+                raise
+            _log.debug("server/discover refused (%s): opening a session", clip(exc.message))
+        except RemoteProtocolError as exc:
+            # A DiscoverResult without a stateless revision of ours: a session one may do.
+            listed = exc.data.get("supportedVersions") if type(exc.data) is dict else None
+            if not (type(listed) is list and set(listed) & set(SESSION_REVISIONS)):
+                raise
+        except trio.TooSlowError:
+            _log.debug("server/discover unanswered for %g s: opening a session", probe)
+        return await self.initialize()
+
+    async def discover(
+        self,
+        protocol_version: str | None = None,
+        capabilities: JSONObject | None = None,
+        client_info: JSONObject | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> JSONObject:
+        """Send ``server/discover`` at a stateless revision (default: our newest).
+
+        The declared capabilities are the handlers' at that revision, updated with
+        ``capabilities``. When the server lists a stateless revision we speak, every
+        later request carries its envelope (``protocol_version`` if listed). Returns
+        the ``DiscoverResult``.
+
+        Raises:
+            ValueError: ``protocol_version`` is not a stateless revision.
+            RequestError: the server answered with an error.
+            RemoteProtocolError: the server lists no stateless revision we speak.
+        """
+        version = protocol_version or STATELESS_REVISIONS[-1]
+        row = REVISIONS.get(version)
+        if row is None or row.sessions:
+            raise ValueError(
+                f"{describe(version)} is not a revision without sessions; those are "
+                f"{', '.join(STATELESS_REVISIONS)}"
+            )
+        declared = self.capabilities(row)
+        declared.update(capabilities or {})
+        self._check_open()
+        request = self._core.discover(
+            version, declared, client_info or self.client_info, self._core.log_level
+        )
+        return await self._call(request, timeout, None)
+
+    def use_revision(
+        self,
+        protocol_version: str,
+        capabilities: JSONObject | None = None,
+        client_info: JSONObject | None = None,
+    ) -> None:
+        """Speak a stateless revision without asking the server first.
+
+        Raises:
+            LocalProtocolError: it is not a revision without sessions.
+        """
+        declared = self.capabilities(REVISIONS.get(protocol_version, LATEST))
+        declared.update(capabilities or {})
+        self._core.use_envelope(protocol_version, declared, client_info or self.client_info)
+
+    @property
+    def log_level(self) -> str | None:
+        """The log level every request asks for at a stateless revision (None: no logs)."""
+        return self._core.log_level
+
+    async def set_logging_level(self, level: str) -> JSONObject:
+        """Ask for log messages at ``level`` and above.
+
+        In a session this is ``logging/setLevel``; at a stateless revision every later
+        request says it in its envelope, and nothing is sent now.
+        """
+        if self._core.stateless:
+            self._core.log_level = level
+            return {}
+        return await self.request("logging/setLevel", {"level": level})
+
+    async def _rounds(
+        self,
+        revision: Revision,
+        method: str,
+        params: JSONObject | None,
+        timeout: float | None,
+        progress_handler: ProgressHandler | None,
+    ) -> JSONObject:
+        # Each round is a request of its own (a new id); the handlers answer the
+        # questions in between. ``timeout`` bounds each round.
+        responses: JSONObject = {}
+        state: str | None = None
+        for _ in range(self.max_input_rounds + 1):
+            request = self._core.send_request(
+                method,
+                retry_params(params, responses, state),
+                progress=progress_handler is not None,
+            )
+            result = await self._call(request, timeout, progress_handler)
+            if result_type(result) != INPUT_REQUIRED:
+                return result
+            asked = read_input_required(result, revision)
+            responses = {}
+            for key, input_request in asked.input_requests.items():
+                question = Request(key, input_request["method"], input_request.get("params"))
+                responses[key] = await self.handlers.answer(question)
+            state = asked.request_state
+        raise RemoteProtocolError(
+            f"{describe(method)} still asked for input after {self.max_input_rounds} rounds",
+            code=INTERNAL_ERROR,
+        )
+
+    @contextlib.asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        resource_subscriptions: Sequence[str] = (),
+        extra: JSONObject | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[Subscription]:
+        """Open a ``subscriptions/listen`` stream; yield it once the server acknowledged it.
+
+        The filter asks for the list changes named and for updates of the resources in
+        ``resource_subscriptions``; ``extra`` adds keys of extensions (``taskIds``).
+        Iterate the ``Subscription`` for its notifications; its ``notifications`` is
+        the filter the server honours. Leaving the block ends the stream (over HTTP the
+        response is closed; on stdio ``notifications/cancelled`` is sent).
+
+        Raises:
+            LocalProtocolError: no stateless revision is in use.
+            RequestError: the server refused the stream.
+            trio.TooSlowError: no acknowledgment within ``timeout`` (or ``request_timeout``).
+        """
+        wanted: JSONObject = {}
+        if tools_list_changed:
+            wanted["toolsListChanged"] = True
+        if prompts_list_changed:
+            wanted["promptsListChanged"] = True
+        if resources_list_changed:
+            wanted["resourcesListChanged"] = True
+        if resource_subscriptions:
+            wanted["resourceSubscriptions"] = list(resource_subscriptions)
+        wanted.update(extra or {})
+        self._check_open()
+        request = self._core.listen(wanted)
+        request_id = request.id
+        slot = Pending(request.method, progress=False)
+        subscription = Subscription(request_id)
+        self._pending[request_id] = slot
+        self._subscriptions[request_id] = subscription
+        if timeout is None:
+            timeout = self.request_timeout
+        sent = False
+        try:
+            with trio.fail_after(math.inf if timeout is None else timeout):
+                await self._send(request.to_json())
+                sent = True
+                await subscription.wait_acknowledged()
+            yield subscription
+        finally:
+            del self._pending[request_id]
+            del self._subscriptions[request_id]
+            notice = (
+                self._core.cancel(request_id, "the client stopped listening")
+                if sent and not slot.done.is_set()
+                else None
+            )
+            self._core.forget(request_id)
+            subscription.end(slot.result or {}, None)
+            if notice is not None:
+                await self._send_notice(notice)
