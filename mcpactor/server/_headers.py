@@ -29,6 +29,7 @@ import attrs
 from .._exceptions import SchemaError
 from ..protocol import JSONObject, describe
 from ..protocol._envelope import HEADER_MISMATCH, EnvelopeError
+from ..protocol._ext_tasks import NAMED_BY
 
 __all__ = [
     "Header",
@@ -65,8 +66,14 @@ _LIST: Final = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _MAP: Final = frozenset({"$defs", "definitions", "patternProperties", "dependentSchemas"})
 _SENTINEL_START: Final = "=?base64?"
 _SENTINEL_END: Final = "?="
-# Tools, resources and prompts are named by Mcp-Name: params.name or params.uri.
-_NAMED: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# Tools, resources and prompts are named by Mcp-Name: params.name or params.uri; the
+# tasks extension's methods by the task id.
+_NAMED: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    **NAMED_BY,
+}
 
 
 @attrs.frozen

@@ -272,3 +272,18 @@ def test_decode_header_value() -> None:
     assert decode_header_value("=?base64?bGluZTEKbGluZTI=?=") == "line1\nline2"
     with pytest.raises(ValueError, match="base64"):
         decode_header_value("=?base64?/w==?=")  # not UTF-8
+
+
+# --- the tasks extension's methods ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_a_task_method_is_named_by_its_task_id(method: str) -> None:
+    params = {"taskId": "t-1"}
+    check_standard_headers(method, params, {"Mcp-Method": method, "Mcp-Name": "t-1"})
+    error = mismatch(
+        check_standard_headers, method, params, {"Mcp-Method": method, "Mcp-Name": "t-2"}
+    )
+    assert "does not match body value" in error.message
+    error = mismatch(check_standard_headers, method, params, {"Mcp-Method": method})
+    assert "Mcp-Name header is missing" in error.message
