@@ -1,40 +1,47 @@
-# Task actors (2025-11-25): task-augmented requests that outlive their request.
+# Task actors: requests that outlive their request, in both eras.
 #
-# Each session has one ``TaskManager``. Its nursery is opened by the session actor's
-# ``run`` (``running()``), beside the nursery of request actors, so a task is owned by
-# the session, not by the request that created it: it survives the request's answer and
-# a dropped HTTP connection, and ends with its TTL or the session.
+# One Task actor type (``_Task`` and ``_TaskTable._run_task``) and one status table
+# (protocol/_ext_tasks.py, through ``TaskState.move``) serve two owners:
 #
-# - ``create`` stores a ``TaskState`` (the sans-io record of server/_tasks.py), starts a
-#   Task actor in the manager's nursery inside the task's own CancelScope and returns the
-#   ``CreateTaskResult`` at once.
-# - The actor runs the work with a Context whose peer is a ``_TaskPeer``: what the
-#   handler sends carries the related-task ``_meta``, and while it waits on the client
-#   (sampling, elicitation, roots) the task is ``input_required``.
-# - Every status change goes through ``TaskState.move`` (the status machine) and is
+# - ``TaskManager``, the tasks of one session (2025-11-25). Its nursery is opened by the
+#   session actor's ``run`` (``running()``), beside the nursery of request actors, so a
+#   task is owned by the session, not by the request that created it: it survives the
+#   request's answer and a dropped HTTP connection, and ends with its TTL or the session.
+#   While the handler waits on the client (sampling, elicitation, roots, sent as
+#   requests through a ``_TaskPeer``) the task is ``input_required``; status changes are
 #   announced with ``notifications/tasks/status``.
-# - ``tasks/cancel`` moves the task to ``cancelled`` first (the spec wants it cancelled
-#   before the answer) and then cancels its scope; the outcome is fixed from then on.
-# - One reaper task, alive only while the table has entries, deletes each task when its
-#   TTL has passed, cancelling it first if it still runs.
+# - ``TaskRegistry``, the tasks of the tasks extension (``io.modelcontextprotocol/tasks``)
+#   at a revision without sessions: one table for the whole process, in a nursery the
+#   caller (the app) owns, since any request of any connection may ask about a task.
+#   A question the handler asks (``ctx.elicit`` …) parks the task with keyed
+#   ``inputRequests`` until ``tasks/update`` brings the answers, and the handler goes on
+#   where it stopped; a returned ``InputRequired`` parks it too and runs the handler
+#   again with the answers. Status changes are published on a change bus, from which
+#   listen streams naming the task send ``notifications/tasks``.
+#
+# Common to both: ``create`` stores a ``TaskState`` (server/_tasks.py) and starts the
+# actor inside the task's own CancelScope; cancelling moves the task to ``cancelled``
+# first and then cancels its scope, so the outcome is fixed from then on; one reaper task,
+# alive only while the table has entries, deletes each task when its TTL has passed,
+# cancelling it first if it still runs. Ids come from ``secrets`` (128 bits).
 #
 # A session that hibernates (HTTP) enters ``running()`` once per waking period: between
 # periods no task actor runs, the table stays, and entries whose TTL passed meanwhile are
 # dropped when the next period begins, before any request can ask for them.
 #
-# Tasks are bound to their session: another session has another manager, so it sees
-# none of these ids. Ids come from ``secrets`` (128 bits).
+# Longer than most modules: the two owners only make sense beside the actor they share.
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import logging
 import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar
 
 import attrs
 import trio
@@ -43,12 +50,23 @@ from .._exceptions import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    LocalProtocolError,
     ProtocolError,
     RequestError,
 )
 from ..protocol import JSONObject, RequestId, clip, describe, describe_error
+from ..protocol._ext_tasks import (
+    Snapshot,
+    Update,
+    acknowledgement,
+    apply_update,
+    create_task_result,
+    get_task_result,
+    task_not_found,
+)
 from ..server import Context, Peer
 from ..server._execution import Offload
+from ..server._rounds import InputNeeded, Rounds
 from ..server._tasks import (
     TaskMetadata,
     TaskState,
@@ -60,9 +78,16 @@ from ..server._tasks import (
 )
 
 if TYPE_CHECKING:
-    from ..server._tasks import TaskHost
+    from ..server._tasks import SessionTaskHost, TaskHost
 
-__all__ = ["TaskManager", "TaskOptions", "TaskStatistics"]
+__all__ = [
+    "TaskChange",
+    "TaskManager",
+    "TaskOptions",
+    "TaskPublisher",
+    "TaskRegistry",
+    "TaskStatistics",
+]
 
 T = TypeVar("T")
 
@@ -76,13 +101,13 @@ def _positive(instance: object, attribute: attrs.Attribute[Any], value: Any) -> 
 
 @attrs.frozen
 class TaskOptions:
-    """Limits of the tasks of one session; the defaults suit most servers."""
+    """Limits of the tasks of one session (of the process, for the tasks extension)."""
 
-    #: tasks of one session running at once; more are refused with a clear error
+    #: tasks running at once; more are refused with a clear error
     max_running: int = attrs.field(default=32, validator=_positive)
-    #: tasks one session keeps (running or finished, until their TTL passes)
+    #: tasks kept (running or finished, until their TTL passes)
     max_stored: int = attrs.field(default=1024, validator=_positive)
-    #: seconds a task is kept when the client asks for no TTL (None: until the session ends)
+    #: seconds a task is kept when nobody asks for a TTL (None: until the owner ends)
     default_ttl: float | None = attrs.field(default=3600.0, validator=_positive)
     #: the longest TTL granted, in seconds; longer requests are cut to it (None: no limit)
     max_ttl: float | None = attrs.field(default=86400.0, validator=_positive)
@@ -98,7 +123,7 @@ class TaskOptions:
 
 @attrs.frozen
 class TaskStatistics:
-    """A snapshot of one session's tasks."""
+    """A snapshot of one table's tasks."""
 
     #: task actors alive (working, waiting for input, or finishing after a cancel)
     running: int
@@ -106,6 +131,27 @@ class TaskStatistics:
     stored: int
     #: ``tasks/result`` requests waiting for a task to finish
     waiting: int
+
+
+@attrs.frozen
+class TaskChange:
+    """A task's status changed: what a change bus carries to listen streams.
+
+    Shaped as the bus's change events (``kind``, ``uri``, ``task_id``, ``payload``);
+    ``payload`` is the task's ``DetailedTask``, the body of ``notifications/tasks``.
+    """
+
+    task_id: str
+    payload: JSONObject
+    kind: str = "task"
+    uri: str | None = None
+
+
+class TaskPublisher(Protocol):
+    """Where a ``TaskRegistry`` publishes status changes (the process's change bus)."""
+
+    def publish(self, event: Any) -> None:
+        """Hand ``event`` to every listener; never blocks, never raises."""
 
 
 @attrs.define(eq=False)
@@ -124,13 +170,27 @@ class _Task:
     readers: list[RequestId] = attrs.field(factory=list)
     #: server→client requests in flight for this task (``input_required`` while > 0)
     asking: int = 0
+    #: who created it (tasks extension); another principal does not find it
+    principal: str | None = None
+    #: the input requests the task is parked on, by key (tasks extension)
+    outstanding: dict[str, JSONObject] = attrs.field(factory=dict)
+    #: answers handed in and not yet taken by the question waiting for them
+    answers: dict[str, JSONObject] = attrs.field(factory=dict)
+    #: set when answers arrive; replaced once set
+    answered: trio.Event = attrs.field(factory=trio.Event)
+    #: questions asked so far, for their keys (never reused within a task)
+    questions: int = 0
 
 
-class TaskManager:
-    """The tasks of one session: their table, their actors and their expiry."""
+class _TaskTable:
+    """A table of Task actors: storage, limits, the actor itself and expiry."""
 
-    def __init__(self, peer: Peer, options: TaskOptions | None = None) -> None:
-        self._peer = peer
+    #: how the limits in error messages are scoped
+    _scope: ClassVar[str] = "per session"
+    #: whether a tool's ``isError`` result fails the task (2025-11-25) or completes it
+    _tool_errors_fail: ClassVar[bool] = True
+
+    def __init__(self, options: TaskOptions | None = None) -> None:
         self.options = options or TaskOptions()
         self._tasks: dict[str, _Task] = {}
         self._expiry: list[tuple[float, str]] = []
@@ -140,7 +200,7 @@ class TaskManager:
         #: task actors alive
         self._running = 0
         self._waiting = 0
-        # Events are made when someone waits: an idle session should cost little.
+        # Events are made when someone waits: an idle table should cost little.
         self._idle: trio.Event | None = None
         self._reaping = False
         self._wake_reaper: trio.Event | None = None
@@ -154,6 +214,196 @@ class TaskManager:
         return TaskStatistics(
             running=self._running, stored=len(self._tasks), waiting=self._waiting
         )
+
+    async def wait_idle(self) -> None:
+        """Wait until no task actor is running."""
+        if not self._running:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._idle is None:
+            self._idle = trio.Event()
+        await self._idle.wait()
+
+    def _instant(self, moment: float) -> str:
+        assert self._anchor is not None
+        wall, clock = self._anchor
+        return isoformat(wall + (moment - clock))
+
+    def _ttl_ms(self, requested: int | None) -> int | None:
+        options = self.options
+        if requested is None:
+            return _ms(options.default_ttl)
+        limit = _ms(options.max_ttl)
+        return requested if limit is None else min(requested, limit)
+
+    def _store(
+        self, nursery: trio.Nursery, ttl_ms: int | None, principal: str | None = None
+    ) -> _Task:
+        # A new task in the table (limits checked), its expiry scheduled.
+        options = self.options
+        if self._active >= options.max_running:
+            raise RequestError(
+                INTERNAL_ERROR,
+                f"server busy: too many tasks running (limit {options.max_running} "
+                f"{self._scope}); wait for one to finish or cancel one",
+                {"limit": options.max_running},
+            )
+        if len(self._tasks) >= options.max_stored:
+            raise RequestError(
+                INTERNAL_ERROR,
+                f"server busy: too many tasks kept (limit {options.max_stored} {self._scope}); "
+                "finished tasks are kept until their ttl passes",
+                {"limit": options.max_stored},
+            )
+        now = trio.current_time()
+        task_id = secrets.token_urlsafe(16)
+        state = TaskState(
+            task_id=task_id,
+            created_at=now,
+            ttl_ms=ttl_ms,
+            poll_interval_ms=_ms(options.poll_interval),
+        )
+        self._number += 1
+        record = _Task(state=state, number=self._number, principal=principal)
+        self._tasks[task_id] = record
+        self._active += 1
+        expires_at = state.expires_at
+        if expires_at is not None:
+            heapq.heappush(self._expiry, (expires_at, task_id))
+            if self._wake_reaper is not None:
+                self._wake_reaper.set()
+            if not self._reaping:
+                self._reaping = True
+                nursery.start_soon(self._reap)
+        return record
+
+    def _spawn(
+        self,
+        nursery: trio.Nursery,
+        task: _Task,
+        work: Callable[[Context], Awaitable[JSONObject]],
+        ctx: Context,
+    ) -> None:
+        self._running += 1
+        nursery.start_soon(self._run_task, task, work, ctx, name=f"task {task.state.task_id}")
+
+    async def _run_task(
+        self,
+        task: _Task,
+        work: Callable[[Context], Awaitable[JSONObject]],
+        ctx: Context,
+    ) -> None:
+        result: JSONObject | None = None
+        error: JSONObject | None = None
+        try:
+            with task.scope:
+                try:
+                    result = await work(ctx)
+                except (RequestError, ProtocolError) as exc:
+                    error = exc.to_error()
+                except Exception as exc:
+                    # As in a request actor: a failing handler becomes the error the
+                    # plain request would have been answered with.
+                    _log.exception("task %s failed", describe(task.state.task_id))
+                    error = {
+                        "code": INTERNAL_ERROR,
+                        "message": f"internal error in 'tools/call': {describe_error(exc)}",
+                    }
+            if task.state.terminal:
+                # Cancelled or expired meanwhile (the only ways its scope is cancelled):
+                # that outcome stands, whatever the work did after.
+                return
+            status: TaskStatus = "completed"
+            message: str | None = None
+            if error is not None:
+                status, message = "failed", str(error["message"])
+            elif self._tool_errors_fail and result is not None and result.get("isError") is True:
+                # A tool's isError result fails the task (spec "Task Execution Errors").
+                status, message = "failed", failure_message(result)
+            self._finish(task, status, message, result=result, error=error)
+            await self._announce(task)
+        finally:
+            self._running -= 1
+            if not self._running and self._idle is not None:
+                self._idle.set()
+                self._idle = None
+
+    def _finish(
+        self,
+        task: _Task,
+        status: TaskStatus,
+        message: str | None,
+        *,
+        result: JSONObject | None = None,
+        error: JSONObject | None = None,
+    ) -> None:
+        task.state.move(status, message, trio.current_time())
+        self._active -= 1
+        if status == "cancelled":
+            error = {
+                "code": INVALID_PARAMS,
+                "message": f"task {describe(task.state.task_id)} was cancelled: {message}",
+                "data": {"taskId": task.state.task_id, "status": "cancelled"},
+            }
+            result = None
+        task.result = result
+        task.error = error
+        task.outstanding.clear()
+        task.done.set()
+
+    async def _announce(self, task: _Task) -> None:
+        raise NotImplementedError
+
+    def _cancel(self, task: _Task, message: str, reason: str) -> None:
+        self._finish(task, "cancelled", message)
+        task.scope.cancel(reason)
+
+    # --- expiry ------------------------------------------------------------------------
+
+    def _drop_expired(self) -> None:
+        # Between periods nothing runs, so every task due is finished: forget it now.
+        now = trio.current_time()
+        expiry = self._expiry
+        while expiry and expiry[0][0] <= now:
+            task = self._tasks.get(expiry[0][1])
+            if task is not None and not task.state.terminal:
+                break  # still running: the reaper cancels it and says so
+            heapq.heappop(expiry)
+            if task is not None:
+                del self._tasks[task.state.task_id]
+                task.expired = True
+                task.done.set()
+
+    async def _reap(self) -> None:
+        # Alive only while some task can expire, so an idle table has no extra task.
+        try:
+            while self._expiry:
+                when, task_id = self._expiry[0]
+                if when > trio.current_time():
+                    wake = self._wake_reaper = trio.Event()
+                    with trio.move_on_at(when):
+                        await wake.wait()
+                    continue
+                heapq.heappop(self._expiry)
+                task = self._tasks.pop(task_id, None)
+                if task is None:
+                    continue
+                task.expired = True
+                if not task.state.terminal:
+                    self._cancel(task, "the task's ttl passed", "the task's ttl passed")
+                    await self._announce(task)
+                task.done.set()
+        finally:
+            self._reaping = False
+            self._wake_reaper = None
+
+
+class TaskManager(_TaskTable):
+    """The tasks of one session (2025-11-25): their table, their actors and their expiry."""
+
+    def __init__(self, peer: Peer, options: TaskOptions | None = None) -> None:
+        super().__init__(options)
+        self._peer = peer
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[TaskManager]:
@@ -175,20 +425,6 @@ class TaskManager:
             finally:
                 self._nursery = None
                 nursery.cancel_scope.cancel("the session ended")
-
-    async def wait_idle(self) -> None:
-        """Wait until no task actor is running."""
-        if not self._running:
-            await trio.lowlevel.checkpoint()
-            return
-        if self._idle is None:
-            self._idle = trio.Event()
-        await self._idle.wait()
-
-    def _instant(self, moment: float) -> str:
-        assert self._anchor is not None
-        wall, clock = self._anchor
-        return isoformat(wall + (moment - clock))
 
     def _wire(self, task: _Task) -> JSONObject:
         return task.state.wire(self._instant)
@@ -223,41 +459,7 @@ class TaskManager:
         nursery = self._nursery
         if nursery is None:
             raise RequestError(INTERNAL_ERROR, "server busy: the session is shutting down")
-        options = self.options
-        if self._active >= options.max_running:
-            raise RequestError(
-                INTERNAL_ERROR,
-                f"server busy: too many tasks running (limit {options.max_running} per "
-                "session); wait for one to finish or cancel one",
-                {"limit": options.max_running},
-            )
-        if len(self._tasks) >= options.max_stored:
-            raise RequestError(
-                INTERNAL_ERROR,
-                f"server busy: too many tasks kept (limit {options.max_stored} per session); "
-                "finished tasks are kept until their ttl passes",
-                {"limit": options.max_stored},
-            )
-        now = trio.current_time()
-        task_id = secrets.token_urlsafe(16)
-        state = TaskState(
-            task_id=task_id,
-            created_at=now,
-            ttl_ms=self._ttl_ms(task.ttl_ms),
-            poll_interval_ms=_ms(options.poll_interval),
-        )
-        self._number += 1
-        record = _Task(state=state, number=self._number)
-        self._tasks[task_id] = record
-        self._active += 1
-        expires_at = state.expires_at
-        if expires_at is not None:
-            heapq.heappush(self._expiry, (expires_at, task_id))
-            if self._wake_reaper is not None:
-                self._wake_reaper.set()
-            if not self._reaping:
-                self._reaping = True
-                nursery.start_soon(self._reap)
+        record = self._store(nursery, self._ttl_ms(task.ttl_ms))
         task_ctx = Context(
             peer=_TaskPeer(self._peer, self, record),
             request_id=ctx.request_id,
@@ -265,79 +467,8 @@ class TaskManager:
             meta=ctx.meta,
             server=ctx.server,
         )
-        self._running += 1
-        nursery.start_soon(self._run_task, record, work, task_ctx, name=f"task {task_id}")
+        self._spawn(nursery, record, work, task_ctx)
         return {"task": self._wire(record)}
-
-    def _ttl_ms(self, requested: int | None) -> int | None:
-        options = self.options
-        if requested is None:
-            return _ms(options.default_ttl)
-        limit = _ms(options.max_ttl)
-        return requested if limit is None else min(requested, limit)
-
-    async def _run_task(
-        self,
-        task: _Task,
-        work: Callable[[Context], Awaitable[JSONObject]],
-        ctx: Context,
-    ) -> None:
-        result: JSONObject | None = None
-        error: JSONObject | None = None
-        try:
-            with task.scope:
-                try:
-                    result = await work(ctx)
-                except (RequestError, ProtocolError) as exc:
-                    error = exc.to_error()
-                except Exception as exc:
-                    # As in a request actor: a failing handler becomes the error the
-                    # plain request would have been answered with.
-                    _log.exception("task %s failed", describe(task.state.task_id))
-                    error = {
-                        "code": INTERNAL_ERROR,
-                        "message": f"internal error in 'tools/call': {describe_error(exc)}",
-                    }
-            if task.state.terminal:
-                # Cancelled or expired meanwhile (the only ways its scope is cancelled):
-                # that outcome stands, whatever the work did after.
-                return
-            status: TaskStatus = "completed"
-            message: str | None = None
-            if error is not None:
-                status, message = "failed", str(error["message"])
-            elif result is not None and result.get("isError") is True:
-                # A tool's isError result fails the task (spec "Task Execution Errors").
-                status, message = "failed", failure_message(result)
-            self._finish(task, status, message, result=result, error=error)
-            await self._announce(task)
-        finally:
-            self._running -= 1
-            if not self._running and self._idle is not None:
-                self._idle.set()
-                self._idle = None
-
-    def _finish(
-        self,
-        task: _Task,
-        status: TaskStatus,
-        message: str | None,
-        *,
-        result: JSONObject | None = None,
-        error: JSONObject | None = None,
-    ) -> None:
-        task.state.move(status, message, trio.current_time())
-        self._active -= 1
-        if status == "cancelled":
-            error = {
-                "code": INVALID_PARAMS,
-                "message": f"task {describe(task.state.task_id)} was cancelled: {message}",
-                "data": {"taskId": task.state.task_id, "status": "cancelled"},
-            }
-            result = None
-        task.result = result
-        task.error = error
-        task.done.set()
 
     async def _announce(self, task: _Task) -> None:
         # No related-task _meta: the task id is in the params (spec "Task Notifications").
@@ -421,50 +552,264 @@ class TaskManager:
                 f"Cannot cancel task: already in terminal status {describe(task.state.status)}",
                 {"taskId": task_id, "status": task.state.status},
             )
-        self._finish(task, "cancelled", "The task was cancelled by request.")
-        task.scope.cancel("cancelled by tasks/cancel")
+        self._cancel(task, "The task was cancelled by request.", "cancelled by tasks/cancel")
         await self._announce(task)
         return self._wire(task)
 
-    # --- expiry ------------------------------------------------------------------------
 
-    def _drop_expired(self) -> None:
-        # Between periods nothing runs, so every task due is finished: forget it now.
-        now = trio.current_time()
-        expiry = self._expiry
-        while expiry and expiry[0][0] <= now:
-            task = self._tasks.get(expiry[0][1])
-            if task is not None and not task.state.terminal:
-                break  # still running: the reaper cancels it and says so
-            heapq.heappop(expiry)
-            if task is not None:
-                del self._tasks[task.state.task_id]
-                task.expired = True
-                task.done.set()
+class TaskRegistry(_TaskTable):
+    """The tasks of the tasks extension: one table for the process, in its nursery.
 
-    async def _reap(self) -> None:
-        # Alive only while some task can expire, so an idle session has no extra task.
+    ``nursery`` (the app's) owns every task actor and the reaper: closing it ends them.
+    Each status change is published to ``bus`` as a ``TaskChange``.
+    """
+
+    _scope = "per process"
+    # A tool that ran and reported an error is a completed task (the extension's
+    # "error semantics"); failed is for protocol errors.
+    _tool_errors_fail = False
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        bus: TaskPublisher | None = None,
+        options: TaskOptions | None = None,
+    ) -> None:
+        super().__init__(options)
+        self._nursery = nursery
+        self._bus = bus
+        self._anchor = (time.time(), trio.current_time())
+
+    def _lookup(self, task_id: str, principal: str | None, request_id: RequestId | None) -> _Task:
+        task = self._tasks.get(task_id)
+        if task is None or task.principal != principal:
+            raise task_not_found(task_id, request_id=request_id)
+        return task
+
+    def _snapshot(self, task: _Task) -> Snapshot:
+        state = task.state
+        status = state.status
+        return Snapshot(
+            task_id=state.task_id,
+            status=status,
+            created_at=self._instant(state.created_at),
+            last_updated_at=self._instant(state.updated_at),
+            ttl_ms=state.ttl_ms,
+            poll_interval_ms=state.poll_interval_ms,
+            status_message=state.status_message,
+            result=task.result if status == "completed" else None,
+            error=task.error if status == "failed" else None,
+            input_requests=dict(task.outstanding) if status == "input_required" else None,
+        )
+
+    async def _announce(self, task: _Task) -> None:
+        self._publish(task)
+
+    def _publish(self, task: _Task) -> None:
+        if self._bus is not None:
+            payload = get_task_result(self._snapshot(task))
+            del payload["resultType"]
+            self._bus.publish(TaskChange(task.state.task_id, payload))
+
+    # --- the TaskHost of server/_tasks.py ------------------------------------------------
+
+    async def create(
+        self,
+        work: Callable[[Context], Awaitable[JSONObject]],
+        ctx: Context,
+        *,
+        principal: str | None = None,
+    ) -> JSONObject:
+        """Start ``work`` as a Task actor; return the ``CreateTaskResult`` once stored."""
+        nursery = self._nursery
+        assert nursery is not None
+        record = self._store(nursery, self._ttl_ms(None), principal)
+        task_ctx = Context(
+            peer=_DetachedPeer(ctx._peer),
+            request_id=ctx.request_id,
+            negotiated=ctx.negotiated,
+            meta=ctx.meta,
+            server=ctx.server,
+        )
+        task_ctx._asker = _Asker(self, record)
         try:
-            while self._expiry:
-                when, task_id = self._expiry[0]
-                if when > trio.current_time():
-                    wake = self._wake_reaper = trio.Event()
-                    with trio.move_on_at(when):
-                        await wake.wait()
-                    continue
-                heapq.heappop(self._expiry)
-                task = self._tasks.pop(task_id, None)
-                if task is None:
-                    continue
-                task.expired = True
-                if not task.state.terminal:
-                    self._finish(task, "cancelled", "the task's ttl passed")
-                    task.scope.cancel("the task's ttl passed")
-                    await self._announce(task)
-                task.done.set()
-        finally:
-            self._reaping = False
-            self._wake_reaper = None
+            self._spawn(nursery, record, functools.partial(self._rounds, record, work), task_ctx)
+        except RuntimeError:
+            # The app's nursery is closing: nothing may start in it any more.
+            self._running -= 1
+            self._finish(record, "failed", "the server is shutting down", error=_SHUTTING_DOWN)
+            raise RequestError(
+                INTERNAL_ERROR, "server busy: the server is shutting down"
+            ) from None
+        return create_task_result(self._snapshot(record))
+
+    async def get(
+        self, task_id: str, *, principal: str | None = None, request_id: RequestId | None = None
+    ) -> JSONObject:
+        """Return the ``GetTaskResult``: the task and what its status carries."""
+        await trio.lowlevel.checkpoint()
+        return get_task_result(self._snapshot(self._lookup(task_id, principal, request_id)))
+
+    async def update(
+        self, update: Update, *, principal: str | None = None, request_id: RequestId | None = None
+    ) -> JSONObject:
+        """Hand answers to a parked task; answers nobody waits for are ignored."""
+        await trio.lowlevel.checkpoint()
+        task = self._lookup(update.task_id, principal, request_id)
+        if task.state.status == "input_required":
+            outcome = apply_update(task.outstanding, update.responses)
+            if outcome.accepted:
+                task.answers.update(outcome.accepted)
+                task.outstanding = dict(outcome.remaining)
+                if outcome.status == "working":
+                    task.state.move("working", None, trio.current_time())
+                self._publish(task)
+                task.answered.set()
+                task.answered = trio.Event()
+        return acknowledgement()
+
+    async def cancel(
+        self, task_id: str, *, principal: str | None = None, request_id: RequestId | None = None
+    ) -> JSONObject:
+        """Cancel the task's actor; a finished task stays as it is. The empty ack."""
+        await trio.lowlevel.checkpoint()
+        task = self._lookup(task_id, principal, request_id)
+        if not task.state.terminal:
+            self._cancel(task, "The task was cancelled by request.", "cancelled by tasks/cancel")
+            self._publish(task)
+        return acknowledgement()
+
+    def known(self, task_id: str, *, principal: str | None = None) -> bool:
+        """Whether ``task_id`` names a task of ``principal``."""
+        task = self._tasks.get(task_id)
+        return task is not None and task.principal == principal
+
+    # --- questions -------------------------------------------------------------------
+
+    async def _park(
+        self, task: _Task, requests: Mapping[str, JSONObject]
+    ) -> dict[str, JSONObject]:
+        # Wait, input_required, until every one of ``requests`` is answered.
+        task.outstanding.update(requests)
+        if task.state.status == "working":
+            task.state.move(
+                "input_required", "waiting for the client's input", trio.current_time()
+            )
+        self._publish(task)
+        while not all(key in task.answers for key in requests):
+            await task.answered.wait()
+        return {key: task.answers.pop(key) for key in requests}
+
+    async def _rounds(
+        self,
+        task: _Task,
+        work: Callable[[Context], Awaitable[JSONObject]],
+        ctx: Context,
+    ) -> JSONObject:
+        # A handler that returns InputRequired runs again with the answers, as a retry
+        # would run it (its questions asked through ctx are answered in place instead).
+        while True:
+            try:
+                return await work(ctx)
+            except InputNeeded as needed:
+                if not needed.requests:
+                    raise LocalProtocolError(
+                        "a task's handler returned InputRequired without input requests"
+                    ) from None
+                answers = await self._park(task, needed.requests)
+                before = ctx._rounds.answers if ctx._rounds is not None else {}
+                ctx._rounds = Rounds({**before, **answers}, needed.state)
+
+
+_SHUTTING_DOWN: Final[JSONObject] = {
+    "code": INTERNAL_ERROR,
+    "message": "the server is shutting down",
+}
+
+
+class _Asker:
+    """Answers a task's questions in place: the task parks until ``tasks/update``."""
+
+    def __init__(self, registry: TaskRegistry, task: _Task) -> None:
+        self._registry = registry
+        self._task = task
+
+    async def ask(self, request: JSONObject) -> JSONObject:
+        """Park the task on ``request`` under a new key; return the client's answer."""
+        task = self._task
+        task.questions += 1
+        key = f"{task.questions}:{request['method']}"
+        answers = await self._registry._park(task, {key: request})
+        return answers[key]
+
+
+class _DetachedPeer:
+    """The peer of a task's Context (tasks extension): the request it came from is over.
+
+    Its notifications have no stream to go on (a task reaches the client only through
+    ``tasks/get`` and ``notifications/tasks``), so they are dropped; work that needs the
+    runtime (threads, worker processes) still runs through the request's peer.
+    """
+
+    def __init__(self, peer: Peer) -> None:
+        self._peer = peer
+
+    @property
+    def tasks(self) -> SessionTaskHost:
+        """There are no session tasks at a revision without sessions."""
+        raise LocalProtocolError("a task of the tasks extension has no session tasks")
+
+    async def notify(
+        self, method: str, params: JSONObject, *, related_request_id: RequestId | None
+    ) -> None:
+        """Drop the notification: no stream carries it."""
+        await trio.lowlevel.checkpoint()
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject,
+        *,
+        related_request_id: RequestId | None,
+        timeout: float | None,
+    ) -> JSONObject:
+        """Never used: a task's questions park it (``_Asker``)."""
+        raise LocalProtocolError(f"a task cannot send the client a request ({method})")
+
+    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
+        """Nothing to close: the request that created the task was answered long ago."""
+
+    def log_enabled(self, level: str) -> bool:
+        """Log messages have nowhere to go."""
+        return False
+
+    def subscribe(self, uri: str) -> None:
+        """Nothing to remember: there are no subscriptions without sessions."""
+
+    def unsubscribe(self, uri: str) -> None:
+        """Nothing to forget."""
+
+    async def run_sync(self, fn: Callable[[], T]) -> T:
+        """Run a blocking callable in a worker thread, cancellable cooperatively."""
+        return await self._peer.run_sync(fn)
+
+    async def call(
+        self,
+        fn: Callable[..., Any],
+        kwargs: Mapping[str, Any],
+        *,
+        offload: Offload,
+        timeout: float | None,
+    ) -> Any:
+        """Run a tool's function as ``offload`` says, under its timeout."""
+        return await self._peer.call(fn, kwargs, offload=offload, timeout=timeout)
+
+
+if TYPE_CHECKING:
+    # Both owners are what their hosts' Protocols ask for.
+    _session_host: SessionTaskHost = TaskManager.__new__(TaskManager)
+    _extension_host: TaskHost = TaskRegistry.__new__(TaskRegistry)
 
 
 class _TaskPeer:
@@ -476,7 +821,7 @@ class _TaskPeer:
         self._task = task
 
     @property
-    def tasks(self) -> TaskHost:
+    def tasks(self) -> SessionTaskHost:
         """The session's tasks."""
         return self._manager
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     )
     from ._execution import Offload, TaskMetadata
 
-__all__ = ["Context", "Peer", "TaskHost"]
+__all__ = ["Asker", "Context", "Peer", "SessionTaskHost"]
 
 T = TypeVar("T")
 
@@ -83,12 +83,12 @@ class Peer(Protocol):
         """Run a tool's function as ``offload`` says; HandlerTimeout after ``timeout`` s."""
 
     @property
-    def tasks(self) -> TaskHost:
+    def tasks(self) -> SessionTaskHost:
         """The tasks of this requestor (2025-11-25)."""
 
 
-class TaskHost(Protocol):
-    """The runtime's task table for one requestor (a session)."""
+class SessionTaskHost(Protocol):
+    """The runtime's task table for one requestor (a session, 2025-11-25)."""
 
     async def create(
         self,
@@ -111,10 +111,18 @@ class TaskHost(Protocol):
         """Cancel a task; return it (now ``cancelled``); -32602 if it is terminal."""
 
 
+class Asker(Protocol):
+    """Who answers a handler's questions in place (a task of the tasks extension)."""
+
+    async def ask(self, request: JSONObject) -> JSONObject:
+        """Wait for the client's answer to ``request`` (an input request)."""
+
+
 class Context:
     """A handler's view of its request: progress, logging, and requests to the client."""
 
     __slots__ = (
+        "_asker",
         "_last_progress",
         "_peer",
         "_rounds",
@@ -146,6 +154,9 @@ class Context:
         # This round of a multi round-trip request (stateless revisions); set by
         # serve_stateless from the retry, else made on the first question.
         self._rounds: Rounds | None = None
+        # Set in a task of the tasks extension: questions park the task until the client
+        # answers with tasks/update, instead of ending a round.
+        self._asker: Asker | None = None
 
     # --- what the request carried -----------------------------------------------
 
@@ -361,14 +372,19 @@ class Context:
 
     async def _request(self, method: str, params: JSONObject, timeout: float | None) -> JSONObject:
         if self.negotiated.revision.input_requests:
-            return self._ask(method, params)
+            request = self._question(method, params)
+            if self._asker is not None:
+                return await self._asker.ask(request)
+            if self._rounds is None:
+                self._rounds = Rounds()
+            return self._rounds.ask(request)
         return await self._peer.request(
             method, params, related_request_id=self.request_id, timeout=timeout
         )
 
-    def _ask(self, method: str, params: JSONObject) -> JSONObject:
-        # A question in a multi round-trip request: its answer if the retry carries it,
-        # else InputNeeded ends the round (see _rounds.py).
+    def _question(self, method: str, params: JSONObject) -> JSONObject:
+        # A question asked in a result (multi round-trip requests, _rounds.py, or a parked
+        # task): the input request, once the client is known to take it.
         from ..protocol._mrtr import client_lacks, needed_capabilities
 
         request: JSONObject = {"method": method, "params": params}
@@ -379,9 +395,7 @@ class Context:
                 code=self._capability_code(),
                 data={"requiredCapabilities": lacking},
             )
-        if self._rounds is None:
-            self._rounds = Rounds()
-        return self._rounds.ask(request)
+        return request
 
     def _capability_code(self) -> int:
         # -32021 where the revision has the code (it asks in results), else as sessions do.

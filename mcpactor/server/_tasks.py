@@ -1,4 +1,4 @@
-# Tasks (2025-11-25), the sans-io half.
+# Tasks, the sans-io half: the session era's (2025-11-25) and the hosts of both eras.
 #
 # A task-augmented request (``tools/call`` with ``params.task``) is answered at once with
 # a ``CreateTaskResult``; the work goes on as a Task actor in the runtime
@@ -7,25 +7,29 @@
 #
 # This module is what needs no event loop:
 #
-# - the status machine, as a table (``TRANSITIONS``): a task starts ``working``, may go
-#   to ``input_required`` and back while it waits on the client, and ends in one of the
-#   terminal states, which are final (spec "Task Status Lifecycle");
+# - the status machine, the one table of both eras (``TRANSITIONS``, kept in
+#   protocol/_ext_tasks.py): a task starts ``working``, may go to ``input_required`` and
+#   back while it waits on the client, and ends in one of the terminal states, which are
+#   final (spec "Task Status Lifecycle");
 # - ``TaskState``, one task's record and its ``Task`` wire form; times are numbers the
 #   caller passes in (seconds on its clock), turned into ISO 8601 by a function it gives;
 # - the gate deciding whether a ``tools/call`` runs as a task (tool-level negotiation);
 # - opaque ``tasks/list`` cursors;
 # - the four ``tasks/*`` handlers, which parse params and ask the ``TaskHost`` (the
-#   runtime, reached through the Context's peer) for the rest.
+#   runtime, reached through the Context's peer) for the rest;
+# - ``TaskHost``, what ``serve_stateless`` asks of the runtime for the tasks extension
+#   (``io.modelcontextprotocol/tasks``) at a revision without sessions: one process-wide
+#   table, whose tasks are the same Task actors as a session's.
 #
-# ``TaskHost`` lives beside ``Peer`` in _context.py and ``TaskMetadata`` beside
+# ``SessionTaskHost`` lives beside ``Peer`` in _context.py and ``TaskMetadata`` beside
 # ``TaskSupport`` in _execution.py, so this module imports them and neither imports it.
 
 from __future__ import annotations
 
 import base64
 import datetime
-from collections.abc import Callable, Mapping
-from typing import Final, Literal, TypeAlias
+from collections.abc import Awaitable, Callable
+from typing import Final, Protocol
 
 import attrs
 import orjson
@@ -36,8 +40,9 @@ from .._exceptions import (
     LocalProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, Revision, bounded_value, describe
-from ._context import Context, TaskHost
+from ..protocol import JSONObject, RequestId, Revision, bounded_value, describe
+from ..protocol._ext_tasks import TERMINAL, TRANSITIONS, TaskStatus, Update
+from ._context import Context, SessionTaskHost
 from ._execution import TaskMetadata, TaskSupport
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
     "RELATED_TASK",
     "TERMINAL",
     "TRANSITIONS",
+    "SessionTaskHost",
     "TaskHost",
     "TaskMetadata",
     "TaskState",
@@ -59,24 +65,50 @@ __all__ = [
     "with_related_task",
 ]
 
-TaskStatus: TypeAlias = Literal["working", "input_required", "completed", "failed", "cancelled"]
-
 #: the ``_meta`` key tying a message to its task
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 
-TERMINAL: Final[frozenset[TaskStatus]] = frozenset({"completed", "failed", "cancelled"})
-
-#: status -> the statuses it may move to
-TRANSITIONS: Final[Mapping[TaskStatus, frozenset[TaskStatus]]] = {
-    "working": frozenset({"input_required", "completed", "failed", "cancelled"}),
-    "input_required": frozenset({"working", "completed", "failed", "cancelled"}),
-    "completed": frozenset(),
-    "failed": frozenset(),
-    "cancelled": frozenset(),
-}
-
 #: the ``tasks/*`` methods a server that offers tasks serves
 METHODS: Final = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
+
+
+class TaskHost(Protocol):
+    """The runtime's tasks of the tasks extension: one table for the whole process.
+
+    Each task belongs to the principal that created it (None: no authorization); a task
+    of another principal is not found. Task ids are opaque and unguessable.
+    """
+
+    async def create(
+        self,
+        work: Callable[[Context], Awaitable[JSONObject]],
+        ctx: Context,
+        *,
+        principal: str | None = None,
+    ) -> JSONObject:
+        """Start ``work`` as a Task actor; return the ``CreateTaskResult`` once stored.
+
+        Raises:
+            RequestError: too many tasks run or are kept (-32603).
+        """
+
+    async def get(
+        self, task_id: str, *, principal: str | None = None, request_id: RequestId | None = None
+    ) -> JSONObject:
+        """Return the ``GetTaskResult``; -32602 RemoteProtocolError for an unknown id."""
+
+    async def update(
+        self, update: Update, *, principal: str | None = None, request_id: RequestId | None = None
+    ) -> JSONObject:
+        """Hand the answers to a parked task; return the empty acknowledgement."""
+
+    async def cancel(
+        self, task_id: str, *, principal: str | None = None, request_id: RequestId | None = None
+    ) -> JSONObject:
+        """Cancel the task's actor (a finished task stays as it is); return the ack."""
+
+    def known(self, task_id: str, *, principal: str | None = None) -> bool:
+        """Whether ``task_id`` names a task of ``principal`` (listen's ``taskIds``)."""
 
 
 def tasks_capability() -> JSONObject:
@@ -246,7 +278,7 @@ async def handle(method: str, params: JSONObject, ctx: Context) -> JSONObject:
             f"method not found: {describe(method)}",
             {"method": bounded_value(method)},
         )
-    host: TaskHost = ctx._peer.tasks
+    host: SessionTaskHost = ctx._peer.tasks
     if method == "tasks/get":
         return await host.get(_task_id(params, method))
     if method == "tasks/result":
