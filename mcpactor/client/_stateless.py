@@ -7,9 +7,11 @@
 # when the probe goes unanswered). ``_rounds`` runs one request to its end: each round
 # is a request of its own (a new id), and between rounds the handlers answer every
 # input request by its key; the retry carries the answers and the ``requestState``
-# echoed back exactly. ``listen`` opens a ``subscriptions/listen`` stream and yields its
-# ``Subscription`` once acknowledged; leaving the block cancels it. ``ClientSession``
-# inherits this, as it inherits the typed methods; what they share is declared below.
+# echoed back exactly; a ``tools/call`` refused as a header mismatch is tried once more
+# after listing the tools (whose answer tells the transport what to mirror). ``listen``
+# opens a ``subscriptions/listen`` stream and yields its ``Subscription`` once
+# acknowledged; leaving the block cancels it. ``ClientSession`` inherits this, as it
+# inherits the typed methods; what they share is declared below.
 
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from ._handlers import ClientHandlers, ProgressHandler
 from ._pending import Pending
 from ._rounds import (
     INPUT_REQUIRED,
+    HeaderMismatch,
     UnsupportedProtocolVersion,
     read_input_required,
     result_type,
@@ -103,6 +106,8 @@ class StatelessMethods:
         async def _send_notice(self, notice: Notification) -> None: ...
 
         def _check_open(self) -> None: ...
+
+        async def list_all(self, method: str, key: str) -> list[JSONObject]: ...
 
     async def start(self, protocol_version: str = AUTO) -> JSONObject:
         """Open the conversation at ``protocol_version``; return the server's answer.
@@ -223,13 +228,31 @@ class StatelessMethods:
         # questions in between. ``timeout`` bounds each round.
         responses: JSONObject = {}
         state: str | None = None
+        relisted = False
         for _ in range(self.max_input_rounds + 1):
             request = self._core.send_request(
                 method,
                 retry_params(params, responses, state),
                 progress=progress_handler is not None,
             )
-            result = await self._call(request, timeout, progress_handler)
+            try:
+                result = await self._call(request, timeout, progress_handler)
+            except HeaderMismatch:
+                # The tool's mirrored parameters may have changed (or were never
+                # listed): the transports page says to list the tools and try again.
+                if method != "tools/call" or relisted:
+                    raise
+                relisted = True
+                await self.list_all("tools/list", "tools")
+                result = await self._call(
+                    self._core.send_request(
+                        method,
+                        retry_params(params, responses, state),
+                        progress=progress_handler is not None,
+                    ),
+                    timeout,
+                    progress_handler,
+                )
             if result_type(result) != INPUT_REQUIRED:
                 return result
             asked = read_input_required(result, revision)

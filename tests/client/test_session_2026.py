@@ -17,6 +17,7 @@ import trio
 from mcpactor._exceptions import RemoteProtocolError, RequestError, TransportError
 from mcpactor.client import (
     ClientSession,
+    HeaderMismatch,
     MissingClientCapability,
     UnsupportedProtocolVersion,
     open_client_session,
@@ -307,6 +308,29 @@ async def test_a_task_result_and_a_missing_capability_reach_the_caller() -> None
         with pytest.raises(MissingClientCapability) as caught:
             await client.call_tool("needs")
         assert caught.value.required_capabilities == {"sampling": {}}
+
+
+async def test_a_header_mismatch_is_tried_once_more_after_listing_the_tools() -> None:
+    async def mismatching(message: dict[str, Any]) -> list[dict[str, Any]]:
+        if message.get("method") in ("tools/call", "resources/read"):
+            return [error(message, -32020)]
+        return await modern(message)
+
+    async with scripted(mismatching) as (client, wire):
+        await client.start()
+        with pytest.raises(HeaderMismatch) as caught:
+            await client.call_tool("t", {"region": "eu"})
+        assert caught.value.code == -32020
+        # Not retried for another method.
+        with pytest.raises(HeaderMismatch):
+            await client.read_resource("a://b")
+    assert wire.methods() == [
+        "server/discover",
+        "tools/call",
+        "tools/list",
+        "tools/call",
+        "resources/read",
+    ]
 
 
 async def test_the_log_level_goes_with_every_later_request() -> None:
