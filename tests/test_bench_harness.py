@@ -97,6 +97,61 @@ def test_which_tests_a_target_runs() -> None:
     assert not stateless.runs("http_sessions1000")
 
 
+def test_a_target_of_2026_is_stateless_and_an_unknown_revision_is_refused() -> None:
+    (modern,) = targets.parse_targets(
+        '[[target]]\nname = "m"\nhttp = "http://h/mcp"\nrevision = "2026-07-28"\n'
+    )
+    assert modern.revision.stateless
+    assert modern.stateless
+    assert modern.runs("http_c64_s1")
+    assert not modern.runs("http_c1_s64")
+    assert not modern.runs("http_sessions1000")
+    (old,) = targets.parse_targets('[[target]]\nname = "o"\nstdio = "s"\n')
+    assert old.revision.version == "2025-11-25"
+    assert not old.stateless
+    with pytest.raises(ValueError, match="target u: unknown revision '2025-03-26'"):
+        targets.parse_targets('[[target]]\nname = "u"\nstdio = "s"\nrevision = "2025-03-26"\n')
+
+
+def test_the_targets_of_2026_stand_beside_their_session_era_rows() -> None:
+    found = {t.name: t for t in targets.parse_targets((BENCH / "targets.toml").read_text())}
+    pairs = {
+        "mcpactor-http-2026-json": "mcpactor-http-json",
+        "sdk-http-2026-json": "sdk-http-json",
+        "mcpactor-stdio-2026": "mcpactor-stdio",
+        "sdk-stdio-2026": "sdk-stdio",
+    }
+    for modern_name, session_name in pairs.items():
+        modern, session = found[modern_name], found[session_name]
+        assert modern.revision.version == "2026-07-28", modern_name
+        assert not session.revision.stateless, session_name
+        assert session.mode in modern.modes, modern_name
+        assert modern.peer == session.peer + "-2026", modern_name
+        # the same server, spoken to at another revision
+        assert targets.command(modern, RUN_SH_VALUES) == targets.command(session, RUN_SH_VALUES)
+    # in the ratio table a later peer is set over an earlier one: the session era first
+    order = list(dict.fromkeys(t.peer for t in found.values()))
+    assert order.index("mcpactor") < order.index("sdk-2026") < order.index("mcpactor-2026")
+
+
+def test_the_ratios_set_our_2026_path_over_our_session_path() -> None:
+    def cell(target: str, peer: str, mode: str, modes: list[str], rps: float) -> dict:
+        record = rec(peer, 0, rps, test="http_c16_s1")
+        record.update(target=target, mode=mode, modes=modes, kind="http")
+        return record
+
+    records = [
+        cell("mcpactor-http-json", "mcpactor", "http-json", [], 100.0),
+        cell("sdk-http-2026-json", "sdk-2026", "http-2026-json", ["http-json"], 50.0),
+        cell("mcpactor-http-2026-json", "mcpactor-2026", "http-2026-json", ["http-json"], 150.0),
+    ]
+    text = report.report(records, ["raw", "sdk"])
+    header = "| mode | test | metric | sdk-2026 / mcpactor | mcpactor-2026 / mcpactor"
+    assert header + " | mcpactor-2026 / sdk-2026 |" in text
+    assert "| http-json | http_c16_s1 | req/s | 0.5 [1] | 1.5 [1] | 3 [1] |" in text
+    assert "| http-2026-json | http_c16_s1 | req/s | – | – | 3 [1] |" in text
+
+
 def test_the_shape_of_an_http_cell() -> None:
     assert targets.http_cell_shape("http_c16_s64") == (16, 64)
     assert [targets.http_cell_shape(t)[0] for t in targets.HTTP_CELLS] == [1, 16, 64] * 2
@@ -163,6 +218,15 @@ def test_a_single_http_target_from_the_command_line() -> None:
         True,
         7,
     )
+
+
+def test_a_single_target_speaks_the_revision_it_is_told() -> None:
+    (target,) = cli.select_targets(parse("--stdio", "s", "--revision", "2026-07-28"))
+    assert target.revision.stateless
+    (target,) = cli.select_targets(parse("--http", "http://h:1/mcp"))
+    assert target.revision.version == "2025-11-25"
+    with pytest.raises(SystemExit):
+        parse("--stdio", "s", "--revision", "2024-01-01")
 
 
 def test_throughput_tests_share_a_group_and_rounds_rotate_the_targets() -> None:

@@ -3,6 +3,7 @@
     bench/mcpbench.py --targets bench/targets.toml [--only a,b] [--tests x,y | --suite quick|all]
     bench/mcpbench.py --stdio "CMD" ...                       one stdio server
     bench/mcpbench.py --http URL [--server-cmd "CMD {port}"]  one HTTP server
+    ... --revision 2026-07-28                                 speak it (no handshake)
     bench/mcpbench.py --report a.json [b.json ...]            the tables of saved records
 
 In a command, {python} is --python (or the target's own python), {bench} the folder of
@@ -26,6 +27,7 @@ from .report import report
 from .runs import Metrics, Run, run_all
 from .system import raise_fd_limit
 from .targets import ALL_TESTS, SUITES, Target, parse_targets
+from .wire import PROTOCOL_VERSION, STATELESS_VERSIONS, Revision
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 
@@ -45,6 +47,12 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--server-cmd", metavar="CMD", help="with --http: start this per test")
     ap.add_argument("--server-pid", type=int, help="with --http: the running server's PID")
     ap.add_argument("--stateless", action="store_true", help="with --http: no sessions")
+    ap.add_argument(
+        "--revision",
+        default=PROTOCOL_VERSION,
+        choices=[PROTOCOL_VERSION, *STATELESS_VERSIONS],
+        help="with --stdio or --http: the protocol revision to speak (2026-07-28: no handshake)",
+    )
     ap.add_argument("--name", default="target", help="the name of a --stdio or --http target")
     ap.add_argument("--only", help="comma list of target names to run from --targets")
     ap.add_argument("--suite", choices=sorted(SUITES), default="quick")
@@ -110,7 +118,9 @@ def select_targets(args: argparse.Namespace) -> list[Target]:
             targets = [t for t in targets if t.name in wanted]
         return targets
     if args.stdio:
-        return [Target(name=args.name, kind="stdio", cmd=args.stdio)]
+        return [
+            Target(name=args.name, kind="stdio", cmd=args.stdio, revision=Revision(args.revision))
+        ]
     if args.http:
         if args.server_cmd is None and "{port}" in args.http:
             raise ValueError("{port} in --http needs --server-cmd")
@@ -122,6 +132,7 @@ def select_targets(args: argparse.Namespace) -> list[Target]:
                 url=args.http,
                 stateless=args.stateless,
                 pid=args.server_pid,
+                revision=Revision(args.revision),
             )
         ]
     raise ValueError("give --stdio, --http, --targets or --report")

@@ -20,17 +20,12 @@ from .system import Meter, free_port, rss_kb, stop
 from .targets import ROUNDS_OF, THROUGHPUT_TESTS, Target, command, expand, http_cell_shape
 from .wire import (
     ECHO_TEXT,
-    INIT_PARAMS,
     Endpoint,
     HttpConnection,
     Response,
     StdioClient,
-    answered,
-    call_template,
     messages,
     notification,
-    request,
-    succeeded,
 )
 
 Metrics = dict[str, Any]
@@ -256,7 +251,8 @@ async def closed_loop(run: Run, pid: int | None, lanes: list[Lane]) -> Metrics:
 
 def stdio_lanes(client: StdioClient, width: int, tool: str) -> list[Lane]:
     """width lanes of tools/call on one stdio client."""
-    template = call_template(tool, {"text": ECHO_TEXT})
+    template = client.revision.call_template(tool, {"text": ECHO_TEXT})
+    check = client.revision.succeeded
     ids = itertools.count(1)
 
     def lane(done: Done) -> None:
@@ -264,7 +260,7 @@ def stdio_lanes(client: StdioClient, width: int, tool: str) -> list[Lane]:
             done(None)
             return
         rid = next(ids)
-        client.expect(rid, lambda message: done(lambda: succeeded(message)))
+        client.expect(rid, lambda message: done(lambda: check(message)))
         client.write(template(rid) + b"\n")
 
     return [lane] * width
@@ -279,8 +275,8 @@ def http_lanes(
     on over a new one, which it puts in its place in connections; its next call pays
     for the connect. A call whose response was lost counts as an error.
     """
-    template = call_template("echo", {"text": ECHO_TEXT})
-    heads = {s: endpoint.post_head(s) for s in sessions}
+    template = endpoint.revision.call_template("echo", {"text": ECHO_TEXT})
+    heads = {s: endpoint.post_head(s, method="tools/call", name="echo") for s in sessions}
     ids = itertools.count(1)
     loop = asyncio.get_running_loop()
 
@@ -295,7 +291,7 @@ def http_lanes(
             body = template(rid)
 
             def on_response(response: Response | None) -> None:
-                done(lambda: response is not None and answered(rid, response))
+                done(lambda: response is not None and endpoint.answered(rid, response))
 
             data = heads[session] + b"%d\r\n\r\n" % len(body) + body
             connections[slot].send(data, on_response)
@@ -325,7 +321,7 @@ def http_lanes(
 async def spawn_stdio(run: Run, target: Target, event_log: Path | None = None) -> StdioClient:
     """Start a stdio target."""
     with run.stderr(target) as err:
-        return await StdioClient.start(run.argv(target), run.env(event_log), err)
+        return await StdioClient.start(run.argv(target), run.env(event_log), err, target.revision)
 
 
 async def stdio_throughput(run: Run, target: Target, tests: list[str]) -> dict[str, Metrics]:
@@ -333,7 +329,7 @@ async def stdio_throughput(run: Run, target: Target, tests: list[str]) -> dict[s
     client = await spawn_stdio(run, target)
     out = {}
     try:
-        await client.initialize()
+        await client.open()
         for test in tests:
             tool = "echo_sync" if test.endswith("_sync") else "echo"
             width = 64 if "pipe64" in test else 1
@@ -365,14 +361,14 @@ async def stdio_sleep1000(
     """n calls of sleep(seconds) written at once: how long until all are answered, and memory."""
     client = await spawn_stdio(run, target)
     try:
-        await client.initialize()
+        await client.open()
         for i in range(20):
             await client.call(
                 f"w{i}", "tools/call", {"name": "sleep", "arguments": {"seconds": 0}}
             )
         await asyncio.sleep(0.3)
         base = rss_kb(client.pid)
-        template = call_template("sleep", {"seconds": seconds})
+        template = client.revision.call_template("sleep", {"seconds": seconds})
         replies: list[float] = []
         ok = 0
         all_in = asyncio.get_running_loop().create_future()
@@ -380,7 +376,7 @@ async def stdio_sleep1000(
         def on_reply(message: dict[str, Any]) -> None:
             nonlocal ok
             replies.append(time.perf_counter())
-            ok += succeeded(message)
+            ok += client.revision.succeeded(message)
             if len(replies) == n and not all_in.done():
                 all_in.set_result(None)
 
@@ -398,7 +394,8 @@ async def stdio_sleep1000(
 
 
 def cold_start(run: Run, target: Target) -> Metrics:
-    """Spawn to the initialize reply; idle RSS; stdin closed to the process's exit."""
+    """Spawn to the initialize reply (server/discover's where there is no handshake); idle RSS;
+    stdin closed to the process's exit."""
     with run.stderr(target) as err:
         t0 = time.perf_counter()
         process = subprocess.Popen(
@@ -410,7 +407,7 @@ def cold_start(run: Run, target: Target) -> Metrics:
         )
         assert process.stdin is not None
         assert process.stdout is not None
-        process.stdin.write(request(1, "initialize", INIT_PARAMS) + b"\n")
+        process.stdin.write(target.revision.request(1, *target.revision.opening()) + b"\n")
         process.stdin.flush()
         line = process.stdout.readline()
         t1 = time.perf_counter()
@@ -451,7 +448,7 @@ async def stdio_progress(run: Run, target: Target, steps: int = 200, reps: int =
     """progress(steps) with a progress token: time per step, notifications delivered."""
     client = await spawn_stdio(run, target)
     try:
-        await client.initialize()
+        await client.open()
         results = []
         for rep in range(reps + 1):  # the first is a warm-up
             token = f"tok{rep}"
@@ -470,7 +467,7 @@ async def stdio_progress(run: Run, target: Target, steps: int = 200, reps: int =
             elapsed = time.perf_counter() - t0
             await asyncio.sleep(0.05)  # notifications that trail the reply
             if rep:
-                results.append((elapsed, seen[0], succeeded(reply)))
+                results.append((elapsed, seen[0], client.revision.succeeded(reply)))
         return progress_metrics(results, steps)
     finally:
         await client.close()
@@ -491,7 +488,7 @@ async def stdio_cancel(run: Run, target: Target, reps: int = 3, seconds: float =
     log = run.event_log()
     client = await spawn_stdio(run, target, log)
     try:
-        await client.initialize()
+        await client.open()
         await client.call("warm", "tools/call", {"name": "echo", "arguments": {"text": "x"}})
         late: dict[str, list[dict[str, Any]]] = {}
         stop_ms: list[float] = []
@@ -503,14 +500,14 @@ async def stdio_cancel(run: Run, target: Target, reps: int = 3, seconds: float =
             late[rid] = []
             last_sent = time.time()
             client.expect(rid, late[rid].append)
-            client.write(request(rid, "tools/call", sleep_call(seconds)) + b"\n")
+            client.write(client.revision.request(rid, "tools/call", sleep_call(seconds)) + b"\n")
             if await wait_event(log, "start", k + 1, 5) is None:
                 ends.append("never-started")
                 continue
             t_cancel = time.time()
             client.write(cancelled(rid) + b"\n")
             reply = await client.call(f"follow-{k}", "tools/call", ECHO)
-            if succeeded(reply):
+            if client.revision.succeeded(reply):
                 followup_ms.append((time.time() - t_cancel) * 1e3)
             t_end = await wait_event(log, "end", k + 1, 1.5)
             if t_end is None:
@@ -544,7 +541,8 @@ class HttpServer:
     def __init__(self, run: Run, target: Target, event_log: Path | None = None) -> None:
         self.run, self.target, self.event_log = run, target, event_log
         self.port = free_port() if target.cmd else None
-        self.endpoint = Endpoint(expand(target.url, {**run.values, "port": self.port}))
+        url = expand(target.url, {**run.values, "port": self.port})
+        self.endpoint = Endpoint(url, target.revision)
         self.process: subprocess.Popen[bytes] | None = None
         self.pid = target.pid
 
@@ -630,7 +628,7 @@ async def http_sleep1000(run: Run, target: Target, n: int = 1000, seconds: float
                 await endpoint.call(c, "w", "tools/call", sleep_call(0), session)
             await asyncio.sleep(0.3)
             base = rss_kb(server.pid)
-            template = call_template("sleep", {"seconds": seconds})
+            template = endpoint.revision.call_template("sleep", {"seconds": seconds})
             replies: list[float] = []
             statuses: dict[int | None, int] = {}
             ok = 0
@@ -642,7 +640,7 @@ async def http_sleep1000(run: Run, target: Target, n: int = 1000, seconds: float
                     replies.append(time.perf_counter())
                     status = None if response is None else response[0]
                     statuses[status] = statuses.get(status, 0) + 1
-                    ok += response is not None and answered(rid, response)
+                    ok += response is not None and endpoint.answered(rid, response)
                     if len(replies) == n and not all_in.done():
                         all_in.set_result(None)
 
@@ -685,7 +683,7 @@ async def http_sessions1000(run: Run, target: Target, n: int = 1000) -> Metrics:
         connection = await endpoint.connect()
         for s in random.Random(1).sample(sessions, 20):
             response = await endpoint.call(connection, "chk", "tools/call", ECHO, s)
-            alive += response is not None and answered("chk", response)
+            alive += response is not None and endpoint.answered("chk", response)
         connection.close()
         return {
             "create_s": used["wall"],
@@ -722,7 +720,7 @@ async def http_progress(run: Run, target: Target, steps: int = 200, reps: int = 
                 if isinstance(m, dict) and m.get("method") == "notifications/progress"
             )
             if rep:
-                ok = response is not None and answered(f"p{rep}", response)
+                ok = response is not None and endpoint.answered(f"p{rep}", response)
                 results.append((elapsed, notes, ok))
         connection.close()
         return progress_metrics(results, steps)
@@ -763,7 +761,9 @@ async def http_cancel(run: Run, target: Target, reps: int = 3, seconds: float = 
                 held.append(connection)
                 posts[rid] = []
                 last_sent = time.time()
-                data = endpoint.post(request(rid, "tools/call", sleep_call(seconds)), session)
+                data = endpoint.post(
+                    endpoint.revision.request(rid, "tools/call", sleep_call(seconds)), session
+                )
                 connection.send(data, posts[rid].append)
                 if await wait_event(log, "start", k + 1, 5) is None:
                     ends.append("never-started")
@@ -772,7 +772,7 @@ async def http_cancel(run: Run, target: Target, reps: int = 3, seconds: float = 
                 response = await control.exchange(endpoint.post(cancelled(rid), session))
                 notify_status.add(None if response is None else response[0])
                 response = await endpoint.call(control, f"follow-{k}", "tools/call", ECHO, session)
-                if response is not None and answered(f"follow-{k}", response):
+                if response is not None and endpoint.answered(f"follow-{k}", response):
                     followup_ms.append((time.time() - t_cancel) * 1e3)
                 t_end = await wait_event(log, "end", k + 1, 1.5)
                 if t_end is None:

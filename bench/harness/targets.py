@@ -8,6 +8,8 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
+from .wire import Revision
+
 STDIO_TESTS = [
     "stdio_lat1",
     "stdio_pipe64",
@@ -57,10 +59,13 @@ class Target:
     note: str = ""
     python: str = ""  # replaces {python} for this target
     pid: int | None = None  # an HTTP server already running, for its CPU and RSS
+    revision: Revision = field(default_factory=Revision)  # what the driver speaks to it
 
     def __post_init__(self) -> None:
         self.peer = self.peer or self.name
         self.mode = self.mode or self.kind
+        # a revision without sessions has nothing for a session test to measure
+        self.stateless = self.stateless or self.revision.stateless
 
     def runs(self, test: str) -> bool:
         """Whether test applies to this target."""
@@ -90,6 +95,7 @@ KEYS = {
     "skip",
     "note",
     "python",
+    "revision",
 }
 
 
@@ -116,9 +122,17 @@ def parse_targets(text: str) -> list[Target]:
                 skip=list(table.get("skip", [])),
                 note=table.get("note", ""),
                 python=table.get("python", ""),
+                revision=_revision(table),
             )
         )
     return out
+
+
+def _revision(table: dict[str, Any]) -> Revision:
+    try:
+        return Revision(table["revision"]) if "revision" in table else Revision()
+    except ValueError as exc:
+        raise ValueError(f"target {table['name']}: {exc}") from None
 
 
 def expand(text: str, values: dict[str, Any]) -> str:

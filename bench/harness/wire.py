@@ -7,10 +7,12 @@ can and the servers, not the client, are what is measured.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import socket
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -22,14 +24,34 @@ INIT_PARAMS = {
     "clientInfo": {"name": "mcpbench", "version": "0.1"},
 }
 ECHO_TEXT = "hello, mcp benchmark"
+CLIENT_INFO = INIT_PARAMS["clientInfo"]
+
+# The revisions without a handshake: every request says in params._meta which revision it
+# speaks and what the client can do, and is a POST of its own over HTTP.
+STATELESS_VERSIONS = ("2026-07-28",)
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 
 
-def request(rid: Any, method: str, params: dict[str, Any] | None = None) -> bytes:
-    """A JSON-RPC request."""
+def request(
+    rid: Any, method: str, params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None
+) -> bytes:
+    """A JSON-RPC request; meta (an envelope) is merged under the params' own _meta."""
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if meta is not None:
+        params = stamped(params, meta)
     if params is not None:
         message["params"] = params
     return orjson.dumps(message)
+
+
+def stamped(params: dict[str, Any] | None, meta: dict[str, Any]) -> dict[str, Any]:
+    """params with meta's keys in its _meta (a key the params set themselves wins)."""
+    params = dict(params or {})
+    own = params.get("_meta")
+    params["_meta"] = {**meta, **own} if isinstance(own, dict) else dict(meta)
+    return params
 
 
 def notification(method: str, params: dict[str, Any] | None = None) -> bytes:
@@ -40,9 +62,14 @@ def notification(method: str, params: dict[str, Any] | None = None) -> bytes:
     return orjson.dumps(message)
 
 
-def call_template(tool: str, arguments: dict[str, Any]) -> Callable[[int], bytes]:
+def call_template(
+    tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None
+) -> Callable[[int], bytes]:
     """A tools/call request as a function of its id, built without re-serialising."""
-    tail = orjson.dumps({"method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+    params: dict[str, Any] = {"name": tool, "arguments": arguments}
+    if meta is not None:
+        params = stamped(params, meta)
+    tail = orjson.dumps({"method": "tools/call", "params": params})
     after = b"," + tail[1:]
     return lambda rid: b'{"jsonrpc":"2.0","id":%d%s' % (rid, after)
 
@@ -51,6 +78,69 @@ def succeeded(message: dict[str, Any]) -> bool:
     """A JSON-RPC response with a result that is not a tool error."""
     result = message.get("result")
     return isinstance(result, dict) and not result.get("isError", False)
+
+
+def completed(message: dict[str, Any]) -> bool:
+    """succeeded, and its result says it is complete (not input_required, not a task)."""
+    return succeeded(message) and message["result"].get("resultType") == "complete"
+
+
+@dataclass(frozen=True)
+class Revision:
+    """The protocol revision a client speaks, and what that changes on its wire."""
+
+    version: str = PROTOCOL_VERSION
+
+    def __post_init__(self) -> None:
+        if self.version != PROTOCOL_VERSION and self.version not in STATELESS_VERSIONS:
+            known = ", ".join((PROTOCOL_VERSION, *STATELESS_VERSIONS))
+            raise ValueError(f"unknown revision {self.version!r}: one of {known}")
+
+    @property
+    def stateless(self) -> bool:
+        """Whether requests carry their own envelope instead of opening a session."""
+        return self.version in STATELESS_VERSIONS
+
+    @property
+    def meta(self) -> dict[str, Any] | None:
+        """The envelope each request carries in params._meta (None: a session's revision)."""
+        if not self.stateless:
+            return None
+        return {
+            PROTOCOL_VERSION_KEY: self.version,
+            CLIENT_CAPABILITIES_KEY: {},
+            CLIENT_INFO_KEY: CLIENT_INFO,
+        }
+
+    def request(self, rid: Any, method: str, params: dict[str, Any] | None = None) -> bytes:
+        """A request of this revision."""
+        return request(rid, method, params, self.meta)
+
+    def call_template(self, tool: str, arguments: dict[str, Any]) -> Callable[[int], bytes]:
+        """A tools/call template of this revision."""
+        return call_template(tool, arguments, self.meta)
+
+    def succeeded(self, message: dict[str, Any]) -> bool:
+        """A successful response, complete where the revision tags results with resultType."""
+        return completed(message) if self.stateless else succeeded(message)
+
+    def opening(self) -> tuple[str, dict[str, Any] | None]:
+        """The first request: initialize, or server/discover where there is no handshake."""
+        return ("server/discover", None) if self.stateless else ("initialize", INIT_PARAMS)
+
+    def check_opening(self, message: dict[str, Any]) -> None:
+        """Raise unless message answers opening() as this revision expects."""
+        method, _ = self.opening()
+        result = message.get("result")
+        if not isinstance(result, dict):
+            raise RuntimeError(f"{method} failed: {str(message)[:200]}")
+        if self.stateless:
+            versions = result.get("supportedVersions")
+            if not isinstance(versions, list) or self.version not in versions:
+                raise RuntimeError(f"{method}: {self.version} not in {str(versions)[:200]}")
+
+
+SESSION = Revision()
 
 
 # --- stdio -------------------------------------------------------------------------------
@@ -70,16 +160,20 @@ class StdioClient(asyncio.SubprocessProtocol):
         self.exited = asyncio.get_running_loop().create_future()
         self.unreadable_lines = 0  # a stray print() on a server's stdout, say
         self._held: list[bytes] | None = None
+        self.revision = SESSION
 
     @classmethod
-    async def start(cls, argv: list[str], env: dict[str, str], stderr: Any) -> StdioClient:
-        """Spawn argv and speak to it."""
+    async def start(
+        cls, argv: list[str], env: dict[str, str], stderr: Any, revision: Revision = SESSION
+    ) -> StdioClient:
+        """Spawn argv and speak to it at revision."""
         loop = asyncio.get_running_loop()
         transport, client = await loop.subprocess_exec(
             cls, *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env
         )
         client.transport = transport
         client.stdin = transport.get_pipe_transport(0)
+        client.revision = revision
         return client
 
     @property
@@ -150,10 +244,10 @@ class StdioClient(asyncio.SubprocessProtocol):
     async def call(
         self, rid: Any, method: str, params: dict[str, Any] | None = None, timeout: float = 30
     ) -> dict[str, Any]:
-        """Send a request and wait for its response."""
+        """Send a request of the client's revision and wait for its response."""
         future = asyncio.get_running_loop().create_future()
         self.expect(rid, lambda m: future.done() or future.set_result(m))
-        self.write(request(rid, method, params) + b"\n")
+        self.write(self.revision.request(rid, method, params) + b"\n")
         return await asyncio.wait_for(future, timeout)
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
@@ -166,6 +260,14 @@ class StdioClient(asyncio.SubprocessProtocol):
         if "result" not in reply:
             raise RuntimeError(f"initialize failed: {str(reply)[:200]}")
         self.notify("notifications/initialized")
+
+    async def open(self) -> None:
+        """Be ready to call tools: the handshake, or server/discover at a stateless revision."""
+        if not self.revision.stateless:
+            await self.initialize()
+            return
+        method, params = self.revision.opening()
+        self.revision.check_opening(await self.call("open", method, params))
 
     async def close(self, grace: float = 3.0) -> None:
         """Close stdin and let the child exit; SIGTERM, then SIGKILL if it does not."""
@@ -269,12 +371,13 @@ def messages(headers: dict[bytes, bytes], body: bytes) -> list[Any]:
     return message if isinstance(message, list) else [message]
 
 
-def answered(rid: Any, response: Response) -> bool:
-    """A 200 response whose body holds a successful response to rid."""
+def answered(
+    rid: Any, response: Response, check: Callable[[dict[str, Any]], bool] = succeeded
+) -> bool:
+    """A 200 response whose body holds a response to rid that passes check."""
     status, headers, body = response
     return status == 200 and any(
-        isinstance(m, dict) and m.get("id") == rid and succeeded(m)
-        for m in messages(headers, body)
+        isinstance(m, dict) and m.get("id") == rid and check(m) for m in messages(headers, body)
     )
 
 
@@ -339,10 +442,35 @@ class HttpConnection(asyncio.Protocol):
             self.transport.close()
 
 
-class Endpoint:
-    """A Streamable HTTP endpoint: where it is and how its requests look."""
+# The methods whose Mcp-Name header mirrors a parameter, and which parameter.
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
-    def __init__(self, url: str) -> None:
+
+def header_value(text: str) -> bytes:
+    """text as a header value: itself when plain visible ASCII, else the base64 sentinel."""
+    if text.isascii() and text.isprintable() and text == text.strip():
+        return text.encode()
+    return b"=?base64?" + base64.b64encode(text.encode()) + b"?="
+
+
+def routing(body: bytes) -> tuple[str, str]:
+    """The method of a request body and the parameter its Mcp-Name mirrors ("" if none)."""
+    message = orjson.loads(body)
+    if not isinstance(message, dict):
+        return "", ""
+    method = message.get("method")
+    if not isinstance(method, str):
+        return "", ""
+    params = message.get("params")
+    key = NAMED_BY.get(method)
+    name = params.get(key) if key and isinstance(params, dict) else None
+    return method, name if isinstance(name, str) else ""
+
+
+class Endpoint:
+    """A Streamable HTTP endpoint: where it is and how its requests look at a revision."""
+
+    def __init__(self, url: str, revision: Revision = SESSION) -> None:
         if not url.startswith("http://"):
             raise ValueError(f"only http:// endpoints: {url!r}")
         authority, _, path = url[len("http://") :].partition("/")
@@ -350,9 +478,15 @@ class Endpoint:
         self.host, self.port = (host, int(port)) if colon else (authority, 80)
         self.path = b"/" + path.encode()
         self.authority = authority.encode()
+        self.revision = revision
 
-    def post_head(self, session: str | None, initialize: bool = False) -> bytes:
-        """A POST's head up to and including the "Content-Length: " name."""
+    def post_head(
+        self, session: str | None, initialize: bool = False, method: str = "", name: str = ""
+    ) -> bytes:
+        """A POST's head up to and including the "Content-Length: " name.
+
+        At a stateless revision method and name become Mcp-Method and Mcp-Name.
+        """
         lines = [
             b"POST " + self.path + b" HTTP/1.1",
             b"Host: " + self.authority,
@@ -360,14 +494,25 @@ class Endpoint:
             b"Accept: application/json, text/event-stream",
         ]
         if not initialize:
-            lines.append(b"Mcp-Protocol-Version: " + PROTOCOL_VERSION.encode())
+            lines.append(b"Mcp-Protocol-Version: " + self.revision.version.encode())
         if session:
             lines.append(b"Mcp-Session-Id: " + session.encode())
+        if self.revision.stateless:
+            if method:
+                lines.append(b"Mcp-Method: " + header_value(method))
+            if name:
+                lines.append(b"Mcp-Name: " + header_value(name))
         return b"\r\n".join(lines) + b"\r\nContent-Length: "
 
     def post(self, body: bytes, session: str | None, initialize: bool = False) -> bytes:
-        """A whole POST carrying body."""
-        return self.post_head(session, initialize) + b"%d\r\n\r\n" % len(body) + body
+        """A whole POST carrying body (at a stateless revision, with the headers it mirrors)."""
+        method, name = routing(body) if self.revision.stateless else ("", "")
+        head = self.post_head(session, initialize, method, name)
+        return head + b"%d\r\n\r\n" % len(body) + body
+
+    def answered(self, rid: Any, response: Response) -> bool:
+        """A 200 response holding a successful response to rid, as the revision judges it."""
+        return answered(rid, response, self.revision.succeeded)
 
     async def connect(self) -> HttpConnection:
         """A new connection."""
@@ -394,11 +539,25 @@ class Endpoint:
         session: str | None,
         timeout: float = 30,
     ) -> Response | None:
-        """POST one request and wait for its response."""
-        return await connection.exchange(self.post(request(rid, method, params), session), timeout)
+        """POST one request of the endpoint's revision and wait for its response."""
+        data = self.post(self.revision.request(rid, method, params), session)
+        return await connection.exchange(data, timeout)
 
     async def open_session(self, connection: HttpConnection) -> str | None:
-        """initialize and notifications/initialized; the session id (None when stateless)."""
+        """initialize and notifications/initialized; the session id (None when stateless).
+
+        At a stateless revision there is no session: server/discover, once, instead.
+        """
+        if self.revision.stateless:
+            method, params = self.revision.opening()
+            response = await self.call(connection, "open", method, params, None)
+            if response is None or response[0] != 200:
+                raise RuntimeError(f"{method}: {_short(response)}")
+            replies = [m for m in messages(response[1], response[2]) if isinstance(m, dict)]
+            if not replies:
+                raise RuntimeError(f"{method}: no reply in {response[2][:200]!r}")
+            self.revision.check_opening(replies[0])
+            return None
         data = self.post(request("init", "initialize", INIT_PARAMS), None, initialize=True)
         response = await connection.exchange(data)
         if response is None or response[0] != 200:
