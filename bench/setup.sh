@@ -5,7 +5,8 @@
 #   driver/    the load driver's own few packages, kept apart so that nothing it installs
 #              (uvloop) changes what the peers run on
 #   mcpactor/  this checkout, editable, with the HTTP extra
-# Each is created only when missing; remove a folder to rebuild it.
+# Each is created only when missing; remove a folder to rebuild it. mcpactor/ also follows
+# this checkout's dependencies: it is reinstalled when pyproject.toml changes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 venvs=${VENV_DIR:-$here/.bench-venvs}
@@ -25,3 +26,10 @@ rm -rf "$venvs"/*.tmp
 make_venv peers mcp==2.3.0 fastmcp==4.1.6 trio hypercorn orjson
 make_venv driver orjson uvloop
 make_venv mcpactor -e "$here[http]"
+# (pip through python: the venvs are moved into place, so their scripts name the old path)
+stamp="$venvs/mcpactor/.pyproject.sha256"
+want=$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  "$venvs/mcpactor/bin/python" -m pip install -q --disable-pip-version-check -e "$here[http]"
+  echo "$want" >"$stamp"
+fi
