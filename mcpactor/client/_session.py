@@ -284,8 +284,17 @@ class ClientSession(StatelessMethods, ClientMethods):
         one is there) and each progress notification for it is passed to the handler, in
         the caller's task. Cancelling the caller sends ``notifications/cancelled``.
 
+        At a stateless revision the request carries the envelope, and one the server may
+        answer ``input_required`` is tried again (a new id each round, at most
+        ``max_input_rounds`` more) with the handlers' answers until its result is
+        ``complete`` or ``task``; ``timeout`` bounds each round.
+
         Raises:
-            RequestError: the server answered with a JSON-RPC error.
+            RequestError: the server answered with a JSON-RPC error (-32020, -32021 and
+                -32022 as ``HeaderMismatch``, ``MissingClientCapability`` and
+                ``UnsupportedProtocolVersion``), or a handler refused a question.
+            RemoteProtocolError: a malformed ``input_required`` result, or one more
+                than ``max_input_rounds`` rounds.
             RequestCancelled: ``cancel`` was called for this request.
             trio.TooSlowError: no response within ``timeout`` (or ``request_timeout``)
                 seconds; the server is told the request is cancelled.
