@@ -61,6 +61,7 @@ from ..protocol._ext_tasks import (
     acknowledgement,
     apply_update,
     create_task_result,
+    detailed_task,
     get_task_result,
     task_not_found,
 )
@@ -608,8 +609,7 @@ class TaskRegistry(_TaskTable):
 
     def _publish(self, task: _Task) -> None:
         if self._bus is not None:
-            payload = get_task_result(self._snapshot(task))
-            del payload["resultType"]
+            payload = detailed_task(self._snapshot(task))
             self._bus.publish(TaskChange(task.state.task_id, payload))
 
     # --- the TaskHost of server/_tasks.py ------------------------------------------------

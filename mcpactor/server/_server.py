@@ -155,12 +155,15 @@ class Server(Handlers):
         ``structured_output=False`` to send text only.
 
         ``task_support`` (``"forbidden"``, ``"optional"``, ``"required"``) says whether
-        2025-11-25 clients may call it as a task. A ``def`` tool runs in a worker thread;
-        ``offload="process"`` runs it in a worker process that is killed on cancellation
-        (the function must be importable by module path). ``timeout`` (seconds) cancels
-        the call and answers with an error result; it defaults to the server's
-        ``tool_timeout``. The other options (``title``, ``description``, ``annotations``,
-        ``icons``, ``meta``, ``output_schema``) go into the tool's definition.
+        it may run as a task: in a 2025-11-25 session when the client asks (``task``),
+        and at 2026-07-28 (the tasks extension) whenever the request declares the
+        extension, a ``required`` tool refusing one that does not. A ``def`` tool runs
+        in a worker thread; ``offload="process"`` runs it in a worker process that is
+        killed on cancellation (the function must be importable by module path).
+        ``timeout`` (seconds) cancels the call and answers with an error result; it
+        defaults to the server's ``tool_timeout``. The other options (``title``,
+        ``description``, ``annotations``, ``icons``, ``meta``, ``output_schema``) go into
+        the tool's definition.
 
         ``cache`` (a ``CacheHint``) is its own hint for ``tools/list`` where lists carry
         hints (a list is as fresh as its stalest tool). A parameter annotated

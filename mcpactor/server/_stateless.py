@@ -9,16 +9,33 @@
 # and, on the cacheable methods, the cache hints (_caching.py). The handlers underneath
 # are the session era's, unchanged: they already shape content and fields per revision.
 #
+# Given a ``TaskHost`` (the runtime's process-wide table) it serves the tasks extension
+# too: a ``tools/call`` of a tool whose ``task_support`` allows it, from a request that
+# declared the extension, is answered with a ``CreateTaskResult`` while the call goes on
+# as a Task actor (a ``required`` one refuses an undeclaring request with -32021);
+# ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` ask the host, and ``server/discover``
+# lists the extension. Without a host the extension does not exist: every tool runs as a
+# plain call and the ``tasks/*`` methods are not found.
+#
 # Nothing here names a revision; every decision reads the row.
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import LocalProtocolError
 from ..protocol import JSONObject, Revision
 from ..protocol._envelope import ALL_VERSIONS, SERVER_INFO
+from ..protocol._ext_tasks import METHODS as TASK_METHODS
+from ..protocol._ext_tasks import (
+    TaskSupport,
+    read_task_id,
+    read_update,
+    require_declared,
+    runs_as_task,
+    server_capability,
+)
 from ..protocol._mrtr import COMPLETE, input_required_result, read_retry
 from ..protocol._sealing import StateRefused, StateSealer
 from ._caching import CacheHint, combine
@@ -27,7 +44,16 @@ from ._dispatch import method_not_found
 from ._rounds import InputNeeded, Rounds
 from ._server import Server
 
-__all__ = ["cache_hint", "complete_result", "discover_result", "serve_stateless"]
+if TYPE_CHECKING:
+    from ._tasks import TaskHost
+
+__all__ = [
+    "cache_hint",
+    "complete_result",
+    "discover_result",
+    "serve_stateless",
+    "tool_task_support",
+]
 
 DISCOVER: Final = "server/discover"
 
@@ -41,12 +67,30 @@ _LISTS: Final = {
 
 
 def discover_result(
-    server: Server, revision: Revision, *, supported: Iterable[str] = ALL_VERSIONS
+    server: Server,
+    revision: Revision,
+    *,
+    supported: Iterable[str] = ALL_VERSIONS,
+    tasks: TaskHost | None = None,
 ) -> JSONObject:
-    """The ``server/discover`` result: versions, capabilities, instructions, identity."""
+    """The ``server/discover`` result: versions, capabilities, instructions, identity.
+
+    With a task host, and a tool that may run as a task, the capabilities list the
+    tasks extension under ``extensions``.
+    """
+    capabilities = server.capabilities(revision)
+    if tasks is not None and revision.extensions and _offers_tasks(server):
+        extensions = capabilities.get("extensions")
+        capabilities = {
+            **capabilities,
+            "extensions": {
+                **(extensions if type(extensions) is dict else {}),
+                **server_capability(),
+            },
+        }
     result: JSONObject = {
         "supportedVersions": list(supported),
-        "capabilities": server.capabilities(revision),
+        "capabilities": capabilities,
     }
     if server.instructions:
         result["instructions"] = server.instructions
@@ -114,6 +158,25 @@ def cache_hint(server: Server, method: str, params: JSONObject | None) -> CacheH
     return default
 
 
+def tool_task_support(server: Server, params: JSONObject | None) -> TaskSupport:
+    """The ``task_support`` of the tool a ``tools/call`` names (``forbidden`` if none)."""
+    name = (params or {}).get("name")
+    entry = server._catalog().tools.get(name) if type(name) is str else None
+    support = getattr(getattr(entry, "execution", None), "task_support", None)
+    if support == "optional":
+        return "optional"
+    if support == "required":
+        return "required"
+    return "forbidden"
+
+
+def _offers_tasks(server: Server) -> bool:
+    return any(
+        getattr(getattr(entry, "execution", None), "task_support", "forbidden") != "forbidden"
+        for entry in server._catalog().tools.values()
+    )
+
+
 async def serve_stateless(
     server: Server,
     method: str,
@@ -123,19 +186,24 @@ async def serve_stateless(
     sealer: StateSealer | None = None,
     now: float = 0.0,
     principal: str | None = None,
+    tasks: TaskHost | None = None,
 ) -> JSONObject:
     """Serve one request of a stateless revision and return its shaped result.
 
     ``sealer`` seals and opens the ``requestState`` of multi round-trip requests (none:
     a handler that asks the client fails, and a retry's state is refused); ``now`` is
     the time in seconds since the epoch and ``principal`` who is asking, both bound into
-    the state.
+    the state (and ``principal`` owns the tasks it creates). ``tasks`` serves the tasks
+    extension; without it the extension is not offered.
 
     Raises:
         RequestError: the request gets this JSON-RPC error (-32601 for a method the
             revision does not have).
         StateRefused: the retry's ``requestState`` does not open (-32602).
-        EnvelopeError: its ``inputResponses`` or ``requestState`` are malformed (-32602).
+        EnvelopeError: its ``inputResponses`` or ``requestState`` are malformed (-32602);
+            the request needs the tasks extension it did not declare (-32021).
+        RemoteProtocolError: a ``tasks/*`` request names no task of this principal
+            (-32602).
         CapabilityError: a handler asked what the client did not declare (-32021).
         LocalProtocolError: ``ctx`` was negotiated at a session revision, or a handler
             asked the client with no sealer to carry the answers.
@@ -145,13 +213,25 @@ async def serve_stateless(
         raise LocalProtocolError(
             f"serve_stateless serves stateless revisions; {revision.version} has sessions"
         )
+    if tasks is not None and method in TASK_METHODS:
+        result = await _serve_task_method(method, params, ctx, tasks, principal)
+        return complete_result(
+            result, method=method, revision=revision, server_info=server.info(revision), hint=None
+        )
     if method not in revision.client_requests:
         raise method_not_found(method)
     if method == DISCOVER:
-        return discover_result(server, revision)
+        return discover_result(server, revision, tasks=tasks)
     rounds = method in revision.input_required_methods
     if rounds:
         ctx._rounds = _open_round(params, ctx, sealer, method, now, principal)
+    if tasks is not None and runs_as_task(
+        method, tool_task_support(server, params), ctx.negotiated, request_id=ctx.request_id
+    ):
+        created = await _create_task(server, method, params, ctx, tasks, principal)
+        return complete_result(
+            created, method=method, revision=revision, server_info=server.info(revision), hint=None
+        )
     try:
         result = await server.handle_request(method, params, ctx)
     except InputNeeded as needed:
@@ -164,6 +244,48 @@ async def serve_stateless(
     return complete_result(
         result, method=method, revision=revision, server_info=server.info(revision), hint=hint
     )
+
+
+async def _serve_task_method(
+    method: str,
+    params: JSONObject | None,
+    ctx: Context,
+    tasks: TaskHost,
+    principal: str | None,
+) -> JSONObject:
+    request_id = ctx.request_id
+    require_declared(ctx.negotiated, request_id=request_id)
+    if method == "tasks/update":
+        update = read_update(params, request_id=request_id)
+        return await tasks.update(update, principal=principal, request_id=request_id)
+    task_id = read_task_id(params, request_id=request_id)
+    if method == "tasks/get":
+        return await tasks.get(task_id, principal=principal, request_id=request_id)
+    return await tasks.cancel(task_id, principal=principal, request_id=request_id)
+
+
+async def _create_task(
+    server: Server,
+    method: str,
+    params: JSONObject | None,
+    ctx: Context,
+    tasks: TaskHost,
+    principal: str | None,
+) -> JSONObject:
+    revision = ctx.negotiated.revision
+    # The answers this request already carried (a retry) are the task's first round.
+    carried = ctx._rounds
+
+    async def work(task_ctx: Context) -> JSONObject:
+        if carried is not None and task_ctx._rounds is None:
+            task_ctx._rounds = carried
+        result = await server.handle_request(method, params, task_ctx)
+        # Inlined by tasks/get as the request itself would have been answered.
+        return complete_result(
+            result, method=method, revision=revision, server_info=server.info(revision), hint=None
+        )
+
+    return await tasks.create(work, ctx, principal=principal)
 
 
 def _open_round(
