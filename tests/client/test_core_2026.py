@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcpactor._exceptions import LocalProtocolError, RemoteProtocolError, RequestError
 from mcpactor.client._http_headers import encode_header_value, mirrored_params, request_headers
@@ -392,3 +394,67 @@ def test_request_headers_name_the_method_the_target_and_the_mirrored_params() ->
     ]
     session = ClientSessionCore().send_request("tools/call", {"name": "q", "arguments": {}})
     assert request_headers(session.to_json(), tools) == []
+
+
+# --- robustness ------------------------------------------------------------------------
+
+_ANY = st.recursive(
+    st.none() | st.booleans() | st.integers(0, 3) | st.text(max_size=6),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+_SUBSCRIPTION_META = st.fixed_dictionaries(
+    {"io.modelcontextprotocol/subscriptionId": st.integers(1, 4) | _ANY}
+)
+_FROM_SERVER = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0")},
+    optional={
+        "id": st.integers(1, 4) | _ANY,
+        "method": st.sampled_from(
+            [
+                "notifications/subscriptions/acknowledged",
+                "notifications/tools/list_changed",
+                "notifications/cancelled",
+                "notifications/progress",
+            ]
+        )
+        | _ANY,
+        "params": st.fixed_dictionaries(
+            {},
+            optional={
+                "_meta": _SUBSCRIPTION_META | _ANY,
+                "notifications": _ANY,
+                "requestId": st.integers(1, 4) | _ANY,
+                "supportedVersions": st.lists(st.sampled_from([STATELESS, "2025-11-25"])) | _ANY,
+            },
+        )
+        | _ANY,
+        "result": st.fixed_dictionaries(
+            {}, optional={"supportedVersions": st.just([STATELESS]) | _ANY, "_meta": _ANY}
+        )
+        | _ANY,
+    },
+)
+
+
+@given(st.lists(_FROM_SERVER | _ANY, max_size=8))
+def test_nothing_the_server_sends_raises_out_of_a_stateless_core(values: list[Any]) -> None:
+    core = ClientSessionCore()
+    core.discover(STATELESS, CAPABILITIES, INFO)  # id 1
+    core.use_envelope(STATELESS, CAPABILITIES, INFO)
+    core.listen({"toolsListChanged": True})  # id 2
+    core.listen({"promptsListChanged": True})  # id 3
+    core.send_request("tools/call", {"name": "t"}, progress=True)  # id 4
+    acknowledged: set[Any] = set()
+    for value in values:
+        for event in core.receive(value):
+            if type(event) is SubscriptionAcknowledged:
+                # Once per stream, and only for a stream that is open.
+                assert event.subscription_id not in acknowledged
+                acknowledged.add(event.subscription_id)
+            elif type(event) is SubscriptionNotification:
+                assert event.subscription_id in acknowledged
+                assert event.notification.method != "notifications/subscriptions/acknowledged"
+    assert set(core.pending()) <= {1, 2, 3, 4}
