@@ -60,6 +60,32 @@ TOOLS: Final = {
     "json_schema_2020_12_tool",
     "test_reconnection",
 }
+#: what the 0.2 suite adds: the 2026-07-28 fixtures and the tasks extension's
+STATELESS_TOOLS: Final = {
+    "test_missing_capability",
+    "test_streaming_elicitation",
+    "test_logging_tool",
+    "test_trigger_tool_change",
+    "test_trigger_prompt_change",
+    "test_x_mcp_header",
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
+}
+TASK_TOOLS: Final = {
+    "greet",
+    "slow_compute",
+    "failing_job",
+    "protocol_error_job",
+    "confirm_delete",
+    "multi_input",
+    "test_tool_with_task",
+}
 
 # What the suite's client answers, word for word.
 SAMPLING_ANSWER: Final = {
@@ -238,6 +264,8 @@ async def test_initialize_declares_what_the_suite_uses() -> None:
             "resources": {"subscribe": True, "listChanged": True},
             "prompts": {"listChanged": True},
             "completions": {},
+            # some fixtures may run as tasks
+            "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
         }
         assert session.server_info is not None
         assert session.server_info["name"] == "mcpactor-conformance"
@@ -256,8 +284,8 @@ async def test_ping_and_set_level_answer_an_empty_object() -> None:
 async def test_tools_list_is_the_fixture_set(revision: str) -> None:
     async with connect(revision) as harness:
         tools = await harness.session.list_tools()
-    assert {tool["name"] for tool in tools} == TOOLS
-    assert len(tools) == len(TOOLS)
+    assert {tool["name"] for tool in tools} == TOOLS | STATELESS_TOOLS | TASK_TOOLS
+    assert len(tools) == len(TOOLS | STATELESS_TOOLS | TASK_TOOLS)
     for tool in tools:
         assert isinstance(tool["description"], str)
         assert tool["description"].strip(), tool["name"]
@@ -862,6 +890,7 @@ async def test_prompts_are_listed_with_descriptions_and_arguments() -> None:
         "test_prompt_with_arguments",
         "test_prompt_with_embedded_resource",
         "test_prompt_with_image",
+        "test_input_required_result_prompt",
     }
     for prompt in prompts:
         assert prompt["description"].strip()
@@ -874,6 +903,7 @@ async def test_prompts_are_listed_with_descriptions_and_arguments() -> None:
         "test_prompt_with_arguments": [("arg1", True), ("arg2", True)],
         "test_prompt_with_embedded_resource": [("resourceUri", True)],
         "test_prompt_with_image": [],
+        "test_input_required_result_prompt": [],
     }
 
 

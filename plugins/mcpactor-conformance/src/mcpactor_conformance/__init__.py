@@ -1,10 +1,13 @@
 """The server the official MCP conformance suite tests, written with mcpactor.
 
 The suite (npm ``@modelcontextprotocol/conformance``, server mode) connects to a server,
-calls a fixed set of fixtures and checks what comes back. This module is that set: 14
-tools, 4 resources (one a template), 4 prompts, completion and logging, returning the
-exact texts the reference fixtures return, so that every round trip succeeds for real
-rather than passing by accident.
+calls a fixed set of fixtures and checks what comes back. This module is that set for
+the session revisions: 14 tools, 4 resources (one a template), 4 prompts, completion and
+logging, returning the exact texts the reference fixtures return, so that every round
+trip succeeds for real rather than passing by accident. What the 0.2 suite adds lives
+beside it: the 2026-07-28 fixtures (multi round-trip requests, the diagnostic tools of
+the stateless scenarios, a header-mirrored parameter) in ``_stateless.py`` and the tasks
+extension's in ``_tasks.py``; the same server serves both eras.
 
 It doubles as a tour of the Server API: content blocks, progress and logging through
 the ``Context``, sampling and elicitation requests to the client, a hand-written JSON
@@ -39,6 +42,8 @@ from mcpactor import (
     TextResourceContents,
     ToolError,
 )
+
+from . import _stateless, _tasks
 
 __version__ = "0.1.0"
 
@@ -439,3 +444,9 @@ ARGUMENT_SUGGESTIONS: Final = ("testValue1", "testValue2", "testValue3")
 async def complete_prompt_argument(value: str, arguments: dict[str, str]) -> list[str]:
     """Suggestions that start with what was typed; none (not an error) for anything else."""
     return [suggestion for suggestion in ARGUMENT_SUGGESTIONS if suggestion.startswith(value)]
+
+
+# --- what the 0.2 suite adds: the 2026-07-28 requirement set and the tasks extension ----
+
+_stateless.register(server)
+_tasks.register(server)
