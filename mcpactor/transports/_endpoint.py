@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from ..runtime._stateless import StatelessHost
 from ..runtime.http import SessionManager
 from ._asgi import Send
 from ._http_options import HttpOptions
@@ -19,6 +20,8 @@ class Endpoint(Protocol):
 
     manager: SessionManager
     options: HttpOptions
+    #: serves the POSTs of stateless revisions
+    stateless: StatelessHost
 
     async def admit(self, headers: Mapping[str, str], send: Send | None) -> tuple[bool, object]:
         """Apply the Host/Origin guard and the authentication hook: (admitted, principal)."""

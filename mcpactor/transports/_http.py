@@ -71,6 +71,7 @@ class McpHttpApp:
         bind_host: str = "127.0.0.1",
     ) -> None:
         self.manager = manager
+        self.stateless = manager.stateless
         self.options = options = options or HttpOptions()
         self.path = path.rstrip("/") or "/"
         self.guard = RequestGuard(

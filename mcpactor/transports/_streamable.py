@@ -30,6 +30,7 @@ from ..protocol import (
     describe,
     owed_ids,
 )
+from ..protocol._envelope import has_envelope
 from ..runtime.http import DuplicateRequestId, HttpSession, SessionKind, SessionLimitReached
 from ._asgi import (
     Headers,
@@ -45,6 +46,7 @@ from ._asgi import (
 from ._endpoint import Endpoint
 from ._http_writer import write_stream
 from ._security import accepts, counted_client
+from ._stateless_http import serve_stateless_post
 
 __all__ = ["serve_streamable"]
 
@@ -62,7 +64,8 @@ async def serve_streamable(
 ) -> None:
     """Serve one request on the MCP path: POST, GET or DELETE."""
     method = scope["method"]
-    stateless = app.options.stateless
+    # A revision without sessions has only POST (and so has the session-era stateless mode).
+    stateless = app.options.stateless or _stateless_revision(headers)
     if method == "POST":
         await _post(app, receive, send, headers, principal, client_address(scope))
     elif method == "GET" and not stateless:
@@ -97,6 +100,15 @@ def _session(
         return None, 404, "session not found: it ended, expired or never existed"
     manager.confirm(session)
     return session, 200, ""
+
+
+def _stateless_revision(headers: Mapping[str, str]) -> bool:
+    # Whether the header names a revision without sessions (the row says).
+    version = headers.get("mcp-protocol-version")
+    if version is None:
+        return False
+    row = REVISIONS.get(version.strip())
+    return row is not None and not row.sessions
 
 
 def _header_version(headers: Mapping[str, str]) -> str | None:
@@ -152,6 +164,15 @@ async def _post(
         # One malformed message: nothing for a session to do.
         assert isinstance(body, RemoteProtocolError)
         await reply(send, 400, orjson.dumps(body.to_response()))
+        return
+    if _stateless_revision(headers) or (
+        # No revision we know, yet the body carries an envelope: the stateless revision's
+        # own errors say what is wrong (an unknown version, a missing header).
+        kind is Request
+        and headers.get("mcp-protocol-version", "").strip() not in SESSION_REVISIONS
+        and has_envelope(body.params)  # type: ignore[union-attr]
+    ):
+        await serve_stateless_post(app, receive, send, headers, principal, body)
         return
     request_ids = owed_ids(body)
     if kind is Batch:

@@ -52,6 +52,7 @@ import trio
 from ...server import Server
 from .._messages import SessionOptions
 from .._offload import ProcessPool
+from .._stateless import StatelessHost
 from ._event_store import EventStore
 from ._http_session import HttpSession, SessionKind
 from ._session_store import MemorySessionStore, SessionStore
@@ -117,6 +118,7 @@ class SessionManager:
         max_sessions_per_client: int | None = None,
         unconfirmed_timeout: float = UNCONFIRMED_TIMEOUT,
         session_store: SessionStore | None = None,
+        stateless: StatelessHost | None = None,
     ) -> None:
         self.server = server
         self.session_options = session_options
@@ -131,6 +133,12 @@ class SessionManager:
             base,
             tasks=attrs.evolve(base.tasks, enabled=False),
             process_pool=base.process_pool or self._stateless_pool,
+        )
+        #: serves the requests of stateless revisions, beside the sessions
+        self.stateless = (
+            stateless
+            if stateless is not None
+            else StatelessHost(server, session_options=self.stateless_session_options)
         )
         self.event_store = event_store
         self.max_sessions = max_sessions
@@ -184,9 +192,11 @@ class SessionManager:
 
     async def run(self, *, task_status: trio.TaskStatus[SessionManager]) -> None:
         """Own the sessions until ``stop`` is called and every session has ended."""
+        self.stateless.attach()
         try:
             await self._run(task_status)
         finally:
+            await self.stateless.aclose()
             if self._stateless_pool is not None:
                 # Starts nothing if no stateless POST offloaded to a process.
                 with trio.CancelScope(shield=True):
@@ -216,12 +226,17 @@ class SessionManager:
             await self._session_ended.wait()
 
     def stop(self) -> None:
-        """Refuse new sessions and close every session (they wind down gracefully)."""
+        """Refuse new sessions and close every session (they wind down gracefully).
+
+        Listen streams of stateless revisions end with their closing result.
+        """
         self._stopping.set()
+        self.stateless.stop()
 
     def cancel(self) -> None:
         """Cancel every session at once, without a grace period."""
         self._stopping.set()
+        self.stateless.stop()
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel("the server was stopped without grace")
 

@@ -1,0 +1,417 @@
+# Stateless requests (revisions without sessions): the Request actor and its host.
+#
+# At such a revision (2026-07-28) a request is served under its own envelope, not a
+# session: ``read_envelope`` gives the ``Envelope`` its Context is negotiated with, and
+# ``serve_stateless`` (server layer) does the rest. What the runtime adds is the actor:
+# the request runs in a CancelScope owned by whoever hands it over — the HTTP handler's
+# task (its connection's tree) or the stdio host's nursery — so nothing outlives it;
+# notifications made while it runs (progress, log messages) go to ``emit``, which the
+# transport ties to the request's own stream; the answer is returned as the complete
+# JSON-RPC message, an error keeping the request's id. Cancelling the scope (the
+# response stream closed, or ``notifications/cancelled`` on stdio) ends the handler and
+# nothing more is sent for it.
+#
+# ``subscriptions/listen`` is an actor of the same kind (``_listen``): the
+# acknowledgement first, then the bus's events the subscription honours, tagged with
+# its id, a keep-alive between them when the transport asks for one, and the closing
+# result when the host stops (graceful shutdown). The subscriber leaving is the scope
+# being cancelled: the listener is detached and the actor is gone.
+#
+# One ``StatelessHost`` serves a process (a transport's app): it holds the server, the
+# sealer of multi round-trip states, the change bus and its feed from the Server, the
+# task host, and the in-flight limit shared by every stateless request it serves.
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import attrs
+import trio
+
+from .._exceptions import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    CapabilityError,
+    ProtocolError,
+    RequestError,
+)
+from ..protocol import JSONObject, Request, RequestId, describe, describe_error
+from ..protocol._envelope import Envelope, EnvelopeError, read_envelope
+from ..protocol._ext_tasks import (
+    LISTEN_FILTER_KEY,
+    STATUS_NOTIFICATION,
+    read_listen_task_ids,
+)
+from ..protocol._listen import Subscription, read_filter
+from ..protocol._sealing import KeyRing, SealingKey, StateSealer
+from ..server import Context, Server
+from ..server._stateless import serve_stateless
+from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
+from ._messages import SessionOptions
+from ._offload import ProcessPool, call_handler
+
+if TYPE_CHECKING:
+    from ..server._execution import Offload
+
+__all__ = [
+    "LISTEN",
+    "Emit",
+    "StatelessHost",
+    "StatelessOptions",
+    "StatelessStatistics",
+    "random_sealer",
+]
+
+T = TypeVar("T")
+
+_log = logging.getLogger("mcpactor")
+
+LISTEN: Final = "subscriptions/listen"
+
+#: what the transport does with a notification made while a request runs
+Emit = Callable[[JSONObject], Awaitable[None]]
+
+_REQUEST_TASK_NAME: Final = "mcpactor.stateless-request"
+
+
+def random_sealer() -> StateSealer:
+    """A sealer with a key made for this process only: retries must come back here."""
+    return StateSealer(KeyRing.of(SealingKey.generate("local")))
+
+
+@attrs.frozen
+class StatelessOptions:
+    """How a process serves the requests of stateless revisions."""
+
+    #: seals the ``requestState`` of multi round-trip requests (None: a key made for
+    #: this process, so a retry must come back to it)
+    sealer: StateSealer | None = None
+    #: stateless requests served at once by the process; more are refused (-32603)
+    max_in_flight: int = 1024
+    #: seconds between keep-alive comments on an idle HTTP listen stream (None: none)
+    keepalive: float | None = 15.0
+
+
+@attrs.frozen
+class StatelessStatistics:
+    """A snapshot of a StatelessHost."""
+
+    #: stateless requests being served (listen streams included)
+    requests_in_flight: int
+    #: listen streams open
+    listen_streams: int
+
+
+class StatelessHost:
+    """Serves a process's stateless requests: one Request actor per request."""
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        options: StatelessOptions | None = None,
+        session_options: SessionOptions | None = None,
+        bus: ChangeBus | None = None,
+        tasks: Any = None,
+    ) -> None:
+        self.server = server
+        self.options = options = options or StatelessOptions()
+        self.session_options = session_options or SessionOptions()
+        if options.sealer is None:
+            _log.info(
+                "no state key configured: multi round-trip requests are sealed with a "
+                "key of this process, so their retries must return to this process"
+            )
+        #: seals and opens the states of multi round-trip requests
+        self.sealer = options.sealer or random_sealer()
+        #: where the Server's changes reach listen streams
+        self.bus: ChangeBus = bus if bus is not None else InMemoryBus()
+        #: the task host of the tasks extension, passed on to serve_stateless
+        self.tasks = tasks
+        self._feed = BusFeed(self.bus)
+        self._in_flight = 0
+        self._listening = 0
+        self._stopping = False
+        # The waits of open listen streams, cancelled to end them gracefully.
+        self._waits: set[trio.CancelScope] = set()
+        self._processes: ProcessPool | None = None
+        self._attached = False
+
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop`` was called."""
+        return self._stopping
+
+    def statistics(self) -> StatelessStatistics:
+        """Return how busy the host is right now."""
+        return StatelessStatistics(self._in_flight, self._listening)
+
+    def attach(self) -> None:
+        """Start publishing the Server's change notices on the bus (in the event loop)."""
+        if not self._attached:
+            self._feed.attach()
+            self.server.add_listener(self._feed)
+            self._attached = True
+
+    def stop(self) -> None:
+        """End every listen stream with its closing result; refuse new requests."""
+        self._stopping = True
+        for scope in list(self._waits):
+            scope.cancel("the server is shutting down")
+
+    async def aclose(self) -> None:
+        """Detach from the Server and stop the host's worker processes, if any."""
+        self.stop()
+        if self._attached:
+            self.server.remove_listener(self._feed)
+            self._attached = False
+        processes, self._processes = self._processes, None
+        if processes is not None:
+            with trio.CancelScope(shield=True):
+                await processes.aclose()
+
+    # --- one request --------------------------------------------------------------
+
+    def envelope(self, request: Request) -> Envelope:
+        """Read ``request``'s envelope; EnvelopeError (with its HTTP status) if refused."""
+        return read_envelope(request)
+
+    async def serve(
+        self,
+        request: Request,
+        emit: Emit,
+        *,
+        envelope: Envelope | None = None,
+        principal: object = None,
+        keepalive: Callable[[], Awaitable[None]] | None = None,
+    ) -> JSONObject:
+        """Serve ``request`` and return its JSON-RPC answer (result or error).
+
+        Run it inside a cancel scope of the caller's: cancelling that ends the handler
+        (``trio.Cancelled`` goes through), and the caller sends nothing more for it.
+        """
+        request_id = request.id
+        try:
+            if envelope is None:
+                envelope = read_envelope(request)
+        except EnvelopeError as exc:
+            return _error(request_id, exc.code, exc.message, exc.data)
+        if self._stopping or self._in_flight >= self.options.max_in_flight:
+            why = (
+                "the server is shutting down"
+                if self._stopping
+                else f"too many requests in flight (limit {self.options.max_in_flight})"
+            )
+            return _error(request_id, INTERNAL_ERROR, f"server busy: {why}")
+        self._in_flight += 1
+        try:
+            if request.method == LISTEN:
+                return await self._listen(request, envelope, emit, keepalive)
+            return await self._serve(request, envelope, emit, principal)
+        finally:
+            self._in_flight -= 1
+
+    async def _serve(
+        self, request: Request, envelope: Envelope, emit: Emit, principal: object
+    ) -> JSONObject:
+        request_id = request.id
+        params = request.params
+        meta = params.get("_meta") if params is not None else None
+        ctx = Context(
+            peer=_RequestPeer(self, emit),
+            request_id=request_id,
+            negotiated=envelope,
+            meta=meta if type(meta) is dict else None,
+            server=self.server,
+        )
+        extra: dict[str, Any] = {}
+        if self.tasks is not None:
+            extra["tasks"] = self.tasks
+        try:
+            result = await serve_stateless(
+                self.server,
+                request.method,
+                params,
+                ctx,
+                sealer=self.sealer,
+                now=time.time(),
+                principal=_principal(principal),
+                **extra,
+            )
+        except (RequestError, ProtocolError) as exc:
+            return _error(request_id, exc.code, exc.message, exc.data)
+        except Exception as exc:
+            # The one place a failing handler becomes an error response.
+            method = describe(request.method)
+            _log.exception("%s failed (request %s)", method, describe(request_id))
+            return _error(
+                request_id, INTERNAL_ERROR, f"internal error in {method}: {describe_error(exc)}"
+            )
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    # --- listen streams -----------------------------------------------------------
+
+    async def _listen(
+        self,
+        request: Request,
+        envelope: Envelope,
+        emit: Emit,
+        keepalive: Callable[[], Awaitable[None]] | None,
+    ) -> JSONObject:
+        request_id = request.id
+        revision = envelope.revision
+        if not revision.listen:
+            return _error(
+                request_id, METHOD_NOT_FOUND, f"{LISTEN} is not a method of this revision"
+            )
+        try:
+            wanted = read_filter(request.params, request_id=request_id)
+            notifications = (request.params or {}).get("notifications")
+            task_ids = (
+                read_listen_task_ids(notifications, envelope, request_id=request_id)
+                if type(notifications) is dict
+                else None
+            )
+        except EnvelopeError as exc:
+            return _error(request_id, exc.code, exc.message, exc.data)
+        subscription = Subscription.open(request_id, wanted, self.server.capabilities(revision))
+        # Task ids are honoured where a task host can report on them.
+        tasks = frozenset(task_ids) if task_ids and self.tasks is not None else frozenset()
+        acknowledgement = subscription.acknowledgement()
+        if task_ids is not None:
+            acknowledgement["params"]["notifications"][LISTEN_FILTER_KEY] = sorted(tasks)
+        interval = self.options.keepalive if keepalive is not None else None
+        self._listening += 1
+        try:
+            with self.bus.listen() as listener:
+                await emit(acknowledgement)
+                while not self._stopping:
+                    with trio.CancelScope() as waiting:
+                        if interval is not None:
+                            waiting.deadline = trio.current_time() + interval
+                        self._waits.add(waiting)
+                        try:
+                            event = await listener.next()
+                        finally:
+                            self._waits.discard(waiting)
+                    if waiting.cancelled_caught:
+                        if not self._stopping and keepalive is not None:
+                            await keepalive()
+                        continue
+                    message = _notice(subscription, tasks, event)
+                    if message is not None:
+                        await emit(message)
+        finally:
+            self._listening -= 1
+        result = subscription.closing_result(self.server.info(revision))
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    # --- what the peer needs ------------------------------------------------------
+
+    def _pool(self) -> ProcessPool:
+        pool = self.session_options.process_pool or self._processes
+        if pool is None:
+            pool = self._processes = ProcessPool()
+        return pool
+
+
+def _notice(
+    subscription: Subscription, tasks: frozenset[str], event: ChangeEvent
+) -> JSONObject | None:
+    kind = event.kind
+    if kind == "resource_updated":
+        return subscription.resource_updated(event.uri) if event.uri is not None else None
+    if kind == "task":
+        if event.task_id in tasks and event.payload is not None:
+            return subscription.tag(STATUS_NOTIFICATION, event.payload)
+        return None
+    return subscription.list_changed(kind)
+
+
+def _principal(principal: object) -> str | None:
+    # What a sealed state binds: the authenticated caller, as text.
+    if principal is None:
+        return None
+    return principal if type(principal) is str else str(principal)
+
+
+def _error(request_id: RequestId, code: int, message: str, data: Any = None) -> JSONObject:
+    error: JSONObject = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+class _RequestPeer:
+    """The Peer of one stateless request's Context: notifications go to its stream."""
+
+    __slots__ = ("_emit", "_host")
+
+    def __init__(self, host: StatelessHost, emit: Emit) -> None:
+        self._host = host
+        self._emit = emit
+
+    async def notify(
+        self, method: str, params: JSONObject, *, related_request_id: RequestId | None
+    ) -> None:
+        """Send a notification on the request's own stream."""
+        await self._emit({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject,
+        *,
+        related_request_id: RequestId | None,
+        timeout: float | None,
+    ) -> JSONObject:
+        """Refused: at a stateless revision questions are asked in results (MRTR)."""
+        raise CapabilityError(
+            f"cannot send {describe(method)} to the client: a stateless request asks in "
+            "its result (input_required)"
+        )
+
+    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
+        """Nothing to do: a stateless stream cannot be resumed."""
+
+    def log_enabled(self, level: str) -> bool:
+        """No session level: the request's envelope says (Context.log reads it)."""
+        return False
+
+    def subscribe(self, uri: str) -> None:
+        """Nothing to remember: listen streams name their URIs."""
+
+    def unsubscribe(self, uri: str) -> None:
+        """Nothing to forget."""
+
+    async def run_sync(self, fn: Callable[[], T]) -> T:
+        """Run a blocking handler in a worker thread under the shared limiter."""
+        limiter = self._host.session_options.thread_limiter
+        return await trio.to_thread.run_sync(fn, limiter=limiter)
+
+    async def call(
+        self,
+        fn: Callable[..., Any],
+        kwargs: Mapping[str, Any],
+        *,
+        offload: Offload,
+        timeout: float | None,
+    ) -> Any:
+        """Run a tool's function as ``offload`` says, cancelled after ``timeout`` seconds."""
+        host = self._host
+        return await call_handler(
+            fn,
+            kwargs,
+            offload=offload,
+            timeout=timeout,
+            limiter=host.session_options.thread_limiter,
+            processes=host._pool(),
+        )
+
+    @property
+    def tasks(self) -> Any:
+        """The session era's task table: a stateless request has none."""
+        raise RequestError(METHOD_NOT_FOUND, "tasks of a session are not served here")

@@ -1,0 +1,171 @@
+# A POST of a stateless revision (2026-07-28) on the MCP path: one request, one response.
+#
+# _streamable.py routes a POST here when its ``MCP-Protocol-Version`` names a revision
+# without sessions (or names none we know while the body carries an envelope, so that
+# the answer is the revision's own error, not a session's). Everything about the request
+# is in the POST: the envelope in ``params._meta`` (read once, refused with its HTTP
+# status), the headers that mirror the body (``Mcp-Method``, ``Mcp-Name``, a tool's
+# ``Mcp-Param-*``: 400 and -32020 when they differ), and then the request is served by
+# the process's StatelessHost in this handler's own task, inside a cancel scope this
+# task owns (the connection's tree): a watch on the connection cancels it when the
+# client goes away, and closing the response stream is exactly that. Notifications the
+# handler makes start an SSE response (events without ids: nothing is resumable); an
+# answer with none before it goes out as one JSON document. No session id is read or
+# sent.
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import orjson
+import trio
+
+from .._exceptions import INVALID_REQUEST, METHOD_NOT_FOUND
+from ..protocol import Batch, Body, JSONObject, Notification, Request, describe, serialize
+from ..protocol._envelope import (
+    HEADER_MISMATCH,
+    MISSING_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    EnvelopeError,
+)
+from ..runtime._stateless import StatelessHost
+from ..server._headers import check_param_headers, check_standard_headers
+from . import _sse
+from ._asgi import (
+    Headers,
+    Receive,
+    Send,
+    cancel_on_disconnect,
+    reply,
+    reply_error,
+    send_body,
+    start_sse,
+)
+from ._endpoint import Endpoint
+from ._security import accepts
+
+__all__ = ["serve_stateless_post"]
+
+# The HTTP status of a JSON-RPC error answered before anything was streamed.
+_STATUS: Final = {
+    METHOD_NOT_FOUND: 404,
+    HEADER_MISMATCH: 400,
+    MISSING_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+_KEEPALIVE: Final = b": keep-alive\n\n"
+
+
+async def serve_stateless_post(
+    app: Endpoint,
+    receive: Receive,
+    send: Send,
+    headers: Headers,
+    principal: object,
+    body: Body,
+) -> None:
+    """Serve one POST of a stateless revision (its body already classified)."""
+    kind = type(body)
+    if kind is Notification:
+        # Nothing to tell: no session hears it (on HTTP, closing a stream is the cancel).
+        await reply(send, 202, b"", content_type=None)
+        return
+    if kind is not Request:
+        what = "a batch" if kind is Batch else "a response"
+        await reply_error(
+            send, 400, INVALID_REQUEST, f"the body must be a single JSON-RPC request, not {what}"
+        )
+        return
+    assert isinstance(body, Request)
+    request = body
+    host = app.stateless
+    cors = app.cors(headers)
+    try:
+        envelope = host.envelope(request)
+        _check_headers(host, request, envelope.revision.version, headers)
+    except EnvelopeError as exc:
+        await reply(send, exc.http_status, orjson.dumps(exc.to_response()), cors)
+        return
+    stream = app.options.response_mode != "json" and accepts(
+        headers.get("accept"), json=False, event_stream=True
+    )
+    # Whether the SSE response has started (a list: the closures below set it).
+    started = [False]
+
+    async def emit(message: JSONObject) -> None:
+        if not stream:
+            # This client takes one JSON document: what comes before it is dropped.
+            return
+        data = serialize(message)
+        if data is None:
+            return
+        if not started[0]:
+            await start_sse(send, cors)
+            started[0] = True
+        await send_body(send, _sse.message_event(data))
+
+    async def keepalive() -> None:
+        if not started[0]:
+            await start_sse(send, cors)
+            started[0] = True
+        await send_body(send, _KEEPALIVE)
+
+    # Empty when the client left: the nursery's scope swallowed the cancellation.
+    answers: list[JSONObject] = []
+    async with trio.open_nursery() as nursery:
+        # The client leaving cancels the request: nothing more is sent for it.
+        nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
+        answer = await host.serve(
+            request,
+            emit,
+            envelope=envelope,
+            principal=principal,
+            keepalive=keepalive if stream else None,
+        )
+        answers.append(answer)
+        nursery.cancel_scope.cancel()
+    if not answers:
+        return
+    data = serialize(answer) or b""
+    if started[0]:
+        await send(
+            {
+                "type": "http.response.body",
+                "body": _sse.message_event(data),
+                "more_body": False,
+            }
+        )
+        return
+    error = answer.get("error")
+    status = _STATUS.get(error.get("code"), 200) if type(error) is dict else 200  # type: ignore[arg-type]
+    await reply(send, status, data, cors)
+
+
+def _check_headers(
+    host: StatelessHost, request: Request, version: str, headers: Mapping[str, str]
+) -> None:
+    # The headers must say what the body says (-32020 on any difference).
+    sent = headers.get("mcp-protocol-version")
+    if sent is None or sent.strip() != version:
+        raise EnvelopeError(
+            f"Header mismatch: MCP-Protocol-Version header value {describe(sent)} does not "
+            f"match body value {describe(version)}",
+            code=HEADER_MISMATCH,
+            request_id=request.id,
+        )
+    params = request.params
+    try:
+        check_standard_headers(request.method, params, headers)
+        if request.method == "tools/call" and params is not None:
+            name = params.get("name")
+            entry = host.server._catalog().tools.get(name) if type(name) is str else None
+            declared = getattr(entry, "headers", ())
+            if declared:
+                arguments = params.get("arguments")
+                check_param_headers(
+                    declared, arguments if type(arguments) is dict else {}, headers
+                )
+    except EnvelopeError as exc:
+        exc.request_id = request.id
+        raise
