@@ -1,3 +1,8 @@
+# Why this module is long (~620 lines): ``ClientSession`` is one object whose reader task,
+# waiting slots and request path share the core and the channels; its typed methods
+# (_methods.py) and the stateless revision's part (_stateless.py) are already bases of
+# their own, and what is left is the trio half of every request.
+#
 # The client side of one MCP session, over a pair of message channels.
 #
 # Theory of operation
