@@ -2,6 +2,7 @@
 
     python .ci/conformance_suite.py --url http://127.0.0.1:PORT/mcp --version 0.1.16
     python .ci/conformance_suite.py --url ... --version 0.2.0-alpha.12 --requirements 2025-11-25
+    python .ci/conformance_suite.py --url ... --version 0.2.0-alpha.12 --real-checks -- --suite all
 
 The suite is the npm package ``@modelcontextprotocol/conformance``; it only speaks
 Streamable HTTP to servers and needs Node 22 or newer. Both are installed from the npm
@@ -15,8 +16,14 @@ all shows as ``pass?`` so that a vacuous pass stays visible. Under ``--requireme
 scenarios the suite reports as not scored are listed but not counted. The last line is
 ``N passed, M failed`` (scenarios).
 
-Exit status: 0 if no counted scenario failed, 1 if one did (or fewer scenarios than
-``--expect`` were counted), 2 if the suite could not be installed or run.
+With ``--real-checks`` a scenario must also prove something: one that passed without a
+single SUCCESS check of its own (the suite's ``wire-schema-valid``, added to every
+scenario, does not count) is shown as ``EMPTY`` and counted as failed, unless it is
+excused with ``--excuse NAME=REASON``, which shows it as ``pass?`` with the reason.
+
+Exit status: 0 if no counted scenario failed, 1 if one did (or was EMPTY, or an excused
+scenario did not run, or other than ``--expect`` scenarios were counted), 2 if the suite
+could not be installed or run.
 """
 
 from __future__ import annotations
@@ -42,6 +49,9 @@ TAIL_LINES = 40  # of the suite's output, shown when the run went wrong
 TAIL_WIDTH = 300  # characters of each of those lines
 
 # server-<scenario>-<ISO timestamp, with '-' for ':' and '.'>
+# The check the suite adds to every scenario: what was sent validates against the schema.
+SCHEMA_CHECK = "wire-schema-valid"
+
 RESULT_DIR = re.compile(r"^server-(?P<name>.+)-(?P<stamp>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z)$")
 SUMMARY_LINE = re.compile(r"^[✓✗] (?P<name>\S+): (?P<passed>\d+) passed, (?P<failed>\d+) failed")
 UNSCORED_LINE = re.compile(r"^\s+[✓✗] (?P<name>\S+) \((?P<why>[^)]*)\)")
@@ -61,13 +71,33 @@ class Scenario:
     warnings: int = 0
     note: str = ""
     unscored: str = ""
+    #: SUCCESS checks of the scenario's own (not the schema check every scenario gets)
+    proven: int = 0
+    #: why a scenario that proves nothing is accepted anyway (--excuse)
+    excused: str = ""
+    #: whether it must prove something (--real-checks)
+    must_prove: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """Passed without proving anything, where that is not accepted."""
+        return self.must_prove and not self.failed and not self.proven and not self.excused
 
     @property
     def verdict(self) -> str:
-        """FAIL, pass, or pass? when nothing was scored."""
+        """FAIL, EMPTY, pass, or pass? when nothing was scored (or it was excused)."""
         if self.failed:
             return "FAIL"
+        if self.empty:
+            return "EMPTY"
+        if self.must_prove and not self.proven:
+            return "pass?"
         return "pass" if self.passed else "pass?"
+
+    @property
+    def counts_as_failed(self) -> bool:
+        """A FAILURE check, or nothing proven where something must be."""
+        return bool(self.failed) or self.empty
 
 
 def log(message: str) -> None:
@@ -164,6 +194,8 @@ def read_results(raw: Path, suite_log: str) -> list[Scenario]:
             status = check.get("status") if isinstance(check, dict) else None
             if status == "SUCCESS":
                 scenario.passed += 1
+                if check.get("id") != SCHEMA_CHECK:
+                    scenario.proven += 1
             elif status == "WARNING":
                 scenario.warnings += 1
             elif status == "FAILURE":
@@ -194,6 +226,8 @@ def table(scenarios: list[Scenario]) -> list[str]:
     rows = [f"{'scenario':<{width}}  result  pass fail warn  note", "-" * (width + 30)]
     for s in scenarios:
         note = s.note or ("no scored checks" if not s.passed and not s.failed else "")
+        if s.must_prove and not s.proven and not s.failed:
+            note = f"excused: {s.excused}" if s.excused else "no check of its own succeeded"
         if s.unscored:
             note = f"[not scored: {s.unscored}] {note}".rstrip()
         note = " ".join(note.split())
@@ -202,7 +236,7 @@ def table(scenarios: list[Scenario]) -> list[str]:
         counts = f"{s.passed:>4} {s.failed:>4} {s.warnings:>4}"
         rows.append(f"{s.name:<{width}}  {s.verdict:<6}  {counts}  {note}".rstrip())
     counted = [s for s in scenarios if not s.unscored]
-    failed = sum(1 for s in counted if s.failed)
+    failed = sum(1 for s in counted if s.counts_as_failed)
     rows.append(
         f"checks: {sum(s.passed for s in scenarios)} passed, "
         f"{sum(s.failed for s in scenarios)} failed, {sum(s.warnings for s in scenarios)} "
@@ -258,9 +292,16 @@ def run(args: argparse.Namespace, out: Path) -> int:
     if not scenarios:
         print_tail(suite_log)
         raise HarnessError(f"the suite reported no scenario (exit {done.returncode})")
+    excuses = dict(args.excuse)
+    for scenario in scenarios:
+        scenario.must_prove = args.real_checks
+        scenario.excused = excuses.pop(scenario.name, "")
     print("\n".join(table(scenarios)), flush=True)
+    if excuses:
+        print(f"excused scenarios the suite did not run: {', '.join(sorted(excuses))}")
+        return 1
     counted = [s for s in scenarios if not s.unscored]
-    if any(s.failed for s in counted):
+    if any(s.counts_as_failed for s in counted):
         return 1
     if done.returncode not in (0, 1) or (
         done.returncode == 1 and not any(s.failed for s in scenarios)
@@ -273,6 +314,14 @@ def run(args: argparse.Namespace, out: Path) -> int:
     return 0
 
 
+def excuse(text: str) -> tuple[str, str]:
+    """``NAME=REASON`` of --excuse, split."""
+    name, _, reason = text.partition("=")
+    if not name or not reason.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=REASON, got {text!r}")
+    return name, reason.strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, run, and turn a harness failure into exit status 2."""
     default_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -282,6 +331,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requirements", help="score exactly this revision's set (0.2 suites)")
     parser.add_argument("--expect", type=int, help="how many scored scenarios there must be")
     parser.add_argument("--out", help="keep the suite's output (checks.json files) here")
+    parser.add_argument(
+        "--real-checks",
+        action="store_true",
+        help="a scenario with no SUCCESS check of its own fails (see --excuse)",
+    )
+    parser.add_argument(
+        "--excuse",
+        action="append",
+        default=[],
+        type=excuse,
+        metavar="NAME=REASON",
+        help="accept that scenario NAME proves nothing, for REASON; repeatable",
+    )
     parser.add_argument("--timeout", type=float, default=540.0, help="seconds for the run")
     parser.add_argument(
         "--cache",
