@@ -8,11 +8,12 @@
 # ``WriteThrough`` is the shortcut of the Outbox of a session whose output is a pipe: a
 # sender whose message finds nothing queued and the writer idle writes the frame
 # itself, at once, with one non-blocking write (no trip through the scheduler to reach
-# the writer, a third of a request's round trip when one is in flight). Only what cannot go out that
-# way at once — the writer is busy, or the pipe is full — goes to the writer, so frames
-# still leave in the order they were sent and a slow reader still means backpressure.
-# While other requests are in flight (a pipelining client) frames go to the writer too,
-# which joins those answered in the same turn into one write.
+# the writer, a third of a request's round trip when one is in flight). Only what
+# cannot go out that way at once — the writer is busy, or the pipe is full — goes to
+# the writer, so frames still leave in the order they were sent and a slow reader
+# still means backpressure. While other requests are in flight (a pipelining client)
+# frames go to the writer too, which joins those answered in the same turn into one
+# write.
 
 from __future__ import annotations
 
@@ -41,8 +42,14 @@ async def read_frames(
     stream: trio.abc.ReceiveStream,
     inbox: trio.MemorySendChannel[JSONValue | ProtocolError],
     framer: LineFramer,
+    *,
+    route: Callable[[JSONValue | ProtocolError], bool] | None = None,
 ) -> None:
-    """Feed newline-delimited JSON from ``stream`` to ``inbox`` until EOF; then close it."""
+    """Feed newline-delimited JSON from ``stream`` to ``inbox`` until EOF; then close it.
+
+    ``route`` sees each message first and says True when it took it (stateless requests
+    on a pipe); the rest go to ``inbox``.
+    """
     async with inbox:
         while True:
             try:
@@ -53,12 +60,16 @@ async def read_frames(
             if not data:
                 last = framer.flush()
                 if last is not None:
-                    await inbox.send(_decoded(last))
+                    item = _decoded(last)
+                    if route is None or not route(item):
+                        await inbox.send(item)
                 return
             for frame in framer.feed(data):
                 # receive_some() was this loop's checkpoint: while the inbox has room, a
                 # frame costs no extra trip through the scheduler.
                 item = _decoded(frame)
+                if route is not None and route(item):
+                    continue
                 try:
                     inbox.send_nowait(item)
                 except trio.WouldBlock:

@@ -32,8 +32,10 @@ from ..runtime import (
     collect_when_quiet,
     settle_heap,
 )
+from ..runtime._stateless import StatelessHost, StatelessOptions
 from ..server import Server
 from ._pump import WriteThrough, read_frames, write_frames
+from ._stdio_stateless import PipeRouter
 
 __all__ = ["serve_stdio", "serve_streams"]
 
@@ -50,9 +52,17 @@ async def serve_streams(
     options: SessionOptions | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     stop: trio.Event | None = None,
+    stateless: StatelessHost | StatelessOptions | None = None,
     task_status: trio.TaskStatus[SessionActor] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve one session over a pair of byte streams until input ends or ``stop`` is set."""
+    """Serve one session over a pair of byte streams until input ends or ``stop`` is set.
+
+    Requests that carry a stateless envelope (2026-07-28) are served beside the session
+    by ``stateless`` (a host, or the options of one made here).
+    """
+    if not isinstance(stateless, StatelessHost):
+        stateless = StatelessHost(server, options=stateless, session_options=options)
+    host = stateless
     inbox_send, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](64)
     outbox: Outbox
     through: WriteThrough | None = None
@@ -69,20 +79,32 @@ async def serve_streams(
         outbox = Outbox(outbox_send)
         writer = functools.partial(write_frames, send_stream, outbox_receive, outbox=outbox)
     actor = SessionActor(server, outbox, options)
-    if through is not None:
-        through.quiet = lambda: not actor.requests_in_flight
+    grace = (options or SessionOptions()).shutdown_grace
     async with trio.open_nursery() as nursery:
         # The writer ends when the actor closes the outbox, after its last message.
         nursery.start_soon(writer)
+        host.attach()
         async with trio.open_nursery() as inputs:
             reader = trio.CancelScope()
-            inputs.start_soon(_read_input, reader, receive_stream, inbox_send, max_line_bytes)
+            router = await inputs.start(
+                _read_input,
+                reader,
+                receive_stream,
+                inbox_send,
+                max_line_bytes,
+                host,
+                outbox,
+                grace,
+            )
+            if through is not None:
+                through.quiet = lambda: not actor.requests_in_flight and not router.in_flight
             if stop is not None:
                 inputs.start_soon(_stop_on, stop, reader)
             started = await inputs.start(
                 _then_cancel, inputs.cancel_scope, actor.run, inbox_receive
             )
             task_status.started(started)
+        await host.aclose()
 
 
 async def _then_cancel(
@@ -101,10 +123,21 @@ async def _read_input(
     stream: trio.abc.ReceiveStream,
     inbox: trio.MemorySendChannel[JSONValue | ProtocolError],
     max_line_bytes: int,
+    host: StatelessHost,
+    outbox: Outbox,
+    grace: float,
+    task_status: trio.TaskStatus[PipeRouter] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    async with inbox:
+    # The session's inbox closes only once the stateless requests are done: the session
+    # then closes the outbox they answer through.
+    async with inbox, trio.open_nursery() as requests:
+        router = PipeRouter(host, outbox, requests)
+        task_status.started(router)
         with reader:
-            await read_frames(stream, inbox.clone(), LineFramer(max_line_bytes))
+            await read_frames(stream, inbox.clone(), LineFramer(max_line_bytes), route=router)
+        # Input is over: listen streams end gracefully, the rest get the grace period.
+        host.stop()
+        requests.cancel_scope.deadline = trio.current_time() + grace
 
 
 async def _stop_on(stop: trio.Event, reader: trio.CancelScope) -> None:
@@ -119,6 +152,7 @@ async def serve_stdio(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     handle_signals: bool = True,
     tune_gc: bool = True,
+    stateless: StatelessHost | StatelessOptions | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` on this process's stdin/stdout until EOF, SIGINT or SIGTERM.
@@ -151,6 +185,7 @@ async def serve_stdio(
                     options=options,
                     max_line_bytes=max_line_bytes,
                     stop=stop,
+                    stateless=stateless,
                 ),
             )
             task_status.started()

@@ -27,8 +27,9 @@
 # for it, is routed in the request actor's own task (``route_now``, the ``through`` of
 # the session's Outbox) — the common POST then costs no trip through the router, in
 # JSON and in SSE. Anything that could need to wait (an event store that must be
-# awaited, a full or missing connection) takes the router, in order. A stateless session has no router task at all: what its
-# requests send is routed in their own tasks (an Outbox without a channel).
+# awaited, a full or missing connection) takes the router, in order. A stateless
+# session has no router task at all: what its requests send is routed in their own
+# tasks (an Outbox without a channel).
 #
 # ``Routing`` is the stream table and the router; ``HttpSession`` (_http_session.py)
 # is one, and adds its lifetime and what clients send.

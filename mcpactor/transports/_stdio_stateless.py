@@ -1,0 +1,106 @@
+# Stateless requests on a pipe: 2026-07-28 beside (or without) a session on stdio.
+#
+# On stdio a request is routed by its envelope: one whose ``params._meta`` names a
+# protocol version (``has_envelope``) is served by the StatelessHost, every other
+# message goes to the session as before. The router sees each message before the
+# session's inbox; for a session-era message that costs the envelope check and nothing
+# else. Each stateless request is a Request actor in the router's nursery, inside a
+# CancelScope of its own (``notifications/cancelled`` naming its id cancels it, and
+# ends a listen stream, which then sends nothing more). What it sends — notifications,
+# then its answer — goes through the session's outbox, so the pipe keeps one writer.
+# When input ends, requests get the session's grace period; listen streams end with
+# their closing result.
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+import trio
+
+from .._exceptions import ProtocolError
+from ..protocol import JSONObject, JSONValue, Request, RequestId, describe
+from ..protocol._envelope import has_envelope
+from ..runtime import Outbound, Outbox
+from ..runtime._messages import NOTIFICATION, RESPONSE
+from ..runtime._stateless import StatelessHost
+
+__all__ = ["PipeRouter"]
+
+_log = logging.getLogger("mcpactor")
+
+_CANCELLED: Final = "notifications/cancelled"
+_TASK_NAME: Final = "mcpactor.stateless-request"
+
+
+class PipeRouter:
+    """Takes a pipe's stateless requests (and their cancellations) off the session."""
+
+    def __init__(self, host: StatelessHost, outbox: Outbox, nursery: trio.Nursery) -> None:
+        self.host = host
+        self._outbox = outbox
+        self._nursery = nursery
+        self._scopes: dict[RequestId, trio.CancelScope] = {}
+
+    @property
+    def in_flight(self) -> int:
+        """How many stateless requests of this pipe are being served."""
+        return len(self._scopes)
+
+    def __call__(self, item: JSONValue | ProtocolError) -> bool:
+        """Take ``item`` if it is a stateless request or cancels one; else leave it."""
+        if type(item) is not dict:
+            return False
+        params = item.get("params")
+        if "id" in item:
+            if type(params) is not dict or not has_envelope(params):
+                return False
+            method = item.get("method")
+            request_id = item["id"]
+            if type(method) is not str or type(request_id) not in (str, int):
+                return False
+            if request_id in self._scopes:
+                self._send_soon(
+                    _error(request_id, -32600, f"request id {describe(request_id)} is in use")
+                )
+                return True
+            self._start(Request(request_id, method, params))
+            return True
+        if self._scopes and item.get("method") == _CANCELLED and type(params) is dict:
+            scope = self._scopes.get(params.get("requestId"))  # type: ignore[arg-type]
+            if scope is not None:
+                scope.cancel("cancelled by the client")
+                return True
+        return False
+
+    def _start(self, request: Request) -> None:
+        scope = trio.CancelScope()
+        self._scopes[request.id] = scope
+        self._nursery.start_soon(self._serve, request, scope, name=_TASK_NAME)
+
+    async def _serve(self, request: Request, scope: trio.CancelScope) -> None:
+        request_id = request.id
+
+        async def emit(message: JSONObject) -> None:
+            await self._outbox.send(Outbound(NOTIFICATION, message, request_id))
+
+        try:
+            with scope:
+                answer = await self.host.serve(request, emit)
+                await self._outbox.send(Outbound(RESPONSE, answer, request_id))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            _log.debug("the pipe closed before request %s was answered", describe(request_id))
+        finally:
+            del self._scopes[request_id]
+
+    def _send_soon(self, message: JSONObject) -> None:
+        try:
+            self._outbox.send_nowait(Outbound(RESPONSE, message))
+        except trio.WouldBlock:
+            self._nursery.start_soon(self._outbox.send, Outbound(RESPONSE, message))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+
+def _error(request_id: RequestId, code: int, message: str) -> JSONObject:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
