@@ -37,8 +37,11 @@ from .runtime import SessionOptions as SessionOptions
 from .runtime import TaskOptions as TaskOptions
 from .runtime import check_cancelled as check_cancelled
 from .server import Audio as Audio
+from .server import CacheHint as CacheHint
 from .server import Context as Context
+from .server import Header as Header
 from .server import Image as Image
+from .server import InputRequired as InputRequired
 from .server import Server as Server
 
 if TYPE_CHECKING:
@@ -52,6 +55,7 @@ __all__ = [
     "Audio",
     "AudioContent",
     "BlobResourceContents",
+    "CacheHint",
     "CallToolResult",
     "CapabilityError",
     "Completion",
@@ -60,9 +64,11 @@ __all__ = [
     "ElicitResult",
     "EmbeddedResource",
     "GetPromptResult",
+    "Header",
     "Icon",
     "Image",
     "ImageContent",
+    "InputRequired",
     "LocalProtocolError",
     "MCPActorError",
     "PluginError",

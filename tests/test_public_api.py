@@ -46,3 +46,18 @@ def test_public_api_has_docstrings() -> None:
 def test_version_is_a_string() -> None:
     assert isinstance(mcpactor.__version__, str)
     assert mcpactor.__version__.count(".") >= 2
+
+
+@pytest.mark.parametrize("name", ["CacheHint", "Header", "InputRequired"])
+def test_the_stateless_revisions_api_is_exported(name: str) -> None:
+    assert name in mcpactor.__all__
+    assert getattr(mcpactor, name) is getattr(mcpactor.server, name)
+    assert name in mcpactor.server.__all__
+
+
+def test_the_task_host_protocol_is_exported_by_the_server_layer() -> None:
+    from mcpactor.server import TaskHost
+    from mcpactor.server._tasks import TaskHost as defined
+
+    assert TaskHost is defined
+    assert "TaskHost" in mcpactor.server.__all__

@@ -9,8 +9,10 @@ from ._context import Peer as Peer
 from ._headers import Header as Header
 from ._results import Audio as Audio
 from ._results import Image as Image
+from ._rounds import InputRequired as InputRequired
 from ._server import Server as Server
 from ._server import ServerListener as ServerListener
+from ._tasks import TaskHost as TaskHost
 
 if TYPE_CHECKING:
     from ._compose import Mount as Mount
@@ -22,11 +24,13 @@ __all__ = [
     "Context",
     "Header",
     "Image",
+    "InputRequired",
     "Mount",
     "MountStatistics",
     "Peer",
     "Server",
     "ServerListener",
+    "TaskHost",
 ]
 
 # Composition is loaded when a server first mounts another: its names on first use.
