@@ -77,12 +77,12 @@ from ..server._tasks import (
     isoformat,
     with_related_task,
 )
+from ._bus import ChangeEvent
 
 if TYPE_CHECKING:
     from ..server._tasks import SessionTaskHost, TaskHost
 
 __all__ = [
-    "TaskChange",
     "TaskManager",
     "TaskOptions",
     "TaskPublisher",
@@ -134,24 +134,10 @@ class TaskStatistics:
     waiting: int
 
 
-@attrs.frozen
-class TaskChange:
-    """A task's status changed: what a change bus carries to listen streams.
-
-    Shaped as the bus's change events (``kind``, ``uri``, ``task_id``, ``payload``);
-    ``payload`` is the task's ``DetailedTask``, the body of ``notifications/tasks``.
-    """
-
-    task_id: str
-    payload: JSONObject
-    kind: str = "task"
-    uri: str | None = None
-
-
 class TaskPublisher(Protocol):
-    """Where a ``TaskRegistry`` publishes status changes (the process's change bus)."""
+    """Where a ``TaskRegistry`` publishes status changes: a ``ChangeBus`` will do."""
 
-    def publish(self, event: Any) -> None:
+    def publish(self, event: ChangeEvent) -> None:
         """Hand ``event`` to every listener; never blocks, never raises."""
 
 
@@ -562,7 +548,8 @@ class TaskRegistry(_TaskTable):
     """The tasks of the tasks extension: one table for the process, in its nursery.
 
     ``nursery`` (the app's) owns every task actor and the reaper: closing it ends them.
-    Each status change is published to ``bus`` as a ``TaskChange``.
+    Each status change is published to ``bus`` as a ``ChangeEvent`` of kind ``task``
+    whose payload is the task's ``DetailedTask`` (the body of ``notifications/tasks``).
     """
 
     _scope = "per process"
@@ -610,7 +597,7 @@ class TaskRegistry(_TaskTable):
     def _publish(self, task: _Task) -> None:
         if self._bus is not None:
             payload = detailed_task(self._snapshot(task))
-            self._bus.publish(TaskChange(task.state.task_id, payload))
+            self._bus.publish(ChangeEvent("task", task_id=task.state.task_id, payload=payload))
 
     # --- the TaskHost of server/_tasks.py ------------------------------------------------
 

@@ -23,6 +23,7 @@ from mcpactor.protocol import Request
 from mcpactor.protocol._envelope import SUBSCRIPTION_ID, EnvelopeError, read_envelope
 from mcpactor.protocol._ext_tasks import EXTENSION
 from mcpactor.protocol._mrtr import elicitation_request
+from mcpactor.runtime._bus import ChangeEvent, InMemoryBus
 from mcpactor.runtime._tasks import TaskManager, TaskRegistry, _TaskTable
 from mcpactor.server._rounds import InputRequired
 from mcpactor.server._stateless import serve_stateless
@@ -117,7 +118,7 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[Any] = []
 
-    def publish(self, event: Any) -> None:
+    def publish(self, event: ChangeEvent) -> None:
         self.events.append(event)
 
     def statuses(self, task_id: str) -> list[str]:
@@ -271,6 +272,30 @@ async def test_a_tool_error_completes_the_task_and_a_protocol_error_fails_it(
         assert failed["statusMessage"] == "the backend refused"
         for event in bus.events:
             notification(event)
+
+
+async def test_status_changes_reach_a_listener_of_the_change_bus(autojump_clock: Any) -> None:
+    bus = InMemoryBus()
+    async with trio.open_nursery() as nursery:
+        client = Client(jobs_server([]), TaskRegistry(nursery, bus=bus))
+        with bus.listen() as listener:
+            task_id = (await client.create("confirm_delete", {"filename": "f"}))["taskId"]
+            parked = await listener.next()
+            assert parked.kind == "task"
+            assert parked.task_id == task_id
+            assert parked.payload is not None
+            [key] = parked.payload["inputRequests"]
+            answer = {"action": "accept", "content": {"ok": False}}
+            await client.send("tasks/update", {"taskId": task_id, "inputResponses": {key: answer}})
+            working = await listener.next()
+            completed = await listener.next()
+        assert [e.payload["status"] for e in (parked, working, completed) if e.payload] == [
+            "input_required",
+            "working",
+            "completed",
+        ]
+        assert notification(completed)["params"]["taskId"] == task_id
+        nursery.cancel_scope.cancel()
 
 
 # --- cancellation -----------------------------------------------------------------------
