@@ -1,5 +1,8 @@
 """Every example server starts, initializes and lists its tools over stdio.
 
+The examples of the two eras are also served over HTTP to our client at 2026-07-28 and
+in a 2025-11-25 session at once, and checked by value.
+
 Each example runs as a user would run it, in a subprocess: ``python -m mcpactor serve
 <file>``, and ``python <file>`` for examples that serve themselves when run as a script.
 The test speaks newline-delimited JSON-RPC on the pipes and checks every message the
@@ -11,11 +14,14 @@ the docs name and imported, so a missing import or a call in the wrong order fai
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,6 +31,7 @@ import pytest
 import trio
 
 import mcpactor.testing
+from mcpactor.client import connect_http
 from tests.spec_schema import check_server_message
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,3 +195,100 @@ async def test_the_stdio_testing_sample_passes_against_the_quickstart_server(
     sample = _import(tmp_path / "test_stdio.py", _doc_sample("testing.md", "connect_stdio"))
     with trio.fail_after(TIMEOUT):
         await sample.test_over_stdio()
+
+
+# --- the two eras' examples, served over HTTP to clients of both eras ------------------
+
+STATELESS = "2026-07-28"
+
+
+@contextlib.asynccontextmanager
+async def _served_over_http(example: str) -> AsyncIterator[str]:
+    """Serve ``examples/<example>`` with ``mcpactor serve --http``; yield its MCP URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "mcpactor", "serve", f"examples/{example}"]
+    process = await trio.lowlevel.open_process(
+        [*command, "--http", f"127.0.0.1:{port}"], cwd=ROOT, stderr=subprocess.DEVNULL
+    )
+    try:
+        with trio.fail_after(TIMEOUT):
+            while True:  # a subprocess starting: there is nothing to wait on but the port
+                try:
+                    await (await trio.open_tcp_stream("127.0.0.1", port)).aclose()
+                    break
+                except OSError:
+                    assert process.poll() is None, "the server exited before it listened"
+                    await trio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+
+
+async def test_two_eras_asks_in_either_era_and_books_once() -> None:
+    asked: list[str] = []
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        if "Who is coming" in params["message"]:
+            return {"action": "accept", "content": {"name": "Ada", "guests": 2}}
+        return {"action": "accept", "content": {"confirm": True}}
+
+    sent: list[Any] = []
+    async with _served_over_http("two_eras.py") as url:
+        with trio.fail_after(TIMEOUT):
+            async with connect_http(
+                url,
+                initialize=True,
+                protocol_version=STATELESS,
+                elicitation_handler=answer,
+                on_client_message=sent.append,
+            ) as modern:
+                booked = await modern.call_tool("book_table", {"evening": "friday"})
+            async with connect_http(
+                url, initialize=True, protocol_version=REVISION, elicitation_handler=answer
+            ) as session:
+                again = await session.call_tool("book_table", {"evening": "friday"})
+    assert booked["resultType"] == "complete"
+    text = booked["content"][0]["text"]
+    assert text.startswith("Booked friday: Ada x2 (reference ")
+    # Two questions, so three rounds of the same call at 2026-07-28, and in the session
+    # the same two questions as requests: the booking is made once, the table taken once.
+    calls = [m for m in sent if isinstance(m, dict) and m.get("method") == "tools/call"]
+    assert len(calls) == 3
+    assert "requestState" not in calls[0]["params"]
+    assert all("requestState" in call["params"] for call in calls[1:])
+    assert again["content"][0]["text"] == text
+    assert asked == [
+        "3 table(s) free on friday. Who is coming?",
+        "Book friday for Ada, 2 guest(s)?",
+        "2 table(s) free on friday. Who is coming?",
+        "Book friday for Ada, 2 guest(s)?",
+    ]
+
+
+async def test_cached_catalog_sends_its_hints_and_mirrors_the_region() -> None:
+    sent: list[Any] = []
+    async with _served_over_http("cached_catalog.py") as url:
+        with trio.fail_after(TIMEOUT):
+            async with connect_http(
+                url, initialize=True, protocol_version=STATELESS, on_client_message=sent.append
+            ) as client:
+                [tool] = await client.list_tools()
+                listed = await client.request("resources/list", {})
+                read = await client.read_resource("catalog://products")
+                templates = await client.request("resources/templates/list", {})
+                priced = await client.call_tool("price", {"region": "eu", "product": "kettle"})
+            async with connect_http(url, initialize=True, protocol_version=REVISION) as session:
+                old = await session.request("resources/list", {})
+    assert tool["inputSchema"]["properties"]["region"]["x-mcp-header"] == "Region"
+    assert (listed["ttlMs"], listed["cacheScope"]) == (3_600_000, "public")
+    assert (read["ttlMs"], read["cacheScope"]) == (3_600_000, "public")
+    assert orjson.loads(read["contents"][0]["text"]) == {"products": ["kettle", "toaster"]}
+    assert (templates["ttlMs"], templates["cacheScope"]) == (300_000, "public")
+    assert priced["content"][0]["text"] == "EUR 39"
+    assert "ttlMs" not in old
+    assert "cacheScope" not in old
