@@ -3,7 +3,8 @@
 # ``mcpactor.toml`` (or the ``[tool.mcpactor]`` table of ``pyproject.toml``) names the
 # servers to serve together and how: plugins by entry-point name, local servers as
 # ``module:attr`` or a ``.py`` path, remote servers as a stdio ``command`` or a ``url``;
-# their prefixes, limits and tool timeouts; the sessions' task limits; and the transport,
+# their prefixes, limits and tool timeouts; the sessions' task limits; the keys of
+# stateless requests' sealed states (``[stateless]``); and the transport,
 # with the HTTP server's settings (the ``[http]`` table, _config_http.py). Parsing checks
 # every key and names the one that is wrong (_config_reader.py). The servers read here
 # become one Server in _assemble.py, which the command line shares.
@@ -63,6 +64,10 @@ class Config:
     grace: float | None = None
     #: limits of each session's tasks (None: the defaults)
     tasks: TaskOptions | None = None
+    #: ``[stateless] state_keys_file``: the keys that seal multi round-trip states
+    state_keys_file: Path | None = None
+    #: ``[stateless] keepalive``: seconds between keep-alive comments on listen streams
+    keepalive: float | None = None
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -139,6 +144,7 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
             "log_level",
             "grace",
             "tasks",
+            "stateless",
         },
     )
     transport = reader.choice(data, "transport", ("stdio", "http"), "stdio")
@@ -153,6 +159,11 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
         _server_config(reader.nested("servers"), name, value)
         for name, value in servers_table.items()
     )
+    stateless = reader.table(data, "stateless")
+    stateless_reader = reader.nested("stateless")
+    stateless_reader.known(stateless, {"state_keys_file", "keepalive"})
+    keys_file = stateless_reader.optional(stateless, "state_keys_file", str)
+    keepalive = stateless_reader.seconds(stateless, "keepalive")
     return Config(
         source=source,
         servers=servers,
@@ -168,6 +179,9 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
             if "tasks" in data
             else None
         ),
+        # A relative path is the config file's neighbour, as ``target`` files are.
+        state_keys_file=source.parent / keys_file if keys_file is not None else None,
+        keepalive=keepalive,
     )
 
 

@@ -147,6 +147,20 @@ def _build_parser() -> argparse.ArgumentParser:
         help="the longest message accepted on stdin (default: 4 MiB)",
     )
     serve.add_argument(
+        "--state-key-file",
+        metavar="PATH",
+        help="the keys that seal the state of multi round-trip requests (stateless revisions), one "
+        "base64 key per line, the first sealing; processes sharing it take each other's "
+        "retries (default: $MCPACTOR_STATE_KEYS, else a key of this process only)",
+    )
+    serve.add_argument(
+        "--listen-keepalive",
+        type=_positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="seconds between keep-alive comments on idle listen streams over HTTP (default: 15)",
+    )
+    serve.add_argument(
         "--no-gc-tuning",
         action="store_true",
         help="keep Python's cycle-collector settings (default: freeze start-up and collect "

@@ -102,7 +102,11 @@ def _parse_bind(text: str) -> tuple[str, int]:
 
 
 def serve_over_http(
-    args: argparse.Namespace, server: Server, options: Any, http_options: Any
+    args: argparse.Namespace,
+    server: Server,
+    options: Any,
+    http_options: Any,
+    stateless: Any = None,
 ) -> int:
     """Serve ``server`` over HTTP as ``args`` say, or supervise its workers; the exit status."""
     import socket
@@ -120,7 +124,9 @@ def serve_over_http(
         # Asked for by name: shown whatever --log-level says of the rest.
         logging.getLogger("mcpactor.access").setLevel(logging.INFO)
     if args.workers > 1 and worker_socket is None:
-        return _serve_workers(args, host, port, scheme)
+        return _serve_workers(
+            args, host, port, scheme, keyed=stateless is not None and stateless.sealer is not None
+        )
     stop = trio.Event()
     started = False
 
@@ -139,6 +145,7 @@ def serve_over_http(
             http_server=args.http_server or "builtin",
             tune_gc=not args.no_gc_tuning,
             sockets=None if worker_socket is None else [socket.socket(fileno=worker_socket)],
+            stateless=stateless,
             task_status=task_status,
         )
         nursery.cancel_scope.cancel()
@@ -177,7 +184,9 @@ def _url(host: str, port: int, path: str, scheme: str = "http") -> str:
     )
 
 
-def _serve_workers(args: argparse.Namespace, host: str, port: int, scheme: str) -> int:
+def _serve_workers(
+    args: argparse.Namespace, host: str, port: int, scheme: str, *, keyed: bool = False
+) -> int:
     import trio
 
     from .._workers import bind_sockets, supervise
@@ -204,6 +213,12 @@ def _serve_workers(args: argparse.Namespace, host: str, port: int, scheme: str) 
             file=sys.stderr,
             flush=True,
         )
+        if not keyed:
+            # The workers share one key, so that a retry may land on any of them.
+            from .._config_keys import STATE_KEYS_ENV
+            from ..protocol._sealing import SealingKey
+
+            os.environ[STATE_KEYS_ENV] = SealingKey.generate("workers").to_text()
         command = [sys.executable, "-m", "mcpactor", *args.argv]
         return trio.run(supervise, command, sockets, args.workers)
     finally:

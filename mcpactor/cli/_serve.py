@@ -46,12 +46,13 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         _require_http_extra(args.http_server or "builtin")
         http_options = build_http_options(args, config)
     server = _served_server(args, config)
+    stateless = _stateless_options(args)
     options = SessionOptions(shutdown_grace=args.grace)
     tasks = getattr(args, "tasks", None)
     if tasks is not None:
         options = attrs.evolve(options, tasks=tasks)
     if http_options is not None:
-        return serve_over_http(args, server, options, http_options)
+        return serve_over_http(args, server, options, http_options, stateless)
     started = False
 
     async def run() -> None:
@@ -64,6 +65,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     options=options,
                     max_line_bytes=args.max_message_bytes,
                     tune_gc=not args.no_gc_tuning,
+                    stateless=stateless,
                 )
             )
             started = True
@@ -75,6 +77,19 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             raise
         raise StartFailed(exc) from exc
     return 0
+
+
+def _stateless_options(args: argparse.Namespace) -> Any:
+    # The sealing keys and listen keep-alive: the command line, the file, the environment.
+    from .._config_keys import state_sealer
+    from ..runtime import StatelessOptions
+
+    options = StatelessOptions(sealer=state_sealer(args.state_key_file))
+    if args.listen_keepalive is not None:
+        import attrs
+
+        options = attrs.evolve(options, keepalive=args.listen_keepalive)
+    return options
 
 
 def _require_http_extra(http_server: str) -> None:
@@ -164,6 +179,10 @@ def _apply_config(args: argparse.Namespace, config: Any, parser: argparse.Argume
     if config.grace is not None and args.grace == defaults.grace:
         args.grace = config.grace
     args.tasks = config.tasks
+    if args.state_key_file is None and config.state_keys_file is not None:
+        args.state_key_file = str(config.state_keys_file)
+    if args.listen_keepalive is None:
+        args.listen_keepalive = config.keepalive
     http = config.http
     if config.transport == "http" and args.http is None:
         args.http = (

@@ -1,5 +1,9 @@
 """The trio actors: sessions, their requests, and how they are run."""
 
+from ._bus import ChangeBus as ChangeBus
+from ._bus import ChangeEvent as ChangeEvent
+from ._bus import InMemoryBus as InMemoryBus
+from ._bus import Listener as Listener
 from ._conflict import ConflictDetector as ConflictDetector
 from ._heap import collect_when_quiet as collect_when_quiet
 from ._heap import settle_heap as settle_heap
@@ -17,13 +21,20 @@ from ._session_actor import Received as Received
 from ._session_actor import SessionActor as SessionActor
 from ._starts import StartGate as StartGate
 from ._starts import current_start_gate as current_start_gate
+from ._stateless import StatelessHost as StatelessHost
+from ._stateless import StatelessOptions as StatelessOptions
+from ._stateless import StatelessStatistics as StatelessStatistics
 from ._tasks import TaskManager as TaskManager
 from ._tasks import TaskOptions as TaskOptions
 from ._tasks import TaskStatistics as TaskStatistics
 from ._threads import check_cancelled as check_cancelled
 
 __all__ = [
+    "ChangeBus",
+    "ChangeEvent",
     "ConflictDetector",
+    "InMemoryBus",
+    "Listener",
     "OffloadError",
     "Outbound",
     "OutboundKind",
@@ -35,6 +46,9 @@ __all__ = [
     "SessionOptions",
     "SessionStatistics",
     "StartGate",
+    "StatelessHost",
+    "StatelessOptions",
+    "StatelessStatistics",
     "StreamSignal",
     "TaskManager",
     "TaskOptions",

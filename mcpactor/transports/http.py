@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 
 import trio
 
-from ..runtime import SessionOptions, collect_when_quiet, settle_heap
+from ..runtime import SessionOptions, StatelessOptions, collect_when_quiet, settle_heap
 from ..runtime.http import (
     EventStore,
     EventStoreStatistics,
@@ -77,6 +77,7 @@ async def open_http_app(
     options: HttpOptions | None = None,
     session_options: SessionOptions | None = None,
     bind_host: str = "127.0.0.1",
+    stateless: StatelessOptions | None = None,
 ) -> AsyncIterator[McpHttpApp]:
     """Run a SessionManager for ``server`` and yield the ASGI app in front of it.
 
@@ -94,6 +95,7 @@ async def open_http_app(
         response_mode=options.response_mode,
         max_sessions_per_client=options.max_sessions_per_client,
         unconfirmed_timeout=options.unconfirmed_session_timeout,
+        stateless=stateless,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
@@ -116,6 +118,7 @@ async def serve_http(
     http_server: HttpServerKind = "builtin",
     tune_gc: bool = True,
     sockets: Sequence[socket.socket] | None = None,
+    stateless: StatelessOptions | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` over HTTP until cancelled, ``stop`` is set, or SIGINT/SIGTERM.
@@ -139,6 +142,7 @@ async def serve_http(
             options=options,
             session_options=session_options,
             bind_host=host,
+            stateless=stateless,
         ) as app,
     ):
         if tune_gc:

@@ -52,7 +52,7 @@ import trio
 from ...server import Server
 from .._messages import SessionOptions
 from .._offload import ProcessPool
-from .._stateless import StatelessHost
+from .._stateless import StatelessHost, StatelessOptions
 from ._event_store import EventStore
 from ._http_session import HttpSession, SessionKind
 from ._session_store import MemorySessionStore, SessionStore
@@ -118,7 +118,7 @@ class SessionManager:
         max_sessions_per_client: int | None = None,
         unconfirmed_timeout: float = UNCONFIRMED_TIMEOUT,
         session_store: SessionStore | None = None,
-        stateless: StatelessHost | None = None,
+        stateless: StatelessHost | StatelessOptions | None = None,
     ) -> None:
         self.server = server
         self.session_options = session_options
@@ -137,8 +137,10 @@ class SessionManager:
         #: serves the requests of stateless revisions, beside the sessions
         self.stateless = (
             stateless
-            if stateless is not None
-            else StatelessHost(server, session_options=self.stateless_session_options)
+            if isinstance(stateless, StatelessHost)
+            else StatelessHost(
+                server, options=stateless, session_options=self.stateless_session_options
+            )
         )
         self.event_store = event_store
         self.max_sessions = max_sessions
