@@ -20,11 +20,9 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Final
 
-from mcpactor import Context, Server, TextContent
+from mcpactor import Context, Header, InputRequired, Server, TextContent
 from mcpactor.protocol import JSONObject
 from mcpactor.protocol._mrtr import elicitation_request, roots_request, sampling_request
-from mcpactor.server import Header
-from mcpactor.server._rounds import InputRequired
 
 __all__ = ["CONFIRM_FORM", "CONTEXT_FORM", "NAME_FORM", "register"]
 
