@@ -149,9 +149,9 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--state-key-file",
         metavar="PATH",
-        help="the keys that seal the state of multi round-trip requests (stateless revisions), one "
-        "base64 key per line, the first sealing; processes sharing it take each other's "
-        "retries (default: $MCPACTOR_STATE_KEYS, else a key of this process only)",
+        help="the keys that seal the state of multi round-trip requests (stateless "
+        "revisions), one base64 key per line, the first sealing; processes sharing it take "
+        "each other's retries (default: $MCPACTOR_STATE_KEYS, else a key of this process)",
     )
     serve.add_argument(
         "--listen-keepalive",

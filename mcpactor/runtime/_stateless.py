@@ -156,6 +156,17 @@ class StatelessHost:
             self.server.add_listener(self._feed)
             self._attached = True
 
+    def open_tasks(self, nursery: trio.Nursery) -> None:
+        """Serve the tasks extension with a task table whose actors live in ``nursery``.
+
+        Nothing changes if the host was given a task host of its own. The owner cancels
+        ``nursery`` once the requests are over: that ends every task.
+        """
+        if self.tasks is None:
+            from ._tasks import TaskRegistry
+
+            self.tasks = TaskRegistry(nursery, bus=self.bus, options=self.session_options.tasks)
+
     def stop(self) -> None:
         """End every listen stream with its closing result; refuse new requests."""
         self._stopping = True
@@ -209,7 +220,7 @@ class StatelessHost:
         self._in_flight += 1
         try:
             if request.method == LISTEN:
-                return await self._listen(request, envelope, emit, keepalive)
+                return await self._listen(request, envelope, emit, keepalive, principal)
             return await self._serve(request, envelope, emit, principal)
         finally:
             self._in_flight -= 1
@@ -260,6 +271,7 @@ class StatelessHost:
         envelope: Envelope,
         emit: Emit,
         keepalive: Callable[[], Awaitable[None]] | None,
+        principal: object,
     ) -> JSONObject:
         request_id = request.id
         revision = envelope.revision
@@ -278,8 +290,8 @@ class StatelessHost:
         except EnvelopeError as exc:
             return _error(request_id, exc.code, exc.message, exc.data)
         subscription = Subscription.open(request_id, wanted, self.server.capabilities(revision))
-        # Task ids are honoured where a task host can report on them.
-        tasks = frozenset(task_ids) if task_ids and self.tasks is not None else frozenset()
+        # Task ids are honoured where the task host knows them (as the caller's).
+        tasks = self._known_tasks(task_ids, principal)
         acknowledgement = subscription.acknowledgement()
         if task_ids is not None:
             acknowledgement["params"]["notifications"][LISTEN_FILTER_KEY] = sorted(tasks)
@@ -308,6 +320,13 @@ class StatelessHost:
             self._listening -= 1
         result = subscription.closing_result(self.server.info(revision))
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def _known_tasks(self, task_ids: tuple[str, ...] | None, principal: object) -> frozenset[str]:
+        known = getattr(self.tasks, "known", None)
+        if not task_ids or known is None:
+            return frozenset()
+        caller = _principal(principal)
+        return frozenset(task_id for task_id in task_ids if known(task_id, principal=caller))
 
     # --- what the peer needs ------------------------------------------------------
 

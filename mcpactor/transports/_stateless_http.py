@@ -26,6 +26,7 @@ from ..protocol import Batch, Body, JSONObject, Notification, Request, describe,
 from ..protocol._envelope import (
     HEADER_MISMATCH,
     MISSING_CLIENT_CAPABILITY,
+    PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
     EnvelopeError,
 )
@@ -82,8 +83,9 @@ async def serve_stateless_post(
     host = app.stateless
     cors = app.cors(headers)
     try:
+        _check_version_header(request, headers)
         envelope = host.envelope(request)
-        _check_headers(host, request, envelope.revision.version, headers)
+        _check_headers(host, request, headers)
     except EnvelopeError as exc:
         await reply(send, exc.http_status, orjson.dumps(exc.to_response()), cors)
         return
@@ -142,10 +144,14 @@ async def serve_stateless_post(
     await reply(send, status, data, cors)
 
 
-def _check_headers(
-    host: StatelessHost, request: Request, version: str, headers: Mapping[str, str]
-) -> None:
-    # The headers must say what the body says (-32020 on any difference).
+def _check_version_header(request: Request, headers: Mapping[str, str]) -> None:
+    # Before the envelope is read: a header that differs from the body is -32020 whatever
+    # the body's version is (an unknown one included).
+    params = request.params
+    meta = params.get("_meta") if params is not None else None
+    version = meta.get(PROTOCOL_VERSION) if type(meta) is dict else None
+    if version is None:
+        return  # the envelope's own check names what is missing
     sent = headers.get("mcp-protocol-version")
     if sent is None or sent.strip() != version:
         raise EnvelopeError(
@@ -154,6 +160,10 @@ def _check_headers(
             code=HEADER_MISMATCH,
             request_id=request.id,
         )
+
+
+def _check_headers(host: StatelessHost, request: Request, headers: Mapping[str, str]) -> None:
+    # The headers must say what the body says (-32020 on any difference).
     params = request.params
     try:
         check_standard_headers(request.method, params, headers)

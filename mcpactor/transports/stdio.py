@@ -84,26 +84,30 @@ async def serve_streams(
         # The writer ends when the actor closes the outbox, after its last message.
         nursery.start_soon(writer)
         host.attach()
-        async with trio.open_nursery() as inputs:
-            reader = trio.CancelScope()
-            router = await inputs.start(
-                _read_input,
-                reader,
-                receive_stream,
-                inbox_send,
-                max_line_bytes,
-                host,
-                outbox,
-                grace,
-            )
-            if through is not None:
-                through.quiet = lambda: not actor.requests_in_flight and not router.in_flight
-            if stop is not None:
-                inputs.start_soon(_stop_on, stop, reader)
-            started = await inputs.start(
-                _then_cancel, inputs.cancel_scope, actor.run, inbox_receive
-            )
-            task_status.started(started)
+        async with trio.open_nursery() as tasks:
+            # Tasks of stateless requests end with the session (they answer no one after).
+            host.open_tasks(tasks)
+            async with trio.open_nursery() as inputs:
+                reader = trio.CancelScope()
+                router = await inputs.start(
+                    _read_input,
+                    reader,
+                    receive_stream,
+                    inbox_send,
+                    max_line_bytes,
+                    host,
+                    outbox,
+                    grace,
+                )
+                if through is not None:
+                    through.quiet = lambda: not actor.requests_in_flight and not router.in_flight
+                if stop is not None:
+                    inputs.start_soon(_stop_on, stop, reader)
+                started = await inputs.start(
+                    _then_cancel, inputs.cancel_scope, actor.run, inbox_receive
+                )
+                task_status.started(started)
+            tasks.cancel_scope.cancel()
         await host.aclose()
 
 

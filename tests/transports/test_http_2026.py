@@ -126,6 +126,14 @@ async def test_refusals_keep_the_id_and_have_their_status(probe: Probe) -> None:
         assert body["error"]["code"] == -32022
         assert body["error"]["data"]["requested"] == "2099-01-01"
         assert REVISION in body["error"]["data"]["supported"]
+        # The header names this revision, the body an unknown one: the mismatch comes first.
+        message = client.message(
+            "tools/list", **{"io.modelcontextprotocol/protocolVersion": "v999.0.0"}
+        )
+        response = await client.post(message)
+        body = await response.json()
+        assert response.status == 400
+        assert (body["id"], body["error"]["code"]) == (message["id"], -32020)
         # The header says another thing than the body.
         message = client.message("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
         response = await client.post(message, **{"mcp-name": "other"})
@@ -292,3 +300,58 @@ async def test_keepalive_comments_on_an_idle_listen_stream(
         assert chunk == b": keep-alive\n\n"
         assert app.stateless.statistics().listen_streams == 1
         await stream.disconnect()
+
+
+async def test_a_task_tool_runs_as_a_task_for_a_client_that_declares_it(probe: Probe) -> None:
+    server = make_server(probe)
+
+    @server.tool(task_support="required")
+    async def slow_job(ctx: Context) -> str:
+        """Wait for the test, then finish."""
+        await probe.release.wait()
+        return "job done"
+
+    async with asgi_client(server) as (_, http):
+        client = Client(http)
+        tasks = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        message = client.message(
+            "tools/call",
+            {"name": "slow_job", "arguments": {}},
+            **{"io.modelcontextprotocol/clientCapabilities": tasks},
+        )
+        created = await (await client.post(message)).json()
+        assert created["result"]["resultType"] == "task"
+        task_id = created["result"]["taskId"]
+        listen = client.message(
+            "subscriptions/listen",
+            {"notifications": {"taskIds": [task_id, "unknown"]}},
+            **{"io.modelcontextprotocol/clientCapabilities": tasks},
+        )
+        stream = await client.post(listen)
+        ack = await stream.next_event()
+        assert ack is not None
+        assert ack.message()["params"]["notifications"]["taskIds"] == [task_id]
+        probe.release.set()
+        notice = await stream.next_event()
+        assert notice is not None
+        status = notice.message()
+        assert status["method"] == "notifications/tasks"
+        assert status["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == listen["id"]
+        assert status["params"]["taskId"] == task_id
+        await stream.disconnect()
+        get = client.message(
+            "tasks/get",
+            {"taskId": task_id},
+            **{"io.modelcontextprotocol/clientCapabilities": tasks},
+        )
+        response = await client.post(get, **{"mcp-name": task_id})
+        answer = await response.json()
+        assert answer["result"]["status"] == "completed", answer
+        # Without the extension declared, a tool that needs a task is refused.
+        response = await client.post(
+            client.message("tools/call", {"name": "slow_job", "arguments": {}})
+        )
+        refused = await response.json()
+        assert response.status == 400
+        assert refused["error"]["code"] == -32021
+        assert refused["error"]["data"]["requiredCapabilities"] == tasks

@@ -211,15 +211,20 @@ class SessionManager:
             manager.start_soon(self._put_sessions_to_sleep)
             manager.start_soon(self.coalescing.run)
             manager.start_soon(self.watch_delay.run)
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                task_status.started(self)
-                try:
-                    await self._stopping.wait()
-                finally:
-                    # Also when cancelled: sleeping sessions have no task to cancel.
-                    for session in list(self._live):
-                        self.close_session(session)
+            # The tasks of stateless requests (tasks extension) end once every session
+            # has: the grace periods are over.
+            async with trio.open_nursery() as tasks:
+                self.stateless.open_tasks(tasks)
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    task_status.started(self)
+                    try:
+                        await self._stopping.wait()
+                    finally:
+                        # Also when cancelled: sleeping sessions have no task to cancel.
+                        for session in list(self._live):
+                            self.close_session(session)
+                tasks.cancel_scope.cancel()
             manager.cancel_scope.cancel()
 
     async def wait_sessions(self, at_most: int = 0) -> None:
