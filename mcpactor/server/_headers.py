@@ -179,14 +179,15 @@ def _mismatch(message: str) -> EnvelopeError:
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
-    # HTTP header names ignore case; a transport may hand them over in any case.
+    # HTTP header names ignore case; a transport may hand them over in any case. The
+    # optional whitespace around a field value is not part of it (RFC 9110 5.5).
     value = headers.get(name)
     if value is not None:
-        return value
+        return value.strip(" \t")
     lowered = name.lower()
     for key, found in headers.items():
         if key.lower() == lowered:
-            return found
+            return found.strip(" \t")
     return None
 
 

@@ -287,3 +287,18 @@ def test_a_task_method_is_named_by_its_task_id(method: str) -> None:
     assert "does not match body value" in error.message
     error = mismatch(check_standard_headers, method, params, {"Mcp-Method": method})
     assert "Mcp-Name header is missing" in error.message
+
+
+def test_whitespace_around_a_header_value_is_not_part_of_it() -> None:
+    check_standard_headers(
+        "tools/call",
+        {"name": "confirm_delete"},
+        {"Mcp-Method": " tools/call\t", "Mcp-Name": "  confirm_delete  "},
+    )
+    error = mismatch(
+        check_standard_headers,
+        "tools/call",
+        {"name": "confirm delete"},
+        {"Mcp-Method": "tools/call", "Mcp-Name": "confirm  delete"},
+    )
+    assert "does not match body value" in error.message
