@@ -165,8 +165,6 @@ class _Task:
     answers: dict[str, JSONObject] = attrs.field(factory=dict)
     #: set when answers arrive; replaced once set
     answered: trio.Event = attrs.field(factory=trio.Event)
-    #: questions asked so far, for their keys (never reused within a task)
-    questions: int = 0
 
 
 class _TaskTable:
@@ -722,12 +720,9 @@ class _Asker:
         self._registry = registry
         self._task = task
 
-    async def ask(self, request: JSONObject) -> JSONObject:
-        """Park the task on ``request`` under a new key; return the client's answer."""
-        task = self._task
-        task.questions += 1
-        key = f"{task.questions}:{request['method']}"
-        answers = await self._registry._park(task, {key: request})
+    async def ask(self, key: str, request: JSONObject) -> JSONObject:
+        """Park the task on ``request`` under ``key``; return the client's answer."""
+        answers = await self._registry._park(self._task, {key: request})
         return answers[key]
 
 

@@ -21,7 +21,7 @@ from ..protocol import (
     structure,
     unstructure,
 )
-from ._rounds import Rounds
+from ._rounds import InputNeeded, Rounds
 
 if TYPE_CHECKING:
     from ..protocol._client_types import (
@@ -114,8 +114,8 @@ class SessionTaskHost(Protocol):
 class Asker(Protocol):
     """Who answers a handler's questions in place (a task of the tasks extension)."""
 
-    async def ask(self, request: JSONObject) -> JSONObject:
-        """Wait for the client's answer to ``request`` (an input request)."""
+    async def ask(self, key: str, request: JSONObject) -> JSONObject:
+        """Wait for the client's answer to ``request`` (an input request) under ``key``."""
 
 
 class Context:
@@ -373,11 +373,19 @@ class Context:
     async def _request(self, method: str, params: JSONObject, timeout: float | None) -> JSONObject:
         if self.negotiated.revision.input_requests:
             request = self._question(method, params)
-            if self._asker is not None:
-                return await self._asker.ask(request)
             if self._rounds is None:
                 self._rounds = Rounds()
-            return self._rounds.ask(request)
+            if self._asker is None:
+                return self._rounds.ask(request)
+            # In a task: an answer the creating request carried is used as a round's
+            # would be; an unanswered question parks the task under the round's key.
+            try:
+                return self._rounds.ask(request)
+            except InputNeeded as needed:
+                [key] = needed.requests
+            answer = await self._asker.ask(key, request)
+            self._rounds.answers[key] = answer
+            return answer
         return await self._peer.request(
             method, params, related_request_id=self.request_id, timeout=timeout
         )

@@ -64,6 +64,9 @@ class ToolExecution:
     #: seconds the function may run (None: the server's default applies)
     timeout: float | None = None
     task_support: TaskSupport = "forbidden"
+    #: at 2026-07-28: ask with input_required rounds first, and become a task on the
+    #: retry that brings the answers (the extension's MRTR-then-task composition)
+    task_after_input: bool = False
 
     def offload_for(self, is_async: bool) -> Offload:
         """Where the function runs, given whether it is a coroutine function."""
@@ -87,6 +90,7 @@ def tool_execution(
     offload: str | None,
     timeout: float | None,
     task_support: str,
+    task_after_input: bool = False,
 ) -> ToolExecution:
     """Check a tool's execution options; SchemaError names the tool and what is wrong."""
     what = f"tool {describe(name)}"
@@ -94,6 +98,12 @@ def tool_execution(
         raise SchemaError(
             f"{what}: task_support must be one of {sorted(_TASK_SUPPORT)}, got "
             f"{describe(task_support)}"
+        )
+    if type(task_after_input) is not bool:
+        raise SchemaError(f"{what}: task_after_input must be True or False")
+    if task_after_input and task_support == "forbidden":
+        raise SchemaError(
+            f"{what}: task_after_input needs a task_support of 'optional' or 'required'"
         )
     if timeout is not None and (
         isinstance(timeout, bool)
@@ -129,6 +139,7 @@ def tool_execution(
         offload="process" if offload == "process" else None,
         timeout=float(timeout) if timeout is not None else None,
         task_support=task_support,  # type: ignore[arg-type]  # checked above
+        task_after_input=task_after_input,
     )
 
 

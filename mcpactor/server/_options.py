@@ -31,6 +31,7 @@ class ToolOptions(TypedDict, total=False):
     output_schema: JSONObject | None
     structured_output: bool | None
     task_support: TaskSupport
+    task_after_input: bool
     offload: Literal["thread", "process"] | None
     timeout: float | None
     cache: CacheHint | None

@@ -69,6 +69,7 @@ def tool_entry(fn: Callable[..., Any], name: str, options: ToolOptions) -> ToolE
         offload=options.get("offload"),
         timeout=options.get("timeout"),
         task_support=options.get("task_support", "forbidden"),
+        task_after_input=options.get("task_after_input", False),
     )
     definition = wire(
         {

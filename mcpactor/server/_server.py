@@ -157,7 +157,9 @@ class Server(Handlers):
         ``task_support`` (``"forbidden"``, ``"optional"``, ``"required"``) says whether
         it may run as a task: in a 2025-11-25 session when the client asks (``task``),
         and at 2026-07-28 (the tasks extension) whenever the request declares the
-        extension, a ``required`` tool refusing one that does not. A ``def`` tool runs
+        extension, a ``required`` tool refusing one that does not. With
+        ``task_after_input=True`` such a call first asks in ``input_required`` rounds and
+        becomes a task on the retry that brings the answers. A ``def`` tool runs
         in a worker thread; ``offload="process"`` runs it in a worker process that is
         killed on cancellation (the function must be importable by module path).
         ``timeout`` (seconds) cancels the call and answers with an error result; it

@@ -170,6 +170,21 @@ def tool_task_support(server: Server, params: JSONObject | None) -> TaskSupport:
     return "forbidden"
 
 
+def _runs_as_task(server: Server, method: str, params: JSONObject | None, ctx: Context) -> bool:
+    if not runs_as_task(
+        method, tool_task_support(server, params), ctx.negotiated, request_id=ctx.request_id
+    ):
+        return False
+    name = (params or {}).get("name")
+    entry = server._catalog().tools.get(name) if type(name) is str else None
+    if not getattr(getattr(entry, "execution", None), "task_after_input", False):
+        return True
+    # Rounds first: a first attempt runs as a plain call (it ends with input_required,
+    # or answers at once); the retry that brings answers becomes the task.
+    rounds = ctx._rounds
+    return rounds is not None and bool(rounds.answers or rounds.state is not None)
+
+
 def _offers_tasks(server: Server) -> bool:
     return any(
         getattr(getattr(entry, "execution", None), "task_support", "forbidden") != "forbidden"
@@ -225,9 +240,7 @@ async def serve_stateless(
     rounds = method in revision.input_required_methods
     if rounds:
         ctx._rounds = _open_round(params, ctx, sealer, method, now, principal)
-    if tasks is not None and runs_as_task(
-        method, tool_task_support(server, params), ctx.negotiated, request_id=ctx.request_id
-    ):
+    if tasks is not None and _runs_as_task(server, method, params, ctx):
         created = await _create_task(server, method, params, ctx, tasks, principal)
         return complete_result(
             created, method=method, revision=revision, server_info=server.info(revision), hint=None

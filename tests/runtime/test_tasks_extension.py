@@ -17,12 +17,13 @@ import pytest
 import trio
 import trio.testing
 
-from mcpactor import Context, RequestError, Server, TaskOptions, ToolError
+from mcpactor import Context, RequestError, SchemaError, Server, TaskOptions, ToolError
 from mcpactor._exceptions import ProtocolError
 from mcpactor.protocol import Request
 from mcpactor.protocol._envelope import SUBSCRIPTION_ID, EnvelopeError, read_envelope
 from mcpactor.protocol._ext_tasks import EXTENSION
 from mcpactor.protocol._mrtr import elicitation_request
+from mcpactor.protocol._sealing import KeyRing, SealingKey, StateSealer
 from mcpactor.runtime._bus import ChangeEvent, InMemoryBus
 from mcpactor.runtime._tasks import TaskManager, TaskRegistry, _TaskTable
 from mcpactor.server._rounds import InputRequired
@@ -109,7 +110,18 @@ def jobs_server(log: list[str]) -> Server:
             )
         return f"hello {answer['content']} after {ctx.request_state}"
 
+    @server.tool(task_support="required", task_after_input=True)
+    async def test_tool_with_task(ctx: Context) -> str:
+        """Ask in rounds first, then go on as a task."""
+        log.append("composition ran")
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {}})
+        await trio.sleep(2)
+        return f"hello {answer.content}"
+
     return server
+
+
+SEALER = StateSealer(KeyRing.of(SealingKey.generate("k1")), ttl=60)
 
 
 class Recorder:
@@ -157,13 +169,22 @@ class Client:
         envelope = read_envelope(Request(request_id, method, sent))
         ctx = Context(peer=FakePeer(), request_id=request_id, negotiated=envelope, meta=meta)
         result = await serve_stateless(
-            self.server, method, sent, ctx, tasks=self.registry, principal=principal
+            self.server,
+            method,
+            sent,
+            ctx,
+            tasks=self.registry,
+            principal=principal,
+            sealer=SEALER,
+            now=1_000.0,
         )
         check({"jsonrpc": "2.0", "id": request_id, "result": result}, MODERN, "JSONRPCResponse")
         if method in RESULTS:
             ext_check(result, RESULTS[method])
         elif result.get("resultType") == "task":
             ext_check(result, "CreateTaskResult")
+        elif result.get("resultType") == "input_required":
+            check(result, MODERN, "InputRequiredResult")
         elif method == "tools/call":
             check(result, MODERN, "CallToolResult")
         return result
@@ -452,6 +473,43 @@ async def test_a_question_the_client_cannot_take_fails_the_task(autojump_clock: 
         assert failed["status"] == "failed"
         assert failed["error"]["code"] == -32021
         assert failed["error"]["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+
+
+async def test_rounds_first_then_a_task_on_the_retry_that_answers(autojump_clock: Any) -> None:
+    log: list[str] = []
+    async with serving(log) as (client, _, registry):
+        first = await client.send("tools/call", {"name": "test_tool_with_task"})
+        assert first["resultType"] == "input_required"
+        assert "taskId" not in first
+        [(key, request)] = first["inputRequests"].items()
+        assert request["params"]["message"] == "Your name?"
+        assert registry.statistics().stored == 0
+        answer = {"action": "accept", "content": {"user_name": "Ada"}}
+        created = await client.send(
+            "tools/call",
+            {
+                "name": "test_tool_with_task",
+                "inputResponses": {key: answer},
+                "requestState": first["requestState"],
+            },
+        )
+        assert created["resultType"] == "task"
+        assert "requestState" not in created
+        await trio.sleep(3)
+        done = await client.get(created["taskId"])
+        assert done["status"] == "completed"
+        assert done["result"]["content"][0]["text"] == "hello {'user_name': 'Ada'}"
+        # The question was answered from the retry: the task never parked.
+        assert log == ["composition ran", "composition ran"]
+
+
+def test_task_after_input_needs_a_task_tool() -> None:
+    server = Server("bad")
+    with pytest.raises(SchemaError, match="task_after_input needs a task_support"):
+
+        @server.tool(task_after_input=True)
+        async def plain() -> str:
+            return "x"
 
 
 # --- negotiation ------------------------------------------------------------------------
