@@ -1,6 +1,6 @@
 """Micro-benchmark of mcpactor's HTTP path, in process (not part of the unit tests).
 
-    python bench/micro_http.py [--mode json|sse|stateless] [--calls N] [--concurrency C]
+    python bench/micro_http.py [--mode json|sse|stateless|2026] [--calls N] [--concurrency C]
                                [--sessions] [--memory] [--wake] [--profile]
 
 Drives the ASGI app (``open_http_app``) directly with in-memory ``receive``/``send``
@@ -74,6 +74,30 @@ def call(i: int) -> bytes:
         b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
         b'{"name":"echo","arguments":{"text":"hello, mcp benchmark"}}}' % i
     )
+
+
+def call_2026(i: int) -> bytes:
+    """One tools/call request body at 2026-07-28: the envelope in ``_meta``."""
+    return (
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
+        b'{"name":"echo","arguments":{"text":"hello, mcp benchmark"},"_meta":'
+        b'{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+        b'"io.modelcontextprotocol/clientCapabilities":{}}}}' % i
+    )
+
+
+def scope_2026() -> dict[str, Any]:
+    """The ASGI scope of one 2026-07-28 POST /mcp: the version and mirrored headers."""
+    request_scope = scope(None)
+    request_scope["headers"] = [
+        (b"host", b"127.0.0.1:8000"),
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"mcp-protocol-version", b"2026-07-28"),
+        (b"mcp-method", b"tools/call"),
+        (b"mcp-name", b"echo"),
+    ]
+    return request_scope
 
 
 def scope(session_id: str | None, *, initialize: bool = False) -> dict[str, Any]:
@@ -153,18 +177,23 @@ async def run_calls(mode: str, calls: int, concurrency: int) -> float:
     stateless = mode == "stateless"
     options = HttpOptions(response_mode="sse" if mode == "sse" else "json", stateless=stateless)
     async with open_http_app(server, options=options) as app:
-        session_id = await open_session(app, stateless)
-        request_scope = scope(session_id)
+        if mode == "2026":
+            request_scope = scope_2026()
+            body_of = call_2026
+        else:
+            session_id = await open_session(app, stateless)
+            request_scope = scope(session_id)
+            body_of = call
         ids = iter(range(1, calls + 1))
 
         async def worker() -> None:
             for i in ids:
-                status, body = await post(app, call(i), dict(request_scope))
+                status, body = await post(app, body_of(i), dict(request_scope))
                 assert status == 200, (status, body)
                 assert b"hello, mcp benchmark" in body, body
 
         for i in range(200):  # warm up
-            await post(app, call(-i - 1), dict(request_scope))
+            await post(app, body_of(-i - 1), dict(request_scope))
         start = time.process_time()
         async with trio.open_nursery() as nursery:
             for _ in range(concurrency):
@@ -328,7 +357,7 @@ def _print_allocations(stats: list[tracemalloc.StatisticDiff], count: int, top: 
 def main() -> None:
     """Run the benchmark and print µs per call (optionally the top of a profile)."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=["json", "sse", "stateless"], default="json")
+    parser.add_argument("--mode", choices=["json", "sse", "stateless", "2026"], default="json")
     parser.add_argument("--calls", type=int, default=10000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--sessions", action="store_true", help="measure session creation")

@@ -15,8 +15,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final
+import functools
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
 
 import orjson
 import trio
@@ -37,7 +38,6 @@ from ._asgi import (
     Headers,
     Receive,
     Send,
-    cancel_on_disconnect,
     reply,
     reply_error,
     send_body,
@@ -113,21 +113,22 @@ async def serve_stateless_post(
             started[0] = True
         await send_body(send, _KEEPALIVE)
 
-    # Empty when the client left: the nursery's scope swallowed the cancellation.
-    answers: list[JSONObject] = []
-    async with trio.open_nursery() as nursery:
-        # The client leaving cancels the request: nothing more is sent for it.
-        nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
-        answer = await host.serve(
-            request,
-            emit,
-            envelope=envelope,
-            principal=principal,
-            keepalive=keepalive if stream else None,
-        )
-        answers.append(answer)
-        nursery.cancel_scope.cancel()
-    if not answers:
+    # The client leaving cancels the request, and nothing more is sent for it. Served in
+    # this task, unwatched: only a request still running a moment later gets a watch.
+    scope = trio.CancelScope()
+    armed = app.manager.late_watch.arm(functools.partial(_disconnected, receive), scope)
+    try:
+        with scope:
+            answer = await host.serve(
+                request,
+                emit,
+                envelope=envelope,
+                principal=principal,
+                keepalive=keepalive if stream else None,
+            )
+    finally:
+        armed.disarm()
+    if scope.cancelled_caught:
         return
     data = serialize(answer) or b""
     if started[0]:
@@ -142,6 +143,12 @@ async def serve_stateless_post(
     error = answer.get("error")
     status = _STATUS.get(error.get("code"), 200) if type(error) is dict else 200  # type: ignore[arg-type]
     await reply(send, status, data, cors)
+
+
+async def _disconnected(receive: Receive) -> None:
+    # Returns once the client has gone (the request's body was read already).
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _check_version_header(request: Request, headers: Mapping[str, str]) -> None:
@@ -162,8 +169,30 @@ def _check_version_header(request: Request, headers: Mapping[str, str]) -> None:
         )
 
 
+class _AnyCase(Mapping[str, str]):
+    # The request's headers (lowercase names) looked up by a name in any case, at once:
+    # the header checks ask for "Mcp-Method", and would otherwise scan every header.
+    __slots__ = ("_headers",)
+
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        self._headers = headers
+
+    def __getitem__(self, name: str) -> str:
+        return self._headers[name.lower()]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._headers.get(name.lower(), default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._headers)
+
+    def __len__(self) -> int:
+        return len(self._headers)
+
+
 def _check_headers(host: StatelessHost, request: Request, headers: Mapping[str, str]) -> None:
     # The headers must say what the body says (-32020 on any difference).
+    headers = _AnyCase(headers)
     params = request.params
     try:
         check_standard_headers(request.method, params, headers)

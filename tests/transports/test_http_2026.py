@@ -10,6 +10,7 @@ import trio
 import trio.testing
 
 from mcpactor import Context, Server
+from mcpactor.runtime.http._session_manager import STATELESS_WATCH_AFTER
 
 from ..runtime.conftest import live_tasks
 from ..spec_schema import check, check_server_message
@@ -104,6 +105,8 @@ async def test_a_tool_call_is_served_without_a_session(probe: Probe) -> None:
         await trio.testing.wait_all_tasks_blocked()
         assert app.manager.statistics().sessions == 0
         assert app.stateless.statistics().requests_in_flight == 0
+        # Answered at once: no task watched for the client leaving.
+        assert app.manager.late_watch.watching == 0
 
 
 async def test_refusals_keep_the_id_and_have_their_status(probe: Probe) -> None:
@@ -239,7 +242,9 @@ async def test_an_elicitation_takes_a_retry(probe: Probe) -> None:
         assert (await forged.json())["error"]["code"] == -32602
 
 
-async def test_a_listen_stream_carries_tagged_changes_until_left(probe: Probe) -> None:
+async def test_a_listen_stream_carries_tagged_changes_until_left(
+    probe: Probe, autojump_clock: trio.testing.MockClock
+) -> None:
     async with asgi_client(make_server(probe)) as (app, http):
         client = Client(http)
         baseline = len(live_tasks())
@@ -266,8 +271,11 @@ async def test_a_listen_stream_carries_tagged_changes_until_left(probe: Probe) -
         assert notice["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == listen["id"]
         assert app.stateless.statistics().listen_streams == 1
         await stream.disconnect()
+        # The stream outlasted the moment before its client is watched: leaving ends it.
+        await trio.sleep(STATELESS_WATCH_AFTER * 2)
         await trio.testing.wait_all_tasks_blocked()
         assert app.stateless.statistics().listen_streams == 0
+        assert app.manager.late_watch.watching == 0
         assert len(live_tasks()) <= baseline
 
 

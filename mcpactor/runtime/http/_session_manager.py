@@ -57,6 +57,7 @@ from ._event_store import EventStore
 from ._http_session import HttpSession, SessionKind
 from ._session_store import MemorySessionStore, SessionStore
 from ._streams import NudgeTimer
+from ._watch import LateWatch
 
 __all__ = ["ManagerStatistics", "SessionLimitReached", "SessionManager"]
 
@@ -73,6 +74,9 @@ SLEEP_AFTER: Final = 1.0
 COALESCE_SECONDS: Final = 0.005
 #: seconds a streamed POST runs before it watches for its client leaving
 WATCH_AFTER: Final = 2.0
+#: seconds a stateless request runs before it watches for its client leaving (its
+#: cancellation: a short wait, as nothing can resume it)
+STATELESS_WATCH_AFTER: Final = 0.05
 # Who a stateless request's handlers see as the client: it sent no clientInfo.
 _STATELESS_CLIENT: Final = {"name": "stateless HTTP client", "version": "0"}
 #: how many unconfirmed sessions a full table looks at for one that can give way
@@ -179,6 +183,8 @@ class SessionManager:
         self.coalescing = NudgeTimer(COALESCE_SECONDS)
         #: ends a streamed POST's time without a watch for its client leaving
         self.watch_delay = NudgeTimer(WATCH_AFTER)
+        #: watches for the clients of stateless requests that run for more than a moment
+        self.late_watch = LateWatch(STATELESS_WATCH_AFTER)
 
     def statistics(self) -> ManagerStatistics:
         """Return how many sessions and connections are live right now."""
@@ -211,6 +217,7 @@ class SessionManager:
             manager.start_soon(self._put_sessions_to_sleep)
             manager.start_soon(self.coalescing.run)
             manager.start_soon(self.watch_delay.run)
+            manager.start_soon(self.late_watch.run)
             # The tasks of stateless requests (tasks extension) end once every session
             # has: the grace periods are over.
             async with trio.open_nursery() as tasks:

@@ -1,0 +1,93 @@
+# Watching for a client that leaves, started only for requests that outlast a moment.
+#
+# A stateless POST is served in the HTTP handler's own task, and the client leaving
+# must cancel it. Watching for that is a task reading the connection, and a task (with
+# the nursery around it) cost more than the rest of a short call. So a request is
+# served unwatched and only armed here: one timer task for every request of the app
+# starts a watch for those still running ``delay`` seconds later. The watch runs in the
+# app's nursery, reads the connection, and cancels the request's scope when the client
+# has gone; it is cancelled the moment the request ends (``Armed.disarm``), so nothing
+# it watched for outlives the request. A request that ends in time costs an entry in a
+# deque.
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import trio
+
+__all__ = ["Armed", "LateWatch"]
+
+# Entries falling due this close together are started in one wake of the timer.
+_TICK: Final = 0.001
+
+
+class Armed:
+    """One request's place in a LateWatch: disarm it when the request ends."""
+
+    __slots__ = ("_watch", "done", "gone", "scope", "target", "watching")
+
+    def __init__(self, gone: Callable[[], Awaitable[None]], target: trio.CancelScope) -> None:
+        #: returns once the client has gone
+        self.gone = gone
+        #: what the client leaving cancels
+        self.target = target
+        self.done = False
+        #: the scope of the watch task, once it started
+        self.watching: trio.CancelScope | None = None
+
+    def disarm(self) -> None:
+        """The request is over: stop (or never start) watching its client."""
+        self.done = True
+        if self.watching is not None:
+            self.watching.cancel()
+
+
+class LateWatch:
+    """Starts a watch for each armed request still running ``delay`` seconds later."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self._waits: collections.deque[tuple[float, Armed]] = collections.deque()
+        self._watched = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        #: watches running now
+        self.watching = 0
+
+    def arm(self, gone: Callable[[], Awaitable[None]], target: trio.CancelScope) -> Armed:
+        """Watch with ``gone`` and cancel ``target`` if the request outlasts ``delay``."""
+        armed = Armed(gone, target)
+        self._waits.append((trio.current_time() + self.delay, armed))
+        if len(self._waits) == 1:
+            self._watched.set()
+        return armed
+
+    async def run(self) -> None:
+        """Start the watches that fall due, for ever (in the app's nursery)."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            waits = self._waits
+            while True:
+                if not waits:
+                    await self._watched.wait()
+                    self._watched = trio.Event()
+                    continue
+                await trio.sleep_until(waits[0][0])
+                due = trio.current_time() + _TICK
+                while waits and waits[0][0] <= due:
+                    _, armed = waits.popleft()
+                    if not armed.done:
+                        armed.watching = trio.CancelScope()
+                        self.watching += 1
+                        nursery.start_soon(self._watch, armed)
+
+    async def _watch(self, armed: Armed) -> None:
+        try:
+            assert armed.watching is not None
+            with armed.watching:
+                await armed.gone()
+                armed.target.cancel("the client closed the response")
+        finally:
+            self.watching -= 1
