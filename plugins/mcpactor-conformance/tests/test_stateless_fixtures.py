@@ -532,3 +532,23 @@ async def test_multi_input_waits_for_both_answers(autojump_clock: trio.testing.M
         'first={"name": "one"}, second={"name": "two"}',
         'first={"name": "two"}, second={"name": "one"}',
     )
+
+
+async def test_tool_with_task_asks_first_and_becomes_a_task_on_the_retry(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with connect(with_tasks=True) as client:
+        asked = await client.call("test_tool_with_task", caps=WITH_TASKS)
+        assert asked["resultType"] == "input_required"
+        assert "taskId" not in asked
+        [key] = asked["inputRequests"]
+        created = await client.call(
+            "test_tool_with_task",
+            caps=WITH_TASKS,
+            retry=retry_of(asked, {key: accept({"name": "Alice"})}),
+        )
+        assert created["resultType"] == "task"
+        assert "requestState" not in created
+        done = await settled(client, created["taskId"])
+    assert done["status"] == "completed"
+    assert done["result"]["content"][0]["text"] == "Task finished for Alice"

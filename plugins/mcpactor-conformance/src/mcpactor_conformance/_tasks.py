@@ -97,7 +97,9 @@ def register(server: Server) -> None:
             nursery.start_soon(ask, "second", "Second: what is your name?")
         return f"first={json.dumps(answers['first'])}, second={json.dumps(answers['second'])}"
 
-    @server.tool(task_support="required")
+    # The question first, as a plain round; the retry that answers it becomes the task,
+    # in which the handler runs again from the top and finds its answer.
+    @server.tool(task_support="required", task_after_input=True)
     async def test_tool_with_task(ctx: Context) -> str:
         """Ask the user's name, then work on as a task; the result names them."""
         answer = await ctx.elicit("What is your name?", NAME_FORM)
