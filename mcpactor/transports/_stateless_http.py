@@ -181,7 +181,9 @@ class _AnyCase(Mapping[str, str]):
         return self._headers[name.lower()]
 
     def get(self, name: str, default: Any = None) -> Any:
-        return self._headers.get(name.lower(), default)
+        value = self._headers.get(name.lower())
+        # A field value's surrounding whitespace is not part of it (RFC 9110 §5.5).
+        return default if value is None else value.strip(" \t")
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._headers)

@@ -143,6 +143,11 @@ async def test_refusals_keep_the_id_and_have_their_status(probe: Probe) -> None:
         body = await response.json()
         assert response.status == 400
         assert (body["id"], body["error"]["code"]) == (message["id"], -32020)
+        # Whitespace around a header value is no part of it.
+        message = client.message("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+        response = await client.post(message, **{"mcp-name": "  add \t"})
+        assert response.status == 200
+        assert (await response.json())["result"]["structuredContent"] == {"result": 2}
         # A method of the session era only.
         for method in ("ping", "initialize", "logging/setLevel", "no/such"):
             message = client.message(method)
