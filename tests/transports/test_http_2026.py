@@ -10,7 +10,9 @@ import trio
 import trio.testing
 
 from mcpactor import Context, Server
+from mcpactor.runtime import StatelessOptions
 from mcpactor.runtime.http._session_manager import STATELESS_WATCH_AFTER
+from mcpactor.transports import open_http_app
 
 from ..runtime.conftest import live_tasks
 from ..spec_schema import check, check_server_message
@@ -368,3 +370,23 @@ async def test_a_task_tool_runs_as_a_task_for_a_client_that_declares_it(probe: P
         assert response.status == 400
         assert refused["error"]["code"] == -32021
         assert refused["error"]["data"]["requiredCapabilities"] == tasks
+
+
+async def test_requests_beyond_the_in_flight_limit_are_refused(probe: Probe) -> None:
+    async with (
+        trio.open_nursery() as nursery,
+        open_http_app(make_server(probe), stateless=StatelessOptions(max_in_flight=1)) as app,
+    ):
+        client = Client(AsgiClient(app, nursery))
+        held = client.message("tools/call", {"name": "hold_quietly", "arguments": {}})
+        nursery.start_soon(client.post, held)
+        await probe.started.wait()
+        message = client.message("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+        refused = await (await client.post(message)).json()
+        assert (refused["id"], refused["error"]["code"]) == (message["id"], -32603)
+        assert "too many requests in flight" in refused["error"]["message"]
+        probe.release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        again = await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+        assert again["result"]["structuredContent"] == {"result": 2}
+        nursery.cancel_scope.cancel()

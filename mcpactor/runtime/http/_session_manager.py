@@ -143,7 +143,10 @@ class SessionManager:
             stateless
             if isinstance(stateless, StatelessHost)
             else StatelessHost(
-                server, options=stateless, session_options=self.stateless_session_options
+                server,
+                options=stateless,
+                # The shared worker pool, and the task limits sessions have too.
+                session_options=attrs.evolve(self.stateless_session_options, tasks=base.tasks),
             )
         )
         self.event_store = event_store
