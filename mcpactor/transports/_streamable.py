@@ -64,11 +64,12 @@ async def serve_streamable(
 ) -> None:
     """Serve one request on the MCP path: POST, GET or DELETE."""
     method = scope["method"]
-    # A revision without sessions has only POST (and so has the session-era stateless mode).
-    stateless = app.options.stateless or _stateless_revision(headers)
     if method == "POST":
         await _post(app, receive, send, headers, principal, client_address(scope))
-    elif method == "GET" and not stateless:
+        return
+    # A revision without sessions has only POST (and so has the session-era stateless mode).
+    stateless = app.options.stateless or _stateless_revision(headers)
+    if method == "GET" and not stateless:
         await _get(app, receive, send, headers, principal)
     elif method == "DELETE" and not stateless:
         await _delete(app, send, headers, principal)
@@ -165,13 +166,15 @@ async def _post(
         assert isinstance(body, RemoteProtocolError)
         await reply(send, 400, orjson.dumps(body.to_response()))
         return
-    if _stateless_revision(headers) or (
+    named = headers.get("mcp-protocol-version")
+    row = REVISIONS.get(named.strip()) if named is not None else None
+    if (
+        row is None
         # No revision we know, yet the body carries an envelope: the stateless revision's
         # own errors say what is wrong (an unknown version, a missing header).
-        kind is Request
-        and headers.get("mcp-protocol-version", "").strip() not in SESSION_REVISIONS
+        and kind is Request
         and has_envelope(body.params)  # type: ignore[union-attr]
-    ):
+    ) or (row is not None and not row.sessions):
         await serve_stateless_post(app, receive, send, headers, principal, body)
         return
     request_ids = owed_ids(body)
