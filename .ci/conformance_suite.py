@@ -19,11 +19,12 @@ scenarios the suite reports as not scored are listed but not counted. The last l
 With ``--real-checks`` a scenario must also prove something: one that passed without a
 single SUCCESS check of its own (the suite's ``wire-schema-valid``, added to every
 scenario, does not count) is shown as ``EMPTY`` and counted as failed, unless it is
-excused with ``--excuse NAME=REASON``, which shows it as ``pass?`` with the reason.
+excused with ``--excuse NAME=REASON``, which shows it as ``pass?`` with the reason. An
+excuse for a scenario that did not run, or that now proves something, fails the run.
 
-Exit status: 0 if no counted scenario failed, 1 if one did (or was EMPTY, or an excused
-scenario did not run, or other than ``--expect`` scenarios were counted), 2 if the suite
-could not be installed or run.
+Exit status: 0 if no counted scenario failed, 1 if one did (or was EMPTY, or an excuse
+was stale, or other than ``--expect`` scenarios were counted), 2 if the suite could not be
+installed or run.
 """
 
 from __future__ import annotations
@@ -48,10 +49,10 @@ NOTE_LIMIT = 100  # characters of a failure message shown in the table
 TAIL_LINES = 40  # of the suite's output, shown when the run went wrong
 TAIL_WIDTH = 300  # characters of each of those lines
 
-# server-<scenario>-<ISO timestamp, with '-' for ':' and '.'>
 # The check the suite adds to every scenario: what was sent validates against the schema.
 SCHEMA_CHECK = "wire-schema-valid"
 
+# server-<scenario>-<ISO timestamp, with '-' for ':' and '.'>
 RESULT_DIR = re.compile(r"^server-(?P<name>.+)-(?P<stamp>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z)$")
 SUMMARY_LINE = re.compile(r"^[✓✗] (?P<name>\S+): (?P<passed>\d+) passed, (?P<failed>\d+) failed")
 UNSCORED_LINE = re.compile(r"^\s+[✓✗] (?P<name>\S+) \((?P<why>[^)]*)\)")
@@ -299,6 +300,12 @@ def run(args: argparse.Namespace, out: Path) -> int:
     print("\n".join(table(scenarios)), flush=True)
     if excuses:
         print(f"excused scenarios the suite did not run: {', '.join(sorted(excuses))}")
+        return 1
+    # Like the suite's own baseline of expected failures: an excuse no longer needed is
+    # stale, and goes, so that the list only ever names what still proves nothing.
+    stale = sorted(s.name for s in scenarios if s.excused and s.proven)
+    if stale:
+        print(f"excused scenarios that now prove something (drop the excuse): {', '.join(stale)}")
         return 1
     counted = [s for s in scenarios if not s.unscored]
     if any(s.counts_as_failed for s in counted):
