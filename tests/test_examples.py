@@ -31,7 +31,7 @@ import pytest
 import trio
 
 import mcpactor.testing
-from mcpactor.client import connect_http
+from mcpactor.client import connect_http, connect_stdio
 from tests.spec_schema import check_server_message
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -292,3 +292,33 @@ async def test_cached_catalog_sends_its_hints_and_mirrors_the_region() -> None:
     assert priced["content"][0]["text"] == "EUR 39"
     assert "ttlMs" not in old
     assert "cacheScope" not in old
+
+
+async def test_two_eras_asks_across_retries_over_stdio_too() -> None:
+    asked: list[str] = []
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        if "Who is coming" in params["message"]:
+            return {"action": "accept", "content": {"name": "Grace", "guests": 4}}
+        return {"action": "accept", "content": {"confirm": True}}
+
+    command = [sys.executable, "-m", "mcpactor", "serve", "examples/two_eras.py"]
+    with trio.fail_after(TIMEOUT):
+        async with connect_stdio(
+            command,
+            cwd=ROOT,
+            initialize=True,
+            protocol_version=STATELESS,
+            elicitation_handler=answer,
+        ) as client:
+            booked = await client.call_tool("book_table", {"evening": "saturday"})
+            full = await client.call_tool("book_table", {"evening": "saturday"})
+    assert booked["resultType"] == "complete"
+    assert booked["content"][0]["text"].startswith("Booked saturday: Grace x4 (reference ")
+    # The only table is taken: the second call reads that and asks nothing.
+    assert full["content"][0]["text"] == "No table free on saturday."
+    assert asked == [
+        "1 table(s) free on saturday. Who is coming?",
+        "Book saturday for Grace, 4 guest(s)?",
+    ]
