@@ -14,6 +14,7 @@ import attrs
 
 from ._config_reader import Reader
 from ._exceptions import ConfigError
+from .transports._http_options import _LIMITS, _POSITIVE_SECONDS
 
 __all__ = ["HttpConfig", "read_http_config"]
 
@@ -80,21 +81,8 @@ class HttpConfig:
 
 #: the [http] keys that are HttpOptions fields, by kind
 _HTTP_PATH_KEYS: Final = ("health_path", "sse_path", "messages_path", "websocket_path")
-_HTTP_COUNT_KEYS: Final = (
-    "max_sessions",
-    "max_sessions_per_client",
-    "max_connections",
-    "max_head_bytes",
-    "max_header_count",
-)
-_HTTP_SECONDS_KEYS: Final = (
-    "session_idle_timeout",
-    "unconfirmed_session_timeout",
-    "keep_alive_timeout",
-    "request_timeout",
-    "write_timeout",
-    "websocket_idle_timeout",
-)
+_HTTP_COUNT_KEYS: Final = _LIMITS
+_HTTP_SECONDS_KEYS: Final = _POSITIVE_SECONDS
 _HTTP_OPTION_KEYS: Final = (
     "response_mode",
     "tls_cert",

@@ -18,14 +18,15 @@ Authenticate = Callable[[Mapping[str, str]], object]
 
 # Validated in HttpOptions: counts and sizes are whole numbers from 1, timeouts positive
 # seconds (math.inf: never); a head limit below this could not hold an ordinary request.
-_POSITIVE_INTS: Final = (
-    "max_body_bytes",
+# The deployment file's [http] table takes the limits and timeouts by these names.
+_LIMITS: Final = (
     "max_sessions",
-    "max_connections",
     "max_sessions_per_client",
+    "max_connections",
     "max_head_bytes",
     "max_header_count",
 )
+_POSITIVE_INTS: Final = ("max_body_bytes", *_LIMITS)
 _POSITIVE_SECONDS: Final = (
     "session_idle_timeout",
     "unconfirmed_session_timeout",
