@@ -52,6 +52,7 @@ from ..server._stateless import serve_stateless
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
 from ._messages import SessionOptions
 from ._offload import ProcessPool, call_handler
+from ._peer_base import Sessionless
 
 if TYPE_CHECKING:
     from ..server._execution import Offload
@@ -364,7 +365,7 @@ def _error(request_id: RequestId, code: int, message: str, data: Any = None) -> 
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-class _RequestPeer:
+class _RequestPeer(Sessionless):
     """The Peer of one stateless request's Context: notifications go to its stream."""
 
     __slots__ = ("_emit", "_host")
@@ -379,32 +380,12 @@ class _RequestPeer:
         """Send a notification on the request's own stream."""
         await self._emit({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def request(
-        self,
-        method: str,
-        params: JSONObject,
-        *,
-        related_request_id: RequestId | None,
-        timeout: float | None,
-    ) -> JSONObject:
-        """Refused: at a stateless revision questions are asked in results (MRTR)."""
-        raise CapabilityError(
+    def _refusal(self, method: str) -> Exception:
+        # At a stateless revision questions are asked in results (MRTR).
+        return CapabilityError(
             f"cannot send {describe(method)} to the client: a stateless request asks in "
             "its result (input_required)"
         )
-
-    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
-        """Nothing to do: a stateless stream cannot be resumed."""
-
-    def log_enabled(self, level: str) -> bool:
-        """No session level: the request's envelope says (Context.log reads it)."""
-        return False
-
-    def subscribe(self, uri: str) -> None:
-        """Nothing to remember: listen streams name their URIs."""
-
-    def unsubscribe(self, uri: str) -> None:
-        """Nothing to forget."""
 
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run a blocking handler in a worker thread under the shared limiter."""

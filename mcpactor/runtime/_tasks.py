@@ -66,7 +66,6 @@ from ..protocol._ext_tasks import (
     task_not_found,
 )
 from ..server import Context, Peer
-from ..server._execution import Offload
 from ..server._rounds import InputNeeded, Rounds
 from ..server._tasks import (
     TaskMetadata,
@@ -78,6 +77,7 @@ from ..server._tasks import (
     with_related_task,
 )
 from ._bus import ChangeEvent
+from ._peer_base import Relay, Sessionless
 
 if TYPE_CHECKING:
     from ..server._tasks import SessionTaskHost, TaskHost
@@ -726,13 +726,16 @@ class _Asker:
         return answers[key]
 
 
-class _DetachedPeer:
+class _DetachedPeer(Sessionless, Relay):
     """The peer of a task's Context (tasks extension): the request it came from is over.
 
     Its notifications have no stream to go on (a task reaches the client only through
-    ``tasks/get`` and ``notifications/tasks``), so they are dropped; work that needs the
-    runtime (threads, worker processes) still runs through the request's peer.
+    ``tasks/get`` and ``notifications/tasks``), so they are dropped; its questions park
+    it (``_Asker``), never reaching ``request``; work that needs the runtime (threads,
+    worker processes) still runs through the request's peer.
     """
+
+    __slots__ = ("_peer",)
 
     def __init__(self, peer: Peer) -> None:
         self._peer = peer
@@ -748,44 +751,8 @@ class _DetachedPeer:
         """Drop the notification: no stream carries it."""
         await trio.lowlevel.checkpoint()
 
-    async def request(
-        self,
-        method: str,
-        params: JSONObject,
-        *,
-        related_request_id: RequestId | None,
-        timeout: float | None,
-    ) -> JSONObject:
-        """Never used: a task's questions park it (``_Asker``)."""
-        raise LocalProtocolError(f"a task cannot send the client a request ({method})")
-
-    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
-        """Nothing to close: the request that created the task was answered long ago."""
-
-    def log_enabled(self, level: str) -> bool:
-        """Log messages have nowhere to go."""
-        return False
-
-    def subscribe(self, uri: str) -> None:
-        """Nothing to remember: there are no subscriptions without sessions."""
-
-    def unsubscribe(self, uri: str) -> None:
-        """Nothing to forget."""
-
-    async def run_sync(self, fn: Callable[[], T]) -> T:
-        """Run a blocking callable in a worker thread, cancellable cooperatively."""
-        return await self._peer.run_sync(fn)
-
-    async def call(
-        self,
-        fn: Callable[..., Any],
-        kwargs: Mapping[str, Any],
-        *,
-        offload: Offload,
-        timeout: float | None,
-    ) -> Any:
-        """Run a tool's function as ``offload`` says, under its timeout."""
-        return await self._peer.call(fn, kwargs, offload=offload, timeout=timeout)
+    def _refusal(self, method: str) -> Exception:
+        return LocalProtocolError(f"a task cannot send the client a request ({method})")
 
 
 if TYPE_CHECKING:
@@ -794,7 +761,7 @@ if TYPE_CHECKING:
     _extension_host: TaskHost = TaskRegistry.__new__(TaskRegistry)
 
 
-class _TaskPeer:
+class _TaskPeer(Relay):
     """The peer of a task's Context: the session's, with the task's ``_meta`` added."""
 
     def __init__(self, peer: Peer, manager: TaskManager, task: _Task) -> None:
@@ -863,21 +830,6 @@ class _TaskPeer:
     def unsubscribe(self, uri: str) -> None:
         """Forget the client's subscription to ``uri``."""
         self._peer.unsubscribe(uri)
-
-    async def run_sync(self, fn: Callable[[], T]) -> T:
-        """Run a blocking callable in a worker thread, cancellable cooperatively."""
-        return await self._peer.run_sync(fn)
-
-    async def call(
-        self,
-        fn: Callable[..., Any],
-        kwargs: Mapping[str, Any],
-        *,
-        offload: Offload,
-        timeout: float | None,
-    ) -> Any:
-        """Run a tool's function as ``offload`` says, under its timeout."""
-        return await self._peer.call(fn, kwargs, offload=offload, timeout=timeout)
 
 
 def _ms(seconds: float | None) -> int | None:
