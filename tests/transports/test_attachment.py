@@ -12,7 +12,8 @@ import trio
 import trio.testing
 
 from mcpactor.runtime.http import COALESCE_SECONDS, HttpSession
-from mcpactor.runtime.http._streams import _CAPACITY, _NUDGE_TICK, Attachment, Item, Stream
+from mcpactor.runtime.http._later import _TICK
+from mcpactor.runtime.http._streams import _CAPACITY, Attachment, Item, Stream
 from mcpactor.transports import EventStore, HttpOptions, McpHttpApp, MemoryEventStore
 from mcpactor.transports.http import EventStoreStatistics, Replay
 
@@ -133,15 +134,15 @@ async def test_a_nudge_timer_nudges_each_wait_once_its_delay_is_over(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(hold_back, "first", attachment(), 0)
             # Due within a tick of the first: nudged with it, a little early.
-            nursery.start_soon(hold_back, "close behind", attachment(), _NUDGE_TICK / 2)
-            nursery.start_soon(hold_back, "later", attachment(), 2 * _NUDGE_TICK)
+            nursery.start_soon(hold_back, "close behind", attachment(), _TICK / 2)
+            nursery.start_soon(hold_back, "later", attachment(), 2 * _TICK)
             nursery.start_soon(hold_back, "answered", answered, 0)
             await trio.sleep(COALESCE_SECONDS / 2)
             answered.put_nowait((None, b"answer", True))
         assert ended == {
             "first": (COALESCE_SECONDS, None),
             "close behind": (COALESCE_SECONDS, None),
-            "later": (2 * _NUDGE_TICK + COALESCE_SECONDS, None),
+            "later": (2 * _TICK + COALESCE_SECONDS, None),
             "answered": (COALESCE_SECONDS / 2, (None, b"answer", True)),
         }
         app.manager.stop()

@@ -20,6 +20,7 @@ import trio
 
 from ...protocol import RequestId
 from .._conflict import ConflictDetector
+from ._later import Later
 
 __all__ = ["Attachment", "Item", "NudgeTimer", "Stream"]
 
@@ -29,9 +30,6 @@ Item = tuple[str | None, bytes, bool]
 _NO_EVENTS: Final[frozenset[str]] = frozenset()
 # Items a connection may fall behind by before the router waits for it.
 _CAPACITY: Final = 64
-# A nudge timer nudges what is due within this many seconds at once: under load a wait
-# is due every few microseconds, and one wake-up each would cost what it saves.
-_NUDGE_TICK: Final = 0.001
 
 
 class Stream:
@@ -236,27 +234,18 @@ class NudgeTimer:
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
-        self._waits: deque[tuple[float, Attachment, int]] = deque()
-        self._watched = trio.Event()
+        self._later: Later[tuple[Attachment, int]] = Later(delay)
 
     def nudge_later(self, attachment: Attachment) -> None:
         """Nudge the writer of ``attachment`` once ``delay`` seconds have passed."""
-        ticket = attachment.arm_nudge()
-        self._waits.append((trio.current_time() + self.delay, attachment, ticket))
-        if len(self._waits) == 1:
-            self._watched.set()
+        self._later.add((attachment, attachment.arm_nudge()))
 
     async def run(self) -> None:
         """Nudge what falls due, for ever."""
-        waits = self._waits
-        while True:
-            if not waits:
-                await self._watched.wait()
-                self._watched = trio.Event()
-                continue
-            await trio.sleep_until(waits[0][0])
-            due = trio.current_time() + _NUDGE_TICK
-            while waits and waits[0][0] <= due:
-                # A writer whose item came in time is not waiting: nudging it is nothing.
-                _, attachment, ticket = waits.popleft()
-                attachment.nudge(ticket)
+        await self._later.run(_nudge)
+
+
+def _nudge(entry: tuple[Attachment, int]) -> None:
+    # A writer whose item came in time is not waiting: nudging it is nothing.
+    attachment, ticket = entry
+    attachment.nudge(ticket)

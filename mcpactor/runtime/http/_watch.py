@@ -12,16 +12,13 @@
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Awaitable, Callable
-from typing import Final
 
 import trio
 
-__all__ = ["Armed", "LateWatch"]
+from ._later import Later
 
-# Entries falling due this close together are started in one wake of the timer.
-_TICK: Final = 0.001
+__all__ = ["Armed", "LateWatch"]
 
 
 class Armed:
@@ -50,8 +47,7 @@ class LateWatch:
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
-        self._waits: collections.deque[tuple[float, Armed]] = collections.deque()
-        self._watched = trio.Event()
+        self._later: Later[Armed] = Later(delay)
         self._nursery: trio.Nursery | None = None
         #: watches running now
         self.watching = 0
@@ -59,29 +55,21 @@ class LateWatch:
     def arm(self, gone: Callable[[], Awaitable[None]], target: trio.CancelScope) -> Armed:
         """Watch with ``gone`` and cancel ``target`` if the request outlasts ``delay``."""
         armed = Armed(gone, target)
-        self._waits.append((trio.current_time() + self.delay, armed))
-        if len(self._waits) == 1:
-            self._watched.set()
+        self._later.add(armed)
         return armed
 
     async def run(self) -> None:
         """Start the watches that fall due, for ever (in the app's nursery)."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            waits = self._waits
-            while True:
-                if not waits:
-                    await self._watched.wait()
-                    self._watched = trio.Event()
-                    continue
-                await trio.sleep_until(waits[0][0])
-                due = trio.current_time() + _TICK
-                while waits and waits[0][0] <= due:
-                    _, armed = waits.popleft()
-                    if not armed.done:
-                        armed.watching = trio.CancelScope()
-                        self.watching += 1
-                        nursery.start_soon(self._watch, armed)
+            await self._later.run(self._start)
+
+    def _start(self, armed: Armed) -> None:
+        if not armed.done:
+            assert self._nursery is not None
+            armed.watching = trio.CancelScope()
+            self.watching += 1
+            self._nursery.start_soon(self._watch, armed)
 
     async def _watch(self, armed: Armed) -> None:
         try:
