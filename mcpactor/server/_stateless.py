@@ -160,8 +160,7 @@ def cache_hint(server: Server, method: str, params: JSONObject | None) -> CacheH
 
 def tool_task_support(server: Server, params: JSONObject | None) -> TaskSupport:
     """The ``task_support`` of the tool a ``tools/call`` names (``forbidden`` if none)."""
-    name = (params or {}).get("name")
-    entry = server._catalog().tools.get(name) if type(name) is str else None
+    entry = _tool(server, params)
     support = getattr(getattr(entry, "execution", None), "task_support", None)
     if support == "optional":
         return "optional"
@@ -170,13 +169,22 @@ def tool_task_support(server: Server, params: JSONObject | None) -> TaskSupport:
     return "forbidden"
 
 
+def _tool(server: Server, params: JSONObject | None) -> Any:
+    # The entry a tools/call names. A server without mounts lists only its own tools,
+    # so they are looked up without building its catalog on every request.
+    name = (params or {}).get("name")
+    if type(name) is not str:
+        return None
+    tools = server._tools if server._mounts is None else server._catalog().tools
+    return tools.get(name)
+
+
 def _runs_as_task(server: Server, method: str, params: JSONObject | None, ctx: Context) -> bool:
     if not runs_as_task(
         method, tool_task_support(server, params), ctx.negotiated, request_id=ctx.request_id
     ):
         return False
-    name = (params or {}).get("name")
-    entry = server._catalog().tools.get(name) if type(name) is str else None
+    entry = _tool(server, params)
     if not getattr(getattr(entry, "execution", None), "task_after_input", False):
         return True
     # Rounds first: a first attempt runs as a plain call (it ends with input_required,
@@ -309,6 +317,11 @@ def _open_round(
     now: float,
     principal: str | None,
 ) -> Rounds:
+    if params is None or (
+        params.get("requestState") is None and params.get("inputResponses") is None
+    ):
+        # A first attempt: nothing to read, open or carry over.
+        return Rounds()
     retry = read_retry(params, request_id=ctx.request_id)
     payload = None
     if retry.state is not None:
