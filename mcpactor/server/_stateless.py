@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "cache_hint",
+    "called_tool",
     "complete_result",
     "discover_result",
     "serve_stateless",
@@ -160,7 +161,7 @@ def cache_hint(server: Server, method: str, params: JSONObject | None) -> CacheH
 
 def tool_task_support(server: Server, params: JSONObject | None) -> TaskSupport:
     """The ``task_support`` of the tool a ``tools/call`` names (``forbidden`` if none)."""
-    entry = _tool(server, params)
+    entry = called_tool(server, params)
     support = getattr(getattr(entry, "execution", None), "task_support", None)
     if support == "optional":
         return "optional"
@@ -169,9 +170,10 @@ def tool_task_support(server: Server, params: JSONObject | None) -> TaskSupport:
     return "forbidden"
 
 
-def _tool(server: Server, params: JSONObject | None) -> Any:
-    # The entry a tools/call names. A server without mounts lists only its own tools,
-    # so they are looked up without building its catalog on every request.
+def called_tool(server: Server, params: JSONObject | None) -> Any:
+    """The entry of the tool a ``tools/call`` names (None if there is none)."""
+    # A server without mounts lists only its own tools: they are looked up without
+    # building its catalog on every request.
     name = (params or {}).get("name")
     if type(name) is not str:
         return None
@@ -184,7 +186,7 @@ def _runs_as_task(server: Server, method: str, params: JSONObject | None, ctx: C
         method, tool_task_support(server, params), ctx.negotiated, request_id=ctx.request_id
     ):
         return False
-    entry = _tool(server, params)
+    entry = called_tool(server, params)
     if not getattr(getattr(entry, "execution", None), "task_after_input", False):
         return True
     # Rounds first: a first attempt runs as a plain call (it ends with input_required,

@@ -33,6 +33,7 @@ from ..protocol._envelope import (
 )
 from ..runtime._stateless import StatelessHost
 from ..server._headers import check_param_headers, check_standard_headers
+from ..server._stateless import called_tool
 from . import _sse
 from ._asgi import (
     Headers,
@@ -199,8 +200,7 @@ def _check_headers(host: StatelessHost, request: Request, headers: Mapping[str, 
     try:
         check_standard_headers(request.method, params, headers)
         if request.method == "tools/call" and params is not None:
-            name = params.get("name")
-            entry = host.server._catalog().tools.get(name) if type(name) is str else None
+            entry = called_tool(host.server, params)
             declared = getattr(entry, "headers", ())
             if declared:
                 arguments = params.get("arguments")
