@@ -87,7 +87,12 @@ class PipeRouter:
         try:
             with scope:
                 answer = await self.host.serve(request, emit)
-                await self._outbox.send(Outbound(RESPONSE, answer, request_id))
+                # Queued without another trip through the scheduler, as the session's
+                # answers are, unless the outbox is full (then wait, as backpressure).
+                try:
+                    self._outbox.send_nowait(Outbound(RESPONSE, answer, request_id))
+                except trio.WouldBlock:
+                    await self._outbox.send(Outbound(RESPONSE, answer, request_id))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             _log.debug("the pipe closed before request %s was answered", describe(request_id))
         finally:
