@@ -158,7 +158,7 @@ def read_envelope(
             f"params._meta needs a string {PROTOCOL_VERSION!r}, got {describe(version)}",
             request_id=request_id,
         )
-    offered = tuple(supported)
+    offered = supported if type(supported) is tuple else tuple(supported)
     row = REVISIONS.get(version)
     if version not in offered or row is None or not row.request_envelope:
         hint = " (open a session with initialize for it)" if version in offered else ""
@@ -176,7 +176,8 @@ def read_envelope(
             f"params._meta needs an object {CLIENT_CAPABILITIES!r}, got {describe(capabilities)}",
             request_id=request_id,
         )
-    if exceeds_depth(capabilities, MAX_CAPABILITIES_DEPTH):
+    # An empty object (the usual declaration) nests nothing.
+    if capabilities and exceeds_depth(capabilities, MAX_CAPABILITIES_DEPTH):
         raise EnvelopeError(
             f"{CLIENT_CAPABILITIES!r} nests deeper than {MAX_CAPABILITIES_DEPTH} levels",
             request_id=request_id,

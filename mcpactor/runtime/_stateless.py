@@ -239,9 +239,6 @@ class StatelessHost:
             meta=meta if type(meta) is dict else None,
             server=self.server,
         )
-        extra: dict[str, Any] = {}
-        if self.tasks is not None:
-            extra["tasks"] = self.tasks
         try:
             result = await serve_stateless(
                 self.server,
@@ -251,7 +248,7 @@ class StatelessHost:
                 sealer=self.sealer,
                 now=time.time(),
                 principal=_principal(principal),
-                **extra,
+                tasks=self.tasks,
             )
         except (RequestError, ProtocolError) as exc:
             return _error(request_id, exc.code, exc.message, exc.data)
