@@ -167,7 +167,9 @@ async def _post(
         await reply(send, 400, orjson.dumps(body.to_response()))
         return
     named = headers.get("mcp-protocol-version")
-    row = REVISIONS.get(named.strip()) if named is not None else None
+    if named is not None:
+        named = named.strip()
+    row = REVISIONS.get(named) if named is not None else None
     if (
         row is None
         # No revision we know, yet the body carries an envelope: the stateless revision's
@@ -183,7 +185,9 @@ async def _post(
         initialize = body.initialize
     else:
         initialize = kind is Request and body.method == "initialize"  # type: ignore[union-attr]
-    version = _header_version(headers)
+    # What _header_version says, from the header already read: past the branch above
+    # a revision we know is one with sessions.
+    version = _HEADERLESS_VERSION if named is None else named if row is not None else None
     if version is None and not initialize:
         await _unsupported_version(send, headers)
         return

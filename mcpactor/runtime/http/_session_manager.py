@@ -392,7 +392,9 @@ class SessionManager:
             self._unconfirmed.pop(session.id, None)
         self._session_ended.set()
         self._session_ended = trio.Event()
-        self.sessions.remove(session)
+        if session.id is not None:
+            # The store holds named sessions only: a stateless one costs it no call.
+            self.sessions.remove(session)
 
     def _watch_idle(self, session_id: str, last_active: float) -> None:
         heapq.heappush(self._idle_deadlines, (last_active + self.idle_timeout, session_id))
@@ -466,7 +468,8 @@ class SessionManager:
 
     def close_session(self, session: HttpSession) -> None:
         """Forget a session's id at once and let it wind down."""
-        self.sessions.remove(session)
+        if session.id is not None:
+            self.sessions.remove(session)
         self._release(session)
         session.close()
 
