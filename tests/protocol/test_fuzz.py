@@ -18,7 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcpactor._exceptions import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RemoteProtocolError
+from mcpactor._exceptions import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RemoteProtocolError,
+)
 from mcpactor.protocol import (
     LOG_LEVELS,
     FrameTooLong,
@@ -124,6 +130,9 @@ class Model:
     ) -> tuple[str, Any, Any]:
         if request_id in self.in_flight:
             return ("error", request_id, INVALID_REQUEST)
+        if not method.isprintable():
+            # No method is named with control or unassigned characters, in any phase.
+            return ("error", request_id, METHOD_NOT_FOUND)
         if self.phase is Phase.AWAITING_INITIALIZE and method not in ("initialize", "ping"):
             return ("error", request_id, INVALID_REQUEST)
         if method == "initialize":
