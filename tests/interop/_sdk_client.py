@@ -7,9 +7,12 @@ coroutines through `SdkClient.run`. One server process serves every test of a re
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -215,3 +218,41 @@ async def open_sdk_client(version: str) -> AsyncIterator[SdkClient]:
         client.session = session
         client.initialize_result = await initialize_at(session, version, capabilities(version))
         yield client
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def serving_http(*arguments: str, check_exit: bool = False) -> Iterator[int]:
+    """Run ``mcpactor serve ARGUMENTS --http 127.0.0.1:PORT`` and yield PORT once it listens.
+
+    With ``check_exit``, the server must exit cleanly when it is terminated.
+    """
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcpactor", "serve", *arguments, "--http", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stderr is not None
+        # The server says where it listens once it does: no polling, no sleeping.
+        for line in process.stderr:
+            if b"serving http://" in line:
+                break
+        else:
+            raise AssertionError(f"the server exited with {process.wait()} before listening")
+        yield port
+    finally:
+        process.terminate()
+        code = process.wait(timeout=TIMEOUT)
+        if process.stderr is not None:
+            process.stderr.close()
+    if check_exit:
+        assert code == 0

@@ -6,10 +6,6 @@ here; each test opens its own SDK session on an asyncio loop of its own.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 from collections.abc import Awaitable, Callable, Iterator
 
 import anyio
@@ -20,52 +16,16 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from ._sdk_client import EVERYTHING, MODEL, MODEL_ANSWER, TIMEOUT
+from ._sdk_client import EVERYTHING, MODEL, MODEL_ANSWER, TIMEOUT, serving_http
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # Both HTTP servers mcpactor can run in front of the same app.
 @pytest.fixture(scope="module", params=["builtin", "hypercorn"])
 def base_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mcpactor",
-            "serve",
-            str(EVERYTHING),
-            "--http",
-            f"127.0.0.1:{port}",
-            "--http-server",
-            request.param,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        assert process.stderr is not None
-        # The server says where it listens once it does: no polling, no sleeping.
-        for line in process.stderr:
-            if b"serving http://" in line:
-                break
-        else:
-            raise AssertionError(f"the server exited with {process.wait()} before listening")
+    with serving_http(str(EVERYTHING), "--http-server", request.param, check_exit=True) as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        code = process.wait(timeout=TIMEOUT)
-        if process.stderr is not None:
-            process.stderr.close()
-    assert code == 0
 
 
 async def _sampling(

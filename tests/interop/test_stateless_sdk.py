@@ -7,9 +7,6 @@ server process per transport here: the two eras side by side.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -20,49 +17,17 @@ import pytest
 from mcp import StdioServerParameters
 from mcp.client import Client
 
-from ._sdk_client import EVERYTHING, TIMEOUT
+from ._sdk_client import EVERYTHING, TIMEOUT, serving_http
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 REVISION = "2026-07-28"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mcpactor",
-            "serve",
-            str(EVERYTHING),
-            "--http",
-            f"127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if b"serving http://" in line:
-                break
-        else:
-            raise AssertionError(f"the server exited with {process.wait()} before listening")
+    with serving_http(str(EVERYTHING)) as port:
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=TIMEOUT)
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 def _stdio() -> StdioServerParameters:
