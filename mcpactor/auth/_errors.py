@@ -1,0 +1,53 @@
+# What can go wrong between a bearer token and a principal, and what HTTP says about it
+# (RFC 6750 §3.1; RFC 9728 §5.1 for the ``resource_metadata`` parameter).
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class AuthError(Exception):
+    """A request could not be authorized; ``status`` is the HTTP status it earns."""
+
+    status = 401
+    #: the RFC 6750 ``error`` code, or None when the request carried no credentials
+    error: str | None = "invalid_token"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class MissingToken(AuthError):
+    """The request carried no bearer token (401 without an ``error`` code)."""
+
+    error = None
+
+
+class InvalidToken(AuthError):
+    """The token is malformed, forged, expired, or not meant for this resource (401)."""
+
+
+class InvalidRequest(AuthError):
+    """The credentials were sent in a way that is refused, e.g. in the query (400)."""
+
+    status = 400
+    error = "invalid_request"
+
+
+class InsufficientScope(AuthError):
+    """The token is valid but lacks scopes the request needs (403)."""
+
+    status = 403
+    error = "insufficient_scope"
+
+    def __init__(self, scopes: Iterable[str], reason: str | None = None) -> None:
+        self.scopes = tuple(scopes)
+        super().__init__(reason or f"insufficient scope: requires {' '.join(self.scopes)}")
+
+
+class VerifierUnavailable(AuthError):
+    """The token could not be checked: its issuer or introspection endpoint is down (503)."""
+
+    status = 503
+    error = None
