@@ -4,6 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
+
+#: the JSON-RPC error code of a request refused for scope, by the dispatcher or a handler's
+#: step-up (implementation-defined range); ``data.requiredScopes`` names the scopes, and the
+#: HTTP layer turns a single JSON answer carrying it into a 403 ``insufficient_scope``
+INSUFFICIENT_SCOPE_CODE: Final = -32010
 
 
 class AuthError(Exception):
