@@ -46,6 +46,9 @@ __all__ = ["Composition", "Mount", "MountState", "MountStatistics"]
 
 _log = logging.getLogger("mcpactor")
 
+# No template matches the URI (a mount of None is the parent's own).
+_NOWHERE: Final[Any] = object()
+
 _PREFIX_CHARS: Final = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
 )
@@ -228,7 +231,34 @@ class Composition:
         return await mount._call(method, params, ctx)
 
     def _page(self, kind: str, params: JSONObject, ctx: Context, entries: Any) -> JSONObject:
-        return self.parent._page(kind, ctx.negotiated.revision, params, entries)
+        return self.parent._page(kind, ctx.negotiated.revision, params, entries, ctx)
+
+    def required_scopes(self, method: str, name: str) -> tuple[str, ...]:
+        """The scopes a request needs, asked of the owner of its name or URI."""
+        if type(name) is not str:
+            return ()
+        table = self._current()
+        if method == "tools/call" or method == "prompts/get":
+            routes = table.tools if method == "tools/call" else table.prompts
+            route = routes.get(name)
+            if route is None:
+                return ()
+            if route.mount is None:
+                return self.parent._own_scopes(method, route.name)
+            return route.mount.server.required_scopes(method, route.name)
+        if method == "resources/read" or method == "resources/subscribe":
+            if name in table.resources:
+                owner = table.resources[name]
+            else:
+                matching = (m for t, m in table.matchers if t.match(name) is not None)
+                found = next(matching, _NOWHERE)
+                if found is _NOWHERE:
+                    return ()
+                owner = found
+            if owner is None:
+                return self.parent._own_scopes(method, name)
+            return owner.server.required_scopes(method, name)
+        return ()
 
     async def _list_tools(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._page("tools", params, ctx, self._current().listed_tools.values())

@@ -24,6 +24,7 @@ from ..protocol import (
 from ._rounds import InputNeeded, Rounds
 
 if TYPE_CHECKING:
+    from ..auth._principal import Principal
     from ..protocol._client_types import (
         CreateMessageResult,
         ElicitResult,
@@ -85,6 +86,10 @@ class Peer(Protocol):
     @property
     def tasks(self) -> SessionTaskHost:
         """The tasks of this requestor (2025-11-25)."""
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who the request was admitted as (HTTP authorization), or None."""
 
 
 class SessionTaskHost(Protocol):
@@ -187,6 +192,30 @@ class Context:
     def request_state(self) -> Any:
         """The state a handler's own ``InputRequired`` asked to get back, or None."""
         return self._rounds.state if self._rounds is not None else None
+
+    @property
+    def principal(self) -> Principal | None:
+        """The caller the HTTP layer admitted this request as, or None.
+
+        In a session it is the session's principal as of the latest request (a refreshed
+        token of the same caller brings its new scopes); at 2026-07-28 the request's own.
+        None over stdio and on an HTTP server without authorization.
+        """
+        return self._peer.principal
+
+    def require_scopes(self, *scopes: str) -> None:
+        """Demand more scopes at call time (step-up); does nothing without a principal.
+
+        Raises:
+            InsufficientScope: the caller's token lacks one of ``scopes``; the request
+                is answered with the -32010 error naming them (403 over HTTP), so the
+                client can obtain a token with them and retry.
+        """
+        principal = self._peer.principal
+        if principal is not None and principal.missing(scopes):
+            from ..auth._errors import InsufficientScope
+
+            raise InsufficientScope(scopes)
 
     @property
     def progress_token(self) -> str | int | None:

@@ -126,5 +126,15 @@ class Composable(Protocol):
     def _own_catalog(self) -> Catalog: ...
 
     def _page(
-        self, kind: str, revision: Revision, params: JSONObject, entries: Any
+        self,
+        kind: str,
+        revision: Revision,
+        params: JSONObject,
+        entries: Any,
+        ctx: Context | None = None,
     ) -> JSONObject: ...
+
+    def required_scopes(self, method: str, name: str) -> tuple[str, ...]:
+        """The scopes a request of ``method`` for ``name`` needs (empty: none known)."""
+
+    def _own_scopes(self, method: str, name: str) -> tuple[str, ...]: ...

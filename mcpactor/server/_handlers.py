@@ -17,6 +17,8 @@ import orjson
 import trio
 
 from .._exceptions import INVALID_PARAMS, CapabilityError, RequestError, ToolError
+from ..auth._errors import InsufficientScope
+from ..auth._principal import Principal
 from ..protocol import (
     CallToolResult,
     JSONObject,
@@ -42,9 +44,13 @@ from ._registry import (
     validation_errors,
 )
 from ._rounds import InputNeeded, check_returned
+from ._scopes import check_scopes, merged, scope_error, scopes_of
 from ._validation import SchemaValidator
 
 __all__ = ["Completer", "Handlers"]
+
+#: list views kept per set of granted scopes (hiding lists); more are built afresh
+_SCOPED_VIEWS: Final = 64
 
 _log = logging.getLogger("mcpactor")
 
@@ -66,6 +72,10 @@ class Handlers:
     # (kind, ref, argument) -> (completer, its Context parameter or None)
     _completers: dict[tuple[str, str, str], tuple[Completer, str | None]]
     _pages: Pages
+    #: whether lists leave out what the caller's principal may not call
+    hide_unauthorized: bool
+    # The pages of hiding lists, by the scopes (of those the entries need) a caller has.
+    _scoped_pages: dict[frozenset[str], Pages]
 
     def _serves(self, method: str) -> bool:
         family = method.partition("/")[0]
@@ -87,6 +97,18 @@ class Handlers:
             return await fn(**kwargs)
         return await ctx._peer.run_sync(functools.partial(fn, **kwargs))
 
+    async def _invoke_scoped(
+        self,
+        entry: ResourceEntry | TemplateEntry | PromptEntry,
+        kwargs: dict[str, Any],
+        ctx: Context,
+    ) -> Any:
+        try:
+            return await self._invoke(entry.fn, entry.is_async, kwargs, ctx)
+        except InsufficientScope as exc:
+            # A step-up (ctx.require_scopes): the same error as the backstop's.
+            raise scope_error(merged(entry.scopes, exc)) from None
+
     async def _invoke_tool(self, tool: ToolEntry, kwargs: dict[str, Any], ctx: Context) -> Any:
         execution = tool.execution
         timeout = execution.timeout if execution.timeout is not None else self.tool_timeout
@@ -99,7 +121,7 @@ class Handlers:
     # tools
 
     async def _list_tools(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("tools", ctx.negotiated.revision, params, self._tools.values())
+        return self._page("tools", ctx.negotiated.revision, params, self._tools.values(), ctx)
 
     async def _call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = params.get("name")
@@ -108,6 +130,9 @@ class Handlers:
             raise RequestError(
                 INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": bounded_value(name)}
             )
+        if tool.scopes:
+            # Before a task is made of it: a caller without them starts nothing.
+            check_scopes(tool.scopes, ctx.principal)
         task = _tasks.requested_task(
             params,
             tool=tool.name,
@@ -154,6 +179,9 @@ class Handlers:
             )
         except (RequestError, InputNeeded):
             raise
+        except InsufficientScope as exc:
+            # A step-up is a refusal of the request, not a failure of the tool.
+            raise scope_error(merged(tool.scopes, exc)) from None
         except Exception as exc:
             if isinstance(exc, CapabilityError) and exc.code == MISSING_CLIENT_CAPABILITY:
                 # A stateless request that needs what its client did not declare: -32021.
@@ -181,11 +209,12 @@ class Handlers:
     # resources
 
     async def _list_resources(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("resources", ctx.negotiated.revision, params, self._resources.values())
+        resources = self._resources.values()
+        return self._page("resources", ctx.negotiated.revision, params, resources, ctx)
 
     async def _list_templates(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._page(
-            "resourceTemplates", ctx.negotiated.revision, params, self._templates.values()
+            "resourceTemplates", ctx.negotiated.revision, params, self._templates.values(), ctx
         )
 
     def _find_resource(
@@ -218,21 +247,27 @@ class Handlers:
                 {"uri": bounded_value(uri)},
             )
         entry, kwargs = found
+        if entry.scopes:
+            check_scopes(entry.scopes, ctx.principal)
         if entry.context_param is not None:
             kwargs[entry.context_param] = ctx
-        value = await self._invoke(entry.fn, entry.is_async, kwargs, ctx)
+        value = await self._invoke_scoped(entry, kwargs, ctx)
         check_returned(value, ctx.negotiated.revision)
         contents = _results.to_resource_contents(value, uri, entry.mime_type)
         return {"contents": contents}
 
     async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
         uri = self._resource_uri(params)
-        if self._find_resource(uri) is None:
+        found = self._find_resource(uri)
+        if found is None:
             raise RequestError(
                 ctx.negotiated.revision.resource_not_found_code,
                 f"resource not found: {describe(uri)}",
                 {"uri": bounded_value(uri)},
             )
+        if found[0].scopes:
+            # Updates of a resource tell what changed: only for those who may read it.
+            check_scopes(found[0].scopes, ctx.principal)
         ctx._peer.subscribe(uri)
         return {}
 
@@ -243,7 +278,7 @@ class Handlers:
     # prompts
 
     async def _list_prompts(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("prompts", ctx.negotiated.revision, params, self._prompts.values())
+        return self._page("prompts", ctx.negotiated.revision, params, self._prompts.values(), ctx)
 
     async def _get_prompt(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = params.get("name")
@@ -252,6 +287,8 @@ class Handlers:
             raise RequestError(
                 INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": bounded_value(name)}
             )
+        if prompt.scopes:
+            check_scopes(prompt.scopes, ctx.principal)
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict) or not all(
             isinstance(v, str) for v in arguments.values()
@@ -276,7 +313,7 @@ class Handlers:
         kwargs = prompt.binder.bind(arguments)
         if prompt.context_param is not None:
             kwargs[prompt.context_param] = ctx
-        value = await self._invoke(prompt.fn, prompt.is_async, kwargs, ctx)
+        value = await self._invoke_scoped(prompt, kwargs, ctx)
         check_returned(value, ctx.negotiated.revision)
         result = _results.to_prompt_result(value, prompt.definition.get("description"))
         revision = ctx.negotiated.revision
@@ -302,15 +339,18 @@ class Handlers:
                 INVALID_PARAMS,
                 "completion/complete: ref name/uri and argument name/value must be strings",
             )
+        referred: PromptEntry | TemplateEntry | ResourceEntry | None
         if kind == "ref/prompt":
-            if key not in self._prompts:
+            referred = self._prompts.get(key)
+            if referred is None:
                 raise RequestError(
                     INVALID_PARAMS,
                     f"unknown prompt: {describe(key)}",
                     {"name": bounded_value(key)},
                 )
         elif kind == "ref/resource":
-            if key not in self._templates and key not in self._resources:
+            referred = self._templates.get(key) or self._resources.get(key)
+            if referred is None:
                 raise RequestError(
                     INVALID_PARAMS,
                     f"unknown resource template: {describe(key)}",
@@ -318,6 +358,9 @@ class Handlers:
                 )
         else:
             raise RequestError(INVALID_PARAMS, f"unknown reference type {describe(kind)}")
+        if referred.scopes:
+            # Completions tell what the arguments may be: only to those who may use it.
+            check_scopes(referred.scopes, ctx.principal)
         context = params.get("context")
         context_args = context.get("arguments") if isinstance(context, dict) else None
         context_args = context_args if isinstance(context_args, dict) else {}
@@ -335,8 +378,37 @@ class Handlers:
 
     # pagination
 
-    def _page(self, kind: str, revision: Revision, params: JSONObject, entries: Any) -> JSONObject:
+    def _page(
+        self,
+        kind: str,
+        revision: Revision,
+        params: JSONObject,
+        entries: Any,
+        ctx: Context | None = None,
+    ) -> JSONObject:
+        if self.hide_unauthorized and ctx is not None:
+            principal = ctx.principal
+            if principal is not None:
+                return self._scoped_page(kind, revision, params, entries, principal)
         return paginate(self._pages, kind, revision, params, entries, self.page_size)
+
+    def _scoped_page(
+        self, kind: str, revision: Revision, params: JSONObject, entries: Any, who: Principal
+    ) -> JSONObject:
+        # What a caller sees depends only on which of the scopes the entries need it has,
+        # so the pages are built once per such set (a few, in practice), not per call.
+        listed = list(entries)
+        needed = {scope for entry in listed for scope in scopes_of(entry)}
+        if not needed:
+            return paginate(self._pages, kind, revision, params, listed, self.page_size)
+        granted = frozenset(needed & who.scopes)
+        pages = self._scoped_pages.get(granted)
+        if pages is None:
+            if len(self._scoped_pages) >= _SCOPED_VIEWS:
+                self._scoped_pages.clear()
+            pages = self._scoped_pages[granted] = {}
+        shown = [entry for entry in listed if granted.issuperset(scopes_of(entry))]
+        return paginate(pages, kind, revision, params, shown, self.page_size)
 
 
 #: arguments larger than this (as JSON) that the fast check cannot settle are validated

@@ -35,6 +35,7 @@ class ToolOptions(TypedDict, total=False):
     offload: Literal["thread", "process"] | None
     timeout: float | None
     cache: CacheHint | None
+    scopes: Sequence[str] | None
 
 
 class ResourceOptions(TypedDict, total=False):
@@ -49,6 +50,7 @@ class ResourceOptions(TypedDict, total=False):
     icons: Sequence[Icon] | None
     meta: JSONObject | None
     cache: CacheHint | None
+    scopes: Sequence[str] | None
 
 
 class PromptOptions(TypedDict, total=False):
@@ -58,6 +60,7 @@ class PromptOptions(TypedDict, total=False):
     description: str | None
     icons: Sequence[Icon] | None
     meta: JSONObject | None
+    scopes: Sequence[str] | None
 
 
 def check_options(method: str, allowed: type[Any], options: Mapping[str, Any]) -> None:

@@ -30,6 +30,7 @@ from ._registry import (
     wire,
 )
 from ._schema import describe_function
+from ._scopes import validate_scopes
 
 __all__ = ["completer_context", "is_template", "prompt_entry", "resource_entry", "tool_entry"]
 
@@ -60,6 +61,7 @@ def tool_entry(fn: Callable[..., Any], name: str, options: ToolOptions) -> ToolE
             f"got {describe(output_schema.get('type'))}"
         )
     what = f"tool {describe(name)}"
+    scopes = validate_scopes(options.get("scopes"), what=what)
     headers = header_params(schema, what=what)
     execution = tool_execution(
         fn,
@@ -101,6 +103,7 @@ def tool_entry(fn: Callable[..., Any], name: str, options: ToolOptions) -> ToolE
         execution=execution,
         headers=headers,
         cache=_cache_option(options, what),
+        scopes=scopes,
     )
 
 
@@ -132,7 +135,12 @@ def resource_entry(
         "icons": unstructure(list(icons)) if icons else None,
         "_meta": options.get("meta"),
     }
-    if is_template(uri):
+    template_uri = is_template(uri)
+    scopes = validate_scopes(
+        options.get("scopes"),
+        what=f"resource template {describe(uri)}" if template_uri else f"resource {describe(uri)}",
+    )
+    if template_uri:
         from ._uritemplate import UriTemplate, UriTemplateError
 
         try:
@@ -165,6 +173,7 @@ def resource_entry(
             context_param=signature.context_param,
             binder=StringBinder.build(signature, what=f"resource template {describe(uri)}"),
             cache=_cache_option(options, f"resource template {describe(uri)}"),
+            scopes=scopes,
         )
     else:
         if signature.input_schema.get("required"):
@@ -183,12 +192,14 @@ def resource_entry(
             definition=wire({"uri": uri, "size": options.get("size"), **common}),
             context_param=signature.context_param,
             cache=_cache_option(options, f"resource {describe(uri)}"),
+            scopes=scopes,
         )
 
 
 def prompt_entry(fn: Callable[..., Any], name: str, options: PromptOptions) -> PromptEntry:
     """The entry of prompt ``name``; its parameters are its (string) arguments."""
     icons = options.get("icons")
+    scopes = validate_scopes(options.get("scopes"), what=f"prompt {describe(name)}")
     # Only the parameters matter: what the handler returns (bytes, content blocks)
     # never becomes an output schema.
     signature = describe_function(fn, context_types=(Context,), skip_output_types=(object,))
@@ -228,6 +239,7 @@ def prompt_entry(fn: Callable[..., Any], name: str, options: PromptOptions) -> P
         required=required,
         binder=StringBinder.build(signature, what=f"prompt {describe(name)}"),
         choices=choices,
+        scopes=scopes,
     )
 
 

@@ -124,6 +124,8 @@ class ToolEntry:
     headers: tuple[HeaderParam, ...] = ()
     #: its own cache hint for ``tools/list``, or None for the server's
     cache: CacheHint | None = None
+    #: the scopes a caller's token must grant to call it (none: anyone admitted)
+    scopes: tuple[str, ...] = ()
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Tool`` object for ``tools/list`` at this revision."""
@@ -142,6 +144,8 @@ class ResourceEntry:
     context_param: str | None
     #: its own cache hint for lists and reads, or None for the server's
     cache: CacheHint | None = None
+    #: the scopes a caller's token must grant to read it
+    scopes: tuple[str, ...] = ()
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Resource`` object for ``resources/list`` at this revision."""
@@ -162,6 +166,8 @@ class TemplateEntry:
     binder: StringBinder
     #: its own cache hint for lists and the reads it matches, or None for the server's
     cache: CacheHint | None = None
+    #: the scopes a caller's token must grant to read what it matches
+    scopes: tuple[str, ...] = ()
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``ResourceTemplate`` object for ``resources/templates/list``."""
@@ -186,6 +192,8 @@ class PromptEntry:
     binder: StringBinder
     #: the allowed values of arguments typed as Enum or Literal (for completion)
     choices: Mapping[str, tuple[str, ...]]
+    #: the scopes a caller's token must grant to get it
+    scopes: tuple[str, ...] = ()
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Prompt`` object for ``prompts/list`` at this revision."""

@@ -19,6 +19,7 @@ from ..protocol import JSONObject, Revision, describe
 from ._dispatch import Composable
 from ._mount import Mount
 from ._registry import Catalog, Listed, ListedTemplate, check_tool_name
+from ._scopes import scopes_of
 from ._uritemplate import UriTemplate
 
 __all__ = ["Renamed", "Route", "Table", "build_table", "merge_into", "problem_report"]
@@ -33,6 +34,11 @@ class Renamed:
 
     def wire(self, revision: Revision) -> JSONObject:
         return {**self.entry.wire(revision), "name": self.name}
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """The scopes of the entry it renames: a mounted server's tools keep theirs."""
+        return scopes_of(self.entry)
 
 
 @attrs.frozen

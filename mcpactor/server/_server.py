@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 from .._exceptions import SchemaError
+from ..auth._errors import InsufficientScope
 from ..protocol import Icon, JSONObject, Revision, describe, unstructure
 from . import _tasks
 from ._caching import CacheHint
@@ -35,6 +36,7 @@ from ._registry import (
     ToolEntry,
     check_tool_name,
 )
+from ._scopes import scope_error
 
 if TYPE_CHECKING:
     # Composition (``mount``) and URI templates are loaded when a server first uses them.
@@ -61,6 +63,7 @@ class Server(Handlers):
         page_size: int = 100,
         tool_timeout: float | None = None,
         cache: CacheHint | None = None,
+        hide_unauthorized: bool = False,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {describe(page_size)}")
@@ -83,6 +86,10 @@ class Server(Handlers):
         #: the cache hint of cacheable results (lists, reads, discovery) at the revisions
         #: that have them, unless a tool or resource sets its own
         self.cache = cache if cache is not None else CacheHint()
+        #: with a principal (HTTP authorization), lists leave out the tools, resources,
+        #: templates and prompts whose scopes it lacks; the server answering the list
+        #: decides, for what it mounts as well
+        self.hide_unauthorized = hide_unauthorized
         self._tools: dict[str, ToolEntry] = {}
         # whether some tool may run as a task (cached until the tools change)
         self._task_tools: bool | None = None
@@ -95,6 +102,9 @@ class Server(Handlers):
         # The servers mounted in this one, once ``mount`` is called.
         self._mounts: Composition | None = None
         self._pages: Pages = {}
+        self._scoped_pages: dict[frozenset[str], Pages] = {}
+        # whether some template needs scopes (cached until the resources change)
+        self._scoped_templates: bool | None = None
         self._lifespans: list[Callable[[Server], AbstractAsyncContextManager[Any]]] = []
         #: async callables run with a Context when a client says its roots changed
         self.roots_changed_hooks: list[Callable[[Context], Any]] = []
@@ -171,6 +181,11 @@ class Server(Handlers):
         hints (a list is as fresh as its stalest tool). A parameter annotated
         ``Annotated[str, Header("Name")]`` is mirrored into the ``Mcp-Param-Name`` HTTP
         header (``x-mcp-header``); invalid declarations are a SchemaError here.
+
+        ``scopes`` (a list of OAuth scope tokens) are what a caller's access token must
+        grant to call it, checked over HTTP with authorization: the HTTP layer answers
+        403 ``insufficient_scope`` and the dispatcher the -32010 error. Without a
+        principal (stdio, no authorization configured) they are not enforced.
         """
         if callable(name):
             return self.tool()(name)
@@ -198,7 +213,8 @@ class Server(Handlers):
         """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}``.
 
         ``cache`` (a ``CacheHint``) is its own hint for its reads and lists, where results
-        carry hints; the server's ``cache`` otherwise.
+        carry hints; the server's ``cache`` otherwise. ``scopes`` are what a caller's
+        token must grant to read it (or, for a template, what it matches), as for tools.
         """
         check_options("resource", ResourceOptions, options)
         return registrar(self.add_resource, uri, **options)
@@ -233,7 +249,10 @@ class Server(Handlers):
     ) -> Callable[[F], F]: ...
 
     def prompt(self, name: Any = None, **options: Unpack[PromptOptions]) -> Any:
-        """Register a prompt; its parameters are the prompt's (string) arguments."""
+        """Register a prompt; its parameters are the prompt's (string) arguments.
+
+        ``scopes`` are what a caller's token must grant to get it, as for tools.
+        """
         if callable(name):
             return self.prompt()(name)
         check_options("prompt", PromptOptions, options)
@@ -356,9 +375,50 @@ class Server(Handlers):
         for listener in list(self._listeners):
             listener.resource_updated(uri)
 
+    # --- authorization ----------------------------------------------------------------
+
+    def required_scopes(self, method: str, name: str) -> tuple[str, ...]:
+        """The scopes a request needs: ``tools/call`` and ``prompts/get`` by name,
+        ``resources/read`` (and ``resources/subscribe``) by URI, templates matching.
+
+        Empty for anything else and for names that are not served, so the HTTP layer can
+        ask before dispatch and leave the errors to it. Scopes are an HTTP authorization
+        feature: nothing checks them where there is no principal.
+        """
+        if self._mounts is not None:
+            return self._mounts.required_scopes(method, name)
+        return self._own_scopes(method, name)
+
+    def _own_scopes(self, method: str, name: str) -> tuple[str, ...]:
+        # What this server's own entry of ``name`` needs; its composition asks this.
+        if type(name) is not str:
+            return ()
+        if method == "tools/call":
+            tool = self._tools.get(name)
+            return tool.scopes if tool is not None else ()
+        if method == "prompts/get":
+            prompt = self._prompts.get(name)
+            return prompt.scopes if prompt is not None else ()
+        if method == "resources/read" or method == "resources/subscribe":
+            resource = self._resources.get(name)
+            if resource is not None:
+                return resource.scopes
+            if self._scoped_templates is None:
+                self._scoped_templates = any(t.scopes for t in self._templates.values())
+            if not self._scoped_templates:
+                return ()
+            # The first template matching it serves a read, as _find_resource routes.
+            for template in self._templates.values():
+                if template.template.match(name) is not None:
+                    return template.scopes
+        return ()
+
     def _changed(self, kind: str) -> None:
+        self._scoped_pages.clear()
         if kind == "tools":
             self._task_tools = None
+        elif kind == "resources":
+            self._scoped_templates = None
         if self._mounts is not None:
             self._mounts.invalidate()
         for key in [key for key in self._pages if key[0] == kind or kind == "resources"]:
@@ -381,7 +441,11 @@ class Server(Handlers):
         handler = self._methods.get(method)
         if handler is None or not self._serves(method):
             raise method_not_found(method)
-        result: JSONObject = await handler(params or {}, ctx)
+        try:
+            result: JSONObject = await handler(params or {}, ctx)
+        except InsufficientScope as exc:
+            # A step-up where no entry is known (a completer): still a refusal for scope.
+            raise scope_error(exc.scopes) from None
         return result
 
 

@@ -42,6 +42,7 @@ from ._caching import CacheHint, combine
 from ._context import Context
 from ._dispatch import method_not_found
 from ._rounds import InputNeeded, Rounds
+from ._scopes import check_scopes, scopes_of
 from ._server import Server
 
 if TYPE_CHECKING:
@@ -139,7 +140,15 @@ def cache_hint(server: Server, method: str, params: JSONObject | None) -> CacheH
     kind = _LISTS.get(method)
     if kind is not None:
         entries: Iterable[Any] = getattr(catalog, kind).values()
-        return combine(default, (getattr(entry, "cache", None) for entry in entries))
+        hint = combine(default, (getattr(entry, "cache", None) for entry in entries))
+        if (
+            hint.scope == "public"
+            and server.hide_unauthorized
+            and any(scopes_of(entry) for entry in getattr(catalog, kind).values())
+        ):
+            # What a hiding list shows depends on who asks: nobody may share it.
+            hint = CacheHint(hint.ttl_ms, "private")
+        return hint
     if method == "resources/read":
         uri = (params or {}).get("uri")
         if isinstance(uri, str):
@@ -154,8 +163,11 @@ def cache_hint(server: Server, method: str, params: JSONObject | None) -> CacheH
                     None,
                 )
             own = getattr(entry, "cache", None)
-            if isinstance(own, CacheHint):
-                return own
+            hint = own if isinstance(own, CacheHint) else default
+            if hint.scope == "public" and scopes_of(entry):
+                # A read only some callers may make must not be served to others.
+                hint = CacheHint(hint.ttl_ms, "private")
+            return hint
     return default
 
 
@@ -251,6 +263,12 @@ async def serve_stateless(
     if rounds:
         ctx._rounds = _open_round(params, ctx, sealer, method, now, principal)
     if tasks is not None and _runs_as_task(server, method, params, ctx):
+        # The dispatcher's scope check would run only inside the task: refuse here,
+        # before anything is created for a caller who may not call the tool.
+        name = (params or {}).get("name")
+        required = server.required_scopes(method, name) if type(name) is str else ()
+        if required:
+            check_scopes(required, ctx.principal)
         created = await _create_task(server, method, params, ctx, tasks, principal)
         return complete_result(
             created, method=method, revision=revision, server_info=server.info(revision), hint=None
