@@ -13,7 +13,7 @@ import contextlib
 import logging
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import trio
 
@@ -35,11 +35,13 @@ from ._messages import (
     StreamSignal,
 )
 from ._offload import ProcessPool, call_handler
+from ._peer_base import principal_of
 
 if TYPE_CHECKING:
+    from ..auth._principal import Principal
     from ..server._execution import Offload
 
-__all__ = ["Peer"]
+__all__ = ["Peer", "PrincipalHolder"]
 
 T = TypeVar("T")
 
@@ -53,6 +55,13 @@ class _Pending:
         self.done = trio.Event()
         self.result: JSONObject | None = None
         self.error: RequestError | None = None
+
+
+class PrincipalHolder(Protocol):
+    """Whoever keeps the principal a session was admitted as (an HTTP session)."""
+
+    #: refreshed by the transport on every admitted request (a new token, same caller)
+    principal: object
 
 
 class Peer:
@@ -70,6 +79,13 @@ class Peer:
     _refuse_client_requests: str | None
     _subscriptions: set[str] | None
     _processes: ProcessPool | None
+    _principal_holder: PrincipalHolder | None
+
+    @property
+    def principal(self) -> Principal | None:
+        """The session's principal as of now (None: stdio, or no authorization)."""
+        holder = self._principal_holder
+        return principal_of(holder.principal) if holder is not None else None
 
     async def notify(
         self, method: str, params: JSONObject, *, related_request_id: RequestId | None

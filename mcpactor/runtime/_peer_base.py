@@ -8,15 +8,30 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..auth._principal import Principal
 from ..protocol import JSONObject, RequestId
 
 if TYPE_CHECKING:
     from ..server import Peer
     from ..server._execution import Offload
 
-__all__ = ["Relay", "Sessionless"]
+__all__ = ["Relay", "Sessionless", "principal_of"]
 
 T = TypeVar("T")
+
+
+def principal_of(admitted: object) -> Principal | None:
+    """The Principal a request was admitted as: what the transport passed, as one.
+
+    An authentication hook that returns something else (a name, True) admitted a
+    caller nobody granted scopes to: it is a Principal without scopes, so a tool that
+    needs some is refused rather than served.
+    """
+    if admitted is None or type(admitted) is Principal:
+        return admitted
+    if isinstance(admitted, Principal):
+        return admitted
+    return Principal(subject=str(admitted))
 
 
 class Sessionless:
@@ -62,6 +77,11 @@ class Relay:
     __slots__ = ()
 
     _peer: Peer
+
+    @property
+    def principal(self) -> Principal | None:
+        """The principal of the Context this one's work came from."""
+        return self._peer.principal
 
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run a blocking callable in a worker thread, cancellable cooperatively."""

@@ -78,7 +78,7 @@ from ._messages import (
     closed_outbox,
 )
 from ._offload import ProcessPool
-from ._peer import _Pending
+from ._peer import PrincipalHolder, _Pending
 from ._starts import StartGate, current_start_gate
 from ._tasks import TaskManager
 
@@ -121,6 +121,7 @@ class SessionActor(ChangeNotices):
         *,
         stream_signals: bool = False,
         refuse_client_requests: str | None = None,
+        principal_holder: PrincipalHolder | None = None,
     ) -> None:
         self.server = server
         self.options = options or SessionOptions()
@@ -156,6 +157,9 @@ class SessionActor(ChangeNotices):
         # requests (stateless HTTP) names why, and they fail at once instead of timing out.
         self._stream_signals = stream_signals
         self._refuse_client_requests = refuse_client_requests
+        # Read on every ``ctx.principal``, never copied: the transport refreshes it as the
+        # client's tokens are renewed.
+        self._principal_holder = principal_holder
         #: the session's tasks (2025-11-25): the Peer's task host
         self.tasks = TaskManager(self, self.options.tasks)
         # The session's own worker processes (without a shared pool), made on first use

@@ -52,9 +52,10 @@ from ..server._stateless import serve_stateless
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
 from ._messages import SessionOptions
 from ._offload import ProcessPool, call_handler
-from ._peer_base import Sessionless
+from ._peer_base import Sessionless, principal_of
 
 if TYPE_CHECKING:
+    from ..auth._principal import Principal
     from ..server._execution import Offload
 
 __all__ = [
@@ -233,7 +234,7 @@ class StatelessHost:
         params = request.params
         meta = params.get("_meta") if params is not None else None
         ctx = Context(
-            peer=_RequestPeer(self, emit),
+            peer=_RequestPeer(self, emit, principal),
             request_id=request_id,
             negotiated=envelope,
             meta=meta if type(meta) is dict else None,
@@ -365,11 +366,18 @@ def _error(request_id: RequestId, code: int, message: str, data: Any = None) -> 
 class _RequestPeer(Sessionless):
     """The Peer of one stateless request's Context: notifications go to its stream."""
 
-    __slots__ = ("_emit", "_host")
+    __slots__ = ("_admitted", "_emit", "_host")
 
-    def __init__(self, host: StatelessHost, emit: Emit) -> None:
+    def __init__(self, host: StatelessHost, emit: Emit, admitted: object = None) -> None:
         self._host = host
         self._emit = emit
+        # What the transport admitted the request as; read as a Principal on demand.
+        self._admitted = admitted
+
+    @property
+    def principal(self) -> Principal | None:
+        """The principal the HTTP layer admitted this request as (None: no authorization)."""
+        return principal_of(self._admitted)
 
     async def notify(
         self, method: str, params: JSONObject, *, related_request_id: RequestId | None

@@ -135,7 +135,8 @@ class HttpSession(Routing):
     ) -> None:
         self.manager = manager
         self.kind = kind
-        #: what the authentication hook returned for the client that opened the session
+        #: what the client that opened the session was admitted as (handlers read it as
+        #: ``ctx.principal``, through the actor, so a refreshed one is seen at once)
         self.principal = principal
         single_stream = kind in (SessionKind.LEGACY_SSE, SessionKind.WEBSOCKET)
         options = (
@@ -149,6 +150,7 @@ class HttpSession(Routing):
             options,
             stream_signals=not single_stream,
             refuse_client_requests=_STATELESS_REASON if kind is SessionKind.STATELESS else None,
+            principal_holder=self,
         )
         super().__init__(
             actor,
