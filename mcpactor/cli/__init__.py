@@ -44,6 +44,12 @@ _MOVED: Final = {
 }
 
 
+#: the commands each module adds with its own parser: module, function that runs it
+_COMMANDS: Final = {
+    "dev": ("._dev", "dev"),
+}
+
+
 def __getattr__(name: str) -> Any:
     # Imported on first use, not with this module: see above.
     if name in _MOVED:
@@ -77,6 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ._plugins import plugins
 
             return plugins(args)
+        if args.command in _COMMANDS:
+            import importlib
+
+            module, function = _COMMANDS[args.command]
+            run = getattr(importlib.import_module(module, __name__), function)
+            return int(run(args))
     except Exception as exc:
         from ._report import report
 
@@ -169,6 +181,10 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_http_arguments(serve)
     _add_call_parser(commands)
     _add_plugins_parser(commands)
+    from ._dev import add_dev_parser
+
+    # Last: dev takes every option serve has by then.
+    add_dev_parser(commands, serve)
     return parser
 
 
