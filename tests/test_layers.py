@@ -146,10 +146,12 @@ BASE = frozenset({"mcpactor._exceptions", "mcpactor._version"})
 #: import anything; nothing below may import them.
 LAYERS: dict[str, frozenset[str]] = {
     "protocol": frozenset(),
-    "server": frozenset({"protocol"}),
-    "runtime": frozenset({"protocol", "server"}),
-    "transports": frozenset({"protocol", "runtime"}),
-    "client": frozenset({"protocol", "transports"}),
+    # who is asking: the Principal, the errors of authorization, the token verifiers
+    "auth": frozenset({"protocol"}),
+    "server": frozenset({"protocol", "auth"}),
+    "runtime": frozenset({"protocol", "auth", "server"}),
+    "transports": frozenset({"protocol", "auth", "runtime"}),
+    "client": frozenset({"protocol", "auth", "transports"}),
 }
 #: Imports the table above does not allow that the code makes today, and why.
 EXCEPTIONS: dict[tuple[str, str], str] = {

@@ -11,15 +11,19 @@ from ._errors import InvalidToken as InvalidToken
 from ._errors import MissingToken as MissingToken
 from ._errors import VerifierUnavailable as VerifierUnavailable
 from ._principal import Principal as Principal
+from ._resource import METADATA_PATH as METADATA_PATH
+from ._resource import ResourceServer as ResourceServer
 from ._verifier import TokenVerifier as TokenVerifier
 
 __all__ = [
+    "METADATA_PATH",
     "AuthError",
     "InsufficientScope",
     "InvalidRequest",
     "InvalidToken",
     "MissingToken",
     "Principal",
+    "ResourceServer",
     "TokenVerifier",
     "VerifierUnavailable",
 ]

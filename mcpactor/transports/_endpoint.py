@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from ..auth import AuthError, InsufficientScope, ResourceServer
+from ..protocol import RequestId
 from ..runtime._stateless import StatelessHost
 from ..runtime.http import SessionManager
 from ._asgi import Send
@@ -22,9 +24,35 @@ class Endpoint(Protocol):
     options: HttpOptions
     #: serves the POSTs of stateless revisions
     stateless: StatelessHost
+    #: the OAuth resource server's settings; None: no bearer tokens
+    resource_server: ResourceServer | None
 
-    async def admit(self, headers: Mapping[str, str], send: Send | None) -> tuple[bool, object]:
-        """Apply the Host/Origin guard and the authentication hook: (admitted, principal)."""
+    async def admit(
+        self,
+        headers: Mapping[str, str],
+        send: Send | None,
+        query_string: bytes = b"",
+        *,
+        deny: Send | None = None,
+    ) -> tuple[bool, object]:
+        """Apply the Host/Origin guard and the token or hook: (admitted, principal)."""
+
+    async def refuse(
+        self,
+        send: Send,
+        headers: Mapping[str, str],
+        error: AuthError,
+        request_id: RequestId | None = None,
+    ) -> None:
+        """Answer with ``error``'s status, a JSON-RPC error and the Bearer challenge."""
+
+    def scope_refusal(
+        self, principal: object, method: str, name: object
+    ) -> InsufficientScope | None:
+        """The 403 a call of ``name`` earns when ``principal`` lacks its scopes, else None."""
+
+    def step_up(self, data: bytes) -> list[tuple[bytes, bytes]] | None:
+        """The challenge for a JSON answer refused for scope (-32010), else None."""
 
     def cors(self, headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
         """The CORS response headers for this request's Origin (none unless configured)."""

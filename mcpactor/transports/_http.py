@@ -11,8 +11,10 @@
 #
 # A request goes through: the Host header's framing (400 and close when it is missing in
 # HTTP/1.1, repeated or malformed, RFC 9112 §3.2) → the health endpoint, which needs
-# nothing more → Host/Origin guard (403/421) → authentication hook (401) → the
-# endpoint's handler: Streamable HTTP's POST, GET and DELETE (_streamable.py), legacy
+# nothing more → the Protected Resource Metadata document (RFC 9728), public too →
+# Host/Origin guard (403/421) → authorization: the bearer token (401/400/403/503, with
+# a WWW-Authenticate challenge) or the authentication hook (401) → the endpoint's
+# handler: Streamable HTTP's POST, GET and DELETE (_streamable.py), legacy
 # HTTP+SSE (_legacy_sse.py) or WebSocket (_websocket.py). This module is admission,
 # CORS and dispatch; the handlers reach it through the Endpoint protocol.
 
@@ -26,7 +28,12 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._exceptions import INVALID_REQUEST
+import orjson
+
+from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
+from ..auth import AuthError, InsufficientScope, Principal, ResourceServer
+from ..auth._errors import INSUFFICIENT_SCOPE_CODE
+from ..protocol import RequestId
 from ..runtime.http import SessionManager
 from ._asgi import (
     ClientGone,
@@ -81,6 +88,18 @@ class McpHttpApp:
             cors_origins=options.cors_origins,
         )
         self._paths = {self.path, self.path + "/"}
+        resource_server = options.resource_server
+        if resource_server is not None:
+            resource_server = resource_server.with_declared_scopes(
+                _declared_scopes(manager.server)
+            )
+            self._metadata_paths = resource_server.metadata_paths(self.path)
+            self._metadata = resource_server.metadata_body()
+        else:
+            self._metadata_paths = frozenset()
+            self._metadata = b""
+        #: the OAuth resource server's settings (the options', with scopes_supported)
+        self.resource_server: ResourceServer | None = resource_server
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection scope."""
@@ -139,11 +158,19 @@ class McpHttpApp:
 
     # --- common checks ------------------------------------------------------------
 
-    async def admit(self, headers: Mapping[str, str], send: Send | None) -> tuple[bool, object]:
-        """Apply the Host/Origin guard and the authentication hook.
+    async def admit(
+        self,
+        headers: Mapping[str, str],
+        send: Send | None,
+        query_string: bytes = b"",
+        *,
+        deny: Send | None = None,
+    ) -> tuple[bool, object]:
+        """Apply the Host/Origin guard, then the bearer token or the authentication hook.
 
         Returns (admitted, principal); when refused and ``send`` is given, the refusal
-        has been sent.
+        has been sent. ``deny``, when ``send`` is not given, sends a refused token's
+        answer (a WebSocket handshake's denial response).
         """
         # HTTP/2 has no Host header, only the :authority pseudo-header.
         host = headers.get("host") or headers.get(":authority")
@@ -162,6 +189,15 @@ class McpHttpApp:
             if send is not None:
                 await reply_error(send, 403, INVALID_REQUEST, "Origin not allowed")
             return False, None
+        resource_server = self.resource_server
+        if resource_server is not None:
+            try:
+                return True, await resource_server.authorize(headers, query_string)
+            except AuthError as exc:
+                answer = send if send is not None else deny
+                if answer is not None:
+                    await self.refuse(answer, headers, exc)
+                return False, None
         hook = self.options.authenticate
         if hook is None:
             return True, None
@@ -179,6 +215,65 @@ class McpHttpApp:
             return False, None
         return True, principal
 
+    async def refuse(
+        self,
+        send: Send,
+        headers: Mapping[str, str],
+        error: AuthError,
+        request_id: RequestId | None = None,
+    ) -> None:
+        """Answer with ``error``'s status, a JSON-RPC error and the Bearer challenge."""
+        resource_server = self.resource_server
+        assert resource_server is not None
+        extra = self.cors(headers)
+        if error.status != 503:
+            challenge = resource_server.challenge(error)
+            extra.append((b"www-authenticate", challenge.encode("latin-1")))
+        await reply(send, error.status, _auth_error_body(error, request_id), extra)
+
+    def scope_refusal(
+        self, principal: object, method: str, name: object
+    ) -> InsufficientScope | None:
+        """The 403 a call of ``name`` earns when ``principal`` lacks its scopes, else None.
+
+        For ``tools/call``, ``resources/read`` and ``prompts/get``: the scopes the served
+        server requires for that tool, resource or prompt (``Server.required_scopes``).
+        """
+        if (
+            self.resource_server is None
+            or type(name) is not str
+            or len(name) > _MAX_NAME
+            or not isinstance(principal, Principal)
+        ):
+            return None
+        required_scopes = getattr(self.manager.server, "required_scopes", None)
+        if required_scopes is None:
+            return None
+        needed: tuple[str, ...] = required_scopes(method, name)
+        if not needed or not principal.missing(needed):
+            return None
+        return self.resource_server.scope_error(needed)
+
+    def step_up(self, data: bytes) -> list[tuple[bytes, bytes]] | None:
+        """The challenge for a JSON answer refused for scope (-32010), else None.
+
+        A handler or the dispatcher that finds the caller's token short of scopes answers
+        with that error; said before the status is sent, it becomes a 403 whose challenge
+        names the scopes the error's ``data.requiredScopes`` lists.
+        """
+        resource_server = self.resource_server
+        if resource_server is None or _STEP_UP_CODE not in data:
+            return None
+        try:
+            message = orjson.loads(data)
+        except orjson.JSONDecodeError:  # pragma: no cover - the core built it
+            return None
+        scopes = _refused_scopes(message)
+        if scopes is None:
+            return None
+        challenge = resource_server.challenge(resource_server.scope_error(scopes))
+        return [(b"www-authenticate", challenge.encode("latin-1"))]
+
     def cors(self, headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
         """The CORS response headers for this request's Origin (none unless configured)."""
         origin = headers.get("origin")
@@ -187,7 +282,10 @@ class McpHttpApp:
         assert origin is not None
         return [
             (b"access-control-allow-origin", origin.encode("latin-1")),
-            (b"access-control-expose-headers", b"mcp-session-id, mcp-protocol-version"),
+            (
+                b"access-control-expose-headers",
+                b"mcp-session-id, mcp-protocol-version, www-authenticate",
+            ),
             (b"vary", b"origin"),
         ]
 
@@ -213,6 +311,9 @@ class McpHttpApp:
         if path == options.health_path:
             await self._health(scope, send)
             return
+        if path in self._metadata_paths:
+            await self._resource_metadata(scope, send, headers)
+            return
         if path in self._paths:
             handler = functools.partial(serve_streamable, self)
         elif options.sse_path is not None and path == options.sse_path:
@@ -227,7 +328,7 @@ class McpHttpApp:
         if scope["method"] == "OPTIONS" and options.cors_origins:
             await self._preflight(send, headers)
             return
-        admitted, principal = await self.admit(headers, send)
+        admitted, principal = await self.admit(headers, send, scope.get("query_string", b""))
         if not admitted:
             return
         # A plain try, not contextlib.suppress: that is one more object kept alive by
@@ -253,6 +354,26 @@ class McpHttpApp:
         else:
             await reply(send, 200, _HEALTHY, _NO_STORE)
 
+    async def _resource_metadata(
+        self, scope: Scope, send: Send, headers: Mapping[str, str]
+    ) -> None:
+        # Public, as RFC 9728 means it: no guard and no token (a client reads it to learn
+        # where to get one), and readable by the pages CORS allows.
+        method = scope["method"]
+        if method == "OPTIONS" and self.options.cors_origins:
+            await self._preflight(send, headers)
+            return
+        if method not in ("GET", "HEAD"):
+            await reply(
+                send,
+                405,
+                error_body(INVALID_REQUEST, f"method {method[:20]} not allowed here"),
+                [(b"allow", b"GET, HEAD")],
+            )
+            return
+        extra = [*self.cors(headers), (b"cache-control", b"max-age=300")]
+        await reply(send, 200, self._metadata, extra)
+
     async def _preflight(self, send: Send, headers: Mapping[str, str]) -> None:
         cors = self.cors(headers)
         if not cors or not self.guard.host_allowed(
@@ -270,6 +391,64 @@ class McpHttpApp:
             (b"access-control-max-age", b"600"),
         ]
         await reply(send, 204, b"", cors, content_type=None)
+
+
+# The longest tool or prompt name, or resource URI, looked up for its scopes.
+_MAX_NAME: Final = 4096
+# The error code a refusal for scope carries, as it appears in an answer's JSON.
+_STEP_UP_CODE: Final = str(INSUFFICIENT_SCOPE_CODE).encode()
+
+
+def _auth_error_body(error: AuthError, request_id: RequestId | None) -> bytes:
+    # The JSON-RPC error an HTTP refusal carries: -32010 with the scopes for 403, as a
+    # handler's refusal is; the usual codes for the rest.
+    body: dict[str, Any] = {"jsonrpc": "2.0"}
+    if request_id is not None:
+        body["id"] = request_id
+    if isinstance(error, InsufficientScope):
+        body["error"] = {
+            "code": INSUFFICIENT_SCOPE_CODE,
+            "message": error.reason,
+            "data": {"requiredScopes": list(error.scopes)},
+        }
+    else:
+        code = INTERNAL_ERROR if error.status >= 500 else INVALID_REQUEST
+        body["error"] = {"code": code, "message": error.reason}
+    return orjson.dumps(body)
+
+
+def _refused_scopes(message: object) -> tuple[str, ...] | None:
+    # The scopes of a -32010 error answer, or None if it is not one.
+    if type(message) is not dict:
+        return None
+    error = message.get("error")
+    if type(error) is not dict or error.get("code") != INSUFFICIENT_SCOPE_CODE:
+        return None
+    data = error.get("data")
+    scopes = data.get("requiredScopes") if type(data) is dict else None
+    if type(scopes) is not list:
+        return ()
+    return tuple(scope for scope in scopes[:64] if type(scope) is str)
+
+
+def _declared_scopes(server: object) -> list[str]:
+    # Every scope a tool, resource or prompt of ``server`` asks for, in catalog order.
+    required_scopes = getattr(server, "required_scopes", None)
+    catalog = getattr(server, "_catalog", None)
+    if required_scopes is None or catalog is None:
+        return []
+    found: dict[str, None] = {}
+    listed = catalog()
+    for method, names in (
+        ("tools/call", listed.tools),
+        ("resources/read", listed.resources),
+        ("prompts/get", listed.prompts),
+    ):
+        for name in names:
+            found.update(dict.fromkeys(required_scopes(method, name)))
+    for template in listed.templates.values():
+        found.update(dict.fromkeys(getattr(template, "scopes", None) or ()))
+    return list(found)
 
 
 def _host_framing(scope: Scope, headers: Mapping[str, str]) -> str | None:

@@ -7,6 +7,7 @@ from typing import Final, Literal
 
 import attrs
 
+from ..auth import ResourceServer
 from ..runtime.http import EventStore, MemoryEventStore
 
 __all__ = ["Authenticate", "HttpOptions", "default_event_store"]
@@ -82,6 +83,9 @@ class HttpOptions:
     authenticate: Authenticate | None = None
     #: the WWW-Authenticate header sent with 401
     www_authenticate: str = "Bearer"
+    #: serve as an OAuth 2.1 resource server: bearer tokens, scopes, the metadata
+    #: document (an alternative to ``authenticate``)
+    resource_server: ResourceServer | None = None
     #: PEM files of the certificate (chain) and its private key; both set: HTTPS
     tls_cert: str | None = None
     tls_key: str | None = None
@@ -128,6 +132,10 @@ class HttpOptions:
             )
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both or neither")
+        if self.authenticate is not None and self.resource_server is not None:
+            raise ValueError(
+                "authenticate and resource_server are two ways to admit requests: give one"
+            )
         if self.health_path is not None and not self.health_path.startswith("/"):
             raise ValueError(f"health_path must start with '/', got {self.health_path!r}")
 

@@ -44,8 +44,12 @@ async def write_stream(
     retry_ms: int,
     json_only: bool = False,
     preamble: bytes = b"",
+    step_up: Callable[[bytes], list[tuple[bytes, bytes]] | None] | None = None,
 ) -> None:
     """Write the items of ``attachment`` until its stream ends or the client leaves.
+
+    ``step_up`` looks at an answer sent as plain JSON: the headers it returns make that
+    answer a 403 (a refusal for scope, while the status is still to be sent).
 
     Raises:
         trio.BusyResourceError: another task is writing ``attachment`` already.
@@ -62,7 +66,11 @@ async def write_stream(
                 except trio.EndOfChannel:
                     first = None
                 if first is not None and first[2] and not attachment.stream.sse:
-                    await reply(send, 200, first[1], headers)
+                    challenge = step_up(first[1]) if step_up is not None else None
+                    if challenge is not None:
+                        await reply(send, 403, first[1], [*headers, *challenge])
+                    else:
+                        await reply(send, 200, first[1], headers)
                     return
                 if first is not None and first[2] and not preamble and not attachment.replay:
                     # The stream's one event (no priming event: an older revision, or no

@@ -90,6 +90,9 @@ async def serve_legacy_post(
     ):
         await reply_error(send, 404, INVALID_REQUEST, "session not found")
         return
+    if principal is not session.principal:
+        # The same caller with a new token: its handlers see the new scopes.
+        session.principal = principal
     body = await read_body(receive, app.options.max_body_bytes, headers)
     if body is None:
         await reply_error(send, 413, INVALID_REQUEST, "the body is too large", close=True)

@@ -23,6 +23,8 @@ import orjson
 import trio
 
 from .._exceptions import INVALID_REQUEST, METHOD_NOT_FOUND
+from ..auth import InsufficientScope
+from ..auth._errors import INSUFFICIENT_SCOPE_CODE
 from ..protocol import Batch, Body, JSONObject, Notification, Request, describe, serialize
 from ..protocol._envelope import (
     HEADER_MISMATCH,
@@ -90,6 +92,11 @@ async def serve_stateless_post(
     except EnvelopeError as exc:
         await reply(send, exc.http_status, orjson.dumps(exc.to_response()), cors)
         return
+    if app.resource_server is not None:
+        refusal = _scope_refusal(app, principal, request)
+        if refusal is not None:
+            await app.refuse(send, headers, refusal, request.id)
+            return
     stream = app.options.response_mode != "json" and accepts(
         headers.get("accept"), json=False, event_stream=True
     )
@@ -143,7 +150,26 @@ async def serve_stateless_post(
         return
     error = answer.get("error")
     status = _STATUS.get(error.get("code"), 200) if type(error) is dict else 200  # type: ignore[arg-type]
+    if type(error) is dict and error.get("code") == INSUFFICIENT_SCOPE_CODE:
+        challenge = app.step_up(data)
+        if challenge is not None:
+            status = 403
+            cors = [*cors, *challenge]
     await reply(send, status, data, cors)
+
+
+# The methods whose target may need scopes of its own, and the param that names it.
+_NAMED: Final = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
+
+
+def _scope_refusal(app: Endpoint, principal: object, request: Request) -> InsufficientScope | None:
+    # The target Mcp-Name names: _check_headers has found it equal to the body's (after
+    # decoding a base64 value), so the body's is read.
+    key = _NAMED.get(request.method)
+    params = request.params
+    if key is None or params is None:
+        return None
+    return app.scope_refusal(principal, request.method, params.get(key))
 
 
 async def _disconnected(receive: Receive) -> None:

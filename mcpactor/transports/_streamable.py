@@ -16,6 +16,7 @@ from typing import Final
 import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
+from ..auth import InsufficientScope
 from ..protocol import (
     HEADERLESS_HTTP,
     REVISIONS,
@@ -52,6 +53,8 @@ __all__ = ["serve_streamable"]
 
 # What a request without ``MCP-Protocol-Version`` speaks (the revision table says).
 _HEADERLESS_VERSION: Final = HEADERLESS_HTTP.version
+# The methods whose target may need scopes of its own, and the param that names it.
+_NAMED: Final = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
 
 
 async def serve_streamable(
@@ -99,8 +102,20 @@ def _session(
         or session.principal != principal
     ):
         return None, 404, "session not found: it ended, expired or never existed"
+    if principal is not session.principal:
+        # The same caller with a new token (new scopes, a later expiry): what the
+        # session's handlers see from now on.
+        session.principal = principal
     manager.confirm(session)
     return session, 200, ""
+
+
+def _scope_refusal(app: Endpoint, principal: object, request: Request) -> InsufficientScope | None:
+    key = _NAMED.get(request.method)
+    params = request.params
+    if key is None or params is None:
+        return None
+    return app.scope_refusal(principal, request.method, params.get(key))
 
 
 def _stateless_revision(headers: Mapping[str, str]) -> bool:
@@ -191,6 +206,14 @@ async def _post(
     if version is None and not initialize:
         await _unsupported_version(send, headers)
         return
+    if kind is Request and app.resource_server is not None:
+        # A call whose target needs scopes the token lacks: 403 before any session work
+        # (a batch is left to the dispatcher, which refuses item by item).
+        assert isinstance(body, Request)
+        denied = _scope_refusal(app, principal, body)
+        if denied is not None:
+            await app.refuse(send, headers, denied, body.id)
+            return
     if options.stateless:
         await _post_stateless(
             app, receive, send, headers, principal, body, request_ids, initialize, version, client
@@ -245,6 +268,7 @@ async def _post(
         started=False,
         retry_ms=options.retry_ms,
         json_only=json_only,
+        step_up=app.step_up if app.resource_server is not None else None,
     )
     if new_session and session.revision is None:
         # initialize failed (bad params): nothing will ever use this session.
@@ -298,6 +322,7 @@ async def _post_stateless(
             started=False,
             retry_ms=options.retry_ms,
             json_only=options.response_mode == "json",
+            step_up=app.step_up if app.resource_server is not None else None,
         )
     finally:
         # Served (or the client left, which in stateless mode nobody can resume).

@@ -1,15 +1,16 @@
 # MCP over WebSocket: one session per connection, one JSON-RPC message per text frame.
 #
 # The handshake must offer the ``mcp`` subprotocol and pass the same Host/Origin guard
-# and authentication hook as HTTP (a browser page can open a WebSocket to any origin,
-# so the Origin check matters here most of all). The session lives in the
-# SessionManager's nursery like every other; the connection only feeds its inbox and
-# drains its one stream. Closing the socket ends the session (its requests get the
-# usual grace period). A client silent for ``websocket_idle_timeout`` seconds (no
+# and authorization (bearer token or authentication hook) as HTTP (a browser page can
+# open a WebSocket to any origin, so the Origin check matters here most of all). The
+# session lives in the SessionManager's nursery like every other; the connection only
+# feeds its inbox and drains its one stream. Closing the socket ends the session (its
+# requests get the usual grace period). A client silent for ``websocket_idle_timeout`` seconds (no
 # message) is closed with 1001: an open socket holds a connection place and a session.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Final
 
 import trio
@@ -39,9 +40,23 @@ async def serve_websocket(app: Endpoint, scope: Scope, receive: Receive, send: S
     if path is None or scope["path"].rstrip("/") != path.rstrip("/"):
         await send({"type": "websocket.close", "code": _POLICY})
         return
-    admitted, principal = await app.admit(Headers.of(scope), None)
+    # A server with ASGI's denial response lets a refused token get the HTTP answer it
+    # would get on a POST (a 401 with its challenge); elsewhere, and for every other
+    # refusal, the answer is a close, which is a 403.
+    denied: list[bool] = []
+    admitted, principal = await app.admit(
+        Headers.of(scope),
+        None,
+        scope.get("query_string", b""),
+        deny=(
+            functools.partial(_deny, send, denied)
+            if "websocket.http.response" in scope.get("extensions", ())
+            else None
+        ),
+    )
+    if denied:
+        return
     if not admitted or SUBPROTOCOL not in scope.get("subprotocols", ()):
-        # Before accepting, a close is answered with HTTP 403.
         await send({"type": "websocket.close", "code": _POLICY})
         return
     try:
@@ -66,6 +81,12 @@ async def serve_websocket(app: Endpoint, scope: Scope, receive: Receive, send: S
         with trio.CancelScope(shield=True):
             app.manager.close_session(session)
             await session.release(attachment)
+
+
+async def _deny(send: Send, denied: list[bool], message: dict[str, Any]) -> None:
+    # An HTTP response sent as the WebSocket handshake's denial (ASGI extension).
+    denied.append(True)
+    await send({**message, "type": "websocket." + message["type"]})
 
 
 async def _read(receive: Receive, session: HttpSession, idle_timeout: float) -> bool:

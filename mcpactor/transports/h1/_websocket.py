@@ -16,6 +16,7 @@ from wsproto.events import (
     Message,
     Ping,
     RejectConnection,
+    RejectData,
     TextMessage,
 )
 from wsproto.events import Request as WsRequest
@@ -61,7 +62,9 @@ async def serve_websocket(
     if not isinstance(handshake, WsRequest):
         raise ProtocolError("malformed WebSocket handshake")
     scope["subprotocols"] = list(handshake.subprotocols)
-    scope["extensions"] = {}
+    # The denial response (ASGI's websocket.http.response): a refusal can be a 401 with
+    # its WWW-Authenticate header, not only a bare 403.
+    scope["extensions"] = {"websocket.http.response": {}}
     socket = _WebSocket(ws, read, write, max_message_bytes)
     try:
         await app(scope, socket.receive, socket.send)
@@ -144,6 +147,18 @@ class _WebSocket:
                 return
             text = message.get("text")
             await self._send(Message(data=text if text is not None else message["bytes"]))
+        elif kind == "websocket.http.response.start" and not self.accepted and not self.closed:
+            self.closed = True
+            await self._send(
+                RejectConnection(
+                    status_code=message["status"],
+                    headers=list(message.get("headers", ())),
+                    has_body=True,
+                )
+            )
+        elif kind == "websocket.http.response.body":
+            more = message.get("more_body", False)
+            await self._send(RejectData(data=message.get("body", b""), body_finished=not more))
         elif kind == "websocket.close":
             if not self.accepted:
                 # A close before the handshake is answered is an HTTP 403 (ASGI).
