@@ -2,7 +2,13 @@
 
 A ``TokenVerifier`` turns a bearer token into a ``Principal``; the HTTP layer admits a
 request only with a valid token, and everything the request creates is bound to it.
+
+The verifiers (``JwtVerifier``, ``IntrospectionVerifier``, ``CombinedVerifier``,
+``verifier_from``) are loaded on first use, so a server without authorization never
+imports joserfc or httpx (the ``auth`` extra).
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._errors import AuthError as AuthError
 from ._errors import InsufficientScope as InsufficientScope
@@ -11,19 +17,48 @@ from ._errors import InvalidToken as InvalidToken
 from ._errors import MissingToken as MissingToken
 from ._errors import VerifierUnavailable as VerifierUnavailable
 from ._principal import Principal as Principal
-from ._resource import METADATA_PATH as METADATA_PATH
-from ._resource import ResourceServer as ResourceServer
 from ._verifier import TokenVerifier as TokenVerifier
 
+if TYPE_CHECKING:
+    from ._factory import CombinedVerifier as CombinedVerifier
+    from ._factory import verifier_from as verifier_from
+    from ._introspection import IntrospectionVerifier as IntrospectionVerifier
+    from ._jwt import JwtVerifier as JwtVerifier
+
+_LAZY = {
+    "CombinedVerifier": "._factory",
+    "verifier_from": "._factory",
+    "IntrospectionVerifier": "._introspection",
+    "JwtVerifier": "._jwt",
+}
+
 __all__ = [
-    "METADATA_PATH",
     "AuthError",
+    "CombinedVerifier",
     "InsufficientScope",
+    "IntrospectionVerifier",
     "InvalidRequest",
     "InvalidToken",
+    "JwtVerifier",
     "MissingToken",
     "Principal",
-    "ResourceServer",
     "TokenVerifier",
     "VerifierUnavailable",
+    "verifier_from",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    try:
+        value = getattr(importlib.import_module(module, __name__), name)
+    except ImportError as exc:
+        raise ImportError(
+            f"mcpactor.auth.{name} needs the 'auth' extra (pip install 'mcpactor[auth]'): {exc}"
+        ) from exc
+    globals()[name] = value
+    return value

@@ -1,0 +1,112 @@
+# One verifier from the settings the CLI and the config file share.
+#
+# A token that looks like a JWT (three base64url segments, a JSON header) is checked
+# locally by the JwtVerifier; anything else goes to introspection when it is configured.
+# A JWT is never sent to introspection as a fallback: a token that fails local checks is
+# refused, so a forged JWT cannot make the server call its authorization server.
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from ._errors import InvalidToken
+from ._fetch import DEFAULT_TIMEOUT
+from ._introspection import IntrospectionVerifier
+from ._jwt import DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, JwtVerifier
+from ._principal import Principal
+from ._verifier import TokenVerifier
+
+
+def looks_like_jwt(token: str) -> bool:
+    """Whether ``token`` has the shape of a JWS compact serialization with a JSON header."""
+    # "eyJ" is the base64url of '{"': every JOSE header starts with it
+    return token.startswith("eyJ") and token.count(".") == 2
+
+
+class CombinedVerifier:
+    """Sends JWTs to a JwtVerifier and other tokens to an IntrospectionVerifier."""
+
+    def __init__(
+        self, jwt: JwtVerifier | None = None, introspection: IntrospectionVerifier | None = None
+    ) -> None:
+        if jwt is None and introspection is None:
+            raise ValueError("a combined verifier needs a JWT verifier, introspection, or both")
+        self.jwt = jwt
+        self.introspection = introspection
+
+    async def verify(self, token: str) -> Principal:
+        """The principal ``token`` names, by whichever verifier fits its shape."""
+        if self.jwt is not None and looks_like_jwt(token):
+            return await self.jwt.verify(token)
+        if self.introspection is not None:
+            return await self.introspection.verify(token)
+        raise InvalidToken("the token is not a JWT, and no introspection is configured")
+
+
+def verifier_from(
+    *,
+    issuers: Iterable[str] = (),
+    resource: str | None = None,
+    jwks_file: str | os.PathLike[str] | None = None,
+    introspection_url: str | None = None,
+    client_id: str | None = None,
+    client_secret: str | None = None,
+    algorithms: Iterable[str] | None = None,
+    leeway: float | None = None,
+    hmac_secret: bytes | None = None,
+    timeout: float | None = None,
+) -> TokenVerifier:
+    """The verifier the auth settings describe; ValueError names what is missing or wrong.
+
+    - ``issuers`` (or ``jwks_file``) make a JwtVerifier: it needs the issuers and
+      ``resource`` (the ``aud`` tokens must name); keys from ``jwks_file``, else discovered.
+    - ``introspection_url``, or ``client_id`` and ``client_secret`` with ``issuers`` (the
+      first issuer's ``introspection_endpoint``), make an IntrospectionVerifier.
+    - Both: a CombinedVerifier.
+    """
+    names = list(issuers)
+    chosen_timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    chosen_leeway = DEFAULT_LEEWAY if leeway is None else leeway
+    jwt: JwtVerifier | None = None
+    if names or jwks_file is not None:
+        if not names:
+            raise ValueError("auth: a JWKS file needs the issuer(s) whose tokens it verifies")
+        if not resource:
+            raise ValueError("auth: verifying JWTs needs the resource (the audience tokens name)")
+        jwt = JwtVerifier(
+            names,
+            resource,
+            algorithms=DEFAULT_ALGORITHMS if algorithms is None else tuple(algorithms),
+            leeway=chosen_leeway,
+            jwks_file=jwks_file,
+            hmac_secret=hmac_secret,
+            timeout=chosen_timeout,
+        )
+    introspection: IntrospectionVerifier | None = None
+    credentials = client_id is not None or client_secret is not None
+    if introspection_url is not None or credentials:
+        if not client_id or not client_secret:
+            raise ValueError("auth: introspection needs both the client id and the client secret")
+        if introspection_url is None and not names:
+            raise ValueError("auth: introspection needs its URL, or an issuer to discover it")
+        introspection = IntrospectionVerifier(
+            introspection_url,
+            client_id,
+            client_secret,
+            audience=resource,
+            issuers=names,
+            discover_from=names[0] if introspection_url is None else None,
+            leeway=chosen_leeway,
+            timeout=chosen_timeout,
+        )
+    if jwt is not None and introspection is not None:
+        return CombinedVerifier(jwt, introspection)
+    if jwt is not None:
+        return jwt
+    if introspection is not None:
+        return introspection
+    raise ValueError(
+        "auth: nothing to verify tokens with: give the issuer(s), a JWKS file, "
+        "or an introspection URL with client credentials"
+    )

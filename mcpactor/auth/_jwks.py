@@ -1,0 +1,235 @@
+# An issuer's signing keys: a JWKS, fetched, bounded, kept fresh, never fetched per request.
+#
+# Theory of operation. ``IssuerKeys`` holds the keys of one issuer. The first token of that
+# issuer fetches them (discovering ``jwks_uri`` from the issuer's metadata unless a JWKS
+# URL was given); after that they are served from memory. They are fetched again
+#
+# - when they are older than ``ttl`` (keys rotate; a stale set is kept and used if the
+#   refresh fails),
+# - when a token names a ``kid`` the set lacks (the issuer rotated), but at most once per
+#   ``min_refresh_interval``: a flood of tokens with made-up kids costs one fetch, not one
+#   each,
+# - and, after a failed fetch with nothing to fall back on, not before ``retry_interval``:
+#   meanwhile every token is refused at once with the last error (503), so an issuer that
+#   is down makes no request wait.
+#
+# Concurrent refreshes are coalesced: the first caller fetches under the lock, the others
+# wait for it and take its result (the generation counter tells them a fetch happened
+# while they waited). A caller cancelled mid-fetch leaves the generation unchanged, so the
+# next waiter fetches instead. Time is trio's clock, so tests drive it with MockClock.
+#
+# Only keys that can verify signatures are kept: RSA (2048 bits or more), EC and OKP keys
+# whose ``use`` is ``sig`` or absent. Symmetric keys in a published JWKS are ignored —
+# an HMAC key is only ever the configured secret, so a public key can never be turned
+# into one (the classic RS256 → HS256 confusion).
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import trio
+from joserfc import jwk
+from joserfc.errors import JoseError
+
+from ._fetch import Fetcher, FetchError, shown
+from ._metadata import discover, endpoint
+
+log = logging.getLogger("mcpactor.auth")
+
+Key = jwk.RSAKey | jwk.ECKey | jwk.OKPKey | jwk.OctKey
+
+#: the key type and curves each signing algorithm needs
+ALGORITHM_KEYS: Mapping[str, tuple[str, frozenset[str] | None]] = {
+    **{f"RS{n}": ("RSA", None) for n in (256, 384, 512)},
+    **{f"PS{n}": ("RSA", None) for n in (256, 384, 512)},
+    "ES256": ("EC", frozenset({"P-256"})),
+    "ES384": ("EC", frozenset({"P-384"})),
+    "ES512": ("EC", frozenset({"P-521"})),
+    "ES256K": ("EC", frozenset({"secp256k1"})),
+    "EdDSA": ("OKP", frozenset({"Ed25519", "Ed448"})),
+    "Ed25519": ("OKP", frozenset({"Ed25519"})),
+    "Ed448": ("OKP", frozenset({"Ed448"})),
+    **{f"HS{n}": ("oct", None) for n in (256, 384, 512)},
+}
+
+#: the members of a public key, per key type (private members are dropped on import)
+_PUBLIC_MEMBERS = {
+    "RSA": ("n", "e"),
+    "EC": ("crv", "x", "y"),
+    "OKP": ("crv", "x"),
+}
+_COMMON_MEMBERS = ("kty", "kid", "alg", "use", "key_ops")
+_MIN_RSA_BITS = 2048
+
+#: the most keys one JWKS may hold
+DEFAULT_MAX_KEYS = 64
+#: how long a fetched JWKS is used before it is fetched again, in seconds
+DEFAULT_JWKS_TTL = 600.0
+#: the least time between two fetches of one issuer's keys, in seconds
+DEFAULT_MIN_REFRESH_INTERVAL = 30.0
+#: after a failed fetch with no keys to fall back on, the wait before trying again
+DEFAULT_RETRY_INTERVAL = 5.0
+
+
+def key_fits(key: Key, alg: str) -> bool:
+    """Whether ``key`` may verify a signature made with ``alg`` (type, curve, its own alg)."""
+    wanted = ALGORITHM_KEYS.get(alg)
+    if wanted is None:
+        return False
+    kty, curves = wanted
+    if key.key_type != kty:
+        return False
+    if curves is not None and key.get("crv") not in curves:
+        return False
+    own = key.get("alg")
+    return own is None or own == alg
+
+
+def _public_dict(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    kty = raw.get("kty")
+    members = _PUBLIC_MEMBERS.get(kty) if isinstance(kty, str) else None
+    if members is None:
+        return None
+    if raw.get("use", "sig") != "sig":
+        return None
+    ops = raw.get("key_ops")
+    if ops is not None and (not isinstance(ops, list) or "verify" not in ops):
+        return None
+    for name in ("kid", "alg"):
+        if name in raw and not isinstance(raw[name], str):
+            return None
+    return {name: raw[name] for name in (*_COMMON_MEMBERS, *members) if name in raw}
+
+
+def parse_jwks(document: Any, source: str, max_keys: int = DEFAULT_MAX_KEYS) -> list[Key]:
+    """The signing keys of the JWKS ``document``; raises ``FetchError`` if it is refused."""
+    keys = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(keys, list):
+        raise FetchError(f"the JWKS of {shown(source)} has no list of keys")
+    if len(keys) > max_keys:
+        raise FetchError(
+            f"the JWKS of {shown(source)} has {len(keys)} keys, more than the {max_keys} allowed"
+        )
+    found: list[Key] = []
+    skipped = 0
+    for raw in keys:
+        public = _public_dict(raw) if isinstance(raw, dict) else None
+        key: Key | None = None
+        if public is not None:
+            try:
+                key = jwk.import_key(public)
+            except (JoseError, ValueError, TypeError):
+                key = None
+        if isinstance(key, jwk.RSAKey) and key.public_key.key_size < _MIN_RSA_BITS:
+            key = None
+        if key is None:
+            skipped += 1
+        else:
+            found.append(key)
+    if skipped:
+        log.debug("%d key(s) in the JWKS of %s cannot verify signatures", skipped, shown(source))
+    return found
+
+
+class IssuerKeys:
+    """The signing keys of one issuer, fetched on first use and refreshed within limits."""
+
+    def __init__(
+        self,
+        issuer: str,
+        fetcher: Fetcher,
+        *,
+        jwks_url: str | None = None,
+        keys: Iterable[Key] | None = None,
+        max_keys: int = DEFAULT_MAX_KEYS,
+        ttl: float = DEFAULT_JWKS_TTL,
+        min_refresh_interval: float = DEFAULT_MIN_REFRESH_INTERVAL,
+        retry_interval: float = DEFAULT_RETRY_INTERVAL,
+        clock: Callable[[], float] = trio.current_time,
+    ) -> None:
+        self.issuer = issuer
+        self._fetcher = fetcher
+        self._jwks_url = jwks_url
+        #: keys given, not fetched (a JWKS file): never refreshed
+        self._static = keys is not None
+        self._keys: list[Key] | None = list(keys) if keys is not None else None
+        self._max_keys = max_keys
+        self._ttl = ttl
+        self._min_refresh_interval = min_refresh_interval
+        self._retry_interval = retry_interval
+        self._clock = clock
+        self._fresh_until = float("-inf")
+        self._attempted_at: float | None = None
+        self._error: FetchError | None = None
+        self._generation = 0
+        self._lock = trio.Lock()
+        #: how many times the JWKS was fetched (tests and statistics read it)
+        self.fetches = 0
+
+    async def keys_for(self, kid: str | None, alg: str) -> list[Key]:
+        """The keys that may have signed a token with ``kid`` and ``alg`` (maybe none)."""
+        if not self._static:
+            now = self._clock()
+            if self._keys is None or now >= self._fresh_until:
+                await self._refresh(now)
+            found = self._select(kid, alg)
+            if not found and kid is not None and self._may_refresh(self._clock()):
+                log.info("a token of %s names an unknown key id: fetching its keys", self.issuer)
+                await self._refresh(self._clock())
+                found = self._select(kid, alg)
+                if not found and self._error is not None:
+                    raise self._unavailable()
+            return found
+        return self._select(kid, alg)
+
+    def _select(self, kid: str | None, alg: str) -> list[Key]:
+        keys = self._keys or ()
+        return [k for k in keys if (kid is None or k.kid == kid) and key_fits(k, alg)]
+
+    def _may_refresh(self, now: float) -> bool:
+        return self._attempted_at is None or now - self._attempted_at >= self._min_refresh_interval
+
+    async def _refresh(self, now: float) -> None:
+        attempted = self._attempted_at
+        if self._keys is None and attempted is not None and now - attempted < self._retry_interval:
+            raise self._unavailable()
+        generation = self._generation
+        async with self._lock:
+            if self._generation == generation:
+                await self._fetch_now()
+        if self._keys is None:
+            raise self._unavailable()
+
+    async def _fetch_now(self) -> None:
+        self.fetches += 1
+        try:
+            url = self._jwks_url
+            if url is None:
+                url = endpoint(await discover(self._fetcher, self.issuer), "jwks_uri", self.issuer)
+                # the metadata is fetched once; its jwks_uri serves every later refresh
+                self._jwks_url = url
+            keys = parse_jwks(await self._fetcher.get_json(url), url, self._max_keys)
+        except FetchError as exc:
+            now = self._clock()
+            self._attempted_at = now
+            self._error = exc
+            self._generation += 1
+            if self._keys is not None:
+                log.warning("keeping the old keys of %s: %s", self.issuer, exc.reason)
+                self._fresh_until = now + self._retry_interval
+            else:
+                log.warning("the keys of %s cannot be fetched: %s", self.issuer, exc.reason)
+            return
+        now = self._clock()
+        self._keys = keys
+        self._attempted_at = now
+        self._fresh_until = now + self._ttl
+        self._error = None
+        self._generation += 1
+        log.info("fetched %d signing key(s) of %s", len(keys), self.issuer)
+
+    def _unavailable(self) -> FetchError:
+        reason = self._error.reason if self._error is not None else "not fetched"
+        return FetchError(f"the signing keys of {shown(self.issuer)} are unavailable: {reason}")
