@@ -17,6 +17,8 @@ from ._errors import InvalidToken as InvalidToken
 from ._errors import MissingToken as MissingToken
 from ._errors import VerifierUnavailable as VerifierUnavailable
 from ._principal import Principal as Principal
+from ._resource import METADATA_PATH as METADATA_PATH
+from ._resource import ResourceServer as ResourceServer
 from ._verifier import TokenVerifier as TokenVerifier
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "METADATA_PATH",
     "AuthError",
     "CombinedVerifier",
     "InsufficientScope",
@@ -42,6 +45,7 @@ __all__ = [
     "JwtVerifier",
     "MissingToken",
     "Principal",
+    "ResourceServer",
     "TokenVerifier",
     "VerifierUnavailable",
     "verifier_from",
