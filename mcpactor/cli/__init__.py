@@ -47,6 +47,7 @@ _MOVED: Final = {
 #: the commands each module adds with its own parser: module, function that runs it
 _COMMANDS: Final = {
     "dev": ("._dev", "dev"),
+    "inspect": ("._inspect", "inspect"),
 }
 
 
@@ -182,6 +183,9 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_call_parser(commands)
     _add_plugins_parser(commands)
     from ._dev import add_dev_parser
+    from ._inspect import add_inspect_parser
+
+    add_inspect_parser(commands)
 
     # Last: dev takes every option serve has by then.
     add_dev_parser(commands, serve)
