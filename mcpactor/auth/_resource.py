@@ -151,6 +151,7 @@ class ResourceServer:
         suffixed with the resource URL's path (they differ behind a proxy that maps paths).
         """
         suffixes = {
+            "",
             endpoint_path.rstrip("/"),
             urllib.parse.urlsplit(self.resource).path.rstrip("/"),
         }
