@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx2
 import pytest
@@ -16,7 +17,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from ._provider import REDIRECT_URI, TIMEOUT, OidcProvider
+from ._provider import REDIRECT_URI, TIMEOUT, OidcProvider, follow_authorization, pkce_pair
 
 RESOURCE = "http://127.0.0.1:9/mcp"
 
@@ -207,3 +208,47 @@ async def test_provider_a_forged_signature_does_not_check(oidc_provider: OidcPro
     ).rstrip(b"=")
     with pytest.raises(InvalidSignature):
         verify_rs256(f"{header}.{forged_claims.decode()}.{signature}", await oidc_provider.jwks())
+
+
+async def test_provider_rotation_keeps_registrations_and_interactions(
+    oidc_provider: OidcProvider,
+) -> None:
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        registered = await http.post(
+            f"{oidc_provider.issuer}/reg",
+            json={
+                "redirect_uris": [REDIRECT_URI],
+                "token_endpoint_auth_method": "none",
+                "application_type": "native",
+            },
+        )
+        client_id = registered.json()["client_id"]
+        verifier, challenge = pkce_pair()
+        query = {
+            "client_id": client_id,
+            "response_type": "code",
+            "redirect_uri": REDIRECT_URI,
+            "scope": "mcp",
+            "resource": RESOURCE,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": "before",
+        }
+        begun = await http.get(f"{oidc_provider.issuer}/auth?{urlencode(query)}")
+        assert begun.status_code == 303
+        kid = await oidc_provider.rotate_keys()
+        interaction = f"{oidc_provider.issuer}{begun.headers['location']}"
+        returned = await follow_authorization(http, interaction)
+        assert returned["state"] == "before"
+        form = {
+            "grant_type": "authorization_code",
+            "code": returned["code"],
+            "redirect_uri": REDIRECT_URI,
+            "code_verifier": verifier,
+            "client_id": client_id,
+        }
+        answer = await http.post(f"{oidc_provider.issuer}/token", data=form)
+    assert answer.status_code == 200, answer.text
+    token = answer.json()["access_token"]
+    assert decode(token)[0]["kid"] == kid
+    assert verify_rs256(token, await oidc_provider.jwks())["client_id"] == client_id

@@ -100,9 +100,75 @@ let keys = [newSigningKey()];
 // Cookie keys outlive a rotation, so an interaction begun before it still completes.
 const cookieKeys = [secret()];
 
+// Where clients, grants, sessions, interactions and opaque tokens are kept. oidc-provider's
+// own memory adapter gives every Provider instance a store of its own, and a rotation
+// builds a new instance; this one store is shared by all of them, so what was registered,
+// granted or begun before a rotation is still there after it.
+const store = new Map(); // key -> { payload, expiresAt }
+const byUid = new Map(); // session uid -> key
+const byGrant = new Map(); // grant id -> Set of keys
+
+function alive(key) {
+  const entry = store.get(key);
+  if (entry && entry.expiresAt !== undefined && entry.expiresAt <= Date.now()) {
+    store.delete(key);
+    return undefined;
+  }
+  return entry;
+}
+
+class SharedAdapter {
+  constructor(model) {
+    this.model = model;
+  }
+
+  key(id) {
+    return `${this.model}:${id}`;
+  }
+
+  async upsert(id, payload, expiresIn) {
+    const key = this.key(id);
+    const expiresAt = typeof expiresIn === 'number' ? Date.now() + expiresIn * 1000 : undefined;
+    store.set(key, { payload, expiresAt });
+    if (payload.uid && this.model === 'Session') byUid.set(payload.uid, key);
+    if (payload.grantId) {
+      if (!byGrant.has(payload.grantId)) byGrant.set(payload.grantId, new Set());
+      byGrant.get(payload.grantId).add(key);
+    }
+  }
+
+  async find(id) {
+    return alive(this.key(id))?.payload;
+  }
+
+  async findByUid(uid) {
+    const key = byUid.get(uid);
+    return key === undefined ? undefined : alive(key)?.payload;
+  }
+
+  async findByUserCode() {
+    return undefined; // no device flow here
+  }
+
+  async consume(id) {
+    const entry = alive(this.key(id));
+    if (entry) entry.payload.consumed = Math.floor(Date.now() / 1000);
+  }
+
+  async destroy(id) {
+    store.delete(this.key(id));
+  }
+
+  async revokeByGrantId(grantId) {
+    for (const key of byGrant.get(grantId) ?? []) store.delete(key);
+    byGrant.delete(grantId);
+  }
+}
+
 function makeProvider(issuer) {
   const signingKid = keys[0].kid;
   const provider = new Provider(issuer, {
+    adapter: SharedAdapter,
     clients: clientConfigurations(),
     jwks: { keys },
     scopes: ['openid', 'offline_access', ...SCOPES],
@@ -187,8 +253,7 @@ server.listen(PORT, '127.0.0.1', () => {
     try {
       if (url.pathname === '/test/rotate' && req.method === 'POST') {
         // A provider's keystore is fixed when it is built, so rotation builds a new one
-        // with the new key first. Clients, grants and interactions live in the (module
-        // level) memory adapter and the cookie keys, which every instance shares.
+        // with the new key first; every instance shares the store and the cookie keys.
         const retired = url.searchParams.has('retire');
         keys = retired ? [newSigningKey()] : [newSigningKey(), ...keys];
         provider = makeProvider(issuer);
