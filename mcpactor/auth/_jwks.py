@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -103,6 +104,17 @@ def _public_dict(raw: Mapping[str, Any]) -> dict[str, Any] | None:
     return {name: raw[name] for name in (*_COMMON_MEMBERS, *members) if name in raw}
 
 
+def _rsa_bits(public: Mapping[str, Any]) -> int:
+    modulus = public.get("n")
+    if not isinstance(modulus, str) or len(modulus) > 2048:
+        return 0
+    try:
+        raw = base64.urlsafe_b64decode(modulus + "=" * (-len(modulus) % 4))
+    except ValueError:
+        return 0
+    return int.from_bytes(raw, "big").bit_length()
+
+
 def parse_jwks(document: Any, source: str, max_keys: int = DEFAULT_MAX_KEYS) -> list[Key]:
     """The signing keys of the JWKS ``document``; raises ``FetchError`` if it is refused."""
     keys = document.get("keys") if isinstance(document, dict) else None
@@ -117,13 +129,12 @@ def parse_jwks(document: Any, source: str, max_keys: int = DEFAULT_MAX_KEYS) -> 
     for raw in keys:
         public = _public_dict(raw) if isinstance(raw, dict) else None
         key: Key | None = None
-        if public is not None:
+        # a short RSA modulus is left out before import (joserfc would warn about it)
+        if public is not None and (public["kty"] != "RSA" or _rsa_bits(public) >= _MIN_RSA_BITS):
             try:
                 key = jwk.import_key(public)
             except (JoseError, ValueError, TypeError):
                 key = None
-        if isinstance(key, jwk.RSAKey) and key.public_key.key_size < _MIN_RSA_BITS:
-            key = None
         if key is None:
             skipped += 1
         else:

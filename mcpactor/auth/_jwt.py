@@ -24,8 +24,9 @@ from typing import Any
 
 import orjson
 from joserfc import jws
-from joserfc.errors import JoseError
+from joserfc.errors import JoseError, UnsupportedAlgorithmError
 from joserfc.jwk import OctKey
+from joserfc.jws import JWSAlgModel
 
 from ._cache import DEFAULT_CACHE_SIZE, TokenCache, token_key
 from ._claims import (
@@ -82,6 +83,13 @@ class _Registry(jws.JWSRegistry):
     # a JWT's header may carry a few more parameters than joserfc's default budget allows
     # (x5t, a long kid); the token's whole length is bounded before this is reached
     max_header_length = 2048
+
+    def get_alg(self, name: str) -> JWSAlgModel:
+        # The allow-list is the verifier's, checked before; joserfc's own would warn on
+        # every EdDSA token (RFC 9864 prefers "Ed25519"), which is what most issuers send.
+        if name not in self.algorithms or not self.allowed or name not in self.allowed:
+            raise UnsupportedAlgorithmError(f"the algorithm {name!r} is not accepted")
+        return self.algorithms[name]
 
 
 class JwtVerifier:
