@@ -48,6 +48,7 @@ _MOVED: Final = {
 _COMMANDS: Final = {
     "dev": ("._dev", "dev"),
     "inspect": ("._inspect", "inspect"),
+    "install": ("._install", "install"),
 }
 
 
@@ -184,8 +185,10 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_plugins_parser(commands)
     from ._dev import add_dev_parser
     from ._inspect import add_inspect_parser
+    from ._install import add_install_parser
 
     add_inspect_parser(commands)
+    add_install_parser(commands)
 
     # Last: dev takes every option serve has by then.
     add_dev_parser(commands, serve)
