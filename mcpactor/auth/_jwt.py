@@ -25,8 +25,8 @@ from typing import Any
 import orjson
 from joserfc import jws
 from joserfc.errors import JoseError, UnsupportedAlgorithmError
+from joserfc.jwa import JWSAlgModel
 from joserfc.jwk import OctKey
-from joserfc.jws import JWSAlgModel
 
 from ._cache import DEFAULT_CACHE_SIZE, TokenCache, token_key
 from ._claims import (
