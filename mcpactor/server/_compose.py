@@ -35,12 +35,14 @@ from typing import Any, Final
 import trio
 
 from .._exceptions import INVALID_PARAMS, PluginError, RequestError
+from ..auth._errors import InsufficientScope
 from ..protocol import LATEST, JSONObject, Revision, bounded_value, describe
 from ._context import Context
 from ._dispatch import Composable, method_not_found, method_table, serves_family
 from ._mount import Mount, MountState, MountStatistics, RootsHook, single_errors_bare, supervise
 from ._registry import Catalog
 from ._routing import Table, build_table, merge_into, problem_report
+from ._scopes import scope_error
 
 __all__ = ["Composition", "Mount", "MountState", "MountStatistics"]
 
@@ -211,7 +213,11 @@ class Composition:
         route = self._routes.get(method)
         if route is None or not self._serves(method):
             raise method_not_found(method)
-        return await route(params, ctx)
+        try:
+            return await route(params, ctx)
+        except InsufficientScope as exc:
+            # The parent's own completer asked for more (its other handlers say so).
+            raise scope_error(exc.scopes) from None
 
     def _serves(self, method: str) -> bool:
         family = method.partition("/")[0]

@@ -505,3 +505,27 @@ def test_scoped_results_are_never_hinted_public() -> None:
     bare.add_tool(lambda: "x", name="t")
     assert cache_hint(bare, "tools/list", None) == CacheHint(5, "public")
     assert LATEST == "2025-11-25"
+
+
+async def test_step_up_in_a_composed_servers_own_completer() -> None:
+    parent = Server("parent")
+
+    @parent.prompt
+    async def pick(colour: str) -> str:
+        return colour
+
+    @parent.completion("pick", "colour")
+    async def colours(value: str, context: dict[str, str], ctx: Context) -> list[str]:
+        ctx.require_scopes("colours")
+        return ["red"]
+
+    parent.mount(files_server(), prefix="files")
+    params = {
+        "ref": {"type": "ref/prompt", "name": "pick"},
+        "argument": {"name": "colour", "value": ""},
+    }
+    assert_scope_error(
+        await call_error(parent, "completion/complete", params, peer=caller()), ["colours"]
+    )
+    done = await call(parent, "completion/complete", params, peer=caller("colours"))
+    assert done["completion"]["values"] == ["red"]
