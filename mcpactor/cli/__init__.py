@@ -181,6 +181,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "young objects every 100 000 allocations)",
     )
     _add_http_arguments(serve)
+    from ._auth import add_auth_arguments
+
+    add_auth_arguments(serve)
     _add_call_parser(commands)
     _add_plugins_parser(commands)
     from ._dev import add_dev_parser
@@ -477,6 +480,13 @@ def _add_call_parser(commands: Any) -> None:
         default=None,
         metavar="SECONDS",
         help="give up waiting for the answer after this long (default: wait)",
+    )
+    call.add_argument(
+        "--progress",
+        choices=("auto", "bar", "lines", "none"),
+        default="auto",
+        help="how progress is shown on stderr: a bar (the default on a terminal), plain "
+        "lines (the default elsewhere) or not at all",
     )
     call.add_argument(
         "--url",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, Final, TextIO
 
 from .._exceptions import MCPActorError, RequestError
 from ..protocol._bounded import clip, describe, error_text
@@ -25,6 +25,73 @@ def _printable_json(value: Any) -> str:
         return _printable(orjson.dumps(value).decode())
     except (TypeError, orjson.JSONEncodeError):
         return describe(value)
+
+
+#: cells of the progress bar
+_BAR_CELLS: Final = 30
+
+
+class ProgressDisplay:
+    """Shows a request's progress notifications on ``stream``: a bar or plain lines.
+
+    A bar is redrawn in place (carriage return, erase to the end of the line), so it
+    belongs on a terminal; plain lines suit a log or a pipe. ``auto`` picks the bar when
+    ``stream`` is a terminal.
+    """
+
+    def __init__(self, stream: TextIO, mode: str = "auto") -> None:
+        if mode == "auto":
+            mode = "bar" if stream.isatty() else "lines"
+        self.stream = stream
+        self.mode = mode
+        self.drawn = False
+
+    async def update(self, progress: float, total: float | None, message: str | None) -> None:
+        """Show one notification (a ``ProgressHandler``)."""
+        if self.mode == "none":
+            return
+        if self.mode == "bar":
+            import shutil
+
+            width = shutil.get_terminal_size().columns
+            line = _printable(bar_text(progress, total, message), max(width - 1, 20))
+            self.stream.write(f"\r{line}\x1b[K")
+            self.drawn = True
+        else:
+            amount = _amount(progress, total, message, percent=True)
+            self.stream.write(f"mcpactor call: progress {_printable(amount, 300)}\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the bar's line, so what follows starts on a line of its own."""
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.drawn = False
+
+
+def bar_text(progress: float, total: float | None, message: str | None) -> str:
+    """One frame of the bar: ``[#####.....]  50% 5/10 message``."""
+    if total is not None and total > 0:
+        fraction = min(max(progress / total, 0.0), 1.0)
+        filled = round(fraction * _BAR_CELLS)
+        bar = f"[{'#' * filled}{'.' * (_BAR_CELLS - filled)}] {fraction:4.0%}"
+    else:
+        # No total: how far, without a bar to fill.
+        bar = f"[{'?' * _BAR_CELLS}]"
+    return f"{bar} {_amount(progress, total, message)}"
+
+
+def _amount(
+    progress: float, total: float | None, message: str | None, *, percent: bool = False
+) -> str:
+    text = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+    if percent and total is not None and total > 0:
+        text += f" ({min(max(progress / total, 0.0), 1.0):.0%})"
+    if message:
+        # A server's words: one line, bounded (and escaped by the caller).
+        text += f" {' '.join(message[:1000].split())}"
+    return text
 
 
 def call(args: argparse.Namespace) -> int:
@@ -60,18 +127,31 @@ async def _call_server(args: argparse.Namespace) -> int:
     from ..client import ClientSession, connect_http, connect_stdio
     from ..protocol import LATEST
 
+    progress = ProgressDisplay(sys.stderr, getattr(args, "progress", "auto"))
+
     async def perform(client: ClientSession) -> Any:
-        if args.tool is not None:
-            return await client.call_tool(args.tool, args.args, timeout=args.timeout)
-        if args.resource is not None:
-            return await client.request(
-                "resources/read", {"uri": args.resource}, timeout=args.timeout
-            )
-        if args.prompt is not None:
-            params: dict[str, Any] = {"name": args.prompt}
-            if args.args is not None:
-                params["arguments"] = args.args
-            return await client.request("prompts/get", params, timeout=args.timeout)
+        shown = progress.update
+        try:
+            if args.tool is not None:
+                return await client.call_tool(
+                    args.tool, args.args, timeout=args.timeout, progress_handler=shown
+                )
+            if args.resource is not None:
+                return await client.request(
+                    "resources/read",
+                    {"uri": args.resource},
+                    timeout=args.timeout,
+                    progress_handler=shown,
+                )
+            if args.prompt is not None:
+                params: dict[str, Any] = {"name": args.prompt}
+                if args.args is not None:
+                    params["arguments"] = args.args
+                return await client.request(
+                    "prompts/get", params, timeout=args.timeout, progress_handler=shown
+                )
+        finally:
+            progress.close()
         listing: dict[str, Any] = {}
         capabilities = client.server_capabilities
         if "tools" in capabilities:
