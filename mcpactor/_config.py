@@ -5,7 +5,8 @@
 # ``module:attr`` or a ``.py`` path, remote servers as a stdio ``command`` or a ``url``;
 # their prefixes, limits and tool timeouts; the sessions' task limits; the keys of
 # stateless requests' sealed states (``[stateless]``); and the transport,
-# with the HTTP server's settings (the ``[http]`` table, _config_http.py). Parsing checks
+# with the HTTP server's settings (the ``[http]`` table, _config_http.py) and its
+# authorization (the ``[auth]`` table, _config_auth.py). Parsing checks
 # every key and names the one that is wrong (_config_reader.py). The servers read here
 # become one Server in _assemble.py, which the command line shares.
 
@@ -20,6 +21,8 @@ from typing import Any, Final, Literal
 import attrs
 
 from ._assemble import MountConflict, ServerConfig, assemble, target_configs
+from ._config_auth import AuthConfig
+from ._config_auth import read_auth_config as _auth_config
 from ._config_http import HttpConfig
 from ._config_http import read_http_config as _http_config
 from ._config_reader import NOT_A_NAME
@@ -28,6 +31,7 @@ from ._exceptions import ConfigError
 from .runtime import TaskOptions
 
 __all__ = [
+    "AuthConfig",
     "Config",
     "ConfigError",
     "HttpConfig",
@@ -68,6 +72,8 @@ class Config:
     state_keys_file: Path | None = None
     #: ``[stateless] keepalive``: seconds between keep-alive comments on listen streams
     keepalive: float | None = None
+    #: ``[auth]``: serve as an OAuth 2.1 resource server (HTTP only); None: no table
+    auth: AuthConfig | None = None
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -145,6 +151,7 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
             "grace",
             "tasks",
             "stateless",
+            "auth",
         },
     )
     transport = reader.choice(data, "transport", ("stdio", "http"), "stdio")
@@ -182,6 +189,11 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
         # A relative path is the config file's neighbour, as ``target`` files are.
         state_keys_file=source.parent / keys_file if keys_file is not None else None,
         keepalive=keepalive,
+        auth=(
+            _auth_config(reader.nested("auth"), reader.table(data, "auth"))
+            if "auth" in data
+            else None
+        ),
     )
 
 

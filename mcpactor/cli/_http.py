@@ -15,6 +15,7 @@ from typing import Any, Final
 from .._exceptions import ConfigError
 from .._targets import load_hook
 from ..server import Server
+from ._auth import build_resource_server
 from ._report import StartFailed, report
 
 __all__ = ["build_http_options", "serve_over_http"]
@@ -58,6 +59,9 @@ def build_http_options(args: argparse.Namespace, config: Any) -> Any:
     if "authenticate" in given:
         given["authenticate"] = load_hook(given["authenticate"], option=labels["authenticate"])
     _check_tls(given.get("tls_cert"), given.get("tls_key"), labels)
+    resource_server = build_resource_server(args, config)
+    if resource_server is not None:
+        given["resource_server"] = resource_server
     return HttpOptions(
         stateless=args.stateless,
         allowed_hosts=args.allowed_hosts,

@@ -17,6 +17,7 @@ from typing import Any
 from .._exceptions import ConfigError
 from .._targets import TargetError, load_server
 from ..server import Server
+from ._auth import refuse_auth_on_stdio
 from ._http import build_http_options, serve_over_http
 from ._report import StartFailed
 
@@ -45,6 +46,8 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.http is not None:
         _require_http_extra(args.http_server or "builtin")
         http_options = build_http_options(args, config)
+    else:
+        refuse_auth_on_stdio(args, config)
     server = _served_server(args, config)
     stateless = _stateless_options(args)
     options = SessionOptions(shutdown_grace=args.grace)

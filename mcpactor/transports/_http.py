@@ -93,6 +93,9 @@ class McpHttpApp:
             resource_server = resource_server.with_declared_scopes(
                 _declared_scopes(manager.server)
             )
+            if resource_server.hide_unauthorized:
+                # The served server's lists are what the setting is about.
+                manager.server.hide_unauthorized = True
             self._metadata_paths = resource_server.metadata_paths(self.path)
             self._metadata = resource_server.metadata_body()
         else:

@@ -1,0 +1,124 @@
+# The ``[auth]`` table of the deployment file: serving as an OAuth 2.1 resource server.
+#
+# Its keys are the ``--auth-*`` flags' (the flags win over them), and what they make is a
+# ResourceServer (cli/_auth.py builds it). Relative paths (the JWKS file, the client
+# secret's file, a verifier factory's file) are the file's. Only HTTP takes it: over
+# stdio the spec has a server take its credentials from the environment.
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from ._config_reader import Reader
+
+__all__ = ["AUTH_KEYS", "AuthConfig", "read_auth_config"]
+
+#: every key of the table
+AUTH_KEYS: Final = (
+    "issuers",
+    "resource",
+    "required_scopes",
+    "scopes_supported",
+    "jwks_file",
+    "introspection_url",
+    "client_id",
+    "client_secret_file",
+    "algorithms",
+    "leeway_seconds",
+    "hide_unauthorized",
+    "verifier",
+)
+
+
+@attrs.frozen
+class AuthConfig:
+    """The ``[auth]`` table; None (or empty) means the file does not set that key."""
+
+    #: the issuers whose tokens are accepted (their metadata gives the keys)
+    issuers: tuple[str, ...] = ()
+    #: the canonical URL of the MCP endpoint: the audience tokens name, in the metadata
+    resource: str | None = None
+    #: scopes every request needs
+    required_scopes: tuple[str, ...] = ()
+    #: the metadata's ``scopes_supported`` (default: required and declared scopes)
+    scopes_supported: tuple[str, ...] | None = None
+    #: a local JWKS instead of discovering the issuers' keys (a path, the file's)
+    jwks_file: str | None = None
+    #: RFC 7662 introspection of opaque tokens, and the credentials it takes
+    introspection_url: str | None = None
+    client_id: str | None = None
+    client_secret_file: str | None = None
+    #: the JWS algorithms accepted (default: the asymmetric ones)
+    algorithms: tuple[str, ...] | None = None
+    #: seconds of clock skew allowed on ``exp`` and ``nbf``
+    leeway_seconds: float | None = None
+    #: tools/list and the like leave out what the caller may not call
+    hide_unauthorized: bool = False
+    #: ``module:function`` (or ``path/file.py:function``) of a TokenVerifier factory
+    verifier: str | None = None
+
+
+def read_auth_config(reader: Reader, table: Mapping[str, Any]) -> AuthConfig:
+    """Check and convert the ``[auth]`` table."""
+    reader.known(table, set(AUTH_KEYS))
+    issuers = reader.string_list(table, "issuers") or ()
+    for issuer in issuers:
+        _url(reader, "issuers", issuer)
+    resource = reader.optional(table, "resource", str)
+    if resource is not None:
+        _url(reader, "resource", resource)
+    introspection_url = reader.optional(table, "introspection_url", str)
+    if introspection_url is not None:
+        _url(reader, "introspection_url", introspection_url)
+    scopes: dict[str, tuple[str, ...] | None] = {}
+    for key in ("required_scopes", "scopes_supported", "algorithms"):
+        values = reader.string_list(table, key)
+        for value in values or ():
+            if not value or any(c in value for c in ' "\\') or not value.isprintable():
+                raise reader.error(
+                    key, "expected names without spaces, quotes or backslashes", value
+                )
+        scopes[key] = values
+    algorithms = scopes["algorithms"]
+    if algorithms is not None:
+        if not algorithms:
+            raise reader.error("algorithms", "expected at least one algorithm", [])
+        if any(name.lower() == "none" for name in algorithms):
+            raise reader.error("algorithms", "'none' is never accepted", list(algorithms))
+    leeway = reader.optional(table, "leeway_seconds", (int, float))
+    if leeway is not None and not 0 <= leeway <= 600:
+        raise reader.error("leeway_seconds", "expected seconds from 0 to 600", leeway)
+    files: dict[str, str | None] = {}
+    for key in ("jwks_file", "client_secret_file"):
+        file = reader.optional(table, key, str)
+        files[key] = str(reader.directory / file) if file is not None else None
+    verifier = reader.optional(table, "verifier", str)
+    if verifier is not None:
+        spec, colon, function = verifier.partition(":")
+        if not colon or not spec or not function:
+            raise reader.error("verifier", "expected 'module:function'", verifier)
+        if spec.endswith(".py") or "/" in spec:
+            verifier = f"{reader.directory / spec}:{function}"
+    return AuthConfig(
+        issuers=issuers,
+        resource=resource,
+        required_scopes=scopes["required_scopes"] or (),
+        scopes_supported=scopes["scopes_supported"],
+        jwks_file=files["jwks_file"],
+        introspection_url=introspection_url,
+        client_id=reader.optional(table, "client_id", str),
+        client_secret_file=files["client_secret_file"],
+        algorithms=algorithms,
+        leeway_seconds=float(leeway) if leeway is not None else None,
+        hide_unauthorized=reader.optional(table, "hide_unauthorized", bool, False),
+        verifier=verifier,
+    )
+
+
+def _url(reader: Reader, key: str, value: str) -> None:
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest or "#" in value:
+        raise reader.error(key, "expected an absolute http(s) URL without a fragment", value)
