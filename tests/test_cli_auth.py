@@ -407,3 +407,30 @@ def test_relative_paths_in_auth_are_the_files(tmp_path: Path) -> None:
     other_auth = load_config(other).auth
     assert other_auth is not None
     assert other_auth.verifier == "pkg.mod:make"
+
+
+def test_every_auth_key_is_documented_with_its_flag() -> None:
+    import argparse
+    import re
+
+    from mcpactor._config_auth import AUTH_KEYS
+    from mcpactor.cli import _build_parser
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    section = text[text.index("## `[auth]`") :]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split(" | ")]
+        for line in section.splitlines()
+        if line.startswith("| `")
+    ]
+    documented = {re.findall(r"`([^`]*)`", row[0])[0]: row for row in rows}
+    assert set(documented) == set(AUTH_KEYS)
+    commands = next(
+        a for a in _build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    flags = {
+        flag for action in commands.choices["serve"]._actions for flag in action.option_strings
+    }
+    named = [flag for row in rows for flag in re.findall(r"`(--[a-z-]+)`", row[3])]
+    assert len(named) == len(AUTH_KEYS) - 1  # scopes_supported has no flag
+    assert set(named) <= flags
