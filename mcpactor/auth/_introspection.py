@@ -34,6 +34,7 @@ from ._claims import (
 )
 from ._errors import InvalidToken, VerifierUnavailable
 from ._fetch import Fetcher, FetchError, check_url, shown
+from ._jwks import DEFAULT_RETRY_INTERVAL
 from ._metadata import check_issuer, discover, endpoint
 from ._principal import Principal
 
@@ -74,6 +75,7 @@ class IntrospectionVerifier:
         timeout: float = 5.0,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
         max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+        retry_interval: float = DEFAULT_RETRY_INTERVAL,
         fetcher: Fetcher | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -104,6 +106,8 @@ class IntrospectionVerifier:
         self._fetcher = fetcher or Fetcher(timeout=timeout, max_bytes=max_answer_bytes)
         self._limiter = trio.CapacityLimiter(max_concurrent)
         self._discovery_lock = trio.Lock()
+        self._discovery_failed: tuple[trio.lowlevel.TrioToken, float, str] | None = None
+        self.retry_interval = float(retry_interval)
         #: how many introspection requests were sent (tests and statistics read it)
         self.requests = 0
 
@@ -132,9 +136,24 @@ class IntrospectionVerifier:
         issuer = self._discover_from
         assert issuer is not None
         async with self._discovery_lock:
-            if self.url is None:
+            # another task may have discovered it while this one waited for the lock
+            found = self._known_url()
+            if found is not None:
+                return found
+            run, now = trio.lowlevel.current_trio_token(), trio.current_time()
+            failed = self._discovery_failed
+            if failed is not None and failed[0] is run and now - failed[1] < self.retry_interval:
+                # an issuer that is down is asked again only after a pause, not per token
+                raise FetchError(failed[2])
+            try:
                 document = await discover(self._fetcher, issuer)
                 self.url = endpoint(document, "introspection_endpoint", issuer)
+            except FetchError as exc:
+                self._discovery_failed = (run, trio.current_time(), exc.reason)
+                raise
+        return self.url
+
+    def _known_url(self) -> str | None:
         return self.url
 
     async def _introspect(self, token: str) -> dict[str, Any]:

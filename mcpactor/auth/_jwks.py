@@ -16,7 +16,8 @@
 # Concurrent refreshes are coalesced: the first caller fetches under the lock, the others
 # wait for it and take its result (the generation counter tells them a fetch happened
 # while they waited). A caller cancelled mid-fetch leaves the generation unchanged, so the
-# next waiter fetches instead. Time is trio's clock, so tests drive it with MockClock.
+# next waiter fetches instead. Time is trio's clock, so tests drive it with MockClock (a
+# verifier used by several trio runs starts its deadlines over in each).
 #
 # Only keys that can verify signatures are kept: RSA (2048 bits or more), EC and OKP keys
 # whose ``use`` is ``sig`` or absent. Symmetric keys in a published JWKS are ignored —
@@ -172,6 +173,7 @@ class IssuerKeys:
         self._retry_interval = retry_interval
         self._clock = clock
         self._fresh_until = float("-inf")
+        self._run: trio.lowlevel.TrioToken | None = None
         self._attempted_at: float | None = None
         self._error: FetchError | None = None
         self._generation = 0
@@ -182,7 +184,7 @@ class IssuerKeys:
     async def keys_for(self, kid: str | None, alg: str) -> list[Key]:
         """The keys that may have signed a token with ``kid`` and ``alg`` (maybe none)."""
         if not self._static:
-            now = self._clock()
+            now = self._now()
             if self._keys is None or now >= self._fresh_until:
                 await self._refresh(now)
             found = self._select(kid, alg)
@@ -194,6 +196,16 @@ class IssuerKeys:
                     raise self._unavailable()
             return found
         return self._select(kid, alg)
+
+    def _now(self) -> float:
+        # trio's clock starts anew (at a random offset) in every trio.run: deadlines kept
+        # from another run mean nothing in this one, so a new run starts them over
+        run = trio.lowlevel.current_trio_token()
+        if run is not self._run:
+            self._run = run
+            self._fresh_until = float("-inf")
+            self._attempted_at = None
+        return self._clock()
 
     def _select(self, kid: str | None, alg: str) -> list[Key]:
         keys = self._keys or ()

@@ -11,6 +11,7 @@ from urllib.parse import parse_qs
 
 import pytest
 import trio
+import trio.testing
 from joserfc import jwk, jwt
 
 from mcpactor.auth import (
@@ -227,6 +228,27 @@ async def test_the_endpoint_discovered_from_the_issuer(endpoint: Endpoint) -> No
     endpoint.grant("tok2")
     await v.verify("tok2")
     assert endpoint.server.hits["/.well-known/oauth-authorization-server"] == 1
+
+
+async def test_discovery_of_an_issuer_that_fails_is_retried_after_a_pause(
+    endpoint: Endpoint, mock_clock: trio.testing.MockClock
+) -> None:
+    metadata = "/.well-known/oauth-authorization-server"
+    endpoint.server.serve(metadata, Answer(500, b"{}"))
+    v = IntrospectionVerifier(
+        None, CLIENT_ID, CLIENT_SECRET, discover_from=endpoint.issuer, retry_interval=5
+    )
+    for token in ["a", "b", "c"]:
+        with pytest.raises(VerifierUnavailable, match="answered 500"):
+            await v.verify(token)
+    assert endpoint.server.hits[metadata] == 1
+    mock_clock.jump(6)
+    endpoint.server.serve(
+        metadata, {"issuer": endpoint.issuer, "introspection_endpoint": endpoint.url}
+    )
+    endpoint.grant("a")
+    assert (await v.verify("a")).subject == "bob"
+    assert endpoint.server.hits[metadata] == 2
 
 
 async def test_malformed_tokens_are_not_sent(endpoint: Endpoint) -> None:

@@ -436,6 +436,30 @@ async def test_an_issuer_nothing_listens_for(rsa_key: jwk.RSAKey) -> None:
     assert v.keys_of(issuer).fetches == 1
 
 
+def test_each_trio_run_starts_the_key_deadlines_over(rsa_key: jwk.RSAKey) -> None:
+    # trio's clock restarts at a random offset in each run: a verifier kept across runs
+    # must not read one run's deadlines with another's clock
+    async def attempt(v: JwtVerifier, issuer: str) -> None:
+        with pytest.raises(VerifierUnavailable):
+            await v.verify(mint(issuer, rsa_key))
+
+    async def main() -> None:
+        port = await unused_port()
+        issuer = f"http://127.0.0.1:{port}"
+        v = JwtVerifier(issuer, AUDIENCE, retry_interval=1000)
+        await attempt(v, issuer)
+        await attempt(v, issuer)
+        assert v.keys_of(issuer).fetches == 1
+        trio_runs.append((v, issuer))
+
+    # MockClock starts at 0 in both runs: the first run's attempt looks "just now"
+    trio_runs: list[tuple[JwtVerifier, str]] = []
+    trio.run(main, clock=trio.testing.MockClock())
+    v, issuer = trio_runs[0]
+    trio.run(attempt, v, issuer, clock=trio.testing.MockClock())
+    assert v.keys_of(issuer).fetches == 2
+
+
 async def test_an_issuer_that_never_answers(
     issuer: Issuer, rsa_key: jwk.RSAKey, mock_clock: trio.testing.MockClock
 ) -> None:
