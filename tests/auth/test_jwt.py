@@ -6,6 +6,8 @@ import base64
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import AsyncIterator
@@ -560,3 +562,17 @@ def test_fetcher_defaults_are_bounded() -> None:
     fetcher = Fetcher()
     assert 0 < fetcher.timeout <= 10
     assert 0 < fetcher.max_bytes <= 1024 * 1024
+
+
+def test_importing_mcpactor_loads_neither_joserfc_nor_httpx() -> None:
+    # cold start: the verifiers and their libraries load when a verifier is first named
+    script = (
+        "import sys, mcpactor, mcpactor.auth, mcpactor.transports, mcpactor.cli\n"
+        "print(sorted(m for m in ('joserfc', 'httpx') if m in sys.modules))\n"
+        "mcpactor.auth.JwtVerifier\n"
+        "print(sorted(m for m in ('joserfc', 'httpx') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.splitlines() == ["[]", "['joserfc']"]
