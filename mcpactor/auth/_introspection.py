@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Callable, Iterable
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -199,6 +200,6 @@ class IntrospectionVerifier:
             issuer=issuer or self._default_issuer,
             client_id=client_id,
             scopes=scopes_of(answer),
-            claims=answer,
+            claims=MappingProxyType(answer),
             expires_at=number(answer, "exp"),
         )

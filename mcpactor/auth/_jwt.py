@@ -12,14 +12,15 @@
 # 4. a key of that issuer with the token's ``kid`` whose type fits ``alg`` (see
 #    ``_jwks``), and the signature with it.
 #
-# A token that passes is a Principal, remembered (``_cache``) until it expires: the next
-# request with it costs a hash and a dict lookup.
+# A token that passes is a Principal, remembered (``_cache``) until it expires, or for
+# ``cache_max_age`` at most: the next request with it costs a hash and a dict lookup.
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Callable, Iterable
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -75,8 +76,8 @@ DEFAULT_LEEWAY = 30.0
 
 _ACCEPTED_TYPES = frozenset({"at+jwt", "application/at+jwt", "jwt", "application/jwt"})
 _HMAC = frozenset({"HS256", "HS384", "HS512"})
-# how long a token without ``exp`` (accepted only with require_exp=False) is remembered
-_UNDATED_CACHE_TIME = 300.0
+#: the longest a verified token is remembered, in seconds (it is checked again after)
+DEFAULT_CACHE_MAX_AGE = 600.0
 
 
 class _Registry(jws.JWSRegistry):
@@ -114,6 +115,7 @@ class JwtVerifier:
         min_refresh_interval: float = DEFAULT_MIN_REFRESH_INTERVAL,
         retry_interval: float = DEFAULT_RETRY_INTERVAL,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        cache_max_age: float = DEFAULT_CACHE_MAX_AGE,
         fetcher: Fetcher | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -135,6 +137,7 @@ class JwtVerifier:
         self.require_exp = require_exp
         self._clock = clock
         self._cache = TokenCache(cache_size, clock)
+        self.cache_max_age = float(cache_max_age)
         self._registry = _Registry(algorithms=list(self.algorithms), strict_check_header=False)
         self._hmac_keys: list[Key] = (
             [OctKey.import_key(hmac_secret)] if hmac_secret is not None else []
@@ -178,8 +181,11 @@ class JwtVerifier:
         if cached is not None:
             return cached
         principal = await self._verify(token)
-        exp = principal.expires_at
-        until = exp + self.leeway if exp is not None else self._clock() + _UNDATED_CACHE_TIME
+        # remembered until it expires, but not past cache_max_age: a key the issuer
+        # withdrew stops vouching for its tokens within that time
+        until = self._clock() + self.cache_max_age
+        if principal.expires_at is not None:
+            until = min(until, principal.expires_at + self.leeway)
         self._cache.remember(key, principal, until)
         return principal
 
@@ -238,7 +244,7 @@ class JwtVerifier:
             issuer=issuer,
             client_id=client_id,
             scopes=scopes_of(claims),
-            claims=claims,
+            claims=MappingProxyType(claims),
             expires_at=number(claims, "exp"),
         )
 

@@ -550,6 +550,23 @@ async def test_a_repeated_token_is_a_cache_hit_until_it_expires(
     await refused(v, token, "expired")
 
 
+async def test_a_long_lived_token_is_checked_again_after_the_cache_max_age(
+    issuer: Issuer, rsa_key: jwk.RSAKey
+) -> None:
+    clock = WallClock()
+    v = verifier(issuer, clock=clock, cache_max_age=30)
+    token = issuer.token(rsa_key, exp=int(clock.now) + 3600)
+    first = await v.verify(token)
+    clock.now += 29
+    assert await v.verify(token) is first
+    clock.now += 2
+    again = await v.verify(token)
+    assert again is not first
+    assert again == first
+    with pytest.raises(TypeError):
+        again.claims["sub"] = "mallory"  # type: ignore[index]
+
+
 async def test_the_cache_is_bounded(issuer: Issuer, rsa_key: jwk.RSAKey) -> None:
     v = verifier(issuer, cache_size=3)
     tokens = [issuer.token(rsa_key, jti=str(n)) for n in range(5)]
