@@ -65,13 +65,15 @@ async def run_serve(
         )
 
 
-def short_report(done: subprocess.CompletedProcess[bytes], *, status: int = 1) -> str:
+def short_report(
+    done: subprocess.CompletedProcess[bytes], *, status: int = 1, lines: int = 4
+) -> str:
     """stderr of a failed command, checked to be a short report without a traceback."""
     assert done.returncode == status, done.stderr
     assert done.stdout == b""
     text = done.stderr.decode()
     assert "Traceback" not in text, text
-    assert 1 <= len(text.splitlines()) <= 4, text
+    assert 1 <= len(text.splitlines()) <= lines, text
     assert all(line.startswith(("mcpactor", "  ")) for line in text.splitlines()), text
     return text
 
@@ -307,7 +309,102 @@ async def test_the_config_file_names_its_own_bad_keys(tmp_path: Path) -> None:
         """,
     )
     text = short_report(await run_serve("--config", str(config), cwd=tmp_path), status=2)
-    assert "mcpactor.toml: http.max_sessions: expected a positive integer, got 0" in text
+    # The key's line in the file (line 1 is the blank one the dedented text starts with).
+    assert "mcpactor.toml: http.max_sessions: expected a positive integer, got 0 (line 5)" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '[servers.good]\ntarget = "good.py"\nprefix = 3\n',
+            "mcpactor.toml: servers.good.prefix: expected true, false or a prefix",
+        ),
+        ('[servers.good]\ntarget = "good.py"\n\n[http]\nprot = 1\n', "http.prot: unknown key"),
+        ('servers = { good = { target = "good.py", prefx = "g" } }\n', "servers.good.prefx:"),
+    ],
+)
+async def test_a_bad_config_value_names_its_line(tmp_path: Path, text: str, expected: str) -> None:
+    server_file(tmp_path, "good.py", GOOD)
+    config = tmp_path / "mcpactor.toml"
+    config.write_text(text)
+    shown = short_report(await run_serve("--config", str(config), cwd=tmp_path), status=2)
+    assert expected in shown
+    (line,) = [
+        n
+        for n, code in enumerate(text.splitlines(), 1)
+        if code.startswith(("prefix", "prot", "servers ="))
+    ]
+    assert shown.rstrip().endswith(f"(line {line})")
+
+
+async def test_a_config_that_is_not_toml_names_line_and_column(tmp_path: Path) -> None:
+    config = tmp_path / "mcpactor.toml"
+    config.write_text('[servers.good]\ntarget = "good.py\n')
+    shown = short_report(await run_serve("--config", str(config), cwd=tmp_path), status=2)
+    assert "mcpactor.toml: not valid TOML: " in shown
+    assert "(at line 2, column " in shown
+
+
+def broken_plugin_site(tmp_path: Path) -> dict[str, str]:
+    """An environment where an installed plugin ``broken`` raises when it is imported."""
+    # An installed distribution, as pip leaves one: metadata with the entry point.
+    site = tmp_path / "site"
+    info = site / "broken_plugin-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[mcpactor.servers]\nbroken = broken_plugin:server\n")
+    failing = GOOD + "\nraise RuntimeError('BROKEN_TOKEN is not set')\n"
+    server_file(site, "broken_plugin.py", failing)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), *sys.path])
+    return env
+
+
+async def test_a_plugin_raising_at_import_is_named(tmp_path: Path) -> None:
+    env = broken_plugin_site(tmp_path)
+    # The plugin, its entry point, its distribution, the cause, and the --debug hint.
+    text = short_report(await run_serve("broken", cwd=tmp_path, env=env), lines=5)
+    assert "plugin 'broken' failed to load" in text
+    assert "distribution: broken-plugin 0.1" in text
+    assert "RuntimeError: BROKEN_TOKEN is not set (site/broken_plugin.py:11, in <module>)" in text
+
+
+async def test_version() -> None:
+    from mcpactor import __version__
+
+    with trio.fail_after(GUARD):
+        done = await trio.run_process(
+            [sys.executable, "-m", "mcpactor", "--version"], capture_stdout=True
+        )
+    assert done.stdout.decode() == f"mcpactor {__version__}\n"
+
+
+@pytest.mark.parametrize(
+    ("flags", "info_shown"),
+    [
+        ([], False),
+        (["-v"], True),
+        (["--verbose"], True),
+        (["-v", "--log-level", "warning"], False),
+    ],
+)
+async def test_verbose_logs_more(tmp_path: Path, flags: list[str], info_shown: bool) -> None:
+    server_file(tmp_path, "good.py", GOOD)
+    # Served until stdin's end; starting logs at INFO that no state key was configured.
+    done = await run_serve("good.py", *flags, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (b"INFO mcpactor: no state key configured" in done.stderr) == info_shown
+
+
+@pytest.mark.parametrize(("flags", "error_shown"), [(["-q"], True), (["-qq"], False)])
+async def test_quiet_logs_less(tmp_path: Path, flags: list[str], error_shown: bool) -> None:
+    env = broken_plugin_site(tmp_path)
+    # Every installed plugin: the broken one is left out, with an ERROR, and the rest served.
+    done = await run_serve(*flags, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert (b"ERROR mcpactor: plugin 'broken' failed to load" in done.stderr) == error_shown
+    assert b"INFO" not in done.stderr
 
 
 async def test_serving_still_prints_one_line(tmp_path: Path) -> None:

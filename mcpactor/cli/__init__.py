@@ -67,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Workers of ``serve --workers`` run the very same command line.
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    if args.log_level is None and (args.verbose or args.quiet):
+        # From WARNING, a step per -v down and per -q up (the file's level gives way too).
+        step = min(max(2 - args.verbose + args.quiet, 0), len(_LOG_LEVELS) - 1)
+        args.log_level = _LOG_LEVELS[step]
     logging.basicConfig(
         level=args.log_level or "WARNING",
         stream=sys.stderr,
@@ -135,6 +139,20 @@ def _add_global_arguments(parser: argparse.ArgumentParser, *, command: bool) -> 
         action="store_true",
         default=argparse.SUPPRESS if command else False,
         help="on an error, print its traceback too",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS if command else 0,
+        help="log more: -v info, -vv debug (--log-level wins)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="count",
+        default=argparse.SUPPRESS if command else 0,
+        help="log less: -q errors only, -qq critical only (--log-level wins)",
     )
 
 
