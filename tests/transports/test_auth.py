@@ -576,3 +576,79 @@ def test_a_challenge_description_is_quoted_and_bounded(tokens: Tokens) -> None:
     assert "\\" not in inner
     assert "\n" not in inner
     assert len(inner) <= 200
+
+
+def envelope_call(name: str, request_id: int = 9) -> tuple[dict[str, Any], dict[str, str]]:
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {
+            "name": name,
+            "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": REVISION_2026,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+    }
+    headers = {
+        "accept": ACCEPT_BOTH,
+        "content-type": "application/json",
+        "mcp-protocol-version": REVISION_2026,
+        "mcp-method": "tools/call",
+        "mcp-name": name,
+    }
+    return message, headers
+
+
+async def test_a_2026_request_is_authorized_and_stepped_up(tokens: Tokens) -> None:
+    async with asgi_client(auth_server(Probe()), options=options(tokens)) as (_, http):
+        message, headers = envelope_call("escalate")
+        response = await http.request("POST", "/mcp", headers, orjson.dumps(message))
+        assert response.status == 401
+        assert challenge(response)["resource_metadata"] == METADATA
+        response = await http.request(
+            "POST", "/mcp", {**headers, **bearer("alice")}, orjson.dumps(message)
+        )
+        assert response.status == 403
+        assert challenge(response)["scope"] == "mcp admin"
+        body = await response.json()
+        assert body["id"] == 9
+        assert body["error"]["code"] == -32010
+        message, headers = envelope_call("whoami")
+        response = await http.request(
+            "POST", "/mcp", {**headers, **bearer("alice-admin")}, orjson.dumps(message)
+        )
+        assert response.status == 200
+        assert (await response.json())["result"]["content"][0]["text"] == "alice admin mcp"
+
+
+async def test_hide_unauthorized_leaves_out_what_the_caller_may_not_call(tokens: Tokens) -> None:
+    async with asgi_client(
+        auth_server(Probe()), options=options(tokens, hide_unauthorized=True)
+    ) as (_, http):
+        alice = await caller(http, "alice")
+        names = [tool["name"] for tool in (await alice.call("tools/list"))["result"]["tools"]]
+        assert "add" in names
+        assert "wipe" not in names
+        admin = await caller(http, "alice-admin")
+        names = [tool["name"] for tool in (await admin.call("tools/list"))["result"]["tools"]]
+        assert "wipe" in names
+
+
+async def test_the_access_log_shows_no_token(
+    tokens: Tokens, caplog: pytest.LogCaptureFixture
+) -> None:
+    logged = HttpOptions(resource_server=options(tokens).resource_server, access_log=True)
+    with caplog.at_level("INFO", logger="mcpactor.access"):
+        async with asgi_client(auth_server(Probe()), options=logged) as (_, http):
+            client = Caller(http, "alice")
+            client.path = "/mcp?access_token=alice"
+            assert (await client.post(client.request("ping"))).status == 400
+            client.path = "/mcp"
+            await client.initialize()
+    lines = [record.getMessage() for record in caplog.records if record.name == "mcpactor.access"]
+    assert len(lines) >= 3
+    assert not any("alice" in line for line in lines)
