@@ -13,6 +13,7 @@ from mcpactor.cli import main
 from mcpactor.plugins import load_plugin
 from mcpactor.protocol import REVISIONS
 
+ROOT = Path(__file__).resolve().parents[1]
 CLOCK_TOOLS = {"now", "convert", "time_between", "countdown"}
 
 
@@ -103,3 +104,14 @@ def test_a_file_target_and_its_failures(
     assert "broken.py:1: SyntaxError" in capsys.readouterr().err
     assert main(["inspect", "small.py", "--revision", "1999-01-01"]) == 2
     assert "--revision: expected one of 2024-11-05" in capsys.readouterr().err
+
+
+def test_the_dev_loop_page_shows_the_table_as_it_is(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = (ROOT / "docs" / "dev-loop.md").read_text()
+    command = "$ mcpactor inspect examples/quickstart.py\n"
+    shown = page.split(command, 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    assert main(["inspect", "examples/quickstart.py"]) == 0
+    assert capsys.readouterr().out == shown
