@@ -32,6 +32,7 @@ import trio
 
 import mcpactor.testing
 from mcpactor.client import connect_http, connect_stdio
+from tests.doc_includes import expanded
 from tests.spec_schema import check_server_message
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,7 +140,7 @@ async def test_example_answers_initialize_and_tools_list(command: list[str]) -> 
 
 
 def _doc_sample(doc: str, containing: str) -> str:
-    text = (DOCS / doc).read_text(encoding="utf-8")
+    text = expanded(DOCS / doc)
     samples = [s for s in re.findall(r"```python\n(.*?)```", text, re.S) if containing in s]
     assert len(samples) == 1, f"expected one Python sample in {doc} with {containing!r}"
     return samples[0]

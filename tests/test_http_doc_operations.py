@@ -14,12 +14,13 @@ from typing import Final
 
 import trio
 
+from tests.doc_includes import expanded
 from tests.test_cli_http_options import serving_in
 from tests.transports._cli import first_line
 from tests.transports._http_client import McpClient, SocketClient
 
 DOC: Final = Path(__file__).resolve().parents[1] / "docs" / "http.md"
-TEXT: Final = DOC.read_text()
+TEXT: Final = expanded(DOC)
 GUARD: Final = 60.0
 SERVE: Final = [sys.executable, "-m", "mcpactor", "serve"]
 

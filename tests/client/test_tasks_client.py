@@ -29,6 +29,7 @@ from mcpactor.cli import load_server
 from mcpactor.client import ClientSession, open_client_session
 from mcpactor.protocol import JSONObject, JSONValue, Notification
 from mcpactor.runtime import TaskOptions
+from tests.doc_includes import expanded
 
 from .conftest import GUARD, checker_of, connect, text_of
 
@@ -281,7 +282,7 @@ async def test_a_create_task_answer_without_a_task_is_a_protocol_error(
 async def test_the_client_sample_of_the_tasks_page_runs(
     monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
 ) -> None:
-    page = (ROOT / "docs" / "tasks.md").read_text()
+    page = expanded(ROOT / "docs" / "tasks.md")
     found = re.search(r"With the mcpactor client:\n\n```python\n(.*?)```", page, re.DOTALL)
     assert found is not None
     namespace: dict[str, Any] = {}

@@ -21,13 +21,14 @@ import trio
 
 from mcpactor.cli import _build_parser
 from mcpactor.transports import HttpOptions, serve_http
+from tests.doc_includes import expanded
 
 from ._cli import first_line
 from ._http_client import McpClient, SocketClient
 from ._http_server import Probe, asgi_client, make_server
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "http.md"
-TEXT = DOC.read_text()
+TEXT = expanded(DOC)
 
 INITIALIZE = {
     "jsonrpc": "2.0",
