@@ -22,6 +22,7 @@ from mcpactor.auth import (
     VerifierUnavailable,
 )
 from mcpactor.transports import HttpOptions
+from mcpactor.transports.http import HttpServerKind
 
 from ._http_client import ACCEPT_BOTH, AsgiClient, McpClient, Response, read_reply, start_post
 from ._http_server import Probe, asgi_client, make_server, socket_client
@@ -499,8 +500,13 @@ async def test_an_expired_token_is_401_and_in_flight_work_completes(tokens: Toke
 # --- over a socket: the built-in server, WebSocket denial ---------------------------------
 
 
-async def test_over_a_socket_and_websocket_refusals_carry_the_challenge(tokens: Tokens) -> None:
-    async with socket_client(auth_server(Probe()), options=options(tokens)) as http:
+@pytest.mark.parametrize("http_server", ["builtin", "hypercorn"])
+async def test_over_a_socket_and_websocket_refusals_carry_the_challenge(
+    tokens: Tokens, http_server: HttpServerKind
+) -> None:
+    async with socket_client(
+        auth_server(Probe()), options=options(tokens), http_server=http_server
+    ) as http:
         response = await http.request("GET", "/.well-known/oauth-protected-resource/mcp", {})
         assert response.status == 200
         assert (await response.json())["resource"] == RESOURCE
