@@ -230,7 +230,12 @@ class ResourceServer:
             InsufficientScope: the token lacks a required scope (403).
             VerifierUnavailable: the token could not be checked now (503).
         """
-        if query_string and b"access_token" in query_string and _query_token(query_string):
+        if (
+            query_string
+            # The name as sent, or percent-encoded (then only parsing tells).
+            and (b"access_token" in query_string or b"%" in query_string)
+            and _query_token(query_string)
+        ):
             # RFC 6750 §2.3 allows it; OAuth 2.1 §5.1 and MCP forbid it: URLs get logged.
             raise InvalidRequest("access tokens are not accepted in the query string")
         token = bearer_token(headers.get("authorization"))
