@@ -208,8 +208,8 @@ def _build_parser() -> argparse.ArgumentParser:
     from ._inspect import add_inspect_parser
     from ._install import add_install_parser
 
-    add_inspect_parser(commands)
-    add_install_parser(commands)
+    add_inspect_parser(commands, _add_global_arguments, _add_composition_arguments)
+    add_install_parser(commands, _add_global_arguments)
 
     # Last: dev takes every option serve has by then.
     add_dev_parser(commands, serve)

@@ -13,7 +13,7 @@ import argparse
 import contextlib
 import shutil
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -27,10 +27,16 @@ _WIDEST: Final = 2000
 _MAX_MESSAGE: Final = 16 * 1024 * 1024
 
 
-def add_inspect_parser(commands: Any) -> None:
-    """Add ``inspect`` and its options to the ``commands`` subparsers."""
-    from . import _add_composition_arguments, _add_global_arguments
+def add_inspect_parser(
+    commands: Any,
+    add_global_arguments: Callable[..., None],
+    add_composition_arguments: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Add ``inspect`` to ``commands``, with the options the adders given add to a command.
 
+    ``add_global_arguments`` and ``add_composition_arguments`` are those of the command
+    line's module, passed in so that this module does not import it back.
+    """
     inspect = commands.add_parser(
         "inspect",
         help="print the tools, resources, prompts and capabilities a server offers",
@@ -38,8 +44,8 @@ def add_inspect_parser(commands: Any) -> None:
         "protocol revision: tools with their input and output schemas, resources, resource "
         "templates, prompts and capabilities. No transport is started.",
     )
-    _add_global_arguments(inspect, command=True)
-    _add_composition_arguments(inspect)
+    add_global_arguments(inspect, command=True)
+    add_composition_arguments(inspect)
     inspect.add_argument("--json", action="store_true", help="print it all as JSON")
     inspect.add_argument(
         "--revision",

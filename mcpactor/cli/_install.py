@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
@@ -53,10 +53,11 @@ CLIENTS: Final = {
 }
 
 
-def add_install_parser(commands: Any) -> None:
-    """Add ``install`` and its options to the ``commands`` subparsers."""
-    from . import _add_global_arguments
+def add_install_parser(commands: Any, add_global_arguments: Callable[..., None]) -> None:
+    """Add ``install`` to ``commands``; ``add_global_arguments`` adds the common options.
 
+    The adder is the command line module's, passed in so this module does not import it.
+    """
     install = commands.add_parser(
         "install",
         help="add a server to Claude Desktop, Claude Code, Cursor or VS Code",
@@ -64,7 +65,7 @@ def add_install_parser(commands: Any) -> None:
         "Python (python -m mcpactor serve TARGET). Running it again updates the entry; "
         "other entries and keys are kept.",
     )
-    _add_global_arguments(install, command=True)
+    add_global_arguments(install, command=True)
     install.add_argument(
         "client", choices=sorted(CLIENTS), metavar="CLIENT", help=", ".join(sorted(CLIENTS))
     )
