@@ -161,7 +161,10 @@ def test_without_them_nothing_changes(tmp_path: Path) -> None:
 def test_a_wrong_value_is_named(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path / "mcpactor.toml", text))
-    assert str(info.value) == f"{tmp_path / 'mcpactor.toml'}: {expected}"
+    # The message ends with the line of the key in the file.
+    key = expected.split(":", 1)[0].rsplit(".", 1)[-1]
+    (line,) = [n for n, code in enumerate(text.splitlines(), 1) if code.startswith(f"{key} ")]
+    assert str(info.value) == f"{tmp_path / 'mcpactor.toml'}: {expected} (line {line})"
 
 
 def test_task_keys_in_pyproject_are_named_in_full(tmp_path: Path) -> None:
