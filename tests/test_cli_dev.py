@@ -195,6 +195,7 @@ def test_inspector_hint_names_the_transport_and_url() -> None:
         "http://localhost:6274/?transport=streamable-http&serverUrl=http%3A%2F%2F127.0.0.1"
         "%3A8000%2Fmcp"
     ) in hint
+    assert "inspector --cli http://127.0.0.1:8000/mcp --transport http" in hint
 
 
 @pytest.mark.parametrize(
@@ -227,3 +228,18 @@ def test_what_is_watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert trees == [tmp_path / "pkg", tmp_path / "notes"]
     assert directories == [tmp_path]
     assert files == [tmp_path / "single.py"]
+
+
+def test_a_config_and_what_it_names_are_watched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcpactor._config import load_config
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "served.py").write_text(SERVER)
+    config_file = tmp_path / "mcpactor.toml"
+    config_file.write_text('[servers.served]\ntarget = "served.py"\n')
+    trees, directories, files = watched_paths([], load_config(config_file), [])
+    assert trees == []
+    assert directories == [tmp_path]
+    assert files == [config_file, tmp_path / "served.py"]

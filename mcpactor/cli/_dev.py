@@ -280,7 +280,10 @@ def inspector_hint(url: str) -> str:
         "for the MCP Inspector, run:\n"
         "    npx @modelcontextprotocol/inspector\n"
         f"  and open {INSPECTOR_PAGE}?{query}\n"
-        f"  (or choose the transport Streamable HTTP and the URL {url})"
+        f"  (or choose the transport Streamable HTTP and the URL {url});\n"
+        "  from a terminal, its CLI mode:\n"
+        f"    npx @modelcontextprotocol/inspector --cli {url} --transport http "
+        "--method tools/list"
     )
 
 
