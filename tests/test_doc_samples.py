@@ -12,8 +12,10 @@ reader.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
+import os
 import re
 import sys
 import tomllib
@@ -477,3 +479,54 @@ def test_toml_blocks_parse_as_the_files_they_stand_for(page: Path, tmp_path: Pat
             assert "mcpactor.servers" in data["project"]["entry-points"]
         else:
             parse_config(data, source=tmp_path / "mcpactor.toml")
+
+
+# --- the command-line reference, written by the site's hook ------------------------------
+
+
+def _cli_hook() -> ModuleType:
+    path = DOCS / "_hooks" / "cli_reference.py"
+    spec = importlib.util.spec_from_file_location("cli_reference_hook", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cli_reference_has_every_command_and_option() -> None:
+    from mcpactor.cli import _build_parser
+
+    hook = _cli_hook()
+    text = hook.render()
+    parser = _build_parser()
+    commands = hook._subcommands(parser)
+    assert {"serve", "call", "plugins"} <= set(commands)
+    for name, command in commands.items():
+        assert f"## `mcpactor {name}`" in text
+        for action in command._actions:
+            if action.help == argparse.SUPPRESS:
+                continue  # an internal option, kept out of the help on purpose
+            for flag in action.option_strings:
+                assert flag in text, f"mcpactor {name} {flag}"
+    assert "--version" in text
+
+
+def test_the_cli_reference_is_the_same_in_any_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = _cli_hook()
+    monkeypatch.setenv("COLUMNS", "40")
+    narrow = hook.render()
+    monkeypatch.setenv("COLUMNS", "200")
+    assert hook.render() == narrow
+    assert os.environ["COLUMNS"] == "200"  # the terminal's width is given back
+
+
+def test_the_cli_reference_page_keeps_its_marker() -> None:
+    hook = _cli_hook()
+    page = attrs.make_class("Page", ["file"])(attrs.make_class("File", ["src_uri"])(hook.PAGE))
+    source = (DOCS / hook.PAGE).read_text(encoding="utf-8")
+    assert hook.MARKER not in hook.on_page_markdown(source, page)
+    with pytest.raises(ValueError, match="lost its marker"):
+        hook.on_page_markdown("# The `mcpactor` command\n", page)
+    other = attrs.make_class("Page", ["file"])(attrs.make_class("File", ["src_uri"])("index.md"))
+    assert hook.on_page_markdown("unchanged", other) == "unchanged"
