@@ -174,15 +174,15 @@ async def test_provider_registers_clients_dynamically(oidc_provider: OidcProvide
 
 
 async def test_provider_rotation_signs_new_tokens_with_a_new_kid(
-    oidc_provider: OidcProvider,
+    rotating_oidc_provider: OidcProvider,
 ) -> None:
-    before = await oidc_provider.client_credentials_token(scope="mcp", resource=RESOURCE)
+    before = await rotating_oidc_provider.client_credentials_token(scope="mcp", resource=RESOURCE)
     old_kid = decode(before)[0]["kid"]
-    new_kid = await oidc_provider.rotate_keys()
+    new_kid = await rotating_oidc_provider.rotate_keys()
     assert new_kid != old_kid
-    after = await oidc_provider.client_credentials_token(scope="mcp", resource=RESOURCE)
+    after = await rotating_oidc_provider.client_credentials_token(scope="mcp", resource=RESOURCE)
     assert decode(after)[0]["kid"] == new_kid
-    jwks = await oidc_provider.jwks()
+    jwks = await rotating_oidc_provider.jwks()
     assert {old_kid, new_kid} <= {key["kid"] for key in jwks["keys"]}
     assert verify_rs256(after, jwks)["aud"] == RESOURCE
     # The old key is still published: what it signed still checks.
@@ -190,11 +190,11 @@ async def test_provider_rotation_signs_new_tokens_with_a_new_kid(
 
 
 async def test_provider_rotation_can_retire_the_old_keys(
-    other_oidc_provider: OidcProvider,
+    rotating_oidc_provider: OidcProvider,
 ) -> None:
-    before = await other_oidc_provider.client_credentials_token(scope="mcp", resource=RESOURCE)
-    new_kid = await other_oidc_provider.rotate_keys(retire=True)
-    jwks = await other_oidc_provider.jwks()
+    before = await rotating_oidc_provider.client_credentials_token(scope="mcp", resource=RESOURCE)
+    new_kid = await rotating_oidc_provider.rotate_keys(retire=True)
+    jwks = await rotating_oidc_provider.jwks()
     assert [key["kid"] for key in jwks["keys"]] == [new_kid]
     with pytest.raises(ValueError, match="not enough values"):
         verify_rs256(before, jwks)
@@ -211,11 +211,11 @@ async def test_provider_a_forged_signature_does_not_check(oidc_provider: OidcPro
 
 
 async def test_provider_rotation_keeps_registrations_and_interactions(
-    oidc_provider: OidcProvider,
+    rotating_oidc_provider: OidcProvider,
 ) -> None:
     async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
         registered = await http.post(
-            f"{oidc_provider.issuer}/reg",
+            f"{rotating_oidc_provider.issuer}/reg",
             json={
                 "redirect_uris": [REDIRECT_URI],
                 "token_endpoint_auth_method": "none",
@@ -234,10 +234,10 @@ async def test_provider_rotation_keeps_registrations_and_interactions(
             "code_challenge_method": "S256",
             "state": "before",
         }
-        begun = await http.get(f"{oidc_provider.issuer}/auth?{urlencode(query)}")
+        begun = await http.get(f"{rotating_oidc_provider.issuer}/auth?{urlencode(query)}")
         assert begun.status_code == 303
-        kid = await oidc_provider.rotate_keys()
-        interaction = f"{oidc_provider.issuer}{begun.headers['location']}"
+        kid = await rotating_oidc_provider.rotate_keys()
+        interaction = f"{rotating_oidc_provider.issuer}{begun.headers['location']}"
         returned = await follow_authorization(http, interaction)
         assert returned["state"] == "before"
         form = {
@@ -247,8 +247,8 @@ async def test_provider_rotation_keeps_registrations_and_interactions(
             "code_verifier": verifier,
             "client_id": client_id,
         }
-        answer = await http.post(f"{oidc_provider.issuer}/token", data=form)
+        answer = await http.post(f"{rotating_oidc_provider.issuer}/token", data=form)
     assert answer.status_code == 200, answer.text
     token = answer.json()["access_token"]
     assert decode(token)[0]["kid"] == kid
-    assert verify_rs256(token, await oidc_provider.jwks())["client_id"] == client_id
+    assert verify_rs256(token, await rotating_oidc_provider.jwks())["client_id"] == client_id

@@ -17,7 +17,8 @@
 //   introspector confidential, no grants                     what a resource server uses to
 //                                                            call the introspection endpoint
 //   public       public, authorization_code + PKCE, redirect http://127.0.0.1/callback
-// and dynamic client registration (RFC 7591) is open, as MCP clients register themselves.
+// and dynamic client registration (RFC 7591) is open, as MCP clients register themselves
+// (a registered client is not held to the scopes it registered with: see below).
 //
 // Logging in and consenting need no browser: the interaction pages approve at once, as the
 // account named by the authorization request's `login_hint` (default "test-user"), every
@@ -235,6 +236,31 @@ async function approve(provider, req, res) {
   await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
 }
 
+// oidc-provider holds a client to the scopes it named when it registered; MCP clients
+// register with the scopes of their first challenge and later step up to more (SEP-2350)
+// with the same registration. So the registration's `scope` is dropped: a registered
+// client may ask for any scope the server supports. oidc-provider reads a body that was
+// already read from `req.body` (it warns once that it does).
+async function dropRegisteredScope(req) {
+  const chunks = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += chunk.length;
+    if (size > 56 * 1024) throw new Error('registration request too large');
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  let metadata;
+  try {
+    metadata = JSON.parse(text);
+  } catch {
+    req.body = text; // not JSON: oidc-provider answers it as it would
+    return;
+  }
+  if (metadata && typeof metadata === 'object') delete metadata.scope;
+  req.body = metadata;
+}
+
 function sendJson(res, status, body) {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
@@ -264,6 +290,9 @@ server.listen(PORT, '127.0.0.1', () => {
       if (url.pathname.startsWith('/interaction/')) {
         await approve(provider, req, res);
         return;
+      }
+      if (url.pathname === '/reg' && req.method === 'POST') {
+        await dropRegisteredScope(req);
       }
       // RFC 8414 metadata at its own well-known name too, beside OpenID discovery's.
       if (url.pathname === '/.well-known/oauth-authorization-server') {
