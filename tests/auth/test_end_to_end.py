@@ -487,6 +487,24 @@ async def test_another_principal_cannot_use_a_session(
         assert text_of(await first.call_tool("whoami")).startswith("mcp-service ")
 
 
+async def test_another_user_of_the_same_client_cannot_use_a_session(
+    guarded: Guarded, oidc_provider: OidcProvider
+) -> None:
+    ann = await oidc_provider.authorization_code_token(guarded.url, "mcp", login_hint="ann")
+    bob = await oidc_provider.authorization_code_token(guarded.url, "mcp", login_hint="bob")
+    async with http_client() as http:
+        first = Caller(http, guarded.url, ann)
+        session = await first.initialize()
+        second = Caller(http, guarded.url, bob)
+        second.session = session
+        message = second.message("tools/call", {"name": "whoami", "arguments": {}})
+        assert (await second.post(message)).status_code == 404
+        # A new token of the same user is still the session's owner.
+        again = await oidc_provider.authorization_code_token(guarded.url, "mcp", login_hint="ann")
+        first.token = again
+        assert text_of(await first.call_tool("whoami")).startswith("ann by ")
+
+
 async def test_another_principal_cannot_get_or_cancel_a_session_task(
     guarded: Guarded, oidc_provider: OidcProvider
 ) -> None:
