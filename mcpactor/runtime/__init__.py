@@ -17,6 +17,9 @@ from ._offload import OffloadError as OffloadError
 from ._offload import ProcessPool as ProcessPool
 from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
 from ._offload import open_process_pool as open_process_pool
+from ._snapshot import Observatory as Observatory
+from ._snapshot import current_observatory as current_observatory
+from ._snapshot import observed as observed
 from ._session_actor import Received as Received
 from ._session_actor import SessionActor as SessionActor
 from ._starts import StartGate as StartGate
@@ -35,6 +38,7 @@ __all__ = [
     "ConflictDetector",
     "InMemoryBus",
     "Listener",
+    "Observatory",
     "OffloadError",
     "Outbound",
     "OutboundKind",
@@ -55,7 +59,9 @@ __all__ = [
     "TaskStatistics",
     "check_cancelled",
     "collect_when_quiet",
+    "current_observatory",
     "current_start_gate",
+    "observed",
     "open_process_pool",
     "settle_heap",
 ]

@@ -136,6 +136,10 @@ class SessionActor(ChangeNotices):
         self._outbox: Outbox = Outbox.of(outbox) if outbox is not None else closed_outbox()
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[RequestId, trio.CancelScope] = {}
+        # What the live tree shows of each running request: since when, what, its Context.
+        self._flights: dict[RequestId, tuple[float, Request, Context]] = {}
+        # Requests cancelled by ``cancel_request``: answered with an error giving the reason.
+        self._overruled: dict[RequestId, str] | None = None
         self._pending: dict[RequestId, _Pending] = {}
         # Made on first use: most sessions never subscribe, and a resting session should
         # cost little more than its protocol state.
@@ -506,6 +510,7 @@ class SessionActor(ChangeNotices):
             meta=meta if isinstance(meta, dict) else None,
             server=self.server,
         )
+        self._flights[request_id] = (trio.current_time(), request, ctx)
         reply: JSONValue | None = None
         abandoned = False
         try:
@@ -528,10 +533,11 @@ class SessionActor(ChangeNotices):
                             f"internal error in {method}: {describe_error(exc)}",
                         )
                 if scope.cancelled_caught:
-                    reply = self.core.abandon(request_id)
+                    reply = self._cancelled_reply(request_id)
                     abandoned = reply is None
             finally:
                 del self._scopes[request_id]
+                del self._flights[request_id]
             if reply is not None:
                 # The request is over: queue its reply without another trip through the
                 # scheduler unless the outbox is full (then wait, as backpressure).
@@ -549,6 +555,29 @@ class SessionActor(ChangeNotices):
             if not self._serving and self._idle is not None:
                 self._idle.set()
                 self._idle = None
+
+    def cancel_request(self, request_id: RequestId, reason: str) -> bool:
+        """Cancel a running request from the server's side; the client gets an error.
+
+        The same scope ``notifications/cancelled`` cancels, but the client did not ask:
+        it is answered with an error that gives ``reason``. False if no such request runs.
+        """
+        scope = self._scopes.get(request_id)
+        if scope is None or scope.cancel_called:
+            return False
+        if self._overruled is None:
+            self._overruled = {}
+        self._overruled[request_id] = reason
+        scope.cancel(reason)
+        return True
+
+    def _cancelled_reply(self, request_id: RequestId) -> JSONValue | None:
+        # A client's cancel is not answered; the server's own cancel is.
+        overruled = self._overruled
+        reason = overruled.pop(request_id, None) if overruled else None
+        if reason is None:
+            return self.core.abandon(request_id)
+        return self.core.respond_error(request_id, INTERNAL_ERROR, reason, {"cancelled": True})
 
     async def _serve_contained(
         self, request: Request, negotiated: Negotiated, scope: trio.CancelScope

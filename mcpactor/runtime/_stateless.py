@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LISTEN",
     "Emit",
+    "Flight",
     "StatelessHost",
     "StatelessOptions",
     "StatelessStatistics",
@@ -95,6 +96,38 @@ class StatelessOptions:
     max_in_flight: int = 1024
     #: seconds between keep-alive comments on an idle HTTP listen stream (None: none)
     keepalive: float | None = 15.0
+
+
+class Flight:
+    """One stateless request being served: what it is, since when, and its cancel scope."""
+
+    __slots__ = ("_emit", "principal", "progress", "reason", "request", "scope", "started")
+
+    def __init__(self, request: Request, emit: Emit, principal: object) -> None:
+        self.request = request
+        self._emit = emit
+        self.principal = principal
+        self.started = trio.current_time()
+        self.scope = trio.CancelScope()
+        #: the last progress its handler reported
+        self.progress: float | None = None
+        #: why it was cancelled by ``cancel`` (the error its client is answered with)
+        self.reason = ""
+
+    async def emit(self, message: JSONObject) -> None:
+        """Pass a notification on to the transport, noting the request's progress."""
+        if message.get("method") == "notifications/progress":
+            params = message.get("params")
+            if type(params) is dict:
+                progress = params.get("progress")
+                if isinstance(progress, int | float):
+                    self.progress = float(progress)
+        await self._emit(message)
+
+    def cancel(self, reason: str) -> None:
+        """End the handler, answering the client with an error that gives ``reason``."""
+        self.reason = reason
+        self.scope.cancel(reason)
 
 
 @attrs.frozen
@@ -141,6 +174,9 @@ class StatelessHost:
         self._waits: set[trio.CancelScope] = set()
         self._processes: ProcessPool | None = None
         self._attached = False
+        #: the requests being served, by a key of this host's (the live tree reads them)
+        self.flights: dict[int, Flight] = {}
+        self._next_flight = 0
 
     @property
     def stopping(self) -> bool:
@@ -220,11 +256,20 @@ class StatelessHost:
             )
             return _error(request_id, INTERNAL_ERROR, f"server busy: {why}")
         self._in_flight += 1
+        # What the live tree shows of the request, and the scope its cancel action uses.
+        flight = Flight(request, emit, principal)
+        key = self._next_flight
+        self._next_flight = key + 1
+        self.flights[key] = flight
         try:
-            if request.method == LISTEN:
-                return await self._listen(request, envelope, emit, keepalive, principal)
-            return await self._serve(request, envelope, emit, principal)
+            with flight.scope:
+                if request.method == LISTEN:
+                    return await self._listen(request, envelope, flight.emit, keepalive, principal)
+                return await self._serve(request, envelope, flight.emit, principal)
+            # Only ``Flight.cancel`` cancels this scope: the client is told why.
+            return _error(request_id, INTERNAL_ERROR, flight.reason, {"cancelled": True})
         finally:
+            del self.flights[key]
             self._in_flight -= 1
 
     async def _serve(

@@ -32,6 +32,7 @@ from ..runtime import (
     collect_when_quiet,
     settle_heap,
 )
+from ..runtime._snapshot import observed
 from ..runtime._stateless import StatelessHost, StatelessOptions
 from ..server import Server
 from ._pump import WriteThrough, read_frames, write_frames
@@ -80,7 +81,7 @@ async def serve_streams(
         writer = functools.partial(write_frames, send_stream, outbox_receive, outbox=outbox)
     actor = SessionActor(server, outbox, options)
     grace = (options or SessionOptions()).shutdown_grace
-    async with trio.open_nursery() as nursery:
+    async with observed(actor, host), trio.open_nursery() as nursery:
         # The writer ends when the actor closes the outbox, after its last message.
         nursery.start_soon(writer)
         host.attach()

@@ -75,6 +75,7 @@ class Routing:
         "actor",
         "closing",
         "connections",
+        "created",
         "id",
         "last_active",
         "resumable",
@@ -106,6 +107,8 @@ class Routing:
         self.standalone.sse = True
         self.connections = 0
         self.last_active = trio.current_time()
+        #: when the session was opened (the runtime's clock)
+        self.created = self.last_active
         #: the session is ending: nothing more is taken from the client
         self.closing = False
 

@@ -52,6 +52,7 @@ import trio
 from ...server import Server
 from .._messages import SessionOptions
 from .._offload import ProcessPool
+from .._snapshot import observed
 from .._stateless import StatelessHost, StatelessOptions
 from ._event_store import EventStore
 from ._http_session import HttpSession, SessionKind
@@ -205,7 +206,8 @@ class SessionManager:
         """Own the sessions until ``stop`` is called and every session has ended."""
         self.stateless.attach()
         try:
-            await self._run(task_status)
+            with observed(self):
+                await self._run(task_status)
         finally:
             await self.stateless.aclose()
             if self._stateless_pool is not None:
