@@ -325,6 +325,8 @@ async def serve_admin(
     config.accesslog = None
     config.graceful_timeout = 1.0
     config.include_server_header = False
+    # Its start and stop lines are said by the command line, in its own words.
+    config.loglevel = "WARNING"
 
     async def started(*, task_status: trio.TaskStatus[list[str]]) -> None:
         await serve(app, config, task_status=task_status)

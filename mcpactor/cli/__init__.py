@@ -202,6 +202,9 @@ def _build_parser() -> argparse.ArgumentParser:
     from ._auth import add_auth_arguments
 
     add_auth_arguments(serve)
+    from ._admin import add_admin_arguments
+
+    add_admin_arguments(serve)
     _add_call_parser(commands)
     _add_plugins_parser(commands)
     from ._dev import add_dev_parser

@@ -7,6 +7,7 @@ supervision of the workers of ``--workers``.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import sys
@@ -15,6 +16,7 @@ from typing import Any, Final
 from .._exceptions import ConfigError
 from .._targets import load_hook
 from ..server import Server
+from ._admin import with_admin
 from ._auth import build_resource_server
 from ._report import StartFailed, report
 
@@ -159,7 +161,9 @@ def serve_over_http(
         async with trio.open_nursery() as nursery:
             if args.worker_lifeline is not None:
                 nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
-            bound_host, bound_port = await nursery.start(serve, nursery)
+            bound_host, bound_port = await nursery.start(
+                with_admin, args, server, functools.partial(serve, nursery)
+            )
             started = True
             if worker_socket is None:
                 # A worker's supervisor has said where it serves.

@@ -17,6 +17,7 @@ from typing import Any
 from .._exceptions import ConfigError
 from .._targets import TargetError, load_server
 from ..server import Server
+from ._admin import check_admin, with_admin
 from ._auth import refuse_auth_on_stdio
 from ._http import build_http_options, serve_over_http
 from ._report import StartFailed
@@ -42,6 +43,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         raise ConfigError(f"--workers must be at least 1, got {args.workers}")
     if args.workers > 1 and args.http is None:
         raise ConfigError("--workers needs --http")
+    check_admin(args)
     http_options = None
     if args.http is not None:
         _require_http_extra(args.http_server or "builtin")
@@ -62,6 +64,9 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         nonlocal started
         async with trio.open_nursery() as nursery:
             await nursery.start(
+                with_admin,
+                args,
+                server,
                 functools.partial(
                     serve_stdio,
                     server,
@@ -69,7 +74,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     max_line_bytes=args.max_message_bytes,
                     tune_gc=not args.no_gc_tuning,
                     stateless=stateless,
-                )
+                ),
             )
             started = True
 
