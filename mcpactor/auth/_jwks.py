@@ -7,8 +7,9 @@
 # - when they are older than ``ttl`` (keys rotate; a stale set is kept and used if the
 #   refresh fails),
 # - when a token names a ``kid`` the set lacks (the issuer rotated), but at most once per
-#   ``min_refresh_interval``: a flood of tokens with made-up kids costs one fetch, not one
-#   each,
+#   ``min_refresh_interval`` counted between such lookups (a scheduled fetch does not
+#   start the count, so the first token signed after a rotation is accepted at once): a
+#   flood of tokens with made-up kids costs one fetch per interval, not one each,
 # - and, after a failed fetch with nothing to fall back on, not before ``retry_interval``:
 #   meanwhile every token is refused at once with the last error (503), so an issuer that
 #   is down makes no request wait.
@@ -175,6 +176,8 @@ class IssuerKeys:
         self._fresh_until = float("-inf")
         self._run: trio.lowlevel.TrioToken | None = None
         self._attempted_at: float | None = None
+        #: when a token's unknown kid last made us fetch (the rate limit's start)
+        self._kid_lookup_at: float | None = None
         self._error: FetchError | None = None
         self._generation = 0
         self._lock = trio.Lock()
@@ -188,9 +191,11 @@ class IssuerKeys:
             if self._keys is None or now >= self._fresh_until:
                 await self._refresh(now)
             found = self._select(kid, alg)
-            if not found and kid is not None and self._may_refresh(self._clock()):
+            now = self._clock()
+            if not found and kid is not None and self._may_look_up(now):
                 log.info("a token of %s names an unknown key id: fetching its keys", self.issuer)
-                await self._refresh(self._clock())
+                self._kid_lookup_at = now
+                await self._refresh(now)
                 found = self._select(kid, alg)
                 if not found and self._error is not None:
                     raise self._unavailable()
@@ -205,14 +210,16 @@ class IssuerKeys:
             self._run = run
             self._fresh_until = float("-inf")
             self._attempted_at = None
+            self._kid_lookup_at = None
         return self._clock()
 
     def _select(self, kid: str | None, alg: str) -> list[Key]:
         keys = self._keys or ()
         return [k for k in keys if (kid is None or k.kid == kid) and key_fits(k, alg)]
 
-    def _may_refresh(self, now: float) -> bool:
-        return self._attempted_at is None or now - self._attempted_at >= self._min_refresh_interval
+    def _may_look_up(self, now: float) -> bool:
+        last = self._kid_lookup_at
+        return last is None or now - last >= self._min_refresh_interval
 
     async def _refresh(self, now: float) -> None:
         attempted = self._attempted_at

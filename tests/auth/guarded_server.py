@@ -7,12 +7,10 @@ holds a task running for as long as it needs one.
 from __future__ import annotations
 
 import collections
-import os
 
 import trio
 
 from mcpactor import Context, Server
-from mcpactor.auth import JwtVerifier, TokenVerifier
 
 server = Server("guarded", version="1.0.0")
 _released: collections.defaultdict[str, trio.Event] = collections.defaultdict(trio.Event)
@@ -53,15 +51,3 @@ async def confirm(ctx: Context) -> str:
     """Ask the user to confirm, then say what they answered."""
     answer = await ctx.elicit("sure?", {"type": "object", "properties": {}})
     return f"user said {answer.action}"
-
-
-def eager_verifier() -> TokenVerifier:
-    """The JwtVerifier serve builds, fetching the keys again on any unknown kid at once.
-
-    For ``--auth-verifier``: the issuer and the resource come from ``GUARDED_ISSUER`` and
-    ``GUARDED_RESOURCE``. The verifier refetches an issuer's keys for an unknown kid at
-    most every 30 s by default; a test that rotates the keys a moment after the server's
-    first fetch would otherwise wait that long for the new kid to be looked up.
-    """
-    issuer, resource = os.environ["GUARDED_ISSUER"], os.environ["GUARDED_RESOURCE"]
-    return JwtVerifier(issuer, resource, min_refresh_interval=0)

@@ -68,18 +68,11 @@ class Guarded:
 
 
 @contextmanager
-def serving_guarded(provider: OidcProvider, *extra: str, eager: bool = False) -> Iterator[Guarded]:
-    """Run ``guarded_server.py`` trusting ``provider``; yield it once it listens.
-
-    With ``eager``, its verifier is ``guarded_server.eager_verifier`` instead of the one
-    the flags build.
-    """
+def serving_guarded(provider: OidcProvider, *extra: str) -> Iterator[Guarded]:
+    """Run ``guarded_server.py`` trusting ``provider``; yield it once it listens."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    if eager:
-        extra = (*extra, "--auth-verifier", f"{SERVER}:eager_verifier")
-        env.update(GUARDED_ISSUER=provider.issuer, GUARDED_RESOURCE=url)
     command = [
         sys.executable,
         "-m",
@@ -417,7 +410,8 @@ async def test_a_tool_needing_a_scope_the_token_lacks_is_403_with_the_scope(
 async def test_a_token_signed_after_a_key_rotation_is_admitted(
     rotating_oidc_provider: OidcProvider,
 ) -> None:
-    with serving_guarded(rotating_oidc_provider, eager=True) as guarded:
+    # The verifier the flags build: the first unknown kid after a fetch is looked up at once.
+    with serving_guarded(rotating_oidc_provider) as guarded:
         before = await token_for(rotating_oidc_provider, guarded)
         async with http_client() as http:
             caller = Caller(http, guarded.url, before)
