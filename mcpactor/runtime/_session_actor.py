@@ -54,6 +54,7 @@ from ..protocol import (
     JSONValue,
     Negotiated,
     NotificationReceived,
+    Phase,
     Request,
     RequestId,
     RequestReceived,
@@ -77,6 +78,7 @@ from ._messages import (
     StreamSignal,
     closed_outbox,
 )
+from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
 from ._offload import ProcessPool
 from ._peer import PrincipalHolder, _Pending
 from ._starts import StartGate, current_start_gate
@@ -173,6 +175,9 @@ class SessionActor(ChangeNotices):
         self._starts = _NO_GATE
         # What an actor without a task of its own (``serve_in``) does when one fails.
         self._on_failure: Callable[[], None] | None = None
+        #: the transport's id of the session (HTTP's Mcp-Session-Id), for traces and logs
+        self.session_id: str | None = None
+        METRICS.session_opened()
 
     def _capabilities(self, revision: Revision) -> JSONObject:
         capabilities = self.server.capabilities(revision)
@@ -218,6 +223,9 @@ class SessionActor(ChangeNotices):
     def close(self) -> None:
         """End a session that is not running: forget the Server, close the core."""
         self.server.remove_listener(self)
+        if self.core.phase is not Phase.CLOSED:
+            # An owner may close an actor whose run already did.
+            METRICS.session_closed()
         self.core.close()
 
     # --- the actor ----------------------------------------------------------------
@@ -513,17 +521,38 @@ class SessionActor(ChangeNotices):
         self._flights[request_id] = (trio.current_time(), request, ctx)
         reply: JSONValue | None = None
         abandoned = False
+        metrics = METRICS
+        started = trio.current_time()
+        tracer = metrics.tracer
+        trace = (
+            tracer.start(
+                request.method, params, request_id, self.session_id, negotiated.revision.version
+            )
+            if tracer is not None
+            else None
+        )
+        if metrics.log_context:
+            LOG_CONTEXT.set((self.session_id, request_id, request.method))
+        # Cancelled unless it is answered: a cancellation from outside the request's own
+        # scope (the session's nursery) goes straight through.
+        outcome = CANCELLED
+        error: str | None = None
         try:
             try:
                 with scope:
                     try:
                         result = await self.server.handle_request(request.method, params, ctx)
                         reply = self.core.respond(request_id, result)
+                        outcome = OK
+                        if result.get("isError") is True:
+                            outcome, error = ERROR, "tool"
                     except (RequestError, ProtocolError) as exc:
+                        outcome, error = ERROR, "request"
                         reply = self.core.respond_error(
                             request_id, exc.code, exc.message, exc.data
                         )
                     except Exception as exc:
+                        outcome, error = ERROR, "internal"
                         # The one place a failing handler becomes an error response.
                         method = describe(request.method)
                         _log.exception("%s failed (request %s)", method, describe(request_id))
@@ -533,11 +562,17 @@ class SessionActor(ChangeNotices):
                             f"internal error in {method}: {describe_error(exc)}",
                         )
                 if scope.cancelled_caught:
+                    outcome, error = CANCELLED, None
                     reply = self._cancelled_reply(request_id)
                     abandoned = reply is None
             finally:
                 del self._scopes[request_id]
                 del self._flights[request_id]
+                metrics.request_ended(
+                    request.method, params, outcome, trio.current_time() - started, error
+                )
+                if trace is not None:
+                    trace.end(outcome, error)
             if reply is not None:
                 # The request is over: queue its reply without another trip through the
                 # scheduler unless the outbox is full (then wait, as backpressure).

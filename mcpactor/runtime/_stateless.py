@@ -51,6 +51,7 @@ from ..server import Context, Server
 from ..server._stateless import serve_stateless
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
 from ._messages import SessionOptions
+from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
 from ._offload import ProcessPool, call_handler
 from ._peer_base import Sessionless, principal_of
 
@@ -285,6 +286,21 @@ class StatelessHost:
             meta=meta if type(meta) is dict else None,
             server=self.server,
         )
+        metrics = METRICS
+        started = trio.current_time()
+        tracer = metrics.tracer
+        trace = (
+            tracer.start(request.method, params, request_id, None, envelope.revision.version)
+            if tracer is not None
+            else None
+        )
+        # This runs in the caller's task: the log context is put back when it is over.
+        token = (
+            LOG_CONTEXT.set((None, request_id, request.method)) if metrics.log_context else None
+        )
+        # Cancelled unless it is answered (trio.Cancelled goes straight through).
+        outcome = CANCELLED
+        error: str | None = None
         try:
             result = await serve_stateless(
                 self.server,
@@ -296,15 +312,28 @@ class StatelessHost:
                 principal=_principal(principal),
                 tasks=self.tasks,
             )
+            outcome = OK
+            if result.get("isError") is True:
+                outcome, error = ERROR, "tool"
         except (RequestError, ProtocolError) as exc:
+            outcome, error = ERROR, "request"
             return _error(request_id, exc.code, exc.message, exc.data)
         except Exception as exc:
             # The one place a failing handler becomes an error response.
+            outcome, error = ERROR, "internal"
             method = describe(request.method)
             _log.exception("%s failed (request %s)", method, describe(request_id))
             return _error(
                 request_id, INTERNAL_ERROR, f"internal error in {method}: {describe_error(exc)}"
             )
+        finally:
+            metrics.request_ended(
+                request.method, params, outcome, trio.current_time() - started, error
+            )
+            if trace is not None:
+                trace.end(outcome, error)
+            if token is not None:
+                LOG_CONTEXT.reset(token)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     # --- listen streams -----------------------------------------------------------

@@ -77,6 +77,7 @@ from ..server._tasks import (
     with_related_task,
 )
 from ._bus import ChangeEvent
+from ._metrics import CANCELLED, ERROR, METRICS, OK
 from ._peer_base import Relay, Sessionless
 
 if TYPE_CHECKING:
@@ -93,6 +94,9 @@ __all__ = [
 T = TypeVar("T")
 
 _log = logging.getLogger("mcpactor")
+
+# A task's terminal status as the outcome its span ends with.
+_OUTCOMES: Final = {"completed": OK, "failed": ERROR, "cancelled": CANCELLED}
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -250,6 +254,7 @@ class _TaskTable:
         )
         self._number += 1
         record = _Task(state=state, number=self._number, principal=principal)
+        METRICS.task_created()
         self._tasks[task_id] = record
         self._active += 1
         expires_at = state.expires_at
@@ -280,6 +285,9 @@ class _TaskTable:
     ) -> None:
         result: JSONObject | None = None
         error: JSONObject | None = None
+        # The span of a task actor: a child of its request's, which is current here.
+        tracer = METRICS.tracer
+        trace = tracer.start_task(task.state.task_id) if tracer is not None else None
         try:
             with task.scope:
                 try:
@@ -308,6 +316,12 @@ class _TaskTable:
             self._finish(task, status, message, result=result, error=error)
             await self._announce(task)
         finally:
+            if trace is not None:
+                state = task.state
+                trace.end(
+                    _OUTCOMES.get(state.status, CANCELLED),
+                    state.status if state.status == "failed" else None,
+                )
             self._running -= 1
             if not self._running and self._idle is not None:
                 self._idle.set()
@@ -324,6 +338,7 @@ class _TaskTable:
     ) -> None:
         task.state.move(status, message, trio.current_time())
         self._active -= 1
+        METRICS.task_finished(status)
         if status == "cancelled":
             error = {
                 "code": INVALID_PARAMS,

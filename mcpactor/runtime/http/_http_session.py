@@ -152,6 +152,7 @@ class HttpSession(Routing):
             refuse_client_requests=_STATELESS_REASON if kind is SessionKind.STATELESS else None,
             principal_holder=self,
         )
+        actor.session_id = session_id
         super().__init__(
             actor,
             session_id,

@@ -20,6 +20,7 @@ import trio
 
 from ...protocol import RequestId
 from .._conflict import ConflictDetector
+from .._metrics import METRICS
 from ._later import Later
 
 __all__ = ["Attachment", "Item", "NudgeTimer", "Stream"]
@@ -48,6 +49,7 @@ class Stream:
         self.complete = False
         #: the last event id a connection wrote (where a fresh GET picks up)
         self.delivered: str | None = None
+        METRICS.stream_opened()
 
 
 class Attachment:

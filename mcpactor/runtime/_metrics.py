@@ -1,0 +1,258 @@
+# The process's counters: what requests, sessions, tasks and streams did.
+#
+# Plain ints in dicts and lists, incremented where things end: a request actor calls
+# ``METRICS.request_ended`` once, after its reply is built. Nothing here locks (one trio
+# thread increments; a scrape reads between two checkpoints) and nothing is formatted
+# until someone asks: the Prometheus collector (``mcpactor.observability``) turns these
+# into metric families at scrape time, so the hot path never touches a metrics library.
+#
+# Labels come from the wire (a method, a tool's name), so each label set is bounded: the
+# first ``MAX_METHODS`` methods and ``MAX_NAMES`` names seen keep their own label, longer
+# than ``MAX_LABEL`` characters or later ones are counted as "other". A client sending
+# ten thousand made-up tool names makes one extra series, not ten thousand.
+#
+# The module also holds the switches the request actors read on their way: a tracer
+# (OpenTelemetry, set by ``mcpactor.observability.enable_tracing``) and whether log
+# records want the request's ids (JSON logs). Both are off unless something turns them
+# on, and cost one attribute read each when off.
+
+from __future__ import annotations
+
+import contextvars
+from bisect import bisect_left
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
+
+__all__ = [
+    "BUCKETS",
+    "CANCELLED",
+    "ERROR",
+    "LOG_CONTEXT",
+    "MAX_LABEL",
+    "MAX_METHODS",
+    "MAX_NAMES",
+    "METRICS",
+    "OK",
+    "OTHER",
+    "LogContext",
+    "Metrics",
+    "RequestTrace",
+    "RequestTracer",
+]
+
+#: upper bounds (seconds) of the request latency buckets; one more bucket holds the rest
+BUCKETS: Final = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    300.0,
+)
+#: distinct method labels kept; later ones are "other"
+MAX_METHODS: Final = 64
+#: distinct tool / prompt name labels kept; later ones are "other"
+MAX_NAMES: Final = 128
+#: the longest method or name kept as a label
+MAX_LABEL: Final = 64
+OTHER: Final = "other"
+
+#: a request's outcome: answered with a result
+OK: Final = "ok"
+#: answered with an error (or a tool's ``isError`` result)
+ERROR: Final = "error"
+#: cancelled before it was answered
+CANCELLED: Final = "cancelled"
+
+# Methods whose ``params.name`` says what was called (the name label).
+_NAMED: Final = frozenset({"tools/call", "prompts/get"})
+
+
+class RequestTrace(Protocol):
+    """One request's span, ended once with the request's outcome."""
+
+    def end(self, outcome: str, error: str | None) -> None:
+        """End the span: ``outcome`` is ok, error or cancelled; ``error`` says why."""
+
+
+class RequestTracer(Protocol):
+    """Opens a span per request (``mcpactor.observability`` provides the real one)."""
+
+    def start(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        request_id: object,
+        session_id: str | None,
+        version: str | None,
+    ) -> RequestTrace:
+        """Start the span of one request, current in the calling task until it ends."""
+
+    def start_task(self, task_id: str) -> RequestTrace:
+        """Start the span of one task actor, current in its task until it ends."""
+
+
+#: (session id, request id, method) of the request the running task serves, for logs
+LogContext = tuple[str | None, object, str]
+LOG_CONTEXT: Final[contextvars.ContextVar[LogContext | None]] = contextvars.ContextVar(
+    "mcpactor.request", default=None
+)
+
+
+class Metrics:
+    """The process's counters; ``METRICS`` is the one every actor increments."""
+
+    def __init__(self) -> None:
+        # (method, name, outcome) → [count, seconds summed, count per bucket of BUCKETS
+        # and one for the rest]: one lookup per request. Keys are labels (name "" where
+        # none applies); a request whose method or name is not a label of its own is
+        # looked up again under its labels, never stored under what it sent.
+        self._series: dict[tuple[str, str, str], list[float]] = {}
+        #: (method, kind) → requests answered with an error: "request" (a JSON-RPC
+        #: error the handler meant), "internal" (the handler raised) or "tool" (isError)
+        self.errors: dict[tuple[str, str], int] = {}
+        #: what was cancelled ("request", "task") → how many times
+        self.cancellations: dict[str, int] = {}
+        self.sessions_opened = 0
+        self.sessions_closed = 0
+        self.tasks_created = 0
+        #: terminal status → tasks that reached it
+        self.tasks_finished: dict[str, int] = {}
+        #: response streams opened (one per POST that carries requests, and the GET's)
+        self.streams_opened = 0
+        #: transport → bytes of messages received / sent
+        self.bytes_in: dict[str, int] = {}
+        self.bytes_out: dict[str, int] = {}
+        #: set to trace requests (OpenTelemetry); None: no spans
+        self.tracer: RequestTracer | None = None
+        #: set when log records want the request's ids (``LOG_CONTEXT``)
+        self.log_context = False
+        self._methods: set[str] = set()
+        self._names: set[str] = set()
+
+    # --- labels from the wire --------------------------------------------------------
+
+    def method_label(self, method: str) -> str:
+        """Return the label ``method`` is counted under (bounded, see the module)."""
+        if method in self._methods:
+            return method
+        if len(self._methods) >= MAX_METHODS or len(method) > MAX_LABEL:
+            return OTHER
+        self._methods.add(method)
+        return method
+
+    def name_label(self, name: object) -> str:
+        """Return the label a tool or prompt ``name`` is counted under."""
+        if type(name) is not str:
+            return OTHER
+        if name in self._names:
+            return name
+        if len(self._names) >= MAX_NAMES or len(name) > MAX_LABEL:
+            return OTHER
+        self._names.add(name)
+        return name
+
+    # --- what the actors report --------------------------------------------------------
+
+    def request_ended(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        outcome: str,
+        seconds: float,
+        error: str | None = None,
+    ) -> None:
+        """Count one request that ended with ``outcome`` after ``seconds``.
+
+        ``error`` is the kind of error it was answered with, when it was.
+        """
+        name: object = ""
+        if method in _NAMED and params is not None:
+            name = params.get("name")
+            if type(name) is not str:
+                name = OTHER
+        key = (method, name, outcome)
+        series = self._series.get(key)  # type: ignore[arg-type]
+        if series is None:
+            series = self._admit(method, name, outcome)
+        series[0] += 1
+        series[1] += seconds
+        series[2 + bisect_left(BUCKETS, seconds)] += 1
+        if error is not None:
+            kind = (method if method in self._methods else OTHER, error)
+            self.errors[kind] = self.errors.get(kind, 0) + 1
+        elif outcome == CANCELLED:
+            self.cancelled("request")
+
+    def _admit(self, method: str, name: object, outcome: str) -> list[float]:
+        # The first request of its kind: the series of its labels (made if new).
+        key = (self.method_label(method), self.name_label(name) if name else "", outcome)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = [0.0] * (len(BUCKETS) + 3)
+        return series
+
+    def requests(self) -> dict[tuple[str, str, str], int]:
+        """Return the requests ended so far by (method, name, outcome) labels."""
+        return {key: int(series[0]) for key, series in self._series.items()}
+
+    def latency(self) -> dict[str, tuple[list[int], float]]:
+        """Return per method label the count per bucket of ``BUCKETS`` (and the rest), and
+        the seconds summed."""
+        latency: dict[str, tuple[list[int], float]] = {}
+        for (method, _, _), series in self._series.items():
+            counts, total = latency.get(method, ([0] * (len(BUCKETS) + 1), 0.0))
+            for index, count in enumerate(series[2:]):
+                counts[index] += int(count)
+            latency[method] = (counts, total + series[1])
+        return latency
+
+    def cancelled(self, what: str) -> None:
+        """Count one cancellation of a ``what`` (request, task)."""
+        self.cancellations[what] = self.cancellations.get(what, 0) + 1
+
+    def session_opened(self) -> None:
+        """Count a session that started."""
+        self.sessions_opened += 1
+
+    def session_closed(self) -> None:
+        """Count a session that ended."""
+        self.sessions_closed += 1
+
+    def task_created(self) -> None:
+        """Count a task that was created."""
+        self.tasks_created += 1
+
+    def task_finished(self, status: str) -> None:
+        """Count a task that reached the terminal ``status``."""
+        finished = self.tasks_finished
+        finished[status] = finished.get(status, 0) + 1
+        if status == "cancelled":
+            self.cancelled("task")
+
+    def stream_opened(self) -> None:
+        """Count a response stream that was opened."""
+        self.streams_opened += 1
+
+    def received(self, transport: str, size: int) -> None:
+        """Count ``size`` bytes received over ``transport``."""
+        self.bytes_in[transport] = self.bytes_in.get(transport, 0) + size
+
+    def sent(self, transport: str, size: int) -> None:
+        """Count ``size`` bytes sent over ``transport``."""
+        self.bytes_out[transport] = self.bytes_out.get(transport, 0) + size
+
+
+#: the process's counters
+METRICS: Final = Metrics()
