@@ -1,9 +1,10 @@
 """mcpactor's benchmark server, written to the harness contract (bench/peers/contract.py).
 
     python bench/mcpactor_server.py stdio
-    python bench/mcpactor_server.py http HOST PORT [--json] [--stateless] [--hypercorn]
+    python bench/mcpactor_server.py http HOST PORT [--json] [--stateless] [--hypercorn] [--auth]
 
-(--hypercorn: the same app on hypercorn's trio worker instead of the built-in server.)
+(--hypercorn: the same app on hypercorn's trio worker instead of the built-in server;
+--auth: a resource server checking the JWT of bench/auth/, whose keys are in a file.)
 
 Tools echo, echo_sync, add, sleep, progress; resource bench://static; prompt greet.
 MCPBENCH_EVENT_LOG=FILE makes the sleep tool log when it starts and when its finally runs.
@@ -12,6 +13,7 @@ MCPBENCH_EVENT_LOG=FILE makes the sleep tool log when it starts and when its fin
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 import time
@@ -22,6 +24,7 @@ import trio
 from mcpactor import Context, Server
 
 if TYPE_CHECKING:
+    from mcpactor.auth import ResourceServer
     from mcpactor.transports.http import HttpOptions
 
 _LOG_PATH = os.environ.get("MCPBENCH_EVENT_LOG")
@@ -96,7 +99,7 @@ def http_args(args: list[str]) -> tuple[str, int, HttpOptions]:
 
     flags = {a for a in args if a.startswith("--")}
     positional = [a for a in args if not a.startswith("--")]
-    unknown = flags - {"--json", "--stateless", "--hypercorn"}
+    unknown = flags - {"--json", "--stateless", "--hypercorn", "--auth"}
     if unknown:
         raise ValueError(f"unknown options: {sorted(unknown)}")
     host = positional[0] if positional else "127.0.0.1"
@@ -106,14 +109,37 @@ def http_args(args: list[str]) -> tuple[str, int, HttpOptions]:
     options = HttpOptions(
         response_mode="json" if "--json" in flags else "sse",
         stateless="--stateless" in flags,
+        resource_server=_resource_server() if "--auth" in flags else None,
     )
     return host, port, options
+
+
+def _resource_server() -> ResourceServer:
+    # The token bench/auth/make_token.py signed: its issuer and audience, its public key.
+    from mcpactor.auth import ResourceServer, verifier_from
+
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "auth")
+    with open(os.path.join(here, "settings.json"), "rb") as file:
+        settings = json.load(file)
+    verifier = verifier_from(
+        issuers=[settings["issuer"]],
+        resource=settings["resource"],
+        jwks_file=os.path.join(here, "jwks.json"),
+    )
+    return ResourceServer(
+        resource=settings["resource"],
+        authorization_servers=[settings["issuer"]],
+        verifier=verifier,
+    )
 
 
 def main(argv: list[str]) -> None:
     """Serve the bench server on the transport the harness asks for."""
     if len(argv) < 2 or argv[1] not in ("stdio", "http"):
-        sys.exit(f"usage: {argv[0]} stdio | http HOST PORT [--json] [--stateless] [--hypercorn]")
+        sys.exit(
+            f"usage: {argv[0]} stdio"
+            " | http HOST PORT [--json] [--stateless] [--hypercorn] [--auth]"
+        )
     if argv[1] == "stdio":
         from mcpactor.transports.stdio import serve_stdio
 

@@ -52,6 +52,10 @@ def test_every_target_of_the_targets_file_runs_a_script_of_this_repository() -> 
 def test_a_target_table_is_parsed_with_its_defaults() -> None:
     (target,) = targets.parse_targets('[[target]]\nname = "x"\nhttp = "http://h:{port}/mcp"\n')
     assert (target.kind, target.peer, target.mode, target.cmd) == ("http", "x", "http", "")
+    (guarded,) = targets.parse_targets(
+        '[[target]]\nname = "y"\nhttp = "http://h/mcp"\nbearer = "{bench}/auth/token.txt"\n'
+    )
+    assert guarded.bearer == "{bench}/auth/token.txt"
 
 
 @pytest.mark.parametrize(

@@ -109,6 +109,13 @@ def test_an_endpoint_builds_its_posts() -> None:
         wire.Endpoint("https://example/mcp")
 
 
+def test_an_endpoint_with_a_token_sends_it_on_every_post() -> None:
+    endpoint = wire.Endpoint("http://127.0.0.1:8123/mcp", token="abc.def.ghi")
+    for post in (endpoint.post(b"{}", None, initialize=True), endpoint.post(b"{}", "s")):
+        assert b"\r\nAuthorization: Bearer abc.def.ghi\r\n" in post
+    assert b"Authorization" not in wire.Endpoint("http://127.0.0.1:8123/mcp").post(b"{}", "s")
+
+
 class FakeTransport:
     def __init__(self) -> None:
         self.written: list[bytes] = []

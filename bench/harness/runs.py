@@ -542,7 +542,10 @@ class HttpServer:
         self.run, self.target, self.event_log = run, target, event_log
         self.port = free_port() if target.cmd else None
         url = expand(target.url, {**run.values, "port": self.port})
-        self.endpoint = Endpoint(url, target.revision)
+        token = ""
+        if target.bearer:
+            token = Path(expand(target.bearer, run.values)).read_text().strip()
+        self.endpoint = Endpoint(url, target.revision, token)
         self.process: subprocess.Popen[bytes] | None = None
         self.pid = target.pid
 

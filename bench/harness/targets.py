@@ -60,6 +60,7 @@ class Target:
     python: str = ""  # replaces {python} for this target
     pid: int | None = None  # an HTTP server already running, for its CPU and RSS
     revision: Revision = field(default_factory=Revision)  # what the driver speaks to it
+    bearer: str = ""  # a file holding an access token every HTTP request carries; may hold {bench}
 
     def __post_init__(self) -> None:
         self.peer = self.peer or self.name
@@ -96,6 +97,7 @@ KEYS = {
     "note",
     "python",
     "revision",
+    "bearer",
 }
 
 
@@ -123,6 +125,7 @@ def parse_targets(text: str) -> list[Target]:
                 note=table.get("note", ""),
                 python=table.get("python", ""),
                 revision=_revision(table),
+                bearer=table.get("bearer", ""),
             )
         )
     return out

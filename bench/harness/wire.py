@@ -470,7 +470,7 @@ def routing(body: bytes) -> tuple[str, str]:
 class Endpoint:
     """A Streamable HTTP endpoint: where it is and how its requests look at a revision."""
 
-    def __init__(self, url: str, revision: Revision = SESSION) -> None:
+    def __init__(self, url: str, revision: Revision = SESSION, token: str = "") -> None:
         if not url.startswith("http://"):
             raise ValueError(f"only http:// endpoints: {url!r}")
         authority, _, path = url[len("http://") :].partition("/")
@@ -479,6 +479,8 @@ class Endpoint:
         self.path = b"/" + path.encode()
         self.authority = authority.encode()
         self.revision = revision
+        # sent on every request when the server is a resource server (RFC 6750 §2.1)
+        self.authorization = b"Authorization: Bearer " + token.encode() if token else b""
 
     def post_head(
         self, session: str | None, initialize: bool = False, method: str = "", name: str = ""
@@ -497,6 +499,8 @@ class Endpoint:
             lines.append(b"Mcp-Protocol-Version: " + self.revision.version.encode())
         if session:
             lines.append(b"Mcp-Session-Id: " + session.encode())
+        if self.authorization:
+            lines.append(self.authorization)
         if self.revision.stateless:
             if method:
                 lines.append(b"Mcp-Method: " + header_value(method))
