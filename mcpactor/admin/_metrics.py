@@ -1,0 +1,29 @@
+# The admin listener's ``/metrics``: the process's counters for Prometheus to scrape.
+#
+# Added to every admin app through ``add_routes``, so it sits behind the admin
+# credential like every other route (a scraper sends it as a bearer token:
+# ``authorization: {credentials_file: ...}`` in the scrape config).
+
+from __future__ import annotations
+
+from quart import Response
+from quart_trio import QuartTrio
+
+from ..observability._prometheus import CONTENT_TYPE, render_metrics
+from ..runtime import Observatory
+from ._app import add_routes
+
+__all__ = ["add_metrics_route", "install_metrics_route"]
+
+
+def add_metrics_route(app: QuartTrio, observatory: Observatory | None = None) -> None:
+    """Serve ``GET /metrics`` on ``app``: the Prometheus text of the process's counters."""
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(render_metrics(), status=200, content_type=CONTENT_TYPE)
+
+
+def install_metrics_route() -> None:
+    """Have every admin app made from now on serve ``/metrics``."""
+    add_routes(add_metrics_route)
