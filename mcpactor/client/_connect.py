@@ -37,7 +37,7 @@ from ..protocol import (
     encode,
     serialize,
 )
-from ..runtime import Outbound, SessionActor, SessionOptions
+from ..runtime import Outbound, SessionActor, SessionOptions, observed
 from ..server import Server
 from ._errors import unwrap_single_errors
 from ._session import ClientArgs, ClientSession, open_client_session
@@ -84,7 +84,7 @@ async def connect_memory(
         server.running() if lifespan else contextlib.nullcontext()
     )
     with unwrap_single_errors():
-        async with running, trio.open_nursery() as nursery:
+        async with running, observed(actor, transport="memory"), trio.open_nursery() as nursery:
             nursery.start_soon(_carry_to_server, to_server_receive, inbox_send)
             nursery.start_soon(_carry_to_client, outbox_receive, to_client_send)
             await nursery.start(actor.run, inbox_receive)

@@ -90,16 +90,19 @@ def current_observatory() -> Observatory | None:
 
 class _Registration:
     # Both a context manager and an async one: owners hold it around what they run.
-    __slots__ = ("_observatory", "_things")
+    __slots__ = ("_observatory", "_things", "_transport")
 
-    def __init__(self, observatory: Observatory | None, things: tuple[object, ...]) -> None:
+    def __init__(
+        self, observatory: Observatory | None, things: tuple[object, ...], transport: str
+    ) -> None:
         self._observatory = observatory
         self._things = things
+        self._transport = transport
 
     def __enter__(self) -> None:
         if self._observatory is not None:
             for thing in self._things:
-                self._observatory._add(thing)
+                self._observatory._add(thing, self._transport)
 
     def __exit__(self, *exc: object) -> None:
         if self._observatory is not None:
@@ -113,13 +116,13 @@ class _Registration:
         self.__exit__()
 
 
-def observed(*things: object) -> _Registration:
+def observed(*things: object, transport: str = "stdio") -> _Registration:
     """Register session owners with this run's Observatory while the block runs.
 
-    A ``SessionManager``, a ``SessionActor`` (a session of its own, as on stdio), a
-    ``StatelessHost`` or a ``ProcessPool``; nothing happens without an Observatory.
+    A ``SessionManager``, a ``SessionActor`` (a session of its own, over ``transport``),
+    a ``StatelessHost`` or a ``ProcessPool``; nothing happens without an Observatory.
     """
-    return _Registration(current_observatory(), things)
+    return _Registration(current_observatory(), things, transport)
 
 
 def _text(value: object) -> str | None:
@@ -170,7 +173,7 @@ class Observatory:
         self._started: float | None = None
         self._servers: list[Server] = []
         self._managers: list[SessionManager] = []
-        self._actors: dict[SessionActor, float] = {}
+        self._actors: dict[SessionActor, tuple[float, str]] = {}
         self._hosts: list[StatelessHost] = []
         self._pools: list[ProcessPool] = []
         self._sections: dict[str, Callable[[], JSONValue]] = {}
@@ -193,7 +196,7 @@ class Observatory:
         """Add ``name: describe()`` to every snapshot (for extensions: counters …)."""
         self._sections[name] = describe
 
-    def _add(self, thing: object) -> None:
+    def _add(self, thing: object, transport: str = "stdio") -> None:
         from ._offload import ProcessPool
         from ._session_actor import SessionActor
         from ._stateless import StatelessHost
@@ -202,7 +205,7 @@ class Observatory:
         if isinstance(thing, SessionManager):
             self._managers.append(thing)
         elif isinstance(thing, SessionActor):
-            self._actors[thing] = trio.current_time()
+            self._actors[thing] = (trio.current_time(), transport)
         elif isinstance(thing, StatelessHost):
             self._hosts.append(thing)
         elif isinstance(thing, ProcessPool):
@@ -220,8 +223,8 @@ class Observatory:
 
     def _sessions(self) -> Iterator[tuple[str, str, SessionActor, HttpSession | None, float]]:
         # (id, transport, actor, HTTP session or None, opened at) of every live session.
-        for actor, since in self._actors.items():
-            yield "stdio", "stdio", actor, None, since
+        for actor, (since, transport) in list(self._actors.items()):
+            yield f"~{id(actor):x}", transport, actor, None, since
         for manager in self._managers:
             for session in list(manager._live):
                 key = session.id if session.id is not None else f"~{id(session):x}"
@@ -377,6 +380,7 @@ class Observatory:
         more_requests = 0
         for request_id, scope in list(actor._scopes.items()):
             flight = actor._flights.get(request_id)
+            deadline = scope.deadline
             if flight is None:
                 # Opened in this very step, its actor not started yet.
                 started, method, name, progress = now, "(starting)", None, None
@@ -385,6 +389,10 @@ class Observatory:
                 method = request.method
                 name = _name_of(method, request.params)
                 progress = ctx._last_progress
+                if method == "tools/call" and name is not None:
+                    timeout = _tool_timeout(actor.server, name)
+                    if timeout is not None:
+                        deadline = min(deadline, started + timeout)
             if not wanted(method, name, started):
                 continue
             if len(requests) >= MAX_ITEMS:
@@ -397,7 +405,7 @@ class Observatory:
                     "name": name,
                     "age": _seconds(now - started),
                     "progress": progress,
-                    "deadline_in": _deadline_in(scope, now),
+                    "deadline_in": _seconds(deadline - now) if math.isfinite(deadline) else None,
                     "cancelled": scope.cancel_called,
                 }
             )
@@ -581,9 +589,25 @@ def _wire_id(request_id: RequestId) -> JSONValue:
     return _text(request_id) if isinstance(request_id, str) else request_id
 
 
-def _deadline_in(scope: trio.CancelScope, now: float) -> float | None:
-    deadline = scope.deadline
-    return _seconds(deadline - now) if math.isfinite(deadline) else None
+def _tool_timeout(server: Any, name: str, depth: int = 0) -> float | None:
+    # The seconds a tool may run (its own timeout, else its server's): the deadline
+    # ``call_handler`` gives it, found the way a call is routed through mounts.
+    entry = getattr(server, "_tools", {}).get(name)
+    if entry is not None:
+        timeout = entry.execution.timeout
+        return timeout if timeout is not None else getattr(server, "tool_timeout", None)
+    if depth > 8:
+        return None
+    for mount in getattr(server, "mounts", ()):
+        if mount.prefix is None:
+            found = _tool_timeout(mount.server, name, depth + 1)
+        elif name.startswith(mount.prefix + "_"):
+            found = _tool_timeout(mount.server, name[len(mount.prefix) + 1 :], depth + 1)
+        else:
+            continue
+        if found is not None:
+            return found
+    return None
 
 
 def _tasks(
