@@ -17,11 +17,11 @@ from ._offload import OffloadError as OffloadError
 from ._offload import ProcessPool as ProcessPool
 from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
 from ._offload import open_process_pool as open_process_pool
+from ._session_actor import Received as Received
+from ._session_actor import SessionActor as SessionActor
 from ._snapshot import Observatory as Observatory
 from ._snapshot import current_observatory as current_observatory
 from ._snapshot import observed as observed
-from ._session_actor import Received as Received
-from ._session_actor import SessionActor as SessionActor
 from ._starts import StartGate as StartGate
 from ._starts import current_start_gate as current_start_gate
 from ._stateless import StatelessHost as StatelessHost
