@@ -74,6 +74,10 @@ class Config:
     keepalive: float | None = None
     #: ``[auth]``: serve as an OAuth 2.1 resource server (HTTP only); None: no table
     auth: AuthConfig | None = None
+    #: ``log_format``: "text" or "json" (JSON lines); None: not set
+    log_format: str | None = None
+    #: ``[observability] otel``: an OpenTelemetry span per request
+    otel: bool = False
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -152,6 +156,8 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
             "tasks",
             "stateless",
             "auth",
+            "log_format",
+            "observability",
         },
     )
     transport = reader.choice(data, "transport", ("stdio", "http"), "stdio")
@@ -171,6 +177,9 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
     stateless_reader.known(stateless, {"state_keys_file", "keepalive"})
     keys_file = stateless_reader.optional(stateless, "state_keys_file", str)
     keepalive = stateless_reader.seconds(stateless, "keepalive")
+    observability = reader.table(data, "observability")
+    observability_reader = reader.nested("observability")
+    observability_reader.known(observability, {"otel"})
     return Config(
         source=source,
         servers=servers,
@@ -189,6 +198,12 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
         # A relative path is the config file's neighbour, as ``target`` files are.
         state_keys_file=source.parent / keys_file if keys_file is not None else None,
         keepalive=keepalive,
+        log_format=(
+            reader.choice(data, "log_format", ("text", "json"), "text")
+            if "log_format" in data
+            else None
+        ),
+        otel=observability_reader.optional(observability, "otel", bool, False),
         auth=(
             _auth_config(reader.nested("auth"), reader.table(data, "auth"))
             if "auth" in data

@@ -205,6 +205,9 @@ def _build_parser() -> argparse.ArgumentParser:
     from ._admin import add_admin_arguments
 
     add_admin_arguments(serve)
+    from ._observability import add_observability_arguments
+
+    add_observability_arguments(serve)
     _add_call_parser(commands)
     _add_plugins_parser(commands)
     from ._dev import add_dev_parser

@@ -20,6 +20,7 @@ from ..server import Server
 from ._admin import check_admin, with_admin
 from ._auth import refuse_auth_on_stdio
 from ._http import build_http_options, serve_over_http
+from ._observability import configure_observability
 from ._report import StartFailed
 
 __all__ = ["serve"]
@@ -44,6 +45,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.workers > 1 and args.http is None:
         raise ConfigError("--workers needs --http")
     check_admin(args)
+    configure_observability(args, config)
     http_options = None
     if args.http is not None:
         _require_http_extra(args.http_server or "builtin")
