@@ -10,6 +10,7 @@ import trio
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
 from ..protocol import JSONValue, RequestId
+from ..runtime._metrics import METRICS
 from . import _sse
 
 __all__ = [
@@ -99,6 +100,7 @@ async def start_sse(send: Send, headers: list[tuple[bytes, bytes]]) -> None:
 
 async def send_body(send: Send, body: bytes) -> None:
     """Send one chunk of a streamed body."""
+    METRICS.sent("http", len(body))
     await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
@@ -128,6 +130,7 @@ async def read_body(receive: Receive, limit: int, headers: Mapping[str, str]) ->
             return None
         chunks.append(chunk)
         if not message.get("more_body", False):
+            METRICS.received("http", size)
             return b"".join(chunks)
 
 
@@ -147,6 +150,7 @@ async def reply(
     if content_type is not None and body:
         response_headers.append((b"content-type", content_type))
     await send({"type": "http.response.start", "status": status, "headers": response_headers})
+    METRICS.sent("http", len(body))
     await send({"type": "http.response.body", "body": body})
 
 

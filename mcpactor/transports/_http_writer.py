@@ -24,6 +24,7 @@ from typing import Final
 
 import trio
 
+from ..runtime._metrics import METRICS
 from ..runtime.http import Attachment, HttpSession, Item
 from . import _sse
 from ._asgi import Receive, Send, cancel_on_disconnect, reply, send_body, start_sse
@@ -203,6 +204,7 @@ async def _write_items(
             if item[2]:
                 # The stream's last item: the end of the body goes in the same write.
                 body = b"".join(chunk)
+                METRICS.sent("http", len(body))
                 await send({"type": "http.response.body", "body": body, "more_body": False})
                 return True
             if len(chunk) >= _MAX_CHUNK_EVENTS:

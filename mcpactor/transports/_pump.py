@@ -26,6 +26,7 @@ import trio
 from .._exceptions import ProtocolError, RemoteProtocolError
 from ..protocol import FrameTooLong, JSONValue, LineFramer, decode, describe, encode
 from ..runtime import Outbound, Outbox
+from ..runtime._metrics import METRICS
 
 __all__ = ["NonBlockingWriter", "WriteThrough", "read_frames", "write_frames"]
 
@@ -64,6 +65,7 @@ async def read_frames(
                     if route is None or not route(item):
                         await inbox.send(item)
                 return
+            METRICS.received("stdio", len(data))
             for frame in framer.feed(data):
                 # receive_some() was this loop's checkpoint: while the inbox has room, a
                 # frame costs no extra trip through the scheduler.
@@ -124,6 +126,7 @@ class WriteThrough:
             _log.warning("the client stopped reading; dropping further output")
             self.broken = True
             return True
+        METRICS.sent("stdio", written)
         if written < len(data):
             # The rest goes first, before anything sent after this frame.
             assert self.outbox is not None
@@ -159,12 +162,15 @@ async def write_frames(
                     break
             # One scope both shields the write and bounds it (cheaper than two).
             deadline = trio.current_time() + _WRITE_TIMEOUT
+            data = b"".join(chunk)
             try:
                 with trio.CancelScope(shield=True, deadline=deadline) as write:
-                    await stream.send_all(b"".join(chunk))
+                    await stream.send_all(data)
                 gone = write.cancelled_caught
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 gone = True
+            if not gone:
+                METRICS.sent("stdio", len(data))
             if outbox is not None:
                 outbox.done(len(chunk))
             if through is not None and gone:
