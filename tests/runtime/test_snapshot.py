@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -22,13 +23,13 @@ def _server() -> Server:
         await ctx.report_progress(1, 10)
         await trio.sleep(10)
         await ctx.report_progress(2, 10)
-        await trio.sleep_forever()
+        await trio.sleep(math.inf)
         return "never"
 
     @server.tool(task_support="optional")
     async def job() -> str:
         """Run until cancelled."""
-        await trio.sleep_forever()
+        await trio.sleep(math.inf)
         return "never"
 
     return server
