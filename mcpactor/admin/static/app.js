@@ -171,7 +171,8 @@ function sessionNode(session) {
   if (session.revision) meta.push(session.revision);
   if (session.principal) meta.push(session.principal);
   if (session.idle !== null) meta.push(`idle ${age(session.idle)}`);
-  const buttons = session.transport === "stdio" || session.state === "closing"
+  // Only HTTP sessions can be closed from here (they have an idle time).
+  const buttons = session.idle === null || session.state === "closing"
     ? []
     : [actionButton("Close", "Close this session?",
         "Its requests get the grace period, then the session is gone; the client must start a new one.",
@@ -245,7 +246,7 @@ function render(data) {
   const tasks = data.tasks.items.map(taskNode);
   if (data.tasks.more) tasks.push(more(data.tasks.more, "tasks"));
   if (tasks.length) top.push(section("tasks", "Tasks (tasks extension)", tasks));
-  if (data.workers.pools) {
+  if (data.workers.started) {
     top.push(section("workers", "Worker processes", [], [
       `${data.workers.pools} pools`, `${data.workers.busy} busy`, `${data.workers.idle} idle`,
       `${data.workers.started} started`, `${data.workers.killed} killed`,
