@@ -29,6 +29,12 @@
 # periods no task actor runs, the table stays, and entries whose TTL passed meanwhile are
 # dropped when the next period begins, before any request can ask for them.
 #
+# With a ``TaskStore`` in the options (runtime/_task_store.py) the table is also a replica
+# among others: each state of its tasks is written to the store before anyone hears of it,
+# each running actor holds a lease the table renews and takes the commands other replicas
+# send it (a cancel, an update's answers), and a task the table does not run is answered
+# from its record. Without one nothing of this runs.
+#
 # Longer than most modules: the two owners only make sense beside the actor they share.
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from .._exceptions import (
 )
 from ..protocol import JSONObject, RequestId, clip, describe, describe_error
 from ..protocol._ext_tasks import (
+    TERMINAL,
     Snapshot,
     Update,
     acknowledgement,
@@ -79,6 +86,7 @@ from ..server._tasks import (
 from ._bus import ChangeEvent
 from ._metrics import CANCELLED, ERROR, METRICS, OK
 from ._peer_base import Relay, Sessionless
+from ._task_store import TaskCommand, TaskRecord, TaskStore
 
 if TYPE_CHECKING:
     from ..server._tasks import SessionTaskHost, TaskHost
@@ -124,6 +132,8 @@ class TaskOptions:
     #: declared and task metadata is ignored (stateless HTTP: a task would end with its
     #: one-request session)
     enabled: bool = True
+    #: the task store shared with other replicas (None: this table is the whole truth)
+    store: TaskStore | None = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -197,6 +207,10 @@ class _TaskTable:
         # ISO timestamps follow the runtime's clock (a MockClock in tests), anchored to
         # the wall clock once.
         self._anchor: tuple[float, float] | None = None
+        self._shared = self.options.store
+        #: tasks whose actors run here and hold a lease in the store
+        self._leased: set[str] = set()
+        self._leases_idle: trio.Event | None = None
 
     def statistics(self) -> TaskStatistics:
         """Return how many tasks run, are stored, and are being waited for."""
@@ -214,9 +228,12 @@ class _TaskTable:
         await self._idle.wait()
 
     def _instant(self, moment: float) -> str:
+        return isoformat(self._epoch(moment))
+
+    def _epoch(self, moment: float) -> float:
         assert self._anchor is not None
         wall, clock = self._anchor
-        return isoformat(wall + (moment - clock))
+        return wall + (moment - clock)
 
     def _ttl_ms(self, requested: int | None) -> int | None:
         options = self.options
@@ -275,6 +292,9 @@ class _TaskTable:
         ctx: Context,
     ) -> None:
         self._running += 1
+        if self._shared is not None and self._leases_idle is None:
+            self._leases_idle = trio.Event()
+            nursery.start_soon(self._renew_leases, self._shared, self._leases_idle)
         nursery.start_soon(self._run_task, task, work, ctx, name=f"task {task.state.task_id}")
 
     async def _run_task(
@@ -288,8 +308,17 @@ class _TaskTable:
         # The span of a task actor: a child of its request's, which is current here.
         tracer = METRICS.tracer
         trace = tracer.start_task(task.state.task_id) if tracer is not None else None
+        shared = self._sharing()
+        task_id = task.state.task_id
+        serving = (
+            shared.serve(task_id, functools.partial(self._command, task))
+            if shared is not None
+            else contextlib.nullcontext()
+        )
+        if shared is not None:
+            self._leased.add(task_id)
         try:
-            with task.scope:
+            with serving, task.scope:
                 try:
                     result = await work(ctx)
                 except (RequestError, ProtocolError) as exc:
@@ -316,6 +345,11 @@ class _TaskTable:
             self._finish(task, status, message, result=result, error=error)
             await self._announce(task)
         finally:
+            if shared is not None:
+                self._leased.discard(task_id)
+                if not self._leased and self._leases_idle is not None:
+                    self._leases_idle.set()
+                    self._leases_idle = None
             if trace is not None:
                 state = task.state
                 trace.end(
@@ -340,11 +374,7 @@ class _TaskTable:
         self._active -= 1
         METRICS.task_finished(status)
         if status == "cancelled":
-            error = {
-                "code": INVALID_PARAMS,
-                "message": f"task {describe(task.state.task_id)} was cancelled: {message}",
-                "data": {"taskId": task.state.task_id, "status": "cancelled"},
-            }
+            error = _cancel_error(task.state.task_id, message)
             result = None
         task.result = result
         task.error = error
@@ -357,6 +387,134 @@ class _TaskTable:
     def _cancel(self, task: _Task, message: str, reason: str) -> None:
         self._finish(task, "cancelled", message)
         task.scope.cancel(reason)
+
+    # --- the shared store ------------------------------------------------------------
+
+    def _owner(self) -> tuple[str | None, str | None]:
+        # (principal, session) written in the records of this table's tasks.
+        raise NotImplementedError
+
+    def _sharing(self) -> TaskStore | None:
+        # The store this table's tasks are written to, if any.
+        return self._shared
+
+    def _record(self, task: _Task) -> TaskRecord:
+        shared = self._sharing()
+        assert shared is not None
+        state = task.state
+        principal, session = self._owner()
+        return TaskRecord(
+            task_id=state.task_id,
+            number=task.number,
+            status=state.status,
+            status_message=state.status_message,
+            created_at=self._epoch(state.created_at),
+            updated_at=self._epoch(state.updated_at),
+            ttl_ms=state.ttl_ms,
+            poll_interval_ms=state.poll_interval_ms,
+            principal=task.principal if principal is None else principal,
+            session=session,
+            result=task.result,
+            error=task.error,
+            input_requests=dict(task.outstanding) if task.outstanding else None,
+            replica=shared.replica,
+        )
+
+    async def _stored(self, task: _Task) -> None:
+        # A new task's first record: until it is stored the task does not exist.
+        shared = self._sharing()
+        if shared is None:
+            return
+        try:
+            stored = await shared.create(self._record(task))
+        except Exception as exc:
+            self._forget(task)
+            raise _store_unavailable(exc) from None
+        task.number = stored.number
+
+    def _forget(self, task: _Task) -> None:
+        # Undo ``_store`` for a task that never started.
+        del self._tasks[task.state.task_id]
+        self._active -= 1
+
+    async def _save(self, task: _Task) -> bool:
+        # Write the task's state before anyone hears of it; False when another state
+        # stands there, which whoever wrote it announced. A terminal state in the store
+        # wins over a later one: a task cancelled (or given up) elsewhere stops here too.
+        shared = self._sharing()
+        if shared is None:
+            return True
+        try:
+            stood = await shared.save(self._record(task))
+        except Exception as exc:
+            _log.warning(
+                "task %s: its state could not be stored: %s",
+                describe(task.state.task_id),
+                describe_error(exc),
+            )
+            return True
+        state = task.state
+        if not stood.terminal or stood.status == state.status:
+            return True
+        if not state.terminal:
+            self._finish(task, stood.status, stood.status_message, error=stood.error)
+            task.scope.cancel(f"the task is {stood.status} in the store")
+        else:
+            # Finished here after it was decided elsewhere: the store's outcome stands.
+            state.status = stood.status
+            state.status_message = stood.status_message
+            task.result = stood.result
+            task.error = stood.error if stood.status != "cancelled" else _cancelled(stood)
+        return False
+
+    def _command(self, task: _Task, command: TaskCommand) -> None:
+        # Another replica's request for a task running here. A cancel's outcome is in the
+        # store already (the replica that took tasks/cancel wrote and announced it).
+        if task.state.terminal:
+            return
+        if command.kind == "cancel":
+            self._finish(task, "cancelled", "The task was cancelled by request.")
+            task.scope.cancel("cancelled by tasks/cancel on another replica")
+        elif command.responses is not None:
+            self._take_answers(task, command.responses)
+
+    def _take_answers(self, task: _Task, responses: Mapping[str, JSONObject]) -> None:
+        raise NotImplementedError
+
+    async def _renew_leases(self, shared: TaskStore, idle: trio.Event) -> None:
+        # Alive while some actor runs here with a lease: renewed at a third of its length,
+        # so one missed renewal does not lose it.
+        while not idle.is_set():
+            with trio.move_on_after(shared.lease / 3):
+                await idle.wait()
+            if self._leased:
+                try:
+                    await shared.renew(tuple(self._leased))
+                except Exception as exc:
+                    _log.warning("task leases could not be renewed: %s", describe_error(exc))
+
+    async def _load(self, task_id: str) -> TaskRecord | None:
+        # A task this table does not run, from the store.
+        assert self._shared is not None
+        try:
+            return await self._shared.load(task_id)
+        except Exception as exc:
+            raise _store_unavailable(exc) from None
+
+    async def _cancel_remote(self, record: TaskRecord) -> TaskRecord:
+        # Fix the outcome in the store, then tell the replica whose actor runs it.
+        shared = self._shared
+        assert shared is not None
+        task_id = record.task_id
+        try:
+            stood = await shared.cancel(
+                task_id, "The task was cancelled by request.", self._epoch(trio.current_time())
+            )
+            if stood is not None and stood.status == "cancelled":
+                await shared.send(stood, TaskCommand("cancel", task_id))
+        except Exception as exc:
+            raise _store_unavailable(exc) from None
+        return record if stood is None else stood
 
     # --- expiry ------------------------------------------------------------------------
 
@@ -460,6 +618,7 @@ class TaskManager(_TaskTable):
         if nursery is None:
             raise RequestError(INTERNAL_ERROR, "server busy: the session is shutting down")
         record = self._store(nursery, self._ttl_ms(task.ttl_ms))
+        await self._stored(record)
         task_ctx = Context(
             peer=_TaskPeer(self._peer, self, record),
             request_id=ctx.request_id,
@@ -471,10 +630,20 @@ class TaskManager(_TaskTable):
         return {"task": self._wire(record)}
 
     async def _announce(self, task: _Task) -> None:
+        if await self._save(task):
+            await self._peer_notify(self._wire(task))
+
+    async def _peer_notify(self, wire: JSONObject) -> None:
         # No related-task _meta: the task id is in the params (spec "Task Notifications").
-        await self._peer.notify(
-            "notifications/tasks/status", self._wire(task), related_request_id=None
-        )
+        await self._peer.notify("notifications/tasks/status", wire, related_request_id=None)
+
+    def _owner(self) -> tuple[str | None, str | None]:
+        session = getattr(self._peer, "session_id", None)
+        return None, session if isinstance(session, str) else None
+
+    def _sharing(self) -> TaskStore | None:
+        # A session without an id (stdio) has nobody to share its tasks with.
+        return self._shared if self._owner()[1] is not None else None
 
     # --- input_required ----------------------------------------------------------------
 
@@ -499,13 +668,30 @@ class TaskManager(_TaskTable):
 
     # --- the tasks/* methods --------------------------------------------------------
 
+    async def _find_any(self, task_id: str, method: str) -> _Task | TaskRecord:
+        # A task of this table, or of the same session on another replica (the store's).
+        try:
+            return self._find(task_id, method)
+        except RequestError:
+            session = self._owner()[1]
+            if self._shared is None or session is None:
+                raise
+            record = await self._load(task_id)
+            if record is None or record.session != session:
+                raise
+            return record
+
     async def get(self, task_id: str) -> JSONObject:
         """Return the ``Task`` (``tasks/get``)."""
-        return self._wire(self._find(task_id, "tasks/get"))
+        task = await self._find_any(task_id, "tasks/get")
+        return _record_wire(task) if isinstance(task, TaskRecord) else self._wire(task)
 
     async def result(self, task_id: str, *, request_id: RequestId | None) -> JSONObject:
         """Wait until the task is terminal, then answer as the plain request would have."""
-        task = self._find(task_id, "tasks/result")
+        found = await self._find_any(task_id, "tasks/result")
+        if isinstance(found, TaskRecord):
+            return await self._remote_result(found)
+        task = found
         if not task.done.is_set():
             readers = [request_id] if request_id is not None else []
             task.readers.extend(readers)
@@ -535,6 +721,16 @@ class TaskManager(_TaskTable):
                 METHOD_NOT_FOUND, "method not found: 'tasks/list'", {"method": "tasks/list"}
             )
         size = self.options.page_size
+        session = self._owner()[1]
+        if self._shared is not None and session is not None:
+            try:
+                records, more = await self._shared.page(session, after, size)
+            except Exception as exc:
+                raise _store_unavailable(exc) from None
+            shared_page: JSONObject = {"tasks": [_record_wire(record) for record in records]}
+            if more and records:
+                shared_page["nextCursor"] = encode_cursor(records[-1].number)
+            return shared_page
         chosen = [task for task in self._tasks.values() if task.number > after]
         # The table keeps creation order, so the page is the first ``size`` of these.
         page = chosen[:size]
@@ -545,16 +741,57 @@ class TaskManager(_TaskTable):
 
     async def cancel(self, task_id: str) -> JSONObject:
         """Cancel a task (``tasks/cancel``); -32602 if it already finished."""
-        task = self._find(task_id, "tasks/cancel")
-        if task.state.terminal:
+        task = await self._find_any(task_id, "tasks/cancel")
+        status = task.status if isinstance(task, TaskRecord) else task.state.status
+        if status in TERMINAL:
             raise RequestError(
                 INVALID_PARAMS,
-                f"Cannot cancel task: already in terminal status {describe(task.state.status)}",
-                {"taskId": task_id, "status": task.state.status},
+                f"Cannot cancel task: already in terminal status {describe(status)}",
+                {"taskId": task_id, "status": status},
             )
+        if isinstance(task, TaskRecord):
+            stood = await self._cancel_remote(task)
+            wire = _record_wire(stood)
+            if stood.status == "cancelled":
+                await self._peer_notify(wire)
+            return wire
         self._cancel(task, "The task was cancelled by request.", "cancelled by tasks/cancel")
         await self._announce(task)
         return self._wire(task)
+
+    async def _remote_result(self, record: TaskRecord) -> JSONObject:
+        # tasks/result for a task running on another replica: wait for its record to be
+        # terminal. A lapsed lease makes it failed on a load, so the wait re-reads it at
+        # least once per lease and never outlasts a replica that stopped.
+        shared = self._shared
+        assert shared is not None
+        task_id = record.task_id
+        with shared.watch(task_id) as watch:
+            self._waiting += 1
+            try:
+                while True:
+                    loaded = await self._load(task_id)
+                    if loaded is None:
+                        raise RequestError(
+                            INVALID_PARAMS,
+                            f"Failed to retrieve task: Task has expired ({describe(task_id)})",
+                            {"taskId": clip(task_id)},
+                        )
+                    record = loaded
+                    if record.terminal:
+                        break
+                    with trio.move_on_after(shared.lease):
+                        await watch.wait()
+            finally:
+                self._waiting -= 1
+        error = record.error
+        if record.status == "cancelled":
+            error = error or _cancelled(record)
+        if error is not None:
+            raise RequestError(error["code"], error["message"], error.get("data"))
+        if record.result is None:
+            raise RequestError(INTERNAL_ERROR, f"task {describe(task_id)} ended with no result")
+        return with_related_task(record.result, task_id)
 
 
 class TaskRegistry(_TaskTable):
@@ -605,12 +842,25 @@ class TaskRegistry(_TaskTable):
         )
 
     async def _announce(self, task: _Task) -> None:
-        self._publish(task)
+        if await self._save(task):
+            self._publish(self._snapshot(task))
 
-    def _publish(self, task: _Task) -> None:
+    def _publish(self, snapshot: Snapshot) -> None:
         if self._bus is not None:
-            payload = detailed_task(self._snapshot(task))
-            self._bus.publish(ChangeEvent("task", task_id=task.state.task_id, payload=payload))
+            payload = detailed_task(snapshot)
+            self._bus.publish(ChangeEvent("task", task_id=snapshot.task_id, payload=payload))
+
+    def _owner(self) -> tuple[str | None, str | None]:
+        return None, None
+
+    async def _remote(
+        self, task_id: str, principal: str | None, request_id: RequestId | None
+    ) -> TaskRecord:
+        # A task of the extension running on another replica, from the store.
+        record = await self._load(task_id) if self._shared is not None else None
+        if record is None or record.session is not None or record.principal != principal:
+            raise task_not_found(task_id, request_id=request_id)
+        return record
 
     # --- the TaskHost of server/_tasks.py ------------------------------------------------
 
@@ -625,6 +875,7 @@ class TaskRegistry(_TaskTable):
         nursery = self._nursery
         assert nursery is not None
         record = self._store(nursery, self._ttl_ms(None), principal)
+        await self._stored(record)
         task_ctx = Context(
             peer=_DetachedPeer(ctx._peer),
             request_id=ctx.request_id,
@@ -649,6 +900,10 @@ class TaskRegistry(_TaskTable):
     ) -> JSONObject:
         """Return the ``GetTaskResult``: the task and what its status carries."""
         await trio.lowlevel.checkpoint()
+        task = self._tasks.get(task_id)
+        if self._shared is not None and (task is None or task.principal != principal):
+            record = await self._remote(task_id, principal, request_id)
+            return get_task_result(_record_snapshot(record))
         return get_task_result(self._snapshot(self._lookup(task_id, principal, request_id)))
 
     async def update(
@@ -656,28 +911,58 @@ class TaskRegistry(_TaskTable):
     ) -> JSONObject:
         """Hand answers to a parked task; answers nobody waits for are ignored."""
         await trio.lowlevel.checkpoint()
+        task = self._tasks.get(update.task_id)
+        if self._shared is not None and (task is None or task.principal != principal):
+            # Only the replica running it holds the question its answers go to.
+            record = await self._remote(update.task_id, principal, request_id)
+            if record.status == "input_required":
+                command = TaskCommand("update", record.task_id, dict(update.responses))
+                try:
+                    await self._shared.send(record, command)
+                except Exception as exc:
+                    raise _store_unavailable(exc) from None
+            return acknowledgement()
         task = self._lookup(update.task_id, principal, request_id)
-        if task.state.status == "input_required":
-            outcome = apply_update(task.outstanding, update.responses)
-            if outcome.accepted:
-                task.answers.update(outcome.accepted)
-                task.outstanding = dict(outcome.remaining)
-                if outcome.status == "working":
-                    task.state.move("working", None, trio.current_time())
-                self._publish(task)
-                task.answered.set()
-                task.answered = trio.Event()
+        if self._accept(task, update.responses):
+            await self._announce(task)
         return acknowledgement()
+
+    def _accept(self, task: _Task, responses: Mapping[str, JSONObject]) -> bool:
+        # Hand answers to a parked task; whether any was taken.
+        if task.state.status != "input_required":
+            return False
+        outcome = apply_update(task.outstanding, responses)
+        if not outcome.accepted:
+            return False
+        task.answers.update(outcome.accepted)
+        task.outstanding = dict(outcome.remaining)
+        if outcome.status == "working":
+            task.state.move("working", None, trio.current_time())
+        task.answered.set()
+        task.answered = trio.Event()
+        return True
+
+    def _take_answers(self, task: _Task, responses: Mapping[str, JSONObject]) -> None:
+        if self._accept(task, responses) and self._nursery is not None:
+            self._nursery.start_soon(self._announce, task)
 
     async def cancel(
         self, task_id: str, *, principal: str | None = None, request_id: RequestId | None = None
     ) -> JSONObject:
         """Cancel the task's actor; a finished task stays as it is. The empty ack."""
         await trio.lowlevel.checkpoint()
+        task = self._tasks.get(task_id)
+        if self._shared is not None and (task is None or task.principal != principal):
+            record = await self._remote(task_id, principal, request_id)
+            if not record.terminal:
+                stood = await self._cancel_remote(record)
+                if stood.status == "cancelled":
+                    self._publish(_record_snapshot(stood))
+            return acknowledgement()
         task = self._lookup(task_id, principal, request_id)
         if not task.state.terminal:
             self._cancel(task, "The task was cancelled by request.", "cancelled by tasks/cancel")
-            self._publish(task)
+            await self._announce(task)
         return acknowledgement()
 
     def known(self, task_id: str, *, principal: str | None = None) -> bool:
@@ -696,7 +981,7 @@ class TaskRegistry(_TaskTable):
             task.state.move(
                 "input_required", "waiting for the client's input", trio.current_time()
             )
-        self._publish(task)
+        await self._announce(task)
         while not all(key in task.answers for key in requests):
             await task.answered.wait()
         return {key: task.answers.pop(key) for key in requests}
@@ -720,6 +1005,57 @@ class TaskRegistry(_TaskTable):
                 answers = await self._park(task, needed.requests)
                 before = ctx._rounds.answers if ctx._rounds is not None else {}
                 ctx._rounds = Rounds({**before, **answers}, needed.state)
+
+
+def _cancel_error(task_id: str, message: str | None) -> JSONObject:
+    # What tasks/result answers for a cancelled task.
+    return {
+        "code": INVALID_PARAMS,
+        "message": f"task {describe(task_id)} was cancelled: {message}",
+        "data": {"taskId": task_id, "status": "cancelled"},
+    }
+
+
+def _cancelled(record: TaskRecord) -> JSONObject:
+    return _cancel_error(record.task_id, record.status_message)
+
+
+def _store_unavailable(exc: Exception) -> RequestError:
+    return RequestError(INTERNAL_ERROR, f"the task store is unavailable: {describe_error(exc)}")
+
+
+def _record_wire(record: TaskRecord) -> JSONObject:
+    # The 2025-11-25 ``Task`` of a record: the same fields a table's own task has.
+    state = TaskState(
+        task_id=record.task_id,
+        created_at=record.created_at,
+        ttl_ms=record.ttl_ms,
+        poll_interval_ms=record.poll_interval_ms,
+        status=record.status,
+        status_message=record.status_message,
+        updated_at=record.updated_at,
+    )
+    return state.wire(isoformat)
+
+
+def _record_snapshot(record: TaskRecord) -> Snapshot:
+    # The extension's view of a record, as ``TaskRegistry._snapshot`` makes of its own.
+    status = record.status
+    error = record.error
+    if status == "failed" and error is None:
+        error = {"code": INTERNAL_ERROR, "message": record.status_message or "the task failed"}
+    return Snapshot(
+        task_id=record.task_id,
+        status=status,
+        created_at=isoformat(record.created_at),
+        last_updated_at=isoformat(record.updated_at),
+        ttl_ms=record.ttl_ms,
+        poll_interval_ms=record.poll_interval_ms,
+        status_message=record.status_message,
+        result=record.result if status == "completed" else None,
+        error=error if status == "failed" else None,
+        input_requests=record.input_requests if status == "input_required" else None,
+    )
 
 
 _SHUTTING_DOWN: Final[JSONObject] = {
