@@ -407,12 +407,18 @@ class ServerSession:
             result["instructions"] = self._instructions
         return _result(request.id, result)
 
-    def adopt(self, protocol_version: str, client_info: JSONObject | None = None) -> Negotiated:
+    def adopt(
+        self,
+        protocol_version: str,
+        client_info: JSONObject | None = None,
+        client_capabilities: JSONObject | None = None,
+    ) -> Negotiated:
         """Operate at ``protocol_version`` without a handshake; return what is negotiated.
 
         For requests that carry their revision themselves (stateless HTTP, and later a
-        2026-07-28 envelope): the client declared no capabilities, and the session is
-        operating at once, as after ``initialize`` and ``notifications/initialized``.
+        2026-07-28 envelope), where the client declared no capabilities, and for a
+        session another process initialized (its ``client_capabilities``): the session
+        is operating at once, as after ``initialize`` and ``notifications/initialized``.
 
         Raises:
             LocalProtocolError: the session has been initialized already, or closed.
@@ -420,7 +426,7 @@ class ServerSession:
         if self.phase is not Phase.AWAITING_INITIALIZE:
             raise LocalProtocolError(f"cannot adopt a revision while {self.phase.value}")
         revision = negotiate(protocol_version, self._supported)
-        self.negotiated = Negotiated(revision, {}, client_info)
+        self.negotiated = Negotiated(revision, client_capabilities or {}, client_info)
         self.server_capabilities = self._capabilities(revision)
         self.phase = Phase.OPERATING
         return self.negotiated
@@ -503,6 +509,18 @@ class ServerSession:
         request = Request(self._next_id, method, params)
         self._outgoing.add(request.id)
         return request
+
+    def expects(self, request_id: RequestId) -> bool:
+        """Return whether ``request_id`` is one of our requests still awaiting an answer."""
+        return request_id in self._outgoing
+
+    def number_requests_from(self, first: int) -> None:
+        """Number our next requests from ``first`` on.
+
+        Copies of one session served by several processes take ranges of their own, so
+        that a client's answer names the request of one copy only.
+        """
+        self._next_id = first - 1
 
     def forget_outgoing(self, request_id: RequestId) -> None:
         """Stop waiting for the answer to one of our requests (timed out or cancelled)."""

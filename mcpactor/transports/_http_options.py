@@ -8,7 +8,7 @@ from typing import Final, Literal
 import attrs
 
 from ..auth import ResourceServer
-from ..runtime.http import EventStore, MemoryEventStore
+from ..runtime.http import EventStore, MemoryEventStore, Replicas
 
 __all__ = ["Authenticate", "HttpOptions", "default_event_store"]
 
@@ -73,6 +73,8 @@ class HttpOptions:
     session_idle_timeout: float = 30 * 60.0
     #: where resumable SSE events wait; None: a MemoryEventStore per server
     event_store: EventStore | None = None
+    #: the session records and relay shared with other replicas; None: one process
+    replicas: Replicas | None = None
     #: the reconnection delay SSE clients are told (``retry:``), in milliseconds
     retry_ms: int = 1000
     #: paths of the legacy HTTP+SSE transport (2024-11-05) and WebSocket; None: off

@@ -85,14 +85,18 @@ async def serve_streamable(
         )
 
 
-def _session(
+async def _session(
     app: Endpoint, headers: Mapping[str, str], principal: object
 ) -> tuple[HttpSession | None, int, str]:
     session_id = headers.get("mcp-session-id")
     if session_id is None:
         return None, 400, "Mcp-Session-Id header required: only initialize may omit it"
     manager = app.manager
-    session = manager.get(session_id)
+    try:
+        # With replicas, a session another replica opened is adopted here.
+        session = await manager.find(session_id, principal)
+    except SessionLimitReached as exc:
+        return None, 503, str(exc)
     if session is None and manager.stopping:
         # Not 404: that would tell the client to start over, on a server going away.
         return None, 503, "the server is shutting down"
@@ -230,7 +234,7 @@ async def _post(
             return
         new_session = True
     else:
-        found, status, why = _session(app, headers, principal)
+        found, status, why = await _session(app, headers, principal)
         if found is None:
             await _refuse(send, status, why)
             return
@@ -340,7 +344,7 @@ async def _get(
             send, 406, INVALID_REQUEST, "the Accept header must list text/event-stream"
         )
         return
-    session, status, why = _session(app, headers, principal)
+    session, status, why = await _session(app, headers, principal)
     if session is None:
         await _refuse(send, status, why)
         return
@@ -374,7 +378,7 @@ async def _get(
 
 
 async def _delete(app: Endpoint, send: Send, headers: Headers, principal: object) -> None:
-    session, status, why = _session(app, headers, principal)
+    session, status, why = await _session(app, headers, principal)
     if session is None:
         await _refuse(send, status, why)
         return

@@ -96,6 +96,7 @@ async def open_http_app(
         max_sessions_per_client=options.max_sessions_per_client,
         unconfirmed_timeout=options.unconfirmed_session_timeout,
         stateless=stateless,
+        replicas=options.replicas,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)

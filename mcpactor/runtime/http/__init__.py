@@ -12,14 +12,24 @@ from ._http_session import DuplicateRequestId as DuplicateRequestId
 from ._http_session import HttpSession as HttpSession
 from ._http_session import SessionHost as SessionHost
 from ._http_session import SessionKind as SessionKind
+from ._relay import MemoryHub as MemoryHub
+from ._relay import MemoryRelay as MemoryRelay
+from ._relay import Relay as Relay
+from ._relay import Relayed as Relayed
+from ._relay import RelayKind as RelayKind
+from ._relay import Replicas as Replicas
 from ._session_manager import COALESCE_SECONDS as COALESCE_SECONDS
 from ._session_manager import SLEEP_AFTER as SLEEP_AFTER
 from ._session_manager import WATCH_AFTER as WATCH_AFTER
 from ._session_manager import ManagerStatistics as ManagerStatistics
 from ._session_manager import SessionLimitReached as SessionLimitReached
 from ._session_manager import SessionManager as SessionManager
+from ._session_store import MemorySessionRecords as MemorySessionRecords
 from ._session_store import MemorySessionStore as MemorySessionStore
+from ._session_store import SessionRecord as SessionRecord
+from ._session_store import SessionRecords as SessionRecords
 from ._session_store import SessionStore as SessionStore
+from ._session_store import principal_identity as principal_identity
 from ._streams import Attachment as Attachment
 from ._streams import Item as Item
 from ._streams import NudgeTimer as NudgeTimer
@@ -37,13 +47,23 @@ __all__ = [
     "Item",
     "ManagerStatistics",
     "MemoryEventStore",
+    "MemoryHub",
+    "MemoryRelay",
+    "MemorySessionRecords",
     "MemorySessionStore",
     "NudgeTimer",
+    "Relay",
+    "RelayKind",
+    "Relayed",
     "Replay",
+    "Replicas",
     "SessionHost",
     "SessionKind",
     "SessionLimitReached",
     "SessionManager",
+    "SessionRecord",
+    "SessionRecords",
     "SessionStore",
     "Stream",
+    "principal_identity",
 ]

@@ -29,21 +29,52 @@
 # and what they send is routed in their own tasks (_routing.py).
 # Closing it gives requests still running the shutdown grace, then cancels them
 # (nobody can resume).
+#
+# Replicas (``share``): when several processes serve the same sessions, each holds a
+# copy of a session it was named, adopted from the session's record (_session_store.py),
+# and the copies keep the record current: the one that answers initialize writes it
+# before the answer leaves (so that the client's next request finds it anywhere), and a
+# copy writes it again when the log level changes. What a copy cannot act on goes to
+# the others through the relay (_relay.py): a client's answer to a server→client request
+# this copy did not send, a ``notifications/cancelled`` for a request not running here,
+# and — to every copy — any other notification (``initialized``, roots changed). A
+# message for the GET stream while no GET is attached here goes to the copy holding
+# it. Copies number their server→client requests and POST streams in ranges of their
+# own, drawn at random, so that ids never collide between replicas.
 
 from __future__ import annotations
 
 import enum
 import functools
+import logging
+import secrets
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Final, Protocol
 
+import orjson
 import trio
 
 from ..._exceptions import ProtocolError
-from ...protocol import Body, Event, JSONValue, Phase, RequestId, Revision, describe
+from ...protocol import (
+    Body,
+    ErrorResponse,
+    Event,
+    JSONValue,
+    Notification,
+    Phase,
+    RequestId,
+    Response,
+    Revision,
+    classify_body,
+    decode,
+    describe,
+)
 from .._messages import Outbound, Outbox, SessionOptions
 from .._session_actor import SessionActor
+from ._relay import Relayed, RelayKind, Replicas
 from ._routing import STANDALONE, Routing
+from ._session_store import SessionRecord, principal_identity
 from ._streams import Attachment, Item, NudgeTimer
 
 if TYPE_CHECKING:
@@ -59,7 +90,14 @@ __all__ = [
     "SessionKind",
 ]
 
+_log = logging.getLogger("mcpactor.http")
+
 _INBOX_SIZE: Final = 64
+# Copies of a shared session draw one of this many ranges of this many request ids (and
+# stream ids), so that two copies' ids stay within 2**53 (exact in JSON numbers
+# everywhere) and coincide with odds of one in two million.
+_ID_RANGES: Final = 2**21
+_ID_RANGE: Final = 2**32
 _OUTBOX_SIZE: Final = 256
 _STATELESS_REASON: Final = (
     "the server runs in stateless mode, so the client's answer could not reach this request"
@@ -117,13 +155,19 @@ class HttpSession(Routing):
     """One MCP session served over HTTP (or WebSocket): the actor, its router, streams."""
 
     __slots__ = (
+        "_copy_only",
         "_inbox",
         "_outbox",
+        "_owner",
+        "_record_ttl",
         "_settled",
         "_state",
+        "_written",
         "kind",
         "manager",
         "principal",
+        "replicas",
+        "written_at",
     )
 
     def __init__(
@@ -171,6 +215,18 @@ class HttpSession(Routing):
         self._outbox: trio.MemoryReceiveChannel[Outbound] | None = None
         # Made when a message must wait for the session to finish falling asleep.
         self._settled: trio.Event | None = None
+        #: the replicas this session is shared with; None: it lives in this process only
+        self.replicas: Replicas | None = None
+        self._owner = ""
+        self._record_ttl = 0.0
+        # What this copy last wrote to the record (log level, subscriptions); None: the
+        # record is not written yet.
+        self._written: tuple[str, frozenset[str]] | None = None
+        #: when this copy last wrote the record (the runtime's clock)
+        self.written_at = -float("inf")
+        # Ending this copy leaves the session to the other replicas: its stored events
+        # are theirs too.
+        self._copy_only = False
 
     @property
     def revision(self) -> Revision | None:
@@ -337,7 +393,7 @@ class HttpSession(Routing):
         # The session is over: connections end, the core closes, the store forgets it.
         try:
             self._finish()
-            if self.resumable:
+            if self.resumable and not self._copy_only:
                 assert self.id is not None
                 with trio.CancelScope(shield=True):
                     await self._store.forget_session(self.id)
@@ -352,11 +408,174 @@ class HttpSession(Routing):
         self.actor.close()
         self._settle()
 
+    # --- replicas --------------------------------------------------------------------
+
+    def share(self, replicas: Replicas, ttl: float, record: SessionRecord | None = None) -> None:
+        """Serve this session as one copy among ``replicas``; adopt it from ``record``.
+
+        ``ttl``: how long the record lives after each write. Without ``record`` this is
+        the copy that opens the session, and writes its record once initialized.
+
+        Raises:
+            LocalProtocolError: the record names a revision this server does not speak.
+        """
+        self.replicas = replicas
+        self._record_ttl = ttl
+        core = self.actor.core
+        core.number_requests_from(secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1)
+        self._next_stream = secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1
+        if record is None:
+            self._owner = replicas.replica_id
+            return
+        self._owner = record.owner
+        core.adopt(record.protocol_version, record.client_info, record.client_capabilities)
+        self.apply_record(record)
+        self._written = (record.log_level, record.subscriptions)
+
+    def apply_record(self, record: SessionRecord) -> None:
+        """Take the log level and subscriptions another copy wrote."""
+        actor = self.actor
+        actor.core.log_level = record.log_level
+        current = self._subscriptions()
+        for uri in current - record.subscriptions:
+            actor.unsubscribe(uri)
+        for uri in record.subscriptions - current:
+            actor.subscribe(uri)
+        if self._written is not None:
+            self._written = (record.log_level, record.subscriptions)
+
+    def _subscriptions(self) -> frozenset[str]:
+        # The actor keeps them for its change notices; a record carries a copy.
+        return frozenset(self.actor._subscriptions or ())
+
+    def record(self) -> SessionRecord | None:
+        """This copy's state as a record; None before initialize or if not shared."""
+        negotiated = self.actor.core.negotiated
+        replicas = self.replicas
+        if negotiated is None or replicas is None or self.id is None:
+            return None
+        return SessionRecord(
+            id=self.id,
+            protocol_version=negotiated.revision.version,
+            client_capabilities=negotiated.client_capabilities,
+            client_info=negotiated.client_info,
+            log_level=self.actor.core.log_level,
+            subscriptions=self._subscriptions(),
+            principal=principal_identity(self.principal),
+            owner=self._owner,
+            touched_by=replicas.replica_id,
+            last_active=time.time(),
+        )
+
+    async def write_record(self) -> bool:
+        """Write this copy's record (a request was served here); False if not shared.
+
+        Tells the other copies when the log level or subscriptions changed.
+        """
+        record = self.record()
+        replicas = self.replicas
+        if record is None or replicas is None:
+            return False
+        state = (record.log_level, record.subscriptions)
+        changed = self._written is not None and state != self._written
+        self._written = state
+        self.written_at = trio.current_time()
+        await replicas.records.put(record, ttl=self._record_ttl)
+        if changed:
+            await self.relay(RelayKind.STATE)
+        return True
+
+    async def relay(self, kind: RelayKind, data: bytes = b"") -> None:
+        """Send the other replicas a message about this session."""
+        replicas = self.replicas
+        assert replicas is not None
+        assert self.id is not None
+        await replicas.relay.send(Relayed(kind, self.id, replicas.replica_id, data))
+
+    async def _share_in(self, value: JSONValue | Body) -> JSONValue | Body | None:
+        # What this copy keeps of a client's message (None: nothing, it went elsewhere).
+        body = classify_body(value)
+        kind = type(body)
+        core = self.actor.core
+        if kind is Response or kind is ErrorResponse:
+            assert isinstance(body, Response | ErrorResponse)
+            if body.id is None or core.expects(body.id):
+                return body
+            await self.relay(RelayKind.CLIENT, orjson.dumps(body.to_json()))
+            return None
+        if kind is Notification:
+            assert isinstance(body, Notification)
+            if body.method == "notifications/cancelled":
+                request_id = (body.params or {}).get("requestId")
+                if (
+                    isinstance(request_id, str | int)
+                    and not isinstance(request_id, bool)
+                    and request_id in core.in_flight()
+                ):
+                    return body
+                await self.relay(RelayKind.CLIENT, orjson.dumps(body.to_json()))
+                return None
+            # Every copy hears the client's other notifications (initialized, roots).
+            await self.relay(RelayKind.CLIENT, orjson.dumps(body.to_json()))
+        return body
+
+    async def _share_out(self) -> None:
+        # After the core took a client's message: a record to write for a session just
+        # initialized here, or for a log level just changed.
+        written = self._written
+        if written is None:
+            if self.actor.core.negotiated is not None:
+                await self.write_record()
+        elif self.actor.core.log_level != written[0]:
+            await self.write_record()
+
+    async def take_relayed(self, message: Relayed) -> None:
+        """Act on what another replica relayed about this session."""
+        kind = message.kind
+        if kind is RelayKind.CLIENT:
+            try:
+                value = decode(message.data)
+            except ProtocolError:
+                _log.warning("dropped a relayed client message that is not JSON")
+                return
+            await self.feed(value, relayed=True)
+        elif kind is RelayKind.STANDALONE:
+            # Only the copy holding the GET stream takes it; the others never relay it on.
+            if self.standalone.conn is not None and not self.closing:
+                await Routing._to_standalone(self, message.data)
+        elif kind is RelayKind.STATE:
+            replicas = self.replicas
+            if replicas is not None:
+                record = await replicas.records.get(message.session_id)
+                if record is not None:
+                    self.apply_record(record)
+
+    async def _to_standalone(self, data: bytes) -> None:
+        if self.replicas is not None and self.standalone.conn is None and not self.closing:
+            # The GET stream, if the client holds one, is on another replica.
+            await self.relay(RelayKind.STANDALONE, bytes(memoryview(data)))
+            return
+        await Routing._to_standalone(self, data)
+
+    def drop_copy(self) -> None:
+        """End this copy only: the session lives on in the other replicas."""
+        self._copy_only = True
+        self.close()
+
     # --- what clients send ----------------------------------------------------------
 
-    async def feed(self, value: JSONValue | Body) -> bool:
-        """Hand one decoded (or classified) body to the session; False if it is closed."""
+    async def feed(self, value: JSONValue | Body, *, relayed: bool = False) -> bool:
+        """Hand one decoded (or classified) body to the session; False if it is closed.
+
+        ``relayed``: it came from another replica, which could not act on it.
+        """
         self.touch()
+        shared = self.replicas is not None and not relayed
+        if shared:
+            kept = await self._share_in(value)
+            if kept is None:
+                return not self.closing
+            value = kept
         while not self.closing:
             if self._state is _State.FALLING_ASLEEP:
                 await self._wait_settled()
@@ -365,6 +584,9 @@ class HttpSession(Routing):
             # a trip to its task and back; asleep, the core settles what it answers alone.
             received = self.actor.receive(value)
             if received.taken:
+                if shared:
+                    # Before the replies leave: the client's next request may go anywhere.
+                    await self._share_out()
                 if received.backlog:
                     self._wake(list(received.backlog))
                 for item in received.replies:

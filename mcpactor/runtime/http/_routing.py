@@ -274,9 +274,7 @@ class Routing:
                     "dropped a response that no stream is waiting for: %s", describe(payload)
                 )
                 return
-            if self.resumable:
-                await self._anchor_standalone()
-            await self._deliver(self.standalone, data, final=False)
+            await self._to_standalone(data)
             return
         final = False
         if is_response:
@@ -289,6 +287,13 @@ class Routing:
         await self._deliver(stream, data, final=final)
         if final:
             await self._complete(stream)
+
+    async def _to_standalone(self, data: bytes) -> None:
+        # A message for the GET stream (HttpSession relays it when another replica
+        # holds that stream).
+        if self.resumable:
+            await self._anchor_standalone()
+        await self._deliver(self.standalone, data, final=False)
 
     def route_now(self, item: Outbound) -> bool:
         """Route a request's final JSON answer right away, if nothing needs waiting for.

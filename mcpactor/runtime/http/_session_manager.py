@@ -28,8 +28,13 @@
 # unconfirmed sessions wait in a deque of (deadline, id), in time order like the heaps
 # below.
 #
-# Named sessions are found through a SessionStore (_session_store.py), the one piece of
-# this state a registry shared between replicas would hold.
+# Named sessions are found through a SessionStore (_session_store.py): this process's
+# live sessions. With ``replicas`` (several processes serving the same sessions), a
+# session another replica opened is found through its record and adopted (``find``):
+# a local copy, which writes the record again at most every ``touch_interval`` seconds
+# while it serves requests. Ending a session (DELETE, expiry) removes the record and
+# tells every copy; a copy that went idle while another replica wrote the record since
+# only drops itself (_session_store.py). Without replicas none of this runs.
 #
 # Two more timers end waits of SSE writers (see transports/_http_writer.py): the short one of a
 # priming event held back for the answer behind it, and the longer one before a
@@ -41,6 +46,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import heapq
 import logging
 from collections.abc import Awaitable, Callable
@@ -49,6 +55,7 @@ from typing import Final
 import attrs
 import trio
 
+from ..._exceptions import ProtocolError
 from ...server import Server
 from .._messages import SessionOptions
 from .._offload import ProcessPool
@@ -56,7 +63,8 @@ from .._snapshot import observed
 from .._stateless import StatelessHost, StatelessOptions
 from ._event_store import EventStore
 from ._http_session import HttpSession, SessionKind
-from ._session_store import MemorySessionStore, SessionStore
+from ._relay import Relayed, RelayKind, Replicas
+from ._session_store import MemorySessionStore, SessionRecord, SessionStore, principal_identity
 from ._streams import NudgeTimer
 from ._watch import LateWatch
 
@@ -82,6 +90,10 @@ STATELESS_WATCH_AFTER: Final = 0.05
 _STATELESS_CLIENT: Final = {"name": "stateless HTTP client", "version": "0"}
 #: how many unconfirmed sessions a full table looks at for one that can give way
 _GIVE_WAY_LOOKS: Final = 64
+#: seconds between two writes of a shared session's record by one replica, at most
+TOUCH_INTERVAL: Final = 30.0
+# Longer than any id this server hands out: a longer one is not looked up anywhere.
+_MAX_SESSION_ID: Final = 128
 
 
 class SessionLimitReached(Exception):
@@ -124,6 +136,7 @@ class SessionManager:
         unconfirmed_timeout: float = UNCONFIRMED_TIMEOUT,
         session_store: SessionStore | None = None,
         stateless: StatelessHost | StatelessOptions | None = None,
+        replicas: Replicas | None = None,
     ) -> None:
         self.server = server
         self.session_options = session_options
@@ -189,6 +202,14 @@ class SessionManager:
         self.watch_delay = NudgeTimer(WATCH_AFTER)
         #: watches for the clients of stateless requests that run for more than a moment
         self.late_watch = LateWatch(STATELESS_WATCH_AFTER)
+        #: the other processes serving the same sessions; None: sessions live here only
+        self.replicas = replicas
+        #: seconds between two writes of a shared session's record by this replica
+        self.touch_interval = min(TOUCH_INTERVAL, idle_timeout / 10)
+        #: how long a shared session's record outlives its last write
+        self.record_ttl = idle_timeout + self.touch_interval
+        # Ids of shared sessions ending everywhere: not adopted again meanwhile.
+        self._ending: set[str] = set()
 
     def statistics(self) -> ManagerStatistics:
         """Return how many sessions and connections are live right now."""
@@ -223,6 +244,8 @@ class SessionManager:
             manager.start_soon(self.coalescing.run)
             manager.start_soon(self.watch_delay.run)
             manager.start_soon(self.late_watch.run)
+            if self.replicas is not None:
+                await manager.start(self.replicas.relay.serve, self._take_relayed)
             # The tasks of stateless requests (tasks extension) end once every session
             # has: the grace periods are over.
             async with trio.open_nursery() as tasks:
@@ -306,6 +329,8 @@ class SessionManager:
                 # request's header says, and the client declared no capabilities.
                 session.actor.core.adopt(protocol_version, dict(_STATELESS_CLIENT))
             session.serve_in_place(self._nursery)
+        elif kind is SessionKind.STREAMABLE and self.replicas is not None:
+            session.share(self.replicas, self.record_ttl)
         self._live.add(session)
         self._open.add(session)
         if client is not None:
@@ -352,6 +377,14 @@ class SessionManager:
                     deadlines.append((when, session_id))
                 else:
                     del self._unconfirmed[session_id]
+                    if session.replicas is not None:
+                        # The client's next requests may have gone to another replica.
+                        self.spawn(
+                            functools.partial(
+                                self._expire_shared, session, self.unconfirmed_timeout
+                            )
+                        )
+                        continue
                     _log.debug("session %s expired: nothing followed its initialize", session_id)
                     self.close_session(session)
 
@@ -457,6 +490,8 @@ class SessionManager:
                 elif session.busy():
                     session.touch()
                     self._watch_idle(session_id, session.last_active)
+                elif session.replicas is not None:
+                    self.spawn(functools.partial(self._expire_shared, session, timeout))
                 else:
                     _log.debug("session %s expired after %s s idle", session_id, timeout)
                     self.close_session(session)
@@ -468,12 +503,150 @@ class SessionManager:
             return None
         return session
 
-    def close_session(self, session: HttpSession) -> None:
-        """Forget a session's id at once and let it wind down."""
-        if session.id is not None:
+    def close_session(self, session: HttpSession, *, everywhere: bool = True) -> None:
+        """Forget a session's id at once and let it wind down.
+
+        A shared session ends in every replica, unless ``everywhere`` is False (another
+        replica said it ended).
+        """
+        session_id = session.id
+        if session_id is not None:
             self.sessions.remove(session)
+            if everywhere and session.replicas is not None and not session.closing:
+                self._ending.add(session_id)
+                self.spawn(functools.partial(self._end_everywhere, session_id))
         self._release(session)
         session.close()
+
+    # --- replicas -------------------------------------------------------------------------
+
+    async def find(self, session_id: str, principal: object = None) -> HttpSession | None:
+        """Return the live session a client names, or None.
+
+        With replicas, a session another replica opened is adopted from its record,
+        unless ``principal`` is not the caller who opened it (None then, too).
+
+        Raises:
+            SessionLimitReached: a copy would exceed ``max_sessions``.
+        """
+        session = self.get(session_id)
+        replicas = self.replicas
+        if replicas is None:
+            return session
+        if session is None:
+            if (
+                self._stopping.is_set()
+                or len(session_id) > _MAX_SESSION_ID
+                or session_id in self._ending
+            ):
+                return None
+            record = await replicas.records.get(session_id)
+            if record is None or record.principal != principal_identity(principal):
+                return None
+            # Another request may have adopted it meanwhile, or it may have ended.
+            session = self.get(session_id)
+            if session is None:
+                if session_id in self._ending or self._stopping.is_set():
+                    return None
+                session = self._adopt(replicas, record, principal)
+                if session is None:
+                    return None
+        now = trio.current_time()
+        if session.replicas is not None and now - session.written_at >= self.touch_interval:
+            session.written_at = now
+            self.spawn(functools.partial(self._write_record, session))
+        return session
+
+    def _adopt(
+        self, replicas: Replicas, record: SessionRecord, principal: object
+    ) -> HttpSession | None:
+        if len(self._open) >= self.max_sessions and not self._give_way():
+            self._evict_expired()
+            if len(self._open) >= self.max_sessions:
+                raise SessionLimitReached(
+                    f"the server has reached its limit of {self.max_sessions} sessions"
+                )
+        session = HttpSession(self, SessionKind.STREAMABLE, record.id, principal)
+        try:
+            session.share(replicas, self.record_ttl, record)
+        except ProtocolError as exc:
+            _log.warning("session %s cannot be adopted here: %s", record.id, exc)
+            session.close()
+            return None
+        self._live.add(session)
+        self._open.add(session)
+        self.sessions.add(session)
+        self._watch_idle(record.id, session.last_active)
+        _log.debug("session %s adopted from replica %s", record.id, record.touched_by)
+        return session
+
+    async def _write_record(self, session: HttpSession) -> None:
+        if session.closing:
+            return  # an ended session's record must not come back
+        try:
+            await session.write_record()
+        except Exception:
+            # The session goes on here; the next request writes it again.
+            session.written_at = -float("inf")
+            _log.exception("could not write the record of session %s", session.id)
+
+    async def _end_everywhere(self, session_id: str) -> None:
+        replicas = self.replicas
+        assert replicas is not None
+        try:
+            await replicas.records.remove(session_id)
+            await replicas.relay.send(Relayed(RelayKind.CLOSED, session_id, replicas.replica_id))
+        except Exception:
+            # Its record expires on its own; the other copies find that out when idle.
+            _log.exception("could not end session %s in the other replicas", session_id)
+        finally:
+            self._ending.discard(session_id)
+
+    async def _expire_shared(self, session: HttpSession, timeout: float) -> None:
+        # An idle copy of a shared session: the session ends everywhere, unless another
+        # replica wrote its record since this one did (then only this copy ends).
+        replicas = self.replicas
+        assert replicas is not None
+        assert session.id is not None
+        try:
+            record = await replicas.records.get(session.id)
+        except Exception:
+            _log.exception("could not read the record of session %s", session.id)
+            self._watch_idle(session.id, trio.current_time())
+            return
+        if session.closing:
+            return
+        now = trio.current_time()
+        if session.busy() or now < session.last_active + timeout:
+            # Touched since: the idle timer (which every session has) looks again.
+            if timeout == self.idle_timeout:
+                self._watch_idle(session.id, session.last_active)
+            return
+        if record is not None and record.touched_by != replicas.replica_id:
+            _log.debug("copy of session %s dropped: it is served elsewhere", session.id)
+            self._drop_copy(session)
+        else:
+            _log.debug("session %s expired after %s s idle", session.id, self.idle_timeout)
+            self.close_session(session)
+
+    def _drop_copy(self, session: HttpSession) -> None:
+        self.sessions.remove(session)
+        self._release(session)
+        session.drop_copy()
+
+    async def _take_relayed(self, message: Relayed) -> None:
+        session = self.sessions.get(message.session_id)
+        if session is None or session.closing or session.replicas is None:
+            return  # not a session this replica holds a copy of
+        if message.kind is RelayKind.CLOSED:
+            self.close_session(session, everywhere=False)
+            return
+        try:
+            await session.take_relayed(message)
+        except Exception:
+            _log.exception(
+                "session %s failed on a message from replica %s", session.id, message.origin
+            )
 
     def _give_way(self) -> bool:
         # A full table must not lock everyone out until a flood of initializes expires:
@@ -503,4 +676,7 @@ class SessionManager:
                 else self.idle_timeout
             )
             if now >= session.last_active + timeout:
-                self.close_session(session)
+                if session.replicas is not None:
+                    self._drop_copy(session)
+                else:
+                    self.close_session(session)
