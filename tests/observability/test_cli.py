@@ -156,3 +156,22 @@ def test_serve_help_names_the_options() -> None:
     )
     assert b"--log-format" in done.stdout
     assert b"--otel" in done.stdout
+
+
+def test_otel_without_the_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As if opentelemetry-api were not installed.
+    monkeypatch.setitem(sys.modules, "opentelemetry.trace", None)
+    with pytest.raises(ConfigError, match=r"mcpactor\[otel\]"):
+        configure_observability(_serve_args("--otel"))
+    assert METRICS.tracer is None
+
+
+def test_serving_loads_neither_prometheus_nor_opentelemetry() -> None:
+    # The counters are the runtime's own; the libraries load only when asked for.
+    code = (
+        "import sys, mcpactor, mcpactor.runtime, mcpactor.transports, mcpactor.transports.http, "
+        "mcpactor.observability, mcpactor.cli._serve\n"
+        "loaded = [m for m in ('prometheus_client', 'opentelemetry') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=GUARD)
