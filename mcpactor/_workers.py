@@ -18,12 +18,17 @@ command with one listening socket handed down (``--worker-socket FD``):
 - Each worker holds the read end of a pipe whose other end only the supervisor holds
   (``--worker-lifeline FD``): however the supervisor ends, even killed, the pipe closes
   and the worker stops gracefully.
+
+Sessions live in the process that opened them unless a store shared by every worker
+(``--store``) holds their records: then each worker is a replica (``replica_id``), any
+worker serves any session, and ``--workers`` no longer needs ``--stateless``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -33,7 +38,14 @@ from typing import Final
 import attrs
 import trio
 
-__all__ = ["USAGE_EXIT", "bind_sockets", "supervise", "watch_lifeline"]
+__all__ = [
+    "USAGE_EXIT",
+    "bind_sockets",
+    "replica_id",
+    "supervise",
+    "watch_lifeline",
+    "workers_refusal",
+]
 
 _log = logging.getLogger("mcpactor.workers")
 
@@ -46,6 +58,26 @@ USAGE_EXIT: Final = 2
 _FIRST_DELAY: Final = 0.5
 _MAX_DELAY: Final = 30.0
 _STABLE_AFTER: Final = 30.0
+
+
+def workers_refusal(workers: int, *, stateless: bool, store: str | None) -> str | None:
+    """Why ``workers`` processes cannot serve as configured; None if they can."""
+    if workers > 1 and not stateless and store is None:
+        return (
+            "--workers needs --stateless or --store: without a store the workers share, a "
+            "session lives in the process that opened it"
+        )
+    return None
+
+
+def replica_id() -> str:
+    """A name for this process among the replicas sharing a store: host, pid, a nonce.
+
+    The nonce keeps a restarted worker, which may get its predecessor's pid, apart from
+    it in messages still on their way.
+    """
+    host = socket.gethostname()[:64] or "host"
+    return f"{host}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 def bind_sockets(host: str, port: int, count: int, *, backlog: int) -> list[socket.socket]:

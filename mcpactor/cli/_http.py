@@ -197,14 +197,14 @@ def _serve_workers(
 ) -> int:
     import trio
 
-    from .._workers import bind_sockets, supervise
+    from .._workers import bind_sockets, supervise, workers_refusal
     from ..transports.http import LISTEN_BACKLOG
 
-    if not args.stateless:
-        raise ConfigError(
-            "--workers needs --stateless: a session lives in the process that "
-            "opened it, and the workers share nothing"
-        )
+    refusal = workers_refusal(
+        args.workers, stateless=args.stateless, store=getattr(args, "store", None)
+    )
+    if refusal is not None:
+        raise ConfigError(refusal)
     if sys.platform == "win32":
         # Workers inherit their sockets and lifelines as file descriptors.
         raise ConfigError("--workers needs a POSIX system")
