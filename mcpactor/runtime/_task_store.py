@@ -46,11 +46,13 @@ from ..protocol._ext_tasks import TERMINAL, TaskStatus
 
 __all__ = [
     "REPLICA_STOPPED",
+    "CommandHandler",
     "InMemoryTaskStore",
     "TaskCommand",
     "TaskRecord",
     "TaskStore",
     "TaskWatch",
+    "TaskWatchers",
     "stopped",
 ]
 
@@ -268,17 +270,20 @@ class _Watch:
         self._changed = trio.Event()
 
 
-class _Watchers:
-    # Watches by task id, woken on a change; shared by the stores' implementations.
+class TaskWatchers:
+    """Watches by task id, each woken on a change: what stores hand out as ``watch``."""
+
     def __init__(self) -> None:
         self._by_task: dict[str, set[_Watch]] = {}
 
     def touch(self, task_id: str) -> None:
+        """Wake every watch of ``task_id``."""
         for watch in self._by_task.get(task_id, ()):
             watch.touch()
 
     @contextlib.contextmanager
     def watch(self, task_id: str) -> Iterator[TaskWatch]:
+        """Watch ``task_id`` until the block ends."""
         watch = _Watch()
         watches = self._by_task.setdefault(task_id, set())
         watches.add(watch)
@@ -307,7 +312,7 @@ class InMemoryTaskStore:
         self._deadlines: dict[str, tuple[float | None, float | None]] = {}
         self._number = 0
         self._handlers: dict[str, CommandHandler] = {}
-        self._watchers = _Watchers()
+        self._watchers = TaskWatchers()
         self._anchor: tuple[float, float] | None = None
 
     def now(self) -> float:
