@@ -46,7 +46,7 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar
 
 import attrs
@@ -969,6 +969,23 @@ class TaskRegistry(_TaskTable):
         """Whether ``task_id`` names a task of ``principal``."""
         task = self._tasks.get(task_id)
         return task is not None and task.principal == principal
+
+    async def known_tasks(
+        self, task_ids: Collection[str], *, principal: str | None = None
+    ) -> frozenset[str]:
+        """Those of ``task_ids`` that name tasks of ``principal``, on any replica."""
+        known = {task_id for task_id in task_ids if self.known(task_id, principal=principal)}
+        if self._shared is not None:
+            for task_id in task_ids:
+                if task_id not in known:
+                    try:
+                        await self._remote(task_id, principal, None)
+                    except (ProtocolError, RequestError):
+                        # Unknown, another's, or the store is out of reach: not honoured.
+                        continue
+                    known.add(task_id)
+        await trio.lowlevel.checkpoint()
+        return frozenset(known)
 
     # --- questions -------------------------------------------------------------------
 

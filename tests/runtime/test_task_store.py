@@ -163,6 +163,24 @@ async def test_another_principals_task_is_not_found_on_any_replica(autojump_cloc
         assert (await b.fails("tasks/get", {"taskId": "no-such-task"})).code == -32602
 
 
+async def test_a_listen_stream_on_another_replica_knows_the_task(autojump_clock: Any) -> None:
+    store = InMemoryTaskStore(lease=LEASE)
+    bus = InMemoryBus()
+    async with replica(store, bus) as (a, _, _), replica(store, bus) as (_, b_registry, _):
+        mine = (await a.create("slow_compute", {"seconds": 5}))["taskId"]
+        theirs = (
+            await a.send(
+                "tools/call",
+                {"name": "slow_compute", "arguments": {"seconds": 5}},
+                principal="mallory",
+            )
+        )["taskId"]
+        known = await b_registry.known_tasks([mine, theirs, "unknown"])
+        assert known == {mine}
+        assert not b_registry.known(mine)
+        assert await b_registry.known_tasks([mine, theirs], principal="mallory") == {theirs}
+
+
 async def test_a_task_expires_from_the_store_with_its_ttl(autojump_clock: Any) -> None:
     options = TaskOptions(default_ttl=10.0)
     store = InMemoryTaskStore(lease=LEASE)
