@@ -19,6 +19,7 @@ import trio.testing
 
 from mcpactor.runtime.http import (
     HttpSession,
+    MemoryEventStore,
     MemoryHub,
     MemorySessionRecords,
     Relayed,
@@ -292,6 +293,38 @@ async def test_a_server_request_on_a_get_stream_elsewhere_is_answered_on_a_third
         reply = await read_reply(await later.wait())
         assert reply["result"]["content"][0]["text"] == "model said: yo"
         await stream.disconnect()
+
+
+async def test_a_stream_resumed_on_another_replica_replays_what_the_shared_store_holds() -> None:
+    async with cluster(event_store=MemoryEventStore()) as c:
+        client = await initialized(c, 0)
+        call = _tool(client, "reconnect")
+        response = await client.post(call)
+        assert response.content_type == "text/event-stream"
+        seen = await response.events()  # the tool closes the stream, then goes on
+        last_id = seen[-1].id
+        assert last_id is not None
+        assert [e.message()["params"]["data"] for e in seen if e.data] == [
+            "before the stream closes"
+        ]
+        with trio.fail_after(TIMEOUT):
+            await c.probe.started.wait()
+        # Resumed on replica 1 while the request still runs on replica 0: what is stored
+        # so far (nothing yet), and the stream ends; the client comes back for more.
+        early = await on(client, c, 1).get(last_event_id=last_id)
+        assert early.status == 200
+        assert await early.messages() == []
+        c.probe.release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        resumed = await client.get(last_event_id=last_id)
+        assert resumed.status == 200
+        messages = await resumed.messages()
+        assert messages[0]["params"]["data"] == "after the stream closed"
+        assert messages[-1]["id"] == call["id"]
+        assert messages[-1]["result"]["content"][0]["text"] == "answered after reconnecting"
+        # An id no store knows is still refused.
+        unknown = await client.get(last_event_id="12345.1")
+        assert unknown.status == 400
 
 
 async def test_a_delete_on_one_replica_ends_the_session_on_every_replica() -> None:

@@ -75,11 +75,11 @@ from .._session_actor import SessionActor
 from ._relay import Relayed, RelayKind, Replicas
 from ._routing import STANDALONE, Routing
 from ._session_store import SessionRecord, principal_identity
-from ._streams import Attachment, Item, NudgeTimer
+from ._streams import Attachment, Item, NudgeTimer, Stream
 
 if TYPE_CHECKING:
     from ...server import Server
-    from ._event_store import EventStore
+    from ._event_store import EventStore, Replay
 
 __all__ = [
     "Attachment",
@@ -667,7 +667,9 @@ class HttpSession(Routing):
             return None
         stream = self._streams.get(first.stream_id)
         if stream is None:
-            return None
+            if self.replicas is None:
+                return None
+            return self._resume_elsewhere(first)
         if not stream.complete:
             # Something is still routed to it (the standalone stream, or a request's
             # stream while the request runs): the router must be there to do it.
@@ -684,6 +686,19 @@ class HttpSession(Routing):
             # Nothing more will be routed to it: the replay is all there is.
             self._detach(stream, attachment)
         self._retained.pop(stream.id, None)
+        return attachment
+
+    def _resume_elsewhere(self, replay: Replay) -> Attachment:
+        # A stream of another replica's copy, in the store they share: what is stored is
+        # all this copy can give. If it was not the end, the client resumes again from
+        # its new last event, and gets what has been stored since.
+        stream = Stream(replay.stream_id)
+        stream.sse = True
+        stream.complete = True
+        attachment = self._attach(stream)
+        attachment.replay = replay.events
+        attachment.skip = frozenset(event_id for event_id, _ in replay.events)
+        self._detach(stream, attachment)
         return attachment
 
     async def release(self, attachment: Attachment) -> None:
