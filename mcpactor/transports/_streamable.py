@@ -32,7 +32,13 @@ from ..protocol import (
     owed_ids,
 )
 from ..protocol._envelope import has_envelope
-from ..runtime.http import DuplicateRequestId, HttpSession, SessionKind, SessionLimitReached
+from ..runtime.http import (
+    DuplicateRequestId,
+    HttpSession,
+    SessionKind,
+    SessionLimitReached,
+    StoreUnavailable,
+)
 from ._asgi import (
     Headers,
     Receive,
@@ -97,6 +103,8 @@ async def _session(
         session = await manager.find(session_id, principal)
     except SessionLimitReached as exc:
         return None, 503, str(exc)
+    except StoreUnavailable as exc:
+        return None, 503, f"the session store is unavailable: {exc}"
     if session is None and manager.stopping:
         # Not 404: that would tell the client to start over, on a server going away.
         return None, 503, "the server is shutting down"

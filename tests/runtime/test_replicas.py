@@ -8,7 +8,7 @@ load balancer without stickiness would.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
@@ -24,8 +24,10 @@ from mcpactor.runtime.http import (
     MemorySessionRecords,
     Relayed,
     RelayKind,
+    Replicas,
     SessionManager,
     SessionRecord,
+    StoreUnavailable,
     principal_identity,
 )
 from mcpactor.transports import HttpOptions, open_http_app
@@ -59,8 +61,48 @@ def _principal(headers: Mapping[str, str]) -> object:
     return headers.get("x-user", "someone")
 
 
+class Outage:
+    """Records and a relay that fail with StoreUnavailable while ``down`` is set."""
+
+    def __init__(self, replicas: Replicas) -> None:
+        self.records = replicas.records
+        self.relay = replicas.relay
+        self.replica_id = replicas.replica_id
+        self.down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise StoreUnavailable("connection refused")
+
+    async def put(self, record: SessionRecord, *, ttl: float) -> None:
+        self._check()
+        await self.records.put(record, ttl=ttl)
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        self._check()
+        return await self.records.get(session_id)
+
+    async def remove(self, session_id: str) -> bool:
+        self._check()
+        return await self.records.remove(session_id)
+
+    async def send(self, message: Relayed) -> None:
+        self._check()
+        await self.relay.send(message)
+
+    async def serve(
+        self,
+        deliver: Callable[[Relayed], Awaitable[None]],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        await self.relay.serve(deliver, task_status=task_status)
+
+
 @contextlib.asynccontextmanager
-async def cluster(count: int = 2, **options: Any) -> AsyncIterator[Cluster]:
+async def cluster(
+    count: int = 2, outages: list[Outage] | None = None, **options: Any
+) -> AsyncIterator[Cluster]:
     hub = MemoryHub()
     probe = Probe()
     server = make_server(probe)
@@ -68,12 +110,15 @@ async def cluster(count: int = 2, **options: Any) -> AsyncIterator[Cluster]:
         async with contextlib.AsyncExitStack() as stack:
             clients = []
             for name in "abc"[:count]:
+                replicas = hub.replica(name)
+                if outages is not None:
+                    outage = Outage(replicas)
+                    outages.append(outage)
+                    replicas = Replicas(outage, outage)
                 app = await stack.enter_async_context(
                     open_http_app(
                         server,
-                        options=HttpOptions(
-                            replicas=hub.replica(name), authenticate=_principal, **options
-                        ),
+                        options=HttpOptions(replicas=replicas, authenticate=_principal, **options),
                     )
                 )
                 clients.append(AsgiClient(app, nursery))
@@ -443,6 +488,58 @@ async def test_initialized_posted_to_another_replica_reaches_the_copy_that_opene
         with trio.fail_after(TIMEOUT):
             while opened.actor.core.phase.name != "OPERATING":
                 await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_with_the_store_down_requests_that_need_it_fail_clearly_and_others_go_on() -> None:
+    outages: list[Outage] = []
+    async with cluster(outages=outages) as c:
+        client = await initialized(c, 0)
+        for outage in outages:
+            outage.down = True
+        # Opening a session needs its record: a clear error, the process stays up.
+        other = c.client(0)
+        response = await other.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
+            }
+        )
+        error = await read_reply(response)
+        assert error["error"]["code"] == -32603
+        assert "session store is unavailable" in error["error"]["message"]
+        # A replica without a copy cannot find the session: 503, not 404 (which would
+        # tell the client that its session is gone).
+        refused = await on(client, c, 1).post(_tool(client, "add", a=1, b=1))
+        assert refused.status == 503
+        assert b"session store is unavailable" in await refused.body()
+        # The replica holding a copy serves it; a cancel it cannot relay is lost, quietly.
+        assert (
+            _sum(
+                await on(client, c, 0).call(
+                    "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}
+                )
+            )
+            == 3
+        )
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 99},
+        }
+        assert (await client.post(cancel)).status == 202
+        # Back up: the other replica adopts the session.
+        for outage in outages:
+            outage.down = False
+        assert (
+            _sum(
+                await on(client, c, 1).call(
+                    "tools/call", {"name": "add", "arguments": {"a": 2, "b": 2}}
+                )
+            )
+            == 4
+        )
 
 
 async def test_one_process_without_replicas_writes_no_record() -> None:

@@ -29,6 +29,7 @@ from ._session_store import MemorySessionStore as MemorySessionStore
 from ._session_store import SessionRecord as SessionRecord
 from ._session_store import SessionRecords as SessionRecords
 from ._session_store import SessionStore as SessionStore
+from ._session_store import StoreUnavailable as StoreUnavailable
 from ._session_store import principal_identity as principal_identity
 from ._streams import Attachment as Attachment
 from ._streams import Item as Item
@@ -64,6 +65,7 @@ __all__ = [
     "SessionRecord",
     "SessionRecords",
     "SessionStore",
+    "StoreUnavailable",
     "Stream",
     "principal_identity",
 ]

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 import orjson
 import trio
 
-from ..._exceptions import ProtocolError
+from ..._exceptions import INTERNAL_ERROR, ProtocolError
 from ...protocol import (
     Body,
     ErrorResponse,
@@ -70,11 +70,11 @@ from ...protocol import (
     decode,
     describe,
 )
-from .._messages import Outbound, Outbox, SessionOptions
+from .._messages import RESPONSE, Outbound, Outbox, SessionOptions
 from .._session_actor import SessionActor
 from ._relay import Relayed, RelayKind, Replicas
 from ._routing import STANDALONE, Routing
-from ._session_store import SessionRecord, principal_identity
+from ._session_store import SessionRecord, StoreUnavailable, principal_identity
 from ._streams import Attachment, Item, NudgeTimer, Stream
 
 if TYPE_CHECKING:
@@ -486,11 +486,19 @@ class HttpSession(Routing):
         return True
 
     async def relay(self, kind: RelayKind, data: bytes = b"") -> None:
-        """Send the other replicas a message about this session."""
+        """Send the other replicas a message about this session.
+
+        If the store is unavailable the message is lost, as one to a replica that died.
+        """
         replicas = self.replicas
         assert replicas is not None
         assert self.id is not None
-        await replicas.relay.send(Relayed(kind, self.id, replicas.replica_id, data))
+        try:
+            await replicas.relay.send(Relayed(kind, self.id, replicas.replica_id, data))
+        except StoreUnavailable as exc:
+            _log.warning(
+                "could not relay a %s message of session %s: %s", kind.value, self.id, exc
+            )
 
     async def _share_in(self, value: JSONValue | Body) -> JSONValue | Body | None:
         # What this copy keeps of a client's message (None: nothing, it went elsewhere).
@@ -519,15 +527,35 @@ class HttpSession(Routing):
             await self.relay(RelayKind.CLIENT, orjson.dumps(body.to_json()))
         return body
 
-    async def _share_out(self) -> None:
+    async def _share_out(self) -> bool:
         # After the core took a client's message: a record to write for a session just
-        # initialized here, or for a log level just changed.
+        # initialized here, or for a log level just changed. False if a session just
+        # initialized could not be recorded: no other replica would know it.
         written = self._written
-        if written is None:
-            if self.actor.core.negotiated is not None:
+        try:
+            if written is None:
+                if self.actor.core.negotiated is not None:
+                    await self.write_record()
+            elif self.actor.core.log_level != written[0]:
                 await self.write_record()
-        elif self.actor.core.log_level != written[0]:
-            await self.write_record()
+        except StoreUnavailable as exc:
+            _log.warning("could not write the record of session %s: %s", self.id, exc)
+            return written is not None
+        return True
+
+    @staticmethod
+    def _unrecorded(item: Outbound) -> Outbound:
+        # The answer to initialize when the session could not be recorded.
+        error = {
+            "jsonrpc": "2.0",
+            "id": item.related_request_id,
+            "error": {
+                "code": INTERNAL_ERROR,
+                "message": "the session store is unavailable, so no session can be opened "
+                "now: try again later",
+            },
+        }
+        return Outbound(RESPONSE, error, item.related_request_id)
 
     async def take_relayed(self, message: Relayed) -> None:
         """Act on what another replica relayed about this session."""
@@ -584,12 +612,13 @@ class HttpSession(Routing):
             # a trip to its task and back; asleep, the core settles what it answers alone.
             received = self.actor.receive(value)
             if received.taken:
-                if shared:
-                    # Before the replies leave: the client's next request may go anywhere.
-                    await self._share_out()
+                replies = received.replies
+                # Before the replies leave: the client's next request may go anywhere.
+                if shared and not await self._share_out():
+                    replies = tuple(self._unrecorded(item) for item in replies)
                 if received.backlog:
                     self._wake(list(received.backlog))
-                for item in received.replies:
+                for item in replies:
                     await self._route(item)
                 return True
             inbox = self._inbox

@@ -39,6 +39,7 @@ __all__ = [
     "SessionRecord",
     "SessionRecords",
     "SessionStore",
+    "StoreUnavailable",
     "principal_identity",
 ]
 
@@ -47,6 +48,15 @@ MAX_RECORD_BYTES: Final = 256 * 1024
 # What a record may hold, at most: past this a record is refused as damaged.
 _MAX_SUBSCRIPTIONS: Final = 10_000
 _MAX_TEXT: Final = 4096
+
+
+class StoreUnavailable(ConnectionError):
+    """A store shared between replicas cannot be reached now (it may be again later).
+
+    Shared implementations of SessionRecords and Relay raise it for every failure to
+    reach their store, so that a request that needs the store fails with a clear error
+    and the process stays up.
+    """
 
 
 class SessionStore(Protocol):
