@@ -106,6 +106,12 @@ async def cluster(
     hub = MemoryHub()
     probe = Probe()
     server = make_server(probe)
+
+    @server.resource("mem://doc")
+    async def doc() -> str:
+        """A document."""
+        return "text"
+
     async with trio.open_nursery() as nursery:
         async with contextlib.AsyncExitStack() as stack:
             clients = []
@@ -462,6 +468,29 @@ async def test_a_log_level_set_on_one_replica_reaches_the_other_copies() -> None
         assert record is not None
         assert record.log_level == "error"
         assert record.touched_by == "b"
+
+
+async def test_a_subscription_made_on_one_replica_reaches_the_other_copies() -> None:
+    async with cluster() as c:
+        client = await initialized(c, 0)
+        on(client, c, 1)
+        assert (await client.call("resources/subscribe", {"uri": "mem://doc"}))["result"] == {}
+        # The next request there writes the record at once (not a touch interval later).
+        assert (
+            _sum(await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}))
+            == 2
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        record = await c.hub.records.get(client.session_id or "")
+        assert record is not None
+        assert record.subscriptions == {"mem://doc"}
+        opened = c.copy(0, client.session_id)
+        assert opened is not None
+        assert opened.actor.statistics().subscriptions == 1
+        assert (await client.call("resources/unsubscribe", {"uri": "mem://doc"}))["result"] == {}
+        await client.call("ping")
+        await trio.testing.wait_all_tasks_blocked()
+        assert opened.actor.statistics().subscriptions == 0
 
 
 async def test_initialized_posted_to_another_replica_reaches_the_copy_that_opened_it() -> None:

@@ -448,6 +448,11 @@ class HttpSession(Routing):
         # The actor keeps them for its change notices; a record carries a copy.
         return frozenset(self.actor._subscriptions or ())
 
+    def state_changed(self) -> bool:
+        """Whether the subscriptions differ from what this copy last wrote."""
+        written = self._written
+        return written is not None and self._subscriptions() != written[1]
+
     def record(self) -> SessionRecord | None:
         """This copy's state as a record; None before initialize or if not shared."""
         negotiated = self.actor.core.negotiated

@@ -551,10 +551,12 @@ class SessionManager:
                 session = self._adopt(replicas, record, principal)
                 if session is None:
                     return None
-        now = trio.current_time()
-        if session.replicas is not None and now - session.written_at >= self.touch_interval:
-            session.written_at = now
-            self.spawn(functools.partial(self._write_record, session))
+        if session.replicas is not None:
+            now = trio.current_time()
+            # A subscription changed by the last request reaches the other copies now.
+            if now - session.written_at >= self.touch_interval or session.state_changed():
+                session.written_at = now
+                self.spawn(functools.partial(self._write_record, session))
         return session
 
     def _adopt(
