@@ -695,3 +695,21 @@ async def test_a_hub_relays_to_every_replica_but_the_sender_or_to_its_target() -
         with pytest.raises(RuntimeError, match="served already"):
             await relays["a"].serve(_ignore)
         nursery.cancel_scope.cancel()
+
+
+def test_a_core_adopted_with_capabilities_numbers_its_requests_from_its_range() -> None:
+    from mcpactor.protocol import ServerSession
+
+    core = ServerSession(
+        server_info=lambda revision: {"name": "s", "version": "1"},
+        capabilities=lambda revision: {},
+    )
+    negotiated = core.adopt("2025-06-18", {"name": "c", "version": "1"}, {"sampling": {}})
+    assert negotiated.client_has("sampling")
+    core.number_requests_from(2**40 + 1)
+    request = core.send_request("sampling/createMessage", {})
+    assert request.id == 2**40 + 1
+    assert core.expects(request.id)
+    assert not core.expects(1)
+    core.receive({"jsonrpc": "2.0", "id": request.id, "result": {}})
+    assert not core.expects(request.id)
