@@ -48,6 +48,7 @@ __all__ = [
     "REPLICA_STOPPED",
     "CommandHandler",
     "InMemoryTaskStore",
+    "StoppedHook",
     "TaskCommand",
     "TaskRecord",
     "TaskStore",
@@ -210,6 +211,8 @@ class TaskCommand:
 
 #: what the owner of a task does with a command for it; called in the event loop
 CommandHandler = Callable[[TaskCommand], None]
+#: told of a task a load just found given up by its replica (to announce it)
+StoppedHook = Callable[[TaskRecord], None]
 
 
 class TaskWatch(Protocol):
@@ -230,8 +233,13 @@ class TaskStore(Protocol):
     async def create(self, record: TaskRecord) -> TaskRecord:
         """Store a new task; return it numbered, as stored."""
 
-    async def load(self, task_id: str) -> TaskRecord | None:
-        """Return the task, failed if its owner's lease lapsed; None if unknown or expired."""
+    async def load(
+        self, task_id: str, *, on_stopped: StoppedHook | None = None
+    ) -> TaskRecord | None:
+        """Return the task, failed if its owner's lease lapsed; None if unknown or expired.
+
+        ``on_stopped`` is called with the record when this load is what failed it.
+        """
 
     async def save(self, record: TaskRecord) -> TaskRecord:
         """Write a later state of a task; return what stands (a terminal state stays)."""
@@ -350,7 +358,9 @@ class InMemoryTaskStore:
         self._put(record)
         return record
 
-    async def load(self, task_id: str) -> TaskRecord | None:
+    async def load(
+        self, task_id: str, *, on_stopped: StoppedHook | None = None
+    ) -> TaskRecord | None:
         """Return the task, failed if its owner's lease lapsed; None if unknown or expired."""
         await trio.lowlevel.checkpoint()
         record = self._live(task_id)
@@ -361,6 +371,8 @@ class InMemoryTaskStore:
             record = stopped(record, self.now())
             self._deadlines[task_id] = (expires, None)
             self._put(record)
+            if on_stopped is not None:
+                on_stopped(record)
         return record
 
     async def save(self, record: TaskRecord) -> TaskRecord:

@@ -497,9 +497,13 @@ class _TaskTable:
         # A task this table does not run, from the store.
         assert self._shared is not None
         try:
-            return await self._shared.load(task_id)
+            return await self._shared.load(task_id, on_stopped=self._given_up)
         except Exception as exc:
             raise _store_unavailable(exc) from None
+
+    def _given_up(self, record: TaskRecord) -> None:
+        # A load here found the task's replica gone and failed it: say so, once.
+        raise NotImplementedError
 
     async def _cancel_remote(self, record: TaskRecord) -> TaskRecord:
         # Fix the outcome in the store, then tell the replica whose actor runs it.
@@ -640,6 +644,10 @@ class TaskManager(_TaskTable):
     def _owner(self) -> tuple[str | None, str | None]:
         session = getattr(self._peer, "session_id", None)
         return None, session if isinstance(session, str) else None
+
+    def _given_up(self, record: TaskRecord) -> None:
+        if self._nursery is not None:
+            self._nursery.start_soon(self._peer_notify, _record_wire(record))
 
     def _sharing(self) -> TaskStore | None:
         # A session without an id (stdio) has nobody to share its tasks with.
@@ -852,6 +860,9 @@ class TaskRegistry(_TaskTable):
 
     def _owner(self) -> tuple[str | None, str | None]:
         return None, None
+
+    def _given_up(self, record: TaskRecord) -> None:
+        self._publish(_record_snapshot(record))
 
     async def _remote(
         self, task_id: str, principal: str | None, request_id: RequestId | None

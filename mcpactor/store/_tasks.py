@@ -43,6 +43,7 @@ from ..protocol import describe, describe_error
 from ..protocol._ext_tasks import MAX_TASK_ID_LENGTH
 from ..runtime._task_store import (
     CommandHandler,
+    StoppedHook,
     TaskCommand,
     TaskRecord,
     TaskWatch,
@@ -192,7 +193,9 @@ class RedisTaskStore:
         )
         return attrs.evolve(record, number=int(number))
 
-    async def load(self, task_id: str) -> TaskRecord | None:
+    async def load(
+        self, task_id: str, *, on_stopped: StoppedHook | None = None
+    ) -> TaskRecord | None:
         """Return the task, failed if its owner's lease lapsed; None if unknown or expired."""
         found: Any = await self._load(keys=[self._task_key(task_id), self._lease_key(task_id)])
         if found is None:
@@ -201,9 +204,15 @@ class RedisTaskStore:
         record = self._read(task_id, text, number)
         if record is None or record.terminal or leased:
             return record
-        return await self._write(stopped(record, time.time()), only_unleased=True)
+        record, written = await self._write(stopped(record, time.time()), only_unleased=True)
+        if written and on_stopped is not None:
+            on_stopped(record)
+        return record
 
-    async def _write(self, record: TaskRecord, *, only_unleased: bool = False) -> TaskRecord:
+    async def _write(
+        self, record: TaskRecord, *, only_unleased: bool = False
+    ) -> tuple[TaskRecord, bool]:
+        # What stands after the write, and whether it was this write.
         task_id = record.task_id
         stood: Any = await self._save(
             keys=[self._task_key(task_id), self._lease_key(task_id)],
@@ -216,13 +225,13 @@ class RedisTaskStore:
             ],
         )
         if stood is None:
-            return record
-        _, text, number = stood
-        return self._read(task_id, text, number) or record
+            return record, False
+        written, text, number = stood
+        return self._read(task_id, text, number) or record, bool(written)
 
     async def save(self, record: TaskRecord) -> TaskRecord:
         """Write a later state of a task; return what stands (a terminal state stays)."""
-        return await self._write(record)
+        return (await self._write(record))[0]
 
     async def cancel(self, task_id: str, message: str, now: float) -> TaskRecord | None:
         """Make the task cancelled unless terminal; return what stands, None if unknown."""
@@ -237,7 +246,7 @@ class RedisTaskStore:
             result=None,
             input_requests=None,
         )
-        return await self._write(cancelled)
+        return (await self._write(cancelled))[0]
 
     async def renew(self, task_ids: Collection[str]) -> None:
         """Extend this replica's lease on each of ``task_ids`` (one round trip)."""

@@ -139,7 +139,17 @@ async def test_a_task_whose_replica_stopped_fails_when_its_lease_lapses(
         await trio.sleep(20 - trio.current_time() - 0.001)
         assert (await b.get(task_id))["status"] == "working"
         await trio.sleep(0.001)
-        failed = await b.get(task_id)
+        with bus.listen() as listener:
+            failed = await b.get(task_id)
+            # The replica whose read failed it announces it, once.
+            notice = await listener.next()
+            assert notice.payload is not None
+            assert notice.payload["status"] == "failed"
+            assert notice.payload["error"] == failed["error"]
+            await b.get(task_id)
+            with trio.move_on_after(100):
+                await listener.next()
+                pytest.fail("the failure was announced twice")
         assert failed["status"] == "failed"
         assert failed["statusMessage"] == REPLICA_STOPPED
         assert failed["error"]["code"] == -32603
@@ -309,6 +319,9 @@ async def test_a_sessions_task_is_answered_by_another_replica_of_the_session(
         assert trio.current_time() - start == pytest.approx(30)
         assert answer["content"] == [{"type": "text", "text": "slept"}]
         assert answer["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+        # The owner's actors end right after their last state is stored.
+        with trio.fail_after(1):
+            await a.wait_idle()
         assert a.statistics().running == 0
         # The owner's actor of the cancelled task ended when the cancel reached it.
         assert (await a.get(created[1]["taskId"]))["status"] == "cancelled"

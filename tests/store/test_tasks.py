@@ -114,6 +114,7 @@ class Replicas:
     gates: dict[str, trio.Event]
     ended: dict[str, trio.Event]
     a_scope: trio.CancelScope
+    bus: InMemoryBus
 
     def open(self, gate: str) -> None:
         self.gates.setdefault(gate, trio.Event()).set()
@@ -152,7 +153,7 @@ async def two_replicas(
                     await trio.sleep_forever()
 
         a, a_store = await b_nursery.start(run_a)
-        yield Replicas(a, b, a_store, b_store, gates, ended, a_scope)
+        yield Replicas(a, b, a_store, b_store, gates, ended, a_scope, bus)
         a_scope.cancel()
         b_nursery.cancel_scope.cancel()
 
@@ -225,7 +226,11 @@ async def test_a_task_of_a_stopped_replica_fails_once_its_lease_lapses(
         assert (await replicas.b.get(task_id))["status"] == "working"
         replicas.a_scope.cancel()  # the replica stops; its actor ends without a word
         await replicas.wait_ended("never")
-        failed = await eventually(replicas.b, replicas.b_store, task_id, "failed")
+        with replicas.bus.listen() as listener:
+            failed = await eventually(replicas.b, replicas.b_store, task_id, "failed")
+            notice = await listener.next()
+        assert notice.payload is not None
+        assert notice.payload["status"] == "failed"
         assert failed["statusMessage"] == REPLICA_STOPPED
         assert failed["error"]["code"] == -32603
         await replicas.b.send("tasks/cancel", {"taskId": task_id})
