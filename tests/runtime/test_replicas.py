@@ -18,6 +18,7 @@ import trio
 import trio.testing
 
 from mcpactor.runtime.http import (
+    MAX_RELAYED_BYTES,
     HttpSession,
     MemoryEventStore,
     MemoryHub,
@@ -713,3 +714,15 @@ def test_a_core_adopted_with_capabilities_numbers_its_requests_from_its_range() 
     assert not core.expects(1)
     core.receive({"jsonrpc": "2.0", "id": request.id, "result": {}})
     assert not core.expects(request.id)
+
+
+async def test_a_message_too_large_to_relay_is_dropped_and_the_session_goes_on() -> None:
+    async with cluster() as c:
+        client = await initialized(c, 0)
+        copy = c.copy(0, client.session_id)
+        assert copy is not None
+        before = dict(c.hub.sent)
+        await copy.relay(RelayKind.STANDALONE, b"x" * MAX_RELAYED_BYTES)
+        assert c.hub.sent == before
+        reply = await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+        assert _sum(reply) == 2

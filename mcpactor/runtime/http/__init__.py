@@ -12,6 +12,7 @@ from ._http_session import DuplicateRequestId as DuplicateRequestId
 from ._http_session import HttpSession as HttpSession
 from ._http_session import SessionHost as SessionHost
 from ._http_session import SessionKind as SessionKind
+from ._relay import MAX_RELAYED_BYTES as MAX_RELAYED_BYTES
 from ._relay import MemoryHub as MemoryHub
 from ._relay import MemoryRelay as MemoryRelay
 from ._relay import Relay as Relay
@@ -38,6 +39,7 @@ from ._streams import Stream as Stream
 
 __all__ = [
     "COALESCE_SECONDS",
+    "MAX_RELAYED_BYTES",
     "SLEEP_AFTER",
     "WATCH_AFTER",
     "Attachment",

@@ -72,7 +72,7 @@ from ...protocol import (
 )
 from .._messages import RESPONSE, Outbound, Outbox, SessionOptions
 from .._session_actor import SessionActor
-from ._relay import Relayed, RelayKind, Replicas
+from ._relay import MAX_RELAYED_BYTES, Relayed, RelayKind, Replicas
 from ._routing import STANDALONE, Routing
 from ._session_store import SessionRecord, StoreUnavailable, principal_identity
 from ._streams import Attachment, Item, NudgeTimer, Stream
@@ -96,6 +96,8 @@ _INBOX_SIZE: Final = 64
 # Copies of a shared session draw one of this many ranges of this many request ids (and
 # stream ids), so that two copies' ids stay within 2**53 (exact in JSON numbers
 # everywhere) and coincide with odds of one in two million.
+# What a relayed message may carry, its header aside.
+_MAX_RELAYED_DATA: Final = MAX_RELAYED_BYTES - 4096
 _ID_RANGES: Final = 2**21
 _ID_RANGE: Final = 2**32
 _OUTBOX_SIZE: Final = 256
@@ -498,6 +500,14 @@ class HttpSession(Routing):
         replicas = self.replicas
         assert replicas is not None
         assert self.id is not None
+        if len(data) > _MAX_RELAYED_DATA:
+            _log.warning(
+                "dropped a %s message of session %s: %d bytes, more than a relay carries",
+                kind.value,
+                self.id,
+                len(data),
+            )
+            return
         try:
             await replicas.relay.send(Relayed(kind, self.id, replicas.replica_id, data))
         except StoreUnavailable as exc:
