@@ -535,12 +535,11 @@ class Observatory:
         return False
 
     def cancel_stateless(self, request_key: int) -> bool:
-        """Cancel a stateless request (or listen stream); its client gets an error."""
+        """Cancel a stateless request (or listen stream) as its client leaving would."""
         for host in self._all_hosts():
             flight = host.flights.get(request_key)
-            if flight is not None and not flight.scope.cancel_called:
-                flight.cancel(OPERATOR_REASON)
-                return True
+            if flight is not None:
+                return flight.cancel(OPERATOR_REASON)
         return False
 
     async def cancel_task(self, task_id: str) -> bool:
@@ -641,6 +640,6 @@ def _flight(
         "name": name,
         "age": _seconds(now - flight.started),
         "progress": flight.progress,
-        "cancelled": flight.scope.cancel_called,
+        "cancelled": flight.scope is not None and flight.scope.cancel_called,
         "principal": _principal_text(flight.principal),
     }

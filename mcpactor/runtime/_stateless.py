@@ -102,18 +102,20 @@ class StatelessOptions:
 class Flight:
     """One stateless request being served: what it is, since when, and its cancel scope."""
 
-    __slots__ = ("_emit", "principal", "progress", "reason", "request", "scope", "started")
+    __slots__ = ("_emit", "principal", "progress", "request", "scope", "started")
 
-    def __init__(self, request: Request, emit: Emit, principal: object) -> None:
+    def __init__(
+        self, request: Request, emit: Emit, principal: object, scope: trio.CancelScope | None
+    ) -> None:
         self.request = request
         self._emit = emit
         self.principal = principal
         self.started = trio.current_time()
-        self.scope = trio.CancelScope()
+        #: the caller's scope around the request (a scope of our own would cost more than
+        #: the rest of this record: this is the protocol's own way to end the request)
+        self.scope = scope
         #: the last progress its handler reported
         self.progress: float | None = None
-        #: why it was cancelled by ``cancel`` (the error its client is answered with)
-        self.reason = ""
 
     async def emit(self, message: JSONObject) -> None:
         """Pass a notification on to the transport, noting the request's progress."""
@@ -125,10 +127,13 @@ class Flight:
                     self.progress = float(progress)
         await self._emit(message)
 
-    def cancel(self, reason: str) -> None:
-        """End the handler, answering the client with an error that gives ``reason``."""
-        self.reason = reason
-        self.scope.cancel(reason)
+    def cancel(self, reason: str) -> bool:
+        """End the request as its client leaving would; False if it cannot be cancelled."""
+        scope = self.scope
+        if scope is None or scope.cancel_called:
+            return False
+        scope.cancel(reason)
+        return True
 
 
 @attrs.frozen
@@ -237,11 +242,13 @@ class StatelessHost:
         envelope: Envelope | None = None,
         principal: object = None,
         keepalive: Callable[[], Awaitable[None]] | None = None,
+        scope: trio.CancelScope | None = None,
     ) -> JSONObject:
         """Serve ``request`` and return its JSON-RPC answer (result or error).
 
         Run it inside a cancel scope of the caller's: cancelling that ends the handler
         (``trio.Cancelled`` goes through), and the caller sends nothing more for it.
+        Given that ``scope``, the live tree's cancel action can cancel it too.
         """
         request_id = request.id
         try:
@@ -258,17 +265,14 @@ class StatelessHost:
             return _error(request_id, INTERNAL_ERROR, f"server busy: {why}")
         self._in_flight += 1
         # What the live tree shows of the request, and the scope its cancel action uses.
-        flight = Flight(request, emit, principal)
+        flight = Flight(request, emit, principal, scope)
         key = self._next_flight
         self._next_flight = key + 1
         self.flights[key] = flight
         try:
-            with flight.scope:
-                if request.method == LISTEN:
-                    return await self._listen(request, envelope, flight.emit, keepalive, principal)
-                return await self._serve(request, envelope, flight.emit, principal)
-            # Only ``Flight.cancel`` cancels this scope: the client is told why.
-            return _error(request_id, INTERNAL_ERROR, flight.reason, {"cancelled": True})
+            if request.method == LISTEN:
+                return await self._listen(request, envelope, flight.emit, keepalive, principal)
+            return await self._serve(request, envelope, flight.emit, principal)
         finally:
             del self.flights[key]
             self._in_flight -= 1

@@ -133,6 +133,7 @@ async def serve_stateless_post(
                 envelope=envelope,
                 principal=principal,
                 keepalive=keepalive if stream else None,
+                scope=scope,
             )
     finally:
         armed.disarm()

@@ -86,7 +86,7 @@ class PipeRouter:
 
         try:
             with scope:
-                answer = await self.host.serve(request, emit)
+                answer = await self.host.serve(request, emit, scope=scope)
                 # Queued without another trip through the scheduler, as the session's
                 # answers are, unless the outbox is full (then wait, as backpressure).
                 try:
