@@ -49,6 +49,7 @@ _COMMANDS: Final = {
     "dev": ("._dev", "dev"),
     "inspect": ("._inspect", "inspect"),
     "install": ("._install", "install"),
+    "top": ("._top", "top"),
 }
 
 
@@ -213,9 +214,11 @@ def _build_parser() -> argparse.ArgumentParser:
     from ._dev import add_dev_parser
     from ._inspect import add_inspect_parser
     from ._install import add_install_parser
+    from ._top import add_top_parser
 
     add_inspect_parser(commands, _add_global_arguments, _add_composition_arguments)
     add_install_parser(commands, _add_global_arguments)
+    add_top_parser(commands, _add_global_arguments)
 
     # Last: dev takes every option serve has by then.
     add_dev_parser(commands, serve)

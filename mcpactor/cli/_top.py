@@ -1,0 +1,260 @@
+"""``mcpactor top URL --token-file F``: the live tree of a running server, in the terminal.
+
+Reads the admin listener's ``/api/tree`` (``mcpactor serve --admin``) once a second and
+redraws it with plain ANSI sequences; ``--once`` prints one frame and exits. What the
+server sends is shown as text with control characters removed, so a client's name
+cannot move the cursor or change colours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from .._exceptions import ConfigError
+
+__all__ = ["add_top_parser", "render", "top"]
+
+#: the largest tree read from the server, in bytes
+MAX_TREE_BYTES: Final = 8 * 1024 * 1024
+_CONTROL: Final = dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)], " ")
+
+
+def add_top_parser(commands: Any, add_global_arguments: Callable[..., None]) -> None:
+    """Add ``top`` to ``commands``, with the options ``add_global_arguments`` adds."""
+    top = commands.add_parser(
+        "top",
+        help="show the live tree of a server running with --admin, in the terminal",
+        description="Read the admin listener of a running `mcpactor serve --admin` and show "
+        "its servers, sessions, requests, tasks and streams, redrawn every second.",
+    )
+    add_global_arguments(top, command=True)
+    top.add_argument("url", metavar="URL", help="the admin listener (http://127.0.0.1:PORT/)")
+    top.add_argument(
+        "--token-file",
+        metavar="FILE",
+        required=True,
+        help="the admin token, the file's first line",
+    )
+    top.add_argument("--once", action="store_true", help="print one frame and exit")
+    top.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between frames (default: 1; at least 0.25)",
+    )
+    top.add_argument("--tool", metavar="NAME", help="only requests whose method or name has NAME")
+    top.add_argument("--client", metavar="NAME", help="only sessions whose client name has NAME")
+    top.add_argument(
+        "--slow-ms", type=float, metavar="MS", help="only requests running for at least MS ms"
+    )
+    top.add_argument(
+        "--limit", type=int, default=50, metavar="N", help="at most N sessions (default: 50)"
+    )
+
+
+def _token(path: str) -> str:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--token-file: cannot read {path!r} ({exc})") from exc
+    token = lines[0].strip() if lines else ""
+    if not token:
+        raise ConfigError(f"--token-file {path!r}: the first line holds no token")
+    return token
+
+
+def _tree_url(args: argparse.Namespace) -> str:
+    given = str(args.url)
+    base = given if given.endswith("/") else given + "/"
+    parts = urllib.parse.urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"top expects the admin listener's http(s):// URL, got {given!r}")
+    query: dict[str, str] = {"limit": str(max(1, args.limit))}
+    for name in ("tool", "client"):
+        if getattr(args, name):
+            query[name] = str(getattr(args, name))
+    if args.slow_ms is not None:
+        query["slow_ms"] = str(args.slow_ms)
+    return urllib.parse.urljoin(base, "api/tree") + "?" + urllib.parse.urlencode(query)
+
+
+def fetch_tree(url: str, token: str, *, timeout: float = 5.0) -> dict[str, Any]:
+    """GET the tree at ``url`` with the admin token; ConfigError saying what went wrong."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read(MAX_TREE_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 401:
+            raise ConfigError(f"{url}: the admin token was refused") from exc
+        raise ConfigError(f"{url}: the admin listener answered {exc.code}") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConfigError(f"{url}: cannot reach the admin listener ({reason})") from exc
+    if len(body) > MAX_TREE_BYTES:
+        raise ConfigError(f"{url}: the tree is larger than {MAX_TREE_BYTES} bytes")
+    try:
+        tree = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{url}: the answer is not JSON") from exc
+    if type(tree) is not dict:
+        raise ConfigError(f"{url}: the answer is not a tree")
+    return tree
+
+
+def _text(value: object, width: int = 60) -> str:
+    text = str(value).translate(_CONTROL)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _age(seconds: object) -> str:
+    if not isinstance(seconds, int | float):
+        return "—"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes}m{int(seconds % 60):02d}s"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+def _request_line(request: dict[str, Any]) -> str:
+    label = _text(request.get("method", "?"), 30)
+    if request.get("name"):
+        label += " " + _text(request["name"], 40)
+    parts = [f"request #{_text(request.get('id'), 20)}", label, _age(request.get("age"))]
+    if request.get("progress") is not None:
+        parts.append(f"progress {_text(request['progress'], 12)}")
+    if request.get("deadline_in") is not None:
+        parts.append(f"deadline in {_age(request['deadline_in'])}")
+    if request.get("cancelled"):
+        parts.append("CANCELLED")
+    return "  ".join(parts)
+
+
+def _task_line(task: dict[str, Any]) -> str:
+    parts = [f"task {_text(task.get('id'), 14)}", _text(task.get("status"), 16)]
+    parts.append(f"age {_age(task.get('age'))}")
+    if task.get("ttl_left") is not None:
+        parts.append(f"ttl {_age(task['ttl_left'])} left")
+    return "  ".join(parts)
+
+
+def _stream_line(stream: dict[str, Any]) -> str:
+    parts = [
+        f"stream {_text(stream.get('kind'), 6)} {_text(stream.get('id'), 10)}",
+        "attached" if stream.get("attached") else "detached",
+        f"{_text(stream.get('pending'), 8)} owed",
+        f"{_text(stream.get('buffered'), 8)} buffered",
+    ]
+    if stream.get("last_event_id"):
+        parts.append(f"last {_text(stream['last_event_id'], 20)}")
+    return "  ".join(parts)
+
+
+def _branches(lines: list[str]) -> Iterator[str]:
+    for index, line in enumerate(lines):
+        yield ("└─ " if index == len(lines) - 1 else "├─ ") + line
+
+
+def render(tree: dict[str, Any], *, width: int = 100, color: bool = False) -> str:
+    """One frame of ``mcpactor top`` for ``tree`` (the shape of ``Observatory.snapshot``)."""
+    bold, dim, reset = ("\x1b[1m", "\x1b[2m", "\x1b[0m") if color else ("", "", "")
+    replica = tree.get("replica", {})
+    counts = tree.get("counts", {})
+    workers = tree.get("workers", {})
+    out = [
+        f"{bold}mcpactor top{reset} — {_text(replica.get('id'), 40)} "
+        f"(pid {_text(replica.get('pid'), 10)}) up {_age(replica.get('uptime'))}",
+        f"sessions {counts.get('sessions', 0)} ({counts.get('awake', 0)} awake)  "
+        f"requests {counts.get('requests', 0)}  stateless {counts.get('stateless', 0)}  "
+        f"tasks {counts.get('tasks_running', 0)}/{counts.get('tasks_stored', 0)}  "
+        f"streams {counts.get('streams', 0)}  connections {counts.get('connections', 0)}  "
+        f"listens {counts.get('listens', 0)}  "
+        f"workers {workers.get('busy', 0)}/{workers.get('busy', 0) + workers.get('idle', 0)}",
+        "",
+        f"{bold}SERVERS{reset}",
+    ]
+    for plugin in tree.get("plugins", []):
+        line = f"  {_text(plugin.get('name'), 30):<30} {_text(plugin.get('state'), 10):<9}"
+        if plugin.get("in_flight") is not None:
+            line += f" in flight {plugin['in_flight']}  served {plugin.get('total')}"
+        if plugin.get("error"):
+            line += f"  {_text(plugin['error'], 60)}"
+        out.append(line)
+    sessions = tree.get("sessions", {})
+    out += [
+        "",
+        f"{bold}SESSIONS{reset} ({sessions.get('shown', 0)} of {sessions.get('total', 0)})",
+    ]
+    for session in sessions.get("items", []):
+        out.append(
+            f"  {_text(session.get('id'), 14):<14} {_text(session.get('transport'), 16):<16} "
+            f"{_text(session.get('state'), 8):<8} {_text(session.get('client') or '-', 24):<24} "
+            f"{_text(session.get('revision') or '-', 10):<10} age {_age(session.get('age'))}"
+            + (f" idle {_age(session['idle'])}" if session.get("idle") is not None else "")
+            + (f"  {_text(session['principal'], 40)}" if session.get("principal") else "")
+        )
+        children = [_request_line(r) for r in session.get("requests", [])]
+        children += [_task_line(t) for t in session.get("tasks", [])]
+        children += [_stream_line(s) for s in session.get("streams", [])]
+        more = session.get("more", {})
+        hidden = sum(v for v in more.values() if isinstance(v, int))
+        if hidden:
+            children.append(f"{dim}… {hidden} more{reset}")
+        out += [f"    {line}" for line in _branches(children)]
+    hidden = sessions.get("total", 0) - sessions.get("shown", 0)
+    if hidden > 0:
+        out.append(
+            f"  {dim}… {hidden} more sessions, {sessions.get('hidden_requests', 0)} "
+            f"requests in them{reset}"
+        )
+    stateless = tree.get("stateless", {})
+    flights = stateless.get("requests", []) + stateless.get("listens", [])
+    if flights:
+        out += ["", f"{bold}STATELESS{reset}"]
+        out += [f"  {_request_line(f)}  key {_text(f.get('key'), 12)}" for f in flights]
+    tasks = tree.get("tasks", {}).get("items", [])
+    if tasks:
+        out += ["", f"{bold}TASKS{reset}"]
+        out += [f"  {_task_line(t)}" for t in tasks]
+    return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in out)
+
+
+def top(args: argparse.Namespace) -> int:
+    """Run ``mcpactor top`` as ``args`` say; return the exit status."""
+    token = _token(args.token_file)
+    url = _tree_url(args)
+    interval = max(0.25, args.interval)
+    tty = sys.stdout.isatty()
+    if args.once:
+        width = shutil.get_terminal_size((120, 40)).columns if tty else 200
+        print(render(fetch_tree(url, token), width=width, color=tty))
+        return 0
+    sys.stdout.write("\x1b[2J")
+    try:
+        while True:
+            tree = fetch_tree(url, token)
+            size = shutil.get_terminal_size((120, 40))
+            frame = render(tree, width=size.columns, color=tty)
+            lines = frame.split("\n")[: max(1, size.lines - 1)]
+            # Home, the frame, then clear what the last frame left below it.
+            sys.stdout.write("\x1b[H" + "\x1b[K\n".join(lines) + "\x1b[K\n\x1b[J")
+            sys.stdout.flush()
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return 0
