@@ -66,7 +66,10 @@ if TYPE_CHECKING:
     from ._stateless import Flight, StatelessHost
     from ._tasks import _Task, _TaskTable
     from .http._http_session import HttpSession
-    from .http._session_manager import SessionManager
+
+# The session manager imports this module (to register itself), so it is not imported
+# back, not even for types: a manager is known by what it has.
+SessionManager = Any
 
 __all__ = ["MAX_ITEMS", "MAX_TEXT", "Observatory", "current_observatory", "observed"]
 
@@ -200,9 +203,8 @@ class Observatory:
         from ._offload import ProcessPool
         from ._session_actor import SessionActor
         from ._stateless import StatelessHost
-        from .http._session_manager import SessionManager
 
-        if isinstance(thing, SessionManager):
+        if hasattr(thing, "close_session") and hasattr(thing, "_live"):
             self._managers.append(thing)
         elif isinstance(thing, SessionActor):
             self._actors[thing] = (trio.current_time(), transport)
