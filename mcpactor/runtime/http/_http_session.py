@@ -74,7 +74,7 @@ from .._messages import RESPONSE, Outbound, Outbox, SessionOptions
 from .._session_actor import SessionActor
 from ._relay import MAX_RELAYED_BYTES, Relayed, RelayKind, Replicas
 from ._routing import STANDALONE, Routing
-from ._session_store import SessionRecord, StoreUnavailable, principal_identity
+from ._session_records import SessionRecord, StoreUnavailable, principal_identity
 from ._streams import Attachment, Item, NudgeTimer, Stream
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ import attrs
 import orjson
 import trio
 
-from ._session_store import MemorySessionRecords, SessionRecords
+from ._session_records import MemorySessionRecords, SessionRecords
 
 __all__ = [
     "MAX_RELAYED_BYTES",
