@@ -1,11 +1,30 @@
 """The admin listener: the live actor tree as a page, JSON and SSE, and its actions.
 
 Needs the ``admin`` extra (quart-trio). ``mcpactor serve --admin HOST:PORT`` runs it.
+Every admin app serves ``/metrics`` too when prometheus-client is installed.
 """
 
+from __future__ import annotations
+
+import importlib.util
+
+from quart_trio import QuartTrio
+
+from ..runtime import Observatory
+from . import _app
 from ._app import ADMIN_COOKIE as ADMIN_COOKIE
 from ._app import add_routes as add_routes
-from ._app import create_admin_app as create_admin_app
 from ._app import serve_admin as serve_admin
 
 __all__ = ["ADMIN_COOKIE", "add_routes", "create_admin_app", "serve_admin"]
+
+
+def create_admin_app(observatory: Observatory, *, token: str) -> QuartTrio:
+    """The admin app for ``observatory``, requiring ``token``, with ``/metrics`` if it can."""
+    # An app made in code gets /metrics as the command line's does; prometheus-client is
+    # imported only here, when an app is made, and only if it is installed.
+    if importlib.util.find_spec("prometheus_client") is not None:
+        from ._metrics import install_metrics_route
+
+        install_metrics_route()
+    return _app.create_admin_app(observatory, token=token)
