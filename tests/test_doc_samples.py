@@ -266,6 +266,20 @@ async def test_the_statistics_sample_reads_the_notes_mount(
     assert statistics.max_concurrent == 4
 
 
+async def test_the_observatory_sample_sees_the_running_search(
+    load: Callable[[str], ModuleType],
+) -> None:
+    tree = await load("operations_observatory").tree_while_searching()
+    (session,) = tree["sessions"]["items"]
+    (request,) = session["requests"]
+    assert (request["method"], request["name"], request["cancelled"]) == (
+        "tools/call",
+        "search",
+        False,
+    )
+    assert tree["counts"]["requests"] == 1
+
+
 def test_the_proxy_sample_mounts_two_remote_servers(load: Callable[[str], ModuleType]) -> None:
     # The remote servers are not there: mounting connects to nothing until served.
     module = load("composition_proxy")
@@ -391,6 +405,7 @@ CHECKED: Final = {
     "eras_rounds",
     "http_authenticate",
     "http_websocket",
+    "operations_observatory",
     "plugins_entry_point",
     "plugins_test",
     "tasks_after_input",
