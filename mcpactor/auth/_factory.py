@@ -35,6 +35,14 @@ class CombinedVerifier:
         self.jwt = jwt
         self.introspection = introspection
 
+    def cached(self, token: str) -> Principal | None:
+        """The principal remembered for ``token`` by the verifier it goes to; None: not."""
+        if self.jwt is not None and looks_like_jwt(token):
+            return self.jwt.cached(token)
+        if self.introspection is not None:
+            return self.introspection.cached(token)
+        return None
+
     async def verify(self, token: str) -> Principal:
         """The principal ``token`` names, by whichever verifier fits its shape."""
         if self.jwt is not None and looks_like_jwt(token):

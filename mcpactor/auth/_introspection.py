@@ -112,6 +112,13 @@ class IntrospectionVerifier:
         #: how many introspection requests were sent (tests and statistics read it)
         self.requests = 0
 
+    def cached(self, token: str) -> Principal | None:
+        """The principal remembered for ``token``, without waiting; None: not remembered.
+
+        Raises ``InvalidToken`` for a token recently refused.
+        """
+        return self._cache.lookup(token_key(token))
+
     async def verify(self, token: str) -> Principal:
         """The principal an active token names; raises InvalidToken or VerifierUnavailable."""
         key = token_key(token)

@@ -174,6 +174,13 @@ class JwtVerifier:
         """The key store of ``issuer`` (one of ``issuers``)."""
         return self._keys[issuer]
 
+    def cached(self, token: str) -> Principal | None:
+        """The principal remembered for ``token``, without waiting; None: not remembered.
+
+        Raises ``InvalidToken`` for a token recently refused.
+        """
+        return self._cache.lookup(token_key(token))
+
     async def verify(self, token: str) -> Principal:
         """The principal a valid JWT names; raises ``InvalidToken`` or ``VerifierUnavailable``."""
         key = token_key(token)

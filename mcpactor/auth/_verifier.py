@@ -13,7 +13,10 @@ class TokenVerifier(Protocol):
 
     ``verify`` raises ``InvalidToken`` for a token that must be refused and
     ``VerifierUnavailable`` when the answer cannot be had now (an issuer that is down);
-    it must bound its own waiting (timeouts), and it must never log the token.
+    it must bound its own waiting (timeouts), and it must never log the token. A
+    verifier that remembers tokens may also offer ``cached(token) -> Principal | None``,
+    answering a known token without waiting: the resource server asks it first and skips
+    the deadline it otherwise puts around ``verify``.
     """
 
     async def verify(self, token: str) -> Principal:
