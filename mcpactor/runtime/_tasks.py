@@ -479,7 +479,13 @@ class _TaskTable:
             self._take_answers(task, command.responses)
 
     def _take_answers(self, task: _Task, responses: Mapping[str, JSONObject]) -> None:
-        raise NotImplementedError
+        # Only the tasks extension answers a task's questions by command (tasks/update);
+        # a session's tasks ask their client directly, so an update sent for one is
+        # dropped, not allowed to end the replica's command loop.
+        _log.warning(
+            "an update for task %s, which takes no answers, was dropped",
+            describe(task.state.task_id),
+        )
 
     async def _renew_leases(self, shared: TaskStore, idle: trio.Event) -> None:
         # Alive while some actor runs here with a lease: renewed at a third of its length,
