@@ -102,8 +102,13 @@ def _running(pid: int) -> bool:
     except ProcessLookupError:
         return False
     # An orphan that exited stays a zombie until whoever adopted it reaps it.
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True  # no /proc here: the signal said it is there
+    except ProcessLookupError:
+        return False  # it was reaped between the signal and the read
+    return state != "Z"
 
 
 async def _gone(pid: int) -> None:
