@@ -8,12 +8,8 @@ one (sharing a bus is not the store's business). Time is real: Redis keeps the T
 from __future__ import annotations
 
 import secrets
-import shutil
-import subprocess
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -34,54 +30,9 @@ from mcpactor.store._tasks import RedisTaskStore, open_redis_task_store
 
 from ..runtime.test_tasks_extension import SCHEMA, Client
 from ..server.conftest import FakePeer, make_context
+from .conftest import REDIS
 
-REDIS = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
-
-
-@pytest.fixture(scope="module")
-def redis_socket() -> Iterator[str]:
-    """A redis-server of this module's own on a Unix socket, persistence off."""
-    assert REDIS is not None
-    with tempfile.TemporaryDirectory(prefix="mcpactor-redis-") as directory:
-        socket = str(Path(directory) / "redis.sock")
-        process = subprocess.Popen(
-            [
-                REDIS,
-                "--port",
-                "0",
-                "--unixsocket",
-                socket,
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                directory,
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert process.stdout is not None
-            for line in process.stdout:
-                if "ready to accept connections" in line.lower():
-                    break
-            else:
-                pytest.fail(f"redis-server exited with {process.wait()}")
-            yield socket
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
-            if process.stdout is not None:
-                process.stdout.close()
-
-
-@pytest.fixture
-async def redis(redis_socket: str) -> AsyncIterator[coredis.Redis[bytes]]:
-    client: coredis.Redis[bytes] = coredis.Redis(unix_socket_path=redis_socket)
-    async with client:
-        yield client
 
 
 def gates_server(gates: dict[str, trio.Event], ended: dict[str, trio.Event]) -> Server:
