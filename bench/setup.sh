@@ -25,11 +25,11 @@ make_venv() {  # NAME PACKAGE...
 rm -rf "$venvs"/*.tmp
 make_venv peers mcp==2.3.0 fastmcp==4.1.6 trio hypercorn orjson
 make_venv driver orjson uvloop
-make_venv mcpactor -e "$here[http,auth]"
+make_venv mcpactor -e "$here[http,auth,admin]"
 # (pip through python: the venvs are moved into place, so their scripts name the old path)
 stamp="$venvs/mcpactor/.pyproject.sha256"
 want=$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  "$venvs/mcpactor/bin/python" -m pip install -q --disable-pip-version-check -e "$here[http,auth]"
+  "$venvs/mcpactor/bin/python" -m pip install -q --disable-pip-version-check -e "$here[http,auth,admin]"
   echo "$want" >"$stamp"
 fi
