@@ -6,7 +6,8 @@
 # their prefixes, limits and tool timeouts; the sessions' task limits; the keys of
 # stateless requests' sealed states (``[stateless]``); and the transport,
 # with the HTTP server's settings (the ``[http]`` table, _config_http.py) and its
-# authorization (the ``[auth]`` table, _config_auth.py). Parsing checks
+# authorization (the ``[auth]`` table, _config_auth.py) and the admin listener (the
+# ``[admin]`` table, _config_admin.py). Parsing checks
 # every key and names the one that is wrong (_config_reader.py). The servers read here
 # become one Server in _assemble.py, which the command line shares.
 
@@ -21,6 +22,8 @@ from typing import Any, Final, Literal
 import attrs
 
 from ._assemble import MountConflict, ServerConfig, assemble, target_configs
+from ._config_admin import AdminConfig
+from ._config_admin import read_admin_config as _admin_config
 from ._config_auth import AuthConfig
 from ._config_auth import read_auth_config as _auth_config
 from ._config_http import HttpConfig
@@ -31,6 +34,7 @@ from ._exceptions import ConfigError
 from .runtime import TaskOptions
 
 __all__ = [
+    "AdminConfig",
     "AuthConfig",
     "Config",
     "ConfigError",
@@ -78,6 +82,8 @@ class Config:
     log_format: str | None = None
     #: ``[observability] otel``: an OpenTelemetry span per request
     otel: bool = False
+    #: ``[admin]``: the admin listener (_config_admin.py); None: no table
+    admin: AdminConfig | None = None
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -158,6 +164,7 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
             "auth",
             "log_format",
             "observability",
+            "admin",
         },
     )
     transport = reader.choice(data, "transport", ("stdio", "http"), "stdio")
@@ -207,6 +214,11 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
         auth=(
             _auth_config(reader.nested("auth"), reader.table(data, "auth"))
             if "auth" in data
+            else None
+        ),
+        admin=(
+            _admin_config(reader.nested("admin"), reader.table(data, "admin"))
+            if "admin" in data
             else None
         ),
     )

@@ -7,24 +7,38 @@ Every admin app serves ``/metrics`` too when prometheus-client is installed.
 from __future__ import annotations
 
 import importlib.util
+from typing import TYPE_CHECKING
 
 from quart_trio import QuartTrio
 
 from ..runtime import Observatory
 from . import _app
 from ._app import ADMIN_COOKIE as ADMIN_COOKIE
+from ._app import DEFAULT_ADMIN_SCOPE as DEFAULT_ADMIN_SCOPE
 from ._app import add_routes as add_routes
 from ._app import serve_admin as serve_admin
 
-__all__ = ["ADMIN_COOKIE", "add_routes", "create_admin_app", "serve_admin"]
+if TYPE_CHECKING:
+    from ..auth import ResourceServer
+
+__all__ = ["ADMIN_COOKIE", "DEFAULT_ADMIN_SCOPE", "add_routes", "create_admin_app", "serve_admin"]
 
 
-def create_admin_app(observatory: Observatory, *, token: str) -> QuartTrio:
-    """The admin app for ``observatory``, requiring ``token``, with ``/metrics`` if it can."""
+def create_admin_app(
+    observatory: Observatory,
+    *,
+    token: str,
+    resource_server: ResourceServer | None = None,
+    scope: str = DEFAULT_ADMIN_SCOPE,
+) -> QuartTrio:
+    """The admin app for ``observatory``, requiring ``token`` (or, with ``resource_server``,
+    an access token granting ``scope``), with ``/metrics`` if it can."""
     # An app made in code gets /metrics as the command line's does; prometheus-client is
     # imported only here, when an app is made, and only if it is installed.
     if importlib.util.find_spec("prometheus_client") is not None:
         from ._metrics import install_metrics_route
 
         install_metrics_route()
-    return _app.create_admin_app(observatory, token=token)
+    return _app.create_admin_app(
+        observatory, token=token, resource_server=resource_server, scope=scope
+    )

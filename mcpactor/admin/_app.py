@@ -5,8 +5,13 @@
 # asked for, and every route but the login form needs the admin credential:
 #
 # - ``Authorization: Bearer <token>`` (``mcpactor top``, scripts), or
+# - ``Authorization: Bearer <access token>`` of the server's own authorization (its
+#   ResourceServer, ``--auth-*``) whose principal has the admin scope (``mcpactor:admin``
+#   unless configured); the verifier checks issuer, audience and expiry as it does for
+#   the MCP endpoint, or
 # - the cookie the login form sets once the token is typed in (the page). The cookie is
 #   an HMAC of the token, never the token itself; it is HttpOnly and SameSite=Strict.
+#   Only the admin token signs in: a cookie would outlive an access token's expiry.
 #
 # Actions change the server, so a cookie alone does not allow them (a form on another
 # site would carry it): a request authorised by the cookie must also bring the page's
@@ -25,16 +30,27 @@ import logging
 import math
 import urllib.parse
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 import trio
 from quart import Response, make_response, redirect, request
 from quart_trio import QuartTrio
 
+from .._config_admin import DEFAULT_ADMIN_SCOPE
 from ..runtime import Observatory
 
-__all__ = ["ADMIN_COOKIE", "MAX_BODY", "add_routes", "create_admin_app", "serve_admin"]
+if TYPE_CHECKING:
+    from ..auth import ResourceServer
+
+__all__ = [
+    "ADMIN_COOKIE",
+    "DEFAULT_ADMIN_SCOPE",
+    "MAX_BODY",
+    "add_routes",
+    "create_admin_app",
+    "serve_admin",
+]
 
 _log = logging.getLogger("mcpactor.admin")
 
@@ -88,18 +104,27 @@ required></label>
 """
 
 
-def create_admin_app(observatory: Observatory, *, token: str) -> QuartTrio:
-    """The admin app for ``observatory``, requiring ``token`` (see the module comment)."""
+def create_admin_app(
+    observatory: Observatory,
+    *,
+    token: str,
+    resource_server: ResourceServer | None = None,
+    scope: str = DEFAULT_ADMIN_SCOPE,
+) -> QuartTrio:
+    """The admin app for ``observatory``, requiring ``token`` or, with ``resource_server``,
+    an access token it verifies that grants ``scope`` (see the module comment)."""
     if not token:
         raise ValueError("the admin token must not be empty")
+    if not scope or any(c in scope for c in ' "\\') or not scope.isprintable():
+        raise ValueError(f"the admin scope must be a scope name, got {scope[:_MAX_PARAM]!r}")
     app = QuartTrio(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     app.config["OBSERVATORY"] = observatory
     cookie_value = _mac(token, b"mcpactor admin cookie")
     csrf_value = _mac(token, b"mcpactor admin csrf")
 
-    def authorised() -> str | None:
-        # How the request is authorised: "bearer", "cookie", or None.
+    def by_token_or_cookie() -> str | None:
+        # How the request is authorised by the admin token: "bearer", "cookie", or None.
         header = request.headers.get("Authorization", "")
         scheme, _, given = header.partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(
@@ -111,19 +136,62 @@ def create_admin_app(observatory: Observatory, *, token: str) -> QuartTrio:
             return "cookie"
         return None
 
+    async def by_access_token() -> Response | None:
+        # The server's authorization vouches for the bearer token: None if it grants the
+        # admin scope, else the refusal (401 for no or a bad token, 403 for the scope).
+        from ..auth import AuthError, MissingToken
+
+        assert resource_server is not None
+        try:
+            principal = await resource_server.verify(_bearer(request.headers.get("Authorization")))
+        except MissingToken:
+            return _refused()
+        except AuthError as exc:
+            # The error says why (expired, wrong audience…), never the token itself.
+            return _json(
+                {"error": f"the access token was refused: {exc}"[: _MAX_PARAM * 2]},
+                exc.status,
+                {"WWW-Authenticate": 'Bearer realm="mcpactor admin", error="invalid_token"'}
+                if exc.status == 401
+                else None,
+            )
+        if not principal.has_scopes(scope):
+            _log.warning(
+                "admin access refused to %r: no %s scope", principal.subject[:_MAX_PARAM], scope
+            )
+            challenge = (
+                f'Bearer realm="mcpactor admin", error="insufficient_scope", scope="{scope}"'
+            )
+            return _json(
+                {"error": f"the access token lacks the admin scope {scope!r}"},
+                403,
+                {"WWW-Authenticate": challenge},
+            )
+        return None
+
+    def _refused() -> Response:
+        needed = "the admin token"
+        if resource_server is not None:
+            needed += f" or an access token with the {scope!r} scope"
+        return _json(
+            {"error": f"{needed} is required (Authorization: Bearer …)"},
+            401,
+            {"WWW-Authenticate": 'Bearer realm="mcpactor admin"'},
+        )
+
     @app.before_request
     async def check_credential() -> Response | None:
         if request.path in ("/login", "/static/style.css"):
             return None
-        how = authorised()
+        how = by_token_or_cookie()
         if how is None:
+            if resource_server is not None and "Authorization" in request.headers:
+                # A bearer credential is not ambient (no other site can make a browser
+                # send it), so it needs no CSRF value.
+                return await by_access_token()
             if request.method == "GET" and request.path == "/":
                 return redirect("login")  # type: ignore[return-value]
-            return _json(
-                {"error": "the admin token is required (Authorization: Bearer …)"},
-                401,
-                {"WWW-Authenticate": 'Bearer realm="mcpactor admin"'},
-            )
+            return _refused()
         if request.method == "POST" and how == "cookie":
             sent = request.headers.get("X-Admin-CSRF", "")
             if not hmac.compare_digest(sent.encode(), csrf_value.encode()):
@@ -260,6 +328,13 @@ async def _act(observatory: Observatory, action: str, given: dict[str, Any]) -> 
     raise _BadAction(
         f"no action named {action[:_MAX_PARAM]!r}; the actions: {', '.join(_ACTIONS)}"
     )
+
+
+def _bearer(value: str | None) -> str:
+    # The resource server's own parsing: the same bounds and errors as the MCP endpoint's.
+    from ..auth._resource import bearer_token
+
+    return bearer_token(value)
 
 
 def _number(text: str | None, default: float) -> float:

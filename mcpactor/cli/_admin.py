@@ -1,7 +1,11 @@
 """``mcpactor serve --admin``: the admin listener beside the server, in its trio run.
 
 Off by default. Loopback only unless ``--admin-allow-remote``; always a token, from
-``--admin-token-file`` or made at start and printed once to stderr.
+``--admin-token-file`` or made at start and printed once to stderr. When the server
+serves with authorization (``--auth-*``), an access token its ResourceServer accepts
+that grants the admin scope (``--admin-scope``, default ``mcpactor:admin``) is an admin
+credential too. The config file's ``[admin]`` table gives the same settings; the flags
+win over it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,14 @@ import trio
 from .._exceptions import ConfigError
 from ..server import Server
 
-__all__ = ["add_admin_arguments", "admin_bind", "admin_token", "with_admin"]
+__all__ = [
+    "add_admin_arguments",
+    "admin_bind",
+    "admin_token",
+    "apply_admin_config",
+    "check_admin",
+    "with_admin",
+]
 
 #: the shortest token accepted from a file
 _MIN_TOKEN = 16
@@ -45,6 +56,29 @@ def add_admin_arguments(serve: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let --admin listen on an address other than loopback",
     )
+    admin.add_argument(
+        "--admin-scope",
+        metavar="SCOPE",
+        help="with --auth-*: an access token granting SCOPE is an admin credential too "
+        "(default: mcpactor:admin)",
+    )
+
+
+def apply_admin_config(args: argparse.Namespace, config: Any) -> None:
+    """Fill in the admin flags left unset from the config file's ``[admin]`` table."""
+    admin = getattr(config, "admin", None)
+    if admin is None:
+        return
+    if getattr(args, "admin", None) is None and admin.listen is not None:
+        args.admin = admin.listen
+    if getattr(args, "admin_token_file", None) is None and admin.token_file is not None:
+        args.admin_token_file = admin.token_file
+    if not getattr(args, "admin_allow_remote", False):
+        args.admin_allow_remote = admin.allow_remote
+    if getattr(args, "admin_scope", None) is None and admin.scope is not None:
+        args.admin_scope = admin.scope
+    # Errors about these name the file's keys, not flags nobody typed.
+    args.admin_source = f"{config.source}: admin"
 
 
 def admin_bind(text: str, *, allow_remote: bool = False) -> tuple[str, int]:
@@ -89,12 +123,26 @@ def admin_token(path: str | None) -> tuple[str, bool]:
     return token, False
 
 
-def check_admin(args: argparse.Namespace) -> None:
-    """Refuse what cannot work, before anything starts."""
+def check_admin(args: argparse.Namespace, config: Any = None) -> None:
+    """Apply ``[admin]`` of ``config``, then refuse what cannot work, before anything starts."""
+    if config is not None:
+        apply_admin_config(args, config)
     if getattr(args, "admin", None) is None:
-        if getattr(args, "admin_token_file", None) or getattr(args, "admin_allow_remote", False):
-            raise ConfigError("--admin-token-file and --admin-allow-remote need --admin")
+        if (
+            getattr(args, "admin_token_file", None)
+            or getattr(args, "admin_allow_remote", False)
+            or getattr(args, "admin_scope", None)
+        ):
+            where = getattr(args, "admin_source", None)
+            if where is not None:
+                raise ConfigError(f"{where}: the [admin] table needs 'listen' (or --admin)")
+            raise ConfigError(
+                "--admin-token-file, --admin-allow-remote and --admin-scope need --admin"
+            )
         return
+    scope = getattr(args, "admin_scope", None)
+    if scope is not None and (not scope or any(c in scope for c in ' "\\')):
+        raise ConfigError(f"--admin-scope: expected a scope name, got {scope[:200]!r}")
     if getattr(args, "workers", 1) > 1:
         raise ConfigError("--admin shows one process's tree: it cannot be combined with --workers")
     admin_bind(args.admin, allow_remote=args.admin_allow_remote)
@@ -123,13 +171,21 @@ async def with_admin(
     observatory = Observatory()
     observatory.install()
     observatory.serve(server)
-    app = create_admin_app(observatory, token=token)
+    from .._config_admin import DEFAULT_ADMIN_SCOPE
+
+    # The MCP endpoint's own ResourceServer (build_http_options made it), so an admin's
+    # access token is checked by the same verifier and cache.
+    resource_server = getattr(args, "resource_server", None)
+    scope = getattr(args, "admin_scope", None) or DEFAULT_ADMIN_SCOPE
+    app = create_admin_app(observatory, token=token, resource_server=resource_server, scope=scope)
     async with trio.open_nursery() as nursery:
         bound_host, bound_port = await nursery.start(
             lambda task_status: serve_admin(app, host=host, port=port, task_status=task_status)
         )
         where = f"[{bound_host}]" if ":" in bound_host else bound_host
         said = f" (token: {token})" if made else f" (token: {args.admin_token_file})"
+        if resource_server is not None:
+            said += f"; or an access token with the {scope} scope"
         print(f"mcpactor: admin page http://{where}:{bound_port}/{said}", file=sys.stderr)
 
         async def run(*, task_status: trio.TaskStatus[Any]) -> None:

@@ -44,12 +44,14 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         raise ConfigError(f"--workers must be at least 1, got {args.workers}")
     if args.workers > 1 and args.http is None:
         raise ConfigError("--workers needs --http")
-    check_admin(args)
+    check_admin(args, config)
     configure_observability(args, config)
     http_options = None
     if args.http is not None:
         _require_http_extra(args.http_server or "builtin")
         http_options = build_http_options(args, config)
+        # The admin listener accepts the endpoint's access tokens with its admin scope.
+        args.resource_server = http_options.resource_server
     else:
         refuse_auth_on_stdio(args, config)
     server = _served_server(args, config)

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import math
 from collections.abc import AsyncIterator
+from typing import Any
 
 import attrs
 import trio
@@ -57,8 +58,11 @@ def slow_server(served: list[Served]) -> Server:
 
 
 @contextlib.asynccontextmanager
-async def open_served(*, grace: float = 0.5) -> AsyncIterator[Served]:
-    """Serve the slow server on loopback, with the admin app (token ``TOKEN``) beside it."""
+async def open_served(*, grace: float = 0.5, **admin: Any) -> AsyncIterator[Served]:
+    """Serve the slow server on loopback, with the admin app (token ``TOKEN``) beside it.
+
+    ``admin`` goes to ``create_admin_app`` (``resource_server``, ``scope``).
+    """
     holder: list[Served] = []
     server = slow_server(holder)
     observatory = Observatory(replica="test-replica")
@@ -75,7 +79,7 @@ async def open_served(*, grace: float = 0.5) -> AsyncIterator[Served]:
                 session_options=SessionOptions(shutdown_grace=grace),
             )
         )
-        app = create_admin_app(observatory, token=TOKEN)
+        app = create_admin_app(observatory, token=TOKEN, **admin)
         admin_host, admin_port = await nursery.start(
             functools.partial(serve_admin, app, host="127.0.0.1", port=0)
         )
