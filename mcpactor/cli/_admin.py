@@ -69,8 +69,14 @@ def apply_admin_config(args: argparse.Namespace, config: Any) -> None:
     admin = getattr(config, "admin", None)
     if admin is None:
         return
+    from .._config_reader import line_of
+
     if getattr(args, "admin", None) is None and admin.listen is not None:
         args.admin = admin.listen
+        line = line_of(config.source, "admin.listen")
+        args.admin_listen_source = f"{config.source}: admin.listen" + (
+            f" (line {line})" if line else ""
+        )
     if getattr(args, "admin_token_file", None) is None and admin.token_file is not None:
         args.admin_token_file = admin.token_file
     if not getattr(args, "admin_allow_remote", False):
@@ -78,7 +84,8 @@ def apply_admin_config(args: argparse.Namespace, config: Any) -> None:
     if getattr(args, "admin_scope", None) is None and admin.scope is not None:
         args.admin_scope = admin.scope
     # Errors about these name the file's keys, not flags nobody typed.
-    args.admin_source = f"{config.source}: admin"
+    line = line_of(config.source, "admin")
+    args.admin_source = f"{config.source}: admin" + (f" (line {line})" if line else "")
 
 
 def admin_bind(text: str, *, allow_remote: bool = False) -> tuple[str, int]:
@@ -145,7 +152,15 @@ def check_admin(args: argparse.Namespace, config: Any = None) -> None:
         raise ConfigError(f"--admin-scope: expected a scope name, got {scope[:200]!r}")
     if getattr(args, "workers", 1) > 1:
         raise ConfigError("--admin shows one process's tree: it cannot be combined with --workers")
-    admin_bind(args.admin, allow_remote=args.admin_allow_remote)
+    try:
+        admin_bind(args.admin, allow_remote=args.admin_allow_remote)
+    except ConfigError as exc:
+        where = getattr(args, "admin_listen_source", None)
+        if where is None:
+            raise
+        raise ConfigError(
+            f"{where}: {str(exc).replace('--admin-allow-remote', 'allow_remote = true')}"
+        ) from None
 
 
 async def with_admin(
