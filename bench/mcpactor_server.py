@@ -2,9 +2,12 @@
 
     python bench/mcpactor_server.py stdio
     python bench/mcpactor_server.py http HOST PORT [--json] [--stateless] [--hypercorn] [--auth]
+        [--admin] [--admin-watch]
 
 (--hypercorn: the same app on hypercorn's trio worker instead of the built-in server;
---auth: a resource server checking the JWT of bench/auth/, whose keys are in a file.)
+--auth: a resource server checking the JWT of bench/auth/, whose keys are in a file;
+--admin: the admin listener beside it on a free loopback port, as serve --admin runs it;
+--admin-watch: and bench/admin_watcher.py holding the page's SSE stream open.)
 
 Tools echo, echo_sync, add, sleep, progress; resource bench://static; prompt greet.
 MCPBENCH_EVENT_LOG=FILE makes the sleep tool log when it starts and when its finally runs.
@@ -17,6 +20,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -35,6 +39,8 @@ def _log_event(kind: str, seconds: float, how: str = "") -> None:
     if _log_file is not None:
         _log_file.write(f"{kind} {time.time():.6f} {seconds} {how}".rstrip() + "\n")
 
+
+_WATCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "admin_watcher.py")
 
 server = Server("bench-mcpactor")
 
@@ -99,7 +105,14 @@ def http_args(args: list[str]) -> tuple[str, int, HttpOptions]:
 
     flags = {a for a in args if a.startswith("--")}
     positional = [a for a in args if not a.startswith("--")]
-    unknown = flags - {"--json", "--stateless", "--hypercorn", "--auth"}
+    unknown = flags - {
+        "--json",
+        "--stateless",
+        "--hypercorn",
+        "--auth",
+        "--admin",
+        "--admin-watch",
+    }
     if unknown:
         raise ValueError(f"unknown options: {sorted(unknown)}")
     host = positional[0] if positional else "127.0.0.1"
@@ -133,12 +146,39 @@ def _resource_server() -> ResourceServer:
     )
 
 
+async def _with_admin(serve: Callable[[], Awaitable[object]], *, watch: bool) -> None:
+    # What serve --admin does: the Observatory first, so that it sees every session, then
+    # the admin listener beside the server in the same trio run.
+    import secrets
+
+    from mcpactor.admin import create_admin_app, serve_admin
+    from mcpactor.runtime import Observatory
+
+    observatory = Observatory()
+    observatory.install()
+    observatory.serve(server)
+    token = secrets.token_urlsafe(32)
+    app = create_admin_app(observatory, token=token)
+    async with trio.open_nursery() as nursery:
+        host, port = await nursery.start(
+            functools.partial(serve_admin, app, host="127.0.0.1", port=0)
+        )
+        print(f"bench: admin page http://{host}:{port}/", file=sys.stderr, flush=True)
+        if watch:
+            env = {**os.environ, "MCPBENCH_ADMIN_TOKEN": token}
+            # It detaches itself; this waits only for its first fork to return.
+            await trio.run_process([sys.executable, _WATCHER, f"http://{host}:{port}/"], env=env)
+        await serve()
+        nursery.cancel_scope.cancel()
+
+
 def main(argv: list[str]) -> None:
     """Serve the bench server on the transport the harness asks for."""
     if len(argv) < 2 or argv[1] not in ("stdio", "http"):
         sys.exit(
             f"usage: {argv[0]} stdio"
             " | http HOST PORT [--json] [--stateless] [--hypercorn] [--auth]"
+            " [--admin] [--admin-watch]"
         )
     if argv[1] == "stdio":
         from mcpactor.transports.stdio import serve_stdio
@@ -151,17 +191,19 @@ def main(argv: list[str]) -> None:
         host, port, options = http_args(argv[2:])
     except ValueError as exc:
         sys.exit(str(exc))
-    trio.run(
-        functools.partial(
-            serve_http,
-            server,
-            host=host,
-            port=port,
-            options=options,
-            handle_signals=True,
-            http_server="hypercorn" if "--hypercorn" in argv else "builtin",
-        )
+    serve = functools.partial(
+        serve_http,
+        server,
+        host=host,
+        port=port,
+        options=options,
+        handle_signals=True,
+        http_server="hypercorn" if "--hypercorn" in argv else "builtin",
     )
+    if "--admin" in argv or "--admin-watch" in argv:
+        trio.run(functools.partial(_with_admin, serve, watch="--admin-watch" in argv))
+        return
+    trio.run(serve)
 
 
 if __name__ == "__main__":
