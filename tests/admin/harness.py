@@ -33,7 +33,8 @@ class Served:
 
 
 def slow_server(served: list[Served]) -> Server:
-    """A server with ``slow``: progress every ``every`` seconds until cancelled."""
+    """A server with ``slow`` (progress every ``every`` seconds until cancelled), ``echo``
+    and ``job`` (a task that runs until cancelled)."""
     server = Server("watched", "1.0.0")
 
     @server.tool()
@@ -47,6 +48,11 @@ def slow_server(served: list[Served]) -> Server:
             state.progress.append(step)
             state.started.set()
             await trio.sleep(every)
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Return ``text``: the quick tool of the load."""
+        return text
 
     @server.tool(task_support="optional")
     async def job() -> str:
