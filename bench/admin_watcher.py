@@ -6,7 +6,8 @@ update rate (two snapshots a second) until the server goes away.
 It detaches at once (a double fork into a session of its own), so its CPU and memory are
 not counted in the server's process tree: what the bench measures is what watching costs
 the server, not the browser. Bounded: it stops when the stream ends or stalls for 10 s,
-and after an hour at most. Every event's size is appended to MCPBENCH_ADMIN_LOG if set.
+and after an hour at most. With MCPBENCH_ADMIN_LOG=FILE it appends "watching PID" once
+connected, then each event's time and size, then "done EVENTS".
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import sys
 import time
 import urllib.parse
+from typing import TextIO
 
 #: the page's own rate (api/stream?interval=0.5 in mcpactor/admin/static/app.js)
 INTERVAL = 0.5
@@ -59,6 +61,16 @@ def _connect(url: urllib.parse.SplitResult, token: str) -> http.client.HTTPRespo
         return response
 
 
+def _open_log(path: str) -> TextIO | None:
+    # Never blocks: a FIFO nobody reads (ENXIO) means no log, not a watcher stuck forever.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+    except OSError:
+        return None
+    os.set_blocking(fd, True)
+    return open(fd, "a", buffering=1)
+
+
 def watch(base: str, token: str, log: str | None) -> int:
     """Read the stream until it ends, stalls or MAX_SECONDS pass; the events read."""
     url = urllib.parse.urlsplit(base)
@@ -66,7 +78,9 @@ def watch(base: str, token: str, log: str | None) -> int:
     started = time.monotonic()
     events = 0
     size = 0
-    out = open(log, "a", buffering=1) if log else None  # noqa: SIM115
+    out = _open_log(log) if log else None
+    if out is not None:
+        out.write(f"watching {os.getpid()}\n")
     try:
         while time.monotonic() - started < MAX_SECONDS:
             try:
@@ -83,6 +97,7 @@ def watch(base: str, token: str, log: str | None) -> int:
                 size = 0
     finally:
         if out is not None:
+            out.write(f"done {events}\n")
             out.close()
     return events
 
