@@ -110,7 +110,7 @@ async def _watch(command: list[str], env: dict[str, str], port: int, lines: _Lin
         # Nobody gets in without the token, which the server kept to itself.
         async with httpx.AsyncClient(base_url=match.group(1).decode(), timeout=10) as admin:
             assert (await admin.get("api/tree")).status_code == 401
-        # The watcher connects, and snapshots come at the page's rate.
+        # The watcher connects, and the stream's snapshots reach it.
         with trio.fail_after(20):
             first = await lines.line()
             assert first.startswith("watching "), first
