@@ -7,7 +7,8 @@
 # stateless requests' sealed states (``[stateless]``); and the transport,
 # with the HTTP server's settings (the ``[http]`` table, _config_http.py) and its
 # authorization (the ``[auth]`` table, _config_auth.py) and the admin listener (the
-# ``[admin]`` table, _config_admin.py). Parsing checks
+# ``[admin]`` table, _config_admin.py), and the Redis store replicas share (the
+# ``[store]`` table, _config_store.py). Parsing checks
 # every key and names the one that is wrong (_config_reader.py). The servers read here
 # become one Server in _assemble.py, which the command line shares.
 
@@ -30,6 +31,8 @@ from ._config_http import HttpConfig
 from ._config_http import read_http_config as _http_config
 from ._config_reader import NOT_A_NAME
 from ._config_reader import Reader as _Reader
+from ._config_store import StoreConfig
+from ._config_store import read_store_config as _store_config
 from ._exceptions import ConfigError
 from .runtime import TaskOptions
 
@@ -41,6 +44,7 @@ __all__ = [
     "HttpConfig",
     "MountConflict",
     "ServerConfig",
+    "StoreConfig",
     "assemble",
     "find_config",
     "load_config",
@@ -84,6 +88,8 @@ class Config:
     otel: bool = False
     #: ``[admin]``: the admin listener (_config_admin.py); None: no table
     admin: AdminConfig | None = None
+    #: ``[store]``: the Redis store shared by replicas (_config_store.py); None: no table
+    store: StoreConfig | None = None
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -165,6 +171,7 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
             "log_format",
             "observability",
             "admin",
+            "store",
         },
     )
     transport = reader.choice(data, "transport", ("stdio", "http"), "stdio")
@@ -219,6 +226,11 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
         admin=(
             _admin_config(reader.nested("admin"), reader.table(data, "admin"))
             if "admin" in data
+            else None
+        ),
+        store=(
+            _store_config(reader.nested("store"), reader.table(data, "store"))
+            if "store" in data
             else None
         ),
     )

@@ -206,6 +206,9 @@ def _build_parser() -> argparse.ArgumentParser:
     from ._admin import add_admin_arguments
 
     add_admin_arguments(serve)
+    from ._store import add_store_arguments
+
+    add_store_arguments(serve)
     from ._observability import add_observability_arguments
 
     add_observability_arguments(serve)

@@ -7,6 +7,7 @@ supervision of the workers of ``--workers``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import logging
 import os
@@ -157,8 +158,14 @@ def serve_over_http(
         nursery.cancel_scope.cancel()
 
     async def run() -> None:
-        nonlocal started
-        async with trio.open_nursery() as nursery:
+        nonlocal started, http_options, options, stateless
+        async with contextlib.AsyncExitStack() as stack:
+            store_url = getattr(args, "store_url", None)
+            if store_url is not None:
+                http_options, options, stateless = await _open_store(
+                    stack, args, server, http_options, options, stateless
+                )
+            nursery = await stack.enter_async_context(trio.open_nursery())
             if args.worker_lifeline is not None:
                 nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
             bound_host, bound_port = await nursery.start(
@@ -186,6 +193,39 @@ def serve_over_http(
     return 0
 
 
+async def _open_store(
+    stack: contextlib.AsyncExitStack,
+    args: argparse.Namespace,
+    server: Server,
+    http_options: Any,
+    options: Any,
+    stateless: Any,
+) -> tuple[Any, Any, Any]:
+    # One client for every shared piece, open until the server has stopped: the session
+    # records and relay, the SSE events, the tasks of both eras and the change bus.
+    import attrs
+
+    from .._workers import replica_id
+    from ..runtime import StatelessHost
+    from ..store._open import open_shared_store
+
+    shared = await stack.enter_async_context(
+        open_shared_store(args.store_url, replica=replica_id(), prefix=args.store_prefix)
+    )
+    logging.getLogger("mcpactor.store").info(
+        "sharing sessions, events, tasks and changes through %s as %s",
+        shared.location,
+        shared.replicas.replica_id,
+    )
+    http_options = attrs.evolve(
+        http_options, replicas=shared.replicas, event_store=shared.event_store
+    )
+    options = attrs.evolve(options, tasks=attrs.evolve(options.tasks, store=shared.task_store))
+    # A host of our own, so that listen streams hear the changes of every replica.
+    host = StatelessHost(server, options=stateless, session_options=options, bus=shared.bus)
+    return http_options, options, host
+
+
 def _url(host: str, port: int, path: str, scheme: str = "http") -> str:
     return (
         f"{scheme}://[{host}]:{port}{path}" if ":" in host else f"{scheme}://{host}:{port}{path}"
@@ -200,8 +240,11 @@ def _serve_workers(
     from .._workers import bind_sockets, supervise, workers_refusal
     from ..transports.http import LISTEN_BACKLOG
 
+    store_url = getattr(args, "store_url", None)
     refusal = workers_refusal(
-        args.workers, stateless=args.stateless, store=getattr(args, "store", None)
+        args.workers,
+        stateless=args.stateless,
+        store=None if store_url is None else store_url.redacted(),
     )
     if refusal is not None:
         raise ConfigError(refusal)

@@ -22,6 +22,7 @@ from ._auth import refuse_auth_on_stdio
 from ._http import build_http_options, serve_over_http
 from ._observability import configure_observability
 from ._report import StartFailed
+from ._store import refuse_store_on_stdio, resolve_store
 
 __all__ = ["serve"]
 
@@ -50,10 +51,12 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.http is not None:
         _require_http_extra(args.http_server or "builtin")
         http_options = build_http_options(args, config)
+        resolve_store(args, config)
         # The admin listener accepts the endpoint's access tokens with its admin scope.
         args.resource_server = http_options.resource_server
     else:
         refuse_auth_on_stdio(args, config)
+        refuse_store_on_stdio(args, config)
     server = _served_server(args, config)
     stateless = _stateless_options(args)
     options = SessionOptions(shutdown_grace=args.grace)

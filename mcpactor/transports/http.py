@@ -26,7 +26,13 @@ from typing import Any, Final, Literal
 
 import trio
 
-from ..runtime import SessionOptions, StatelessOptions, collect_when_quiet, settle_heap
+from ..runtime import (
+    SessionOptions,
+    StatelessHost,
+    StatelessOptions,
+    collect_when_quiet,
+    settle_heap,
+)
 from ..runtime.http import (
     EventStore,
     EventStoreStatistics,
@@ -77,12 +83,14 @@ async def open_http_app(
     options: HttpOptions | None = None,
     session_options: SessionOptions | None = None,
     bind_host: str = "127.0.0.1",
-    stateless: StatelessOptions | None = None,
+    stateless: StatelessOptions | StatelessHost | None = None,
 ) -> AsyncIterator[McpHttpApp]:
     """Run a SessionManager for ``server`` and yield the ASGI app in front of it.
 
     ``bind_host`` is where the app is reachable; it picks the Host/Origin defaults (see
     HttpOptions). Leaving the block closes every session gracefully and waits for them.
+    ``stateless`` is the options of the host of stateless requests, or a host made by
+    the caller (one given a shared change bus).
     The server's lifespans are the caller's to enter (``serve_http`` does).
     """
     options = options or HttpOptions()
@@ -119,7 +127,7 @@ async def serve_http(
     http_server: HttpServerKind = "builtin",
     tune_gc: bool = True,
     sockets: Sequence[socket.socket] | None = None,
-    stateless: StatelessOptions | None = None,
+    stateless: StatelessOptions | StatelessHost | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` over HTTP until cancelled, ``stop`` is set, or SIGINT/SIGTERM.

@@ -1,0 +1,94 @@
+# The one Redis client of a process that shares a store, made from a StoreURL.
+#
+# coredis connects per command and reconnects on the next one after a connection drops,
+# so an outage is seen by the commands made during it. Those must fail, not wait: the
+# connect and read timeouts are set, so a command during an outage raises within a few
+# seconds and the store that made it says StoreUnavailable instead of hanging a request.
+
+from __future__ import annotations
+
+import ssl
+from typing import Any, Final
+
+import coredis
+import coredis.exceptions
+import trio
+
+from .._exceptions import MCPActorError
+from ._url import StoreURL
+
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "REACH_DEADLINE",
+    "READ_TIMEOUT",
+    "StoreUnreachable",
+    "check_reachable",
+    "connect",
+]
+
+#: seconds a connection to Redis may take to open
+CONNECT_TIMEOUT: Final = 3.0
+#: seconds a command's answer may take; longer is an outage, not a slow answer
+READ_TIMEOUT: Final = 10.0
+#: seconds ``check_reachable`` waits for its PING
+REACH_DEADLINE: Final = 5.0
+
+
+class StoreUnreachable(MCPActorError):
+    """The shared store did not answer when the process started."""
+
+
+def _ssl_context(url: StoreURL) -> ssl.SSLContext:
+    # A context of our own: the CA bundle, the client certificate, and verification
+    # switched off only when the URL says verify=none.
+    context = ssl.create_default_context(cafile=url.ca_file)
+    if url.cert_file is not None:
+        context.load_cert_chain(url.cert_file, url.key_file)
+    if not url.verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def connect(url: StoreURL) -> coredis.Redis[Any]:
+    """A client of the store at ``url``; enter it (``async with``) before its first command.
+
+    Raises:
+        OSError: a TLS file named by the URL cannot be read.
+        ssl.SSLError: a TLS file is not a certificate or key.
+    """
+    options: dict[str, Any] = {
+        "db": url.db,
+        "username": url.username,
+        "password": url.password,
+        "connect_timeout": CONNECT_TIMEOUT,
+        "stream_timeout": READ_TIMEOUT,
+    }
+    if url.socket is not None:
+        return coredis.Redis(host=None, port=None, unix_socket_path=url.socket, **options)
+    if url.tls:
+        options["ssl_context"] = _ssl_context(url)
+    return coredis.Redis(host=url.host, port=url.port, **options)
+
+
+async def check_reachable(
+    client: coredis.Redis[Any], url: StoreURL, *, deadline: float = REACH_DEADLINE
+) -> None:
+    """PING the store once, within ``deadline`` seconds.
+
+    Raises:
+        StoreUnreachable: no answer in time, a refused connection, or a refused login;
+            the message names the URL without its password.
+    """
+    why: str | None = None
+    try:
+        with trio.fail_after(deadline):
+            await client.ping()
+    except trio.TooSlowError:
+        why = f"no answer to PING within {deadline:g} s"
+    except coredis.exceptions.AuthenticationError as exc:
+        why = f"the login was refused ({str(exc)[:200]})"
+    except (coredis.exceptions.RedisError, OSError) as exc:
+        why = str(exc)[:200] or type(exc).__name__
+    if why is not None:
+        raise StoreUnreachable(f"the store {url.redacted()} is unreachable: {why}")
