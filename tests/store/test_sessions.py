@@ -1,4 +1,4 @@
-"""Session records shared by replicas through Redis: ``RedisSessionRecords`` on a real redis-server."""
+"""Session records shared by replicas through Redis: ``RedisSessionRecords``, real server."""
 
 from __future__ import annotations
 
@@ -68,9 +68,9 @@ async def test_a_record_expires_with_its_ttl(redis: coredis.Redis[bytes]) -> Non
     records = RedisSessionRecords(redis)
     await records.put(_record(), ttl=0.2)
     assert await records.get("s1") is not None
-    # Redis expires it on its own clock: wait for that, bounded.
+    # Redis expires it on its own clock, which no event here follows: poll, bounded.
     with trio.fail_after(5):
-        while await records.get("s1") is not None:
+        while await records.get("s1") is not None:  # noqa: ASYNC110
             await trio.sleep(0.05)
     assert await redis.exists(["mcpactor:session:s1"]) == 0
 
@@ -151,14 +151,14 @@ async def _calls_with_the_server_gone() -> None:
             await records.put(_record(), ttl=30)
             assert await records.get("s1") is not None
         # The server stopped (the block ended): each call fails clearly, naming the store.
-        for name in ("put", "get", "remove"):
-            with trio.fail_after(10), pytest.raises(StoreUnavailable) as raised:
-                if name == "put":
-                    await records.put(_record(), ttl=30)
-                elif name == "get":
-                    await records.get("s1")
-                else:
-                    await records.remove("s1")
-            message = str(raised.value)
-            assert message.startswith(f"the session store at 127.0.0.1:{port} cannot be reached")
-            assert len(message) < 1000
+        with trio.fail_after(10):
+            with pytest.raises(StoreUnavailable) as put:
+                await records.put(_record(), ttl=30)
+            with pytest.raises(StoreUnavailable) as get:
+                await records.get("s1")
+            with pytest.raises(StoreUnavailable) as remove:
+                await records.remove("s1")
+    for raised in (put, get, remove):
+        message = str(raised.value)
+        assert message.startswith(f"the session store at 127.0.0.1:{port} cannot be reached")
+        assert len(message) < 1000
