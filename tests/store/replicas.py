@@ -1,0 +1,463 @@
+"""Three replicas of one server behind a real nginx, sharing one Redis: the tests' harness.
+
+`deployment` starts a redis-server on a free loopback port, three
+``mcpactor serve tests/store/replica_server.py --http 127.0.0.1:P --store redis://...``
+processes (one state key file between them) and Debian's nginx in the foreground, in a
+prefix directory of its own, balancing requests over the three in plain round robin: no
+stickiness of any kind, so consecutive requests of one client land on different
+replicas. nginx passes streams through as they come (``proxy_buffering off``, HTTP/1.1
+to the replicas, an hour's read timeout) and names the replica that answered each
+request in an ``X-Replica`` response header and in its access log.
+
+Readiness is polled, each process within a bounded time: redis answers ``PING``, each
+replica and then nginx answer ``/healthz`` with 200.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import IO, Any, Final
+
+import attrs
+import httpx
+import orjson
+import pytest
+
+from .conftest import REDIS, free_port
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+SERVER: Final = Path(__file__).with_name("replica_server.py")
+NGINX: Final = shutil.which("nginx") or (
+    "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+)
+
+#: seconds a process may take to become ready
+READY_TIMEOUT: Final = 30.0
+#: seconds between two readiness probes
+_PROBE_PAUSE: Final = 0.05
+#: how much of a process's log a failure message quotes
+_LOG_TAIL: Final = 4000
+
+_NGINX_CONF: Final = """\
+worker_processes 1;
+{user}
+error_log {prefix}/error.log info;
+pid {prefix}/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log {prefix}/access.log replica;
+    client_body_temp_path {prefix}/client_body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    log_format replica '$request_method $upstream_addr $status';
+    # Plain round robin: no ip_hash, no hash, no sticky cookie.
+    upstream replicas {{
+{servers}
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://replicas;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            # Streams pass as they are written: SSE events, a long GET stream.
+            proxy_buffering off;
+            proxy_request_buffering off;
+            proxy_cache off;
+            proxy_read_timeout 3600s;
+            proxy_send_timeout 3600s;
+            add_header X-Replica $upstream_addr always;
+        }}
+    }}
+}}
+"""
+
+
+def _tail(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")[-_LOG_TAIL:]
+    except OSError:
+        return ""
+
+
+def wait_until(ready: Callable[[], bool], what: str, log: Path | None = None) -> None:
+    """Probe ``ready`` until it holds, failing after READY_TIMEOUT seconds."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while not ready():
+        if time.monotonic() > deadline:
+            tail = f"\n{_tail(log)}" if log is not None else ""
+            pytest.fail(f"{what} was not ready within {READY_TIMEOUT} s{tail}")
+        time.sleep(_PROBE_PAUSE)
+
+
+def _healthy(port: int, process: subprocess.Popen[bytes]) -> bool:
+    if process.poll() is not None:
+        pytest.fail(f"the process on port {port} exited with {process.returncode}")
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1.0).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def _pong(port: int, process: subprocess.Popen[bytes]) -> bool:
+    if process.poll() is not None:
+        pytest.fail(f"redis-server exited with {process.returncode}")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as probe:
+            probe.sendall(b"PING\r\n")
+            return probe.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@attrs.define
+class Replica:
+    """One ``mcpactor serve`` process of the deployment."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        """The replica's process id (what its tools answer)."""
+        return self.process.pid
+
+    @property
+    def address(self) -> str:
+        """host:port, as nginx names it in ``X-Replica``."""
+        return f"127.0.0.1:{self.port}"
+
+
+@attrs.define
+class Deployment:
+    """Redis, three replicas and nginx in front of them."""
+
+    directory: Path
+    redis_port: int
+    redis: subprocess.Popen[bytes]
+    replicas: list[Replica]
+    nginx_port: int
+    nginx: subprocess.Popen[bytes]
+    #: where ``slow`` notes its starts and ends
+    events: Path
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint, through nginx."""
+        return f"http://127.0.0.1:{self.nginx_port}/mcp"
+
+    def replica_at(self, address: str) -> int:
+        """The index of the replica nginx names ``address`` (its ``X-Replica``)."""
+        # After a failed attempt nginx lists every address it tried: the last answered.
+        last = address.split(",")[-1].strip()
+        for index, replica in enumerate(self.replicas):
+            if replica.address == last:
+                return index
+        raise AssertionError(f"no replica at {address!r}")
+
+    def replica_of_pid(self, pid: int) -> int:
+        """The index of the replica whose process id is ``pid``."""
+        return [replica.pid for replica in self.replicas].index(pid)
+
+    def noted(self) -> list[str]:
+        """The lines ``slow`` has noted so far, in order."""
+        try:
+            return self.events.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def wait_noted(self, start: str, count: int = 1) -> list[str]:
+        """Wait (READY_TIMEOUT at most) for ``count`` notes that begin ``start``; return them."""
+
+        def found() -> list[str]:
+            return [line for line in self.noted() if line.startswith(start)]
+
+        wait_until(lambda: len(found()) >= count, f"{count} notes {start!r}...")
+        return found()
+
+    def access_log(self) -> list[str]:
+        """nginx's access log: ``METHOD UPSTREAM STATUS`` per request answered."""
+        return _tail(self.directory / "nginx" / "access.log").splitlines()
+
+    def logs(self) -> str:
+        """Every replica's log (the end of each), for failure messages."""
+        return "\n".join(f"--- replica {r.address}\n{_tail(r.log)}" for r in self.replicas)
+
+    def kill(self, index: int) -> None:
+        """SIGKILL one replica and reap it."""
+        self.replicas[index].process.kill()
+        self.replicas[index].process.wait(timeout=READY_TIMEOUT)
+
+    def pause_redis(self) -> None:
+        """Stop redis where it is (SIGSTOP): connections stay open and nothing answers."""
+        self.redis.send_signal(signal.SIGSTOP)
+
+    def resume_redis(self) -> None:
+        """Let a paused redis go on (SIGCONT)."""
+        self.redis.send_signal(signal.SIGCONT)
+
+    def alive(self) -> list[bool]:
+        """Whether each replica's process still runs."""
+        return [replica.process.poll() is None for replica in self.replicas]
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGCONT)  # a paused redis cannot act on SIGTERM
+        process.terminate()
+        try:
+            process.wait(timeout=READY_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _spawn(arguments: list[str], log: Path, stack: ExitStack) -> subprocess.Popen[bytes]:
+    output: IO[bytes] = stack.enter_context(log.open("wb"))
+    process = subprocess.Popen(
+        arguments,
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    stack.callback(_stop, process)
+    return process
+
+
+def _nginx_conf(prefix: Path, port: int, replicas: list[Replica]) -> str:
+    # fail_timeout: a replica that refused a connection is left out that long, then tried.
+    servers = "\n".join(
+        f"        server {replica.address} max_fails=1 fail_timeout=2s;" for replica in replicas
+    )
+    # As root, nginx's workers would run as nobody, who cannot enter the test's directory.
+    user = "user root;" if os.geteuid() == 0 else ""
+    return _NGINX_CONF.format(prefix=prefix, port=port, servers=servers, user=user)
+
+
+@contextmanager
+def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
+    """Run redis, ``count`` replicas and nginx until the block ends."""
+    if REDIS is None:
+        pytest.skip("redis-server is not installed (CI installs Debian's redis-server)")
+    if NGINX is None:
+        pytest.skip("nginx is not installed (CI installs Debian's nginx)")
+    with ExitStack() as stack:
+        redis_port = free_port()
+        redis_dir = directory / "redis"
+        redis_dir.mkdir()
+        redis = _spawn(
+            [
+                *(REDIS, "--port", str(redis_port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no", "--dir", str(redis_dir)),
+            ],
+            directory / "redis.log",
+            stack,
+        )
+        wait_until(lambda: _pong(redis_port, redis), "redis-server", directory / "redis.log")
+
+        keys = directory / "state.keys"
+        keys.write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
+        events = directory / "events.log"
+        os.environ["MCPACTOR_REPLICA_LOG"] = str(events)
+        stack.callback(os.environ.pop, "MCPACTOR_REPLICA_LOG", None)
+        replicas = []
+        for number in range(count):
+            port = free_port()
+            log = directory / f"replica-{number}.log"
+            process = _spawn(
+                [
+                    *(sys.executable, "-m", "mcpactor", "serve", str(SERVER)),
+                    *("--http", f"127.0.0.1:{port}"),
+                    *("--store", f"redis://127.0.0.1:{redis_port}"),
+                    *("--state-key-file", str(keys)),
+                ],
+                log,
+                stack,
+            )
+            replicas.append(Replica(port=port, process=process, log=log))
+        for replica in replicas:
+            wait_until(
+                functools.partial(_healthy, replica.port, replica.process),
+                f"the replica on {replica.address}",
+                replica.log,
+            )
+
+        prefix = directory / "nginx"
+        prefix.mkdir()
+        nginx_port = free_port()
+        conf = prefix / "nginx.conf"
+        conf.write_text(_nginx_conf(prefix, nginx_port, replicas))
+        assert NGINX is not None
+        nginx = _spawn(
+            [NGINX, "-p", str(prefix), "-c", str(conf), "-g", "daemon off;"],
+            directory / "nginx.log",
+            stack,
+        )
+        wait_until(functools.partial(_healthy, nginx_port, nginx), "nginx", prefix / "error.log")
+        yield Deployment(
+            directory=directory,
+            redis_port=redis_port,
+            redis=redis,
+            replicas=replicas,
+            nginx_port=nginx_port,
+            nginx=nginx,
+            events=events,
+        )
+
+
+# --- a raw Streamable HTTP client, for what the SDK's client does not let a test do ------
+
+SESSION_REVISION: Final = "2025-11-25"
+STATELESS_REVISION: Final = "2026-07-28"
+ACCEPT: Final = {"accept": "application/json, text/event-stream"}
+#: the largest SSE line a test reads (the replicas' messages are small)
+MAX_LINE: Final = 1 << 20
+
+JSON = dict[str, Any]
+
+
+@attrs.define
+class Answer:
+    """What one POST brought back: the replica that answered, its status and messages."""
+
+    status: int
+    replica: str
+    messages: list[JSON]
+    session: str | None
+
+    def response(self, request_id: int) -> JSON:
+        """The JSON-RPC response to ``request_id`` among the messages."""
+        for message in self.messages:
+            if message.get("id") == request_id and ("result" in message or "error" in message):
+                return message
+        raise AssertionError(f"no response to {request_id} in {self.messages!r}")
+
+
+async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str | None, JSON]]:
+    """The ``(id, message)`` of each SSE event of ``response`` that carries a message."""
+    event_id: str | None = None
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        assert len(line) <= MAX_LINE, "an SSE line longer than any message sent"
+        if not line:
+            if data:
+                yield event_id, orjson.loads("\n".join(data))
+            event_id, data = None, []
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+
+
+def request(request_id: int, method: str, params: JSON | None = None) -> JSON:
+    """A JSON-RPC request."""
+    message: JSON = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+async def post(
+    http: httpx.AsyncClient, url: str, message: JSON, *, session: str | None = None
+) -> Answer:
+    """POST ``message`` (session era) and read the answer whole, JSON or SSE."""
+    headers = {**ACCEPT, "content-type": "application/json"}
+    if session is not None:
+        headers |= {"mcp-session-id": session, "mcp-protocol-version": SESSION_REVISION}
+    async with http.stream("POST", url, content=orjson.dumps(message), headers=headers) as got:
+        messages: list[JSON] = []
+        if got.headers.get("content-type", "").startswith("text/event-stream"):
+            async for _, item in sse_events(got):
+                messages.append(item)
+                if item.get("id") == message.get("id") and "method" not in item:
+                    break
+        else:
+            body = await got.aread()
+            if body:
+                decoded = orjson.loads(body[:MAX_LINE])
+                messages = decoded if isinstance(decoded, list) else [decoded]
+        return Answer(
+            status=got.status_code,
+            replica=got.headers.get("x-replica", ""),
+            messages=messages,
+            session=got.headers.get("mcp-session-id"),
+        )
+
+
+async def open_session(http: httpx.AsyncClient, url: str, capabilities: JSON | None = None) -> str:
+    """Open a 2025-11-25 session through ``url`` and return its id."""
+    params = {
+        "protocolVersion": SESSION_REVISION,
+        "capabilities": capabilities or {},
+        "clientInfo": {"name": "replica-tests", "version": "1.0"},
+    }
+    answer = await post(http, url, request(0, "initialize", params))
+    assert answer.status == 200, answer
+    assert answer.session is not None, answer
+    assert "result" in answer.response(0), answer
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    sent = await http.post(
+        url,
+        content=orjson.dumps(done),
+        headers={
+            **ACCEPT,
+            "content-type": "application/json",
+            "mcp-session-id": answer.session,
+            "mcp-protocol-version": SESSION_REVISION,
+        },
+    )
+    assert sent.status_code == 202, sent.text
+    return answer.session
+
+
+async def stateless_call(
+    http: httpx.AsyncClient, url: str, request_id: int, name: str, arguments: JSON
+) -> httpx.Response:
+    """A 2026-07-28 ``tools/call`` (no session), answered whole."""
+    message = request(
+        request_id,
+        "tools/call",
+        {
+            "name": name,
+            "arguments": arguments,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": STATELESS_REVISION,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    )
+    return await http.post(
+        url,
+        content=orjson.dumps(message),
+        headers={
+            **ACCEPT,
+            "content-type": "application/json",
+            "mcp-protocol-version": STATELESS_REVISION,
+            "mcp-method": "tools/call",
+            "mcp-name": name,
+        },
+    )
+
+
+def tool_text(result: JSON) -> str:
+    """The text of a tool result's first content block."""
+    text = result["content"][0]["text"]
+    assert isinstance(text, str)
+    return text
