@@ -211,3 +211,35 @@ async def test_the_relay_subscribes_again_after_a_redis_restart(
             nursery.cancel_scope.cancel()
     # One outage: said once when it began and once when it ended, whatever the attempts.
     assert _outage_logs(caplog) == (1, 1)
+
+
+async def test_serve_started_with_redis_down_waits_for_it_and_then_reports_started(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    port = free_port()
+    client: coredis.Redis[bytes] = coredis.Redis(host="127.0.0.1", port=port, connect_timeout=1)
+    send, receive = trio.open_memory_channel[Relayed](100)
+    a = Inbox(RedisRelay(client, replica_id="a", prefix="t"), send, receive)
+    sender = RedisRelay(client, replica_id="b", prefix="t")
+    started = trio.Event()
+
+    async def serve() -> None:
+        await nursery.start(a.relay.serve, a.deliver)
+        started.set()
+
+    with ignoring_unclosed_buffers(), caplog.at_level(logging.WARNING, logger="mcpactor.store"):
+        async with client, trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            # Nothing to subscribe to: serve says so once, keeps trying, reports nothing.
+            with trio.fail_after(TIMEOUT):
+                while _outage_logs(caplog)[0] == 0:  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+            assert not started.is_set()
+            with running_redis("--port", str(port), "--bind", "127.0.0.1"):
+                with trio.fail_after(TIMEOUT):
+                    await started.wait()
+                # Started means subscribed: the first message sent is heard.
+                await sender.send(_message("b"))
+                assert (await a.next()).origin == "b"
+                nursery.cancel_scope.cancel()
+    assert _outage_logs(caplog) == (1, 1)
