@@ -56,13 +56,13 @@ error_log {prefix}/error.log info;
 pid {prefix}/nginx.pid;
 events {{ worker_connections 1024; }}
 http {{
-    access_log {prefix}/access.log replica;
     client_body_temp_path {prefix}/client_body;
     proxy_temp_path {prefix}/proxy;
     fastcgi_temp_path {prefix}/fastcgi;
     uwsgi_temp_path {prefix}/uwsgi;
     scgi_temp_path {prefix}/scgi;
     log_format replica '$request_method $upstream_addr $status';
+    access_log {prefix}/access.log replica;
     # Plain round robin: no ip_hash, no hash, no sticky cookie.
     upstream replicas {{
 {servers}
@@ -94,28 +94,31 @@ def _tail(path: Path) -> str:
         return ""
 
 
-def wait_until(ready: Callable[[], bool], what: str, log: Path | None = None) -> None:
-    """Probe ``ready`` until it holds, failing after READY_TIMEOUT seconds."""
+def wait_until(
+    ready: Callable[[], bool],
+    what: str,
+    log: Path | None = None,
+    process: subprocess.Popen[bytes] | None = None,
+) -> None:
+    """Probe ``ready`` until it holds; fail after READY_TIMEOUT seconds or if ``process`` exits."""
     deadline = time.monotonic() + READY_TIMEOUT
     while not ready():
+        tail = f"\n{_tail(log)}" if log is not None else ""
+        if process is not None and process.poll() is not None:
+            pytest.fail(f"{what} exited with {process.returncode}{tail}")
         if time.monotonic() > deadline:
-            tail = f"\n{_tail(log)}" if log is not None else ""
             pytest.fail(f"{what} was not ready within {READY_TIMEOUT} s{tail}")
         time.sleep(_PROBE_PAUSE)
 
 
-def _healthy(port: int, process: subprocess.Popen[bytes]) -> bool:
-    if process.poll() is not None:
-        pytest.fail(f"the process on port {port} exited with {process.returncode}")
+def _healthy(port: int) -> bool:
     try:
         return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1.0).status_code == 200
     except httpx.TransportError:
         return False
 
 
-def _pong(port: int, process: subprocess.Popen[bytes]) -> bool:
-    if process.poll() is not None:
-        pytest.fail(f"redis-server exited with {process.returncode}")
+def _pong(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1.0) as probe:
             probe.sendall(b"PING\r\n")
@@ -270,7 +273,9 @@ def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
             directory / "redis.log",
             stack,
         )
-        wait_until(lambda: _pong(redis_port, redis), "redis-server", directory / "redis.log")
+        wait_until(
+            functools.partial(_pong, redis_port), "redis-server", directory / "redis.log", redis
+        )
 
         keys = directory / "state.keys"
         keys.write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
@@ -294,9 +299,10 @@ def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
             replicas.append(Replica(port=port, process=process, log=log))
         for replica in replicas:
             wait_until(
-                functools.partial(_healthy, replica.port, replica.process),
+                functools.partial(_healthy, replica.port),
                 f"the replica on {replica.address}",
                 replica.log,
+                replica.process,
             )
 
         prefix = directory / "nginx"
@@ -310,7 +316,9 @@ def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
             directory / "nginx.log",
             stack,
         )
-        wait_until(functools.partial(_healthy, nginx_port, nginx), "nginx", prefix / "error.log")
+        wait_until(
+            functools.partial(_healthy, nginx_port), "nginx", directory / "nginx.log", nginx
+        )
         yield Deployment(
             directory=directory,
             redis_port=redis_port,
