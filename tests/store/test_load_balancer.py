@@ -80,8 +80,9 @@ def test_a_sessions_calls_are_served_by_several_replicas(deployed: Deployment) -
 
     served = anyio.run(main, backend="asyncio")
     assert set(served) <= _pids(deployed), deployed.logs()
-    # Round robin with no stickiness: one session, three replicas serving it.
-    assert len(set(served)) == 3, served
+    # Round robin with no stickiness: one session, several replicas serving it (the
+    # SDK's own GET stream may take a turn, so not always all three).
+    assert len(set(served)) >= 2, served
 
 
 def test_an_elicitation_answered_to_another_replica_completes(deployed: Deployment) -> None:
