@@ -31,19 +31,25 @@ from coredis.retry import NoRetryPolicy
 
 from ..protocol import describe, describe_error
 from ..runtime.http._relay import MAX_RELAYED_BYTES, Relayed, RelayKind
-from ._sessions import store_location, unavailable
+from ._sessions import reach, store_location
 
 __all__ = ["RedisRelay"]
 
 _log = logging.getLogger("mcpactor.store")
 
-_UNREACHABLE: Final = (coredis.exceptions.RedisError, OSError, TimeoutError)
 #: the first pause before subscribing again after the subscription broke, and the longest
 FIRST_RETRY: Final = 0.1
 MAX_RETRY: Final = 5.0
 #: how many bytes of received messages wait for ``deliver`` before more are dropped
 DEFAULT_BUFFER_BYTES: Final = 32 * 1024 * 1024
 _MAX_NAME: Final = 256
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    # coredis raises inside (nested) exception groups: the first failure says what broke.
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _bytes(value: object) -> bytes | None:
@@ -91,10 +97,7 @@ class RedisRelay:
     async def send(self, message: Relayed) -> None:
         """Publish ``message`` on its target's channel, or on the one every replica hears."""
         channel = self._shared if message.target is None else self._channel(message.target)
-        try:
-            await self._client.publish(channel, message.encode())
-        except _UNREACHABLE as exc:
-            raise unavailable("relay", self._location, exc) from None
+        await reach("relay", self._location, self._client.publish(channel, message.encode()))
         self.sent[message.kind] += 1
 
     async def serve(
@@ -159,7 +162,7 @@ class RedisRelay:
                     _log.warning(
                         "the relay at %s cannot be reached, subscribing again until it can: %s",
                         self._location,
-                        describe_error(exc),
+                        describe_error(_leaf(exc)),
                     )
                     down = True
             await trio.sleep(delay)

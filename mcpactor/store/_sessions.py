@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from collections.abc import Awaitable
+from typing import Any, Final, TypeVar
 
 import coredis
 import coredis.exceptions
@@ -25,6 +26,8 @@ __all__ = ["RedisSessionRecords"]
 
 _log = logging.getLogger("mcpactor.store")
 
+T = TypeVar("T")
+
 # What a failure to reach the store looks like: coredis's own errors (a lost or refused
 # connection, a server that answers with an error) and the sockets' beneath them.
 _UNREACHABLE: Final = (coredis.exceptions.RedisError, OSError, TimeoutError)
@@ -38,9 +41,19 @@ def store_location(client: coredis.Redis[Any]) -> str:
     return location[:_MAX_LOCATION]
 
 
-def unavailable(what: str, location: str, exc: BaseException) -> StoreUnavailable:
-    """The StoreUnavailable for ``exc``, naming the store and the failure (bounded)."""
-    return StoreUnavailable(f"the {what} at {location} cannot be reached: {describe_error(exc)}")
+async def reach(what: str, location: str, call: Awaitable[T]) -> T:
+    """Await ``call``; a failure to reach the store is a StoreUnavailable naming it (bounded).
+
+    The error is raised without coredis's beneath it: that one holds the frames of the
+    connection that failed, which a logged StoreUnavailable would otherwise keep alive.
+    """
+    try:
+        return await call
+    except _UNREACHABLE as exc:
+        error = StoreUnavailable(
+            f"the {what} at {location} cannot be reached: {describe_error(exc)}"
+        )
+    raise error
 
 
 class RedisSessionRecords:
@@ -56,28 +69,22 @@ class RedisSessionRecords:
     def _key(self, session_id: str) -> str:
         return f"{self._prefix}:session:{session_id}"
 
-    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
-        return unavailable("session store", self._location, exc)
+    async def _reach(self, call: Awaitable[T]) -> T:
+        return await reach("session store", self._location, call)
 
     async def put(self, record: SessionRecord, *, ttl: float) -> None:
         """Write ``record`` (replacing any under its id), to expire ``ttl`` seconds on."""
         if not ttl > 0:
             raise ValueError(f"a record lives a positive number of seconds, got {ttl!r}")
         self.operations += 1
-        try:
-            await self._client.set(
-                self._key(record.id), record.encode(), px=max(1, round(ttl * 1000))
-            )
-        except _UNREACHABLE as exc:
-            raise self._unavailable(exc) from None
+        await self._reach(
+            self._client.set(self._key(record.id), record.encode(), px=max(1, round(ttl * 1000)))
+        )
 
     async def get(self, session_id: str) -> SessionRecord | None:
         """Return the record under ``session_id``; None if none, expired or damaged."""
         self.operations += 1
-        try:
-            raw: Any = await self._client.get(self._key(session_id))
-        except _UNREACHABLE as exc:
-            raise self._unavailable(exc) from None
+        raw: Any = await self._reach(self._client.get(self._key(session_id)))
         if raw is None:
             return None
         if isinstance(raw, str):
@@ -110,8 +117,5 @@ class RedisSessionRecords:
     async def remove(self, session_id: str) -> bool:
         """Delete the record under ``session_id``; whether there was one."""
         self.operations += 1
-        try:
-            removed = await self._client.delete([self._key(session_id)])
-        except _UNREACHABLE as exc:
-            raise self._unavailable(exc) from None
+        removed = await self._reach(self._client.delete([self._key(session_id)]))
         return removed > 0

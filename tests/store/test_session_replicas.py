@@ -24,7 +24,8 @@ from mcpactor.transports import HttpOptions, open_http_app
 from ..runtime.test_replicas import TIMEOUT, Cluster, _principal, _sum, _tool, initialized, on
 from ..transports._http_client import AsgiClient, read_reply, start_post
 from ..transports._http_server import Probe, make_server
-from .conftest import REDIS
+from .conftest import REDIS, free_port, running_redis
+from .test_sessions import ignoring_unclosed_buffers
 
 pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
 
@@ -219,3 +220,29 @@ async def test_a_log_level_set_on_one_replica_reaches_the_other_copies(
         assert record is not None
         assert record.log_level == "error"
         assert record.touched_by == "b"
+
+
+async def test_with_redis_gone_only_a_replica_with_a_copy_serves_the_session() -> None:
+    with ignoring_unclosed_buffers():
+        await _serving_with_redis_gone()
+
+
+async def _serving_with_redis_gone() -> None:
+    port = free_port()
+    client: coredis.Redis[bytes] = coredis.Redis(host="127.0.0.1", port=port, connect_timeout=1)
+    async with client:
+        with running_redis("--port", str(port), "--bind", "127.0.0.1"):
+            stack = contextlib.AsyncExitStack()
+            c = await stack.enter_async_context(redis_cluster(client))
+            mcp = await initialized(c, 0)
+        async with stack:
+            # A replica without a copy cannot find the session: 503, not 404 (which
+            # would tell the client that its session is gone).
+            refused = await on(mcp, c, 1).post(_tool(mcp, "add", a=1, b=1))
+            assert refused.status == 503
+            assert b"session store is unavailable" in await refused.body()
+            # The replica holding a copy goes on serving it.
+            reply = await on(mcp, c, 0).call(
+                "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}
+            )
+            assert _sum(reply) == 3
