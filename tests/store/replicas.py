@@ -16,6 +16,7 @@ replica and then nginx answer ``/healthz`` with 200.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import os
 import shutil
@@ -362,16 +363,19 @@ async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str | None
     """The ``(id, message)`` of each SSE event of ``response`` that carries a message."""
     event_id: str | None = None
     data: list[str] = []
-    async for line in response.aiter_lines():
-        assert len(line) <= MAX_LINE, "an SSE line longer than any message sent"
-        if not line:
-            if data:
-                yield event_id, orjson.loads("\n".join(data))
-            event_id, data = None, []
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].lstrip())
+    # Closed at once, even when the caller stops early (a generator left to the GC warns).
+    async with contextlib.aclosing(response.aiter_lines()) as lines:
+        async for line in lines:
+            assert len(line) <= MAX_LINE, "an SSE line longer than any message sent"
+            if not line:
+                # A priming event (an id, empty data) carries no message.
+                if "".join(data).strip():
+                    yield event_id, orjson.loads("\n".join(data))
+                event_id, data = None, []
+            elif line.startswith("id:"):
+                event_id = line[3:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].lstrip())
 
 
 def request(request_id: int, method: str, params: JSON | None = None) -> JSON:
@@ -392,10 +396,11 @@ async def post(
     async with http.stream("POST", url, content=orjson.dumps(message), headers=headers) as got:
         messages: list[JSON] = []
         if got.headers.get("content-type", "").startswith("text/event-stream"):
-            async for _, item in sse_events(got):
-                messages.append(item)
-                if item.get("id") == message.get("id") and "method" not in item:
-                    break
+            async with contextlib.aclosing(sse_events(got)) as events:
+                async for _, item in events:
+                    messages.append(item)
+                    if item.get("id") == message.get("id") and "method" not in item:
+                        break
         else:
             body = await got.aread()
             if body:

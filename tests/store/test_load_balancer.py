@@ -11,6 +11,7 @@ request (``X-Replica``).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -250,10 +251,11 @@ async def test_an_sse_stream_resumes_on_another_replica(deployed: Deployment) ->
             ) as first:
                 assert first.headers["content-type"].startswith("text/event-stream")
                 started_on = deployed.replica_at(first.headers["x-replica"])
-                async for event_id, message in sse_events(first):
-                    if message.get("method") == "notifications/progress":
-                        last_id = event_id
-                        break
+                async with contextlib.aclosing(sse_events(first)) as events:
+                    async for event_id, message in events:
+                        if message.get("method") == "notifications/progress":
+                            last_id = event_id
+                            break
             # The connection is gone after the first progress; the rest waits for the client.
             assert last_id is not None
             resume = {**headers, "accept": "text/event-stream", "last-event-id": last_id}
@@ -262,12 +264,13 @@ async def test_an_sse_stream_resumes_on_another_replica(deployed: Deployment) ->
             async with http.stream("GET", deployed.url, headers=resume) as resumed:
                 assert resumed.status_code == 200, await resumed.aread()
                 resumed_on = deployed.replica_at(resumed.headers["x-replica"])
-                async for _, message in sse_events(resumed):
-                    if message.get("method") == "notifications/progress":
-                        progress.append(message["params"]["progress"])
-                    if message.get("id") == 1:
-                        answer = message
-                        break
+                async with contextlib.aclosing(sse_events(resumed)) as events:
+                    async for _, message in events:
+                        if message.get("method") == "notifications/progress":
+                            progress.append(message["params"]["progress"])
+                        if message.get("id") == 1:
+                            answer = message
+                            break
             assert resumed_on != started_on
             assert progress == [2, 3, 4]
             assert tool_text(answer["result"]) == f"4 steps on {deployed.replicas[started_on].pid}"
@@ -305,7 +308,8 @@ async def test_a_get_stream_hears_a_change_made_on_another_replica(
                     number += 1
                     if deployed.replica_at(bumped.replica) != holder:
                         break
-                async for _, message in sse_events(stream):
-                    if message.get("method") == "notifications/resources/updated":
-                        assert message["params"]["uri"] == "replica://counter"
-                        break
+                async with contextlib.aclosing(sse_events(stream)) as events:
+                    async for _, message in events:
+                        if message.get("method") == "notifications/resources/updated":
+                            assert message["params"]["uri"] == "replica://counter"
+                            break
