@@ -1,0 +1,197 @@
+# SSE event logs in Redis: the EventStore (runtime/http/_event_store.py) of several replicas.
+#
+# Keys, under a prefix (``mcpactor`` by default):
+#
+# - ``{p}:events:{session}:{stream}``: a Redis stream per SSE stream of a session, one
+#   entry per event (field ``d``: the message bytes, empty for a priming event), trimmed
+#   exactly to ``max_events_per_stream`` on every XADD and expiring ``ttl`` seconds after
+#   its last append.
+# - ``{p}:event-streams:{session}``: the set of a session's stream ids, so that
+#   ``forget_session`` finds every key; it expires with the newest of them.
+#
+# An event id is ``{stream}.{entry}.{tag}``: the stream, the Redis entry id (``ms-seq``,
+# increasing even across a key that expired and came back) and a short digest of the
+# session. Any replica can resolve it with the session id alone. It arrives as a
+# client's ``Last-Event-ID``, so it is parsed bounded and strictly; an id of another
+# session (wrong tag), one never written, or one already trimmed away is unknown (None):
+# a client that fell further behind than the bound learns that it lost events instead
+# of being handed a log with a hole in it.
+#
+# Every call is a round trip, so ``append_now`` and ``forget_stream_now`` keep the base
+# class's answers ("wait for the async one"). Any failure to reach Redis is
+# ``StoreUnavailable``.
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import re
+from collections.abc import Iterator
+from typing import Any, Final
+
+import attrs
+import coredis
+from coredis.exceptions import RedisError
+from coredis.tokens import PureToken
+
+from ..protocol import describe_error
+from ..runtime.http._event_store import DEFAULT_MAX_EVENTS_PER_STREAM, EventStore, Replay
+from ..runtime.http._session_records import StoreUnavailable
+
+__all__ = ["MAX_EVENT_ID_LENGTH", "RedisEventStore", "RedisEventStoreStatistics"]
+
+#: the longest ``Last-Event-ID`` looked at; anything longer is unknown
+MAX_EVENT_ID_LENGTH: Final = 256
+
+# A canonical Redis entry id, as XADD returns it (no leading zeros, ASCII digits only).
+_ENTRY: Final = re.compile(r"(?:0|[1-9][0-9]{0,19})-(?:0|[1-9][0-9]{0,19})", re.ASCII)
+_FIELD: Final = b"d"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def session_tag(session_id: str) -> str:
+    """The short digest of ``session_id`` that the session's event ids carry."""
+    digest = hashlib.blake2b(session_id.encode(), digest_size=6).digest()
+    return base64.urlsafe_b64encode(digest).decode()
+
+
+@attrs.frozen
+class RedisEventStoreStatistics:
+    """What a RedisEventStore has done since it was made (its events are in Redis)."""
+
+    #: round trips to Redis, failed ones included
+    operations: int
+    #: round trips that failed (each raised StoreUnavailable)
+    failures: int
+    #: events appended
+    appends: int
+    #: ``replay_after`` calls that found their event
+    replays: int
+
+
+class RedisEventStore(EventStore):
+    """An EventStore in Redis streams, shared by every replica naming the same prefix."""
+
+    def __init__(
+        self,
+        client: coredis.Redis[Any],
+        *,
+        prefix: str = "mcpactor",
+        max_events_per_stream: int = DEFAULT_MAX_EVENTS_PER_STREAM,
+        ttl: float = 3600.0,
+    ) -> None:
+        if max_events_per_stream < 1:
+            raise ValueError(
+                f"max_events_per_stream must be at least 1, got {max_events_per_stream!r}"
+            )
+        if not ttl > 0:
+            raise ValueError(f"a ttl is a positive number of seconds, got {ttl!r}")
+        self.max_events_per_stream = max_events_per_stream
+        self.ttl = ttl
+        self._client = client
+        self._prefix = prefix
+        self._ttl_ms = max(1, round(ttl * 1000))
+        self._operations = 0
+        self._failures = 0
+        self._appends = 0
+        self._replays = 0
+
+    # --- keys ---------------------------------------------------------------------
+
+    def _stream_key(self, session_id: str, stream_id: str) -> str:
+        return f"{self._prefix}:events:{session_id}:{stream_id}"
+
+    def _streams_key(self, session_id: str) -> str:
+        return f"{self._prefix}:event-streams:{session_id}"
+
+    @contextlib.contextmanager
+    def _round_trip(self, what: str) -> Iterator[None]:
+        # One counted operation; Redis's failures become the store's one error.
+        self._operations += 1
+        try:
+            yield
+        except (RedisError, OSError) as exc:
+            self._failures += 1
+            raise StoreUnavailable(f"cannot {what} in Redis: {describe_error(exc)}") from exc
+
+    # --- the EventStore -------------------------------------------------------------
+
+    async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
+        """Store one event of a stream; return its event id (``<stream>.<entry>.<tag>``)."""
+        if "." in stream_id or not stream_id:
+            # The id's parts are split at dots: a stream id must not hold one.
+            raise ValueError(f"a stream id is non-empty and has no '.', got {stream_id!r}")
+        key = self._stream_key(session_id, stream_id)
+        streams = self._streams_key(session_id)
+        with self._round_trip("append an event"):
+            async with self._client.pipeline(transaction=True) as pipeline:
+                added = pipeline.xadd(
+                    key,
+                    {_FIELD: data},
+                    trim_strategy=PureToken.MAXLEN,
+                    trim_operator=PureToken.EQUAL,
+                    threshold=self.max_events_per_stream,
+                )
+                pipeline.pexpire(key, self._ttl_ms)
+                pipeline.sadd(streams, [stream_id])
+                pipeline.pexpire(streams, self._ttl_ms)
+            entry = await added
+        self._appends += 1
+        return f"{stream_id}.{_text(entry)}.{session_tag(session_id)}"
+
+    async def replay_after(self, session_id: str, event_id: str) -> Replay | None:
+        """Return the events after ``event_id`` on its stream; None if it is unknown."""
+        if len(event_id) > MAX_EVENT_ID_LENGTH:
+            return None
+        rest, _, tag = event_id.rpartition(".")
+        stream_id, _, entry = rest.rpartition(".")
+        if not stream_id or tag != session_tag(session_id) or not _ENTRY.fullmatch(entry):
+            return None
+        with self._round_trip("replay events"):
+            # From the event itself (inclusive), to tell a live id from a trimmed one.
+            found = await self._client.xrange(
+                self._stream_key(session_id, stream_id),
+                entry,
+                "+",
+                count=self.max_events_per_stream + 1,
+            )
+        if not found or _text(found[0].identifier) != entry:
+            return None
+        self._replays += 1
+        tail = "." + session_tag(session_id)
+        events = []
+        for item in found[1:]:
+            fields = item.field_values
+            # A client that decodes responses hands back text keys and values.
+            data = fields.get(_FIELD, fields.get("d"))
+            if isinstance(data, str):
+                data = data.encode()
+            if isinstance(data, bytes):
+                events.append((f"{stream_id}.{_text(item.identifier)}{tail}", data))
+        return Replay(stream_id, events)
+
+    async def forget_stream(self, session_id: str, stream_id: str) -> None:
+        """Drop what is stored for one stream."""
+        with self._round_trip("forget a stream"):
+            async with self._client.pipeline(transaction=True) as pipeline:
+                pipeline.delete([self._stream_key(session_id, stream_id)])
+                pipeline.srem(self._streams_key(session_id), [stream_id])
+
+    async def forget_session(self, session_id: str) -> None:
+        """Drop what is stored for every stream of a session."""
+        streams = self._streams_key(session_id)
+        with self._round_trip("list a session's streams"):
+            members = await self._client.smembers(streams)
+        keys = [self._stream_key(session_id, _text(member)) for member in members]
+        with self._round_trip("forget a session"):
+            await self._client.delete([*keys, streams])
+
+    def statistics(self) -> RedisEventStoreStatistics:
+        """Return the counts of operations, failures, appends and replays so far."""
+        return RedisEventStoreStatistics(
+            self._operations, self._failures, self._appends, self._replays
+        )
