@@ -215,6 +215,14 @@ class Deployment:
         """Let a paused redis go on (SIGCONT)."""
         self.redis.send_signal(signal.SIGCONT)
 
+    def stop_redis(self) -> None:
+        """Terminate redis: what it held is gone and connections are refused."""
+        _stop(self.redis)
+
+    def start_redis(self) -> None:
+        """Start an empty redis again on the same port, and wait until it answers."""
+        self.redis = _start_redis(self.directory, self.redis_port)
+
     def alive(self) -> list[bool]:
         """Whether each replica's process still runs."""
         return [replica.process.poll() is None for replica in self.replicas]
@@ -255,6 +263,26 @@ def _nginx_conf(prefix: Path, port: int, replicas: list[Replica]) -> str:
     return _NGINX_CONF.format(prefix=prefix, port=port, servers=servers, user=user)
 
 
+def _start_redis(directory: Path, port: int) -> subprocess.Popen[bytes]:
+    assert REDIS is not None
+    with (directory / "redis.log").open("ab") as log:
+        redis = subprocess.Popen(
+            [
+                *(REDIS, "--port", str(port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no", "--dir", str(directory / "redis")),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_until(functools.partial(_pong, port), "redis-server", directory / "redis.log", redis)
+    except BaseException:
+        _stop(redis)
+        raise
+    return redis
+
+
 @contextmanager
 def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
     """Run redis, ``count`` replicas and nginx until the block ends."""
@@ -264,19 +292,11 @@ def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
         pytest.skip("nginx is not installed (CI installs Debian's nginx)")
     with ExitStack() as stack:
         redis_port = free_port()
-        redis_dir = directory / "redis"
-        redis_dir.mkdir()
-        redis = _spawn(
-            [
-                *(REDIS, "--port", str(redis_port), "--bind", "127.0.0.1"),
-                *("--save", "", "--appendonly", "no", "--dir", str(redis_dir)),
-            ],
-            directory / "redis.log",
-            stack,
-        )
-        wait_until(
-            functools.partial(_pong, redis_port), "redis-server", directory / "redis.log", redis
-        )
+        (directory / "redis").mkdir()
+        holder: list[Deployment] = []
+        redis = _start_redis(directory, redis_port)
+        # The redis running at the end, which a test may have restarted.
+        stack.callback(lambda: _stop(holder[0].redis if holder else redis))
 
         keys = directory / "state.keys"
         keys.write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
@@ -320,7 +340,7 @@ def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
         wait_until(
             functools.partial(_healthy, nginx_port), "nginx", directory / "nginx.log", nginx
         )
-        yield Deployment(
+        running = Deployment(
             directory=directory,
             redis_port=redis_port,
             redis=redis,
@@ -329,6 +349,8 @@ def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
             nginx=nginx,
             events=events,
         )
+        holder.append(running)
+        yield running
 
 
 # --- a raw Streamable HTTP client, for what the SDK's client does not let a test do ------

@@ -9,7 +9,7 @@ over, requests are served again.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,9 +131,10 @@ async def _try(
     message: dict[str, Any],
     session: str | None,
     outcome: Outcome,
+    budget: float,
 ) -> None:
-    # Answered while Redis is still stopped, or it counts as hung.
-    with trio.move_on_after(OUTAGE - 0.5) as scope:
+    # Answered within ``budget`` seconds, or it counts as hung.
+    with trio.move_on_after(budget) as scope:
         try:
             answer = await post(http, url, message, session=session)
         except httpx.TransportError as exc:
@@ -144,47 +145,105 @@ async def _try(
     outcome.hung = scope.cancelled_caught
 
 
-async def test_the_replicas_outlive_a_redis_outage_and_serve_after_it(
+INITIALIZE = request(
+    1,
+    "initialize",
+    {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "outage", "version": "1.0"},
+    },
+)
+WHOAMI = request(2, "tools/call", {"name": "whoami", "arguments": {}})
+TASK = request(
+    3, "tools/call", {"name": "chore", "arguments": {"seconds": 0}, "task": {"ttl": 60_000}}
+)
+
+
+async def _during_outage(
+    http: httpx.AsyncClient,
+    url: str,
+    session: str,
+    budget: float,
+    begin: Callable[[], None],
+    end: Callable[[], None],
+) -> tuple[Outcome, list[Outcome]]:
+    """Send a new session's initialize and an open session's calls while Redis is away.
+
+    Redis is away (``begin`` to ``end``) for OUTAGE seconds, whatever was answered; each
+    request has ``budget`` seconds from the start of the outage.
+    """
+    opened = Outcome(label="initialize")
+    called = [Outcome(label=f"whoami-{turn}") for turn in range(3)] + [Outcome(label="task")]
+    begin()
+    ended = False
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_try, http, url, INITIALIZE, None, opened, budget)
+            for outcome in called[:3]:
+                nursery.start_soon(_try, http, url, WHOAMI, session, outcome, budget)
+            nursery.start_soon(_try, http, url, TASK, session, called[3], budget)
+            # The outage itself: its length is the scenario, not a wait for work.
+            await trio.sleep(OUTAGE)
+            ended = True
+            end()
+    finally:
+        if not ended:
+            end()
+    return opened, called
+
+
+async def _served_by_all_again(http: httpx.AsyncClient, deployed: Deployment) -> None:
+    # New sessions open once Redis is back, and every replica serves them.
+    with trio.fail_after(REQUEST_TIMEOUT):
+        fresh = await open_session(http, deployed.url)
+        served = set()
+        # Consecutive calls go to the replicas in turn.
+        for _ in range(2 * len(deployed.replicas)):
+            answer = await post(http, deployed.url, WHOAMI, session=fresh)
+            served.add(answer.response(2)["result"]["structuredContent"]["result"])
+    assert served == {replica.pid for replica in deployed.replicas}
+
+
+async def test_requests_while_redis_is_down_fail_clearly_and_work_after_it_restarts(
     deployed: Deployment,
 ) -> None:
-    initialize = request(
-        1,
-        "initialize",
-        {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "outage", "version": "1.0"},
-        },
-    )
-    whoami = request(2, "tools/call", {"name": "whoami", "arguments": {}})
     async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
         with trio.fail_after(REQUEST_TIMEOUT):
             session = await open_session(http, deployed.url)
-        opened = Outcome(label="initialize")
-        called = [Outcome(label=f"whoami-{turn}") for turn in range(3)]
-        deployed.pause_redis()
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_try, http, deployed.url, initialize, None, opened)
-                for outcome in called:
-                    nursery.start_soon(_try, http, deployed.url, whoami, session, outcome)
-                # The outage itself: Redis stays stopped this long, whatever was answered.
-                await trio.sleep(OUTAGE)
-        finally:
-            deployed.resume_redis()
+        # A refused connection is known at once: answers come within the outage.
+        opened, called = await _during_outage(
+            http, deployed.url, session, OUTAGE - 0.5, deployed.stop_redis, deployed.start_redis
+        )
         assert deployed.alive() == [True, True, True], deployed.logs()
         # A new session needs the store: its initialize fails, clearly and in time.
-        assert not opened.hung, f"initialize hung while Redis was stopped\n{deployed.logs()}"
+        assert not opened.hung, f"initialize hung while Redis was down\n{deployed.logs()}"
         assert _clear_failure(opened), opened
-        # A session's calls either fail as clearly or are served from a replica's copy.
+        # An open session's calls fail as clearly, or are served from a replica's copy.
         for outcome in called:
+            assert not outcome.hung, f"{outcome.label} hung while Redis was down"
+            assert _clear_failure(outcome) or outcome.status == 200, outcome
+        await _served_by_all_again(http, deployed)
+
+
+async def test_requests_while_redis_is_stopped_end_within_the_store_timeout(
+    deployed: Deployment,
+) -> None:
+    async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
+        with trio.fail_after(REQUEST_TIMEOUT):
+            session = await open_session(http, deployed.url)
+        # A stopped Redis accepts and never answers: a request waits for the store's read
+        # timeout or for Redis to go on, and not past either.
+        opened, called = await _during_outage(
+            http,
+            deployed.url,
+            session,
+            REQUEST_TIMEOUT,
+            deployed.pause_redis,
+            deployed.resume_redis,
+        )
+        assert deployed.alive() == [True, True, True], deployed.logs()
+        for outcome in [opened, *called]:
             assert not outcome.hung, f"{outcome.label} hung while Redis was stopped"
             assert _clear_failure(outcome) or outcome.status == 200, outcome
-        # Once Redis is back, new sessions open and every replica serves them.
-        with trio.fail_after(REQUEST_TIMEOUT):
-            served = set()
-            while len(served) < 3:
-                fresh = await open_session(http, deployed.url)
-                answer = await post(http, deployed.url, whoami, session=fresh)
-                served.add(answer.response(2)["result"]["structuredContent"]["result"])
-        assert served == {replica.pid for replica in deployed.replicas}
+        await _served_by_all_again(http, deployed)
