@@ -256,7 +256,11 @@ async def open_redis_bus(
     queue: int = DEFAULT_QUEUE,
     buffer: int = DEFAULT_BUFFER,
 ) -> AsyncIterator[RedisBus]:
-    """A ``RedisBus`` with its sender and receiver running until the block ends."""
+    """A ``RedisBus`` with its sender and receiver running until the block ends.
+
+    Entering waits until the receiver has subscribed (retrying while Redis is away), so
+    that every change published after it began is heard.
+    """
     bus = RedisBus(client, replica=replica, prefix=prefix, queue=queue, buffer=buffer)
     async with trio.open_nursery() as nursery:
         await nursery.start(bus.receive)
