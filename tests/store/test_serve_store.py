@@ -275,3 +275,33 @@ async def test_workers_sharing_the_store_serve_one_session(
             if len(pids) == 2:
                 break
         assert len(pids) == 2
+
+
+async def test_a_2026_request_is_served_with_the_store(
+    tmp_path: Path, redis_port: int
+) -> None:
+    _needs_the_store()
+    async with _replica(tmp_path, redis_port, "--store-prefix", "era-2026") as (_, http):
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "echo",
+                "arguments": {"text": "new era"},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+                },
+            },
+        }
+        headers = ACCEPT | {
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": "echo",
+        }
+        reply = await http.post("", json=message, headers=headers)
+        assert reply.status_code == 200, reply.text
+        assert "mcp-session-id" not in reply.headers
+        assert reply.json()["result"]["content"][0]["text"] == "new era"
