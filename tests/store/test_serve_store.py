@@ -277,9 +277,7 @@ async def test_workers_sharing_the_store_serve_one_session(
         assert len(pids) == 2
 
 
-async def test_a_2026_request_is_served_with_the_store(
-    tmp_path: Path, redis_port: int
-) -> None:
+async def test_a_2026_request_is_served_with_the_store(tmp_path: Path, redis_port: int) -> None:
     _needs_the_store()
     async with _replica(tmp_path, redis_port, "--store-prefix", "era-2026") as (_, http):
         message = {
