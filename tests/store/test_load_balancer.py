@@ -292,8 +292,9 @@ async def test_an_sse_stream_resumes_on_another_replica(deployed: Deployment) ->
 
 @pytest.mark.xfail(
     strict=True,
-    reason="a resource update made on one replica does not reach a session's GET stream "
-    "held by another (runtime/http/_relay.py, _session_manager.py)",
+    reason="a resources/subscribe served by one replica is not known to the replica holding "
+    "the session's GET stream, and updates are not relayed to it (the session record and "
+    "relay: runtime/http/_session_store.py, _relay.py)",
 )
 async def test_a_get_stream_hears_a_change_made_on_another_replica(
     deployed: Deployment,
