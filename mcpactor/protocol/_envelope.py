@@ -28,7 +28,7 @@ import attrs
 from .._exceptions import INVALID_PARAMS, RemoteProtocolError
 from ._bounded import bounded_value, describe, exceeds_depth
 from ._jsonrpc import JSONObject, Request, RequestId
-from ._revisions import REVISIONS
+from ._revisions import REVISIONS, Revision
 from ._session import LOG_LEVELS, Negotiated
 
 __all__ = [
@@ -146,6 +146,24 @@ def read_envelope(
     request_id = request.id
     params = request.params
     meta = params.get("_meta") if params is not None else None
+    # A client sends the same envelope on every request: one equal to the last one read
+    # (for the same supported versions) is that Envelope again, neither checked nor
+    # built anew.
+    recent = _recent[0]
+    if (
+        recent is not None
+        and recent[0] is supported
+        and type(meta) is dict
+        and meta.get(PROTOCOL_VERSION) == recent[1]
+        and meta.get(LOG_LEVEL) == recent[4]
+        and meta.get(CLIENT_INFO, _ABSENT) == recent[3]
+        and meta.get(CLIENT_CAPABILITIES) == recent[2]
+    ):
+        envelope = recent[5]
+        needed = requires.get(request.method) if requires is not None else None
+        if needed:
+            require_capabilities(envelope, needed, request_id=request_id)
+        return envelope
     if type(meta) is not dict:
         raise EnvelopeError(
             f"{describe(request.method)} needs params._meta with {PROTOCOL_VERSION!r} "
@@ -171,6 +189,23 @@ def read_envelope(
         )
     revision = row
     capabilities = meta.get(CLIENT_CAPABILITIES)
+    info = meta.get(CLIENT_INFO, _ABSENT)
+    log_level = meta.get(LOG_LEVEL)
+    envelope = _checked_envelope(revision, meta, capabilities, log_level, request_id)
+    _recent[0] = (supported, version, capabilities, info, log_level, envelope)
+    needed = requires.get(request.method) if requires is not None else None
+    if needed:
+        require_capabilities(envelope, needed, request_id=request_id)
+    return envelope
+
+
+def _checked_envelope(
+    revision: Revision,
+    meta: JSONObject,
+    capabilities: object,
+    log_level: object,
+    request_id: RequestId,
+) -> Envelope:
     if type(capabilities) is not dict:
         raise EnvelopeError(
             f"params._meta needs an object {CLIENT_CAPABILITIES!r}, got {describe(capabilities)}",
@@ -183,18 +218,19 @@ def read_envelope(
             request_id=request_id,
         )
     client_info = _client_info(meta, request_id)
-    log_level = meta.get(LOG_LEVEL)
     if log_level is not None and (type(log_level) is not str or log_level not in _LOG_RANK):
         raise EnvelopeError(
             f"unknown {LOG_LEVEL!r} {describe(log_level)}",
             data={"expected": list(LOG_LEVELS)},
             request_id=request_id,
         )
-    envelope = Envelope(revision, capabilities, client_info, log_level)
-    needed = requires.get(request.method) if requires is not None else None
-    if needed:
-        require_capabilities(envelope, needed, request_id=request_id)
-    return envelope
+    return Envelope(revision, capabilities, client_info, log_level)
+
+
+_ABSENT: Final = object()
+# The last envelope read, with what it was read from: (the supported versions, version,
+# capabilities, client info or _ABSENT, log level, Envelope).
+_recent: list[tuple[Iterable[str], str, object, object, object, Envelope] | None] = [None]
 
 
 def _client_info(meta: JSONObject, request_id: RequestId) -> JSONObject | None:

@@ -269,76 +269,71 @@ class StatelessHost:
         key = self._next_flight
         self._next_flight = key + 1
         self.flights[key] = flight
+        method = request.method
         try:
-            if request.method == LISTEN:
+            if method == LISTEN:
                 return await self._listen(request, envelope, flight.emit, keepalive, principal)
-            return await self._serve(request, envelope, flight.emit, principal)
+            # The request is served in this frame, not one more coroutine down: this is
+            # every stateless request's path.
+            params = request.params
+            meta = params.get("_meta") if params is not None else None
+            ctx = Context(
+                peer=_RequestPeer(self, flight.emit, principal),
+                request_id=request_id,
+                negotiated=envelope,
+                meta=meta if type(meta) is dict else None,
+                server=self.server,
+            )
+            metrics = METRICS
+            started = trio.current_time()
+            tracer = metrics.tracer
+            trace = (
+                tracer.start(method, params, request_id, None, envelope.revision.version)
+                if tracer is not None
+                else None
+            )
+            # This runs in the caller's task: the log context is put back when it is over.
+            token = LOG_CONTEXT.set((None, request_id, method)) if metrics.log_context else None
+            # Cancelled unless it is answered (trio.Cancelled goes straight through).
+            outcome = CANCELLED
+            error: str | None = None
+            try:
+                result = await serve_stateless(
+                    self.server,
+                    method,
+                    params,
+                    ctx,
+                    sealer=self.sealer,
+                    now=time.time(),
+                    principal=None if principal is None else _principal(principal),
+                    tasks=self.tasks,
+                )
+                outcome = OK
+                if result.get("isError") is True:
+                    outcome, error = ERROR, "tool"
+            except (RequestError, ProtocolError) as exc:
+                outcome, error = ERROR, "request"
+                return _error(request_id, exc.code, exc.message, exc.data)
+            except Exception as exc:
+                # The one place a failing handler becomes an error response.
+                outcome, error = ERROR, "internal"
+                shown = describe(method)
+                _log.exception("%s failed (request %s)", shown, describe(request_id))
+                return _error(
+                    request_id, INTERNAL_ERROR, f"internal error in {shown}: {describe_error(exc)}"
+                )
+            finally:
+                metrics.request_ended(
+                    method, params, outcome, trio.current_time() - started, error
+                )
+                if trace is not None:
+                    trace.end(outcome, error)
+                if token is not None:
+                    LOG_CONTEXT.reset(token)
+            return {"jsonrpc": "2.0", "id": request_id, "result": result}
         finally:
             del self.flights[key]
             self._in_flight -= 1
-
-    async def _serve(
-        self, request: Request, envelope: Envelope, emit: Emit, principal: object
-    ) -> JSONObject:
-        request_id = request.id
-        params = request.params
-        meta = params.get("_meta") if params is not None else None
-        ctx = Context(
-            peer=_RequestPeer(self, emit, principal),
-            request_id=request_id,
-            negotiated=envelope,
-            meta=meta if type(meta) is dict else None,
-            server=self.server,
-        )
-        metrics = METRICS
-        started = trio.current_time()
-        tracer = metrics.tracer
-        trace = (
-            tracer.start(request.method, params, request_id, None, envelope.revision.version)
-            if tracer is not None
-            else None
-        )
-        # This runs in the caller's task: the log context is put back when it is over.
-        token = (
-            LOG_CONTEXT.set((None, request_id, request.method)) if metrics.log_context else None
-        )
-        # Cancelled unless it is answered (trio.Cancelled goes straight through).
-        outcome = CANCELLED
-        error: str | None = None
-        try:
-            result = await serve_stateless(
-                self.server,
-                request.method,
-                params,
-                ctx,
-                sealer=self.sealer,
-                now=time.time(),
-                principal=_principal(principal),
-                tasks=self.tasks,
-            )
-            outcome = OK
-            if result.get("isError") is True:
-                outcome, error = ERROR, "tool"
-        except (RequestError, ProtocolError) as exc:
-            outcome, error = ERROR, "request"
-            return _error(request_id, exc.code, exc.message, exc.data)
-        except Exception as exc:
-            # The one place a failing handler becomes an error response.
-            outcome, error = ERROR, "internal"
-            method = describe(request.method)
-            _log.exception("%s failed (request %s)", method, describe(request_id))
-            return _error(
-                request_id, INTERNAL_ERROR, f"internal error in {method}: {describe_error(exc)}"
-            )
-        finally:
-            metrics.request_ended(
-                request.method, params, outcome, trio.current_time() - started, error
-            )
-            if trace is not None:
-                trace.end(outcome, error)
-            if token is not None:
-                LOG_CONTEXT.reset(token)
-        return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     # --- listen streams -----------------------------------------------------------
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 
 from .._exceptions import SchemaError
 from ..auth._errors import InsufficientScope
@@ -45,10 +45,42 @@ if TYPE_CHECKING:
 __all__ = ["Server", "ServerListener"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+V = TypeVar("V")
+
+
+class _InfoField(Generic[V]):
+    """A server attribute ``serverInfo`` is built from: assigning it drops the built ones."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _InfoField[V]: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> V: ...
+    def __get__(self, obj: object, owner: type) -> Any:
+        if obj is None:
+            return self
+        return obj.__dict__[self._name]
+
+    def __set__(self, obj: object, value: V) -> None:
+        state = obj.__dict__
+        state[self._name] = value
+        built = state.get("_info")
+        if built:
+            built.clear()
 
 
 class Server(Handlers):
     """An MCP server: tools, resources and prompts registered with decorators."""
+
+    # What serverInfo says; assign a new value (a new list of icons) to change it.
+    name: _InfoField[str] = _InfoField()
+    version: _InfoField[str] = _InfoField()
+    title: _InfoField[str | None] = _InfoField()
+    description: _InfoField[str | None] = _InfoField()
+    website_url: _InfoField[str | None] = _InfoField()
+    icons: _InfoField[list[Icon] | None] = _InfoField()
 
     def __init__(
         self,
@@ -90,6 +122,8 @@ class Server(Handlers):
         #: templates and prompts whose scopes it lacks; the server answering the list
         #: decides, for what it mounts as well
         self.hide_unauthorized = hide_unauthorized
+        # revision's version -> its serverInfo object
+        self._info: dict[str, JSONObject] = {}
         self._tools: dict[str, ToolEntry] = {}
         # whether some tool may run as a task (cached until the tools change)
         self._task_tools: bool | None = None
@@ -118,7 +152,19 @@ class Server(Handlers):
     # --- identity and capabilities ----------------------------------------------
 
     def info(self, revision: Revision) -> JSONObject:
-        """The ``serverInfo`` object for ``initialize``, with the fields the revision has."""
+        """The ``serverInfo`` object for ``initialize``, with the fields the revision has.
+
+        The object is shared between calls (every 2026-07-28 result carries it): read it,
+        do not change it.
+        """
+        # Built once per revision (assigning a field drops it): a stateless revision sends
+        # it on every result, and building it cost more than the rest of their shaping.
+        info = self._info.get(revision.version)
+        if info is None:
+            info = self._info[revision.version] = self._build_info(revision)
+        return info
+
+    def _build_info(self, revision: Revision) -> JSONObject:
         fields = {
             "name": self.name,
             "version": self.version,

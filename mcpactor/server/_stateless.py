@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Final
 from .._exceptions import LocalProtocolError
 from ..protocol import JSONObject, Revision
 from ..protocol._envelope import ALL_VERSIONS, SERVER_INFO
-from ..protocol._ext_tasks import METHODS as TASK_METHODS
 from ..protocol._ext_tasks import (
+    AUGMENTABLE,
     TaskSupport,
     read_task_id,
     read_update,
@@ -36,6 +36,7 @@ from ..protocol._ext_tasks import (
     runs_as_task,
     server_capability,
 )
+from ..protocol._ext_tasks import METHODS as TASK_METHODS
 from ..protocol._mrtr import COMPLETE, input_required_result, read_retry
 from ..protocol._sealing import StateRefused, StateSealer
 from ._caching import CacheHint, combine
@@ -173,7 +174,10 @@ def cache_hint(server: Server, method: str, params: JSONObject | None) -> CacheH
 
 def tool_task_support(server: Server, params: JSONObject | None) -> TaskSupport:
     """The ``task_support`` of the tool a ``tools/call`` names (``forbidden`` if none)."""
-    entry = called_tool(server, params)
+    return _task_support(called_tool(server, params))
+
+
+def _task_support(entry: Any) -> TaskSupport:
     support = getattr(getattr(entry, "execution", None), "task_support", None)
     if support == "optional":
         return "optional"
@@ -194,12 +198,15 @@ def called_tool(server: Server, params: JSONObject | None) -> Any:
 
 
 def _runs_as_task(server: Server, method: str, params: JSONObject | None, ctx: Context) -> bool:
-    if not runs_as_task(
-        method, tool_task_support(server, params), ctx.negotiated, request_id=ctx.request_id
-    ):
+    if method not in AUGMENTABLE:
         return False
-    entry = called_tool(server, params)
-    if not getattr(getattr(entry, "execution", None), "task_after_input", False):
+    execution = getattr(called_tool(server, params), "execution", None)
+    # Most tools forbid tasks: they are ruled out first, with one look at the entry.
+    if execution is None or execution.task_support == "forbidden":
+        return False
+    if not runs_as_task(method, execution.task_support, ctx.negotiated, request_id=ctx.request_id):
+        return False
+    if not execution.task_after_input:
         return True
     # Rounds first: a first attempt runs as a plain call (it ends with input_required,
     # or answers at once); the retry that brings answers becomes the task.
@@ -261,7 +268,12 @@ async def serve_stateless(
         return discover_result(server, revision, tasks=tasks)
     rounds = method in revision.input_required_methods
     if rounds:
-        ctx._rounds = _open_round(params, ctx, sealer, method, now, principal)
+        ctx._rounds = (
+            Rounds()
+            if params is None
+            or (params.get("requestState") is None and params.get("inputResponses") is None)
+            else _open_round(params, ctx, sealer, method, now, principal)
+        )
     if tasks is not None and _runs_as_task(server, method, params, ctx):
         # The dispatcher's scope check would run only inside the task: refuse here,
         # before anything is created for a caller who may not call the tool.

@@ -20,7 +20,7 @@ import trio
 
 from .._exceptions import ProtocolError
 from ..protocol import JSONObject, JSONValue, Request, RequestId, describe
-from ..protocol._envelope import has_envelope
+from ..protocol._envelope import PROTOCOL_VERSION
 from ..runtime import Outbound, Outbox
 from ..runtime._messages import NOTIFICATION, RESPONSE
 from ..runtime._stateless import StatelessHost
@@ -53,7 +53,11 @@ class PipeRouter:
             return False
         params = item.get("params")
         if "id" in item:
-            if type(params) is not dict or not has_envelope(params):
+            # has_envelope, inline: this runs for every request on the pipe
+            if type(params) is not dict:
+                return False
+            meta = params.get("_meta")
+            if type(meta) is not dict or PROTOCOL_VERSION not in meta:
                 return False
             method = item.get("method")
             request_id = item["id"]
@@ -64,19 +68,18 @@ class PipeRouter:
                     _error(request_id, -32600, f"request id {describe(request_id)} is in use")
                 )
                 return True
-            self._start(Request(request_id, method, params))
+            scope = trio.CancelScope()
+            self._scopes[request_id] = scope
+            self._nursery.start_soon(
+                self._serve, Request(request_id, method, params), scope, name=_TASK_NAME
+            )
             return True
         if self._scopes and item.get("method") == _CANCELLED and type(params) is dict:
-            scope = self._scopes.get(params.get("requestId"))  # type: ignore[arg-type]
-            if scope is not None:
-                scope.cancel("cancelled by the client")
+            cancelled = self._scopes.get(params.get("requestId"))  # type: ignore[arg-type]
+            if cancelled is not None:
+                cancelled.cancel("cancelled by the client")
                 return True
         return False
-
-    def _start(self, request: Request) -> None:
-        scope = trio.CancelScope()
-        self._scopes[request.id] = scope
-        self._nursery.start_soon(self._serve, request, scope, name=_TASK_NAME)
 
     async def _serve(self, request: Request, scope: trio.CancelScope) -> None:
         request_id = request.id
