@@ -46,6 +46,7 @@ import trio
 from ...protocol import JSONValue, RequestId, answered_ids, describe, serialize
 from .._messages import RESPONSE, SIGNAL, Outbound, Outbox, StreamSignal
 from .._session_actor import SessionActor
+from ._session_records import StoreUnavailable
 from ._streams import Attachment, Item, Stream
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class Routing:
         "_retained",
         "_single_stream",
         "_store",
+        "_store_down",
         "_streams",
         "actor",
         "closing",
@@ -96,6 +98,8 @@ class Routing:
         self.id = session_id
         self.resumable = resumable
         self._store = store
+        # whether the last append found the event store unreachable (warned once)
+        self._store_down = False
         self._single_stream = single_stream
         self._json_only = json_only
         self._ended = False
@@ -148,13 +152,29 @@ class Routing:
         # Sessions of a revision without priming events get none (the revision table).
         return negotiated is not None and negotiated.revision.priming_event
 
-    async def _append(self, stream_id: str, data: bytes) -> str:
-        # Store one event of a resumable session's stream; return its id.
+    async def _append(self, stream_id: str, data: bytes) -> str | None:
+        # Store one event of a resumable session's stream; return its id. A shared store
+        # that cannot be reached costs the event its id (it is sent, not resumable), never
+        # the request or the session.
         assert self.id is not None
         store = self._store
         event_id = store.append_now(self.id, stream_id, data)
         if event_id is None:
-            event_id = await store.append(self.id, stream_id, data)
+            try:
+                event_id = await store.append(self.id, stream_id, data)
+            except StoreUnavailable as exc:
+                if not self._store_down:
+                    self._store_down = True
+                    _log.warning(
+                        "session %s: events are sent without ids (not resumable) while "
+                        "the event store is unreachable: %s",
+                        describe(self.id),
+                        describe(str(exc)),
+                    )
+                return None
+            if self._store_down:
+                self._store_down = False
+                _log.warning("session %s: the event store is reachable again", describe(self.id))
         return event_id
 
     async def _anchor_standalone(self) -> None:
@@ -166,7 +186,8 @@ class Routing:
         stream.sse = True
         if self.resumable and self._primes():
             event_id = await self._append(stream.id, b"")
-            await self._push(stream, (event_id, b"", False))
+            if event_id is not None:
+                await self._push(stream, (event_id, b"", False))
 
     def _forget_now(self, stream: Stream) -> None:
         self._streams.pop(stream.id, None)
