@@ -7,7 +7,8 @@ Every admin app serves ``/metrics`` too when prometheus-client is installed.
 from __future__ import annotations
 
 import importlib.util
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from quart_trio import QuartTrio
 
@@ -30,9 +31,11 @@ def create_admin_app(
     token: str,
     resource_server: ResourceServer | None = None,
     scope: str = DEFAULT_ADMIN_SCOPE,
+    replicas: Callable[[], Awaitable[dict[str, Any]]] | None = None,
 ) -> QuartTrio:
     """The admin app for ``observatory``, requiring ``token`` (or, with ``resource_server``,
-    an access token granting ``scope``), with ``/metrics`` if it can."""
+    an access token granting ``scope``), with ``/metrics`` if it can; ``replicas`` lists
+    the replicas sharing a store (``/api/replicas``)."""
     # An app made in code gets /metrics as the command line's does; prometheus-client is
     # imported only here, when an app is made, and only if it is installed.
     if importlib.util.find_spec("prometheus_client") is not None:
@@ -40,5 +43,5 @@ def create_admin_app(
 
         install_metrics_route()
     return _app.create_admin_app(
-        observatory, token=token, resource_server=resource_server, scope=scope
+        observatory, token=token, resource_server=resource_server, scope=scope, replicas=replicas
     )

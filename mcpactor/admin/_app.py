@@ -29,7 +29,7 @@ import importlib.resources
 import logging
 import math
 import urllib.parse
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -110,9 +110,14 @@ def create_admin_app(
     token: str,
     resource_server: ResourceServer | None = None,
     scope: str = DEFAULT_ADMIN_SCOPE,
+    replicas: Callable[[], Awaitable[dict[str, Any]]] | None = None,
 ) -> QuartTrio:
     """The admin app for ``observatory``, requiring ``token`` or, with ``resource_server``,
-    an access token it verifies that grants ``scope`` (see the module comment)."""
+    an access token it verifies that grants ``scope`` (see the module comment).
+
+    ``replicas`` lists the replicas sharing a store (``/api/replicas``); without it the
+    listing says this is one process.
+    """
     if not token:
         raise ValueError("the admin token must not be empty")
     if not scope or any(c in scope for c in ' "\\') or not scope.isprintable():
@@ -251,6 +256,12 @@ def create_admin_app(
     @app.get("/api/tree")
     async def tree() -> Response:
         return _json(_snapshot(observatory))
+
+    @app.get("/api/replicas")
+    async def replica_list() -> Response:
+        if replicas is None:
+            return _json({"shared": False, "unavailable": False, "replicas": []})
+        return _json(await replicas())
 
     @app.get("/api/stream")
     async def stream() -> Response:

@@ -183,7 +183,8 @@ async def with_admin(
 
     host, port = admin_bind(args.admin, allow_remote=args.admin_allow_remote)
     token, made = admin_token(args.admin_token_file)
-    observatory = Observatory()
+    shared = getattr(args, "shared_store", None)
+    observatory = Observatory(replica=None if shared is None else shared.replicas.replica_id)
     observatory.install()
     observatory.serve(server)
     from .._config_admin import DEFAULT_ADMIN_SCOPE
@@ -192,7 +193,23 @@ async def with_admin(
     # access token is checked by the same verifier and cache.
     resource_server = getattr(args, "resource_server", None)
     scope = getattr(args, "admin_scope", None) or DEFAULT_ADMIN_SCOPE
-    app = create_admin_app(observatory, token=token, resource_server=resource_server, scope=scope)
+    snapshots = None
+    if shared is not None:
+        from ..store._snapshots import RedisSnapshots
+
+        # Every replica sharing the store publishes its counts; this page lists them.
+        snapshots = RedisSnapshots(
+            shared.client,
+            replica=shared.replicas.replica_id,
+            prefix=getattr(args, "store_prefix", None) or "mcpactor",
+        )
+    app = create_admin_app(
+        observatory,
+        token=token,
+        resource_server=resource_server,
+        scope=scope,
+        replicas=None if snapshots is None else snapshots.listing,
+    )
     async with trio.open_nursery() as nursery:
         bound_host, bound_port = await nursery.start(
             lambda task_status: serve_admin(app, host=host, port=port, task_status=task_status)
@@ -202,6 +219,13 @@ async def with_admin(
         if resource_server is not None:
             said += f"; or an access token with the {scope} scope"
         print(f"mcpactor: admin page http://{where}:{bound_port}/{said}", file=sys.stderr)
+        if snapshots is not None:
+            from ..store._snapshots import replica_summary
+
+            admin_url = f"http://{where}:{bound_port}/"
+            nursery.start_soon(
+                snapshots.run, lambda: replica_summary(observatory, admin_url=admin_url)
+            )
 
         async def run(*, task_status: trio.TaskStatus[Any]) -> None:
             await serve(task_status=task_status)

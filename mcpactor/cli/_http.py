@@ -217,6 +217,8 @@ async def _open_store(
         shared.location,
         shared.replicas.replica_id,
     )
+    # The admin listener, if asked for, lists every replica through the same client.
+    args.shared_store = shared
     http_options = attrs.evolve(
         http_options, replicas=shared.replicas, event_store=shared.event_store
     )

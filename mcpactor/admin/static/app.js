@@ -257,6 +257,47 @@ function render(data) {
   document.getElementById("empty").hidden = !(filtered && sessions.length === 0 && stateless.length === 0);
 }
 
+// The replicas sharing a store: asked for beside the tree, at most every 2 seconds,
+// since each replica's summary is renewed about that often.
+let replicasAsked = 0;
+async function refreshReplicas() {
+  const now = Date.now();
+  if (now - replicasAsked < 2000) return;
+  replicasAsked = now;
+  const response = await fetch("api/replicas", { credentials: "same-origin" }).catch(() => null);
+  if (!response || !response.ok) return;
+  const data = await response.json().catch(() => null);
+  if (data) renderReplicas(data);
+}
+
+function renderReplicas(data) {
+  const note = document.getElementById("replicas-note");
+  const table = document.getElementById("replicas-table");
+  if (!data.shared) {
+    note.textContent = "one process (no shared store)";
+    table.hidden = true;
+    return;
+  }
+  const items = Array.isArray(data.replicas) ? data.replicas : [];
+  note.textContent = data.unavailable
+    ? "the shared store cannot be reached"
+    : `${items.length} sharing the store`;
+  table.hidden = items.length === 0;
+  table.tBodies[0].replaceChildren(...items.map((item) => {
+    const counts = item.counts || {};
+    const row = el("tr", item.replica === data.self ? "self" : null);
+    row.append(
+      el("td", null, item.replica === data.self ? `${item.replica} (this one)` : item.replica),
+      el("td", null, `${item.host} / ${item.pid}`),
+      el("td", null, counts.sessions),
+      el("td", null, (counts.requests || 0) + (counts.stateless || 0)),
+      el("td", null, `${counts.tasks_running || 0} running, ${counts.tasks_stored || 0} stored`),
+      el("td", null, age(item.age)),
+    );
+    return row;
+  }));
+}
+
 function query() {
   const params = new URLSearchParams();
   for (const name of ["tool", "client", "slow_ms"]) {
@@ -280,6 +321,7 @@ function connect() {
     statusLine.className = "status live";
     statusLine.textContent = `live · ${new Date().toLocaleTimeString()}`;
     render(JSON.parse(event.data));
+    refreshReplicas();
   });
   source.addEventListener("error", async () => {
     statusLine.className = "status down";
@@ -335,3 +377,4 @@ document.getElementById("collapse").addEventListener("click", () => {
   if (lastTree) render(lastTree);
 });
 connect();
+refreshReplicas();
