@@ -130,7 +130,7 @@ class RedisSnapshots:
             async with self._client.pipeline(transaction=False) as pipeline:
                 pipeline.set(self._key(self.replica), data, px=self._ttl_ms)
                 pipeline.zadd(self._index, {self.replica: now_ms + self._ttl_ms})
-                pipeline.zremrangebyscore(self._index, "-inf", now_ms)
+                pipeline.zremrangebyscore(self._index, 0, now_ms)
                 # The index outlives the longest-lived entry, whatever each one's ttl.
                 pipeline.pexpire(self._index, self._ttl_ms, PureToken.NX)
                 pipeline.pexpire(self._index, self._ttl_ms, PureToken.GT)
