@@ -150,7 +150,10 @@ def test_mcpactor_toml_wins_over_pyproject(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("servres = {}", "mcpactor.toml: servres: unknown key; expected one of auth, env, grace"),
+        (
+            "servres = {}",
+            "mcpactor.toml: servres: unknown key; expected one of admin, auth, env, grace",
+        ),
         ('transport = "tcp"', "transport: expected one of 'stdio', 'http', got 'tcp'"),
         ("prefix = 1", "prefix: expected true or false, got 1"),
         ('log_level = "loud"', "log_level: expected one of DEBUG, INFO"),
