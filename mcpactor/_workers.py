@@ -210,6 +210,8 @@ class _Supervisor:
             str(listener),
             "--worker-lifeline",
             str(lifeline),
+            "--worker-number",
+            str(worker.number),
         ]
         try:
             try:

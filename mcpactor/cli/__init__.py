@@ -456,6 +456,7 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
     # pipe whose end tells it that the supervisor is gone.
     serve.add_argument("--worker-socket", type=int, help=argparse.SUPPRESS)
     serve.add_argument("--worker-lifeline", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-number", type=int, help=argparse.SUPPRESS)
 
 
 def _json_object(text: str) -> dict[str, Any]:

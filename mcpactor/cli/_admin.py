@@ -150,8 +150,6 @@ def check_admin(args: argparse.Namespace, config: Any = None) -> None:
     scope = getattr(args, "admin_scope", None)
     if scope is not None and (not scope or any(c in scope for c in ' "\\')):
         raise ConfigError(f"--admin-scope: expected a scope name, got {scope[:200]!r}")
-    if getattr(args, "workers", 1) > 1:
-        raise ConfigError("--admin shows one process's tree: it cannot be combined with --workers")
     try:
         admin_bind(args.admin, allow_remote=args.admin_allow_remote)
     except ConfigError as exc:
@@ -178,8 +176,14 @@ async def with_admin(
     if getattr(args, "admin", None) is None:
         await serve(task_status=task_status)
         return
-    from ..admin import create_admin_app, serve_admin
     from ..runtime import Observatory
+
+    if getattr(args, "worker_number", None) not in (None, 0):
+        # Of the workers of --workers, the first serves the page; the others publish
+        # their counts to the store it lists them from.
+        await _publish_only(args, server, serve, task_status=task_status)
+        return
+    from ..admin import create_admin_app, serve_admin
 
     host, port = admin_bind(args.admin, allow_remote=args.admin_allow_remote)
     token, made = admin_token(args.admin_token_file)
@@ -226,6 +230,38 @@ async def with_admin(
             nursery.start_soon(
                 snapshots.run, lambda: replica_summary(observatory, admin_url=admin_url)
             )
+
+        async def run(*, task_status: trio.TaskStatus[Any]) -> None:
+            await serve(task_status=task_status)
+            nursery.cancel_scope.cancel()
+
+        task_status.started(await nursery.start(run))
+
+
+async def _publish_only(
+    args: argparse.Namespace,
+    server: Server,
+    serve: Callable[..., Awaitable[Any]],
+    *,
+    task_status: trio.TaskStatus[Any],
+) -> None:
+    from ..runtime import Observatory
+    from ..store._snapshots import RedisSnapshots, replica_summary
+
+    shared = getattr(args, "shared_store", None)
+    if shared is None:
+        await serve(task_status=task_status)
+        return
+    observatory = Observatory(replica=shared.replicas.replica_id)
+    observatory.install()
+    observatory.serve(server)
+    snapshots = RedisSnapshots(
+        shared.client,
+        replica=shared.replicas.replica_id,
+        prefix=getattr(args, "store_prefix", None) or "mcpactor",
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(snapshots.run, lambda: replica_summary(observatory))
 
         async def run(*, task_status: trio.TaskStatus[Any]) -> None:
             await serve(task_status=task_status)

@@ -52,6 +52,11 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         _require_http_extra(args.http_server or "builtin")
         http_options = build_http_options(args, config)
         resolve_store(args, config)
+        if args.admin is not None and args.workers > 1 and args.store_url is None:
+            raise ConfigError(
+                "--admin with --workers needs --store: the first worker's page lists every "
+                "worker through the store they share"
+            )
         # The admin listener accepts the endpoint's access tokens with its admin scope.
         args.resource_server = http_options.resource_server
     else:

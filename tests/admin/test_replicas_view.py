@@ -209,3 +209,67 @@ async def test_two_served_replicas_see_each_other(
             assert b'id="replicas"' in page.content
     finally:
         await _stop(first)
+
+
+async def test_the_first_of_several_workers_lists_them_all(
+    tmp_path: Path,
+    redis_port: int,  # noqa: F811
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    command = [
+        sys.executable,
+        "-m",
+        "mcpactor",
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+        "--store",
+        f"redis://127.0.0.1:{redis_port}",
+        "--admin",
+        "127.0.0.1:0",
+        "--admin-token-file",
+        str(token_file),
+        "clock",
+    ]
+    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
+    try:
+        assert process.stderr is not None
+        said = b""
+        # The supervisor says it serves; the first worker then says where its page is.
+        with trio.fail_after(30):
+            while (match := re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)) is None:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, said.decode(errors="replace")
+                said += chunk
+        async with httpx.AsyncClient(base_url=match.group(1).decode(), timeout=10) as admin:
+            listing = await _listed(admin, 2)
+            pids = {entry["pid"] for entry in listing["replicas"]}
+            assert process.pid not in pids, "the supervisor serves nothing itself"
+            assert len(pids) == 2
+            # Only the first worker has a page; the other publishes its counts.
+            assert sum(entry["admin"] is not None for entry in listing["replicas"]) == 1
+    finally:
+        await _stop(process)
+
+
+async def test_admin_with_workers_and_no_store_is_refused(tmp_path: Path) -> None:
+    command = [
+        sys.executable,
+        "-m",
+        "mcpactor",
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--workers",
+        "2",
+        "--stateless",
+        "--admin",
+        "127.0.0.1:0",
+        "clock",
+    ]
+    done = await trio.run_process(command, capture_stderr=True, check=False)
+    assert done.returncode != 0
+    assert b"--admin with --workers needs --store" in done.stderr
