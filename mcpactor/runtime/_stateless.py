@@ -243,12 +243,15 @@ class StatelessHost:
         principal: object = None,
         keepalive: Callable[[], Awaitable[None]] | None = None,
         scope: trio.CancelScope | None = None,
+        admitted: bool = False,
     ) -> JSONObject:
         """Serve ``request`` and return its JSON-RPC answer (result or error).
 
         Run it inside a cancel scope of the caller's: cancelling that ends the handler
         (``trio.Cancelled`` goes through), and the caller sends nothing more for it.
         Given that ``scope``, the live tree's cancel action can cancel it too.
+        ``admitted``: the transport took the request before ``stop`` (a pipe's line read
+        before its input ended), so it is served in the grace period, not refused.
         """
         request_id = request.id
         try:
@@ -256,10 +259,11 @@ class StatelessHost:
                 envelope = read_envelope(request)
         except EnvelopeError as exc:
             return _error(request_id, exc.code, exc.message, exc.data)
-        if self._stopping or self._in_flight >= self.options.max_in_flight:
+        stopping = self._stopping and not admitted
+        if stopping or self._in_flight >= self.options.max_in_flight:
             why = (
                 "the server is shutting down"
-                if self._stopping
+                if stopping
                 else f"too many requests in flight (limit {self.options.max_in_flight})"
             )
             return _error(request_id, INTERNAL_ERROR, f"server busy: {why}")

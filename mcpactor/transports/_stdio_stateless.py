@@ -70,8 +70,13 @@ class PipeRouter:
                 return True
             scope = trio.CancelScope()
             self._scopes[request_id] = scope
+            # Taken now, served even if the input ends before its task first runs.
             self._nursery.start_soon(
-                self._serve, Request(request_id, method, params), scope, name=_TASK_NAME
+                self._serve,
+                Request(request_id, method, params),
+                scope,
+                not self.host.stopping,
+                name=_TASK_NAME,
             )
             return True
         if self._scopes and item.get("method") == _CANCELLED and type(params) is dict:
@@ -81,7 +86,7 @@ class PipeRouter:
                 return True
         return False
 
-    async def _serve(self, request: Request, scope: trio.CancelScope) -> None:
+    async def _serve(self, request: Request, scope: trio.CancelScope, admitted: bool) -> None:
         request_id = request.id
 
         async def emit(message: JSONObject) -> None:
@@ -89,7 +94,7 @@ class PipeRouter:
 
         try:
             with scope:
-                answer = await self.host.serve(request, emit, scope=scope)
+                answer = await self.host.serve(request, emit, scope=scope, admitted=admitted)
                 # Queued without another trip through the scheduler, as the session's
                 # answers are, unless the outbox is full (then wait, as backpressure).
                 try:

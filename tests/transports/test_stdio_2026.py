@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
+import orjson
 import trio
 import trio.testing
 
@@ -192,3 +195,45 @@ async def test_a_listen_stream_ends_with_its_result_at_end_of_input() -> None:
         rest = await client.receive_rest()
         assert rest[-1]["id"] == listen
         check(rest[-1], REVISION, "SubscriptionsListenResultResponse")
+
+
+async def test_requests_read_before_the_input_ends_are_all_answered(tmp_path: Path) -> None:
+    # A real process beside a session, reading a file: its end of input is seen in the
+    # scheduling batch where the requests' tasks first run, in trio's random order, so a
+    # request taken before the end must be served in the grace period, never refused as
+    # "shutting down".
+    envelope = {"_meta": dict(ENVELOPE)}
+    session = [
+        {
+            "jsonrpc": "2.0",
+            "id": "open",
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    lines = b"".join(orjson.dumps(message) + b"\n" for message in session) + b"".join(
+        orjson.dumps({"jsonrpc": "2.0", "id": n, "method": "server/discover", "params": envelope})
+        + b"\n"
+        for n in range(20)
+    )
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(lines)
+    for _ in range(3):
+        with requests.open("rb") as stdin:
+            done = await trio.run_process(
+                [sys.executable, "-m", "mcpactor", "serve", "clock"],
+                stdin=stdin,
+                capture_stdout=True,
+                capture_stderr=True,
+            )
+        replies = [orjson.loads(line) for line in done.stdout.splitlines()]
+        answers = [reply for reply in replies if reply["id"] != "open"]
+        assert sorted(answer["id"] for answer in answers) == list(range(20))
+        assert all("result" in answer for answer in answers), [
+            answer["error"] for answer in answers if "error" in answer
+        ]
