@@ -120,6 +120,26 @@ async def test_without_a_store_the_route_says_one_process() -> None:
     assert await answer.get_json() == {"shared": False, "unavailable": False, "replicas": []}
 
 
+def _serve_with_admin(store_port: int, token_file: Path, *extra: str) -> list[str]:
+    # `mcpactor serve clock` over HTTP with a store and the admin listener, on free ports.
+    return [
+        sys.executable,
+        "-m",
+        "mcpactor",
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        *extra,
+        "--store",
+        f"redis://127.0.0.1:{store_port}",
+        "--admin",
+        "127.0.0.1:0",
+        "--admin-token-file",
+        str(token_file),
+        "clock",
+    ]
+
+
 async def _start(command: list[str]) -> tuple[trio.Process, str]:
     process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
     assert process.stderr is not None
@@ -163,21 +183,7 @@ async def test_two_served_replicas_see_each_other(
     token_file.write_text(TOKEN + "\n")
 
     def command() -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "mcpactor",
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--store",
-            f"redis://127.0.0.1:{redis_port}",
-            "--admin",
-            "127.0.0.1:0",
-            "--admin-token-file",
-            str(token_file),
-            "clock",
-        ]
+        return _serve_with_admin(redis_port, token_file)
 
     first, first_url = await _start(command())
     try:
@@ -217,23 +223,7 @@ async def test_the_first_of_several_workers_lists_them_all(
 ) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
-    command = [
-        sys.executable,
-        "-m",
-        "mcpactor",
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--workers",
-        "2",
-        "--store",
-        f"redis://127.0.0.1:{redis_port}",
-        "--admin",
-        "127.0.0.1:0",
-        "--admin-token-file",
-        str(token_file),
-        "clock",
-    ]
+    command = _serve_with_admin(redis_port, token_file, "--workers", "2")
     process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
     try:
         assert process.stderr is not None

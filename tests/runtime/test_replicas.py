@@ -154,6 +154,29 @@ def _tool(client: McpClient, name: str, **arguments: Any) -> dict[str, Any]:
     return client.request("tools/call", {"name": name, "arguments": arguments})
 
 
+async def first_message(stream: Any) -> Any:
+    """The first message with data on an SSE ``stream`` (priming events have none)."""
+    with trio.fail_after(TIMEOUT):
+        while True:
+            event = await stream.next_event()
+            assert event is not None
+            if event.data:
+                return event.message()
+
+
+def sampling_answer(request_id: Any, text: str, model: str = "test-model") -> dict[str, Any]:
+    """A client's answer to the server's ``sampling/createMessage`` request ``request_id``."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "result": {
+            "role": "assistant",
+            "content": {"type": "text", "text": text},
+            "model": model,
+        },
+    }
+
+
 async def test_a_session_opened_on_one_replica_serves_a_request_on_another() -> None:
     async with cluster() as c:
         client = await initialized(c, 0, sampling={}, elicitation={})
@@ -255,25 +278,11 @@ async def test_a_client_answer_posted_to_another_replica_reaches_the_waiting_req
         response = await client.post(call)
         assert response.status == 200
         assert response.content_type == "text/event-stream"
-        with trio.fail_after(TIMEOUT):
-            while True:
-                event = await response.next_event()
-                assert event is not None
-                if event.data:
-                    break
-        request = event.message()
+        request = await first_message(response)
         assert request["method"] == "sampling/createMessage"
         # The id is from this copy's own range, far from other copies' ids.
         assert request["id"] > 1
-        answer = {
-            "jsonrpc": "2.0",
-            "id": request["id"],
-            "result": {
-                "role": "assistant",
-                "content": {"type": "text", "text": "hi there"},
-                "model": "test-model",
-            },
-        }
+        answer = sampling_answer(request["id"], "hi there")
         assert (await on(client, c, 1).post(answer)).status == 202
         replies = [m for m in await response.messages() if "id" in m]
         assert len(replies) == 1
@@ -324,23 +333,9 @@ async def test_a_server_request_on_a_get_stream_elsewhere_is_answered_on_a_third
         stream = await on(client, c, 1).get()
         call = _tool(client, "ask", prompt="hello")
         later = start_post(on(client, c, 0), call)
-        with trio.fail_after(TIMEOUT):
-            while True:
-                event = await stream.next_event()
-                assert event is not None
-                if event.data:
-                    break
-        request = event.message()
+        request = await first_message(stream)
         assert request["method"] == "sampling/createMessage"
-        answer = {
-            "jsonrpc": "2.0",
-            "id": request["id"],
-            "result": {
-                "role": "assistant",
-                "content": {"type": "text", "text": "yo"},
-                "model": "m",
-            },
-        }
+        answer = sampling_answer(request["id"], "yo", model="m")
         assert (await on(client, c, 2).post(answer)).status == 202
         reply = await read_reply(await later.wait())
         assert reply["result"]["content"][0]["text"] == "model said: yo"

@@ -21,7 +21,17 @@ from mcpactor.runtime.http import RelayKind, Replicas
 from mcpactor.store import RedisRelay, RedisSessionRecords
 from mcpactor.transports import HttpOptions, open_http_app
 
-from ..runtime.test_replicas import TIMEOUT, Cluster, _principal, _sum, _tool, initialized, on
+from ..runtime.test_replicas import (
+    TIMEOUT,
+    Cluster,
+    _principal,
+    _sum,
+    _tool,
+    first_message,
+    initialized,
+    on,
+    sampling_answer,
+)
 from ..transports._http_client import AsgiClient, read_reply, start_post
 from ..transports._http_server import Probe, make_server
 from .conftest import REDIS, free_port, running_redis
@@ -145,23 +155,9 @@ async def test_a_client_answer_posted_to_another_replica_reaches_the_waiting_req
         call = _tool(client, "ask", prompt="hello")
         response = await client.post(call)
         assert response.content_type == "text/event-stream"
-        with trio.fail_after(TIMEOUT):
-            while True:
-                event = await response.next_event()
-                assert event is not None
-                if event.data:
-                    break
-        request = event.message()
+        request = await first_message(response)
         assert request["method"] == "sampling/createMessage"
-        answer = {
-            "jsonrpc": "2.0",
-            "id": request["id"],
-            "result": {
-                "role": "assistant",
-                "content": {"type": "text", "text": "hi there"},
-                "model": "test-model",
-            },
-        }
+        answer = sampling_answer(request["id"], "hi there")
         assert (await on(client, c, 1).post(answer)).status == 202
         replies = [m for m in await response.messages() if "id" in m]
         assert [r["id"] for r in replies] == [call["id"]]
