@@ -4,9 +4,11 @@
 #              framework-free ceilings import (trio, hypercorn, orjson); installed from PyPI
 #   driver/    the load driver's own few packages, kept apart so that nothing it installs
 #              (uvloop) changes what the peers run on
-#   mcpactor/  this checkout, editable, with the HTTP extra
+#   mcpactor/  this checkout, editable, with the extras the targets serve with (HTTP, auth,
+#              admin, and the Redis client of the store targets, whose redis-server is the
+#              one on PATH: bench/with_redis.py)
 # Each is created only when missing; remove a folder to rebuild it. mcpactor/ also follows
-# this checkout's dependencies: it is reinstalled when pyproject.toml changes.
+# this checkout's dependencies: it is reinstalled when pyproject.toml or the extras change.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 venvs=${VENV_DIR:-$here/.bench-venvs}
@@ -25,11 +27,12 @@ make_venv() {  # NAME PACKAGE...
 rm -rf "$venvs"/*.tmp
 make_venv peers mcp==2.3.0 fastmcp==4.1.6 trio hypercorn orjson
 make_venv driver orjson uvloop
-make_venv mcpactor -e "$here[http,auth,admin]"
+extras="http,auth,admin,redis"
+make_venv mcpactor -e "$here[$extras]"
 # (pip through python: the venvs are moved into place, so their scripts name the old path)
 stamp="$venvs/mcpactor/.pyproject.sha256"
-want=$(sha256sum "$here/pyproject.toml" | cut -d' ' -f1)
+want=$( (cat "$here/pyproject.toml"; echo "$extras") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  "$venvs/mcpactor/bin/python" -m pip install -q --disable-pip-version-check -e "$here[http,auth,admin]"
+  "$venvs/mcpactor/bin/python" -m pip install -q --disable-pip-version-check -e "$here[$extras]"
   echo "$want" >"$stamp"
 fi
