@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import trio
@@ -80,6 +80,8 @@ class Peer:
     _subscriptions: set[str] | None
     _processes: ProcessPool | None
     _principal_holder: PrincipalHolder | None
+    #: set by a session shared with replicas: writes the subscriptions where all see them
+    share_subscriptions: Callable[[], Awaitable[None]] | None
 
     @property
     def principal(self) -> Principal | None:
@@ -188,6 +190,12 @@ class Peer:
         """Forget the client's subscription to ``uri``."""
         if self._subscriptions is not None:
             self._subscriptions.discard(uri)
+
+    async def subscriptions_changed(self) -> None:
+        """Tell the replicas sharing the session, if any (``share_subscriptions``)."""
+        share = self.share_subscriptions
+        if share is not None:
+            await share()
 
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run a blocking handler in a worker thread under the session's limiter."""

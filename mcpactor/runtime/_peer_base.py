@@ -70,6 +70,9 @@ class Sessionless:
     def unsubscribe(self, uri: str) -> None:
         """Nothing to forget."""
 
+    async def subscriptions_changed(self) -> None:
+        """Nothing to tell."""
+
 
 class Relay:
     """The Peer methods that hand a Context's work (threads, processes) to ``_peer``."""

@@ -166,6 +166,7 @@ class SessionActor(ChangeNotices):
         # Read on every ``ctx.principal``, never copied: the transport refreshes it as the
         # client's tokens are renewed.
         self._principal_holder = principal_holder
+        self.share_subscriptions = None
         #: the session's tasks (2025-11-25): the Peer's task host
         self.tasks = TaskManager(self, self.options.tasks)
         # The session's own worker processes (without a shared pool), made on first use

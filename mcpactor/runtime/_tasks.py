@@ -1216,6 +1216,10 @@ class _TaskPeer(Relay):
         """Forget the client's subscription to ``uri``."""
         self._peer.unsubscribe(uri)
 
+    async def subscriptions_changed(self) -> None:
+        """Tell the session's replicas, as the session's own peer does."""
+        await self._peer.subscriptions_changed()
+
 
 def _ms(seconds: float | None) -> int | None:
     if seconds is None or math.isinf(seconds):

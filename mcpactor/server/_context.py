@@ -70,6 +70,9 @@ class Peer(Protocol):
     def unsubscribe(self, uri: str) -> None:
         """Forget the client's subscription to ``uri``."""
 
+    async def subscriptions_changed(self) -> None:
+        """Make a change of the subscriptions known where it must be before the answer."""
+
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run a blocking callable in a worker thread, cancellable cooperatively."""
 

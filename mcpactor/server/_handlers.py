@@ -269,10 +269,12 @@ class Handlers:
             # Updates of a resource tell what changed: only for those who may read it.
             check_scopes(found[0].scopes, ctx.principal)
         ctx._peer.subscribe(uri)
+        await ctx._peer.subscriptions_changed()
         return {}
 
     async def _unsubscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
         ctx._peer.unsubscribe(self._resource_uri(params))
+        await ctx._peer.subscriptions_changed()
         return {}
 
     # prompts

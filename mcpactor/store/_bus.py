@@ -5,6 +5,8 @@
 # sender task PUBLISHes what is queued on ``{prefix}:changes``, tagged with this
 # replica's name, and a receiver task hands other replicas' events to the local
 # listeners (its own come back too, and are skipped: they were delivered already).
+# ``listen_remote`` hears only the other replicas' events: what a replica's session
+# copies need, as they hear their own Server directly.
 #
 # When Redis is away the sender retries the event at hand with a growing pause and the
 # queue fills; what does not fit is dropped and counted, with one warning per outage.
@@ -140,6 +142,8 @@ class RedisBus:
         self.channel = f"{prefix}:changes"
         self._client = client
         self._local = InMemoryBus(buffer=buffer)
+        # Only other replicas' events: for the sessions, which hear their own Server.
+        self._remote = InMemoryBus(buffer=buffer)
         self._send, self._queue = trio.open_memory_channel[ChangeEvent](queue)
         self._published = 0
         self._sent = 0
@@ -168,6 +172,10 @@ class RedisBus:
     def listen(self) -> AbstractContextManager[Listener]:
         """Listen for events published from now on, here or on another replica."""
         return self._local.listen()
+
+    def listen_remote(self) -> AbstractContextManager[Listener]:
+        """Listen for events other replicas publish from now on."""
+        return self._remote.listen()
 
     def statistics(self) -> RedisBusStatistics:
         """Return the counts so far and what waits for the sender."""
@@ -245,6 +253,7 @@ class RedisBus:
             return
         self._received += 1
         self._local.publish(event)
+        self._remote.publish(event)
 
 
 @contextlib.asynccontextmanager

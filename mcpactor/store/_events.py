@@ -18,7 +18,9 @@
 # of being handed a log with a hole in it.
 #
 # Every call is a round trip, so ``append_now`` and ``forget_stream_now`` keep the base
-# class's answers ("wait for the async one"). Any failure to reach Redis is
+# class's answers ("wait for the async one"). ``wait_after`` blocks in XREAD, on a
+# connection of its own (coredis gives a blocking command one), so it holds up no other
+# command. Any failure to reach Redis is
 # ``StoreUnavailable``.
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ from ..protocol import describe_error
 from ..runtime.http._event_store import DEFAULT_MAX_EVENTS_PER_STREAM, EventStore, Replay
 from ..runtime.http._session_records import StoreUnavailable
 
-__all__ = ["MAX_EVENT_ID_LENGTH", "RedisEventStore", "RedisEventStoreStatistics"]
+__all__ = ["MAX_BLOCK", "MAX_EVENT_ID_LENGTH", "RedisEventStore", "RedisEventStoreStatistics"]
 
 #: the longest ``Last-Event-ID`` looked at; anything longer is unknown
 MAX_EVENT_ID_LENGTH: Final = 256
+#: the longest one ``wait_after`` blocks in Redis, in seconds (below the read timeout)
+MAX_BLOCK: Final = 5.0
 
 # A canonical Redis entry id, as XADD returns it (no leading zeros, ASCII digits only).
 _ENTRY: Final = re.compile(r"(?:0|[1-9][0-9]{0,19})-(?:0|[1-9][0-9]{0,19})", re.ASCII)
@@ -143,14 +147,35 @@ class RedisEventStore(EventStore):
         self._appends += 1
         return f"{stream_id}.{_text(entry)}.{session_tag(session_id)}"
 
-    async def replay_after(self, session_id: str, event_id: str) -> Replay | None:
-        """Return the events after ``event_id`` on its stream; None if it is unknown."""
+    def _parse(self, session_id: str, event_id: str) -> tuple[str, str] | None:
+        # (stream id, entry id) of one of this session's event ids; None if it is not one.
         if len(event_id) > MAX_EVENT_ID_LENGTH:
             return None
         rest, _, tag = event_id.rpartition(".")
         stream_id, _, entry = rest.rpartition(".")
         if not stream_id or tag != session_tag(session_id) or not _ENTRY.fullmatch(entry):
             return None
+        return stream_id, entry
+
+    def _events(self, session_id: str, stream_id: str, items: Any) -> list[tuple[str, bytes]]:
+        tail = "." + session_tag(session_id)
+        events = []
+        for item in items:
+            fields = item.field_values
+            # A client that decodes responses hands back text keys and values.
+            data = fields.get(_FIELD, fields.get("d"))
+            if isinstance(data, str):
+                data = data.encode()
+            if isinstance(data, bytes):
+                events.append((f"{stream_id}.{_text(item.identifier)}{tail}", data))
+        return events
+
+    async def replay_after(self, session_id: str, event_id: str) -> Replay | None:
+        """Return the events after ``event_id`` on its stream; None if it is unknown."""
+        parsed = self._parse(session_id, event_id)
+        if parsed is None:
+            return None
+        stream_id, entry = parsed
         with self._round_trip("replay events"):
             # From the event itself (inclusive), to tell a live id from a trimmed one.
             found = await self._client.xrange(
@@ -162,17 +187,30 @@ class RedisEventStore(EventStore):
         if not found or _text(found[0].identifier) != entry:
             return None
         self._replays += 1
-        tail = "." + session_tag(session_id)
-        events = []
-        for item in found[1:]:
-            fields = item.field_values
-            # A client that decodes responses hands back text keys and values.
-            data = fields.get(_FIELD, fields.get("d"))
-            if isinstance(data, str):
-                data = data.encode()
-            if isinstance(data, bytes):
-                events.append((f"{stream_id}.{_text(item.identifier)}{tail}", data))
-        return Replay(stream_id, events)
+        return Replay(stream_id, self._events(session_id, stream_id, found[1:]))
+
+    async def wait_after(self, session_id: str, event_id: str, timeout: float) -> Replay | None:
+        """Like ``replay_after``, waiting up to ``timeout`` seconds (XREAD BLOCK) for an event.
+
+        A wait is cut to ``MAX_BLOCK`` seconds, below the client's read timeout.
+        """
+        replay = await self.replay_after(session_id, event_id)
+        if replay is None or replay.events or timeout <= 0:
+            return replay
+        parsed = self._parse(session_id, event_id)
+        assert parsed is not None  # replay_after took it
+        stream_id, entry = parsed
+        key = self._stream_key(session_id, stream_id)
+        block = max(1, round(min(timeout, MAX_BLOCK) * 1000))
+        with self._round_trip("wait for events"):
+            found = await self._client.xread(
+                {key: entry}, count=self.max_events_per_stream, block=block
+            )
+        if not found:
+            # Nothing came; the stream may also be gone meanwhile (then None).
+            return await self.replay_after(session_id, event_id)
+        items = next(iter(found.values()), ())
+        return Replay(stream_id, self._events(session_id, stream_id, items))
 
     async def forget_stream(self, session_id: str, stream_id: str) -> None:
         """Drop what is stored for one stream."""

@@ -71,6 +71,7 @@ async def open_shared_store(
                     replicas=Replicas(
                         RedisSessionRecords(client, prefix=prefix),
                         RedisRelay(client, replica_id=replica, prefix=prefix),
+                        changes=bus,
                     ),
                     event_store=RedisEventStore(client, prefix=prefix),
                     task_store=task_store,

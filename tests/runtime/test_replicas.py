@@ -342,36 +342,92 @@ async def test_a_server_request_on_a_get_stream_elsewhere_is_answered_on_a_third
         await stream.disconnect()
 
 
-async def test_a_stream_resumed_on_another_replica_replays_what_the_shared_store_holds() -> None:
+async def _reconnected(c: Cluster) -> tuple[McpClient, dict[str, Any], str]:
+    # A call on replica 0 whose stream the tool closed; the id of its last event.
+    client = await initialized(c, 0)
+    call = _tool(client, "reconnect")
+    response = await client.post(call)
+    assert response.content_type == "text/event-stream"
+    seen = await response.events()  # the tool closes the stream, then goes on
+    last_id = seen[-1].id
+    assert last_id is not None
+    assert [e.message()["params"]["data"] for e in seen if e.data] == ["before the stream closes"]
+    with trio.fail_after(TIMEOUT):
+        await c.probe.started.wait()
+    return client, call, last_id
+
+
+async def test_a_stream_resumed_on_another_replica_follows_the_call_to_its_answer() -> None:
     async with cluster(event_store=MemoryEventStore()) as c:
-        client = await initialized(c, 0)
-        call = _tool(client, "reconnect")
-        response = await client.post(call)
-        assert response.content_type == "text/event-stream"
-        seen = await response.events()  # the tool closes the stream, then goes on
-        last_id = seen[-1].id
-        assert last_id is not None
-        assert [e.message()["params"]["data"] for e in seen if e.data] == [
-            "before the stream closes"
-        ]
-        with trio.fail_after(TIMEOUT):
-            await c.probe.started.wait()
+        client, call, last_id = await _reconnected(c)
         # Resumed on replica 1 while the request still runs on replica 0: what is stored
-        # so far (nothing yet), and the stream ends; the client comes back for more.
+        # so far (nothing yet), then what replica 0 stores, up to the answer.
+        resumed = await on(client, c, 1).get(last_event_id=last_id)
+        assert resumed.status == 200
+        await trio.testing.wait_all_tasks_blocked()
+        assert c.manager(1).followers.active == 1
+        c.probe.release.set()
+        with trio.fail_after(TIMEOUT):
+            messages = await resumed.messages()
+        assert messages[0]["params"]["data"] == "after the stream closed"
+        assert messages[-1]["id"] == call["id"]
+        assert messages[-1]["result"]["content"][0]["text"] == "answered after reconnecting"
+        assert c.manager(1).followers.active == 0
+        # Once the answer is stored, a resumption elsewhere replays it and ends at once.
+        again = await on(client, c, 1).get(last_event_id=last_id)
+        assert (await again.messages())[-1]["id"] == call["id"]
+        # An id no store knows is still refused.
+        unknown = await client.get(last_event_id="12345.1")
+        assert unknown.status == 400
+
+
+async def test_a_follower_stops_when_its_client_leaves() -> None:
+    async with cluster(event_store=MemoryEventStore()) as c:
+        client, call, last_id = await _reconnected(c)
+        resumed = await on(client, c, 1).get(last_event_id=last_id)
+        await trio.testing.wait_all_tasks_blocked()
+        assert c.manager(1).followers.active == 1
+        await resumed.disconnect()
+        # The follower notices at the next event (or its next look at the store).
+        c.probe.release.set()
+        with trio.fail_after(TIMEOUT):
+            while c.manager(1).followers.active:
+                await trio.testing.wait_all_tasks_blocked()
+        # The answer is not lost: it is stored, and replica 0 still holds the stream.
+        rest = await client.get(last_event_id=last_id)
+        assert (await rest.messages())[-1]["id"] == call["id"]
+
+
+async def test_a_followed_stream_with_nothing_new_ends_and_can_be_resumed_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with cluster(event_store=MemoryEventStore()) as c:
+        client, _call, last_id = await _reconnected(c)
+        # Shorter than the test client's own timeout for the next event.
+        quiet = c.manager(1).followers.quiet = 3.0
+        resumed = await on(client, c, 1).get(last_event_id=last_id)
+        started = trio.current_time()
+        # Nothing is stored while the tool waits: the response ends after the quiet time.
+        assert await resumed.messages() == []
+        assert trio.current_time() - started >= quiet
+        assert c.manager(1).followers.active == 0
+        c.probe.release.set()
+        again = await on(client, c, 1).get(last_event_id=last_id)
+        messages = await again.messages()
+        assert messages[-1]["result"]["content"][0]["text"] == "answered after reconnecting"
+
+
+async def test_past_the_follower_limit_a_resumption_gets_what_is_stored() -> None:
+    async with cluster(event_store=MemoryEventStore()) as c:
+        client, call, last_id = await _reconnected(c)
+        c.manager(1).followers.limit = 0
         early = await on(client, c, 1).get(last_event_id=last_id)
         assert early.status == 200
         assert await early.messages() == []
         c.probe.release.set()
         await trio.testing.wait_all_tasks_blocked()
-        resumed = await client.get(last_event_id=last_id)
-        assert resumed.status == 200
-        messages = await resumed.messages()
-        assert messages[0]["params"]["data"] == "after the stream closed"
-        assert messages[-1]["id"] == call["id"]
-        assert messages[-1]["result"]["content"][0]["text"] == "answered after reconnecting"
-        # An id no store knows is still refused.
-        unknown = await client.get(last_event_id="12345.1")
-        assert unknown.status == 400
+        resumed = await on(client, c, 1).get(last_event_id=last_id)
+        assert (await resumed.messages())[-1]["id"] == call["id"]
 
 
 async def test_a_delete_on_one_replica_ends_the_session_on_every_replica() -> None:

@@ -42,6 +42,8 @@ class FakePeer:
     unsubscribed: list[str] = attrs.field(factory=list)
     log_level: str | None = None
     thread_calls: int = 0
+    #: how often a handler said the subscriptions changed (for the replicas to hear)
+    subscription_changes: int = 0
 
     async def notify(
         self, method: str, params: JSONObject, *, related_request_id: RequestId | None
@@ -67,6 +69,9 @@ class FakePeer:
     def unsubscribe(self, uri: str) -> None:
         self.unsubscribed.append(uri)
         self.subscriptions.discard(uri)
+
+    async def subscriptions_changed(self) -> None:
+        self.subscription_changes += 1
 
     async def run_sync(self, fn: Callable[[], T]) -> T:
         self.thread_calls += 1

@@ -440,6 +440,8 @@ async def test_subscribe_and_unsubscribe_call_the_peer(any_revision: str) -> Non
     )
     assert result == {}
     assert peer.subscriptions == {"docs://pages/intro"}
+    # Each change was announced before its answer, for a session shared by replicas.
+    assert peer.subscription_changes == 3
     assert peer.unsubscribed == ["docs://guide"]
 
 

@@ -13,8 +13,10 @@ from collections.abc import AsyncIterator
 import coredis
 import pytest
 import trio
+import trio.testing
 
 from mcpactor.runtime.http import StoreUnavailable
+from mcpactor.runtime.http._event_store import Replay
 from mcpactor.store import RedisEventStore
 from mcpactor.store._events import MAX_EVENT_ID_LENGTH
 
@@ -125,6 +127,44 @@ async def test_forgetting_a_stream_or_a_session_deletes_its_keys(
     assert await store.replay_after("t", kept) is not None
 
 
+async def test_a_wait_ends_at_the_next_append_of_another_replica(
+    redis: coredis.Redis[bytes], other: coredis.Redis[bytes]
+) -> None:
+    a = RedisEventStore(redis)
+    b = RedisEventStore(other)
+    first = await a.append("s1", "3", b"")
+    async with trio.open_nursery() as nursery:
+        waited: list[object] = []
+
+        async def wait() -> None:
+            waited.append(await b.wait_after("s1", first, 4.0))
+
+        nursery.start_soon(wait)
+        # Until it is in its XREAD, after the replay that found nothing (an XREAD that
+        # reaches Redis after the append returns the entry at once: the order is no race).
+        with trio.fail_after(5):
+            while b.statistics().operations < 2:
+                await trio.testing.wait_all_tasks_blocked()
+        second = await a.append("s1", "3", b'{"n":1}')
+    assert waited == [Replay("3", [(second, b'{"n":1}')])]
+    # Events already there come back without waiting; an unknown id is None.
+    assert await b.wait_after("s1", first, 4.0) == Replay("3", [(second, b'{"n":1}')])
+    assert await b.wait_after("s1", "3.1-0.xxxxxxxx", 1.0) is None
+
+
+async def test_a_wait_with_nothing_appended_ends_empty_and_a_stream_forgotten_is_none(
+    redis: coredis.Redis[bytes],
+) -> None:
+    store = RedisEventStore(redis)
+    only = await store.append("s2", "4", b"")
+    with trio.fail_after(5):
+        replay = await store.wait_after("s2", only, 0.2)
+    assert replay is not None
+    assert replay.events == []
+    await store.forget_stream("s2", "4")
+    assert await store.wait_after("s2", only, 0.2) is None
+
+
 async def test_the_fast_paths_say_wait() -> None:
     store = RedisEventStore(coredis.Redis(unix_socket_path="/nonexistent"))
     assert store.append_now("s", "1", b"x") is None
@@ -152,10 +192,12 @@ async def test_with_redis_down_every_operation_is_store_unavailable() -> None:
             with pytest.raises(StoreUnavailable, match="replay"):
                 await store.replay_after("s", event_id)
             with pytest.raises(StoreUnavailable):
+                await store.wait_after("s", event_id, 1.0)
+            with pytest.raises(StoreUnavailable):
                 await store.forget_stream("s", "1")
             with pytest.raises(StoreUnavailable):
                 await store.forget_session("s")
-            assert store.statistics().failures == 4
+            assert store.statistics().failures == 5
         gc.collect()
 
 
@@ -174,19 +216,23 @@ async def test_a_stream_resumed_on_another_replica_replays_it_from_redis(
         assert last_id is not None
         with trio.fail_after(10):
             await c.probe.started.wait()
-        early = await on(client, c, 1).get(last_event_id=last_id)
-        assert early.status == 200
-        assert await early.messages() == []
+        # Resumed on the other replica while the request runs: it follows the stream
+        # in Redis (XREAD BLOCK) and writes what replica 0 stores, up to the answer.
+        followed = await on(client, c, 1).get(last_event_id=last_id)
+        assert followed.status == 200
         c.probe.release.set()
+        with trio.fail_after(10):
+            followed_messages = await followed.messages()
+        assert followed_messages[0]["params"]["data"] == "after the stream closed"
+        assert followed_messages[-1]["id"] == call["id"]
         # On the replica running the request the stream is live: it ends with the answer,
         # which was stored before it was sent.
         live = await on(client, c, 0).get(last_event_id=last_id)
         live_messages = await live.messages()
-        assert live_messages[-1]["id"] == call["id"]
+        assert live_messages == followed_messages
         resumed = await on(client, c, 1).get(last_event_id=last_id)
         assert resumed.status == 200
         assert await resumed.messages() == live_messages
-        assert live_messages[0]["params"]["data"] == "after the stream closed"
         assert live_messages[-1]["result"]["content"][0]["text"] == "answered after reconnecting"
         unknown = await client.get(last_event_id="12345.1")
         assert unknown.status == 400

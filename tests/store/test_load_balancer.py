@@ -236,11 +236,6 @@ async def test_a_task_is_polled_and_its_result_read_on_other_replicas(
             assert tool_text(done) == f"chore done on {deployed.replicas[owner].pid}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a replica other than the one running the call answers the resumption 200 but "
-    "does not follow the call's later events (runtime/http/_streams.py, store/_events.py)",
-)
 async def test_an_sse_stream_resumes_on_another_replica(deployed: Deployment) -> None:
     with trio.fail_after(TIMEOUT):
         async with httpx.AsyncClient(timeout=TIMEOUT) as http:
@@ -290,12 +285,6 @@ async def test_an_sse_stream_resumes_on_another_replica(deployed: Deployment) ->
             assert tool_text(answer["result"]) == f"4 steps on {deployed.replicas[started_on].pid}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a resources/subscribe served by one replica is not known to the replica holding "
-    "the session's GET stream, and updates are not relayed to it (the session record and "
-    "relay: runtime/http/_session_store.py, _relay.py)",
-)
 async def test_a_get_stream_hears_a_change_made_on_another_replica(
     deployed: Deployment,
 ) -> None:

@@ -242,3 +242,99 @@ async def _serving_with_redis_gone() -> None:
                 "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}
             )
             assert _sum(reply) == 3
+
+
+@contextlib.asynccontextmanager
+async def separate_replicas(
+    client: coredis.Redis[bytes],
+) -> AsyncIterator[tuple[Cluster, list[Any]]]:
+    """Two replicas, each with a Server of its own, sharing records, relay and changes.
+
+    As separate processes are: a change one Server raises reaches the other replica
+    only through the shared bus.
+    """
+    from mcpactor.runtime._bus import BusFeed
+    from mcpactor.store import open_redis_bus
+
+    hub = RedisHub(RedisSessionRecords(client, prefix="separate"))
+    probe = Probe()
+    servers: list[Any] = []
+    async with trio.open_nursery() as nursery:
+        async with contextlib.AsyncExitStack() as stack:
+            clients = []
+            for name in "ab":
+                server = make_server(probe)
+
+                @server.resource("mem://doc")
+                async def doc() -> str:
+                    """A document."""
+                    return "text"
+
+                bus = await stack.enter_async_context(
+                    open_redis_bus(client, replica=name, prefix="separate")
+                )
+                feed = BusFeed(bus)
+                feed.attach()
+                server.add_listener(feed)
+                relay = RedisRelay(client, replica_id=name, prefix="separate")
+                hub.relays.append(relay)
+                replicas = Replicas(
+                    RedisSessionRecords(client, prefix="separate"), relay, changes=bus
+                )
+                app = await stack.enter_async_context(
+                    open_http_app(
+                        server,
+                        options=HttpOptions(
+                            replicas=replicas, authenticate=_principal, response_mode="json"
+                        ),
+                    )
+                )
+                clients.append(AsgiClient(app, nursery))
+                servers.append(server)
+            yield Cluster(hub, probe, clients), servers  # type: ignore[arg-type]
+        nursery.cancel_scope.cancel()
+
+
+async def next_message(stream: Any) -> dict[str, Any]:
+    with trio.fail_after(TIMEOUT):
+        while True:
+            event = await stream.next_event()
+            assert event is not None, "the stream ended"
+            if event.data:
+                message: dict[str, Any] = event.message()
+                return message
+
+
+async def test_a_change_raised_on_one_replica_reaches_the_get_stream_on_another_once(
+    redis: coredis.Redis[bytes],
+) -> None:
+    async with separate_replicas(redis) as (c, servers):
+        client = await initialized(c, 0)
+        # Subscribed on replica 0: the record says so before the answer leaves, so the
+        # copy that replica 1 adopts for the GET has the subscription.
+        subscribed = await on(client, c, 0).call("resources/subscribe", {"uri": "mem://doc"})
+        assert subscribed["result"] == {}
+        stream = await on(client, c, 1).get()
+        assert stream.status == 200
+        # Raised on replica 0, whose copy has no GET: it drops the notice, and replica 1
+        # hears the change on the bus and sends it on its GET.
+        servers[0].notify_resource_updated("mem://doc")
+        updated = await next_message(stream)
+        assert updated["method"] == "notifications/resources/updated"
+        assert updated["params"] == {"uri": "mem://doc"}
+
+        @servers[0].tool()
+        async def later() -> str:
+            """A tool added on replica 0 only."""
+            return "later"
+
+        changed = await next_message(stream)
+        assert changed["method"] == "notifications/tools/list_changed"
+        # Nothing was relayed: each notice reached the GET once, through the bus.
+        assert c.hub.sent[RelayKind.STANDALONE] == 0
+        # Unsubscribed on replica 0: replica 1's copy hears of it through the record.
+        await on(client, c, 0).call("resources/unsubscribe", {"uri": "mem://doc"})
+        copy = c.copy(1, client.session_id)
+        assert copy is not None
+        await until(lambda: not copy.actor._subscriptions)
+        await stream.disconnect()

@@ -12,6 +12,11 @@
 # that can append or forget without waiting says so through ``append_now`` and
 # ``forget_stream_now``: then a request's answer on an SSE stream is routed in the
 # request's own task, as a JSON answer is, instead of taking the session's router.
+#
+# ``wait_after`` is what a replica uses to follow a stream another replica is still
+# writing (_follow.py): the events after an id, waiting a while for one if none is there
+# yet. A store that can wait for an append (the in-memory one, Redis streams' XREAD
+# BLOCK) overrides it; the default looks again at a short interval.
 
 from __future__ import annotations
 
@@ -20,10 +25,13 @@ import collections
 from typing import Final
 
 import attrs
+import trio
 
 __all__ = ["EventStore", "EventStoreStatistics", "MemoryEventStore", "Replay"]
 
 DEFAULT_MAX_EVENTS_PER_STREAM: Final = 1000
+# Seconds between looks of the default ``wait_after``.
+_POLL_INTERVAL: Final = 0.1
 
 
 @attrs.frozen
@@ -62,6 +70,21 @@ class EventStore(abc.ABC):
     async def forget_session(self, session_id: str) -> None:
         """Drop what is stored for every stream of a session (it ended)."""
 
+    async def wait_after(self, session_id: str, event_id: str, timeout: float) -> Replay | None:
+        """Like ``replay_after``, waiting up to ``timeout`` seconds while no event follows.
+
+        Returns at once if events follow ``event_id`` (or it is unknown); after
+        ``timeout`` with none, the replay is empty. The default looks again every
+        tenth of a second.
+        """
+        deadline = trio.current_time() + timeout
+        while True:
+            replay = await self.replay_after(session_id, event_id)
+            left = deadline - trio.current_time()
+            if replay is None or replay.events or left <= 0:
+                return replay
+            await trio.sleep(min(left, _POLL_INTERVAL))
+
     def append_now(self, session_id: str, stream_id: str, data: bytes) -> str | None:
         """Store one event without waiting and return its id; None if this store must wait.
 
@@ -78,11 +101,19 @@ class EventStore(abc.ABC):
 
 
 class _Log:
-    __slots__ = ("events", "last")
+    __slots__ = ("arrived", "events", "last")
 
     def __init__(self, limit: int) -> None:
         self.last = 0
         self.events: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=limit)
+        #: set at the next append (or when the log is dropped); made by a waiter
+        self.arrived: trio.Event | None = None
+
+    def wake(self) -> None:
+        arrived = self.arrived
+        if arrived is not None:
+            self.arrived = None
+            arrived.set()
 
 
 class MemoryEventStore(EventStore):
@@ -114,6 +145,8 @@ class MemoryEventStore(EventStore):
             log = streams[stream_id] = _Log(self.max_events_per_stream)
         log.last += 1
         log.events.append((log.last, data))
+        if log.arrived is not None:
+            log.wake()
         return f"{stream_id}.{log.last}"
 
     async def replay_after(self, session_id: str, event_id: str) -> Replay | None:
@@ -128,6 +161,18 @@ class MemoryEventStore(EventStore):
         events = [(f"{stream_id}.{n}", data) for n, data in log.events if n > after]
         return Replay(stream_id, events)
 
+    async def wait_after(self, session_id: str, event_id: str, timeout: float) -> Replay | None:
+        """Like ``replay_after``, waiting up to ``timeout`` seconds for the next append."""
+        replay = await self.replay_after(session_id, event_id)
+        if replay is None or replay.events or timeout <= 0:
+            return replay
+        log = self._sessions[session_id][replay.stream_id]
+        if log.arrived is None:
+            log.arrived = trio.Event()
+        with trio.move_on_after(timeout):
+            await log.arrived.wait()
+        return await self.replay_after(session_id, event_id)
+
     async def forget_stream(self, session_id: str, stream_id: str) -> None:
         """Drop what is stored for one stream."""
         self.forget_stream_now(session_id, stream_id)
@@ -136,12 +181,15 @@ class MemoryEventStore(EventStore):
         """Drop what is stored for one stream at once; always True."""
         streams = self._sessions.get(session_id)
         if streams is not None:
-            streams.pop(stream_id, None)
+            log = streams.pop(stream_id, None)
+            if log is not None:
+                log.wake()
         return True
 
     async def forget_session(self, session_id: str) -> None:
         """Drop what is stored for every stream of a session."""
-        self._sessions.pop(session_id, None)
+        for log in self._sessions.pop(session_id, {}).values():
+            log.wake()
 
     def statistics(self) -> EventStoreStatistics:
         """Return how many streams and events are held right now."""

@@ -40,7 +40,9 @@
 # and — to every copy — any other notification (``initialized``, roots changed). A
 # message for the GET stream while no GET is attached here goes to the copy holding
 # it. Copies number their server→client requests and POST streams in ranges of their
-# own, drawn at random, so that ids never collide between replicas.
+# own, drawn at random, so that ids never collide between replicas. A client resuming a
+# POST stream on a copy other than the one running its request gets the stored events
+# and then follows the stream in the store until its answer (_follow.py).
 
 from __future__ import annotations
 
@@ -72,6 +74,7 @@ from ...protocol import (
 )
 from .._messages import RESPONSE, Outbound, Outbox, SessionOptions
 from .._session_actor import SessionActor
+from ._follow import Followers, ends_stream
 from ._relay import MAX_RELAYED_BYTES, Relayed, RelayKind, Replicas
 from ._routing import STANDALONE, Routing
 from ._session_records import SessionRecord, StoreUnavailable, principal_identity
@@ -96,14 +99,33 @@ _INBOX_SIZE: Final = 64
 # Copies of a shared session draw one of this many ranges of this many request ids (and
 # stream ids), so that two copies' ids stay within 2**53 (exact in JSON numbers
 # everywhere) and coincide with odds of one in two million.
-# What a relayed message may carry, its header aside.
-_MAX_RELAYED_DATA: Final = MAX_RELAYED_BYTES - 4096
 _ID_RANGES: Final = 2**21
 _ID_RANGE: Final = 2**32
+# What a relayed message may carry, its header aside.
+_MAX_RELAYED_DATA: Final = MAX_RELAYED_BYTES - 4096
 _OUTBOX_SIZE: Final = 256
 _STATELESS_REASON: Final = (
     "the server runs in stateless mode, so the client's answer could not reach this request"
 )
+
+# What a Server's change notices (runtime/_changes.py) are called on the wire.
+_CHANGE_METHODS: Final = frozenset(
+    {
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+    }
+)
+
+
+def is_change_notice(data: bytes) -> bool:
+    """Whether a message for the GET stream is a list change or resource update."""
+    try:
+        message = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return type(message) is dict and message.get("method") in _CHANGE_METHODS
 
 
 class SessionKind(enum.Enum):
@@ -138,8 +160,11 @@ class SessionHost(Protocol):
     def wake(self, session: HttpSession, run: Callable[[], Awaitable[None]]) -> None:
         """Run an awake period of ``session`` (``run``) in the manager's nursery."""
 
+    #: the streams this process follows for resumptions of other replicas' streams
+    followers: Followers
+
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        """Run a short piece of a session's teardown in the manager's nursery."""
+        """Run a piece of a session's work in the manager's nursery (a teardown, a follower)."""
 
     def ended(self, session: HttpSession) -> None:
         """``session`` has ended: forget it."""
@@ -423,6 +448,7 @@ class HttpSession(Routing):
         """
         self.replicas = replicas
         self._record_ttl = ttl
+        self.actor.share_subscriptions = self._share_subscriptions
         core = self.actor.core
         core.number_requests_from(secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1)
         self._next_stream = secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1
@@ -473,6 +499,17 @@ class HttpSession(Routing):
             touched_by=replicas.replica_id,
             last_active=time.time(),
         )
+
+    async def _share_subscriptions(self) -> None:
+        # resources/(un)subscribe served here: the record, and through it the copy
+        # holding the GET stream, has it before the answer leaves.
+        if not self.state_changed():
+            return
+        try:
+            await self.write_record()
+        except StoreUnavailable as exc:
+            # The next request's ``find`` writes it again.
+            _log.warning("could not write the subscriptions of session %s: %s", self.id, exc)
 
     async def write_record(self) -> bool:
         """Write this copy's record (a request was served here); False if not shared.
@@ -594,8 +631,12 @@ class HttpSession(Routing):
                     self.apply_record(record)
 
     async def _to_standalone(self, data: bytes) -> None:
-        if self.replicas is not None and self.standalone.conn is None and not self.closing:
-            # The GET stream, if the client holds one, is on another replica.
+        replicas = self.replicas
+        if replicas is not None and self.standalone.conn is None and not self.closing:
+            # The GET stream, if the client holds one, is on another replica. A change
+            # notice reached that replica's copy too, through the shared changes.
+            if replicas.changes is not None and is_change_notice(data):
+                return
             await self.relay(RelayKind.STANDALONE, bytes(memoryview(data)))
             return
         await Routing._to_standalone(self, data)
@@ -713,7 +754,7 @@ class HttpSession(Routing):
         if stream is None:
             if self.replicas is None:
                 return None
-            return self._resume_elsewhere(first)
+            return self._resume_elsewhere(first, last_event_id)
         if not stream.complete:
             # Something is still routed to it (the standalone stream, or a request's
             # stream while the request runs): the router must be there to do it.
@@ -732,18 +773,34 @@ class HttpSession(Routing):
         self._retained.pop(stream.id, None)
         return attachment
 
-    def _resume_elsewhere(self, replay: Replay) -> Attachment:
-        # A stream of another replica's copy, in the store they share: what is stored is
-        # all this copy can give. If it was not the end, the client resumes again from
-        # its new last event, and gets what has been stored since.
+    def _resume_elsewhere(self, replay: Replay, last_event_id: str) -> Attachment:
+        # A stream of another replica's copy, in the store they share: what is stored,
+        # then, while its request runs there, what is appended (_follow.py).
         stream = Stream(replay.stream_id)
         stream.sse = True
-        stream.complete = True
         attachment = self._attach(stream)
         attachment.replay = replay.events
         attachment.skip = frozenset(event_id for event_id, _ in replay.events)
-        self._detach(stream, attachment)
+        followers = self.manager.followers
+        if (
+            attachment.gone
+            or any(ends_stream(data) for _, data in replay.events)
+            or not followers.take()
+        ):
+            stream.complete = True
+            self._detach(stream, attachment)
+            return attachment
+        assert self.id is not None
+        after = replay.events[-1][0] if replay.events else last_event_id
+        self.manager.spawn(
+            functools.partial(
+                followers.follow, self._store, self.id, attachment, after, self._is_closing
+            )
+        )
         return attachment
+
+    def _is_closing(self) -> bool:
+        return self.closing
 
     async def release(self, attachment: Attachment) -> None:
         """The connection of ``attachment`` is done (finished, cut or gone)."""

@@ -21,12 +21,14 @@ from __future__ import annotations
 import enum
 import secrets
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from typing import Final, Protocol
 
 import attrs
 import orjson
 import trio
 
+from .._bus import Listener
 from ._session_records import MemorySessionRecords, SessionRecords
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "Relay",
     "RelayKind",
     "Relayed",
+    "RemoteChanges",
     "Replicas",
 ]
 
@@ -135,12 +138,27 @@ class Relay(Protocol):
         """
 
 
+class RemoteChanges(Protocol):
+    """The change notices other replicas raised (a shared bus's remote half)."""
+
+    def listen_remote(self) -> AbstractContextManager[Listener]:
+        """Listen for the changes other replicas publish from now on."""
+
+
 @attrs.frozen
 class Replicas:
-    """What a SessionManager shares with the other replicas: records and a relay."""
+    """What a SessionManager shares with the other replicas: records, a relay, changes.
+
+    With ``changes``, every replica tells its own copies of the sessions about the
+    changes other replicas raise, and a copy without the session's GET stream drops a
+    change notice instead of relaying it (the copy holding the GET heard it too).
+    Without, a copy relays it to the GET's holder, and only copies on the replica that
+    raised the change hear it.
+    """
 
     records: SessionRecords
     relay: Relay
+    changes: RemoteChanges | None = None
 
     @property
     def replica_id(self) -> str:

@@ -62,8 +62,9 @@ from .._offload import ProcessPool
 from .._snapshot import observed
 from .._stateless import StatelessHost, StatelessOptions
 from ._event_store import EventStore
+from ._follow import Followers
 from ._http_session import HttpSession, SessionKind
-from ._relay import Relayed, RelayKind, Replicas
+from ._relay import Relayed, RelayKind, RemoteChanges, Replicas
 from ._session_store import MemorySessionStore, SessionRecord, SessionStore, principal_identity
 from ._streams import NudgeTimer
 from ._watch import LateWatch
@@ -200,6 +201,8 @@ class SessionManager:
         self.coalescing = NudgeTimer(COALESCE_SECONDS)
         #: ends a streamed POST's time without a watch for its client leaving
         self.watch_delay = NudgeTimer(WATCH_AFTER)
+        #: streams of other replicas followed for clients that resumed them here
+        self.followers = Followers()
         #: watches for the clients of stateless requests that run for more than a moment
         self.late_watch = LateWatch(STATELESS_WATCH_AFTER)
         #: the other processes serving the same sessions; None: sessions live here only
@@ -246,6 +249,8 @@ class SessionManager:
             manager.start_soon(self.late_watch.run)
             if self.replicas is not None:
                 await manager.start(self.replicas.relay.serve, self._take_relayed)
+                if self.replicas.changes is not None:
+                    await manager.start(self._hear_remote_changes, self.replicas.changes)
             # The tasks of stateless requests (tasks extension) end once every session
             # has: the grace periods are over.
             async with trio.open_nursery() as tasks:
@@ -415,7 +420,7 @@ class SessionManager:
             _log.exception("session %s failed", session.id)
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        """Run a short piece of a session's teardown in the manager's nursery."""
+        """Run a piece of a session's work in the manager's nursery (a teardown, a follower)."""
         assert self._nursery is not None
         self._nursery.start_soon(fn)
 
@@ -649,6 +654,27 @@ class SessionManager:
             _log.exception(
                 "session %s failed on a message from replica %s", session.id, message.origin
             )
+
+    async def _hear_remote_changes(
+        self, changes: RemoteChanges, *, task_status: trio.TaskStatus[None]
+    ) -> None:
+        # Another replica's list change or resource update, for this replica's copies of
+        # the sessions, as if this Server had raised it: the copy holding a session's GET
+        # stream sends it there (the others drop it, _http_session.py).
+        with changes.listen_remote() as listener:
+            task_status.started()
+            while True:
+                event = await listener.next()
+                if event.kind == "task":
+                    continue  # a 2026-07-28 task notice: for listen streams only
+                for session in list(self._live):
+                    if session.replicas is None or session.closing:
+                        continue
+                    if event.kind == "resource_updated":
+                        if event.uri is not None:
+                            session.actor.resource_updated(event.uri)
+                    else:
+                        session.actor.list_changed(event.kind)
 
     def _give_way(self) -> bool:
         # A full table must not lock everyone out until a flood of initializes expires:
