@@ -45,7 +45,6 @@ SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {"type": "string", "minLength": 1},
             "maxItems": 20,
-            "uniqueItems": True,
         },
         "paths": {"type": "array", "items": {"type": "string"}},
         "sort": {"type": "string", "enum": ["stars", "updated", "name"]},

@@ -56,10 +56,10 @@ def test_the_subset_compiles_to_a_fast_check(schema: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     "schema",
     [
-        {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}},
+        {"type": "object", "properties": {"n": {"type": "array", "uniqueItems": True}}},
         {"type": "object", "$defs": {}, "properties": {"a": {"$ref": "#/$defs/a"}}},
         {"anyOf": [{"type": "string"}, {"type": "integer"}]},
-        {"type": "object", "additionalProperties": {"type": "string"}},
+        {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
         {"type": "strange"},
     ],
 )
@@ -140,7 +140,13 @@ def test_well_formed_only_vouches_for_schemas_the_metaschema_accepts(schema: Any
         {"required": ["a", "a"]},
         {"title": 5},
         {"enum": "abc"},
-        {"properties": {"x": {"type": "integer", "minimum": 0}}},
+        {"properties": {"x": {"type": "array", "uniqueItems": True}}},
+        {"minLength": -1},
+        {"maxItems": 2.5},
+        {"minimum": "0"},
+        {"multipleOf": 0},
+        {"pattern": "("},
+        {"format": 5},
         {"properties": {"x": {"$schema": "https://json-schema.org/draft/2020-12/schema"}}},
         {"items": [{"type": "string"}]},
     ],
