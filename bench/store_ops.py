@@ -67,6 +67,28 @@ def reset_stats(redis: Redis) -> None:
     redis.command("CONFIG", "RESETSTAT")
 
 
+def relay_subscribers(redis: Redis, channel: str = "mcpactor:relay") -> int:
+    """How many processes listen on the replicas' shared relay channel."""
+    with redis.connect() as s:
+        s.sendall(b"PUBSUB NUMSUB %s\r\n" % channel.encode())
+        data = b""
+        while data.count(b"\r\n") < 4:  # *2, $len, the name, :count
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return int(data.rstrip().rpartition(b":")[2])
+
+
+async def wait_replicas(redis: Redis, count: int, timeout: float = 60) -> None:
+    """Until count processes have subscribed to the relay: every worker is up."""
+    deadline = time.monotonic() + timeout
+    while relay_subscribers(redis) < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"fewer than {count} replicas subscribed within {timeout:g} s")
+        await asyncio.sleep(0.05)
+
+
 @contextlib.contextmanager
 def maybe_redis(wanted: bool) -> Iterator[Redis | None]:
     """A fresh redis-server for the block, or None."""
@@ -143,6 +165,7 @@ async def measure(
             connections = await endpoint.connect_many(width)
             out: dict[str, Any] = {}
             if redis is not None:
+                await wait_replicas(redis, workers)
                 reset_stats(redis)
             session = await endpoint.open_session(connections[0])
             # the first calls: every worker (the kernel spreads the connections over them)
@@ -194,13 +217,16 @@ def command_rows(stats: list[dict[str, tuple[int, int]]], n: int, what: str) -> 
     """Commands per call by command, their sum and Redis's time in them."""
     commands = sorted({c for s in stats for c in s})
     lines = [
-        row(f"{what}: {c}", [per_call(s.get(c, (0, 0))[0], n) for s in stats]) for c in commands
+        row(f"{what}: {c}", [counted(s.get(c, (0, 0))[0], n) for s in stats]) for c in commands
     ]
     lines.append(
-        row(f"{what}: **all**", [per_call(sum(c for c, _ in s.values()), n) for s in stats])
+        row(f"{what}: **all**", [counted(sum(c for c, _ in s.values()), n) for s in stats])
     )
     lines.append(
-        row(f"{what}: Redis µs", [per_call(sum(u for _, u in s.values()), n) for s in stats])
+        row(
+            f"{what}: Redis µs per call",
+            [per_call(sum(u for _, u in s.values()), n) for s in stats],
+        )
     )
     return lines
 
