@@ -233,7 +233,14 @@ def discover(names: Iterable[str] | None = None, *, group: str = GROUP) -> list[
     in ``names`` that no distribution declares is reported the same way. Plugins come in
     the order of ``names``, else sorted by name.
     """
-    entries = _entry_points(group)
+    return _discover_in(_entry_points(group), names, group)
+
+
+def _discover_in(
+    entries: Sequence[_Entry], names: Iterable[str] | None, group: str
+) -> list[Plugin]:
+    # ``discover`` over entry points already read: a caller that needs the names first
+    # (``mcpactor serve NAME``) reads the metadata once, not twice.
     wanted = list(dict.fromkeys(names)) if names is not None else None
     plugins: dict[str, Plugin] = {}
     doubled: set[str] = set()
@@ -258,7 +265,12 @@ def load_plugin(name: str, *, group: str = GROUP) -> Server:
     Raises:
         PluginError: it is not installed, does not load, or is declared twice.
     """
-    (plugin,) = discover([name], group=group)
+    return _load_plugin_in(_entry_points(group), name, group)
+
+
+def _load_plugin_in(entries: Sequence[_Entry], name: str, group: str) -> Server:
+    # ``load_plugin`` over entry points already read (see ``_discover_in``).
+    (plugin,) = _discover_in(entries, [name], group)
     if plugin.error is not None:
         raise plugin.error
     assert plugin.server is not None

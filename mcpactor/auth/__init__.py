@@ -5,7 +5,8 @@ request only with a valid token, and everything the request creates is bound to 
 
 The verifiers (``JwtVerifier``, ``IntrospectionVerifier``, ``CombinedVerifier``,
 ``verifier_from``) are loaded on first use, so a server without authorization never
-imports joserfc or httpx (the ``auth`` extra).
+imports joserfc or httpx (the ``auth`` extra). ``ResourceServer`` and ``TokenVerifier``
+load on first use too: a server on stdio needs only the errors and ``Principal``.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -17,16 +18,24 @@ from ._errors import InvalidToken as InvalidToken
 from ._errors import MissingToken as MissingToken
 from ._errors import VerifierUnavailable as VerifierUnavailable
 from ._principal import Principal as Principal
-from ._resource import METADATA_PATH as METADATA_PATH
-from ._resource import ResourceServer as ResourceServer
-from ._verifier import TokenVerifier as TokenVerifier
 
 if TYPE_CHECKING:
     from ._factory import CombinedVerifier as CombinedVerifier
     from ._factory import verifier_from as verifier_from
     from ._introspection import IntrospectionVerifier as IntrospectionVerifier
     from ._jwt import JwtVerifier as JwtVerifier
+    from ._resource import METADATA_PATH as METADATA_PATH
+    from ._resource import ResourceServer as ResourceServer
+    from ._verifier import TokenVerifier as TokenVerifier
 
+# Every server imports the errors and Principal (its handlers see them); the resource
+# server only serves HTTP with authorization, so a stdio server never loads it.
+_CORE = {
+    "METADATA_PATH": "._resource",
+    "ResourceServer": "._resource",
+    "TokenVerifier": "._verifier",
+}
+#: what needs the ``auth`` extra
 _LAZY = {
     "CombinedVerifier": "._factory",
     "verifier_from": "._factory",
@@ -53,11 +62,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    import importlib
+
+    core = _CORE.get(name)
+    if core is not None:
+        value = getattr(importlib.import_module(core, __name__), name)
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
     try:
         value = getattr(importlib.import_module(module, __name__), name)
     except ImportError as exc:

@@ -64,10 +64,11 @@ def __getattr__(name: str) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mcpactor`` command line; return the process exit code."""
-    parser = _build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = _build_parser(only=_command_of(arguments))
+    args = parser.parse_args(arguments)
     # Workers of ``serve --workers`` run the very same command line.
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = arguments
     if args.log_level is None and (args.verbose or args.quiet):
         # From WARNING, a step per -v down and per -q up (the file's level gives way too).
         step = min(max(2 - args.verbose + args.quiet, 0), len(_LOG_LEVELS) - 1)
@@ -157,12 +158,71 @@ def _add_global_arguments(parser: argparse.ArgumentParser, *, command: bool) -> 
     )
 
 
-def _build_parser() -> argparse.ArgumentParser:
+#: every command, in the order ``--help`` lists them
+_COMMAND_NAMES: Final = ("serve", "call", "plugins", "inspect", "install", "top", "dev")
+
+
+def _command_of(arguments: Sequence[str]) -> str | None:
+    # The command a command line runs, when it is plain to see: nothing but global options
+    # spelled out in full before it (-h and abbreviations print or mean something else).
+    # None builds every command's parser.
+    skip = False
+    for argument in arguments:
+        if skip:
+            skip = False
+        elif argument == "--log-level":
+            skip = True
+        elif argument.startswith("--log-level=") or argument in _PLAIN_GLOBAL_OPTIONS:
+            continue
+        elif argument.startswith("-"):
+            if not (len(argument) > 1 and set(argument[1:]) <= {"v", "q"}):
+                return None
+        else:
+            return argument if argument in _COMMAND_NAMES else None
+    return None
+
+
+#: the global options that take no value, as ``_command_of`` accepts them before a command
+_PLAIN_GLOBAL_OPTIONS: Final = frozenset({"--debug", "--verbose", "--quiet"})
+
+
+def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    # With ``only``, the other commands' parsers are left out: building them all (and
+    # importing their modules) is a good part of a stdio server's start. The command run
+    # parses exactly as in the full parser; only ``mcpactor --help``, which needs them
+    # all, lists them, and it is never built with ``only``.
     parser = _Parser(prog="mcpactor", description="Model Context Protocol servers on trio.")
     parser.add_argument("--version", action="version", version=f"mcpactor {__version__}")
     _add_global_arguments(parser, command=False)
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser(
+    if only is None or only in ("serve", "dev"):
+        serve = _add_serve_parser(commands)
+    if only in (None, "call"):
+        _add_call_parser(commands)
+    if only in (None, "plugins"):
+        _add_plugins_parser(commands)
+    if only in (None, "inspect"):
+        from ._inspect import add_inspect_parser
+
+        add_inspect_parser(commands, _add_global_arguments, _add_composition_arguments)
+    if only in (None, "install"):
+        from ._install import add_install_parser
+
+        add_install_parser(commands, _add_global_arguments)
+    if only in (None, "top"):
+        from ._top import add_top_parser
+
+        add_top_parser(commands, _add_global_arguments)
+    if only in (None, "dev"):
+        from ._dev import add_dev_parser
+
+        # Last: dev takes every option serve has by then.
+        add_dev_parser(commands, serve)
+    return parser
+
+
+def _add_serve_parser(commands: Any) -> argparse.ArgumentParser:
+    serve: argparse.ArgumentParser = commands.add_parser(
         "serve", help="serve one server, several as one, or every installed plugin"
     )
     _add_global_arguments(serve, command=True)
@@ -212,20 +272,7 @@ def _build_parser() -> argparse.ArgumentParser:
     from ._observability import add_observability_arguments
 
     add_observability_arguments(serve)
-    _add_call_parser(commands)
-    _add_plugins_parser(commands)
-    from ._dev import add_dev_parser
-    from ._inspect import add_inspect_parser
-    from ._install import add_install_parser
-    from ._top import add_top_parser
-
-    add_inspect_parser(commands, _add_global_arguments, _add_composition_arguments)
-    add_install_parser(commands, _add_global_arguments)
-    add_top_parser(commands, _add_global_arguments)
-
-    # Last: dev takes every option serve has by then.
-    add_dev_parser(commands, serve)
-    return parser
+    return serve
 
 
 def _count(text: str) -> int:

@@ -134,11 +134,13 @@ def _served_server(args: argparse.Namespace, config: Any) -> Server:
     # are mounted in one Server, each under its prefix.
     import attrs
 
-    from ..plugins import load_plugin, plugin_names
+    from ..plugins import GROUP, _entry_points, _load_plugin_in
 
     prefixes = _pairs(args.prefix, "--prefix")
     limits = _pairs(args.max_concurrent, "--max-concurrent")
-    installed = plugin_names()
+    # The metadata is read once, for the names and for loading the one named.
+    entries = _entry_points(GROUP)
+    installed = sorted({entry.name for entry in entries})
     overridden = bool(prefixes or limits or args.no_prefix)
     if config is None and len(args.targets) == 1 and not overridden:
         (target,) = args.targets
@@ -151,7 +153,9 @@ def _served_server(args: argparse.Namespace, config: Any) -> Server:
                 return proxy_url(target, name=remote.name)
             except ValueError as exc:
                 raise TargetError(str(exc)) from exc
-        return load_plugin(target) if target in installed else load_server(target)
+        if target in installed:
+            return _load_plugin_in(entries, target, GROUP)
+        return load_server(target)
     from .._config import ServerConfig, assemble, target_configs
 
     if config is not None:

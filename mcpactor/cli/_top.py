@@ -12,9 +12,7 @@ import argparse
 import shutil
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -92,6 +90,11 @@ def _tree_url(args: argparse.Namespace) -> str:
 
 def fetch_tree(url: str, token: str, *, timeout: float = 5.0) -> dict[str, Any]:
     """GET the tree at ``url`` with the admin token; ConfigError saying what went wrong."""
+    # Here, not with the module: urllib.request brings http.client and email, and every
+    # start of ``mcpactor`` imports this module to build its command line.
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
