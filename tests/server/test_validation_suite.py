@@ -62,12 +62,11 @@ def _in_subset(schema: Any, *, draft4: bool) -> bool:
     if draft4 and schema.keys() & _NOT_IN_DRAFT4:
         return False
     subschemas = list(schema.get("properties", {}).values())
-    subschemas += [schema[k] for k in ("items", "additionalProperties") if k in schema]
-    return all(
-        _in_subset(sub, draft4=draft4)
-        for sub in subschemas
-        if not (sub is schema.get("additionalProperties") and type(sub) is bool)
-    )
+    if "items" in schema:
+        subschemas.append(schema["items"])
+    if type(schema.get("additionalProperties")) is dict:  # true and false are the keyword's own
+        subschemas.append(schema["additionalProperties"])
+    return all(_in_subset(sub, draft4=draft4) for sub in subschemas)
 
 
 def test_the_suite_is_there() -> None:
