@@ -80,3 +80,7 @@ def __getattr__(name: str) -> Any:
         ) from exc
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
