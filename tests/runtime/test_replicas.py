@@ -777,3 +777,36 @@ async def test_a_message_too_large_to_relay_is_dropped_and_the_session_goes_on()
         assert c.hub.sent == before
         reply = await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
         assert _sum(reply) == 2
+
+
+async def test_a_burst_of_requests_on_a_replica_new_to_a_session_reads_its_record_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with cluster(3) as c:
+        client = await initialized(c, 0)
+        session_id = client.session_id
+        assert session_id is not None
+        records = c.hub.records
+        reads = []
+        read = records.get
+
+        async def counted(wanted: str) -> SessionRecord | None:
+            reads.append(wanted)
+            return await read(wanted)
+
+        monkeypatch.setattr(records, "get", counted)
+        found: list[HttpSession | None] = []
+
+        async def find() -> None:
+            found.append(await c.manager(1).find(session_id, "someone"))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(8):
+                nursery.start_soon(find)
+        assert reads == [session_id]
+        assert len(found) == 8
+        assert found[0] is not None
+        assert all(session is found[0] for session in found)
+        # Someone else naming it on a third replica reads the record, and is refused.
+        assert await c.manager(2).find(session_id, "intruder") is None
+        assert reads == [session_id, session_id]

@@ -213,6 +213,9 @@ class SessionManager:
         self.record_ttl = idle_timeout + self.touch_interval
         # Ids of shared sessions ending everywhere: not adopted again meanwhile.
         self._ending: set[str] = set()
+        # Ids of sessions whose record a request is reading to adopt them: the requests
+        # that name one meanwhile wait for that read instead of making their own.
+        self._adopting: dict[str, trio.Event] = {}
 
     def statistics(self) -> ManagerStatistics:
         """Return how many sessions and connections are live right now."""
@@ -545,15 +548,13 @@ class SessionManager:
                 or session_id in self._ending
             ):
                 return None
-            record = await replicas.records.get(session_id)
-            if record is None or record.principal != principal_identity(principal):
-                return None
-            # Another request may have adopted it meanwhile, or it may have ended.
-            session = self.get(session_id)
+            reading = self._adopting.get(session_id)
+            if reading is not None:
+                # A burst of a session's requests on a replica new to it: one read.
+                await reading.wait()
+                session = self.get(session_id)
             if session is None:
-                if session_id in self._ending or self._stopping.is_set():
-                    return None
-                session = self._adopt(replicas, record, principal)
+                session = await self._read_and_adopt(replicas, session_id, principal)
                 if session is None:
                     return None
         if session.replicas is not None:
@@ -563,6 +564,26 @@ class SessionManager:
                 session.written_at = now
                 self.spawn(functools.partial(self._write_record, session))
         return session
+
+    async def _read_and_adopt(
+        self, replicas: Replicas, session_id: str, principal: object
+    ) -> HttpSession | None:
+        reading = self._adopting.setdefault(session_id, trio.Event())
+        try:
+            record = await replicas.records.get(session_id)
+            if record is None or record.principal != principal_identity(principal):
+                return None
+            # Another request may have adopted it meanwhile, or it may have ended.
+            session = self.get(session_id)
+            if session is None:
+                if session_id in self._ending or self._stopping.is_set():
+                    return None
+                session = self._adopt(replicas, record, principal)
+            return session
+        finally:
+            if self._adopting.get(session_id) is reading:
+                del self._adopting[session_id]
+            reading.set()
 
     def _adopt(
         self, replicas: Replicas, record: SessionRecord, principal: object
