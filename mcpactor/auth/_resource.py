@@ -233,7 +233,8 @@ class ResourceServer:
         if (
             query_string
             # The name as sent, or percent-encoded (then only parsing tells).
-            and (b"access_token" in query_string or b"%" in query_string)
+            # (find: ``in`` on bytes raises and clears a TypeError before it searches)
+            and (query_string.find(b"access_token") >= 0 or query_string.find(b"%") >= 0)
             and _query_token(query_string)
         ):
             # RFC 6750 §2.3 allows it; OAuth 2.1 §5.1 and MCP forbid it: URLs get logged.

@@ -144,9 +144,10 @@ def _openers(frame: bytes | bytearray | memoryview | str) -> int:
     if isinstance(frame, str):
         return frame.count("[") + frame.count("{")
     data = frame if not isinstance(frame, memoryview) else frame.tobytes()
-    # ``in`` finds a byte with memchr, much faster than ``count`` walks the frame: most
-    # messages have no array at all, and then one count is enough.
-    if b"[" not in data:
+    # ``find`` looks for a byte with memchr, much faster than ``count`` walks the frame:
+    # most messages have no array at all, and then one count is enough. (Not ``in``: on
+    # bytes it first tries the operand as an integer, raising and clearing a TypeError.)
+    if data.find(b"[") < 0:
         return data.count(b"{")
     return data.count(b"[") + data.count(b"{")
 

@@ -265,7 +265,8 @@ class McpHttpApp:
         names the scopes the error's ``data.requiredScopes`` lists.
         """
         resource_server = self.resource_server
-        if resource_server is None or _STEP_UP_CODE not in data:
+        # find, not ``in``: on bytes that raises and clears a TypeError on every call.
+        if resource_server is None or data.find(_STEP_UP_CODE) < 0:
             return None
         try:
             message = orjson.loads(data)
