@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from mcpactor.runtime.http import COALESCE_SECONDS, HttpSession
-from mcpactor.runtime.http._later import _TICK
+from mcpactor.runtime.http._later import TICK as _TICK
 from mcpactor.runtime.http._streams import _CAPACITY, Attachment, Item, Stream
 from mcpactor.transports import EventStore, HttpOptions, McpHttpApp, MemoryEventStore
 from mcpactor.transports.http import EventStoreStatistics, Replay

@@ -1,9 +1,11 @@
 # One timer task for many entries that each fall due a fixed delay after they are added.
 #
 # Since the delay is the same for all, entries fall due in the order they came: a deque
-# is the queue, and the timer sleeps until its head. Entries due within ``_TICK`` of
+# is the queue, and the timer sleeps until its head. Entries due within ``tick`` of
 # each other are handed over in one wake: under load one falls due every few
-# microseconds, and a wake-up each would cost what the timer saves.
+# microseconds, and a wake-up each would cost what the timer saves. An entry may thus
+# be handed over up to ``tick`` early; a timer whose exact moment matters little (the
+# late watch of stateless requests) takes a coarse tick and wakes rarely.
 
 from __future__ import annotations
 
@@ -13,20 +15,22 @@ from typing import Final, Generic, NoReturn, TypeVar
 
 import trio
 
-__all__ = ["Later"]
+__all__ = ["TICK", "Later"]
 
 T = TypeVar("T")
 
-_TICK: Final = 0.001
+#: the default tick: entries due within a millisecond go together
+TICK: Final = 0.001
 
 
 class Later(Generic[T]):
     """Entries handed to ``run``'s callback ``delay`` seconds after ``add``, in order."""
 
-    __slots__ = ("_waits", "_watched", "delay")
+    __slots__ = ("_waits", "_watched", "delay", "tick")
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, *, tick: float = TICK) -> None:
         self.delay = delay
+        self.tick = tick
         self._waits: collections.deque[tuple[float, T]] = collections.deque()
         self._watched = trio.Event()
 
@@ -45,6 +49,6 @@ class Later(Generic[T]):
                 self._watched = trio.Event()
                 continue
             await trio.sleep_until(waits[0][0])
-            until = trio.current_time() + _TICK
+            until = trio.current_time() + self.tick
             while waits and waits[0][0] <= until:
                 due(waits.popleft()[1])
