@@ -32,6 +32,7 @@ from ._asgi import Receive, Send, cancel_on_disconnect, reply, send_body, start_
 __all__ = ["write_stream"]
 
 _MAX_CHUNK_EVENTS: Final = 256
+_NO_CACHE: Final = (b"cache-control", b"no-cache")
 
 
 async def write_stream(
@@ -85,12 +86,32 @@ async def write_stream(
                     return
             items = [first] if first is not None else []
             if first is not None and not first[1] and not preamble and not attachment.replay:
-                second = await _next_soon(session, attachment)
+                # A priming event: what follows it within COALESCE_SECONDS goes in the
+                # same write. (Inline, not a helper coroutine: this is the path of the
+                # common SSE answer.)
+                try:
+                    second = attachment.next_nowait()
+                    if second is None:
+                        session.manager.coalescing.nudge_later(attachment)
+                        second = await attachment.get_unless_nudged()
+                except trio.EndOfChannel:
+                    second = None
                 if second is not None:
-                    items.append(second)
                     if second[2]:
-                        await _reply_sse(send, attachment, headers, items, retry_ms)
+                        # The answer: priming event and answer framed in one piece.
+                        priming_id = first[0]
+                        assert priming_id is not None  # a priming event has an id
+                        event_id, data, _ = second
+                        attachment.stream.delivered = priming_id if event_id is None else event_id
+                        await reply(
+                            send,
+                            200,
+                            _sse.primed_message(priming_id, data, event_id, retry_ms=retry_ms),
+                            [_NO_CACHE, *headers],
+                            content_type=_sse.CONTENT_TYPE,
+                        )
                         return
+                    items.append(second)
             try:
                 if not started:
                     # A POST's stream: most end within WATCH_AFTER, so it starts unwatched.
@@ -114,21 +135,6 @@ async def write_stream(
                     await session.finish_release(attachment)
 
 
-async def _next_soon(session: HttpSession, attachment: Attachment) -> Item | None:
-    # The next item if it comes within COALESCE_SECONDS; None if not (or never will).
-    try:
-        return attachment.get_nowait()
-    except trio.WouldBlock:
-        pass
-    except trio.EndOfChannel:
-        return None
-    session.manager.coalescing.nudge_later(attachment)
-    try:
-        return await attachment.get_unless_nudged()
-    except trio.EndOfChannel:
-        return None
-
-
 async def _reply_sse(
     send: Send,
     attachment: Attachment,
@@ -147,7 +153,7 @@ async def _reply_sse(
         send,
         200,
         b"".join(body),
-        [(b"cache-control", b"no-cache"), *headers],
+        [_NO_CACHE, *headers],
         content_type=_sse.CONTENT_TYPE,
     )
 

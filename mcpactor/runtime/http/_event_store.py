@@ -182,7 +182,7 @@ class MemoryEventStore(EventStore):
         streams = self._sessions.get(session_id)
         if streams is not None:
             log = streams.pop(stream_id, None)
-            if log is not None:
+            if log is not None and log.arrived is not None:
                 log.wake()
         return True
 

@@ -153,28 +153,33 @@ class Routing:
         return negotiated is not None and negotiated.revision.priming_event
 
     async def _append(self, stream_id: str, data: bytes) -> str | None:
-        # Store one event of a resumable session's stream; return its id. A shared store
-        # that cannot be reached costs the event its id (it is sent, not resumable), never
-        # the request or the session.
+        # Store one event of a resumable session's stream; return its id.
         assert self.id is not None
-        store = self._store
-        event_id = store.append_now(self.id, stream_id, data)
+        event_id = self._store.append_now(self.id, stream_id, data)
         if event_id is None:
-            try:
-                event_id = await store.append(self.id, stream_id, data)
-            except StoreUnavailable as exc:
-                if not self._store_down:
-                    self._store_down = True
-                    _log.warning(
-                        "session %s: events are sent without ids (not resumable) while "
-                        "the event store is unreachable: %s",
-                        describe(self.id),
-                        describe(str(exc)),
-                    )
-                return None
-            if self._store_down:
-                self._store_down = False
-                _log.warning("session %s: the event store is reachable again", describe(self.id))
+            event_id = await self._append_waiting(stream_id, data)
+        return event_id
+
+    async def _append_waiting(self, stream_id: str, data: bytes) -> str | None:
+        # _append in a store that must be awaited. A shared store that cannot be reached
+        # costs the event its id (it is sent, not resumable), never the request or the
+        # session.
+        assert self.id is not None
+        try:
+            event_id = await self._store.append(self.id, stream_id, data)
+        except StoreUnavailable as exc:
+            if not self._store_down:
+                self._store_down = True
+                _log.warning(
+                    "session %s: events are sent without ids (not resumable) while "
+                    "the event store is unreachable: %s",
+                    describe(self.id),
+                    describe(str(exc)),
+                )
+            return None
+        if self._store_down:
+            self._store_down = False
+            _log.warning("session %s: the event store is reachable again", describe(self.id))
         return event_id
 
     async def _anchor_standalone(self) -> None:
@@ -184,10 +189,21 @@ class Routing:
 
     async def _start_sse(self, stream: Stream) -> None:
         stream.sse = True
-        if self.resumable and self._primes():
-            event_id = await self._append(stream.id, b"")
-            if event_id is not None:
-                await self._push(stream, (event_id, b"", False))
+        if not self.resumable:
+            return
+        # _primes and _append, unrolled: every POST of an SSE session comes here.
+        negotiated = self.actor.core.negotiated
+        if negotiated is None or not negotiated.revision.priming_event:
+            return
+        assert self.id is not None
+        event_id = self._store.append_now(self.id, stream.id, b"")
+        if event_id is None:
+            event_id = await self._append_waiting(stream.id, b"")
+            if event_id is None:
+                return
+        item = (event_id, b"", False)
+        if not self._push_now(stream, item):
+            await self._push_waiting(stream, item)
 
     def _forget_now(self, stream: Stream) -> None:
         self._streams.pop(stream.id, None)
@@ -215,7 +231,9 @@ class Routing:
                 assert self.id is not None
                 if not store.forget_stream_now(self.id, oldest_id):
                     return False
-            self._forget_now(oldest)
+            # _forget_now, unrolled: a retained stream is forgotten on almost every call.
+            del retained[oldest_id]
+            del self._streams[oldest_id]
         return True
 
     async def _retain_or_forget(self, stream: Stream) -> None:
@@ -337,11 +355,22 @@ class Routing:
             return False
         conn = stream.conn
         if stream.sse:
-            event = self._final_event_now(stream, payload)
-            if event is None:
+            # The answer as the stream's last event, stored: only for a connection that
+            # takes it now, and from a store that gives an id now (the router would store
+            # it again otherwise).
+            if conn is None or not conn.takes_now:
                 return False
-            assert conn is not None  # there is an event only for a connection
-            conn.put_nowait(event)
+            data = serialize(payload)
+            if data is None:
+                return False
+            event_id = None
+            if self.resumable:
+                assert self.id is not None
+                data = b"%s" % data  # exact size, as in _deliver
+                event_id = self._store.append_now(self.id, stream.id, data)
+                if event_id is None:
+                    return False
+            conn.put_nowait((event_id, data, True))
         elif conn is not None:
             data = serialize(payload)
             if data is None:
@@ -363,25 +392,6 @@ class Routing:
             # Not an SSE stream: nothing of it is in the event store.
             self._forget_now(stream)
         return True
-
-    def _final_event_now(self, stream: Stream, payload: JSONValue) -> Item | None:
-        # An SSE stream's final answer as its last event, stored: only for a connection
-        # that takes it now, and from a store that gives an id now (the router would
-        # store it again otherwise). None if the answer must take the router.
-        conn = stream.conn
-        if conn is None or not conn.takes_now:
-            return None
-        data = serialize(payload)
-        if data is None:
-            return None
-        event_id = None
-        if self.resumable:
-            assert self.id is not None
-            data = bytes(memoryview(data))  # exact size, as in _deliver
-            event_id = self._store.append_now(self.id, stream.id, data)
-            if event_id is None:
-                return None
-        return (event_id, data, True)
 
     def _stream_of_batch(self, payload: list[JSONValue]) -> Stream | None:
         for request_id in answered_ids(payload):
@@ -423,24 +433,41 @@ class Routing:
         event_id = None
         if self.resumable:
             # orjson's bytes keep the capacity of its write buffer (4 KiB for a short
-            # message): the store, which keeps them a while, gets an exact-size copy.
-            data = bytes(memoryview(data))
+            # message): the store, which keeps them a while, gets an exact-size copy
+            # (% formats into a buffer of the result's size; bytes(memoryview(data))
+            # costs four times as much for a short message).
+            data = b"%s" % data
             event_id = await self._append(stream.id, data)
         await self._push(stream, (event_id, data, final))
 
     async def _push(self, stream: Stream, item: Item) -> None:
+        if not self._push_now(stream, item):
+            await self._push_waiting(stream, item)
+
+    def _push_now(self, stream: Stream, item: Item) -> bool:
+        # Queue an item for the stream's connection, if any; False if the connection is
+        # full (then _push_waiting waits for room).
         conn = stream.conn
         if conn is None:
-            return
+            return True
         try:
-            try:
-                conn.put_nowait(item)
-            except trio.WouldBlock:
-                with trio.move_on_after(_PUSH_TIMEOUT) as waited:
-                    await conn.put(item)
-                if waited.cancelled_caught:
-                    _log.warning("a client stopped reading its stream; cutting the connection")
-                    self._detach(stream, conn)
+            conn.put_nowait(item)
+        except trio.WouldBlock:
+            return False
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            if stream.conn is conn:
+                stream.conn = None
+        return True
+
+    async def _push_waiting(self, stream: Stream, item: Item) -> None:
+        conn = stream.conn
+        assert conn is not None  # _push_now found it full
+        try:
+            with trio.move_on_after(_PUSH_TIMEOUT) as waited:
+                await conn.put(item)
+            if waited.cancelled_caught:
+                _log.warning("a client stopped reading its stream; cutting the connection")
+                self._detach(stream, conn)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             if stream.conn is conn:
                 stream.conn = None

@@ -108,7 +108,8 @@ class Attachment:
         if len(self._items) >= _CAPACITY:
             raise trio.WouldBlock
         self._items.append(item)
-        self._wake_reader()
+        if self._reader is not None:
+            self._wake_reader()
 
     async def put(self, item: Item) -> None:
         """Queue ``item``, waiting while the queue is full."""
@@ -127,7 +128,8 @@ class Attachment:
     def end(self) -> None:
         """Say that nothing more will come; the writer drains what is queued, then stops."""
         self._ended = True
-        self._wake_reader()
+        if self._reader is not None:
+            self._wake_reader()
         if self._room is not None:
             self._room.unpark_all()
 
@@ -160,16 +162,31 @@ class Attachment:
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
+    def next_nowait(self) -> Item | None:
+        """Take the next item; None if none is queued yet, ``trio.EndOfChannel`` if none will be.
+
+        ``get_nowait`` without the exception for an empty queue, which a writer that
+        looks before it waits meets on almost every request.
+        """
+        items = self._items
+        if items:
+            item = items.popleft()
+            if self._room is not None:
+                self._room.unpark()
+            return item
+        if self._ended:
+            raise trio.EndOfChannel
+        return None
+
     async def get(self) -> Item:
         """Take the next item, waiting for one; ``trio.EndOfChannel`` once ended and empty.
 
         An item that is already queued is returned without a trip through the scheduler.
         """
         while True:
-            try:
-                return self.get_nowait()
-            except trio.WouldBlock:
-                pass
+            item = self.next_nowait()
+            if item is not None:
+                return item
             if self._reader is not None:
                 raise trio.BusyResourceError("another task is reading this stream")
             self._reader = trio.lowlevel.current_task()
@@ -178,10 +195,9 @@ class Attachment:
     async def get_unless_nudged(self) -> Item | None:
         """Like ``get``, but None once a ``nudge`` with the newest ticket came (and no item)."""
         while True:
-            try:
-                return self.get_nowait()
-            except trio.WouldBlock:
-                pass
+            item = self.next_nowait()
+            if item is not None:
+                return item
             if self._nudged:
                 return None
             if self._reader is not None:
@@ -245,7 +261,10 @@ class NudgeTimer:
 
     def nudge_later(self, attachment: Attachment) -> None:
         """Nudge the writer of ``attachment`` once ``delay`` seconds have passed."""
-        self._later.add((attachment, attachment.arm_nudge()))
+        # arm_nudge, unrolled: a POST of an SSE session arms one.
+        attachment._nudge_ticket += 1
+        attachment._nudged = False
+        self._later.add((attachment, attachment._nudge_ticket))
 
     async def run(self) -> None:
         """Nudge what falls due, for ever."""
