@@ -117,7 +117,7 @@ class IntrospectionVerifier:
 
         Raises ``InvalidToken`` for a token recently refused.
         """
-        return self._cache.lookup(token_key(token))
+        return self._cache.find(token)
 
     async def verify(self, token: str) -> Principal:
         """The principal an active token names; raises InvalidToken or VerifierUnavailable."""

@@ -179,7 +179,7 @@ class JwtVerifier:
 
         Raises ``InvalidToken`` for a token recently refused.
         """
-        return self._cache.lookup(token_key(token))
+        return self._cache.find(token)
 
     async def verify(self, token: str) -> Principal:
         """The principal a valid JWT names; raises ``InvalidToken`` or ``VerifierUnavailable``."""

@@ -51,3 +51,28 @@ class Principal:
 
     def __str__(self) -> str:
         return self.identity
+
+    # Written out rather than generated: a request's session check compares its
+    # principal with the session's, most often the very same object, and the generated
+    # ``!=`` makes two Python calls of it. Equal: the same identity (issuer, subject,
+    # client), as ``identity`` says.
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Principal)
+        return (self.subject, self.issuer, self.client_id) == (
+            other.subject,
+            other.issuer,
+            other.client_id,
+        )
+
+    def __ne__(self, other: object) -> bool:
+        if other is self:
+            return False
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash((self.subject, self.issuer, self.client_id))
