@@ -56,20 +56,7 @@ class TokenCache:
 
     def find(self, token: str) -> Principal | None:
         """``lookup(token_key(token))``, for the token itself: a request's one lookup."""
-        # lookup's steps written out: this runs for every request, and a Python call
-        # costs more than the dict lookup it wraps.
-        key = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        until, answer = entry
-        if self._clock() > until:
-            del self._entries[key]
-            return None
-        self._entries.move_to_end(key)
-        if isinstance(answer, str):
-            raise InvalidToken(answer)
-        return answer
+        return self.lookup(token_key(token))
 
     def remember(self, key: bytes, answer: Principal | str, until: float) -> None:
         """Keep ``answer`` (a Principal, or the reason a token was refused) until ``until``."""

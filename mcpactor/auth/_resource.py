@@ -242,19 +242,9 @@ class ResourceServer:
             # RFC 6750 §2.3 allows it; OAuth 2.1 §5.1 and MCP forbid it: URLs get logged.
             raise InvalidRequest("access tokens are not accepted in the query string")
         token = bearer_token(headers.get("authorization"))
-        # verify's first step written out: a known token is every request but the first,
-        # and a coroutine per request costs more than the lookup it would wrap.
-        cached = getattr(self.verifier, "cached", None)
-        principal: Principal | None = None
-        if cached is not None:
-            try:
-                remembered: object = cached(token)
-            except AuthError:
-                raise
-            except Exception:
-                remembered = None  # the guarded path names the failure
-            if isinstance(remembered, Principal):
-                principal = remembered
+        # verify's first step, without its coroutine: a known token is every request
+        # but the first, and a coroutine per request costs more than the lookup.
+        principal = self._remembered(token)
         if principal is None:
             principal = await self._verify(token)
         if self.required_scopes and principal.missing(self.required_scopes):
@@ -266,17 +256,23 @@ class ResourceServer:
         # A verifier that remembers tokens answers a known one without waiting: then the
         # deadline below (a cancel scope with a registered deadline, the dearest part of
         # admitting a request) is not needed.
-        cached = getattr(self.verifier, "cached", None)
-        if cached is not None:
-            try:
-                remembered: object = cached(token)
-            except AuthError:
-                raise
-            except Exception:
-                remembered = None  # the guarded path below names the failure
-            if isinstance(remembered, Principal):
-                return remembered
+        principal = self._remembered(token)
+        if principal is not None:
+            return principal
         return await self._verify(token)
+
+    def _remembered(self, token: str) -> Principal | None:
+        # What a verifier that remembers tokens knows of ``token`` now; None: ask it.
+        cached = getattr(self.verifier, "cached", None)
+        if cached is None:
+            return None
+        try:
+            remembered: object = cached(token)
+        except AuthError:
+            raise
+        except Exception:
+            return None  # the guarded path (_verify) names the failure
+        return remembered if isinstance(remembered, Principal) else None
 
     async def _verify(self, token: str) -> Principal:
         # The verifier's own answer, under the deadline.

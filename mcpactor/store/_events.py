@@ -175,7 +175,9 @@ class RedisEventStore(EventStore):
         parsed = self._parse(session_id, event_id)
         if parsed is None:
             return None
-        stream_id, entry = parsed
+        return await self._replay(session_id, *parsed)
+
+    async def _replay(self, session_id: str, stream_id: str, entry: str) -> Replay | None:
         with self._round_trip("replay events"):
             # From the event itself (inclusive), to tell a live id from a trimmed one.
             found = await self._client.xrange(
@@ -194,12 +196,13 @@ class RedisEventStore(EventStore):
 
         A wait is cut to ``MAX_BLOCK`` seconds, below the client's read timeout.
         """
-        replay = await self.replay_after(session_id, event_id)
+        parsed = self._parse(session_id, event_id)
+        if parsed is None:
+            return None
+        stream_id, entry = parsed
+        replay = await self._replay(session_id, stream_id, entry)
         if replay is None or replay.events or timeout <= 0:
             return replay
-        parsed = self._parse(session_id, event_id)
-        assert parsed is not None  # replay_after took it
-        stream_id, entry = parsed
         key = self._stream_key(session_id, stream_id)
         block = max(1, round(min(timeout, MAX_BLOCK) * 1000))
         with self._round_trip("wait for events"):
@@ -208,7 +211,7 @@ class RedisEventStore(EventStore):
             )
         if not found:
             # Nothing came; the stream may also be gone meanwhile (then None).
-            return await self.replay_after(session_id, event_id)
+            return await self._replay(session_id, stream_id, entry)
         items = next(iter(found.values()), ())
         return Replay(stream_id, self._events(session_id, stream_id, items))
 

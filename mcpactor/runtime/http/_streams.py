@@ -152,15 +152,10 @@ class Attachment:
 
     def get_nowait(self) -> Item:
         """Take the next item; ``trio.WouldBlock`` if none is queued yet."""
-        items = self._items
-        if items:
-            item = items.popleft()
-            if self._room is not None:
-                self._room.unpark()
-            return item
-        if self._ended:
-            raise trio.EndOfChannel
-        raise trio.WouldBlock
+        item = self.next_nowait()
+        if item is None:
+            raise trio.WouldBlock
+        return item
 
     def next_nowait(self) -> Item | None:
         """Take the next item; None if none is queued yet, ``trio.EndOfChannel`` if none will be.
