@@ -663,3 +663,70 @@ async def test_refusals_are_in_the_access_log(caplog: pytest.LogCaptureFixture) 
     [record] = [r for r in caplog.records if r.name == "mcpactor.access"]
     assert " 400 " in record.getMessage()
     assert "needs a Host" in record.getMessage()
+
+
+async def test_whole_responses_finished_together_leave_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The order of answers and writes, and the bodies each client read back.
+    events: list[str] = []
+    write = Connection._write
+
+    async def logged_write(self: Connection, data: bytes) -> None:
+        events.append("write")
+        await write(self, data)
+
+    monkeypatch.setattr(Connection, "_write", logged_write)
+    arrived = 0
+    all_arrived = trio.Event()
+    clients = 4
+
+    async def barrier_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        nonlocal arrived
+        body = (await receive())["body"]
+        arrived += 1
+        if arrived == clients:
+            all_arrived.set()
+        await all_arrived.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        events.append("answer")
+        await send({"type": "http.response.body", "body": body})
+
+    answers: dict[int, bytes] = {}
+
+    async def client(n: int, port: int) -> None:
+        async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+            await stream.send_all(post("/", b"%d" % n))
+            answers[n] = (await Reader(stream).response())[2]
+
+    with trio.fail_after(10):
+        async with running(barrier_app) as (port, _), trio.open_nursery() as nursery:
+            for n in range(clients):
+                nursery.start_soon(client, n, port)
+    assert answers == {n: b"%d" % n for n in range(clients)}
+    # Released in one batch, every answer is given before the first one is written.
+    assert events == ["answer"] * clients + ["write"] * clients
+
+
+async def test_a_lone_connections_response_is_written_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events: list[str] = []
+    write = Connection._write
+
+    async def logged_write(self: Connection, data: bytes) -> None:
+        events.append("write")
+        await write(self, data)
+
+    monkeypatch.setattr(Connection, "_write", logged_write)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"one"})
+        events.append("sent")
+
+    async with running(app) as (port, _), await trio.open_tcp_stream("127.0.0.1", port) as s:
+        await s.send_all(post("/", b""))
+        assert (await Reader(s).response())[2] == b"one"
+    assert events == ["write", "sent"]

@@ -92,7 +92,6 @@ class _Listener:
         self.state = state
         self.config = state.config
         self.connection_class = Connection if self.config.ssl_context is None else TlsConnection
-        self.connections = 0
         self.all_closed = trio.Event()
         self.all_closed.set()
         self.turning_away = 0
@@ -118,19 +117,19 @@ class _Listener:
                         await trio.sleep(_ACCEPT_BACKOFF)
                         break
                     sock.setblocking(False)
-                    if self.connections >= self.config.max_connections:
+                    if self.state.connections >= self.config.max_connections:
                         self.turn_away(sock, nursery)
                         continue
                     if sock.family in (socket.AF_INET, socket.AF_INET6):
                         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                    self.connections += 1
+                    self.state.connections += 1
                     if self.all_closed.is_set():
                         self.all_closed = trio.Event()
                     nursery.start_soon(self.handle, sock, name=_CONNECTION_TASK_NAME)
 
     def turn_away(self, sock: socket.socket, nursery: trio.Nursery) -> None:
         # Over max_connections: a 503 and close, without a parser or a request read.
-        self.turn_away_log.note(self.connections)
+        self.turn_away_log.note(self.state.connections)
         if self.turning_away >= _MAX_TURNING_AWAY or self.config.ssl_context is not None:
             # Over TLS a 503 would cost a handshake: the connection is just closed.
             sock.close()
@@ -165,8 +164,8 @@ class _Listener:
             # One connection's failure is never the server's (invariant 3).
             _log.exception("an HTTP connection failed")
         finally:
-            self.connections -= 1
-            if not self.connections:
+            self.state.connections -= 1
+            if not self.state.connections:
                 self.all_closed.set()
 
     async def reap(self) -> None:
