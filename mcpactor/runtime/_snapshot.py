@@ -466,10 +466,10 @@ class Observatory:
         more = 0
         for host in self._all_hosts():
             for key, flight in list(host.flights.items()):
-                method = flight.request.method
+                method = flight.served.method
                 listen = method == LISTEN
                 counts["listens" if listen else "stateless"] += 1
-                name = _name_of(method, flight.request.params)
+                name = _name_of(method, flight.served.params)
                 if not listen and not wanted(method, name, flight.started):
                     continue
                 if len(requests) + len(listens) >= limit:
@@ -637,8 +637,8 @@ def _flight(
 ) -> dict[str, Any]:
     return {
         "key": key,
-        "id": _wire_id(flight.request.id),
-        "method": _text(flight.request.method),
+        "id": _wire_id(flight.served.id),
+        "method": _text(flight.served.method),
         "name": name,
         "age": _seconds(now - flight.started),
         "progress": flight.progress,

@@ -99,43 +99,6 @@ class StatelessOptions:
     keepalive: float | None = 15.0
 
 
-class Flight:
-    """One stateless request being served: what it is, since when, and its cancel scope."""
-
-    __slots__ = ("_emit", "principal", "progress", "request", "scope", "started")
-
-    def __init__(
-        self, request: Request, emit: Emit, principal: object, scope: trio.CancelScope | None
-    ) -> None:
-        self.request = request
-        self._emit = emit
-        self.principal = principal
-        self.started = trio.current_time()
-        #: the caller's scope around the request (a scope of our own would cost more than
-        #: the rest of this record: this is the protocol's own way to end the request)
-        self.scope = scope
-        #: the last progress its handler reported
-        self.progress: float | None = None
-
-    async def emit(self, message: JSONObject) -> None:
-        """Pass a notification on to the transport, noting the request's progress."""
-        if message.get("method") == "notifications/progress":
-            params = message.get("params")
-            if type(params) is dict:
-                progress = params.get("progress")
-                if isinstance(progress, int | float):
-                    self.progress = float(progress)
-        await self._emit(message)
-
-    def cancel(self, reason: str) -> bool:
-        """End the request as its client leaving would; False if it cannot be cancelled."""
-        scope = self.scope
-        if scope is None or scope.cancel_called:
-            return False
-        scope.cancel(reason)
-        return True
-
-
 @attrs.frozen
 class StatelessStatistics:
     """A snapshot of a StatelessHost."""
@@ -269,7 +232,8 @@ class StatelessHost:
             return _error(request_id, INTERNAL_ERROR, f"server busy: {why}")
         self._in_flight += 1
         # What the live tree shows of the request, and the scope its cancel action uses.
-        flight = Flight(request, emit, principal, scope)
+        started = trio.current_time()
+        flight = Flight(self, request, emit, principal, scope, started)
         key = self._next_flight
         self._next_flight = key + 1
         self.flights[key] = flight
@@ -282,14 +246,13 @@ class StatelessHost:
             params = request.params
             meta = params.get("_meta") if params is not None else None
             ctx = Context(
-                peer=_RequestPeer(self, flight.emit, principal),
+                peer=flight,
                 request_id=request_id,
                 negotiated=envelope,
                 meta=meta if type(meta) is dict else None,
                 server=self.server,
             )
             metrics = METRICS
-            started = trio.current_time()
             tracer = metrics.tracer
             trace = (
                 tracer.start(method, params, request_id, None, envelope.revision.version)
@@ -440,27 +403,65 @@ def _error(request_id: RequestId, code: int, message: str, data: Any = None) -> 
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
-class _RequestPeer(Sessionless):
-    """The Peer of one stateless request's Context: notifications go to its stream."""
+class Flight(Sessionless):
+    """One stateless request being served, and the Peer of its Context.
 
-    __slots__ = ("_admitted", "_emit", "_host")
+    The live tree reads what it is, since when, its progress and its cancel scope;
+    its handler's notifications go to the request's own stream through it.
+    """
 
-    def __init__(self, host: StatelessHost, emit: Emit, admitted: object = None) -> None:
+    __slots__ = ("_admitted", "_emit", "_host", "progress", "scope", "served", "started")
+
+    def __init__(
+        self,
+        host: StatelessHost,
+        request: Request,
+        emit: Emit,
+        admitted: object,
+        scope: trio.CancelScope | None,
+        started: float,
+    ) -> None:
         self._host = host
+        #: the request (``request`` is the Peer's way to ask the client)
+        self.served = request
         self._emit = emit
         # What the transport admitted the request as; read as a Principal on demand.
         self._admitted = admitted
+        #: the caller's scope around the request (a scope of our own would cost more than
+        #: the rest of this record: this is the protocol's own way to end the request)
+        self.scope = scope
+        self.started = started
+        #: the last progress its handler reported
+        self.progress: float | None = None
 
     @property
     def principal(self) -> Principal | None:
         """The principal the HTTP layer admitted this request as (None: no authorization)."""
         return principal_of(self._admitted)
 
+    async def emit(self, message: JSONObject) -> None:
+        """Pass a notification on to the transport, noting the request's progress."""
+        if message.get("method") == "notifications/progress":
+            params = message.get("params")
+            if type(params) is dict:
+                progress = params.get("progress")
+                if isinstance(progress, int | float):
+                    self.progress = float(progress)
+        await self._emit(message)
+
     async def notify(
         self, method: str, params: JSONObject, *, related_request_id: RequestId | None
     ) -> None:
         """Send a notification on the request's own stream."""
-        await self._emit({"jsonrpc": "2.0", "method": method, "params": params})
+        await self.emit({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def cancel(self, reason: str) -> bool:
+        """End the request as its client leaving would; False if it cannot be cancelled."""
+        scope = self.scope
+        if scope is None or scope.cancel_called:
+            return False
+        scope.cancel(reason)
+        return True
 
     def _refusal(self, method: str) -> Exception:
         # At a stateless revision questions are asked in results (MRTR).

@@ -268,8 +268,9 @@ async def serve_stateless(
         return discover_result(server, revision, tasks=tasks)
     rounds = method in revision.input_required_methods
     if rounds:
+        # A first attempt carries no round: the Context starts one at its first question.
         ctx._rounds = (
-            Rounds()
+            None
             if params is None
             or (params.get("requestState") is None and params.get("inputResponses") is None)
             else _open_round(params, ctx, sealer, method, now, principal)

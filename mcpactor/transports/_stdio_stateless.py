@@ -95,6 +95,9 @@ class PipeRouter:
         try:
             with scope:
                 answer = await self.host.serve(request, emit, scope=scope, admitted=admitted)
+                # Answered: no longer in flight, so that with nothing else in flight the
+                # pipe is quiet and the answer is written in this task, not the writer's.
+                del self._scopes[request_id]
                 # Queued without another trip through the scheduler, as the session's
                 # answers are, unless the outbox is full (then wait, as backpressure).
                 try:
@@ -104,7 +107,7 @@ class PipeRouter:
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             _log.debug("the pipe closed before request %s was answered", describe(request_id))
         finally:
-            del self._scopes[request_id]
+            self._scopes.pop(request_id, None)
 
     def _send_soon(self, message: JSONObject) -> None:
         try:

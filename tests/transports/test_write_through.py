@@ -14,7 +14,9 @@ import pytest
 import trio
 import trio.testing
 
+from mcpactor import Server
 from mcpactor.runtime import Outbound, OutboundKind, Outbox
+from mcpactor.transports import serve_streams
 from mcpactor.transports._pump import WriteThrough, write_frames
 from mcpactor.transports.stdio import _Pipe
 
@@ -154,3 +156,73 @@ async def test_two_writers_of_one_pipe_raise_instead_of_interleaving() -> None:
         # Once the first writer is gone, the pipe takes a writer again.
     finally:
         os.close(read_fd)
+
+
+@pytest.mark.parametrize("stateless", [False, True], ids=["session", "2026-07-28"])
+async def test_a_lone_requests_answer_is_written_by_its_own_task(
+    monkeypatch: pytest.MonkeyPatch, stateless: bool
+) -> None:
+    server = Server("lone")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Return text unchanged."""
+        return text
+
+    taken: list[tuple[object, bool]] = []
+    offer = WriteThrough.__call__
+
+    def noted(self: WriteThrough, value: Outbound) -> bool:
+        written = offer(self, value)
+        taken.append((value.payload.get("id") if type(value.payload) is dict else None, written))
+        return written
+
+    monkeypatch.setattr(WriteThrough, "__call__", noted)
+    to_server_read, to_server_write = os.pipe()
+    from_server_read, from_server_write = os.pipe()
+    server_in = _Pipe(trio.lowlevel.FdStream(to_server_read))
+    server_out = _Pipe(trio.lowlevel.FdStream(from_server_write))
+    client_out = trio.lowlevel.FdStream(to_server_write)
+    client_in = trio.lowlevel.FdStream(from_server_read)
+    meta = (
+        {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        if stateless
+        else None
+    )
+
+    async def ask(request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if meta is not None:
+            params = {**params, "_meta": meta}
+        line = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        await client_out.send_all(orjson.dumps(line) + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            data += await client_in.receive_some()
+        answer: dict[str, Any] = orjson.loads(data)
+        return answer
+
+    with trio.fail_after(10):
+        async with client_in, trio.open_nursery() as nursery:
+            await nursery.start(serve_streams, server, server_in, server_out)
+            if not stateless:
+                await ask(
+                    0,
+                    "initialize",
+                    {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                )
+                await client_out.send_all(
+                    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+                )
+            for n in (1, 2):
+                answer = await ask(n, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+                assert answer["result"]["content"] == [{"type": "text", "text": "x"}]
+            await client_out.aclose()
+    # With nothing else in flight, each answer went out in the task that made it.
+    assert [written for request_id, written in taken if request_id in (1, 2)] == [True, True]
