@@ -48,7 +48,8 @@ from ..protocol._ext_tasks import (
 from ..protocol._listen import Subscription, read_filter
 from ..protocol._sealing import KeyRing, SealingKey, StateSealer
 from ..server import Context, Server
-from ..server._stateless import serve_stateless
+from ..server._rounds import InputNeeded
+from ..server._stateless import ask_in_result, finish_stateless, route_stateless
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
 from ._messages import SessionOptions
 from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
@@ -265,16 +266,31 @@ class StatelessHost:
             outcome = CANCELLED
             error: str | None = None
             try:
-                result = await serve_stateless(
-                    self.server,
+                # serve_stateless, its halves in this frame.
+                server = self.server
+                sealer = self.sealer
+                now = time.time()
+                who = None if principal is None else _principal(principal)
+                special = route_stateless(
+                    server,
                     method,
                     params,
                     ctx,
-                    sealer=self.sealer,
-                    now=time.time(),
-                    principal=None if principal is None else _principal(principal),
+                    sealer=sealer,
+                    now=now,
+                    principal=who,
                     tasks=self.tasks,
                 )
+                if special is not None:
+                    result = await special
+                else:
+                    try:
+                        handled = await server.handle_request(method, params, ctx)
+                    except InputNeeded as needed:
+                        handled = ask_in_result(
+                            needed, method, params, ctx, sealer=sealer, now=now, principal=who
+                        )
+                    result = finish_stateless(server, method, params, ctx, handled)
                 outcome = OK
                 if result.get("isError") is True:
                     outcome, error = ERROR, "tool"

@@ -21,7 +21,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import LocalProtocolError
@@ -50,10 +50,13 @@ if TYPE_CHECKING:
     from ._tasks import TaskHost
 
 __all__ = [
+    "ask_in_result",
     "cache_hint",
     "called_tool",
     "complete_result",
     "discover_result",
+    "finish_stateless",
+    "route_stateless",
     "serve_stateless",
     "tool_task_support",
 ]
@@ -252,29 +255,59 @@ async def serve_stateless(
         LocalProtocolError: ``ctx`` was negotiated at a session revision, or a handler
             asked the client with no sealer to carry the answers.
     """
+    special = route_stateless(
+        server, method, params, ctx, sealer=sealer, now=now, principal=principal, tasks=tasks
+    )
+    if special is not None:
+        return await special
+    try:
+        result = await server.handle_request(method, params, ctx)
+    except InputNeeded as needed:
+        result = ask_in_result(
+            needed, method, params, ctx, sealer=sealer, now=now, principal=principal
+        )
+    return finish_stateless(server, method, params, ctx, result)
+
+
+def route_stateless(
+    server: Server,
+    method: str,
+    params: JSONObject | None,
+    ctx: Context,
+    *,
+    sealer: StateSealer | None = None,
+    now: float = 0.0,
+    principal: str | None = None,
+    tasks: TaskHost | None = None,
+) -> Coroutine[Any, Any, JSONObject] | None:
+    """The first half of ``serve_stateless``: checks, and the round a retry carries.
+
+    Returns what serves a request the handler does not (the tasks extension's methods,
+    discovery, a tool call that becomes a task), or None: then the caller awaits
+    ``server.handle_request``, turns an ``InputNeeded`` into ``ask_in_result`` and
+    shapes the result with ``finish_stateless`` (a frame of its own, not one more
+    coroutine: this is every stateless request's path). Raises as ``serve_stateless``.
+    """
     revision = ctx.negotiated.revision
     if not revision.request_envelope:
         raise LocalProtocolError(
             f"serve_stateless serves stateless revisions; {revision.version} has sessions"
         )
     if tasks is not None and method in TASK_METHODS:
-        result = await _serve_task_method(method, params, ctx, tasks, principal)
-        return complete_result(
-            result, method=method, revision=revision, server_info=server.info(revision), hint=None
+        return _completed(
+            server, method, ctx, _serve_task_method(method, params, ctx, tasks, principal)
         )
     if method not in revision.client_requests:
         raise method_not_found(method)
     if method == DISCOVER:
-        return discover_result(server, revision, tasks=tasks)
-    rounds = method in revision.input_required_methods
-    if rounds:
-        # A first attempt carries no round: the Context starts one at its first question.
-        ctx._rounds = (
-            None
-            if params is None
-            or (params.get("requestState") is None and params.get("inputResponses") is None)
-            else _open_round(params, ctx, sealer, method, now, principal)
-        )
+        return _ready(discover_result(server, revision, tasks=tasks))
+    # A first attempt carries no round: the Context starts one at its first question.
+    if (
+        method in revision.input_required_methods
+        and params is not None
+        and (params.get("requestState") is not None or params.get("inputResponses") is not None)
+    ):
+        ctx._rounds = _open_round(params, ctx, sealer, method, now, principal)
     if tasks is not None and _runs_as_task(server, method, params, ctx):
         # The dispatcher's scope check would run only inside the task: refuse here,
         # before anything is created for a caller who may not call the tool.
@@ -282,21 +315,60 @@ async def serve_stateless(
         required = server.required_scopes(method, name) if type(name) is str else ()
         if required:
             check_scopes(required, ctx.principal)
-        created = await _create_task(server, method, params, ctx, tasks, principal)
-        return complete_result(
-            created, method=method, revision=revision, server_info=server.info(revision), hint=None
+        return _completed(
+            server, method, ctx, _create_task(server, method, params, ctx, tasks, principal)
         )
-    try:
-        result = await server.handle_request(method, params, ctx)
-    except InputNeeded as needed:
-        if not rounds:
-            raise LocalProtocolError(
-                f"a handler asked the client during {method}, which cannot answer input_required"
-            ) from None
-        result = _input_required(needed, ctx, sealer, method, params, now, principal)
+    return None
+
+
+def ask_in_result(
+    needed: InputNeeded,
+    method: str,
+    params: JSONObject | None,
+    ctx: Context,
+    *,
+    sealer: StateSealer | None = None,
+    now: float = 0.0,
+    principal: str | None = None,
+) -> JSONObject:
+    """The ``input_required`` result of a handler that asked the client ``needed``.
+
+    Raises:
+        LocalProtocolError: ``method`` cannot answer input_required, or there is no
+            sealer to carry the answers.
+    """
+    if method not in ctx.negotiated.revision.input_required_methods:
+        raise LocalProtocolError(
+            f"a handler asked the client during {method}, which cannot answer input_required"
+        ) from None
+    return _input_required(needed, ctx, sealer, method, params, now, principal)
+
+
+def finish_stateless(
+    server: Server, method: str, params: JSONObject | None, ctx: Context, result: JSONObject
+) -> JSONObject:
+    """The last half of ``serve_stateless``: ``result`` as the revision sends it."""
+    revision = ctx.negotiated.revision
     hint = cache_hint(server, method, params) if method in revision.cacheable else None
     return complete_result(
         result, method=method, revision=revision, server_info=server.info(revision), hint=hint
+    )
+
+
+async def _ready(result: JSONObject) -> JSONObject:
+    return result
+
+
+async def _completed(
+    server: Server, method: str, ctx: Context, serving: Coroutine[Any, Any, JSONObject]
+) -> JSONObject:
+    revision = ctx.negotiated.revision
+    return complete_result(
+        await serving,
+        method=method,
+        revision=revision,
+        server_info=server.info(revision),
+        hint=None,
     )
 
 
