@@ -349,6 +349,15 @@ def finish_stateless(
 ) -> JSONObject:
     """The last half of ``serve_stateless``: ``result`` as the revision sends it."""
     revision = ctx.negotiated.revision
+    if (
+        revision.result_type
+        and revision.server_info_meta
+        and "resultType" not in result
+        and "_meta" not in result
+        and method not in revision.cacheable
+    ):
+        # What complete_result makes of most results (a tool's), in one step.
+        return {**result, "resultType": COMPLETE, "_meta": {SERVER_INFO: server.info(revision)}}
     hint = cache_hint(server, method, params) if method in revision.cacheable else None
     return complete_result(
         result, method=method, revision=revision, server_info=server.info(revision), hint=hint
