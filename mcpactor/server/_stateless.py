@@ -203,6 +203,9 @@ def called_tool(server: Server, params: JSONObject | None) -> Any:
 def _runs_as_task(server: Server, method: str, params: JSONObject | None, ctx: Context) -> bool:
     if method not in AUGMENTABLE:
         return False
+    if server._mounts is None and not server._offers_tasks():
+        # None of the server's tools may run as a task: no lookup of the one called.
+        return False
     execution = getattr(called_tool(server, params), "execution", None)
     # Most tools forbid tasks: they are ruled out first, with one look at the entry.
     if execution is None or execution.task_support == "forbidden":
