@@ -107,7 +107,9 @@ class PipeRouter:
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             _log.debug("the pipe closed before request %s was answered", describe(request_id))
         finally:
-            self._scopes.pop(request_id, None)
+            # Answered, the id may be in use again (by a request of its own scope).
+            if self._scopes.get(request_id) is scope:
+                del self._scopes[request_id]
 
     def _send_soon(self, message: JSONObject) -> None:
         try:
