@@ -665,18 +665,22 @@ async def test_refusals_are_in_the_access_log(caplog: pytest.LogCaptureFixture) 
     assert "needs a Host" in record.getMessage()
 
 
-async def test_whole_responses_finished_together_leave_together(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The order of answers and writes, and the bodies each client read back.
-    events: list[str] = []
+@pytest.fixture
+def events(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What happened, in order: "write" for each write of a connection, and the test's own."""
+    happened: list[str] = []
     write = Connection._write
 
     async def logged_write(self: Connection, data: bytes) -> None:
-        events.append("write")
+        happened.append("write")
         await write(self, data)
 
     monkeypatch.setattr(Connection, "_write", logged_write)
+    return happened
+
+
+async def test_whole_responses_finished_together_leave_together(events: list[str]) -> None:
+    # The order of answers and writes, and the bodies each client read back.
     arrived = 0
     all_arrived = trio.Event()
     clients = 4
@@ -708,17 +712,7 @@ async def test_whole_responses_finished_together_leave_together(
     assert events == ["answer"] * clients + ["write"] * clients
 
 
-async def test_a_lone_connections_response_is_written_at_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    events: list[str] = []
-    write = Connection._write
-
-    async def logged_write(self: Connection, data: bytes) -> None:
-        events.append("write")
-        await write(self, data)
-
-    monkeypatch.setattr(Connection, "_write", logged_write)
+async def test_a_lone_connections_response_is_written_at_once(events: list[str]) -> None:
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await receive()
