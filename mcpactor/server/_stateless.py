@@ -124,6 +124,15 @@ def complete_result(
     these facts the result is returned as it is.
     """
     cacheable = method in revision.cacheable
+    if (
+        not cacheable
+        and revision.result_type
+        and revision.server_info_meta
+        and "resultType" not in result
+        and "_meta" not in result
+    ):
+        # Most results (a tool's), in one step.
+        return {**result, "resultType": COMPLETE, "_meta": {SERVER_INFO: server_info}}
     if not (revision.result_type or revision.server_info_meta or cacheable):
         return result
     shaped = dict(result)
@@ -352,15 +361,6 @@ def finish_stateless(
 ) -> JSONObject:
     """The last half of ``serve_stateless``: ``result`` as the revision sends it."""
     revision = ctx.negotiated.revision
-    if (
-        revision.result_type
-        and revision.server_info_meta
-        and "resultType" not in result
-        and "_meta" not in result
-        and method not in revision.cacheable
-    ):
-        # What complete_result makes of most results (a tool's), in one step.
-        return {**result, "resultType": COMPLETE, "_meta": {SERVER_INFO: server.info(revision)}}
     hint = cache_hint(server, method, params) if method in revision.cacheable else None
     return complete_result(
         result, method=method, revision=revision, server_info=server.info(revision), hint=hint
