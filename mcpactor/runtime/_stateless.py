@@ -38,18 +38,25 @@ from .._exceptions import (
     ProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, Request, RequestId, describe, describe_error
-from ..protocol._envelope import Envelope, EnvelopeError, read_envelope
+from ..protocol import JSONObject, Request, RequestId, Revision, describe, describe_error
+from ..protocol._envelope import SERVER_INFO, Envelope, EnvelopeError, read_envelope
 from ..protocol._ext_tasks import (
+    AUGMENTABLE,
     LISTEN_FILTER_KEY,
     STATUS_NOTIFICATION,
     read_listen_task_ids,
 )
 from ..protocol._listen import Subscription, read_filter
+from ..protocol._mrtr import COMPLETE
 from ..protocol._sealing import KeyRing, SealingKey, StateSealer
 from ..server import Context, Server
 from ..server._rounds import InputNeeded
-from ..server._stateless import ask_in_result, finish_stateless, route_stateless
+from ..server._stateless import (
+    ask_in_result,
+    direct_methods,
+    finish_stateless,
+    route_stateless,
+)
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
 from ._messages import SessionOptions
 from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
@@ -62,6 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LISTEN",
+    "Done",
     "Emit",
     "Flight",
     "StatelessHost",
@@ -78,6 +86,9 @@ LISTEN: Final = "subscriptions/listen"
 
 #: what the transport does with a notification made while a request runs
 Emit = Callable[[JSONObject], Awaitable[None]]
+#: what hears a request's end: its id and answer (None: cancelled); returns what to
+#: await, if anything, before the request is over (room for the answer)
+Done = Callable[[RequestId, JSONObject | None], Awaitable[None] | None]
 
 _REQUEST_TASK_NAME: Final = "mcpactor.stateless-request"
 
@@ -147,6 +158,9 @@ class StatelessHost:
         #: the requests being served, by a key of this host's (the live tree reads them)
         self.flights: dict[int, Flight] = {}
         self._next_flight = 0
+        # The methods served by the handler alone at the revision last served (one
+        # revision, in practice): (revision, direct_methods(revision)).
+        self._direct: tuple[Revision | None, frozenset[str]] = (None, frozenset())
 
     @property
     def stopping(self) -> bool:
@@ -202,35 +216,33 @@ class StatelessHost:
         self,
         request: Request,
         emit: Emit,
-        *,
         envelope: Envelope | None = None,
         principal: object = None,
         keepalive: Callable[[], Awaitable[None]] | None = None,
         scope: trio.CancelScope | None = None,
         admitted: bool = False,
-    ) -> JSONObject:
-        """Serve ``request`` and return its JSON-RPC answer (result or error).
+        done: Done | None = None,
+    ) -> JSONObject | None:
+        """Serve ``request`` in ``scope`` and return its JSON-RPC answer (None: cancelled).
 
-        Run it inside a cancel scope of the caller's: cancelling that ends the handler
-        (``trio.Cancelled`` goes through), and the caller sends nothing more for it.
-        Given that ``scope``, the live tree's cancel action can cancel it too.
-        ``admitted``: the transport took the request before ``stop`` (a pipe's line read
-        before its input ended), so it is served in the grace period, not refused.
+        ``scope`` is the caller's, not yet entered (a fresh one if None): cancelling it
+        ends the handler and nothing more is sent for the request; the live tree's
+        cancel action cancels it too. ``admitted``: the transport took the request
+        before ``stop`` (a pipe's line read before its input ended), so it is served in
+        the grace period, not refused. ``done`` hears the request's end with its answer
+        (None if cancelled) before ``serve`` returns; what it returns, if anything, is
+        awaited (room for the answer). So a transport that spawns a task per request
+        runs ``serve`` as that task, with nothing between its handler and the scheduler.
         """
+        # Its coroutine is kept under 512 bytes (obmalloc's limit: larger objects come
+        # from the system allocator, measurably slower): what is rare is in helpers.
         request_id = request.id
-        try:
-            if envelope is None:
-                envelope = read_envelope(request)
-        except EnvelopeError as exc:
-            return _error(request_id, exc.code, exc.message, exc.data)
-        stopping = self._stopping and not admitted
-        if stopping or self._in_flight >= self.options.max_in_flight:
-            why = (
-                "the server is shutting down"
-                if stopping
-                else f"too many requests in flight (limit {self.options.max_in_flight})"
-            )
-            return _error(request_id, INTERNAL_ERROR, f"server busy: {why}")
+        checked = self._admit(request, envelope, admitted)
+        if not isinstance(checked, Envelope):
+            return await _handed(done, request_id, checked)
+        envelope = checked
+        if scope is None:
+            scope = trio.CancelScope()
         self._in_flight += 1
         # What the live tree shows of the request, and the scope its cancel action uses.
         started = trio.current_time()
@@ -239,84 +251,166 @@ class StatelessHost:
         self._next_flight = key + 1
         self.flights[key] = flight
         method = request.method
+        answer: JSONObject | None = None
+        waiting = None
         try:
-            if method == LISTEN:
-                return await self._listen(request, envelope, flight.emit, keepalive, principal)
-            # The request is served in this frame, not one more coroutine down: this is
-            # every stateless request's path.
-            params = request.params
-            meta = params.get("_meta") if params is not None else None
-            ctx = Context(
-                peer=flight,
-                request_id=request_id,
-                negotiated=envelope,
-                meta=meta if type(meta) is dict else None,
-                server=self.server,
-            )
-            metrics = METRICS
-            tracer = metrics.tracer
-            trace = (
-                tracer.start(method, params, request_id, None, envelope.revision.version)
-                if tracer is not None
-                else None
-            )
-            # This runs in the caller's task: the log context is put back when it is over.
-            token = LOG_CONTEXT.set((None, request_id, method)) if metrics.log_context else None
-            # Cancelled unless it is answered (trio.Cancelled goes straight through).
-            outcome = CANCELLED
-            error: str | None = None
-            try:
-                # serve_stateless, its halves in this frame.
-                server = self.server
-                sealer = self.sealer
-                now = time.time()
-                who = None if principal is None else _principal(principal)
-                special = route_stateless(
-                    server,
-                    method,
-                    params,
-                    ctx,
-                    sealer=sealer,
-                    now=now,
-                    principal=who,
-                    tasks=self.tasks,
-                )
-                if special is not None:
-                    result = await special
+            with scope:
+                if method == LISTEN:
+                    answer = await self._listen(
+                        request, envelope, flight.emit, keepalive, principal
+                    )
                 else:
-                    try:
-                        handled = await server.handle_request(method, params, ctx)
-                    except InputNeeded as needed:
-                        handled = ask_in_result(
-                            needed, method, params, ctx, sealer=sealer, now=now, principal=who
+                    # Served here, not one more coroutine down: every stateless request's
+                    # path.
+                    params = request.params
+                    meta = params.get("_meta") if params is not None else None
+                    ctx = Context(
+                        peer=flight,
+                        request_id=request_id,
+                        negotiated=envelope,
+                        meta=meta if type(meta) is dict else None,
+                        server=self.server,
+                    )
+                    metrics = METRICS
+                    trace = (
+                        None
+                        if metrics.tracer is None
+                        else metrics.tracer.start(
+                            method, params, request_id, None, envelope.revision.version
                         )
-                    result = finish_stateless(server, method, params, ctx, handled)
-                outcome = OK
-                if result.get("isError") is True:
-                    outcome, error = ERROR, "tool"
-            except (RequestError, ProtocolError) as exc:
-                outcome, error = ERROR, "request"
-                return _error(request_id, exc.code, exc.message, exc.data)
-            except Exception as exc:
-                # The one place a failing handler becomes an error response.
-                outcome, error = ERROR, "internal"
-                shown = describe(method)
-                _log.exception("%s failed (request %s)", shown, describe(request_id))
-                return _error(
-                    request_id, INTERNAL_ERROR, f"internal error in {shown}: {describe_error(exc)}"
-                )
-            finally:
-                metrics.request_ended(
-                    method, params, outcome, trio.current_time() - started, error
-                )
-                if trace is not None:
-                    trace.end(outcome, error)
-                if token is not None:
-                    LOG_CONTEXT.reset(token)
-            return {"jsonrpc": "2.0", "id": request_id, "result": result}
+                    )
+                    # In the caller's task: the log context is put back when it is over.
+                    token = (
+                        LOG_CONTEXT.set((None, request_id, method))
+                        if metrics.log_context
+                        else None
+                    )
+                    # Cancelled unless it is answered (trio.Cancelled goes through).
+                    outcome = CANCELLED
+                    error: str | None = None
+                    try:
+                        if self._direct_call(method, params, envelope.revision):
+                            # Most requests: the handler, and the result's shaping at once.
+                            try:
+                                result = await self.server.handle_request(method, params, ctx)
+                            except InputNeeded as exc:
+                                result = self._asked(exc, method, params, ctx, principal)
+                            if "resultType" in result or "_meta" in result:
+                                result = finish_stateless(self.server, method, params, ctx, result)
+                            else:
+                                result = {
+                                    **result,
+                                    "resultType": COMPLETE,
+                                    "_meta": {SERVER_INFO: self.server.info(envelope.revision)},
+                                }
+                        else:
+                            result = await self._routed(method, params, ctx, principal)
+                        outcome = OK
+                        if result.get("isError") is True:
+                            outcome, error = ERROR, "tool"
+                        answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
+                    except (RequestError, ProtocolError) as exc:
+                        outcome, error = ERROR, "request"
+                        answer = _error(request_id, exc.code, exc.message, exc.data)
+                    except Exception as exc:
+                        # The one place a failing handler becomes an error response.
+                        outcome, error = ERROR, "internal"
+                        answer = _failed(request_id, method, exc)
+                    finally:
+                        metrics.request_ended(
+                            method, params, outcome, trio.current_time() - started, error
+                        )
+                        if trace is not None:
+                            trace.end(outcome, error)
+                        if token is not None:
+                            LOG_CONTEXT.reset(token)
         finally:
             del self.flights[key]
             self._in_flight -= 1
+            if done is not None:
+                waiting = done(request_id, answer)
+        if waiting is not None:
+            await waiting
+        return answer
+
+    def _admit(
+        self, request: Request, envelope: Envelope | None, admitted: bool
+    ) -> Envelope | JSONObject:
+        # The request's envelope, or the error that refuses it.
+        try:
+            if envelope is None:
+                envelope = read_envelope(request)
+        except EnvelopeError as exc:
+            return _error(request.id, exc.code, exc.message, exc.data)
+        stopping = self._stopping and not admitted
+        if stopping or self._in_flight >= self.options.max_in_flight:
+            why = (
+                "the server is shutting down"
+                if stopping
+                else f"too many requests in flight (limit {self.options.max_in_flight})"
+            )
+            return _error(request.id, INTERNAL_ERROR, f"server busy: {why}")
+        return envelope
+
+    def _direct_call(self, method: str, params: JSONObject | None, revision: Revision) -> bool:
+        # Whether the handler alone serves the request (see direct_methods).
+        direct = self._direct
+        if direct[0] is not revision:
+            direct = self._direct = (revision, direct_methods(revision))
+        if method not in direct[1]:
+            return False
+        if params is not None and (
+            params.get("requestState") is not None or params.get("inputResponses") is not None
+        ):
+            return False
+        # A call that may become a task is route_stateless's to decide.
+        server = self.server
+        return (
+            self.tasks is None
+            or method not in AUGMENTABLE
+            or (server._mounts is None and not server._offers_tasks())
+        )
+
+    def _asked(
+        self,
+        needed: InputNeeded,
+        method: str,
+        params: JSONObject | None,
+        ctx: Context,
+        principal: object,
+    ) -> JSONObject:
+        # A handler's first question, as the input_required result that asks it.
+        return ask_in_result(
+            needed,
+            method,
+            params,
+            ctx,
+            sealer=self.sealer,
+            now=time.time(),
+            principal=_principal(principal),
+        )
+
+    async def _routed(
+        self, method: str, params: JSONObject | None, ctx: Context, principal: object
+    ) -> JSONObject:
+        # serve_stateless, its halves here: what route_stateless decides (a retry's round,
+        # the tasks extension, discovery, cache hints), then the handler and the shaping.
+        server = self.server
+        sealer = self.sealer
+        now = time.time()
+        who = _principal(principal)
+        special = route_stateless(
+            server, method, params, ctx, sealer=sealer, now=now, principal=who, tasks=self.tasks
+        )
+        if special is not None:
+            return await special
+        try:
+            handled = await server.handle_request(method, params, ctx)
+        except InputNeeded as needed:
+            handled = ask_in_result(
+                needed, method, params, ctx, sealer=sealer, now=now, principal=who
+            )
+        return finish_stateless(server, method, params, ctx, handled)
 
     # --- listen streams -----------------------------------------------------------
 
@@ -410,6 +504,20 @@ def _principal(principal: object) -> str | None:
     if principal is None:
         return None
     return principal if type(principal) is str else str(principal)
+
+
+async def _handed(done: Done | None, request_id: RequestId, answer: JSONObject) -> JSONObject:
+    # A request refused before it is served: its answer to ``done``, then to the caller.
+    waiting = done(request_id, answer) if done is not None else None
+    if waiting is not None:
+        await waiting
+    return answer
+
+
+def _failed(request_id: RequestId, method: str, exc: Exception) -> JSONObject:
+    shown = describe(method)
+    _log.exception("%s failed (request %s)", shown, describe(request_id))
+    return _error(request_id, INTERNAL_ERROR, f"internal error in {shown}: {describe_error(exc)}")
 
 
 def _error(request_id: RequestId, code: int, message: str, data: Any = None) -> JSONObject:

@@ -54,6 +54,7 @@ __all__ = [
     "cache_hint",
     "called_tool",
     "complete_result",
+    "direct_methods",
     "discover_result",
     "finish_stateless",
     "route_stateless",
@@ -70,6 +71,31 @@ _LISTS: Final = {
     "resources/list": "resources",
     "resources/templates/list": "templates",
 }
+
+
+# By revision: the methods direct_methods names (the revisions are few and fixed).
+_DIRECT: dict[str, frozenset[str]] = {}
+
+
+def direct_methods(revision: Revision) -> frozenset[str]:
+    """The methods ``route_stateless`` leaves to the handler and that need no cache hints.
+
+    A request of one of them is served by ``server.handle_request`` alone and its result,
+    when it has no ``resultType`` or ``_meta`` of its own, gets both in one step (what
+    ``complete_result`` would do); unless it carries a round (``requestState`` or
+    ``inputResponses``) or is a call the tasks extension may run as a task: then
+    ``route_stateless`` decides.
+    """
+    direct = _DIRECT.get(revision.version)
+    if direct is None:
+        # Shaped in one step: a resultType and the serverInfo, nothing else to decide.
+        shaped_at_once = revision.result_type and revision.server_info_meta
+        direct = _DIRECT[revision.version] = (
+            revision.client_requests - revision.cacheable - {*TASK_METHODS, DISCOVER}
+            if shaped_at_once
+            else frozenset()
+        )
+    return direct
 
 
 def discover_result(

@@ -126,18 +126,17 @@ async def serve_stateless_post(
     scope = trio.CancelScope()
     armed = app.manager.late_watch.arm(functools.partial(_disconnected, receive), scope)
     try:
-        with scope:
-            answer = await host.serve(
-                request,
-                emit,
-                envelope=envelope,
-                principal=principal,
-                keepalive=keepalive if stream else None,
-                scope=scope,
-            )
+        answer = await host.serve(
+            request,
+            emit,
+            envelope=envelope,
+            principal=principal,
+            keepalive=keepalive if stream else None,
+            scope=scope,
+        )
     finally:
         armed.disarm()
-    if scope.cancelled_caught:
+    if answer is None:
         return
     data = serialize(answer) or b""
     if started[0]:

@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Awaitable
 from typing import Final
 
 import trio
@@ -70,12 +72,20 @@ class PipeRouter:
                 return True
             scope = trio.CancelScope()
             self._scopes[request_id] = scope
-            # Taken now, served even if the input ends before its task first runs.
+
+            # Taken now, served even if the input ends before its task first runs. The
+            # host's serve is the task itself (arguments by position: start_soon takes
+            # no keywords): envelope, principal and keep-alive are its defaults.
             self._nursery.start_soon(
-                self._serve,
+                self.host.serve,
                 Request(request_id, method, params),
+                functools.partial(self._notify, request_id, scope),
+                None,
+                None,
+                None,
                 scope,
                 not self.host.stopping,
+                self._done,
                 name=_TASK_NAME,
             )
             return True
@@ -86,30 +96,44 @@ class PipeRouter:
                 return True
         return False
 
-    async def _serve(self, request: Request, scope: trio.CancelScope, admitted: bool) -> None:
-        request_id = request.id
-
-        async def emit(message: JSONObject) -> None:
-            await self._outbox.send(Outbound(NOTIFICATION, message, request_id))
-
+    async def _notify(
+        self, request_id: RequestId, scope: trio.CancelScope, message: JSONObject
+    ) -> None:
+        # A notification of a request's, through the outbox (waiting for room there).
         try:
-            with scope:
-                answer = await self.host.serve(request, emit, scope=scope, admitted=admitted)
-                # Answered: no longer in flight, so that with nothing else in flight the
-                # pipe is quiet and the answer is written in this task, not the writer's.
-                del self._scopes[request_id]
-                # Queued without another trip through the scheduler, as the session's
-                # answers are, unless the outbox is full (then wait, as backpressure).
-                try:
-                    self._outbox.send_nowait(Outbound(RESPONSE, answer, request_id))
-                except trio.WouldBlock:
-                    await self._outbox.send(Outbound(RESPONSE, answer, request_id))
+            await self._outbox.send(Outbound(NOTIFICATION, message, request_id))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            # The pipe closed: nothing more can be sent for the request, which ends as a
+            # cancelled one does.
+            _log.debug("the pipe closed while request %s ran", describe(request_id))
+            scope.cancel("the pipe closed")
+            await trio.lowlevel.checkpoint()
+
+    def _done(self, request_id: RequestId, answer: JSONObject | None) -> Awaitable[None] | None:
+        # Over: no longer in flight, so that with nothing else in flight the pipe is
+        # quiet and the answer is written in the request's task, not the writer's. The
+        # id may be in use again from now on.
+        del self._scopes[request_id]
+        if answer is None:
+            return None
+        # Queued without another trip through the scheduler, as the session's answers
+        # are, unless the outbox is full: then the request waits, as backpressure.
+        item = Outbound(RESPONSE, answer, request_id)
+        try:
+            self._outbox.send_nowait(item)
+        except trio.WouldBlock:
+            return self._send_later(item)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             _log.debug("the pipe closed before request %s was answered", describe(request_id))
-        finally:
-            # Answered, the id may be in use again (by a request of its own scope).
-            if self._scopes.get(request_id) is scope:
-                del self._scopes[request_id]
+        return None
+
+    async def _send_later(self, item: Outbound) -> None:
+        try:
+            await self._outbox.send(item)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            _log.debug(
+                "the pipe closed before request %s was answered", describe(item.related_request_id)
+            )
 
     def _send_soon(self, message: JSONObject) -> None:
         try:

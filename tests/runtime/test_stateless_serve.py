@@ -1,0 +1,161 @@
+"""StatelessHost.serve as a request actor: its scope, its ``done`` hook, and a pipe's use of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+import trio.testing
+
+from mcpactor import CallToolResult, Context, Server
+from mcpactor.protocol import JSONObject, Request, RequestId
+from mcpactor.runtime import Outbound, Outbox, StatelessHost, StatelessOptions
+from mcpactor.transports._stdio_stateless import PipeRouter
+
+ENVELOPE: dict[str, Any] = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def make_server(started: trio.Event, cancelled: trio.Event) -> Server:
+    server = Server("serve-actor", "1.0.0")
+
+    @server.tool()
+    async def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    @server.tool()
+    async def hold(ctx: Context) -> str:
+        """Report progress, then wait to be cancelled."""
+        started.set()
+        try:
+            await ctx.report_progress(1, 2)
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            cancelled.set()
+            raise
+        return "never"
+
+    return server
+
+
+def call(request_id: RequestId, name: str, arguments: JSONObject, **meta: Any) -> Request:
+    params: JSONObject = {"name": name, "arguments": arguments, "_meta": {**ENVELOPE, **meta}}
+    return Request(request_id, "tools/call", params)
+
+
+async def nothing(message: JSONObject) -> None:
+    pass
+
+
+class Ends:
+    """A ``done`` hook that records what it hears, and may make serve wait."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[RequestId, JSONObject | None]] = []
+        self.room: trio.Event | None = None
+
+    def __call__(self, request_id: RequestId, answer: JSONObject | None) -> Any:
+        self.heard.append((request_id, answer))
+        return self.room.wait() if self.room is not None else None
+
+
+def host_of(server: Server) -> StatelessHost:
+    return StatelessHost(server, options=StatelessOptions(keepalive=None))
+
+
+async def test_cancelling_the_scope_ends_the_request_with_no_answer() -> None:
+    started, cancelled = trio.Event(), trio.Event()
+    host = host_of(make_server(started, cancelled))
+    scope = trio.CancelScope()
+    ends = Ends()
+    answers: list[JSONObject | None] = []
+
+    async def serve() -> None:
+        answers.append(await host.serve(call(1, "hold", {}), nothing, scope=scope, done=ends))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        await started.wait()
+        assert host.statistics().requests_in_flight == 1
+        scope.cancel()
+    assert cancelled.is_set()
+    assert answers == [None]
+    assert ends.heard == [(1, None)]
+    assert host.statistics().requests_in_flight == 0
+    assert not host.flights
+
+
+async def test_done_hears_the_answer_and_serve_waits_for_its_room() -> None:
+    host = host_of(make_server(trio.Event(), trio.Event()))
+    ends = Ends()
+    ends.room = trio.Event()
+    answers: list[JSONObject | None] = []
+
+    async def serve() -> None:
+        answers.append(await host.serve(call(2, "add", {"a": 2, "b": 3}), nothing, done=ends))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        await trio.testing.wait_all_tasks_blocked()
+        # Answered, and waiting for room for the answer: serve has not returned.
+        ((request_id, answer),) = ends.heard
+        assert request_id == 2
+        assert answer is not None
+        assert answer["result"]["structuredContent"] == {"result": 5}
+        assert answer["result"]["resultType"] == "complete"
+        assert answers == []
+        ends.room.set()
+    assert answers == [answer]
+
+
+async def test_a_refused_request_reaches_done_too() -> None:
+    host = host_of(make_server(trio.Event(), trio.Event()))
+    ends = Ends()
+    refused = call(
+        3, "add", {"a": 1, "b": 1}, **{"io.modelcontextprotocol/protocolVersion": "1999-01-01"}
+    )
+    answer = await host.serve(refused, nothing, done=ends)
+    assert answer is not None
+    assert answer["error"]["code"] == -32022
+    assert ends.heard == [(3, answer)]
+    assert host.statistics().requests_in_flight == 0
+
+
+async def test_a_result_with_its_own_meta_keeps_it_beside_the_server_info() -> None:
+    server = Server("own-meta", "1.0.0")
+
+    @server.tool()
+    async def tagged() -> Any:
+        """Return a result with a _meta of its own."""
+        return CallToolResult(content=[], meta={"x.example/tag": 1})
+
+    host = host_of(server)
+    answer = await host.serve(call(4, "tagged", {}), nothing)
+    assert answer is not None
+    meta = answer["result"]["_meta"]
+    assert meta["x.example/tag"] == 1
+    assert meta["io.modelcontextprotocol/serverInfo"]["name"] == "own-meta"
+    assert answer["result"]["resultType"] == "complete"
+
+
+async def test_a_pipe_that_closes_under_a_notification_cancels_its_request() -> None:
+    started, cancelled = trio.Event(), trio.Event()
+    host = host_of(make_server(started, cancelled))
+    send, receive = trio.open_memory_channel[Outbound](0)
+    outbox = Outbox(send)
+    # Nobody reads the pipe any more: the progress notification finds it broken.
+    await receive.aclose()
+    async with trio.open_nursery() as nursery:
+        router = PipeRouter(host, outbox, nursery)
+        # A progress token, so that the tool's progress is a notification to send.
+        message = call(5, "hold", {}, progressToken="p").to_json()
+        assert router(message)
+        assert router.in_flight == 1
+    # The request ended as a cancelled one does, and nothing escaped the nursery.
+    assert started.is_set()
+    assert cancelled.is_set()
+    assert router.in_flight == 0
+    assert host.statistics().requests_in_flight == 0
