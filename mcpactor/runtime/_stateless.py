@@ -149,6 +149,7 @@ class StatelessHost:
         self.tasks = tasks
         self._feed = BusFeed(self.bus)
         self._in_flight = 0
+        self._max_in_flight = options.max_in_flight
         self._listening = 0
         self._stopping = False
         # The waits of open listen streams, cancelled to end them gracefully.
@@ -237,10 +238,15 @@ class StatelessHost:
         # Its coroutine is kept under 512 bytes (obmalloc's limit: larger objects come
         # from the system allocator, measurably slower): what is rare is in helpers.
         request_id = request.id
-        checked = self._admit(request, envelope, admitted)
-        if not isinstance(checked, Envelope):
-            return await _handed(done, request_id, checked)
-        envelope = checked
+        try:
+            if envelope is None:
+                envelope = read_envelope(request)
+        except EnvelopeError as exc:
+            return await _handed(
+                done, request_id, _error(request_id, exc.code, exc.message, exc.data)
+            )
+        if (self._stopping and not admitted) or self._in_flight >= self._max_in_flight:
+            return await _handed(done, request_id, self._busy(request_id, admitted))
         if scope is None:
             scope = trio.CancelScope()
         self._in_flight += 1
@@ -333,24 +339,14 @@ class StatelessHost:
             await waiting
         return answer
 
-    def _admit(
-        self, request: Request, envelope: Envelope | None, admitted: bool
-    ) -> Envelope | JSONObject:
-        # The request's envelope, or the error that refuses it.
-        try:
-            if envelope is None:
-                envelope = read_envelope(request)
-        except EnvelopeError as exc:
-            return _error(request.id, exc.code, exc.message, exc.data)
-        stopping = self._stopping and not admitted
-        if stopping or self._in_flight >= self.options.max_in_flight:
-            why = (
-                "the server is shutting down"
-                if stopping
-                else f"too many requests in flight (limit {self.options.max_in_flight})"
-            )
-            return _error(request.id, INTERNAL_ERROR, f"server busy: {why}")
-        return envelope
+    def _busy(self, request_id: RequestId, admitted: bool) -> JSONObject:
+        # Why a request is refused before it is served.
+        why = (
+            "the server is shutting down"
+            if self._stopping and not admitted
+            else f"too many requests in flight (limit {self._max_in_flight})"
+        )
+        return _error(request_id, INTERNAL_ERROR, f"server busy: {why}")
 
     def _direct_call(self, method: str, params: JSONObject | None, revision: Revision) -> bool:
         # Whether the handler alone serves the request (see direct_methods).
@@ -364,12 +360,13 @@ class StatelessHost:
         ):
             return False
         # A call that may become a task is route_stateless's to decide.
+        if self.tasks is None or method not in AUGMENTABLE:
+            return True
         server = self.server
-        return (
-            self.tasks is None
-            or method not in AUGMENTABLE
-            or (server._mounts is None and not server._offers_tasks())
-        )
+        offers = server._task_tools
+        if offers is None:
+            offers = server._offers_tasks()
+        return server._mounts is None and not offers
 
     def _asked(
         self,
