@@ -39,7 +39,7 @@ from .._exceptions import (
     RequestError,
 )
 from ..protocol import JSONObject, Request, RequestId, Revision, describe, describe_error
-from ..protocol._envelope import SERVER_INFO, Envelope, EnvelopeError, read_envelope
+from ..protocol._envelope import Envelope, EnvelopeError, read_envelope
 from ..protocol._ext_tasks import (
     AUGMENTABLE,
     LISTEN_FILTER_KEY,
@@ -47,7 +47,6 @@ from ..protocol._ext_tasks import (
     read_listen_task_ids,
 )
 from ..protocol._listen import Subscription, read_filter
-from ..protocol._mrtr import COMPLETE
 from ..protocol._sealing import KeyRing, SealingKey, StateSealer
 from ..server import Context, Server
 from ..server._rounds import InputNeeded
@@ -55,7 +54,7 @@ from ..server._stateless import (
     ask_in_result,
     direct_methods,
     finish_stateless,
-    route_stateless,
+    serve_stateless,
 )
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
 from ._messages import SessionOptions
@@ -296,19 +295,12 @@ class StatelessHost:
                     error: str | None = None
                     try:
                         if self._direct_call(method, params, envelope.revision):
-                            # Most requests: the handler, and the result's shaping at once.
+                            # Most requests: the handler, then the result's shaping.
                             try:
                                 result = await self.server.handle_request(method, params, ctx)
                             except InputNeeded as exc:
                                 result = self._asked(exc, method, params, ctx, principal)
-                            if "resultType" in result or "_meta" in result:
-                                result = finish_stateless(self.server, method, params, ctx, result)
-                            else:
-                                result = {
-                                    **result,
-                                    "resultType": COMPLETE,
-                                    "_meta": {SERVER_INFO: self.server.info(envelope.revision)},
-                                }
+                            result = finish_stateless(self.server, method, params, ctx, result)
                         else:
                             result = await self._routed(method, params, ctx, principal)
                         outcome = OK
@@ -363,10 +355,7 @@ class StatelessHost:
         if self.tasks is None or method not in AUGMENTABLE:
             return True
         server = self.server
-        offers = server._task_tools
-        if offers is None:
-            offers = server._offers_tasks()
-        return server._mounts is None and not offers
+        return server._mounts is None and not server._offers_tasks()
 
     def _asked(
         self,
@@ -390,24 +379,18 @@ class StatelessHost:
     async def _routed(
         self, method: str, params: JSONObject | None, ctx: Context, principal: object
     ) -> JSONObject:
-        # serve_stateless, its halves here: what route_stateless decides (a retry's round,
-        # the tasks extension, discovery, cache hints), then the handler and the shaping.
-        server = self.server
-        sealer = self.sealer
-        now = time.time()
-        who = _principal(principal)
-        special = route_stateless(
-            server, method, params, ctx, sealer=sealer, now=now, principal=who, tasks=self.tasks
+        # What route_stateless decides (a retry's round, the tasks extension, discovery,
+        # cache hints), then the handler and the shaping.
+        return await serve_stateless(
+            self.server,
+            method,
+            params,
+            ctx,
+            sealer=self.sealer,
+            now=time.time(),
+            principal=_principal(principal),
+            tasks=self.tasks,
         )
-        if special is not None:
-            return await special
-        try:
-            handled = await server.handle_request(method, params, ctx)
-        except InputNeeded as needed:
-            handled = ask_in_result(
-                needed, method, params, ctx, sealer=sealer, now=now, principal=who
-            )
-        return finish_stateless(server, method, params, ctx, handled)
 
     # --- listen streams -----------------------------------------------------------
 

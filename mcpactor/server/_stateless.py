@@ -80,9 +80,8 @@ _DIRECT: dict[str, frozenset[str]] = {}
 def direct_methods(revision: Revision) -> frozenset[str]:
     """The methods ``route_stateless`` leaves to the handler and that need no cache hints.
 
-    A request of one of them is served by ``server.handle_request`` alone and its result,
-    when it has no ``resultType`` or ``_meta`` of its own, gets both in one step (what
-    ``complete_result`` would do); unless it carries a round (``requestState`` or
+    A request of one of them is served by ``server.handle_request`` alone and its result
+    shaped by ``finish_stateless``; unless it carries a round (``requestState`` or
     ``inputResponses``) or is a call the tasks extension may run as a task: then
     ``route_stateless`` decides.
     """
