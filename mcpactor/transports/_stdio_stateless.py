@@ -43,6 +43,9 @@ class PipeRouter:
         self._outbox = outbox
         self._nursery = nursery
         self._scopes: dict[RequestId, trio.CancelScope] = {}
+        # Bound once: taken for every request.
+        self._serve = host.serve
+        self._request_done = self._done
 
     @property
     def in_flight(self) -> int:
@@ -77,7 +80,7 @@ class PipeRouter:
             # host's serve is the task itself (arguments by position: start_soon takes
             # no keywords): envelope, principal and keep-alive are its defaults.
             self._nursery.start_soon(
-                self.host.serve,
+                self._serve,
                 Request(request_id, method, params),
                 functools.partial(self._notify, request_id, scope),
                 None,
@@ -85,7 +88,7 @@ class PipeRouter:
                 None,
                 scope,
                 not self.host.stopping,
-                self._done,
+                self._request_done,
                 name=_TASK_NAME,
             )
             return True

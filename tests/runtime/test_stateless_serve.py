@@ -159,3 +159,74 @@ async def test_a_pipe_that_closes_under_a_notification_cancels_its_request() -> 
     assert cancelled.is_set()
     assert router.in_flight == 0
     assert host.statistics().requests_in_flight == 0
+
+
+async def test_an_envelope_is_read_again_whenever_it_differs_from_the_last_one() -> None:
+    started, cancelled = trio.Event(), trio.Event()
+    server = make_server(started, cancelled)
+    seen: list[str] = []
+
+    @server.tool()
+    async def rewrite(ctx: Context) -> str:
+        """Change the request's own _meta, as a handler may."""
+        assert ctx.meta is not None
+        ctx.meta["io.modelcontextprotocol/protocolVersion"] = "2025-11-25"
+        seen.append(ctx.negotiated.revision.version)
+        return "rewritten"
+
+    host = host_of(server)
+    first = await host.serve(call(1, "rewrite", {}), nothing)
+    assert first is not None
+    assert first["result"]["resultType"] == "complete"
+    # The handler's change is not what the next request is compared with: an envelope
+    # naming a session revision is refused, though it equals the changed _meta.
+    refused = await host.serve(
+        call(
+            2, "add", {"a": 1, "b": 2}, **{"io.modelcontextprotocol/protocolVersion": "2025-11-25"}
+        ),
+        nothing,
+    )
+    assert refused is not None
+    assert refused["error"]["code"] == -32022
+    # The same envelope as the first is served again; a malformed one after it is not.
+    again = await host.serve(call(3, "add", {"a": 1, "b": 2}), nothing)
+    assert again is not None
+    assert again["result"]["structuredContent"] == {"result": 3}
+    bad = await host.serve(
+        call(4, "add", {"a": 1, "b": 2}, **{"io.modelcontextprotocol/clientCapabilities": []}),
+        nothing,
+    )
+    assert bad is not None
+    assert bad["error"]["code"] == -32602
+    assert seen == ["2026-07-28"]
+
+
+async def test_a_result_that_carries_its_own_meta_keeps_it_beside_the_server_info() -> None:
+    server = Server("meta-result", "2.0.0")
+
+    @server.tool()
+    async def tagged() -> CallToolResult:
+        """Return a result with a _meta of its own."""
+        return CallToolResult(content=[], meta={"example.com/tag": "kept"})
+
+    @server.tool()
+    async def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    host = host_of(server)
+    answer = await host.serve(call(1, "tagged", {}), nothing)
+    assert answer is not None
+    result = answer["result"]
+    assert result["resultType"] == "complete"
+    assert result["_meta"] == {
+        "example.com/tag": "kept",
+        "io.modelcontextprotocol/serverInfo": {"name": "meta-result", "version": "2.0.0"},
+    }
+    # The plain result's _meta is a dict of its own per answer, not one shared object.
+    plain = await host.serve(call(2, "add", {"a": 2, "b": 2}), nothing)
+    other = await host.serve(call(3, "add", {"a": 2, "b": 3}), nothing)
+    assert plain is not None
+    assert other is not None
+    assert plain["result"]["_meta"] == other["result"]["_meta"]
+    assert plain["result"]["_meta"] is not other["result"]["_meta"]
