@@ -142,7 +142,6 @@ class Context:
 
     def __init__(
         self,
-        *,
         peer: Peer,
         request_id: RequestId | None,
         negotiated: Negotiated,

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Awaitable
 from typing import Final
@@ -45,6 +44,7 @@ class PipeRouter:
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         # Bound once: taken for every request.
         self._serve = host.serve
+        self._emit = self._notify
         self._request_done = self._done
 
     @property
@@ -82,7 +82,7 @@ class PipeRouter:
             self._nursery.start_soon(
                 self._serve,
                 Request(request_id, method, params),
-                functools.partial(self._notify, request_id, scope),
+                self._emit,
                 None,
                 None,
                 None,
@@ -99,17 +99,17 @@ class PipeRouter:
                 return True
         return False
 
-    async def _notify(
-        self, request_id: RequestId, scope: trio.CancelScope, message: JSONObject
-    ) -> None:
-        # A notification of a request's, through the outbox (waiting for room there).
+    async def _notify(self, message: JSONObject) -> None:
+        # A notification of a request's, through the outbox (waiting for room there). On
+        # a pipe nothing but the bytes matter: the request it belongs to is not named.
         try:
-            await self._outbox.send(Outbound(NOTIFICATION, message, request_id))
+            await self._outbox.send(Outbound(NOTIFICATION, message))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
-            # The pipe closed: nothing more can be sent for the request, which ends as a
-            # cancelled one does.
-            _log.debug("the pipe closed while request %s ran", describe(request_id))
-            scope.cancel("the pipe closed")
+            # The pipe closed: nothing more can be sent for any request of the pipe,
+            # which end as cancelled ones do.
+            _log.debug("the pipe closed while %d requests ran", len(self._scopes))
+            for scope in self._scopes.values():
+                scope.cancel("the pipe closed")
             await trio.lowlevel.checkpoint()
 
     def _done(self, request_id: RequestId, answer: JSONObject | None) -> Awaitable[None] | None:
