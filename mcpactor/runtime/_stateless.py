@@ -39,7 +39,7 @@ from .._exceptions import (
     RequestError,
 )
 from ..protocol import JSONObject, Request, RequestId, Revision, describe, describe_error
-from ..protocol._envelope import SERVER_INFO, Envelope, EnvelopeError, read_envelope
+from ..protocol._envelope import Envelope, EnvelopeError, read_envelope
 from ..protocol._ext_tasks import (
     AUGMENTABLE,
     LISTEN_FILTER_KEY,
@@ -47,7 +47,6 @@ from ..protocol._ext_tasks import (
     read_listen_task_ids,
 )
 from ..protocol._listen import Subscription, read_filter
-from ..protocol._mrtr import COMPLETE
 from ..protocol._sealing import KeyRing, SealingKey, StateSealer
 from ..server import Context, Server
 from ..server._rounds import InputNeeded
@@ -55,6 +54,7 @@ from ..server._stateless import (
     ask_in_result,
     direct_methods,
     finish_stateless,
+    plain_complete,
     serve_stateless,
 )
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
@@ -307,11 +307,9 @@ class StatelessHost:
                             try:
                                 result = await self.server.handle_request(method, params, ctx)
                                 if "resultType" not in result and "_meta" not in result:
-                                    result = {
-                                        **result,
-                                        "resultType": COMPLETE,
-                                        "_meta": {SERVER_INFO: self._info(envelope.revision)},
-                                    }
+                                    result = plain_complete(
+                                        result, self.server.info(envelope.revision)
+                                    )
                                 else:
                                     result = finish_stateless(
                                         self.server, method, params, ctx, result
@@ -371,21 +369,15 @@ class StatelessHost:
             self._last_envelope = (dict(meta), envelope)
         return envelope
 
-    def _info(self, revision: Revision) -> JSONObject:
-        # The server's serverInfo at ``revision``, as server.info gives it (built once).
-        info = self.server._info.get(revision.version)
-        return info if info is not None else self.server.info(revision)
-
     def _direct_call(self, method: str, params: JSONObject | None, revision: Revision) -> bool:
         # Whether the handler alone serves the request (see direct_methods).
         direct = self._direct
         if direct[0] is not revision:
             direct = self._direct = (revision, direct_methods(revision))
-        if method not in direct[1] or (
-            params is not None
-            and (
-                params.get("requestState") is not None or params.get("inputResponses") is not None
-            )
+        if method not in direct[1]:
+            return False
+        if params is not None and (
+            params.get("requestState") is not None or params.get("inputResponses") is not None
         ):
             return False
         # A call that may become a task is route_stateless's to decide (the server's

@@ -57,6 +57,7 @@ __all__ = [
     "direct_methods",
     "discover_result",
     "finish_stateless",
+    "plain_complete",
     "route_stateless",
     "serve_stateless",
     "tool_task_support",
@@ -157,7 +158,7 @@ def complete_result(
         and "_meta" not in result
     ):
         # Most results (a tool's), in one step.
-        return {**result, "resultType": COMPLETE, "_meta": {SERVER_INFO: server_info}}
+        return plain_complete(result, server_info)
     if not (revision.result_type or revision.server_info_meta or cacheable):
         return result
     shaped = dict(result)
@@ -169,6 +170,11 @@ def complete_result(
         meta = shaped.get("_meta")
         shaped["_meta"] = {**(meta if type(meta) is dict else {}), SERVER_INFO: server_info}
     return shaped
+
+
+def plain_complete(result: JSONObject, server_info: JSONObject) -> JSONObject:
+    """``result``, with no ``resultType`` or ``_meta`` of its own, as a complete one."""
+    return {**result, "resultType": COMPLETE, "_meta": {SERVER_INFO: server_info}}
 
 
 def cache_hint(server: Server, method: str, params: JSONObject | None) -> CacheHint:
