@@ -131,16 +131,26 @@ def decode(frame: bytes | bytearray | memoryview | str) -> JSONValue:
         ) from None
     # Every level takes two bytes, and one "[" or "{" at least: most frames are ruled
     # out without looking at the value.
-    if len(frame) > 2 * MAX_DEPTH:
-        # The count of a frame of bytes with no array (most of them) is inline: every
-        # stateless request is long enough to be counted.
+    size = len(frame)
+    if size > 2 * MAX_DEPTH:
         if type(frame) is bytes and frame.find(b"[") < 0:
+            # No arrays (most frames, every stateless request's envelope among them):
+            # a level below the first is an object that is a member's value, five bytes
+            # at least ({"":} around what it holds), so a frame too short for that is
+            # ruled out without counting its braces.
+            if size < _SHORTEST_TOO_DEEP_OBJECTS:
+                return value
             openers = frame.count(b"{")
         else:
             openers = _openers(frame)
         if openers > MAX_DEPTH and exceeds_depth(value, MAX_DEPTH):
             return _too_deep(value)
     return value
+
+
+# The shortest JSON text nesting objects alone MAX_DEPTH + 1 levels deep: the outermost
+# object's two braces and five bytes for each level below it.
+_SHORTEST_TOO_DEEP_OBJECTS: Final = 2 + 5 * MAX_DEPTH
 
 
 def _openers(frame: bytes | bytearray | memoryview | str) -> int:

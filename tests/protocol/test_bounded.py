@@ -169,6 +169,38 @@ def test_decode_turns_a_too_deep_response_into_an_error_for_its_id() -> None:
         assert str(MAX_DEPTH) in value["error"]["message"]
 
 
+def test_decode_refuses_the_shortest_frame_of_objects_alone_nested_too_deep() -> None:
+    # Objects nest in five bytes a level ({"":...}): the length that rules a frame
+    # without arrays out must not let this one through.
+    too_deep = b'{"":' * MAX_DEPTH + b"{}" + b"}" * MAX_DEPTH
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(too_deep)
+    assert info.value.code == INVALID_REQUEST
+    deepest = b'{"":' * (MAX_DEPTH - 1) + b"{}" + b"}" * (MAX_DEPTH - 1)
+    assert exceeds_depth(decode(deepest), MAX_DEPTH) is False
+
+
+@given(
+    depth=st.integers(min_value=MAX_DEPTH - 3, max_value=MAX_DEPTH + 3),
+    key=st.text(max_size=2),
+    padding=st.integers(min_value=0, max_value=400),
+    with_array=st.booleans(),
+)
+def test_decode_refuses_exactly_the_frames_that_nest_too_deep(
+    depth: int, key: str, padding: int, with_array: bool
+) -> None:
+    value: Any = [0] if with_array else 0
+    for _ in range(depth - (1 if with_array else 0)):
+        value = {key: value}
+    frame = orjson.dumps({"pad": "x" * padding, "v": value})
+    too_deep = exceeds_depth(orjson.loads(frame), MAX_DEPTH)
+    if too_deep:
+        with pytest.raises(RemoteProtocolError):
+            decode(frame)
+    else:
+        assert decode(frame) == orjson.loads(frame)
+
+
 def test_decode_past_what_orjson_parses_is_a_parse_error() -> None:
     frame = b'{"jsonrpc":"2.0","id":1,"method":"m","params":' + b"[" * 2000 + b"]" * 2000 + b"}"
     with pytest.raises(RemoteProtocolError) as info:
