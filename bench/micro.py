@@ -59,12 +59,18 @@ def call(i: int, text: bytes = b"hello, mcp benchmark") -> bytes:
 
 
 def call_envelope(i: int, text: bytes, revision: bytes) -> bytes:
-    """One tools/call request line of a stateless revision: the envelope in ``_meta``."""
+    """One tools/call request line of a stateless revision: the envelope in ``_meta``.
+
+    The envelope is the one the harness's client sends (clientInfo too), so the frame
+    is as long as a real client's: frame length decides some of the reader's work.
+    """
     return (
         b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
         b'{"name":"echo","arguments":{"text":"%s"},"_meta":'
         b'{"io.modelcontextprotocol/protocolVersion":"%s",'
-        b'"io.modelcontextprotocol/clientCapabilities":{}}}}\n' % (i, text, revision)
+        b'"io.modelcontextprotocol/clientCapabilities":{},'
+        b'"io.modelcontextprotocol/clientInfo":{"name":"mcpbench","version":"0.1"}}}}\n'
+        % (i, text, revision)
     )
 
 
