@@ -132,6 +132,9 @@ class Connection:
     def __init__(self, server: ServerState, sock: socket.socket) -> None:
         self.server = server
         self.config = server.config
+        # The run's clock, kept: every request reads it for its deadlines, and
+        # trio.current_time is three calls down to it.
+        self.clock = trio.lowlevel.current_clock()
         self.sock = sock
         self.fd = sock.fileno()
         self.protocol = H1Protocol(server.limits)
@@ -195,7 +198,7 @@ class Connection:
             if server.draining:
                 return None
             server.idle.add(self)
-        server.deadlines[self] = trio.current_time() + (
+        server.deadlines[self] = self.clock.current_time() + (
             config.keep_alive_timeout if waiting else config.request_timeout
         )
         try:
@@ -220,7 +223,7 @@ class Connection:
                     if waiting:
                         waiting = False
                         server.idle.discard(self)
-                        server.deadlines[self] = trio.current_time() + config.request_timeout
+                        server.deadlines[self] = self.clock.current_time() + config.request_timeout
                         intake = server.intake
                         if intake is not None and intake.closed:
                             await intake.wait_turn()
@@ -268,7 +271,7 @@ class Connection:
                     sent = -1
                 if sent < 0:
                     if deadline is None:
-                        deadline = trio.current_time() + self.config.write_timeout
+                        deadline = self.clock.current_time() + self.config.write_timeout
                     with trio.move_on_at(deadline):
                         await trio.lowlevel.wait_writable(self.fd)
                         self.unyielded = 0
