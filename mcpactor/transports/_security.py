@@ -86,6 +86,15 @@ def parse_host(value: str) -> tuple[str, str | None] | None:
     """Parse a Host value into (lowercase name, port or None); None if malformed."""
     if not value or len(value) > _MAX_AUTHORITY:
         return None
+    return _parse_host(value)
+
+
+# Cached: a connection, and most clients, send the same Host on every request, and
+# parsing it (a regular expression among other steps) took a microsecond of each. Only
+# values of at most _MAX_AUTHORITY characters are keys, so the cache stays small; its
+# results are immutable.
+@functools.lru_cache(maxsize=1024)
+def _parse_host(value: str) -> tuple[str, str | None] | None:
     value = value.strip(" \t").lower()
     if value.startswith("["):
         end = value.find("]")

@@ -9,7 +9,13 @@ import pytest
 import trio
 
 from mcpactor.transports import HttpOptions
-from mcpactor.transports._security import RequestGuard, accepts, is_loopback, parse_host
+from mcpactor.transports._security import (
+    RequestGuard,
+    _parse_host,
+    accepts,
+    is_loopback,
+    parse_host,
+)
 from mcpactor.transports.http import HttpServerKind
 
 from ..spec_schema import check_server_message
@@ -263,6 +269,17 @@ def test_malformed_hosts_match_no_pattern(host: str) -> None:
 )
 def test_hosts_parse_into_name_and_port(host: str, parsed: tuple[str, str | None]) -> None:
     assert parse_host(host) == parsed
+
+
+def test_a_host_parses_the_same_every_time_and_an_overlong_one_is_not_kept() -> None:
+    # parse_host is cached: the second answer is the first, and a value past the
+    # authority limit is refused before it could become a key.
+    assert parse_host("Cached.Example:8080") == parse_host("Cached.Example:8080")
+    assert parse_host("cached.example:8080") == ("cached.example", "8080")
+    before = _parse_host.cache_info().currsize
+    for n in range(50):
+        assert parse_host("h" * 400 + str(n)) is None
+    assert _parse_host.cache_info().currsize == before
 
 
 @pytest.mark.parametrize(
