@@ -34,6 +34,10 @@ __all__ = [
 
 DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 
+# The shortest JSON text nesting objects alone MAX_DEPTH + 1 levels deep: the outermost
+# object's two braces and five bytes for each level below it.
+_SHORTEST_TOO_DEEP_OBJECTS: Final = 2 + 5 * MAX_DEPTH
+
 
 @attrs.frozen
 class FrameTooLong:
@@ -146,11 +150,6 @@ def decode(frame: bytes | bytearray | memoryview | str) -> JSONValue:
         if openers > MAX_DEPTH and exceeds_depth(value, MAX_DEPTH):
             return _too_deep(value)
     return value
-
-
-# The shortest JSON text nesting objects alone MAX_DEPTH + 1 levels deep: the outermost
-# object's two braces and five bytes for each level below it.
-_SHORTEST_TOO_DEEP_OBJECTS: Final = 2 + 5 * MAX_DEPTH
 
 
 def _openers(frame: bytes | bytearray | memoryview | str) -> int:
