@@ -25,7 +25,14 @@ from mcpactor.store._snapshots import (
     replica_summary,
 )
 
-from ..store.conftest import free_port, redis, redis_port, redis_socket, running_redis  # noqa: F401
+from ..store.conftest import (  # noqa: F401
+    free_port,
+    needs_redis,
+    redis,
+    redis_port,
+    redis_socket,
+    running_redis,
+)
 from ..store.test_sessions import ignoring_unclosed_buffers
 
 TOKEN = "a-token-for-the-replicas-0123456789"
@@ -81,6 +88,7 @@ async def test_damaged_and_oversized_entries_are_skipped(
         await reader.publish({"pad": "x" * MAX_ENTRY_BYTES})
 
 
+@needs_redis
 async def test_a_store_that_cannot_be_reached_lists_nothing_unavailable() -> None:
     with ignoring_unclosed_buffers():
         port = free_port()

@@ -19,12 +19,16 @@ import coredis
 import pytest
 
 REDIS = shutil.which("redis-server")
+#: for a test that starts a redis-server of its own (``running_redis``) outside the fixtures
+needs_redis = pytest.mark.skipif(
+    REDIS is None, reason="redis-server is not installed (CI installs Debian's redis-server)"
+)
 
 
 @contextmanager
 def running_redis(*arguments: str) -> Iterator[str]:
     """Run a redis-server with ``arguments`` until the block ends; yields its directory."""
-    assert REDIS is not None
+    assert REDIS is not None, "no redis-server: mark the test with needs_redis"
     with tempfile.TemporaryDirectory(prefix="mcpactor-redis-") as directory:
         process = subprocess.Popen(
             [REDIS, *arguments, "--save", "", "--appendonly", "no", "--dir", directory],
