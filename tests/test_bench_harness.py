@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -257,10 +259,18 @@ def test_percentiles_interpolate_between_ranks() -> None:
 
 
 def test_a_windows_figures_are_per_call_and_per_second() -> None:
-    used = {"wall": 2.0, "cli_cpu": 0.5, "srv_cpu": 1.0, "other_pct": 3.0, "steal_pct": None}
+    used = {
+        "wall": 2.0,
+        "cli_cpu": 0.5,
+        "srv_cpu": 1.0,
+        "srv_sys": 0.2,
+        "other_pct": 3.0,
+        "steal_pct": None,
+    }
     out = runs.throughput_metrics([0.001] * 4000, 2, used)
     assert out["rps"] == 2000
     assert out["srv_cpu_us"] == 250
+    assert out["srv_sys_us"] == 50
     assert out["srv_cpu_pct"] == 50
     assert out["cli_cpu_pct"] == 25
     assert out["p50_us"] == pytest.approx(1000)
@@ -269,6 +279,7 @@ def test_a_windows_figures_are_per_call_and_per_second() -> None:
     idle = runs.throughput_metrics([], 0, {**used, "srv_cpu": None})
     assert (idle["rps"], idle["p99_us"]) == (0, 0)
     assert "srv_cpu_us" not in idle
+    assert "srv_sys_us" not in idle
 
 
 def test_a_burst_is_timed_from_the_send() -> None:
@@ -436,3 +447,42 @@ def test_a_closed_loop_keeps_each_lane_busy_until_stopped_or_broken() -> None:
     measured = len(load.latencies)
     assert measured == 20  # ten answers each from the two lanes still working
     assert load.errors == 10
+
+
+def test_a_servers_kernel_time_is_measured_apart_from_its_user_time() -> None:
+    system = load_harness("system")
+    # A child that spends its time in system calls, then waits to be read.
+    script = (
+        "import os, sys\n"
+        "fd = os.open(os.devnull, os.O_WRONLY)\n"
+        "for _ in range(300_000):\n"
+        "    os.write(fd, b'x')\n"
+        "print('done', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdin is not None
+        meter = system.Meter(child.pid)
+        assert child.stdout.readline() == b"done\n"
+        used = meter.read()
+        user, kernel = system.cpu_times(child.pid)
+        assert system.cpu_seconds(child.pid) == pytest.approx(user + kernel)
+        child.stdin.close()
+    assert kernel > 0
+    assert 0 < used["srv_sys"] <= used["srv_cpu"]
+    assert system.cpu_times(None) is None
+
+
+def test_the_kernel_column_is_shown_only_for_runs_that_measured_it() -> None:
+    older = report.report([rec("raw", 0, 100.0)], ["raw"])
+    assert "kernel" not in older
+    measured = rec("raw", 0, 100.0)
+    measured["metrics"]["srv_sys_us"] = 2.5
+    text = report.report([measured], ["raw"])
+    heading = next(line for line in text.splitlines() if line.startswith("| target |"))
+    row = next(line for line in text.splitlines() if line.startswith("| raw-stdio |"))
+    cells = dict(zip(heading.split("|"), row.split("|"), strict=True))
+    assert cells[" of it kernel µs "].strip() == "2.50"

@@ -14,6 +14,7 @@ COLUMNS = {
         "p50_us",
         "p99_us",
         "srv_cpu_us",
+        "srv_sys_us",
         "srv_cpu_pct",
         "cli_cpu_pct",
         "other_pct",
@@ -62,11 +63,14 @@ COLUMNS = {
         "ends_completed",
     ],
 }
+# Columns that runs recorded before they existed do not have: shown only where some row does.
+NEWER_COLUMNS = frozenset({"srv_sys_us"})
 HEADINGS = {
     "rps": "req/s (min–max)",
     "p50_us": "p50 µs",
     "p99_us": "p99 µs",
     "srv_cpu_us": "srv CPU µs/req",
+    "srv_sys_us": "of it kernel µs",
     "srv_cpu_pct": "srv CPU %",
     "cli_cpu_pct": "client CPU %",
     "errors": "errors",
@@ -217,6 +221,12 @@ def peer_tables(peer: str, cells: list[Cell]) -> list[str]:
         if not rows:
             continue
         rows.sort(key=lambda c: (targets.index(c.target), test_order(c.test)))
+        columns = [
+            column
+            for column in columns
+            if column not in NEWER_COLUMNS
+            or any(column in metrics for c in rows for metrics in c.rounds.values())
+        ]
         title = "throughput / latency" if kind == "throughput" else kind
         lines.append(f"{title} (median of rounds):\n")
         lines.append(

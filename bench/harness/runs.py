@@ -232,6 +232,9 @@ def throughput_metrics(latencies: list[float], errors: int, used: dict[str, Any]
     if used["srv_cpu"] is not None and n:
         out["srv_cpu_us"] = 1e6 * used["srv_cpu"] / n
         out["srv_cpu_pct"] = 100 * used["srv_cpu"] / wall
+        if used.get("srv_sys") is not None:
+            # of it, in the kernel (system calls: pipes, sockets, epoll)
+            out["srv_sys_us"] = 1e6 * used["srv_sys"] / n
     for key in ("other_pct", "steal_pct"):
         if used.get(key) is not None:
             out[key] = used[key]

@@ -52,17 +52,24 @@ def rss_kb(pid: int | None) -> int | None:
 
 def cpu_seconds(pid: int | None) -> float | None:
     """User plus system CPU time of pid's tree so far."""
+    times = cpu_times(pid)
+    return None if times is None else times[0] + times[1]
+
+
+def cpu_times(pid: int | None) -> tuple[float, float] | None:
+    """User and system (kernel) CPU time of pid's tree so far, apart."""
     if pid is None:
         return None
-    ticks = 0
+    user = system = 0
     for p in process_tree(pid):
         try:
             # the command name may hold spaces and parentheses: the fields follow the last ")"
             fields = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()
-            ticks += int(fields[11]) + int(fields[12])
+            user += int(fields[11])
+            system += int(fields[12])
         except (OSError, IndexError, ValueError):
             pass
-    return ticks / TICK
+    return user / TICK, system / TICK
 
 
 def machine_cpu() -> tuple[float, float]:
@@ -82,18 +89,27 @@ class Meter:
     def __init__(self, pid: int | None) -> None:
         self.pid = pid
         self.machine0 = machine_cpu()
-        self.server0 = cpu_seconds(pid)
+        self.server0 = cpu_times(pid)
         self.client0 = time.process_time()
         self.t0 = time.perf_counter()
 
     def read(self) -> dict[str, Any]:
-        """What was used since the meter was made: wall, cli_cpu, srv_cpu, steal_pct, other_pct."""
+        """What was used since the meter was made: wall, cli_cpu, srv_cpu (srv_sys of it in
+        the kernel), steal_pct, other_pct."""
         wall = time.perf_counter() - self.t0
         client = time.process_time() - self.client0
-        server1 = cpu_seconds(self.pid)
+        server1 = cpu_times(self.pid)
         busy, steal = machine_cpu()
-        server = None if server1 is None or self.server0 is None else server1 - self.server0
-        out: dict[str, Any] = {"wall": wall, "cli_cpu": client, "srv_cpu": server}
+        server = kernel = None
+        if server1 is not None and self.server0 is not None:
+            kernel = server1[1] - self.server0[1]
+            server = server1[0] - self.server0[0] + kernel
+        out: dict[str, Any] = {
+            "wall": wall,
+            "cli_cpu": client,
+            "srv_cpu": server,
+            "srv_sys": kernel,
+        }
         out["steal_pct"] = 100 * (steal - self.machine0[1]) / wall if wall else None
         if server is not None and wall:
             # the rest of the machine's busy time: other processes and the kernel, % of one core
