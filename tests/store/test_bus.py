@@ -15,9 +15,9 @@ from mcpactor.runtime._bus import ChangeEvent, Listener
 from mcpactor.store import open_redis_bus
 from mcpactor.store._bus import MAX_CHANGE_BYTES, RedisBus, decode_change, encode_change
 
-from .conftest import REDIS, free_port, running_redis
+from .conftest import free_port, needs_redis, running_redis
 
-pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+pytestmark = needs_redis
 
 TIMEOUT = 10
 

@@ -13,9 +13,7 @@ import trio
 from mcpactor.store import parse_store_url
 from mcpactor.store._client import StoreUnreachable, _ssl_context, check_reachable, connect
 
-from .conftest import REDIS, free_port, running_redis
-
-needs_redis = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+from .conftest import free_port, needs_redis, running_redis
 
 
 async def test_a_unix_socket_and_a_database_are_used(redis_socket: str) -> None:

@@ -21,9 +21,9 @@ from mcpactor.store import RedisEventStore
 from mcpactor.store._events import MAX_EVENT_ID_LENGTH
 
 from ..runtime.test_replicas import _tool, cluster, initialized, on
-from .conftest import REDIS, free_port, running_redis
+from .conftest import free_port, needs_redis, running_redis
 
-pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+pytestmark = needs_redis
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ import trio
 from mcpactor.runtime.http import MAX_RELAYED_BYTES, Relayed, RelayKind, StoreUnavailable
 from mcpactor.store import RedisRelay
 
-from .conftest import REDIS, free_port, running_redis
+from .conftest import free_port, needs_redis, running_redis
 from .test_sessions import ignoring_unclosed_buffers
 
-pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+pytestmark = needs_redis
 
 TIMEOUT = 10
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import attrs
 import coredis
-import pytest
 import trio
 
 from mcpactor.runtime.http import RelayKind, Replicas
@@ -34,10 +33,10 @@ from ..runtime.test_replicas import (
 )
 from ..transports._http_client import AsgiClient, read_reply, start_post
 from ..transports._http_server import Probe, make_server
-from .conftest import REDIS, free_port, running_redis
+from .conftest import free_port, needs_redis, running_redis
 from .test_sessions import ignoring_unclosed_buffers
 
-pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+pytestmark = needs_redis
 
 
 @attrs.define

@@ -16,9 +16,9 @@ from mcpactor.runtime.http import SessionRecord, StoreUnavailable
 from mcpactor.runtime.http._session_records import MAX_RECORD_BYTES
 from mcpactor.store import RedisSessionRecords
 
-from .conftest import REDIS, free_port, running_redis
+from .conftest import free_port, needs_redis, running_redis
 
-pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+pytestmark = needs_redis
 
 
 def _record(session_id: str = "s1", **fields: object) -> SessionRecord:

@@ -30,9 +30,9 @@ from mcpactor.store._tasks import RedisTaskStore, open_redis_task_store
 
 from ..runtime.test_tasks_extension import SCHEMA, Client
 from ..server.conftest import FakePeer, make_context
-from .conftest import REDIS
+from .conftest import needs_redis
 
-pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+pytestmark = needs_redis
 
 
 def gates_server(gates: dict[str, trio.Event], ended: dict[str, trio.Event]) -> Server:
