@@ -37,6 +37,10 @@ import time
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from harness.system import free_port  # noqa: E402
+
 SERVER = os.path.join(HERE, "mcpactor_server.py")
 REVISION = "2025-11-25"
 STATELESS = "2026-07-28"
@@ -66,14 +70,6 @@ def call_params(stateless: bool, text: str = "hello") -> dict[str, Any]:
     if stateless:
         params["_meta"] = ENVELOPE
     return params
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
