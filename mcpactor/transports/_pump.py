@@ -34,6 +34,13 @@ _log = logging.getLogger("mcpactor")
 
 _RECEIVE_SIZE: Final = 65536
 _MAX_BATCH: Final = 256
+# Frames of one read handed on before the reader lets the scheduler run what they
+# started. A pipelining client's read holds its whole window (64 requests in the
+# benchmark); handed on at once, every answer waited for the last request, the client
+# refilled its window only then, and the server idled meanwhile (84 % busy). In runs of
+# 16 the first answers leave while the rest are served and the client's next requests
+# overlap them: 1.28-1.32x the throughput and 6-13 % less CPU per call, both eras.
+_DISPATCH_RUN: Final = 16
 # How long one write may take once started; a client that reads nothing for this long is
 # treated as gone.
 _WRITE_TIMEOUT: Final = 30.0
@@ -66,9 +73,13 @@ async def read_frames(
                         await inbox.send(item)
                 return
             METRICS.received("stdio", len(data))
-            for frame in framer.feed(data):
-                # receive_some() was this loop's checkpoint: while the inbox has room, a
-                # frame costs no extra trip through the scheduler.
+            for handed, frame in enumerate(framer.feed(data)):
+                if handed and not handed % _DISPATCH_RUN:
+                    # A schedule point, not a cancel point: a frame read is never lost
+                    # to a cancellation before it is handed on.
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                # Within a run, while the inbox has room, a frame costs no trip through
+                # the scheduler.
                 item = _decoded(frame)
                 if route is not None and route(item):
                     continue
