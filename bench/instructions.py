@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import IO, Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -153,13 +153,9 @@ class HttpDriver:
             thread.join()
 
 
-def drive_stdio(
-    process: subprocess.Popen[bytes], calls: int, pipelined: int, stateless: bool
-) -> None:
-    """The opening, then ``calls`` echo calls with ``pipelined`` of them in flight."""
-    assert process.stdin is not None
-    assert process.stdout is not None
-    stdin, stdout = process.stdin, process.stdout
+def open_stdio(stdin: IO[bytes], stdout: IO[bytes], stateless: bool) -> bytes:
+    """The opening on a pipe: server/discover when stateless, else initialize and
+    initialized. Returns the line that answered it."""
 
     def send(message: dict[str, Any]) -> None:
         stdin.write(json.dumps(message).encode() + b"\n")
@@ -171,9 +167,25 @@ def drive_stdio(
     else:
         send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INITIALIZE})
     stdin.flush()
-    stdout.readline()
+    answer = stdout.readline()
     if not stateless:
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        stdin.flush()
+    return answer
+
+
+def drive_stdio(
+    process: subprocess.Popen[bytes], calls: int, pipelined: int, stateless: bool
+) -> None:
+    """The opening, then ``calls`` echo calls with ``pipelined`` of them in flight."""
+    assert process.stdin is not None
+    assert process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+
+    def send(message: dict[str, Any]) -> None:
+        stdin.write(json.dumps(message).encode() + b"\n")
+
+    open_stdio(stdin, stdout, stateless)
     params = call_params(stateless)
     sent = 0
     for _ in range(min(pipelined, calls)):

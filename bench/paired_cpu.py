@@ -25,12 +25,11 @@ import os
 import statistics
 import subprocess
 import sys
-from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from instructions import ENVELOPE, INITIALIZE, SERVER, call_params  # noqa: E402
+from instructions import SERVER, call_params, open_stdio  # noqa: E402
 
 MODES = {"stdio": False, "stdio-2026": True}  # mode: stateless?
 WARM_UP_WINDOWS = 100
@@ -56,28 +55,13 @@ class StdioServer:
         assert self.process.stdout is not None
         self._stdin, self._stdout = self.process.stdin, self.process.stdout
         self._next_id = 0
-        self._open()
+        self._check(open_stdio(self._stdin, self._stdout, self.stateless))
         body = {"method": "tools/call", "params": call_params(self.stateless, "paired")}
         # Everything after the id, encoded once: the driver's cost per call stays small.
         self._after_id = b"," + json.dumps(body, separators=(",", ":")).encode()[1:]
 
-    def _send(self, message: dict[str, Any]) -> None:
-        self._stdin.write(json.dumps(message).encode() + b"\n")
-
-    def _open(self) -> None:
-        if self.stateless:
-            params = {"_meta": ENVELOPE}
-            self._send({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": params})
-        else:
-            self._send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INITIALIZE})
-        self._stdin.flush()
-        self._answered()
-        if not self.stateless:
-            self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            self._stdin.flush()
-
-    def _answered(self) -> None:
-        line = self._stdout.readline()
+    @staticmethod
+    def _check(line: bytes) -> None:
         if not line:
             raise SystemExit("the server closed its output")
         if b'"result"' not in line:
@@ -92,7 +76,7 @@ class StdioServer:
         self._stdin.write(b"".join(frames))
         self._stdin.flush()
         for _ in range(width):
-            self._answered()
+            self._check(self._stdout.readline())
 
     def cpu_seconds(self) -> float:
         """The server's CPU time so far, user and kernel."""

@@ -13,12 +13,9 @@ from mcpactor import Server
 from mcpactor.transports._pump import _DISPATCH_RUN
 
 from .test_stdio import serving
+from .test_stdio_2026 import ENVELOPE
 
 WINDOW = 64
-ENVELOPE = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 class RecordingStream(trio.abc.SendStream):
@@ -74,16 +71,7 @@ async def test_a_window_read_at_once_is_answered_in_several_writes(stateless: bo
     output = RecordingStream(send_end)
     async with serving(make_server(), server_output=(output, from_server)) as client:
         if not stateless:
-            await client.request(
-                "initialize",
-                {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "pipelining", "version": "1"},
-                },
-            )
-            await client.receive()
-            await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await client.initialize()
         await trio.testing.wait_all_tasks_blocked()
         opened = len(output.writes)
         # The whole window in one write: the server reads it in one piece.
