@@ -412,6 +412,29 @@ async def test_issuer_with_a_path_and_openid_discovery(rsa_key: jwk.RSAKey) -> N
         ]
 
 
+async def test_an_issuer_with_a_trailing_slash_as_entra_v1_has(rsa_key: jwk.RSAKey) -> None:
+    # Entra ID's v1.0 issuer is https://sts.windows.net/TENANT/, slash included, and its
+    # metadata is found by appending the OpenID path to it
+    async with serving_documents() as server:
+        v1 = server.url + "/tenant1/"
+        v2 = server.url + "/tenant1/v2.0"
+        server.serve(
+            "/tenant1/.well-known/openid-configuration",
+            {"issuer": v1, "jwks_uri": server.url + JWKS},
+        )
+        server.serve(
+            "/tenant1/v2.0/.well-known/openid-configuration",
+            {"issuer": v2, "jwks_uri": server.url + JWKS},
+        )
+        server.serve(JWKS, public_jwks(rsa_key))
+        v = JwtVerifier([v2, v1], ["client-id", "api://client-id"])
+        first = await v.verify(mint(v1, rsa_key, aud="api://client-id"))
+        second = await v.verify(mint(v2, rsa_key, aud="client-id"))
+        assert (first.issuer, second.issuer) == (v1, v2)
+        # a token naming the issuer without its slash is another issuer's
+        await refused(v, mint(v1.rstrip("/"), rsa_key, aud="client-id"), "not trusted")
+
+
 async def test_metadata_naming_another_issuer_is_refused(
     issuer: Issuer, rsa_key: jwk.RSAKey
 ) -> None:
