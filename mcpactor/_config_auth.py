@@ -20,17 +20,24 @@ __all__ = ["AUTH_KEYS", "AuthConfig", "read_auth_config"]
 AUTH_KEYS: Final = (
     "issuers",
     "resource",
+    "audiences",
     "required_scopes",
     "scopes_supported",
+    "scope_prefix",
     "jwks_file",
     "introspection_url",
     "client_id",
     "client_secret_file",
     "algorithms",
     "leeway_seconds",
+    "require_at_jwt",
+    "introspection_cache_seconds",
+    "introspection_without_audience",
     "hide_unauthorized",
     "verifier",
 )
+#: the longest an introspection answer may be trusted, in seconds
+MAX_INTROSPECTION_CACHE: Final = 3600
 
 
 @attrs.frozen
@@ -39,12 +46,16 @@ class AuthConfig:
 
     #: the issuers whose tokens are accepted (their metadata gives the keys)
     issuers: tuple[str, ...] = ()
-    #: the canonical URL of the MCP endpoint: the audience tokens name, in the metadata
+    #: the canonical URL of the MCP endpoint, in the metadata (and the default audience)
     resource: str | None = None
+    #: what tokens' ``aud`` must name instead of the resource URL (an API's client id)
+    audiences: tuple[str, ...] = ()
     #: scopes every request needs
     required_scopes: tuple[str, ...] = ()
     #: the metadata's ``scopes_supported`` (default: required and declared scopes)
     scopes_supported: tuple[str, ...] | None = None
+    #: put before every scope clients are told of (Entra ID: ``api://CLIENT-ID/``)
+    scope_prefix: str | None = None
     #: a local JWKS instead of discovering the issuers' keys (a path, the file's)
     jwks_file: str | None = None
     #: RFC 7662 introspection of opaque tokens, and the credentials it takes
@@ -55,6 +66,12 @@ class AuthConfig:
     algorithms: tuple[str, ...] | None = None
     #: seconds of clock skew allowed on ``exp`` and ``nbf``
     leeway_seconds: float | None = None
+    #: JWTs must have the header ``typ: at+jwt`` (RFC 9068)
+    require_at_jwt: bool = False
+    #: seconds an introspection answer is trusted at most (a revoked token's grace)
+    introspection_cache_seconds: float | None = None
+    #: introspection answers naming no audience are taken (if they say "access token")
+    introspection_without_audience: bool = False
     #: tools/list and the like leave out what the caller may not call
     hide_unauthorized: bool = False
     #: ``module:function`` (or ``path/file.py:function``) of a TokenVerifier factory
@@ -70,6 +87,10 @@ def read_auth_config(reader: Reader, table: Mapping[str, Any]) -> AuthConfig:
     resource = reader.optional(table, "resource", str)
     if resource is not None:
         _url(reader, "resource", resource)
+    audiences = reader.string_list(table, "audiences") or ()
+    for audience in audiences:
+        if not audience or len(audience) > 2048 or not audience.isprintable() or " " in audience:
+            raise reader.error("audiences", "expected names without spaces", audience)
     introspection_url = reader.optional(table, "introspection_url", str)
     if introspection_url is not None:
         _url(reader, "introspection_url", introspection_url)
@@ -91,6 +112,22 @@ def read_auth_config(reader: Reader, table: Mapping[str, Any]) -> AuthConfig:
     leeway = reader.optional(table, "leeway_seconds", (int, float))
     if leeway is not None and not 0 <= leeway <= 600:
         raise reader.error("leeway_seconds", "expected seconds from 0 to 600", leeway)
+    scope_prefix = reader.optional(table, "scope_prefix", str)
+    if scope_prefix is not None and (
+        not scope_prefix
+        or any(c in scope_prefix for c in ' "\\')
+        or not scope_prefix.isprintable()
+    ):
+        raise reader.error(
+            "scope_prefix", "expected text without spaces, quotes or backslashes", scope_prefix
+        )
+    cache = reader.optional(table, "introspection_cache_seconds", (int, float))
+    if cache is not None and not 0 <= cache <= MAX_INTROSPECTION_CACHE:
+        raise reader.error(
+            "introspection_cache_seconds",
+            f"expected seconds from 0 to {MAX_INTROSPECTION_CACHE}",
+            cache,
+        )
     files: dict[str, str | None] = {}
     for key in ("jwks_file", "client_secret_file"):
         file = reader.optional(table, key, str)
@@ -105,14 +142,21 @@ def read_auth_config(reader: Reader, table: Mapping[str, Any]) -> AuthConfig:
     return AuthConfig(
         issuers=issuers,
         resource=resource,
+        audiences=audiences,
         required_scopes=scopes["required_scopes"] or (),
         scopes_supported=scopes["scopes_supported"],
+        scope_prefix=scope_prefix,
         jwks_file=files["jwks_file"],
         introspection_url=introspection_url,
         client_id=reader.optional(table, "client_id", str),
         client_secret_file=files["client_secret_file"],
         algorithms=algorithms,
         leeway_seconds=float(leeway) if leeway is not None else None,
+        require_at_jwt=reader.optional(table, "require_at_jwt", bool, False),
+        introspection_cache_seconds=float(cache) if cache is not None else None,
+        introspection_without_audience=reader.optional(
+            table, "introspection_without_audience", bool, False
+        ),
         hide_unauthorized=reader.optional(table, "hide_unauthorized", bool, False),
         verifier=verifier,
     )

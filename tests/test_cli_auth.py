@@ -14,7 +14,7 @@ import trio
 
 from mcpactor import Server
 from mcpactor._config import AuthConfig, ConfigError, load_config
-from mcpactor.auth import JwtVerifier, ResourceServer
+from mcpactor.auth import CombinedVerifier, JwtVerifier, ResourceServer
 from mcpactor.cli import main
 from mcpactor.transports import HttpOptions
 
@@ -176,27 +176,110 @@ def test_the_auth_table_builds_a_resource_server(files: Path, recorded: Recorded
         algorithms = ["RS256", "EdDSA"]
         leeway_seconds = 10
         hide_unauthorized = true
+        audiences = ["api://mcp", "6e1f-client-id"]
+        scope_prefix = "api://mcp/"
+        require_at_jwt = true
+        introspection_cache_seconds = 30
+        introspection_without_audience = true
         """,
     )
     loaded = load_config(config)
     assert loaded.auth == AuthConfig(
         issuers=(ISSUER,),
         resource=RESOURCE,
+        audiences=("api://mcp", "6e1f-client-id"),
         required_scopes=("mcp",),
         scopes_supported=("mcp", "admin", "extra"),
+        scope_prefix="api://mcp/",
         client_id="mcp-server",
         client_secret_file=str(files / "secret.txt"),
         algorithms=("RS256", "EdDSA"),
         leeway_seconds=10.0,
+        require_at_jwt=True,
+        introspection_cache_seconds=30.0,
+        introspection_without_audience=True,
         hide_unauthorized=True,
     )
     assert main(["serve", "--config", str(config)]) == 0
     rs = recorded.resource_server
     assert rs.required_scopes == ("mcp",)
-    assert rs.metadata()["scopes_supported"] == ["mcp", "admin", "extra"]
+    assert rs.metadata()["resource"] == RESOURCE
+    assert rs.metadata()["scopes_supported"] == [
+        "api://mcp/mcp",
+        "api://mcp/admin",
+        "api://mcp/extra",
+    ]
+    assert 'scope="api://mcp/mcp"' in rs.challenge()
     assert rs.hide_unauthorized is True
     # JWTs are checked locally, other tokens introspected with the file's secret.
-    assert type(rs.verifier).__name__ == "CombinedVerifier"
+    verifier = rs.verifier
+    assert isinstance(verifier, CombinedVerifier)
+    assert verifier.jwt is not None
+    assert verifier.introspection is not None
+    # the audiences replace the resource URL; the introspection's answers are trusted
+    # 30 s, and may name no audience
+    assert verifier.jwt.audiences == {"api://mcp", "6e1f-client-id"}
+    assert verifier.jwt.require_at_jwt is True
+    assert verifier.introspection.audiences == {"api://mcp", "6e1f-client-id"}
+    assert verifier.introspection.max_age == 30
+    assert verifier.introspection.require_audience is False
+
+
+def test_the_resource_is_the_audience_unless_audiences_are_given(
+    files: Path, recorded: Recorded
+) -> None:
+    write(files / "secret.txt", "hunter2\n")
+    base = serve(
+        files,
+        "--auth-issuer",
+        ISSUER,
+        "--auth-resource",
+        RESOURCE,
+        "--auth-client-id",
+        "rs",
+        "--auth-client-secret-file",
+        str(files / "secret.txt"),
+    )
+    assert main(base) == 0
+    verifier = recorded.resource_server.verifier
+    assert isinstance(verifier, CombinedVerifier)
+    assert verifier.jwt is not None
+    assert verifier.introspection is not None
+    assert verifier.jwt.audiences == {RESOURCE}
+    assert verifier.jwt.require_at_jwt is False
+    assert verifier.introspection.audiences == {RESOURCE}
+    assert verifier.introspection.max_age == 300
+    assert verifier.introspection.require_audience is True
+    recorded.calls.clear()
+    flags = [
+        "--auth-audience",
+        "api://mcp",
+        "--auth-audience",
+        "6e1f-client-id",
+        "--auth-introspection-cache",
+        "0",
+        "--auth-introspection-without-audience",
+        "--auth-require-at-jwt",
+        "--auth-scope-prefix",
+        "api://mcp/",
+        "--auth-scope",
+        "mcp",
+    ]
+    assert main([*base, *flags]) == 0
+    rs = recorded.resource_server
+    verifier = rs.verifier
+    assert isinstance(verifier, CombinedVerifier)
+    assert verifier.jwt is not None
+    assert verifier.introspection is not None
+    assert rs.resource == RESOURCE
+    assert verifier.jwt.audiences == {"api://mcp", "6e1f-client-id"}
+    assert verifier.jwt.require_at_jwt is True
+    assert verifier.introspection.audiences == {"api://mcp", "6e1f-client-id"}
+    assert verifier.introspection.max_age == 0
+    assert verifier.introspection.require_audience is False
+    assert rs.challenge() == (
+        f'Bearer scope="api://mcp/mcp", resource_metadata="{rs.metadata_url}"'
+    )
 
 
 def test_flags_win_over_the_auth_table(files: Path, recorded: Recorded) -> None:
@@ -264,6 +347,10 @@ def test_flags_win_over_the_auth_table(files: Path, recorded: Recorded) -> None:
             ["--auth-resource", RESOURCE, "--auth-issuer", ISSUER, "--auth-scope", 'a"b'],
             "required_scopes",
         ),
+        (
+            ["--auth-resource", RESOURCE, "--auth-issuer", ISSUER, "--auth-scope-prefix", "a b"],
+            "scope_prefix: a scope is printable ASCII",
+        ),
     ],
 )
 def test_wrong_flags_are_named(
@@ -275,6 +362,35 @@ def test_wrong_flags_are_named(
 ) -> None:
     assert main(serve(files, *flags)) == 2
     assert expected in capsys.readouterr().err
+    assert recorded.calls == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--auth-audience", "a b"], "--auth-audience: expected a name without spaces, got 'a b'"),
+        (["--auth-audience", ""], "--auth-audience: expected a name without spaces, got ''"),
+        (
+            ["--auth-introspection-cache", "3601"],
+            "--auth-introspection-cache: expected seconds from 0 to 3600, got '3601'",
+        ),
+        (
+            ["--auth-introspection-cache", "nan"],
+            "--auth-introspection-cache: expected seconds from 0 to 3600, got 'nan'",
+        ),
+    ],
+)
+def test_wrong_flag_values_are_named(
+    files: Path,
+    recorded: Recorded,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    expected: str,
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(serve(files, "--auth-resource", RESOURCE, "--auth-issuer", ISSUER, *flags))
+    assert exited.value.code == 2
+    assert f"argument {expected}" in capsys.readouterr().err
     assert recorded.calls == []
 
 
@@ -324,6 +440,15 @@ def test_a_verifier_with_built_in_settings_is_refused(
     )
     assert main(argv) == 2
     assert "--auth-jwks-file: not used with --auth-verifier" in capsys.readouterr().err
+    for flag in (
+        ["--auth-audience", "api://x"],
+        ["--auth-introspection-cache", "10"],
+        ["--auth-introspection-without-audience"],
+        ["--auth-require-at-jwt"],
+    ):
+        assert main([*argv[:-2], *flag]) == 2
+        assert f"{flag[0]}: not used with --auth-verifier" in capsys.readouterr().err
+    assert recorded.calls == []
 
 
 def test_authenticate_and_auth_together_are_refused(
@@ -374,6 +499,22 @@ def test_auth_over_stdio_is_refused(files: Path, capsys: pytest.CaptureFixture[s
         ("hide_unauthorized = 'yes'", "auth.hide_unauthorized: expected true or false"),
         ("verifier = 'nocolon'", "auth.verifier: expected 'module:function', got 'nocolon'"),
         ("client_id = 3", "auth.client_id: expected a string, got 3"),
+        ("audiences = ['a b']", "auth.audiences: expected names without spaces, got 'a b'"),
+        ("audiences = 'api://x'", "auth.audiences: expected a list of strings"),
+        ("scope_prefix = 'a b'", "auth.scope_prefix: expected text without spaces"),
+        ("require_at_jwt = 1", "auth.require_at_jwt: expected true or false"),
+        (
+            "introspection_cache_seconds = 4000",
+            "auth.introspection_cache_seconds: expected seconds from 0 to 3600, got 4000",
+        ),
+        (
+            "introspection_cache_seconds = nan",
+            "auth.introspection_cache_seconds: expected seconds from 0 to 3600",
+        ),
+        (
+            "introspection_without_audience = 'yes'",
+            "auth.introspection_without_audience: expected true or false",
+        ),
         ("issuer = []", "auth.issuer: unknown key"),
     ],
 )

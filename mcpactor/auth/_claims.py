@@ -78,24 +78,88 @@ def check_audience(claims: Mapping[str, Any], audiences: frozenset[str]) -> None
     raise InvalidToken("the token is meant for another audience, not this server")
 
 
+# The claims that carry a token's rights, by the names real providers give them: ``scope``
+# (RFC 9068, RFC 7662, Keycloak, Auth0: space-separated), ``scp`` (Entra ID: a string,
+# Okta: a list) and Auth0's ``permissions`` (a list, beside a ``scope`` of OpenID scopes).
+# A token's scopes are all of them together.
+_SCOPE_CLAIMS = ("scope", "scp", "permissions")
+
+
 def scopes_of(claims: Mapping[str, Any]) -> frozenset[str]:
-    """The scopes ``scope`` (space-separated) or ``scp`` (a list, or a string) grant."""
-    scope = claims.get("scope")
-    if scope is None:
-        scope = claims.get("scp")
-    if scope is None:
-        return frozenset()
-    if isinstance(scope, str):
-        return frozenset(scope.split())
-    if isinstance(scope, list) and all(isinstance(one, str) for one in scope):
-        return frozenset(scope)
-    raise InvalidToken("the token's scopes are neither a string nor a list of strings")
+    """The scopes ``scope``, ``scp`` and ``permissions`` grant (strings or lists of strings)."""
+    found: set[str] = set()
+    for name in _SCOPE_CLAIMS:
+        value = claims.get(name)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            found.update(value.split())
+        elif isinstance(value, list) and all(isinstance(one, str) for one in value):
+            found.update(one for one in value if one)
+        else:
+            raise InvalidToken(f"the token's {name!r} is neither a string nor a list of strings")
+    return frozenset(found)
+
+
+# Who the token was issued to: ``client_id`` (RFC 9068, RFC 7662), ``azp`` (OpenID, Keycloak,
+# Auth0, Entra v2), ``appid`` (Entra v1) or ``cid`` (Okta), the first one present.
+_CLIENT_CLAIMS = ("client_id", "azp", "appid", "cid")
 
 
 def client_of(claims: Mapping[str, Any]) -> str | None:
-    """The OAuth client the token was issued to: ``client_id``, else ``azp``."""
-    client = text(claims, "client_id")
-    return client if client is not None else text(claims, "azp")
+    """The OAuth client the token was issued to: ``client_id``, ``azp``, ``appid`` or ``cid``."""
+    for name in _CLIENT_CLAIMS:
+        client = text(claims, name)
+        if client:
+            return client
+    return None
+
+
+def subject_of(claims: Mapping[str, Any], client_id: str | None) -> str:
+    """Whom the token names: ``sub``, else its client (a client-credentials token)."""
+    # an empty ``sub`` names nobody: it must not bind state to every such token at once
+    subject = text(claims, "sub") or client_id
+    if not subject:
+        raise InvalidToken("the token names no subject ('sub') and no client")
+    return subject
+
+
+# What a token says of its own kind, by the claims providers use for it: RFC 7662's
+# ``token_type`` ("Bearer"; oidc-provider leaves it out of a refresh token's answer),
+# ``token_use`` (Ory Hydra's introspection, AWS Cognito: "access_token", "access" against
+# "refresh_token", "id") and Keycloak's ``typ`` claim ("Bearer" against "Refresh", "ID",
+# "Offline", "Logout"). Any of them naming another kind refuses the token: a refresh token
+# or an ID token is not a credential for calling an API.
+_KIND_CLAIMS = ("token_type", "token_use", "typ")
+_ACCESS_KINDS = frozenset(
+    {
+        "bearer",
+        "access_token",
+        "access",
+        "at+jwt",
+        "application/at+jwt",
+        "urn:ietf:params:oauth:token-type:access_token",
+    }
+)
+# a ``typ`` claim copying the header's says nothing of the kind either way
+_NEUTRAL_KINDS = frozenset({"jwt", "application/jwt"})
+
+
+def check_access_token(claims: Mapping[str, Any]) -> bool:
+    """Refuse a token whose claims name another kind; True if one names it an access token."""
+    said = False
+    for name in _KIND_CLAIMS:
+        value = claims.get(name)
+        if value is None:
+            continue
+        kind = value.lower() if isinstance(value, str) else None
+        if kind in _ACCESS_KINDS:
+            said = True
+        elif kind not in _NEUTRAL_KINDS or name != "typ":
+            raise InvalidToken(
+                f"the token is a {named(value, 60)!r} ({name}), not a bearer access token"
+            )
+    return said
 
 
 def check_not_bound(claims: Mapping[str, Any]) -> None:
@@ -107,10 +171,15 @@ def check_not_bound(claims: Mapping[str, Any]) -> None:
 
 
 def audiences_of(audience: str | Iterable[str]) -> frozenset[str]:
-    """The accepted audiences: one resource URL, or several."""
+    """The accepted audiences: the resource URL, an API's identifier or client id, or several."""
     found = frozenset([audience] if isinstance(audience, str) else audience)
-    if not found or not all(isinstance(one, str) and one for one in found):
-        raise ValueError("the audience must be a non-empty resource URL (or several)")
+    if not found:
+        raise ValueError("at least one audience must be accepted (the resource URL)")
+    for one in found:
+        if not isinstance(one, str) or not one or len(one) > 2048:
+            raise ValueError(f"an audience is a string of 1 to 2048 characters, got {one!r}")
+        if not one.isprintable() or any(c.isspace() for c in one):
+            raise ValueError(f"an audience has no spaces or control characters, got {one!r}")
     return found
 
 

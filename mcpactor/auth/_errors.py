@@ -53,7 +53,15 @@ class InsufficientScope(AuthError):
 
 
 class VerifierUnavailable(AuthError):
-    """The token could not be checked: its issuer or introspection endpoint is down (503)."""
+    """The token could not be checked: its issuer or introspection endpoint is down (503).
+
+    ``retry_after``, when known, is how many seconds until a check may succeed: the HTTP
+    answer says it in ``Retry-After``.
+    """
 
     status = 503
     error = None
+
+    def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after

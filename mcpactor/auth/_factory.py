@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from ._errors import InvalidToken
 from ._fetch import DEFAULT_TIMEOUT
-from ._introspection import IntrospectionVerifier
+from ._introspection import DEFAULT_MAX_AGE, IntrospectionVerifier
 from ._jwt import DEFAULT_ALGORITHMS, DEFAULT_LEEWAY, JwtVerifier
 from ._principal import Principal
 from ._verifier import TokenVerifier
@@ -56,6 +56,7 @@ def verifier_from(
     *,
     issuers: Iterable[str] = (),
     resource: str | None = None,
+    audiences: Iterable[str] | None = None,
     jwks_file: str | os.PathLike[str] | None = None,
     introspection_url: str | None = None,
     client_id: str | None = None,
@@ -64,31 +65,43 @@ def verifier_from(
     leeway: float | None = None,
     hmac_secret: bytes | None = None,
     timeout: float | None = None,
+    require_at_jwt: bool = False,
+    introspection_max_age: float | None = None,
+    introspection_without_audience: bool = False,
 ) -> TokenVerifier:
     """The verifier the auth settings describe; ValueError names what is missing or wrong.
 
-    - ``issuers`` (or ``jwks_file``) make a JwtVerifier: it needs the issuers and
-      ``resource`` (the ``aud`` tokens must name); keys from ``jwks_file``, else discovered.
+    - ``issuers`` (or ``jwks_file``) make a JwtVerifier: it needs the issuers and the
+      audiences tokens must name — ``audiences`` when given (an API's identifier or client
+      id, as the provider puts it in ``aud``), else ``resource``; keys from ``jwks_file``,
+      else discovered.
     - ``introspection_url``, or ``client_id`` and ``client_secret`` with ``issuers`` (the
-      first issuer's ``introspection_endpoint``), make an IntrospectionVerifier.
+      first issuer's ``introspection_endpoint``), make an IntrospectionVerifier: it checks
+      the same audiences, and trusts an answer ``introspection_max_age`` seconds at most.
+      ``introspection_without_audience`` takes answers naming no audience (an
+      authorization server that never says ``aud``) if they call themselves access tokens.
     - Both: a CombinedVerifier.
     """
     names = list(issuers)
+    accepted = tuple(audiences) if audiences is not None else ()
+    if not accepted and resource:
+        accepted = (resource,)
     chosen_timeout = DEFAULT_TIMEOUT if timeout is None else timeout
     chosen_leeway = DEFAULT_LEEWAY if leeway is None else leeway
     jwt: JwtVerifier | None = None
     if names or jwks_file is not None:
         if not names:
             raise ValueError("auth: a JWKS file needs the issuer(s) whose tokens it verifies")
-        if not resource:
+        if not accepted:
             raise ValueError("auth: verifying JWTs needs the resource (the audience tokens name)")
         jwt = JwtVerifier(
             names,
-            resource,
+            accepted,
             algorithms=DEFAULT_ALGORITHMS if algorithms is None else tuple(algorithms),
             leeway=chosen_leeway,
             jwks_file=jwks_file,
             hmac_secret=hmac_secret,
+            require_at_jwt=require_at_jwt,
             timeout=chosen_timeout,
         )
     introspection: IntrospectionVerifier | None = None
@@ -98,14 +111,18 @@ def verifier_from(
             raise ValueError("auth: introspection needs both the client id and the client secret")
         if introspection_url is None and not names:
             raise ValueError("auth: introspection needs its URL, or an issuer to discover it")
+        if not accepted and not introspection_without_audience:
+            raise ValueError("auth: introspection needs the resource (the audience tokens name)")
         introspection = IntrospectionVerifier(
             introspection_url,
             client_id,
             client_secret,
-            audience=resource,
+            audience=accepted or None,
+            require_audience=not introspection_without_audience,
             issuers=names,
             discover_from=names[0] if introspection_url is None else None,
             leeway=chosen_leeway,
+            max_age=DEFAULT_MAX_AGE if introspection_max_age is None else introspection_max_age,
             timeout=chosen_timeout,
         )
     if jwt is not None and introspection is not None:

@@ -70,8 +70,10 @@ def check_url(url: str, what: str) -> str:
 class FetchError(VerifierUnavailable):
     """A document could not be had; ``answered`` is the HTTP status when there was one."""
 
-    def __init__(self, reason: str, answered: int | None = None) -> None:
-        super().__init__(reason)
+    def __init__(
+        self, reason: str, answered: int | None = None, *, retry_after: float | None = None
+    ) -> None:
+        super().__init__(reason, retry_after=retry_after)
         self.answered = answered
 
 

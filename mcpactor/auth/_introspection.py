@@ -2,12 +2,23 @@
 #
 # The token is POSTed to the introspection endpoint as a form, the server authenticating
 # itself with client_secret_basic (RFC 6749 §2.3.1: id and secret form-encoded, then
-# base64). The answer must say ``"active": true``; then its ``exp``/``nbf``, ``aud`` (when
-# both it and our audience are known), ``iss`` (when issuers are configured) and ``cnf``
-# are checked as a JWT's would be. The answer is remembered for the token's life, but never
-# longer than ``max_age`` (a revoked token stops working within it); a refusal is
-# remembered for ``negative_ttl``, so a client retrying a dead token does not hammer the
-# endpoint. At most ``max_concurrent`` introspections run at once.
+# base64). The answer must say ``"active": true`` (the JSON value, not a string); then
+# its ``exp``/``nbf``/``iat``, ``iss`` (when issuers are configured) and ``cnf`` are
+# checked as a JWT's would be, and so is ``aud``: it must name one of the accepted
+# audiences, and an answer without one is refused (RFC 8707; the MCP authorization spec
+# has a server reject tokens not issued for it) — a token asked for without a resource
+# indicator, or a refresh token, is active too and names no audience at oidc-provider.
+# ``require_audience=False`` is the opt-out for an authorization server that never says
+# ``aud``: then an answer without one must at least call itself an access token
+# (``token_type: Bearer`` or the like), since nothing else tells a refresh token apart.
+# Any answer naming another kind of token (``token_type``, ``token_use``, ``typ``: see
+# ``_claims``) is refused.
+#
+# The answer is remembered until the token expires, but never longer than ``max_age``:
+# a token revoked at the authorization server stops working here within ``max_age``
+# seconds (0: every request is introspected). A refusal is remembered for
+# ``negative_ttl``, so a client retrying a dead token does not hammer the endpoint. At
+# most ``max_concurrent`` introspections run at once.
 
 from __future__ import annotations
 
@@ -23,6 +34,7 @@ import trio
 from ._cache import DEFAULT_CACHE_SIZE, TokenCache, token_key
 from ._claims import (
     audiences_of,
+    check_access_token,
     check_audience,
     check_not_bound,
     check_times,
@@ -31,6 +43,7 @@ from ._claims import (
     named,
     number,
     scopes_of,
+    subject_of,
     text,
 )
 from ._errors import InvalidToken, VerifierUnavailable
@@ -39,7 +52,8 @@ from ._jwks import DEFAULT_RETRY_INTERVAL
 from ._metadata import check_issuer, discover, endpoint
 from ._principal import Principal
 
-#: the longest an introspection answer is trusted, in seconds
+#: the longest an introspection answer is trusted, in seconds: a revoked token is refused
+#: within this time
 DEFAULT_MAX_AGE = 300.0
 #: how long a refused token is remembered, in seconds
 DEFAULT_NEGATIVE_TTL = 10.0
@@ -47,8 +61,6 @@ DEFAULT_NEGATIVE_TTL = 10.0
 DEFAULT_MAX_ANSWER_BYTES = 64 * 1024
 #: how many introspection requests may be in flight at once
 DEFAULT_MAX_CONCURRENT = 16
-
-_REFRESH_TYPES = frozenset({"refresh_token", "urn:ietf:params:oauth:token-type:refresh_token"})
 
 
 def basic_credentials(client_id: str, client_secret: str) -> str:
@@ -67,6 +79,7 @@ class IntrospectionVerifier:
         client_secret: str,
         *,
         audience: str | Iterable[str] | None = None,
+        require_audience: bool = True,
         issuers: str | Iterable[str] = (),
         discover_from: str | None = None,
         leeway: float = 30.0,
@@ -82,8 +95,11 @@ class IntrospectionVerifier:
     ) -> None:
         """Introspect at ``url``, or at the ``introspection_endpoint`` of ``discover_from``.
 
-        ``audience``, when given, must be named by an answer's ``aud`` if it has one;
-        ``issuers``, when given, must include an answer's ``iss`` if it has one.
+        An answer's ``aud`` must name ``audience`` (or one of several); with
+        ``require_audience=False`` an answer without ``aud`` is taken if it calls itself an
+        access token, and ``audience`` may be None (then ``aud`` is not checked at all).
+        ``issuers``, when given, must include an answer's ``iss`` if it has one. An answer
+        is trusted for ``max_age`` seconds at most.
         """
         if url is None and discover_from is None:
             raise ValueError("introspection needs its endpoint's URL or an issuer to discover it")
@@ -92,7 +108,13 @@ class IntrospectionVerifier:
         if not client_id or not client_secret:
             raise ValueError("introspection needs this server's client id and client secret")
         self._authorization = basic_credentials(client_id, client_secret)
+        if audience is None and require_audience:
+            raise ValueError(
+                "introspection needs the audience tokens must name (the resource URL), "
+                "or require_audience=False"
+            )
         self.audiences = audiences_of(audience) if audience is not None else None
+        self.require_audience = require_audience
         names = [issuers] if isinstance(issuers, str) else list(issuers)
         self.issuers = frozenset(check_issuer(name) for name in names)
         # the issuer a principal is bound to when the answer does not name one
@@ -186,22 +208,21 @@ class IntrospectionVerifier:
     def _principal(self, answer: dict[str, Any]) -> Principal:
         if answer.get("active") is not True:
             raise InvalidToken("the token is not active")
-        token_type = answer.get("token_type")
-        if isinstance(token_type, str) and (
-            token_type.lower() in _REFRESH_TYPES or token_type.lower() == "dpop"
-        ):
-            raise InvalidToken(f"the token is a {named(token_type, 60)}, not a bearer token")
+        said_access = check_access_token(answer)
         check_times(answer, self._clock(), self.leeway, need_exp=False)
         issuer = text(answer, "iss")
         if issuer is not None and self.issuers and issuer not in self.issuers:
             raise InvalidToken(f"the token's issuer {named(issuer)!r} is not trusted")
-        if self.audiences is not None and "aud" in answer:
-            check_audience(answer, self.audiences)
+        if answer.get("aud") is not None or self.require_audience:
+            if self.audiences is not None:
+                check_audience(answer, self.audiences)
+        elif not said_access:
+            raise InvalidToken(
+                "the token names no audience, nor that it is an access token ('token_type')"
+            )
         check_not_bound(answer)
         client_id = client_of(answer)
-        subject = text(answer, "sub") or text(answer, "username") or client_id
-        if subject is None:
-            raise InvalidToken("the introspection answer names no subject and no client")
+        subject = subject_of(answer, text(answer, "username") or client_id)
         return Principal(
             subject=subject,
             issuer=issuer or self._default_issuer,

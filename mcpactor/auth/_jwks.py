@@ -6,10 +6,15 @@
 #
 # - when they are older than ``ttl`` (keys rotate; a stale set is kept and used if the
 #   refresh fails),
-# - when a token names a ``kid`` the set lacks (the issuer rotated), but at most once per
-#   ``min_refresh_interval`` counted between such lookups (a scheduled fetch does not
+# - when a token names a ``kid`` the set lacks (the issuer rotated), unless a fetch began
+#   since the token arrived (its answer is the issuer's keys as of then), but at most once
+#   per ``min_refresh_interval`` counted between such lookups (a scheduled fetch does not
 #   start the count, so the first token signed after a rotation is accepted at once): a
-#   flood of tokens with made-up kids costs one fetch per interval, not one each,
+#   flood of tokens with made-up kids costs one fetch per interval, not one each. A token
+#   arriving within the interval is never refused for a kid its keys merely might have:
+#   it waits for the next allowed fetch when that is at most ``max_refresh_wait`` away,
+#   else it gets 503 with ``Retry-After`` (a 401 ``invalid_token`` makes a client throw a
+#   good token away). Tokens waiting together share that one fetch,
 # - and, after a failed fetch with nothing to fall back on, not before ``retry_interval``:
 #   meanwhile every token is refused at once with the last error (503), so an issuer that
 #   is down makes no request wait.
@@ -36,6 +41,7 @@ import trio
 from joserfc import jwk
 from joserfc.errors import JoseError
 
+from ._errors import VerifierUnavailable
 from ._fetch import Fetcher, FetchError, shown
 from ._metadata import discover, endpoint
 
@@ -70,8 +76,10 @@ _MIN_RSA_BITS = 2048
 DEFAULT_MAX_KEYS = 64
 #: how long a fetched JWKS is used before it is fetched again, in seconds
 DEFAULT_JWKS_TTL = 600.0
-#: the least time between two fetches of one issuer's keys, in seconds
-DEFAULT_MIN_REFRESH_INTERVAL = 30.0
+#: the least time between two fetches of one issuer's keys for unknown key ids, in seconds
+DEFAULT_MIN_REFRESH_INTERVAL = 5.0
+#: the longest a token with an unknown key id waits for the next allowed fetch, in seconds
+DEFAULT_MAX_REFRESH_WAIT = 5.0
 #: after a failed fetch with no keys to fall back on, the wait before trying again
 DEFAULT_RETRY_INTERVAL = 5.0
 
@@ -159,9 +167,12 @@ class IssuerKeys:
         max_keys: int = DEFAULT_MAX_KEYS,
         ttl: float = DEFAULT_JWKS_TTL,
         min_refresh_interval: float = DEFAULT_MIN_REFRESH_INTERVAL,
+        max_refresh_wait: float = DEFAULT_MAX_REFRESH_WAIT,
         retry_interval: float = DEFAULT_RETRY_INTERVAL,
         clock: Callable[[], float] = trio.current_time,
     ) -> None:
+        if min(ttl, min_refresh_interval, max_refresh_wait, retry_interval) < 0:
+            raise ValueError("the key store's intervals must be at least 0 seconds")
         self.issuer = issuer
         self._fetcher = fetcher
         self._jwks_url = jwks_url
@@ -171,6 +182,7 @@ class IssuerKeys:
         self._max_keys = max_keys
         self._ttl = ttl
         self._min_refresh_interval = min_refresh_interval
+        self._max_refresh_wait = max_refresh_wait
         self._retry_interval = retry_interval
         self._clock = clock
         self._fresh_until = float("-inf")
@@ -185,22 +197,50 @@ class IssuerKeys:
         self.fetches = 0
 
     async def keys_for(self, kid: str | None, alg: str) -> list[Key]:
-        """The keys that may have signed a token with ``kid`` and ``alg`` (maybe none)."""
-        if not self._static:
-            now = self._now()
-            if self._keys is None or now >= self._fresh_until:
-                await self._refresh(now)
-            found = self._select(kid, alg)
+        """The keys that may have signed a token with ``kid`` and ``alg`` (maybe none).
+
+        Raises ``VerifierUnavailable`` when they cannot be had now (``retry_after`` says
+        when they may be).
+        """
+        if self._static:
+            return self._select(kid, alg)
+        now = self._now()
+        arrived = self._generation
+        if self._keys is None or now >= self._fresh_until:
+            await self._refresh(now)
+        found = self._select(kid, alg)
+        if found or kid is None:
+            return found
+        await self._look_up(arrived)
+        found = self._select(kid, alg)
+        if not found and self._error is not None:
+            raise self._unavailable(self._min_refresh_interval)
+        return found
+
+    async def _look_up(self, arrived: int) -> None:
+        # The keys again, for a token naming a kid they lack: unless a fetch has begun since
+        # the token arrived (generation ``arrived``), as soon as the rate limit allows.
+        while self._generation == arrived:
+            if self._lock.locked():
+                # a fetch is under way: its keys are as new as any this token could get
+                await self._refresh_from(arrived)
+                return
             now = self._clock()
-            if not found and kid is not None and self._may_look_up(now):
+            last = self._kid_lookup_at
+            wait = 0.0 if last is None else last + self._min_refresh_interval - now
+            if wait <= 0:
                 log.info("a token of %s names an unknown key id: fetching its keys", self.issuer)
                 self._kid_lookup_at = now
-                await self._refresh(now)
-                found = self._select(kid, alg)
-                if not found and self._error is not None:
-                    raise self._unavailable()
-            return found
-        return self._select(kid, alg)
+                await self._refresh_from(arrived)
+                return
+            if wait > self._max_refresh_wait:
+                raise VerifierUnavailable(
+                    f"the token names a key id the keys of {shown(self.issuer)} lack; they "
+                    f"may be fetched again in {wait:.0f} s",
+                    retry_after=wait,
+                )
+            # the tokens waiting here wake together, and the first one's fetch serves all
+            await trio.sleep(wait)
 
     def _now(self) -> float:
         # trio's clock starts anew (at a random offset) in every trio.run: deadlines kept
@@ -217,20 +257,19 @@ class IssuerKeys:
         keys = self._keys or ()
         return [k for k in keys if (kid is None or k.kid == kid) and key_fits(k, alg)]
 
-    def _may_look_up(self, now: float) -> bool:
-        last = self._kid_lookup_at
-        return last is None or now - last >= self._min_refresh_interval
-
     async def _refresh(self, now: float) -> None:
         attempted = self._attempted_at
         if self._keys is None and attempted is not None and now - attempted < self._retry_interval:
-            raise self._unavailable()
-        generation = self._generation
+            raise self._unavailable(attempted + self._retry_interval - now)
+        await self._refresh_from(self._generation)
+        if self._keys is None:
+            raise self._unavailable(self._retry_interval)
+
+    async def _refresh_from(self, generation: int) -> None:
+        # Fetch, unless a fetch has ended since ``generation``: the coalescing of refreshes.
         async with self._lock:
             if self._generation == generation:
                 await self._fetch_now()
-        if self._keys is None:
-            raise self._unavailable()
 
     async def _fetch_now(self) -> None:
         self.fetches += 1
@@ -260,6 +299,9 @@ class IssuerKeys:
         self._generation += 1
         log.info("fetched %d signing key(s) of %s", len(keys), self.issuer)
 
-    def _unavailable(self) -> FetchError:
+    def _unavailable(self, retry_after: float) -> FetchError:
         reason = self._error.reason if self._error is not None else "not fetched"
-        return FetchError(f"the signing keys of {shown(self.issuer)} are unavailable: {reason}")
+        return FetchError(
+            f"the signing keys of {shown(self.issuer)} are unavailable: {reason}",
+            retry_after=retry_after,
+        )

@@ -6,9 +6,14 @@
 #
 # 1. the token's text (length, characters) and its JWS compact shape;
 # 2. the header: ``alg`` in the allow-list (never ``none``; HS* only with a configured
-#    secret), ``typ`` absent or ``at+jwt``/``JWT``, no unencoded payload (``b64``);
-# 3. ``iss`` one of the trusted issuers; ``aud`` names our resource (RFC 8707); ``exp``,
-#    ``nbf``, ``iat`` within the leeway; no ``cnf`` (a sender-constrained token);
+#    secret), ``typ`` absent or ``at+jwt``/``JWT`` (``at+jwt`` only, with
+#    ``require_at_jwt``: RFC 9068 §4, which tells an access token from an ID token), no
+#    unencoded payload (``b64``);
+# 3. ``iss`` one of the trusted issuers; ``aud`` names one of the accepted audiences (the
+#    resource URL, RFC 8707, or what the provider puts there: an API's client id or
+#    ``api://`` URI); ``exp``, ``nbf``, ``iat`` within the leeway; no ``cnf`` (a
+#    sender-constrained token); no claim naming it another kind of token (``_claims``:
+#    Keycloak's ``typ: ID`` or ``Refresh``, ``token_use: id``);
 # 4. a key of that issuer with the token's ``kid`` whose type fits ``alg`` (see
 #    ``_jwks``), and the signature with it.
 #
@@ -32,6 +37,7 @@ from joserfc.jwk import OctKey
 from ._cache import DEFAULT_CACHE_SIZE, TokenCache, token_key
 from ._claims import (
     audiences_of,
+    check_access_token,
     check_audience,
     check_not_bound,
     check_times,
@@ -40,7 +46,7 @@ from ._claims import (
     named,
     number,
     scopes_of,
-    text,
+    subject_of,
 )
 from ._errors import InvalidToken
 from ._fetch import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, Fetcher, FetchError
@@ -48,6 +54,7 @@ from ._jwks import (
     ALGORITHM_KEYS,
     DEFAULT_JWKS_TTL,
     DEFAULT_MAX_KEYS,
+    DEFAULT_MAX_REFRESH_WAIT,
     DEFAULT_MIN_REFRESH_INTERVAL,
     DEFAULT_RETRY_INTERVAL,
     IssuerKeys,
@@ -74,7 +81,8 @@ DEFAULT_ALGORITHMS: tuple[str, ...] = (
 #: the leeway on ``exp``, ``nbf`` and ``iat``, in seconds
 DEFAULT_LEEWAY = 30.0
 
-_ACCEPTED_TYPES = frozenset({"at+jwt", "application/at+jwt", "jwt", "application/jwt"})
+_AT_JWT_TYPES = frozenset({"at+jwt", "application/at+jwt"})
+_ACCEPTED_TYPES = _AT_JWT_TYPES | {"jwt", "application/jwt"}
 _HMAC = frozenset({"HS256", "HS384", "HS512"})
 #: the longest a verified token is remembered, in seconds (it is checked again after)
 DEFAULT_CACHE_MAX_AGE = 600.0
@@ -108,22 +116,29 @@ class JwtVerifier:
         jwks_urls: dict[str, str] | None = None,
         hmac_secret: bytes | None = None,
         require_exp: bool = True,
+        require_at_jwt: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
         max_jwks_bytes: int = DEFAULT_MAX_BYTES,
         max_keys: int = DEFAULT_MAX_KEYS,
         jwks_ttl: float = DEFAULT_JWKS_TTL,
         min_refresh_interval: float = DEFAULT_MIN_REFRESH_INTERVAL,
+        max_refresh_wait: float = DEFAULT_MAX_REFRESH_WAIT,
         retry_interval: float = DEFAULT_RETRY_INTERVAL,
         cache_size: int = DEFAULT_CACHE_SIZE,
         cache_max_age: float = DEFAULT_CACHE_MAX_AGE,
         fetcher: Fetcher | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """Trust ``issuers``, accept tokens whose ``aud`` names ``audience``.
+        """Trust ``issuers``, accept tokens whose ``aud`` names ``audience`` (or one of several).
 
         The keys come from ``jwks`` (a JWKS document) or ``jwks_file`` when given — then
         nothing is fetched — else from each issuer's metadata (``jwks_uri``), or from
-        ``jwks_urls[issuer]``. ``clock`` is the wall clock ``exp`` is compared with.
+        ``jwks_urls[issuer]``. A token naming a key id the keys lack makes them fetched
+        again, at most once per ``min_refresh_interval``; a token arriving sooner waits
+        for that fetch when it is at most ``max_refresh_wait`` away, else gets
+        ``VerifierUnavailable`` with its ``retry_after``. ``require_at_jwt`` refuses
+        tokens whose header ``typ`` is not ``at+jwt`` (RFC 9068). ``clock`` is the wall
+        clock ``exp`` is compared with.
         """
         names = [issuers] if isinstance(issuers, str) else list(issuers)
         if not names:
@@ -135,6 +150,8 @@ class JwtVerifier:
             raise ValueError("the leeway must be at least 0 seconds")
         self.leeway = float(leeway)
         self.require_exp = require_exp
+        self.require_at_jwt = require_at_jwt
+        self._types = _AT_JWT_TYPES if require_at_jwt else _ACCEPTED_TYPES
         self._clock = clock
         self._cache = TokenCache(cache_size, clock)
         self.cache_max_age = float(cache_max_age)
@@ -165,6 +182,7 @@ class JwtVerifier:
                 max_keys=max_keys,
                 ttl=jwks_ttl,
                 min_refresh_interval=min_refresh_interval,
+                max_refresh_wait=max_refresh_wait,
                 retry_interval=retry_interval,
             )
             for name in self.issuers
@@ -207,7 +225,9 @@ class JwtVerifier:
         if not isinstance(alg, str) or alg not in self.algorithms:
             raise InvalidToken(f"the token's algorithm {named(alg, 20)!r} is not accepted")
         typ = header.get("typ")
-        if typ is not None and (not isinstance(typ, str) or typ.lower() not in _ACCEPTED_TYPES):
+        if (typ is not None or self.require_at_jwt) and (
+            not isinstance(typ, str) or typ.lower() not in self._types
+        ):
             raise InvalidToken(f"the token's type {named(typ, 40)!r} is not an access token")
         if "b64" in header:
             raise InvalidToken("the token's payload is not encoded (b64); refused")
@@ -227,6 +247,10 @@ class JwtVerifier:
         check_audience(claims, self.audiences)
         check_times(claims, self._clock(), self.leeway, need_exp=self.require_exp)
         check_not_bound(claims)
+        check_access_token(claims)
+        client_id = client_of(claims)
+        subject = subject_of(claims, client_id)
+        scopes = scopes_of(claims)
 
         if alg in _HMAC:
             candidates = self._hmac_keys
@@ -239,18 +263,11 @@ class JwtVerifier:
         if not any(self._signed_by(signed, key) for key in candidates):
             raise InvalidToken("the token's signature does not verify")
 
-        subject = text(claims, "sub")
-        client_id = client_of(claims)
-        if subject is None:
-            # a client-credentials token may name only its client
-            subject = client_id
-        if subject is None:
-            raise InvalidToken("the token names no subject ('sub') and no client")
         return Principal(
             subject=subject,
             issuer=issuer,
             client_id=client_id,
-            scopes=scopes_of(claims),
+            scopes=scopes,
             claims=MappingProxyType(claims),
             expires_at=number(claims, "exp"),
         )

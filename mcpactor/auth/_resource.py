@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
@@ -57,6 +58,8 @@ _NOT_DESCRIPTION: Final = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]+")
 _MAX_DESCRIPTION: Final = 200
 # Scopes a challenge names at most: an answer's ``requiredScopes`` came from a handler.
 _MAX_CHALLENGE_SCOPES: Final = 32
+# The longest wait a 503's Retry-After asks for, in seconds (a verifier's own may say more).
+_MAX_RETRY_AFTER: Final = 3600
 
 
 def _strings(value: str | Iterable[str]) -> tuple[str, ...]:
@@ -96,7 +99,8 @@ def metadata_url(resource: str) -> str:
 class ResourceServer:
     """How mcpactor acts as an OAuth 2.1 resource server: whom it trusts, what it needs."""
 
-    #: the canonical URL of the MCP endpoint (RFC 8707): the audience tokens must name
+    #: the canonical URL of the MCP endpoint (RFC 8707), as the metadata says it; the
+    #: audience tokens must name unless the verifier was given others (an API's client id)
     resource: str
     #: the issuers of the tokens accepted, as the metadata lists them
     authorization_servers: tuple[str, ...] = attrs.field(converter=_strings)
@@ -109,6 +113,11 @@ class ResourceServer:
     scopes_supported: tuple[str, ...] | None = attrs.field(
         default=None, converter=_optional_strings
     )
+    #: put before every scope clients are told of (challenges, ``scopes_supported``): the
+    #: name the authorization server knows a scope by when tokens carry it without, as
+    #: Entra ID's ``api://CLIENT-ID/`` (asked for as ``api://CLIENT-ID/mcp``, in ``scp`` as
+    #: ``mcp``); scopes are checked, and configured, by the names tokens carry
+    scope_prefix: str = ""
     #: a human-readable name of the resource, for the metadata
     resource_name: str | None = None
     #: a page about the resource for people, for the metadata
@@ -131,6 +140,8 @@ class ResourceServer:
         _check_scopes("required_scopes", self.required_scopes)
         if self.scopes_supported is not None:
             _check_scopes("scopes_supported", self.scopes_supported)
+        if self.scope_prefix:
+            _check_scopes("scope_prefix", (self.scope_prefix,))
         if self.resource_documentation is not None:
             _check_url("resource_documentation", self.resource_documentation)
         timeout = self.verify_timeout
@@ -181,7 +192,7 @@ class ResourceServer:
             self.scopes_supported if self.scopes_supported is not None else self.required_scopes
         )
         if supported:
-            document["scopes_supported"] = list(supported)
+            document["scopes_supported"] = [self.scope_prefix + scope for scope in supported]
         # RFC 9728 §2: the one way a token may be presented here (no query, no form body).
         document["bearer_methods_supported"] = ["header"]
         if self.resource_name is not None:
@@ -208,11 +219,28 @@ class ResourceServer:
         else:
             scopes = ()
         if scopes:
-            parts.append(f'scope="{" ".join(scopes)}"')
+            prefix = self.scope_prefix
+            parts.append(f'scope="{" ".join(prefix + scope for scope in scopes)}"')
         parts.append(f'resource_metadata="{self.metadata_url}"')
         if code is not None and error is not None:
             parts.append(f'error_description="{_description(error.reason)}"')
         return "Bearer " + ", ".join(parts)
+
+    def refusal_headers(self, error: AuthError) -> list[tuple[bytes, bytes]]:
+        """The headers of a refusal: the Bearer challenge; for a 503, ``Retry-After``."""
+        if error.status != 503:
+            return [(b"www-authenticate", self.challenge(error).encode("latin-1"))]
+        # RFC 6750 has no challenge for "cannot check now"; a client told when to come back
+        # keeps its token instead of asking for another.
+        retry_after = getattr(error, "retry_after", None)
+        if (
+            isinstance(retry_after, bool)
+            or not isinstance(retry_after, int | float)
+            or not math.isfinite(retry_after)
+        ):
+            return []
+        seconds = min(max(math.ceil(retry_after), 1), _MAX_RETRY_AFTER)
+        return [(b"retry-after", str(seconds).encode("ascii"))]
 
     def scope_error(self, scopes: Iterable[str]) -> InsufficientScope:
         """The refusal of a request whose target needs ``scopes`` (besides the required)."""

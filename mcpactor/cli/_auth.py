@@ -22,18 +22,36 @@ __all__ = ["add_auth_arguments", "build_resource_server", "refuse_auth_on_stdio"
 _FLAG_KEYS: Final = {
     "issuers": "auth_issuer",
     "resource": "auth_resource",
+    "audiences": "auth_audience",
     "required_scopes": "auth_scope",
+    "scope_prefix": "auth_scope_prefix",
     "jwks_file": "auth_jwks_file",
     "introspection_url": "auth_introspection_url",
     "client_id": "auth_client_id",
     "client_secret_file": "auth_client_secret_file",
     "algorithms": "auth_algorithm",
     "leeway_seconds": "auth_leeway",
+    "require_at_jwt": "auth_require_at_jwt",
+    "introspection_cache_seconds": "auth_introspection_cache",
+    "introspection_without_audience": "auth_introspection_without_audience",
     "hide_unauthorized": "auth_hide_unauthorized",
     "verifier": "auth_verifier",
 }
 #: the longest client secret file read (a secret is a line, not a document)
 _MAX_SECRET_BYTES: Final = 4096
+#: the settings only the built-in verifiers read (refused beside --auth-verifier)
+_BUILT_IN: Final = (
+    "audiences",
+    "jwks_file",
+    "introspection_url",
+    "client_id",
+    "client_secret_file",
+    "require_at_jwt",
+    "introspection_cache_seconds",
+    "introspection_without_audience",
+)
+#: the longest an introspection answer may be trusted, in seconds (as _config_auth says)
+_MAX_INTROSPECTION_CACHE: Final = 3600
 
 
 def _leeway(text: str) -> float:
@@ -44,6 +62,24 @@ def _leeway(text: str) -> float:
     if not 0 <= value <= 600:
         raise argparse.ArgumentTypeError(f"expected seconds from 0 to 600, got {text!r}")
     return value
+
+
+def _cache_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= _MAX_INTROSPECTION_CACHE:
+        raise argparse.ArgumentTypeError(
+            f"expected seconds from 0 to {_MAX_INTROSPECTION_CACHE}, got {text!r}"
+        )
+    return value
+
+
+def _audience(text: str) -> str:
+    if not text or len(text) > 2048 or not text.isprintable() or " " in text:
+        raise argparse.ArgumentTypeError(f"expected a name without spaces, got {text!r}")
+    return text
 
 
 def add_auth_arguments(serve: argparse.ArgumentParser) -> None:
@@ -63,13 +99,28 @@ def add_auth_arguments(serve: argparse.ArgumentParser) -> None:
         "--auth-resource",
         metavar="URL",
         help="this server's canonical URL as clients reach it (https://host/mcp): the "
-        "audience tokens must name, and the resource of the metadata document",
+        "resource of the metadata document, and the audience tokens must name unless "
+        "--auth-audience says otherwise",
+    )
+    auth.add_argument(
+        "--auth-audience",
+        action="append",
+        type=_audience,
+        metavar="AUDIENCE",
+        help="what tokens' aud must name instead of the resource URL, as the provider "
+        "puts it there (an API's identifier, client id or api:// URI); repeatable",
     )
     auth.add_argument(
         "--auth-scope",
         action="append",
         metavar="SCOPE",
         help="a scope every request needs; repeatable",
+    )
+    auth.add_argument(
+        "--auth-scope-prefix",
+        metavar="PREFIX",
+        help="put before every scope named to clients (challenges, the metadata), as the "
+        "authorization server knows them: Entra ID's api://CLIENT-ID/",
     )
     auth.add_argument(
         "--auth-jwks-file",
@@ -102,6 +153,26 @@ def add_auth_arguments(serve: argparse.ArgumentParser) -> None:
         type=_leeway,
         metavar="SECONDS",
         help="clock skew allowed on a token's exp and nbf (default: 30)",
+    )
+    auth.add_argument(
+        "--auth-require-at-jwt",
+        action="store_true",
+        default=None,
+        help="JWTs must be typed at+jwt (RFC 9068), which tells access tokens from ID tokens",
+    )
+    auth.add_argument(
+        "--auth-introspection-cache",
+        type=_cache_seconds,
+        metavar="SECONDS",
+        help="the longest an introspection answer is trusted: a token revoked at the "
+        "authorization server is refused within this time (default: 300; 0: ask every time)",
+    )
+    auth.add_argument(
+        "--auth-introspection-without-audience",
+        action="store_true",
+        default=None,
+        help="take introspection answers that name no audience (aud), if they call the "
+        "token an access token: for authorization servers that never say aud",
     )
     auth.add_argument(
         "--auth-hide-unauthorized",
@@ -203,6 +274,7 @@ def build_resource_server(args: argparse.Namespace, config: Any) -> Any:
             verifier=verifier,
             required_scopes=given.get("required_scopes", ()),
             scopes_supported=given.get("scopes_supported"),
+            scope_prefix=given.get("scope_prefix") or "",
             hide_unauthorized=bool(given.get("hide_unauthorized", False)),
         )
     except (ValueError, TypeError) as exc:
@@ -214,11 +286,7 @@ def _verifier(given: dict[str, Any], label: Any) -> Any:
 
     factory = given.get("verifier")
     if factory is not None:
-        built_in = [
-            key
-            for key in ("jwks_file", "introspection_url", "client_id", "client_secret_file")
-            if key in given
-        ]
+        built_in = [key for key in _BUILT_IN if key in given]
         if built_in:
             raise ConfigError(
                 f"{label(built_in[0])}: not used with {label('verifier')}, whose verifier "
@@ -240,12 +308,18 @@ def _verifier(given: dict[str, Any], label: Any) -> Any:
         return verifier_from(
             issuers=given.get("issuers", ()),
             resource=given.get("resource"),
+            audiences=given.get("audiences") or None,
             jwks_file=jwks_file,
             introspection_url=given.get("introspection_url"),
             client_id=given.get("client_id"),
             client_secret=secret,
             algorithms=given.get("algorithms"),
             leeway=given.get("leeway_seconds"),
+            require_at_jwt=bool(given.get("require_at_jwt", False)),
+            introspection_max_age=given.get("introspection_cache_seconds"),
+            introspection_without_audience=bool(
+                given.get("introspection_without_audience", False)
+            ),
         )
     except ImportError as exc:
         raise ConfigError(f"{label('issuers')}: {exc}") from None

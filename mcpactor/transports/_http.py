@@ -229,9 +229,7 @@ class McpHttpApp:
         resource_server = self.resource_server
         assert resource_server is not None
         extra = self.cors(headers)
-        if error.status != 503:
-            challenge = resource_server.challenge(error)
-            extra.append((b"www-authenticate", challenge.encode("latin-1")))
+        extra.extend(resource_server.refusal_headers(error))
         await reply(send, error.status, _auth_error_body(error, request_id), extra)
 
     def scope_refusal(
@@ -288,7 +286,7 @@ class McpHttpApp:
             (b"access-control-allow-origin", origin.encode("latin-1")),
             (
                 b"access-control-expose-headers",
-                b"mcp-session-id, mcp-protocol-version, www-authenticate",
+                b"mcp-session-id, mcp-protocol-version, www-authenticate, retry-after",
             ),
             (b"vary", b"origin"),
         ]

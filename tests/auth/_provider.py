@@ -129,6 +129,25 @@ class OidcProvider:
         self, resource: str, scope: str | Iterable[str] = (), login_hint: str = "test-user"
     ) -> str:
         """An access token of the public client for the user ``login_hint``, by code + PKCE."""
+        answer = await self.authorization_code(resource, scope, login_hint)
+        token = answer["access_token"]
+        assert isinstance(token, str)
+        return token
+
+    async def authorization_code(
+        self,
+        resource: str | None,
+        scope: str | Iterable[str] = (),
+        login_hint: str = "test-user",
+        *,
+        prompt: str | None = None,
+    ) -> dict[str, Any]:
+        """The whole token response of the public client's code + PKCE flow.
+
+        ``resource`` None asks for no resource indicator: the access token is then for the
+        provider's userinfo endpoint. ``offline_access`` in ``scope`` with ``prompt``
+        "consent" gets a refresh token too.
+        """
         verifier, challenge = pkce_pair()
         state = secrets.token_urlsafe(16)
         client = self.clients["public"]
@@ -137,12 +156,15 @@ class OidcProvider:
             "response_type": "code",
             "redirect_uri": REDIRECT_URI,
             "scope": _scope(scope),
-            "resource": resource,
             "code_challenge": challenge,
             "code_challenge_method": "S256",
             "state": state,
             "login_hint": login_hint,
         }
+        if resource is not None:
+            query["resource"] = resource
+        if prompt is not None:
+            query["prompt"] = prompt
         async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
             returned = await follow_authorization(http, f"{self.issuer}/auth?{urlencode(query)}")
         if "code" not in returned or returned.get("state") != state:
@@ -153,12 +175,10 @@ class OidcProvider:
             "redirect_uri": REDIRECT_URI,
             "code_verifier": verifier,
             "client_id": client.client_id,
-            "resource": resource,
         }
-        answer = await self._token(form, None)
-        token = answer["access_token"]
-        assert isinstance(token, str)
-        return token
+        if resource is not None:
+            form["resource"] = resource
+        return await self._token(form, None)
 
     async def introspect(self, token: str) -> dict[str, Any]:
         """What the introspection endpoint says of ``token`` (RFC 7662), asked as the RS."""

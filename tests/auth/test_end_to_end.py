@@ -458,6 +458,30 @@ async def test_an_opaque_token_is_introspected_at_the_provider(
         assert challenge(response)["error"] == "invalid_token"
 
 
+async def test_tokens_not_issued_for_the_server_are_401_though_introspection_says_active(
+    introspecting: Guarded, oidc_provider: OidcProvider
+) -> None:
+    # Issue 43: a userinfo token (no resource indicator) with tools:admin called the tool
+    # needing it, and a refresh token worked as an access token: both introspect as active
+    # and name no audience. The ID token beside them is a JWT for the client.
+    userinfo = await oidc_provider.authorization_code(None, "openid mcp tools:admin")
+    granted = await oidc_provider.authorization_code(
+        introspecting.url, "openid offline_access mcp tools:admin", prompt="consent"
+    )
+    async with http_client() as http:
+        for token in (userinfo["access_token"], granted["refresh_token"], granted["id_token"]):
+            caller = Caller(http, introspecting.url, token)
+            message = caller.message("tools/call", {"name": "reset", "arguments": {}})
+            response = await caller.post(message)
+            assert response.status_code == 401, response.text
+            assert challenge(response)["error"] == "invalid_token"
+            assert "reset done" not in response.text
+        # the access token of that same grant, issued for this server, is good
+        caller = Caller(http, introspecting.url, granted["access_token"])
+        await caller.initialize()
+        assert text_of(await caller.call_tool("reset")) == "reset done"
+
+
 # --- everything bound to its principal ------------------------------------------------------
 
 

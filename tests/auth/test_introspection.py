@@ -159,11 +159,27 @@ async def test_a_short_lived_answer_is_cached_until_the_token_expires(endpoint: 
         ({"exp": int(time.time()) - 3600}, "expired"),
         ({"nbf": int(time.time()) + 3600}, "not valid yet"),
         ({"iss": "https://evil.example"}, "not trusted"),
-        ({"token_type": "refresh_token"}, "not a bearer token"),
+        ({"token_type": "refresh_token"}, "not a bearer access token"),
+        ({"token_type": "urn:ietf:params:oauth:token-type:refresh_token"}, "not a bearer"),
+        ({"token_type": "DPoP"}, "not a bearer access token"),
+        ({"token_type": "N_A"}, "not a bearer access token"),
+        ({"token_type": 1}, "not a bearer access token"),
+        # Ory Hydra says what a token is for in token_use, Keycloak in typ
+        ({"token_use": "refresh_token"}, "'refresh_token' \\(token_use\\)"),
+        ({"typ": "Refresh"}, "'Refresh' \\(typ\\)"),
+        ({"typ": "ID"}, "'ID' \\(typ\\)"),
+        ({"aud": None}, "names no audience"),
+        ({"aud": []}, "another audience"),
+        ({"aud": ""}, "another audience"),
+        ({"aud": 7}, "neither a string nor a list"),
+        ({"iat": int(time.time()) + 3600}, "issued in the future"),
+        ({"sub": "", "client_id": None}, "no subject"),
         ({"cnf": {"jkt": "abc"}}, "sender-constrained"),
         ({"sub": None, "client_id": None}, "no subject"),
         ({"active": "true"}, "not active"),
-        ({"scope": 7}, "scopes"),
+        ({"active": 1}, "not active"),
+        ({"scope": 7}, "'scope' is neither"),
+        ({"scp": [1]}, "'scp' is neither"),
     ],
 )
 async def test_answers_that_are_refused(
@@ -174,17 +190,65 @@ async def test_answers_that_are_refused(
         await introspection(endpoint, issuers=[endpoint.issuer]).verify("tok")
 
 
-async def test_no_audience_in_the_answer_is_accepted(endpoint: Endpoint) -> None:
-    endpoint.grant("tok", aud=None, iss=None, sub=None, username="carol")
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"aud": ["https://other.example", AUDIENCE]},
+        {"aud": AUDIENCE, "token_type": "bearer"},
+        {"token_type": None},
+        {"token_type": "access_token", "token_use": "access_token", "typ": "Bearer"},
+        {"token_type": "urn:ietf:params:oauth:token-type:access_token"},
+        {"scope": None, "scp": "notes:read", "permissions": ["notes:write"]},
+    ],
+)
+async def test_answers_that_are_accepted(endpoint: Endpoint, fields: dict[str, Any]) -> None:
+    endpoint.grant("tok", **fields)
     principal = await introspection(endpoint, issuers=[endpoint.issuer]).verify("tok")
+    assert principal.subject == "bob"
+    assert principal.scopes == {"notes:read", "notes:write"}
+
+
+async def test_an_answer_without_an_audience_is_refused(endpoint: Endpoint) -> None:
+    # issue 43: oidc-provider's answer for a token asked for without a resource indicator
+    # (a userinfo token) is active, with every scope, and names no audience
+    endpoint.grant("userinfo", aud=None, scope="openid mcp tools:admin")
+    # and a refresh token's answer says neither its audience nor its type
+    endpoint.grant("refresh", aud=None, token_type=None, scope="openid mcp tools:admin")
+    v = introspection(endpoint)
+    for token in ("userinfo", "refresh"):
+        with pytest.raises(InvalidToken, match="names no audience"):
+            await v.verify(token)
+    with pytest.raises(ValueError, match="require_audience=False"):
+        IntrospectionVerifier(endpoint.url, CLIENT_ID, CLIENT_SECRET)
+
+
+async def test_the_opt_out_takes_an_access_token_without_an_audience(endpoint: Endpoint) -> None:
+    endpoint.grant("tok", aud=None, iss=None, sub=None, username="carol")
+    endpoint.grant("refresh", aud=None, token_type=None)
+    endpoint.grant("elsewhere", aud="https://other.example")
+    v = introspection(endpoint, issuers=[endpoint.issuer], require_audience=False)
+    principal = await v.verify("tok")
     assert principal.subject == "carol"
     # the one configured issuer vouches when the answer names none
     assert principal.issuer == endpoint.issuer
+    # what does not call itself an access token may be a refresh token: refused
+    with pytest.raises(InvalidToken, match="nor that it is an access token"):
+        await v.verify("refresh")
+    # an audience that is said is still checked
+    with pytest.raises(InvalidToken, match="another audience"):
+        await v.verify("elsewhere")
+    # with no audience configured at all, none is checked
+    anywhere = IntrospectionVerifier(
+        endpoint.url, CLIENT_ID, CLIENT_SECRET, require_audience=False
+    )
+    assert (await anywhere.verify("elsewhere")).subject == "bob"
 
 
 async def test_an_endpoint_nothing_listens_on() -> None:
     port = await unused_port()
-    v = IntrospectionVerifier(f"http://127.0.0.1:{port}/introspect", CLIENT_ID, CLIENT_SECRET)
+    v = IntrospectionVerifier(
+        f"http://127.0.0.1:{port}/introspect", CLIENT_ID, CLIENT_SECRET, audience=AUDIENCE
+    )
     with trio.fail_after(5):
         with pytest.raises(VerifierUnavailable, match=f"127.0.0.1:{port}/introspect") as caught:
             await v.verify("some-token")
@@ -193,7 +257,7 @@ async def test_an_endpoint_nothing_listens_on() -> None:
 
 
 async def test_an_endpoint_that_fails_or_refuses_us(endpoint: Endpoint) -> None:
-    v = IntrospectionVerifier(endpoint.url, CLIENT_ID, "wrong secret")
+    v = IntrospectionVerifier(endpoint.url, CLIENT_ID, "wrong secret", audience=AUDIENCE)
     with pytest.raises(VerifierUnavailable, match="refused this server's client credentials"):
         await v.verify("tok")
     endpoint.server.serve(INTROSPECT, Answer(503, b"{}"))
@@ -223,7 +287,9 @@ async def test_the_endpoint_discovered_from_the_issuer(endpoint: Endpoint) -> No
         {"issuer": endpoint.issuer, "introspection_endpoint": endpoint.url},
     )
     endpoint.grant("tok")
-    v = IntrospectionVerifier(None, CLIENT_ID, CLIENT_SECRET, discover_from=endpoint.issuer)
+    v = IntrospectionVerifier(
+        None, CLIENT_ID, CLIENT_SECRET, audience=AUDIENCE, discover_from=endpoint.issuer
+    )
     assert (await v.verify("tok")).subject == "bob"
     endpoint.grant("tok2")
     await v.verify("tok2")
@@ -236,7 +302,12 @@ async def test_discovery_of_an_issuer_that_fails_is_retried_after_a_pause(
     metadata = "/.well-known/oauth-authorization-server"
     endpoint.server.serve(metadata, Answer(500, b"{}"))
     v = IntrospectionVerifier(
-        None, CLIENT_ID, CLIENT_SECRET, discover_from=endpoint.issuer, retry_interval=5
+        None,
+        CLIENT_ID,
+        CLIENT_SECRET,
+        audience=AUDIENCE,
+        discover_from=endpoint.issuer,
+        retry_interval=5,
     )
     for token in ["a", "b", "c"]:
         with pytest.raises(VerifierUnavailable, match="answered 500"):
@@ -335,6 +406,32 @@ def test_verifier_from_alone() -> None:
     )
     assert isinstance(v, IntrospectionVerifier)
     assert v.audiences == frozenset({AUDIENCE})
+    assert v.require_audience is True
+    assert v.max_age == 300
+    # the opt-out needs no audience at all; the cache bound is the caller's
+    loose = verifier_from(
+        introspection_url="https://as.example/introspect",
+        client_id=CLIENT_ID,
+        client_secret=CLIENT_SECRET,
+        introspection_without_audience=True,
+        introspection_max_age=0,
+    )
+    assert isinstance(loose, IntrospectionVerifier)
+    assert loose.audiences is None
+    assert loose.require_audience is False
+    assert loose.max_age == 0
+
+
+async def test_revocation_takes_effect_within_max_age_and_never_with_0(endpoint: Endpoint) -> None:
+    clock = WallClock()
+    endpoint.grant("tok", exp=int(clock.now) + 3600)
+    v = introspection(endpoint, clock=clock, max_age=0)
+    for _ in range(3):
+        assert (await v.verify("tok")).subject == "bob"
+    assert endpoint.asked == 3
+    del endpoint.active["tok"]  # revoked
+    with pytest.raises(InvalidToken, match="not active"):
+        await v.verify("tok")
 
 
 @pytest.mark.parametrize(
@@ -345,6 +442,14 @@ def test_verifier_from_alone() -> None:
         ({"jwks_file": "jwks.json", "resource": AUDIENCE}, "needs the issuer"),
         ({"introspection_url": "https://as.example/i"}, "client id and the client secret"),
         ({"client_id": "a", "client_secret": "b"}, "its URL, or an issuer"),
+        (
+            {"introspection_url": "https://as.example/i", "client_id": "a", "client_secret": "b"},
+            "introspection needs the resource",
+        ),
+        (
+            {"issuers": ["https://as.example"], "resource": AUDIENCE, "audiences": ["a b"]},
+            "no spaces",
+        ),
         (
             {"issuers": ["https://as.example"], "resource": AUDIENCE, "algorithms": ["HS256"]},
             "needs a shared secret",

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from joserfc import jwk, jwt
+from joserfc import jwk, jws, jwt
 from joserfc.errors import SecurityWarning
 
 from mcpactor.auth import InvalidToken, JwtVerifier, Principal, VerifierUnavailable
@@ -297,6 +297,88 @@ async def test_tokens_of_other_kinds_and_shapes(issuer: Issuer, rsa_key: jwk.RSA
     assert issuer.server.requests == []
 
 
+@pytest.mark.parametrize(
+    ("claims", "match"),
+    [
+        # Keycloak's ID and refresh tokens are JWTs of the same issuer, typed in a claim
+        ({"typ": "ID"}, r"'ID' \(typ\)"),
+        ({"typ": "Refresh"}, r"'Refresh' \(typ\)"),
+        ({"typ": "Offline"}, r"'Offline' \(typ\)"),
+        # Cognito's ID tokens say token_use: id
+        ({"token_use": "id"}, r"'id' \(token_use\)"),
+        ({"token_type": "refresh_token"}, r"'refresh_token' \(token_type\)"),
+        ({"typ": 3}, "not a bearer access token"),
+        ({"sub": "", "client_id": None}, "no subject"),
+        ({"sub": 7}, "'sub' is not a string"),
+        ({"permissions": "x", "scp": {"a": 1}}, "'scp' is neither"),
+        ({"permissions": [1]}, "'permissions' is neither"),
+    ],
+)
+async def test_tokens_of_other_kinds_by_their_claims(
+    issuer: Issuer, rsa_key: jwk.RSAKey, claims: dict[str, Any], match: str
+) -> None:
+    v = verifier(issuer)
+    await refused(v, issuer.token(rsa_key, **claims), match)
+
+
+async def test_claims_that_say_access_token(issuer: Issuer, rsa_key: jwk.RSAKey) -> None:
+    v = verifier(issuer)
+    token = issuer.token(
+        rsa_key, typ="Bearer", token_use="access", scope="a", scp="b c", permissions=["d"]
+    )
+    principal = await v.verify(token)
+    assert principal.scopes == {"a", "b", "c", "d"}
+    # a payload typ copying the header's says nothing either way
+    assert (await v.verify(issuer.token(rsa_key, typ="JWT"))).subject == "alice"
+
+
+@pytest.mark.parametrize(
+    ("claims", "client"),
+    [
+        ({"client_id": "a", "azp": "b", "appid": "c", "cid": "d"}, "a"),
+        ({"client_id": None, "azp": "b", "appid": "c"}, "b"),
+        ({"client_id": None, "appid": "c", "cid": "d"}, "c"),  # Entra ID v1
+        ({"client_id": None, "cid": "d"}, "d"),  # Okta
+        ({"client_id": "", "azp": "b"}, "b"),
+        ({"client_id": None}, None),
+    ],
+)
+async def test_the_client_is_read_where_providers_put_it(
+    issuer: Issuer, rsa_key: jwk.RSAKey, claims: dict[str, Any], client: str | None
+) -> None:
+    principal = await verifier(issuer).verify(issuer.token(rsa_key, **claims))
+    assert principal.client_id == client
+
+
+async def test_at_jwt_may_be_required(issuer: Issuer, rsa_key: jwk.RSAKey) -> None:
+    v = verifier(issuer, require_at_jwt=True)
+    assert (await v.verify(issuer.token(rsa_key))).subject == "alice"
+    typed = issuer.token(rsa_key, header={"typ": "application/at+jwt"}, jti="2")
+    assert (await v.verify(typed)).subject == "alice"
+    # an ID token's header says JWT, or nothing
+    await refused(v, issuer.token(rsa_key, header={"typ": "JWT"}), "'JWT' is not an access")
+    claims = json.loads(base64.urlsafe_b64decode(issuer.token(rsa_key).split(".")[1] + "=="))
+    untyped = jws.serialize_compact(
+        {"alg": "RS256", "kid": rsa_key.kid}, json.dumps(claims).encode(), rsa_key
+    )
+    await refused(v, untyped, "'None' is not an access")
+    # not required: both are taken
+    assert (await verifier(issuer).verify(untyped)).subject == "alice"
+
+
+async def test_audiences_other_than_the_resource_url(issuer: Issuer, rsa_key: jwk.RSAKey) -> None:
+    # Entra ID's v2 tokens name the API's client id, its v1 tokens its api:// URI
+    client_id = "6e9c1d2f-3b4a-4c5d-8e6f-7a8b9c0d1e2f"
+    v = JwtVerifier(issuer.issuer, [client_id, f"api://{client_id}"])
+    assert (await v.verify(issuer.token(rsa_key, aud=client_id))).subject == "alice"
+    assert (await v.verify(issuer.token(rsa_key, aud=f"api://{client_id}"))).subject == "alice"
+    # the resource URL is no longer one of them
+    await refused(v, issuer.token(rsa_key, jti="2"), "another audience")
+    for wrong in ["", "a b", "x" * 3000, "tab\there"]:
+        with pytest.raises(ValueError, match="audience"):
+            JwtVerifier(issuer.issuer, [client_id, wrong])
+
+
 async def test_configuration_errors(issuer: Issuer) -> None:
     with pytest.raises(ValueError, match="https"):
         JwtVerifier("http://issuer.example", AUDIENCE)
@@ -328,6 +410,29 @@ async def test_issuer_with_a_path_and_openid_discovery(rsa_key: jwk.RSAKey) -> N
             "/.well-known/openid-configuration/tenant1",
             JWKS,
         ]
+
+
+async def test_an_issuer_with_a_trailing_slash_as_entra_v1_has(rsa_key: jwk.RSAKey) -> None:
+    # Entra ID's v1.0 issuer is https://sts.windows.net/TENANT/, slash included, and its
+    # metadata is found by appending the OpenID path to it
+    async with serving_documents() as server:
+        v1 = server.url + "/tenant1/"
+        v2 = server.url + "/tenant1/v2.0"
+        server.serve(
+            "/tenant1/.well-known/openid-configuration",
+            {"issuer": v1, "jwks_uri": server.url + JWKS},
+        )
+        server.serve(
+            "/tenant1/v2.0/.well-known/openid-configuration",
+            {"issuer": v2, "jwks_uri": server.url + JWKS},
+        )
+        server.serve(JWKS, public_jwks(rsa_key))
+        v = JwtVerifier([v2, v1], ["client-id", "api://client-id"])
+        first = await v.verify(mint(v1, rsa_key, aud="api://client-id"))
+        second = await v.verify(mint(v2, rsa_key, aud="client-id"))
+        assert (first.issuer, second.issuer) == (v1, v2)
+        # a token naming the issuer without its slash is another issuer's
+        await refused(v, mint(v1.rstrip("/"), rsa_key, aud="client-id"), "not trusted")
 
 
 async def test_metadata_naming_another_issuer_is_refused(
@@ -362,13 +467,17 @@ async def test_key_rotation_one_refresh_then_the_rate_limit(
     assert issuer.jwks_fetches == 2
     assert issuer.server.hits[issuer.metadata_path] == 1
 
-    # an unknown kid again, within the rate limit: refused without a fetch
+    # an unknown kid again, within the rate limit and longer than a request may wait for
+    # its end: 503 with the time left, never 401 (the key may be there by then)
     stranger = jwk.RSAKey.generate_key(2048, parameters={"kid": "rsa-9"})
     for _ in range(5):
-        await refused(v, issuer.token(stranger), "no key of .* fits")
+        with pytest.raises(VerifierUnavailable, match="fetched again in 30 s") as caught:
+            await v.verify(issuer.token(stranger))
+        assert caught.value.status == 503
+        assert caught.value.retry_after == pytest.approx(30)
     assert issuer.jwks_fetches == 2
 
-    # once the interval has passed, one more fetch
+    # once the interval has passed, one more fetch, and the kid is not there: 401
     mock_clock.jump(31)
     await refused(v, issuer.token(stranger), "no key of .* fits")
     assert issuer.jwks_fetches == 3

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio.testing
 
@@ -84,3 +86,33 @@ async def test_an_opaque_token_is_introspected(oidc_provider: OidcProvider) -> N
     assert principal.issuer == oidc_provider.issuer
     with pytest.raises(InvalidToken, match="not active"):
         await v.verify(token + "x")
+
+
+async def test_introspected_tokens_without_an_audience_are_refused(
+    oidc_provider: OidcProvider,
+) -> None:
+    # issue 43: a userinfo token (asked for without a resource indicator) and a refresh
+    # token are active at introspection, with tools:admin, and name no audience
+    introspector = oidc_provider.introspector
+    settings: dict[str, Any] = {
+        "issuers": [oidc_provider.issuer],
+        "resource": RESOURCE,
+        "client_id": introspector.client_id,
+        "client_secret": introspector.client_secret,
+    }
+    userinfo = await oidc_provider.authorization_code(None, "openid mcp tools:admin")
+    granted = await oidc_provider.authorization_code(
+        RESOURCE, "openid offline_access mcp tools:admin", prompt="consent"
+    )
+    v = verifier_from(**settings)
+    for token in (userinfo["access_token"], granted["refresh_token"]):
+        with pytest.raises(InvalidToken, match="names no audience"):
+            await v.verify(token)
+    # the ID token is a JWT for the client, not for this resource
+    with pytest.raises(InvalidToken, match="another audience"):
+        await v.verify(granted["id_token"])
+    # the opt-out takes an answer that calls itself an access token, never a refresh token
+    loose = verifier_from(**settings, introspection_without_audience=True)
+    assert (await loose.verify(userinfo["access_token"])).subject == "test-user"
+    with pytest.raises(InvalidToken, match="nor that it is an access token"):
+        await loose.verify(granted["refresh_token"])

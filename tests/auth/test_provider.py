@@ -141,6 +141,34 @@ async def test_provider_opaque_token_is_introspected_by_the_resource_server(
     assert (await oidc_provider.introspect(token + "x")) == {"active": False}
 
 
+async def test_provider_introspection_of_a_userinfo_or_refresh_token_names_no_audience(
+    oidc_provider: OidcProvider,
+) -> None:
+    # What issue 43 found: tokens a resource server must refuse that introspect as active.
+    # Asked for without a resource indicator, the access token is for the userinfo
+    # endpoint, opaque, with every scope asked for, and its answer has no aud.
+    userinfo = await oidc_provider.authorization_code(None, "openid mcp tools:admin")
+    assert userinfo["access_token"].count(".") == 0
+    answer = await oidc_provider.introspect(userinfo["access_token"])
+    assert answer["active"] is True
+    assert "aud" not in answer
+    assert answer["token_type"] == "Bearer"
+    assert answer["scope"] == "openid mcp tools:admin"
+    # A refresh token's answer says neither its audience nor its type.
+    granted = await oidc_provider.authorization_code(
+        RESOURCE, "openid offline_access mcp tools:admin", prompt="consent"
+    )
+    answer = await oidc_provider.introspect(granted["refresh_token"])
+    assert answer["active"] is True
+    assert "aud" not in answer
+    assert "token_type" not in answer
+    assert "tools:admin" in answer["scope"].split()
+    # The ID token is a JWT naming the client.
+    header, claims = decode(granted["id_token"])
+    assert claims["aud"] == oidc_provider.clients["public"].client_id
+    assert header.get("typ") != "at+jwt"
+
+
 async def test_provider_authorization_code_flow_without_a_browser(
     oidc_provider: OidcProvider,
 ) -> None:

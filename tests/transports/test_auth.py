@@ -329,6 +329,28 @@ async def test_a_verifier_that_is_down_gives_503() -> None:
         response = await client.post(client.request("ping"))
         assert response.status == 503
         assert "unreachable" in (await response.json())["error"]["message"]
+        assert "retry-after" not in response.headers
+
+
+async def test_a_verifier_that_says_when_to_retry_gives_503_with_retry_after() -> None:
+    # a key rotation seen while key fetches are rate-limited: the client keeps its token
+    class Later:
+        async def verify(self, token: str) -> Principal:
+            raise VerifierUnavailable("the keys may be fetched again in 12 s", retry_after=11.2)
+
+    later = HttpOptions(
+        resource_server=ResourceServer(
+            resource=RESOURCE, authorization_servers=[ISSUER], verifier=Later()
+        ),
+        cors_origins=["https://app.example.com"],
+    )
+    async with asgi_client(Server("plain"), options=later) as (_, http):
+        client = Caller(http, "alice")
+        response = await client.post(client.request("ping"), origin="https://app.example.com")
+        assert response.status == 503
+        assert response.headers["retry-after"] == "12"
+        assert "www-authenticate" not in response.headers
+        assert "retry-after" in response.headers["access-control-expose-headers"]
 
 
 async def test_authenticate_and_resource_server_together_are_refused(tokens: Tokens) -> None:
