@@ -709,8 +709,8 @@ def read_resource(path: str, ctx: Context) -> TextResourceContents | BlobResourc
         limit = _config.max_read_bytes
         if info.st_size > limit:
             raise ToolError(
-                f"{path!r} is {info.st_size} bytes, more than the limit of {limit}: "
-                "read it in parts with the read tool"
+                f"{path!r} is {info.st_size} bytes, more than the limit of {limit} "
+                "(MCPACTOR_FS_MAX_READ_BYTES): read it in parts with the read tool"
             )
         window = _read_window(located, 0, limit)
     mime = mime_type(window.head, located.real, text=window.text)
