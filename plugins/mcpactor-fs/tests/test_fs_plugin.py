@@ -59,7 +59,7 @@ def tree(tmp_path: Path) -> Iterator[Tree]:
     (root / "docs" / "up_link").symlink_to("../../outside")
     mcpactor_fs.configure([root], max_read_bytes=1 << 20, max_search_results=100)
     yield Tree(root=root, sibling=sibling, outside=outside)
-    mcpactor_fs.configure([], client_roots=True)
+    mcpactor_fs.configure([], client_roots="narrow")
 
 
 @pytest.fixture
@@ -317,6 +317,78 @@ async def test_other_uris_and_nul_bytes_are_refused(client: ClientSession) -> No
     assert "contains a NUL character" in await call_error(client, "read", path="docs\x00/a.txt")
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "a/" * 300_000,  # 600 KB: realpath would walk 300 000 components
+        "file:///" + "a/" * 300_000,
+        "file:///" + "%61/" * 300_000,
+        "x" * (_sandbox.MAX_PATH_BYTES + 1),
+        "é" * (_sandbox.MAX_PATH_BYTES // 2 + 1),  # few characters, too many bytes
+        "a/" * _sandbox.MAX_PATH_DEPTH,
+        "../" * _sandbox.MAX_PATH_DEPTH,
+    ],
+)
+@pytest.mark.parametrize("tool", ["read", "stat", "list"])
+async def test_paths_too_long_or_too_deep_are_refused_before_they_are_resolved(
+    client: ClientSession, monkeypatch: pytest.MonkeyPatch, tool: str, path: str
+) -> None:
+    def refuse(path: str) -> str:
+        raise AssertionError("a path over the bounds was resolved")
+
+    monkeypatch.setattr(os.path, "realpath", refuse)
+    message = await call_error(client, tool, path=path)
+    assert "longer than" in message or "components, more than" in message
+    # The message quotes a bounded part of the path, not all of it.
+    assert len(message) < 400
+
+
+async def test_the_bounds_leave_deep_legitimate_paths_alone(
+    client: ClientSession, tree: Tree
+) -> None:
+    deep = tree.root / Path(*["d"] * 100)
+    deep.mkdir(parents=True)
+    (deep / "f.txt").write_text("deep down\n")
+    path = "/".join(["d"] * 100) + "/f.txt"
+    assert texts(await call(client, "read", path=path)) == ["deep down\n"]
+
+
+async def test_the_file_template_bounds_paths_too(
+    client: ClientSession, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(path: str) -> str:
+        raise AssertionError("a path over the bounds was resolved")
+
+    monkeypatch.setattr(os.path, "realpath", refuse)
+    with pytest.raises(RequestError) as info:
+        await client.read_resource("file:///" + "a/" * 5000)
+    assert info.value.code == -32602
+    assert "components, more than" in info.value.message or "longer than" in info.value.message
+
+
+async def test_search_patterns_and_texts_are_bounded(client: ClientSession) -> None:
+    message = await call_error(client, "search", pattern="*a" * 600)
+    assert "the pattern is 1200 characters, more than the limit of 1024" in message
+    message = await call_error(client, "search", contains="x" * 5000)
+    assert "contains is 5000 characters, more than the limit of 4096" in message
+    # A pattern that backtracks in a naive matcher is linear in fnmatch's translation.
+    found = await call(client, "search", pattern="*a" * 500 + "*b")
+    assert found["structuredContent"] == {"matches": [], "truncated": False}
+
+
+async def test_a_listing_keeps_the_first_entries_of_a_large_directory(
+    client: ClientSession, tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mcpactor_fs, "_MAX_LIST_ENTRIES", 3)
+    big = tree.root / "big"
+    big.mkdir()
+    for name in ("e", "b", "d", "a", "c"):
+        (big / name).write_text(name)
+    listing = (await call(client, "list", path="big"))["structuredContent"]
+    assert [entry["name"] for entry in listing["entries"]] == ["a", "b", "c"]
+    assert listing["truncated"] is True
+
+
 def test_a_symlink_planted_after_the_check_is_not_followed(tree: Tree) -> None:
     # As if "dir_link" had been a real directory while the path was resolved, then was
     # swapped for a symlink: the component-by-component walk refuses it.
@@ -357,7 +429,70 @@ async def test_without_roots_everything_is_refused(tree: Tree) -> None:
         assert (await call(client, "roots"))["structuredContent"] == {"result": []}
 
 
-async def test_the_clients_file_roots_are_served_too(tree: Tree) -> None:
+async def test_the_clients_roots_narrow_the_configured_roots(tree: Tree) -> None:
+    offered = [
+        Root(uri=(tree.root / "docs").as_uri(), name="docs"),
+        Root(uri=tree.sibling.as_uri(), name="outside the configured roots"),
+        Root(uri="https://example.com/repo", name="not a file"),
+        Root(uri=(tree.root / "missing").as_uri()),
+    ]
+    async with mcpactor.testing.client(mcpactor_fs.server, roots=offered) as client:
+        roots = (await call(client, "roots"))["structuredContent"]["result"]
+        assert roots == [str(tree.root / "docs")]
+        # Relative paths start at the first root served.
+        assert texts(await call(client, "read", path="a.txt"))[0].startswith("hello")
+        # The rest of the configured root is out of bounds now, and so is the
+        # client's root the configuration does not allow.
+        message = await call_error(client, "read", path=str(tree.root / "notes.txt"))
+        assert "is outside the directories this server may read" in message
+        await call_error(client, "read", path=str(tree.sibling / "secret.txt"))
+        found = (await call(client, "search", pattern="*.txt"))["structuredContent"]
+        assert [m["path"] for m in found["matches"]] == [
+            str(tree.root / "docs" / "a.txt"),
+            str(tree.root / "docs" / "deep" / "c.txt"),
+        ]
+
+
+@pytest.mark.parametrize("uri", ["file:///", "file://localhost/", "file:///{outside}/.."])
+async def test_a_client_root_above_the_configured_roots_widens_nothing(
+    tree: Tree, uri: str
+) -> None:
+    # Over HTTP the client is whoever reaches the port: offering / must not open the
+    # machine's files to it.
+    offered = [Root(uri=uri.format(outside=tree.outside))]
+    async with mcpactor.testing.client(mcpactor_fs.server, roots=offered) as client:
+        roots = (await call(client, "roots"))["structuredContent"]["result"]
+        assert roots == [str(tree.root)]
+        await call_error(client, "read", path=str(tree.outside / "secret.txt"))
+        await call_error(client, "read", path="/etc/passwd")
+        await call_error(client, "list", path="/")
+        assert texts(await call(client, "read", path="notes.txt")) == ["plain notes\n"]
+
+
+async def test_client_roots_outside_the_configured_ones_leave_nothing(tree: Tree) -> None:
+    offered = [Root(uri=tree.outside.as_uri())]
+    async with mcpactor.testing.client(mcpactor_fs.server, roots=offered) as client:
+        assert (await call(client, "roots"))["structuredContent"] == {"result": []}
+        message = await call_error(client, "read", path=str(tree.outside / "secret.txt"))
+        assert "the client's roots are all outside the directories this server may read" in (
+            message
+        )
+        assert "nothing both allow" in await call_error(client, "read", path="notes.txt")
+
+
+async def test_without_configured_roots_the_clients_roots_open_nothing(tree: Tree) -> None:
+    mcpactor_fs.configure([])
+    offered = [Root(uri=tree.root.as_uri())]
+    async with mcpactor.testing.client(mcpactor_fs.server, roots=offered) as client:
+        assert (await call(client, "roots"))["structuredContent"] == {"result": []}
+        message = await call_error(client, "read", path=str(tree.root / "notes.txt"))
+        assert "set MCPACTOR_FS_ROOTS (the client's roots can only narrow them)" in message
+
+
+async def test_the_operator_can_let_the_clients_roots_extend_the_configured_ones(
+    tree: Tree,
+) -> None:
+    mcpactor_fs.configure([tree.root], client_roots="extend")
     offered = [
         Root(uri=tree.sibling.as_uri(), name="sibling"),
         Root(uri="https://example.com/repo", name="not a file"),
@@ -373,8 +508,36 @@ async def test_the_clients_file_roots_are_served_too(tree: Tree) -> None:
         # The outside directory is still out of bounds.
         await call_error(client, "read", path=str(tree.outside / "secret.txt"))
 
-        mcpactor_fs.configure([tree.root], client_roots=False)
+        mcpactor_fs.configure([tree.root], client_roots="ignore")
         await call_error(client, "read", path=str(tree.sibling / "secret.txt"))
+        offered.append(Root(uri=(tree.root / "docs").as_uri()))
+        roots = (await call(client, "roots"))["structuredContent"]["result"]
+        assert roots == [str(tree.root)]
+
+
+async def test_too_many_client_roots_are_refused(tree: Tree) -> None:
+    offered = [Root(uri=(tree.root / "docs").as_uri())] * 101
+    async with mcpactor.testing.client(mcpactor_fs.server, roots=offered) as client:
+        message = await call_error(client, "read", path="a.txt")
+        assert "the client offers 101 roots, more than the 100 this server looks at" in message
+
+
+async def test_client_roots_are_bounded_before_they_are_resolved(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolved: list[str] = []
+    realpath = os.path.realpath
+
+    def spy(path: str) -> str:
+        resolved.append(path)
+        return realpath(path)
+
+    offered = [Root(uri="file:///" + "a/" * 300_000), Root(uri=(tree.root / "docs").as_uri())]
+    async with mcpactor.testing.client(mcpactor_fs.server, roots=offered) as client:
+        monkeypatch.setattr(os.path, "realpath", spy)
+        roots = (await call(client, "roots"))["structuredContent"]["result"]
+    assert roots == [str(tree.root / "docs")]
+    assert max(map(len, resolved)) <= _sandbox.MAX_PATH_BYTES
 
 
 async def test_a_client_without_roots_is_not_asked(client: ClientSession, tree: Tree) -> None:
@@ -392,8 +555,27 @@ def test_configure_reads_the_environment(tree: Tree, monkeypatch: pytest.MonkeyP
         roots=(str(tree.root), str(tree.sibling)),
         max_read_bytes=4096,
         max_search_results=7,
-        client_roots=False,
+        client_roots="ignore",
     )
+    for spelt, meant in [
+        ("extend", "extend"),
+        (" Narrow ", "narrow"),
+        ("ignore", "ignore"),
+        ("off", "ignore"),
+        ("1", "narrow"),  # it never meant more than looking at the client's roots
+        ("true", "narrow"),
+    ]:
+        monkeypatch.setenv("MCPACTOR_FS_CLIENT_ROOTS", spelt)
+        assert mcpactor_fs.configure().client_roots == meant
+    monkeypatch.delenv("MCPACTOR_FS_CLIENT_ROOTS")
+    assert mcpactor_fs.configure().client_roots == "narrow"
+    assert mcpactor_fs.configure(client_roots=True).client_roots == "narrow"
+    monkeypatch.setenv("MCPACTOR_FS_CLIENT_ROOTS", "all")
+    with pytest.raises(ValueError, match="MCPACTOR_FS_CLIENT_ROOTS must be one of narrow"):
+        mcpactor_fs.configure()
+    with pytest.raises(ValueError, match="client_roots must be one of narrow, ignore, extend"):
+        mcpactor_fs.configure([tree.root], client_roots="widen")  # type: ignore[arg-type]
+    monkeypatch.delenv("MCPACTOR_FS_CLIENT_ROOTS")
     with pytest.raises(ValueError, match="is not a directory"):
         mcpactor_fs.configure([tree.root / "notes.txt"])
     with pytest.raises(ValueError, match="max_read_bytes must be at least 1"):

@@ -19,7 +19,7 @@ import trio.testing
 from mcpactor_sqlite import _readonly
 
 import mcpactor.testing
-from mcpactor import RequestError, SessionOptions, check_cancelled
+from mcpactor import RequestError, check_cancelled
 from mcpactor.client import ClientSession
 
 # Long enough for every legitimate wait; a hang fails instead of blocking.
@@ -56,9 +56,9 @@ def database(tmp_path: Path) -> Iterator[Path]:
     connection.execute("INSERT INTO orders (user_id, amount, receipt) VALUES (1, 9.5, x'00ff')")
     connection.commit()
     connection.close()
-    mcpactor_sqlite.configure(path, max_rows=1000, timeout=10.0)
+    mcpactor_sqlite.configure(path, max_rows=1000, timeout=10.0, max_result_bytes=1 << 20)
     yield path
-    mcpactor_sqlite.configure(None, max_rows=1000, timeout=10.0)
+    mcpactor_sqlite.configure(None, max_rows=1000, timeout=10.0, max_result_bytes=1 << 20)
 
 
 @pytest.fixture
@@ -181,6 +181,9 @@ async def test_rows_are_capped(client: ClientSession) -> None:
         ("BEGIN", "TRANSACTION (BEGIN)"),
         ("SAVEPOINT a", "SAVEPOINT (BEGIN)"),
         ("SELECT load_extension('evil')", "the function load_extension()"),
+        ("SELECT fts3_tokenizer('simple')", "the function fts3_tokenizer()"),
+        ("SELECT sqlite_log(1, 'x')", "the function sqlite_log()"),
+        ("SELECT name FROM users WHERE rtreenode(2, x'00') IS NULL", "the function rtreenode()"),
     ],
 )
 async def test_writes_and_their_kin_are_refused(
@@ -223,9 +226,12 @@ def test_configure_reads_the_environment(monkeypatch: pytest.MonkeyPatch, databa
     monkeypatch.setenv("MCPACTOR_SQLITE_DB", str(database))
     monkeypatch.setenv("MCPACTOR_SQLITE_MAX_ROWS", "5")
     monkeypatch.setenv("MCPACTOR_SQLITE_TIMEOUT", "2.5")
+    monkeypatch.setenv("MCPACTOR_SQLITE_MAX_RESULT_BYTES", "65536")
     assert mcpactor_sqlite.configure() == mcpactor_sqlite.SqliteConfig(
-        database=str(database), max_rows=5, timeout=2.5
+        database=str(database), max_rows=5, timeout=2.5, max_result_bytes=65536
     )
+    with pytest.raises(ValueError, match="max_result_bytes must be at least 1024"):
+        mcpactor_sqlite.configure(max_result_bytes=10)
     with pytest.raises(ValueError, match="max_rows must be at least 1"):
         mcpactor_sqlite.configure(max_rows=0)
     with pytest.raises(ValueError, match="timeout must be more than 0"):
@@ -276,10 +282,10 @@ async def test_a_long_query_stops_when_its_request_is_cancelled(
     monkeypatch.setattr(_readonly, "check_cancelled", watch.check)
     # One worker thread: holding its token proves the query's thread has finished.
     limiter = trio.CapacityLimiter(1)
-    options = SessionOptions(thread_limiter=limiter)
+    monkeypatch.setattr(mcpactor_sqlite, "_running", limiter)
     scope = trio.CancelScope()
     start = time.monotonic()
-    async with mcpactor.testing.client(mcpactor_sqlite.server, options=options) as client:
+    async with mcpactor.testing.client(mcpactor_sqlite.server) as client:
 
         async def run() -> None:
             with scope:
@@ -299,6 +305,186 @@ async def test_a_long_query_stops_when_its_request_is_cancelled(
         assert client.pending_requests() == {}
         # The session carries on.
         assert (await query(client, "SELECT 1"))["rows"] == [[1]]
+
+
+class Spin:
+    """A progress handler that never stops the statement: it only says it runs."""
+
+    def __init__(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self.running = trio.Event()
+        self.calls = 0
+
+    def progress(self) -> int:
+        self.calls += 1
+        if self.calls == 1:
+            self._token.run_sync_soon(self.running.set)
+        return 0
+
+
+async def test_a_cancelled_query_is_interrupted_inside_sqlite(
+    database: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With the progress handler out of the way, only Connection.interrupt() can stop the
+    # statement: the cancellation must reach it from outside the worker thread.
+    mcpactor_sqlite.configure(database, timeout=600)
+    spin = Spin()
+    monkeypatch.setattr(_readonly.Guard, "progress", spin.progress)
+    limiter = trio.CapacityLimiter(1)
+    monkeypatch.setattr(mcpactor_sqlite, "_running", limiter)
+    scope = trio.CancelScope()
+    async with mcpactor.testing.client(mcpactor_sqlite.server) as client:
+
+        async def run() -> None:
+            with scope:
+                await client.call_tool("query", {"sql": ENDLESS})
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            with trio.fail_after(GUARD):
+                await spin.running.wait()
+            scope.cancel()
+            with trio.fail_after(GUARD):
+                async with limiter:  # the query's thread has returned
+                    pass
+        assert scope.cancelled_caught
+        assert client.pending_requests() == {}
+        assert (await query(client, "SELECT 1"))["rows"] == [[1]]
+
+
+async def test_the_deadline_interrupts_a_query_inside_sqlite(
+    client: ClientSession, database: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spin = Spin()
+    monkeypatch.setattr(_readonly.Guard, "progress", spin.progress)
+    mcpactor_sqlite.configure(database, timeout=0.2)
+    with trio.fail_after(GUARD):
+        message = await refused(client, ENDLESS)
+    assert message.startswith("the query was stopped after 0.2 s, the time limit")
+    assert spin.calls > 0  # it ran, and the handler never stopped it
+
+
+# --- size ------------------------------------------------------------------------------
+
+
+async def test_results_are_bounded_in_bytes(client: ClientSession, database: Path) -> None:
+    mcpactor_sqlite.configure(database, max_result_bytes=4096)
+    rows = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 8) "
+    small = await query(client, rows + "SELECT i, randomblob(100) FROM n")
+    assert len(small["rows"]) == 8
+    message = await refused(client, rows + "SELECT i, randomblob(1000) FROM n")
+    assert message.startswith(
+        "the result is more than the limit of 4096 bytes (MCPACTOR_SQLITE_MAX_RESULT_BYTES) "
+        "after 3 rows: ask for fewer rows or columns"
+    )
+    # Text counts as written: a character escaped in JSON takes its escape's bytes.
+    message = await refused(client, "SELECT replace(printf('%.*c', 800, 'x'), 'x', char(1))")
+    assert "more than the limit of 4096 bytes" in message
+
+
+async def test_printf_stops_at_the_length_limit(client: ClientSession, database: Path) -> None:
+    # One step, seconds of work past any deadline without the limit; SQLite's printf()
+    # gives up at the limit and returns NULL.
+    mcpactor_sqlite.configure(database, timeout=600, max_result_bytes=1 << 20)
+    found = await query(client, "SELECT printf('%.*c', 40000000, 'x')")
+    assert found["rows"] == [[None]]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT length(zeroblob(1000000000))",
+        "SELECT length(randomblob(100000000))",
+        "SELECT length(replace(printf('%.*c', 4000, 'x'), 'x', printf('%.*c', 4000, 'y')))",
+        "WITH RECURSIVE s(v) AS (SELECT 'x' UNION ALL SELECT v || v FROM s) "
+        "SELECT length(v) FROM s",
+        "SELECT length(group_concat(printf('%.*c', 1000, 'x'))) FROM users, users",
+    ],
+)
+async def test_values_are_bounded_by_sqlites_length_limit(
+    client: ClientSession, database: Path, sql: str
+) -> None:
+    # The deadline is far away: the limit refuses the value, not the clock.
+    mcpactor_sqlite.configure(database, timeout=600, max_result_bytes=1 << 20)
+    message = await refused(client, sql)
+    assert message == (
+        "a value of the query is more than the limit of 1048576 bytes "
+        "(MCPACTOR_SQLITE_MAX_RESULT_BYTES): cut long values with substr() or leave them out"
+    )
+
+
+async def test_rows_are_bounded_in_columns(client: ClientSession, database: Path) -> None:
+    # Each column can hold a value up to the length limit: the width bounds a row.
+    wide = "WITH x(v) AS (SELECT 1) SELECT " + ", ".join(["v"] * 300) + " FROM x"
+    message = await refused(client, wide)
+    assert message.startswith("the query failed: more than 256 columns in the result")
+    # A table wider than that still opens; its columns are read by name.
+    connection = sqlite3.connect(database)
+    columns = ", ".join(f"c{i}" for i in range(300))
+    connection.execute(f"CREATE TABLE wide ({columns})")
+    connection.execute("INSERT INTO wide (c0, c299) VALUES (1, 2)")
+    connection.commit()
+    connection.close()
+    assert (await query(client, "SELECT c0, c299 FROM wide"))["rows"] == [[1, 2]]
+
+
+async def test_a_query_longer_than_the_limit_is_refused_before_it_runs(
+    client: ClientSession,
+) -> None:
+    sql = "SELECT 1 " + " " * _readonly.MAX_SQL_BYTES
+    message = await refused(client, sql)
+    assert message == f"the query is {len(sql)} bytes, more than the limit of 1048576"
+
+
+# --- functions -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT abs(-2), coalesce(NULL, 3), upper('a'), substr('abc', 2)", [2, 3, "A", "bc"]),
+        ("SELECT json_extract('{\"a\": 1}', '$.a'), '{\"a\": 2}' ->> 'a'", [1, 2]),
+        (
+            "SELECT date('2024-01-31', '+1 day'), strftime('%Y', '2024-05-01')",
+            ["2024-02-01", "2024"],
+        ),
+        ("SELECT count(*), group_concat(id) FROM users WHERE id < 3", [2, "1,2"]),
+        ("SELECT row_number() OVER (ORDER BY id) FROM users WHERE id = 7", [1]),
+        ("SELECT typeof(1.5), round(2.567, 1), printf('%05d', 42)", ["real", 2.6, "00042"]),
+    ],
+)
+async def test_the_functions_a_read_needs_are_allowed(
+    client: ClientSession, sql: str, expected: list[Any]
+) -> None:
+    assert (await query(client, sql))["rows"] == [expected]
+
+
+async def test_full_text_search_works_and_its_native_functions_do_not(tmp_path: Path) -> None:
+    path = tmp_path / "docs.db"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
+    connection.execute("INSERT INTO docs VALUES ('the quick brown fox'), ('lazy dogs')")
+    connection.commit()
+    connection.close()
+    mcpactor_sqlite.configure(path)
+    async with mcpactor.testing.client(mcpactor_sqlite.server) as client:
+        found = await query(
+            client,
+            "SELECT highlight(docs, 0, '[', ']'), bm25(docs) < 1 FROM docs WHERE docs MATCH 'fox'",
+        )
+        assert found["rows"] == [["the quick brown [fox]", 1]]
+        for function in ("fts5(NULL)", "fts5_source_id()", "optimize(docs)"):
+            message = await refused(client, f"SELECT {function} FROM docs")
+            assert message.endswith(f"the function {function.split('(')[0]}() is not allowed")
+
+
+def test_the_allowed_functions_are_all_read_only() -> None:
+    # Whatever this SQLite has beyond the list stays refused; the list names nothing that
+    # reaches outside the statement.
+    assert _readonly.ALLOWED_FUNCTIONS.isdisjoint(
+        {"load_extension", "fts3_tokenizer", "fts5", "sqlite_log", "optimize", "rtreenode",
+         "readfile", "writefile", "edit", "sqlite_dbpage"}
+    )  # fmt: skip
 
 
 # --- schema resources, prompts, completion -----------------------------------------------

@@ -1,16 +1,20 @@
 """An MCP server that reads files under a few root directories, and never beyond them.
 
-Roots come from ``MCPACTOR_FS_ROOTS`` (or ``configure``) and from the client, when it
-offers ``file://`` roots. Every path is resolved (symlinks and ".." included) and must
-land inside a root; see ``_sandbox.py`` for how.
+Roots come from ``MCPACTOR_FS_ROOTS`` (or ``configure``). A client that offers
+``file://`` roots can narrow them, never widen them, unless the operator says otherwise
+(``MCPACTOR_FS_CLIENT_ROOTS=extend``): over HTTP the client is whoever reaches the port.
+Every path is resolved (symlinks and ".." included) and must land inside a root; see
+``_sandbox.py`` for how.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import heapq
 import json
 import logging
 import os
+import re
 import stat
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
@@ -18,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, Literal, TypedDict
+from typing import Final, Literal, TypeAlias, TypedDict, get_args
 
 import trio
 
@@ -43,6 +47,7 @@ from ._sandbox import (
     Located,
     PathNotFound,
     PathRefused,
+    bounded_path,
     inside,
     open_beneath,
     open_child,
@@ -52,6 +57,7 @@ from ._sandbox import (
 )
 
 __all__ = [
+    "ClientRoots",
     "Entry",
     "FileInfo",
     "FsConfig",
@@ -75,6 +81,32 @@ _MAX_LINE_CHARS: Final = 200
 _INVALID_PARAMS: Final = -32602
 _DEFAULT_MAX_READ_BYTES: Final = 1 << 20
 _DEFAULT_MAX_SEARCH_RESULTS: Final = 100
+#: characters of a search's name pattern: fnmatch's regular expression grows with it
+_MAX_PATTERN_CHARS: Final = 1024
+#: characters of a search's ``contains`` text
+_MAX_CONTAINS_CHARS: Final = 4096
+#: the most roots of a client's roots/list this server looks at
+_MAX_CLIENT_ROOTS: Final = 100
+#: directory entries read between two looks at the request's cancellation
+_CHECK_EVERY: Final = 256
+
+#: what the client's ``file://`` roots do: narrow the configured roots (only the parts
+#: of them inside a client root are served), nothing (ignored), or extend them (served
+#: as well; the operator's explicit choice, as it lets the client name any directory)
+ClientRoots: TypeAlias = Literal["narrow", "ignore", "extend"]
+_CLIENT_ROOTS: Final[tuple[str, ...]] = get_args(ClientRoots)
+# The earlier on/off spellings: off ignores, on narrows (it never meant more than that
+# an operator wanted the client's roots looked at).
+_CLIENT_ROOTS_FLAGS: Final = {
+    "0": "ignore",
+    "false": "ignore",
+    "no": "ignore",
+    "off": "ignore",
+    "1": "narrow",
+    "true": "narrow",
+    "yes": "narrow",
+    "on": "narrow",
+}
 
 server = Server(
     "fs",
@@ -101,8 +133,8 @@ class FsConfig:
     max_read_bytes: int = _DEFAULT_MAX_READ_BYTES
     #: matches one search returns at most
     max_search_results: int = _DEFAULT_MAX_SEARCH_RESULTS
-    #: also serve the ``file://`` roots the client offers
-    client_roots: bool = True
+    #: what the client's ``file://`` roots do (see ``ClientRoots``)
+    client_roots: ClientRoots = "narrow"
 
 
 _config = FsConfig()
@@ -120,21 +152,39 @@ def _env_int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
 
 
+def _client_roots(value: str | bool, name: str) -> ClientRoots:
+    if isinstance(value, bool):
+        return "narrow" if value else "ignore"
+    spelt = value.strip().lower()
+    spelt = _CLIENT_ROOTS_FLAGS.get(spelt, spelt)
+    if spelt == "narrow":
+        return "narrow"
+    if spelt == "ignore":
+        return "ignore"
+    if spelt == "extend":
+        return "extend"
+    raise ValueError(f"{name} must be one of {', '.join(_CLIENT_ROOTS)}, got {value!r}")
+
+
 def configure(
     roots: Sequence[str | os.PathLike[str]] | None = None,
     *,
     max_read_bytes: int | None = None,
     max_search_results: int | None = None,
-    client_roots: bool | None = None,
+    client_roots: ClientRoots | bool | None = None,
 ) -> FsConfig:
     """Set the roots and limits; what is not given comes from the environment.
 
     ``MCPACTOR_FS_ROOTS`` (directories separated by ``os.pathsep``),
     ``MCPACTOR_FS_MAX_READ_BYTES`` (default 1 MiB), ``MCPACTOR_FS_MAX_SEARCH_RESULTS``
-    (default 100) and ``MCPACTOR_FS_CLIENT_ROOTS`` (``0`` ignores the client's roots).
+    (default 100) and ``MCPACTOR_FS_CLIENT_ROOTS``: ``narrow`` (the default: the
+    client's roots can only narrow the configured ones), ``ignore`` (or ``0``) or
+    ``extend`` (the client's roots are served too, wherever they are). ``True`` and
+    ``False`` stand for ``narrow`` and ``ignore``.
 
     Raises:
-        ValueError: a root is not a directory, or a limit is not a positive number.
+        ValueError: a root is not a directory, a limit is not a positive number, or
+            ``client_roots`` is none of the above.
     """
     global _config
     if roots is None:
@@ -146,8 +196,11 @@ def configure(
             "MCPACTOR_FS_MAX_SEARCH_RESULTS", _DEFAULT_MAX_SEARCH_RESULTS
         )
     if client_roots is None:
-        flag = os.environ.get("MCPACTOR_FS_CLIENT_ROOTS", "1").strip().lower()
-        client_roots = flag not in ("0", "false", "no", "off")
+        client_roots = _client_roots(
+            os.environ.get("MCPACTOR_FS_CLIENT_ROOTS", "narrow"), "MCPACTOR_FS_CLIENT_ROOTS"
+        )
+    else:
+        client_roots = _client_roots(client_roots, "client_roots")
     for name, value in (
         ("max_read_bytes", max_read_bytes),
         ("max_search_results", max_search_results),
@@ -211,25 +264,85 @@ def _resource_errors(uri: str, ctx: Context) -> Iterator[None]:
         raise RequestError(_INVALID_PARAMS, str(exc), {"uri": uri}) from None
 
 
-def _roots(ctx: Context) -> tuple[str, ...]:
-    """The configured roots, then the client's ``file://`` roots (from a worker thread)."""
-    config = _config
-    if not config.client_roots or ctx.client_capabilities.get("roots") is None:
-        return config.roots
+@dataclass(frozen=True)
+class _Served:
+    """The roots one request may read, and why there are none when there are none."""
+
+    roots: tuple[str, ...]
+    why_none: str | None = None
+
+    def resolve(self, path: str) -> Located:
+        return resolve(path, self.roots, no_roots=self.why_none)
+
+
+def _offered_roots(ctx: Context) -> list[str] | None:
+    """The real paths of the client's ``file://`` directory roots; None if it has none."""
     try:
         offered = trio.from_thread.run(ctx.list_roots)
     except MCPActorError as exc:
         _log.warning("the client declared roots but roots/list failed: %s", exc)
-        return config.roots
-    roots = list(config.roots)
+        return None
+    if len(offered) > _MAX_CLIENT_ROOTS:
+        raise ToolError(
+            f"the client offers {len(offered)} roots, more than the {_MAX_CLIENT_ROOTS} "
+            "this server looks at"
+        )
+    paths: list[str] = []
     for root in offered:
         path = path_from_uri(root.uri)
-        if path is None:
+        # Bounded before realpath walks it, as every path of the client's is.
+        if path is None or "\x00" in path or bounded_path(path) is not None:
             continue
         real = os.path.realpath(path)
-        if real not in roots and os.path.isdir(real):
-            roots.append(real)
-    return tuple(roots)
+        if real not in paths and os.path.isdir(real):
+            paths.append(real)
+    return paths or None
+
+
+def _narrow(configured: Sequence[str], offered: Sequence[str]) -> tuple[str, ...]:
+    """What lies inside both: each client root inside a configured one, and each
+    configured root inside a client root, in the client's order."""
+    found: list[str] = []
+    for client_root in offered:
+        for root in configured:
+            if inside(client_root, root):
+                shared = client_root
+            elif inside(root, client_root):
+                shared = root
+            else:
+                continue
+            if shared not in found:
+                found.append(shared)
+    return tuple(found)
+
+
+def _served(ctx: Context) -> _Served:
+    """The roots this request may read (from a worker thread: it may ask the client)."""
+    config = _config
+    mode = config.client_roots
+    offered = None
+    if mode != "ignore" and ctx.client_capabilities.get("roots") is not None:
+        offered = _offered_roots(ctx)
+    if offered is None:
+        roots = config.roots
+    elif mode == "extend":
+        roots = tuple(dict.fromkeys((*config.roots, *offered)))
+    else:
+        roots = _narrow(config.roots, offered)
+        if config.roots and not roots:
+            return _Served(
+                (),
+                "the client's roots are all outside the directories this server may read "
+                f"({', '.join(config.roots)}): there is nothing both allow",
+            )
+    if roots:
+        return _Served(roots)
+    why = "this server has no roots to read from: set MCPACTOR_FS_ROOTS"
+    if mode == "extend":
+        why += ", or use a client that offers roots"
+    elif mode == "narrow":
+        why += " (the client's roots can only narrow them)"
+    return _Served((), why)
 
 
 # --- results -----------------------------------------------------------------------------
@@ -347,7 +460,7 @@ def read_file(
     """
     if offset < 0:
         raise ToolError(f"offset must be at least 0, got {offset}")
-    located = resolve(path, _roots(ctx))
+    located = _served(ctx).resolve(path)
     limit = _config.max_read_bytes
     window = _read_window(located, offset, limit)
     if offset > window.size:
@@ -382,25 +495,36 @@ def read_file(
     return blocks
 
 
+def _entry_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _checked(entries: Iterator[os.DirEntry[str]]) -> Iterator[os.DirEntry[str]]:
+    for count, entry in enumerate(entries):
+        if count % _CHECK_EVERY == 0:
+            check_cancelled()
+        yield entry
+
+
 def _listing(located: Located) -> Listing:
     fd = open_beneath(located)
     try:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             raise ToolError(f"{located.given!r} is not a directory")
         entries: list[Entry] = []
-        truncated = False
         with os.scandir(fd) as scan:
-            for item in sorted(scan, key=lambda e: e.name):
-                if len(entries) == _MAX_LIST_ENTRIES:
-                    truncated = True
-                    break
-                try:
-                    info = item.stat(follow_symlinks=False)
-                except OSError:
-                    continue  # removed since the directory was read
-                kind = _kind(info.st_mode)
-                size = info.st_size if kind == "file" else None
-                entries.append({"name": item.name, "type": kind, "size": size})
+            # The first entries by name, without holding (or sorting) all of a huge
+            # directory, looking at the request's cancellation on the way.
+            first = heapq.nsmallest(_MAX_LIST_ENTRIES + 1, _checked(scan), key=_entry_name)
+        truncated = len(first) > _MAX_LIST_ENTRIES
+        for item in first[:_MAX_LIST_ENTRIES]:
+            try:
+                info = item.stat(follow_symlinks=False)
+            except OSError:
+                continue  # removed since the directory was read
+            kind = _kind(info.st_mode)
+            size = info.st_size if kind == "file" else None
+            entries.append({"name": item.name, "type": kind, "size": size})
     finally:
         os.close(fd)
     return {"path": located.real, "entries": entries, "truncated": truncated}
@@ -413,7 +537,7 @@ def list_directory(ctx: Context, path: str = ".") -> Listing:
     Args:
         path: an absolute path, a path relative to the first root, or a file:// URI
     """
-    return _listing(resolve(path, _roots(ctx)))
+    return _listing(_served(ctx).resolve(path))
 
 
 @server.tool("stat", annotations=_READ_ONLY)
@@ -423,7 +547,7 @@ def stat_path(path: str, ctx: Context) -> FileInfo:
     Args:
         path: an absolute path, a path relative to the first root, or a file:// URI
     """
-    located = resolve(path, _roots(ctx))
+    located = _served(ctx).resolve(path)
     info = stat_beneath(located)
     modified = datetime.fromtimestamp(info.st_mtime, UTC).isoformat()
     return {
@@ -438,15 +562,17 @@ def stat_path(path: str, ctx: Context) -> FileInfo:
 @server.tool("roots", annotations=_READ_ONLY)
 def list_roots(ctx: Context) -> list[str]:
     """The directories this server may read; relative paths start at the first."""
-    return list(_roots(ctx))
+    return list(_served(ctx).roots)
 
 
 # --- searching -----------------------------------------------------------------------
 
 
-def _name_matches(pattern: str, name: str, relative: str) -> bool:
+def _name_matches(
+    matcher: Callable[[str], object], pattern: str, name: str, relative: str
+) -> bool:
     # A pattern with a slash is matched against the path below the searched directory.
-    return fnmatch.fnmatchcase(relative if "/" in pattern else name, pattern)
+    return matcher(relative if "/" in pattern else name) is not None
 
 
 def _lines_containing(fd: int, needle: str, limit: int) -> Iterator[tuple[int, str]]:
@@ -462,7 +588,12 @@ def _lines_containing(fd: int, needle: str, limit: int) -> Iterator[tuple[int, s
 
 
 def _search_base(
-    base: Located, pattern: str, contains: str | None, found: list[Match], most: int
+    base: Located,
+    matcher: Callable[[str], object],
+    pattern: str,
+    contains: str | None,
+    found: list[Match],
+    most: int,
 ) -> bool:
     """Search below ``base``; return False once more than ``most`` matches were found."""
     limit = _config.max_read_bytes
@@ -480,7 +611,7 @@ def _search_base(
             for name in sorted(filenames):
                 check_cancelled()
                 relative = os.path.normpath(os.path.join(folder, name))
-                if not _name_matches(pattern, name, relative):
+                if not _name_matches(matcher, pattern, name, relative):
                     continue
                 try:
                     info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -525,12 +656,23 @@ def search_files(
         contains: only lines containing this text (case-sensitive)
         path: the directory to search; every root when not given
     """
-    roots = _roots(ctx)
+    # Bounded before anything is compiled or walked.
+    if len(pattern) > _MAX_PATTERN_CHARS:
+        raise ToolError(
+            f"the pattern is {len(pattern)} characters, more than the limit of "
+            f"{_MAX_PATTERN_CHARS}"
+        )
+    if contains is not None and len(contains) > _MAX_CONTAINS_CHARS:
+        raise ToolError(
+            f"contains is {len(contains)} characters, more than the limit of {_MAX_CONTAINS_CHARS}"
+        )
+    served = _served(ctx)
+    roots = served.roots
     if path is not None:
-        bases = [resolve(path, roots)]
+        bases = [served.resolve(path)]
     else:
         if not roots:
-            resolve(".", roots)  # raises: there is nothing to search
+            served.resolve(".")  # raises: there is nothing to search
         # A root inside another root would be searched twice.
         bases = [
             Located(root=root, real=root, given=root)
@@ -539,8 +681,10 @@ def search_files(
         ]
     most = _config.max_search_results
     found: list[Match] = []
+    # Compiled here, once: fnmatch's own cache would keep every client's pattern.
+    matcher = re.compile(fnmatch.translate(pattern)).match
     for base in bases:
-        if not _search_base(base, pattern, contains, found, most):
+        if not _search_base(base, matcher, pattern, contains, found, most):
             return {"matches": found[:most], "truncated": True}
     return {"matches": found, "truncated": False}
 
@@ -557,7 +701,7 @@ def read_resource(path: str, ctx: Context) -> TextResourceContents | BlobResourc
     if not path.startswith("/"):
         raise RequestError(_INVALID_PARAMS, f"{uri!r} is not an absolute file:// URI")
     with _resource_errors(uri, ctx):
-        located = resolve(path, _roots(ctx))
+        located = _served(ctx).resolve(path)
         info = stat_beneath(located)
         if stat.S_ISDIR(info.st_mode):
             listing = json.dumps(_listing(located))
@@ -565,8 +709,8 @@ def read_resource(path: str, ctx: Context) -> TextResourceContents | BlobResourc
         limit = _config.max_read_bytes
         if info.st_size > limit:
             raise ToolError(
-                f"{path!r} is {info.st_size} bytes, more than the limit of {limit}: "
-                "read it in parts with the read tool"
+                f"{path!r} is {info.st_size} bytes, more than the limit of {limit} "
+                "(MCPACTOR_FS_MAX_READ_BYTES): read it in parts with the read tool"
             )
         window = _read_window(located, 0, limit)
     mime = mime_type(window.head, located.real, text=window.text)
@@ -579,10 +723,11 @@ def read_resource(path: str, ctx: Context) -> TextResourceContents | BlobResourc
 @server.completion("file://{+path}", "path")
 def complete_path(value: str, context: dict[str, str], ctx: Context) -> list[str]:
     """Paths under the roots that start with ``value`` (directories end with "/")."""
-    roots = _roots(ctx)
+    served = _served(ctx)
+    roots = served.roots
     folder, _, prefix = value.rpartition("/")
     try:
-        listing = _listing(resolve(folder, roots)) if folder else None
+        listing = _listing(served.resolve(folder)) if folder else None
     except ToolError:
         listing = None
     if listing is None:

@@ -11,6 +11,11 @@
 #    and the walk fails instead of following it out of the root.
 #
 # Files are opened with O_NONBLOCK so that a FIFO cannot hang a worker thread.
+#
+# What the client sends is bounded before any of this: resolving costs a system call per
+# component, each walking the path so far, so a path of a few hundred thousand
+# components would keep a worker thread busy for minutes where nothing can cancel it.
+# A path longer than PATH_MAX or deeper than MAX_PATH_DEPTH components is refused first.
 
 from __future__ import annotations
 
@@ -23,11 +28,15 @@ from dataclasses import dataclass
 from typing import Final
 
 from mcpactor import ToolError
+from mcpactor.protocol import describe
 
 __all__ = [
+    "MAX_PATH_BYTES",
+    "MAX_PATH_DEPTH",
     "Located",
     "PathNotFound",
     "PathRefused",
+    "bounded_path",
     "inside",
     "open_beneath",
     "open_child",
@@ -36,6 +45,13 @@ __all__ = [
     "resolve",
     "stat_beneath",
 ]
+
+#: the longest path accepted, in bytes (Linux's PATH_MAX: longer ones cannot be opened)
+MAX_PATH_BYTES: Final = 4096
+#: the most components a path may have ("a/b/.." has three)
+MAX_PATH_DEPTH: Final = 256
+# A file:// URI quotes each byte in at most three characters.
+_MAX_URI_CHARS: Final = len("file://localhost") + 3 * MAX_PATH_BYTES
 
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
@@ -69,31 +85,54 @@ def inside(path: str, root: str) -> bool:
 
 def path_from_uri(uri: str) -> str | None:
     """The local path of a ``file://`` URI, or None for any other URI."""
+    if len(uri) > _MAX_URI_CHARS:
+        return None
     parts = urllib.parse.urlsplit(uri)
     if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
         return None
     return urllib.parse.unquote(parts.path) or None
 
 
-def resolve(path: str, roots: Sequence[str]) -> Located:
+def bounded_path(path: str) -> str | None:
+    """Why ``path`` is too long or too deep to resolve, or None when it is not."""
+    if len(path) > MAX_PATH_BYTES:  # a character is at least one byte
+        return f"{describe(path)} is longer than {MAX_PATH_BYTES} bytes"
+    size = len(path.encode("utf-8", "surrogatepass"))
+    if size > MAX_PATH_BYTES:
+        return f"{describe(path)} is {size} bytes, longer than {MAX_PATH_BYTES}"
+    depth = path.count("/") + 1
+    if depth > MAX_PATH_DEPTH:
+        return f"{describe(path)} has {depth} components, more than {MAX_PATH_DEPTH}"
+    return None
+
+
+def resolve(path: str, roots: Sequence[str], *, no_roots: str | None = None) -> Located:
     """Resolve ``path`` (absolute, relative to the first root, or a file URI) in ``roots``.
 
+    ``no_roots`` says why there are no roots, when there are none.
+
     Raises:
-        PathRefused: there are no roots, or the path resolves outside all of them.
+        PathRefused: there are no roots, the path is too long or too deep, or it
+            resolves outside all of the roots.
     """
     if not roots:
         raise PathRefused(
-            "this server has no roots to read from: set MCPACTOR_FS_ROOTS, or use a "
-            "client that offers roots"
+            no_roots or "this server has no roots to read from: set MCPACTOR_FS_ROOTS"
         )
-    if "\x00" in path:
-        raise PathRefused(f"{path!r} contains a NUL character")
     local = path
     if path.startswith("file:"):
+        if len(path) > _MAX_URI_CHARS:
+            raise PathRefused(f"{describe(path)} is longer than any path this server reads")
         found = path_from_uri(path)
         if found is None:
             raise PathRefused(f"{path!r} is not a local file:// URI")
         local = found
+    # Bounded before anything walks it (see the top of this module).
+    too_long = bounded_path(local)
+    if too_long is not None:
+        raise PathRefused(too_long)
+    if "\x00" in local:
+        raise PathRefused(f"{path!r} contains a NUL character")
     candidate = local if os.path.isabs(local) else os.path.join(roots[0], local)
     real = os.path.realpath(candidate)
     for root in roots:

@@ -1,7 +1,7 @@
 """An MCP server for read-only SQL over one SQLite database.
 
-Queries are bounded in rows and time, and stop the moment their request is cancelled;
-anything but a single read statement is refused (see ``_readonly.py``).
+Queries are bounded in rows, bytes and time, and stop the moment their request is
+cancelled; anything but a single read statement is refused (see ``_readonly.py``).
 """
 
 from __future__ import annotations
@@ -10,13 +10,16 @@ import base64
 import json
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypedDict
+from typing import Any, Final, TypedDict, TypeVar
+
+import orjson
+import trio
 
 from mcpactor import Context, RequestError, Server, ToolAnnotations, ToolError
 
-from ._readonly import open_guarded
+from ._readonly import MAX_SQL_BYTES, Guard, open_guarded
 
 __all__ = [
     "Column",
@@ -31,6 +34,13 @@ __version__ = "0.1.0"
 _INVALID_PARAMS: Final = -32602
 _DEFAULT_MAX_ROWS: Final = 1000
 _DEFAULT_TIMEOUT: Final = 10.0
+_DEFAULT_MAX_RESULT_BYTES: Final = 1 << 20
+#: rows fetched from SQLite at a time, between two looks at the result's size
+_FETCH_ROWS: Final = 64
+#: queries running at once, each in a worker thread with its own connection
+_MAX_RUNNING: Final = 4
+
+T = TypeVar("T")
 
 Scalar = str | int | float | bool | None
 
@@ -40,8 +50,8 @@ server = Server(
     title="SQLite",
     instructions=(
         "Read-only SQL over one SQLite database. The resource sqlite://tables lists the "
-        "tables, sqlite://tables/{table}/schema describes one. Results are capped in rows "
-        "and time: add WHERE and LIMIT clauses rather than reading whole tables."
+        "tables, sqlite://tables/{table}/schema describes one. Results are capped in rows, "
+        "bytes and time: add WHERE and LIMIT clauses rather than reading whole tables."
     ),
 )
 
@@ -59,6 +69,9 @@ class SqliteConfig:
     max_rows: int = _DEFAULT_MAX_ROWS
     #: seconds one query may run
     timeout: float = _DEFAULT_TIMEOUT
+    #: bytes of JSON one result holds at most; also the longest value a query may make
+    #: or read (SQLite's length limit)
+    max_result_bytes: int = _DEFAULT_MAX_RESULT_BYTES
 
 
 _config = SqliteConfig()
@@ -69,11 +82,13 @@ def configure(
     *,
     max_rows: int | None = None,
     timeout: float | None = None,
+    max_result_bytes: int | None = None,
 ) -> SqliteConfig:
     """Set the database and limits; what is not given comes from the environment.
 
     ``MCPACTOR_SQLITE_DB`` (the database file), ``MCPACTOR_SQLITE_MAX_ROWS`` (default
-    1000) and ``MCPACTOR_SQLITE_TIMEOUT`` (seconds, default 10).
+    1000), ``MCPACTOR_SQLITE_TIMEOUT`` (seconds, default 10) and
+    ``MCPACTOR_SQLITE_MAX_RESULT_BYTES`` (default 1 MiB).
 
     Raises:
         ValueError: a limit is not a positive number.
@@ -86,14 +101,25 @@ def configure(
             max_rows = int(os.environ.get("MCPACTOR_SQLITE_MAX_ROWS", _DEFAULT_MAX_ROWS))
         if timeout is None:
             timeout = float(os.environ.get("MCPACTOR_SQLITE_TIMEOUT", _DEFAULT_TIMEOUT))
+        if max_result_bytes is None:
+            max_result_bytes = int(
+                os.environ.get("MCPACTOR_SQLITE_MAX_RESULT_BYTES", _DEFAULT_MAX_RESULT_BYTES)
+            )
     except ValueError as exc:
-        raise ValueError(f"MCPACTOR_SQLITE_MAX_ROWS or MCPACTOR_SQLITE_TIMEOUT: {exc}") from None
+        raise ValueError(
+            "MCPACTOR_SQLITE_MAX_ROWS, MCPACTOR_SQLITE_TIMEOUT or "
+            f"MCPACTOR_SQLITE_MAX_RESULT_BYTES: {exc}"
+        ) from None
     if max_rows < 1:
         raise ValueError(f"max_rows must be at least 1, got {max_rows!r}")
     if not timeout > 0:
         raise ValueError(f"timeout must be more than 0 seconds, got {timeout!r}")
+    if max_result_bytes < 1024:
+        raise ValueError(f"max_result_bytes must be at least 1024, got {max_result_bytes!r}")
     path = os.path.abspath(os.fspath(database)) if database is not None else None
-    _config = SqliteConfig(database=path, max_rows=max_rows, timeout=timeout)
+    _config = SqliteConfig(
+        database=path, max_rows=max_rows, timeout=timeout, max_result_bytes=max_result_bytes
+    )
     return _config
 
 
@@ -122,19 +148,99 @@ def _json_value(value: Any) -> Any:
     return value
 
 
+def _too_large(limit: int, rows: int) -> ToolError:
+    return ToolError(
+        f"the result is more than the limit of {limit} bytes "
+        f"(MCPACTOR_SQLITE_MAX_RESULT_BYTES) after {rows} rows: ask for fewer rows or "
+        "columns (LIMIT, WHERE), or cut long values with substr()"
+    )
+
+
 def _run(
-    sql: str, params: Sequence[Scalar] | Mapping[str, Scalar], max_rows: int
+    sql: str,
+    params: Sequence[Scalar] | Mapping[str, Scalar],
+    max_rows: int,
+    guard: Guard | None = None,
 ) -> tuple[list[str], list[list[Any]], bool]:
     config = _config
-    with open_guarded(_database(), config.timeout) as (connection, guard):
+    limit = config.max_result_bytes
+    size = len(sql.encode("utf-8", "surrogatepass"))
+    if size > MAX_SQL_BYTES:
+        raise ToolError(f"the query is {size} bytes, more than the limit of {MAX_SQL_BYTES}")
+    rows: list[list[Any]] = []
+    # Counted as rows arrive, so an answer over the limit is never built whole.
+    used = 0
+    truncated = False
+    with open_guarded(_database(), config.timeout, max_value_bytes=limit, guard=guard) as (
+        connection,
+        guard,
+    ):
         try:
             cursor = connection.execute(sql, params)
             columns = [column[0] for column in cursor.description or ()]
-            rows = cursor.fetchmany(max_rows + 1)
+            while not truncated:
+                batch = cursor.fetchmany(min(_FETCH_ROWS, max_rows + 1 - len(rows)))
+                if not batch:
+                    break
+                for raw in batch:
+                    if len(rows) == max_rows:
+                        truncated = True
+                        break
+                    row = [_json_value(v) for v in raw]
+                    used += len(orjson.dumps(row)) + 1
+                    if used > limit:
+                        raise _too_large(limit, len(rows))
+                    rows.append(row)
         except (sqlite3.Error, sqlite3.Warning) as exc:
             raise guard.explain(exc) from None
-    truncated = len(rows) > max_rows
-    return columns, [[_json_value(v) for v in row] for row in rows[:max_rows]], truncated
+    return columns, rows, truncated
+
+
+async def _interruptible(work: Callable[[Guard], T], timeout: float) -> T:
+    """Run ``work`` in a worker thread; interrupt its statement at the deadline or when
+    the request is cancelled, rather than wait for SQLite's next progress callback."""
+    guard = Guard(timeout, max_value_bytes=_config.max_result_bytes)
+    finished = False
+
+    async def watch() -> None:
+        try:
+            await trio.sleep(timeout)
+            guard.stop("timeout")
+        finally:
+            if not finished:
+                guard.stop("cancelled")
+
+    done: list[T] = []
+
+    def capture() -> Exception | None:
+        # The work's own error is raised outside the nursery, not inside a group.
+        try:
+            done.append(work(guard))
+        except Exception as exc:
+            return exc
+        return None
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch)
+        try:
+            # The thread is never abandoned: a stop makes it return promptly.
+            error = await trio.to_thread.run_sync(capture, limiter=_limiter())
+        finally:
+            finished = True
+            nursery.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return done[0]
+
+
+_running: trio.CapacityLimiter | None = None
+
+
+def _limiter() -> trio.CapacityLimiter:
+    global _running
+    if _running is None:
+        _running = trio.CapacityLimiter(_MAX_RUNNING)
+    return _running
 
 
 _READ_ONLY: Final = ToolAnnotations(
@@ -143,10 +249,11 @@ _READ_ONLY: Final = ToolAnnotations(
 
 
 @server.tool(annotations=_READ_ONLY)
-def query(sql: str, params: list[Scalar] | dict[str, Scalar] | None = None) -> QueryResult:
+async def query(sql: str, params: list[Scalar] | dict[str, Scalar] | None = None) -> QueryResult:
     """Run one read-only SQL statement (SELECT, WITH, VALUES, EXPLAIN, PRAGMA table_info…).
 
-    Writes, ATTACH and setting PRAGMAs are refused. Rows and run time are capped.
+    Writes, ATTACH, setting PRAGMAs and functions a read has no use for are refused.
+    Rows, bytes and run time are capped.
 
     Args:
         sql: a single SQL statement; use ? or :name placeholders for values
@@ -154,7 +261,12 @@ def query(sql: str, params: list[Scalar] | dict[str, Scalar] | None = None) -> Q
     """
     if not sql.strip():
         raise ToolError("the query is empty")
-    columns, rows, truncated = _run(sql, params or [], _config.max_rows)
+    config = _config
+
+    def work(guard: Guard) -> tuple[list[str], list[list[Any]], bool]:
+        return _run(sql, params or [], config.max_rows, guard)
+
+    columns, rows, truncated = await _interruptible(work, config.timeout)
     return {"columns": columns, "rows": rows, "truncated": truncated}
 
 

@@ -1,4 +1,4 @@
-# How a query is kept to reading, and to its time.
+# How a query is kept to reading, to its time and to its size.
 #
 # Writes meet three guards, each enough on its own for the database file:
 #
@@ -7,19 +7,29 @@
 # - an authorizer that allows only what a read statement does (a whitelist of actions,
 #   checked by SQLite while it compiles the statement, so no SQL parsing of ours can be
 #   fooled). It also stops what a read-only open does not: ATTACH (which creates files,
-#   and is the first step of VACUUM INTO), PRAGMAs that change settings, and
-#   load_extension.
+#   and is the first step of VACUUM INTO) and PRAGMAs that change settings. Functions
+#   are allowed by name from the list of those a read needs (core, date, math, JSON,
+#   window and full-text functions): ``load_extension``, ``fts3_tokenizer`` (which
+#   hands out and takes native pointers), ``fts5()``, ``sqlite_log`` and whatever an
+#   extension or a later SQLite adds are refused.
 #
 # Python's sqlite3 itself refuses a second statement in one ``execute``.
 #
 # Time: a progress handler, called every few hundred virtual machine steps, asks
 # whether the request was cancelled (``mcpactor.check_cancelled``) and whether the
 # deadline passed, and interrupts the statement if so. It cannot raise through SQLite's
-# C frames, so it records why it stopped and the caller raises afterwards.
+# C frames, so it records why it stopped and the caller raises afterwards. The handler
+# only runs between steps, so each step is kept small: SQLite's length limit bounds every
+# string and blob a step can make or read (``printf('%.*c', 40000000, 'x')`` gives up at
+# once instead of running for seconds), the column limit bounds a row, and the other
+# limits bound the statement. ``Guard.stop`` interrupts the statement from another
+# thread (the query tool's deadline and cancellation), reaching inside a step where
+# SQLite looks.
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -28,10 +38,54 @@ from typing import Final
 
 from mcpactor import ToolError, check_cancelled
 
-__all__ = ["Guard", "open_guarded"]
+__all__ = ["ALLOWED_FUNCTIONS", "MAX_COLUMNS", "Guard", "open_guarded"]
 
 #: virtual machine steps between two looks at the clock and the request's cancellation
 PROGRESS_STEPS: Final = 500
+#: the most columns a result may have (set once the schema is read, so wider tables
+#: still open): with the length limit, what bounds one row
+MAX_COLUMNS: Final = 256
+#: the longest SQL text accepted, in bytes
+MAX_SQL_BYTES: Final = 1 << 20
+#: the longest LIKE or GLOB pattern
+MAX_PATTERN_BYTES: Final = 10_000
+
+#: the functions a read-only query may call: SQLite's core scalar, aggregate, window,
+#: date and time, math and JSON functions, and the full-text search helpers
+ALLOWED_FUNCTIONS: Final = frozenset(
+    {
+        # core scalar functions
+        "abs", "char", "coalesce", "concat", "concat_ws", "format", "glob", "hex",
+        "ifnull", "iif", "if", "instr", "length", "like", "likelihood", "likely", "lower",
+        "ltrim", "max", "min", "nullif", "octet_length", "printf", "quote", "random",
+        "randomblob", "replace", "round", "rtrim", "sign", "soundex",
+        "sqlite_compileoption_get", "sqlite_compileoption_used", "sqlite_source_id",
+        "sqlite_version", "substr", "substring", "trim", "typeof", "unhex", "unicode",
+        "unlikely", "upper", "zeroblob",
+        # aggregate functions
+        "avg", "count", "group_concat", "string_agg", "sum", "total", "median",
+        "percentile", "percentile_cont", "percentile_disc",
+        # window functions
+        "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag",
+        "lead", "first_value", "last_value", "nth_value",
+        # date and time
+        "date", "time", "datetime", "julianday", "unixepoch", "strftime", "timediff",
+        "current_date", "current_time", "current_timestamp",
+        # math
+        "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling",
+        "cos", "cosh", "degrees", "exp", "floor", "ln", "log", "log10", "log2", "mod",
+        "pi", "pow", "power", "radians", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+        # JSON (and its -> and ->> operators)
+        "->", "->>", "json", "jsonb", "json_array", "jsonb_array", "json_array_length",
+        "json_error_position", "json_extract", "jsonb_extract", "json_insert",
+        "jsonb_insert", "json_object", "jsonb_object", "json_patch", "jsonb_patch",
+        "json_pretty", "json_quote", "json_remove", "jsonb_remove", "json_replace",
+        "jsonb_replace", "json_set", "jsonb_set", "json_type", "json_valid",
+        "json_group_array", "jsonb_group_array", "json_group_object", "jsonb_group_object",
+        # full-text search: MATCH and the ranking and highlighting helpers
+        "match", "bm25", "highlight", "snippet", "matchinfo", "offsets",
+    }
+)  # fmt: skip
 
 _ACTION_NAMES: Final = {
     getattr(sqlite3, f"SQLITE_{name}"): name.replace("_", " ")
@@ -95,6 +149,7 @@ _BARE_PRAGMAS: Final = frozenset(
         "application_id",
         "collation_list",
         "compile_options",
+        "data_version",  # asked by FTS5 as it reads its index
         "database_list",
         "encoding",
         "freelist_count",
@@ -109,19 +164,47 @@ _BARE_PRAGMAS: Final = frozenset(
     }
 )
 _SCHEMA_TABLES: Final = frozenset({"sqlite_master", "sqlite_temp_master", "sqlite_schema"})
-_DENIED_FUNCTIONS: Final = frozenset({"load_extension"})
 
 
 class Guard:
     """The authorizer and progress handler of one connection, and what they saw."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, *, max_value_bytes: int) -> None:
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
+        #: the longest string or blob a statement may make or read
+        self.max_value_bytes = max_value_bytes
         #: what the authorizer refused first, in words
         self.denied: str | None = None
-        #: why the progress handler interrupted the statement
+        #: why the statement was interrupted: "cancelled" or "timeout"
         self.stopped: str | None = None
+        # The connection a statement may be running on, for ``stop`` from other threads.
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._done = False
+
+    def attach(self, connection: sqlite3.Connection) -> None:
+        """Let ``stop`` interrupt the statements of ``connection`` from now on."""
+        with self._lock:
+            self._connection = connection
+
+    def detach(self) -> None:
+        """Forget the connection (before it is closed): ``stop`` does nothing after this."""
+        with self._lock:
+            self._connection = None
+            self._done = True
+
+    def stop(self, reason: str) -> None:
+        """Interrupt the running statement for ``reason``; callable from any thread.
+
+        A statement not started yet is stopped by the progress handler at its first look.
+        """
+        with self._lock:
+            if self.stopped is not None or self._done:
+                return
+            self.stopped = reason
+            if self._connection is not None:
+                self._connection.interrupt()
 
     def authorize(
         self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None
@@ -129,7 +212,7 @@ class Guard:
         """SQLite's authorizer callback: allow the actions of a read statement only."""
         if action in _READ_ACTIONS:
             return sqlite3.SQLITE_OK
-        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() not in _DENIED_FUNCTIONS:
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in ALLOWED_FUNCTIONS:
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_PRAGMA:
             pragma = (arg1 or "").lower()
@@ -146,6 +229,8 @@ class Guard:
 
     def progress(self) -> int:
         """SQLite's progress handler: non-zero interrupts the statement."""
+        if self.stopped is not None:
+            return 1
         try:
             check_cancelled()
         except BaseException:
@@ -175,6 +260,17 @@ class Guard:
             )
         if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in str(exc):
             return ToolError("refused: send one statement at a time")
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_TOOBIG:
+            return ToolError(
+                "a value of the query is more than the limit of "
+                f"{self.max_value_bytes} bytes (MCPACTOR_SQLITE_MAX_RESULT_BYTES): "
+                "cut long values with substr() or leave them out"
+            )
+        if "too many columns in result set" in str(exc):
+            return ToolError(
+                f"the query failed: more than {MAX_COLUMNS} columns in the result; "
+                "name the columns you need"
+            )
         return ToolError(f"the query failed: {exc}")
 
 
@@ -197,9 +293,15 @@ def database_uri(path: str) -> str:
 
 
 @contextmanager
-def open_guarded(path: str, timeout: float) -> Iterator[tuple[sqlite3.Connection, Guard]]:
-    """Open ``path`` read-only with the guards installed; close it on exit."""
-    guard = Guard(timeout)
+def open_guarded(
+    path: str, timeout: float, *, max_value_bytes: int, guard: Guard | None = None
+) -> Iterator[tuple[sqlite3.Connection, Guard]]:
+    """Open ``path`` read-only with the guards and limits installed; close it on exit.
+
+    ``guard``, when given, is the one another thread may ``stop`` the statement with.
+    """
+    if guard is None:
+        guard = Guard(timeout, max_value_bytes=max_value_bytes)
     try:
         connection = sqlite3.connect(
             database_uri(path), uri=True, isolation_level=None, timeout=min(timeout, 5.0)
@@ -208,8 +310,24 @@ def open_guarded(path: str, timeout: float) -> Iterator[tuple[sqlite3.Connection
         raise ToolError(f"cannot open the database {path!r}: {exc}") from None
     try:
         connection.execute("PRAGMA query_only = ON")
+        connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_BYTES)
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, MAX_PATTERN_BYTES)
+        connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        try:
+            # Read the schema first: a table wider than the column limit, or a long
+            # CREATE statement, is then known, and only what queries read and make is
+            # held to the limits.
+            connection.execute("SELECT 1 FROM sqlite_master LIMIT 0").fetchall()
+        except sqlite3.Error as exc:
+            raise ToolError(f"cannot read the database {path!r}: {exc}") from None
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value_bytes)
+        connection.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
         connection.set_authorizer(guard.authorize)
         connection.set_progress_handler(guard.progress, PROGRESS_STEPS)
-        yield connection, guard
+        guard.attach(connection)
+        try:
+            yield connection, guard
+        finally:
+            guard.detach()
     finally:
         connection.close()
