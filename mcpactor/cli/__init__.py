@@ -275,6 +275,20 @@ def _add_serve_parser(commands: Any) -> argparse.ArgumentParser:
     return serve
 
 
+def _comma_list(text: str) -> tuple[str, ...]:
+    # Addresses or networks, comma-separated, each checked here so a typo is named.
+    from ..transports._forwarded import parse_networks
+
+    items = tuple(item.strip() for item in text.split(",") if item.strip())
+    try:
+        parse_networks(items, option="--forwarded-allow-ips")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).partition(": ")[2]) from None
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected addresses or networks, got {text!r}")
+    return items
+
+
 def _count(text: str) -> int:
     # A positive integer; ``1_000`` reads as in Python and TOML.
     try:
@@ -466,6 +480,20 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
         type=_count,
         metavar="N",
         help="live sessions one client address may hold (default: 256)",
+    )
+    http.add_argument(
+        "--forwarded-allow-ips",
+        type=_comma_list,
+        metavar="ADDRESSES",
+        help="comma-separated addresses or networks of reverse proxies whose forwarded "
+        "client address (X-Forwarded-For, or --forwarded-header) counts for the per-client "
+        "limit and the access log (default: none, the peer's address counts)",
+    )
+    http.add_argument(
+        "--forwarded-header",
+        choices=("x-forwarded-for", "forwarded"),
+        help="the header those proxies write the client's address to (default: "
+        "x-forwarded-for); only that one is read",
     )
     http.add_argument(
         "--max-connections",

@@ -37,6 +37,8 @@ _HTTP_FLAGS: Final = (
     "keep_alive_timeout",
     "request_timeout",
     "health_path",
+    "forwarded_allow_ips",
+    "forwarded_header",
 )
 
 
