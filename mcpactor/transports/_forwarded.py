@@ -100,12 +100,10 @@ class TrustedProxies:
 
     def _address(self, hop: str) -> str | None:
         # One element's address, as an IP address text; None if it is not one.
-        text = hop.strip()
+        text: str | None = hop.strip()
         if self._forwarded:
-            text = _for_parameter(text)
-            if text is None:
-                return None
-        if len(text) > _MAX_ADDRESS:
+            text = _for_parameter(hop)
+        if text is None or len(text) > _MAX_ADDRESS:
             return None
         return _ip_text(text)
 
