@@ -73,11 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # From WARNING, a step per -v down and per -q up (the file's level gives way too).
         step = min(max(2 - args.verbose + args.quiet, 0), len(_LOG_LEVELS) - 1)
         args.log_level = _LOG_LEVELS[step]
-    logging.basicConfig(
-        level=args.log_level or "WARNING",
-        stream=sys.stderr,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    from ..observability import TextFormatter
+
+    # Text lines that escape what came off the wire (see TextFormatter).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TextFormatter())
+    logging.basicConfig(level=args.log_level or "WARNING", handlers=[handler])
     try:
         if args.command == "serve":
             from ._serve import serve
