@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import secrets
 import sys
 from collections.abc import Awaitable, Callable
@@ -185,6 +186,8 @@ async def with_admin(
         return
     from ..admin import create_admin_app, serve_admin
 
+    # What operators do is logged whatever --log-level says of the rest.
+    logging.getLogger("mcpactor.admin.audit").setLevel(logging.INFO)
     host, port = admin_bind(args.admin, allow_remote=args.admin_allow_remote)
     token, made = admin_token(args.admin_token_file)
     shared = getattr(args, "shared_store", None)
