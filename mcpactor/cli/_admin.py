@@ -14,7 +14,6 @@ import argparse
 import ipaddress
 import logging
 import secrets
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -225,7 +224,9 @@ async def with_admin(
         said = f" (token: {token})" if made else f" (token: {args.admin_token_file})"
         if resource_server is not None:
             said += f"; or an access token with the {scope} scope"
-        print(f"mcpactor: admin page http://{where}:{bound_port}/{said}", file=sys.stderr)
+        from ._report import say
+
+        say(f"admin page http://{where}:{bound_port}/{said}")
         if snapshots is not None:
             from ..store._snapshots import replica_summary
 
