@@ -390,7 +390,8 @@ class _Supervisor:
                 if not worker.served:
                     worker.served = True
                     self.waiting -= 1
-                    if self.waiting == 0 and self.on_ready is not None:
+                    ready = self.waiting == 0 and not self.stopping.is_set()
+                    if ready and self.on_ready is not None:
                         self.on_ready()
             elif "lines" in message:
                 run.report = message
