@@ -14,6 +14,7 @@ import attrs
 
 from ._config_reader import Reader
 from ._exceptions import ConfigError
+from .transports._forwarded import FORWARDED_HEADERS, parse_networks
 from .transports._http_options import _LIMITS, _POSITIVE_SECONDS
 
 __all__ = ["HttpConfig", "read_http_config"]
@@ -65,6 +66,9 @@ class HttpConfig:
     request_timeout: float | None = None
     write_timeout: float | None = None
     websocket_idle_timeout: float | None = None
+    #: the reverse proxies whose forwarded client address is honoured, and the header
+    forwarded_allow_ips: tuple[str, ...] | None = None
+    forwarded_header: str | None = None
 
     def options(self) -> dict[str, Any]:
         """The ``HttpOptions`` keyword arguments the file sets (``authenticate`` unloaded)."""
@@ -91,6 +95,8 @@ _HTTP_OPTION_KEYS: Final = (
     "authenticate",
     "www_authenticate",
     "access_log",
+    "forwarded_allow_ips",
+    "forwarded_header",
     *_HTTP_PATH_KEYS,
     *_HTTP_COUNT_KEYS,
     *_HTTP_SECONDS_KEYS,
@@ -166,6 +172,19 @@ def read_http_config(reader: Reader, table: Mapping[str, Any]) -> HttpConfig:
         seconds = reader.seconds(table, key)
         if seconds is not None:
             given[key] = seconds
+    proxies = reader.string_list(table, "forwarded_allow_ips")
+    if proxies is not None:
+        try:
+            parse_networks(proxies, option="forwarded_allow_ips")
+        except ValueError:
+            raise reader.error(
+                "forwarded_allow_ips", "expected IP addresses or networks", proxies
+            ) from None
+        given["forwarded_allow_ips"] = proxies
+    if "forwarded_header" in table:
+        given["forwarded_header"] = reader.choice(
+            table, "forwarded_header", FORWARDED_HEADERS, "x-forwarded-for"
+        )
     return HttpConfig(
         host=reader.optional(table, "host", str, "127.0.0.1"),
         port=port,

@@ -10,8 +10,18 @@ command with one listening socket handed down (``--worker-socket FD``):
   every worker accepts on one shared socket.
 - The sockets stay open in the supervisor, so a worker that is restarted finds the
   connections that arrived meanwhile waiting in its socket's backlog.
-- Each worker is a trio task of the supervisor: a worker that exits on its own is started
-  again, after a delay that doubles while it keeps failing soon after starting.
+- A worker imports what it serves as the supervisor did: it starts with the supervisor's
+  ``sys.path`` (``worker_command``), so a target that the supervisor could load, and
+  the modules beside it, load in the worker too.
+- Each worker tells the supervisor, through a pipe of its own (``--worker-status FD``),
+  that it serves, or why it could not start. The supervisor says where it serves once
+  every worker serves. A worker that exits before it ever served stops the supervisor,
+  which says the worker's error and exits with its status: a worker that cannot load its
+  target would fail again on every start, while the port accepted connections nobody
+  answers.
+- Each worker is a trio task of the supervisor: a worker that exits after it served is
+  started again, after a delay that doubles while it keeps failing soon after starting;
+  after ``MAX_QUICK_EXITS`` such exits in a row the supervisor gives up and stops.
 - Workers run in sessions of their own, so a terminal's Ctrl-C reaches the supervisor
   alone: it sends each worker one SIGTERM per signal it gets (the first stops them
   gracefully, a second at once).
@@ -26,38 +36,61 @@ worker serves any session, and ``--workers`` no longer needs ``--stateless``.
 
 from __future__ import annotations
 
+import errno
+import json
 import logging
 import os
 import secrets
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
-from typing import Final
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Final
 
 import attrs
 import trio
 
 __all__ = [
+    "MAX_QUICK_EXITS",
+    "PATH_ENV",
     "USAGE_EXIT",
+    "WorkerFailure",
     "bind_sockets",
     "replica_id",
     "supervise",
+    "tell_supervisor",
     "watch_lifeline",
+    "worker_command",
     "workers_refusal",
 ]
 
 _log = logging.getLogger("mcpactor.workers")
 
-#: the exit code of ``mcpactor serve`` when it cannot start (arguments, configuration),
-#: and of a worker whose server does not reach serving (a lifespan fails): a worker that
-#: exits with it soon after starting is not started again
+#: the exit code of ``mcpactor serve`` when the command line or the configuration is wrong
 USAGE_EXIT: Final = 2
+#: exits in a row, each soon after its start, after which a worker is not started again
+#: and the supervisor stops
+MAX_QUICK_EXITS: Final = 8
+#: the environment variable that hands a worker the supervisor's ``sys.path`` (JSON)
+PATH_ENV: Final = "MCPACTOR_WORKER_PATH"
 # Seconds before a worker that exited is started again; doubled for each exit that
 # followed its start within _STABLE_AFTER seconds, up to _MAX_DELAY.
 _FIRST_DELAY: Final = 0.5
 _MAX_DELAY: Final = 30.0
 _STABLE_AFTER: Final = 30.0
+# The most a worker's status says (bytes): a line saying it serves, or its error.
+_MAX_STATUS: Final = 64 * 1024
+_MAX_LINES: Final = 20
+_MAX_LINE: Final = 4096
+
+# Run as ``python -c``: the supervisor's sys.path first, then the command line, so that
+# the worker imports mcpactor, and what it serves, from where the supervisor did.
+_BOOTSTRAP: Final = (
+    "import json, os, sys\n"
+    f"sys.path[:] = json.loads(os.environ.pop({PATH_ENV!r}))\n"
+    "from mcpactor.cli import main\n"
+    "sys.exit(main())\n"
+)
 
 
 def workers_refusal(workers: int, *, stateless: bool, store: str | None) -> str | None:
@@ -115,6 +148,17 @@ def bind_sockets(host: str, port: int, count: int, *, backlog: int) -> list[sock
     return sockets
 
 
+def worker_command(argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of a worker of ``mcpactor`` ``argv``.
+
+    This interpreter, with this process's ``sys.path`` (the folder of a script it served
+    included), so that the worker imports what the supervisor imported.
+    """
+    environment = dict(os.environ)
+    environment[PATH_ENV] = json.dumps(sys.path)
+    return [sys.executable, "-c", _BOOTSTRAP, *argv], environment
+
+
 async def watch_lifeline(fd: int, stop: trio.Event) -> None:
     """Set ``stop`` once the supervisor's end of the lifeline pipe ``fd`` closes."""
     try:
@@ -125,20 +169,72 @@ async def watch_lifeline(fd: int, stop: trio.Event) -> None:
         os.close(fd)
 
 
+def tell_supervisor(fd: int, message: Mapping[str, Any]) -> None:
+    """Write the worker's status ``message`` on the pipe ``fd``, then close it.
+
+    ``{"ready": true}`` once it serves; ``{"status": N, "lines": [...], "traceback":
+    text or null}`` when it could not start (what ``mcpactor`` would have said).
+    """
+    data = json.dumps(message).encode() + b"\n"
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError as exc:
+        # The supervisor is gone: the lifeline stops this worker anyway.
+        _log.debug("could not tell the supervisor: %s", exc)
+    finally:
+        os.close(fd)
+
+
+@attrs.frozen
+class WorkerFailure:
+    """Why the supervisor stopped: a worker's error, as ``mcpactor`` reports an error."""
+
+    #: the worker's number
+    worker: int
+    #: the exit status the supervisor exits with
+    status: int
+    #: the short report, one message a line
+    lines: tuple[str, ...]
+    #: the worker's traceback (with ``--debug``), or None
+    traceback: str | None = None
+
+
 @attrs.define
 class _Worker:
     number: int
     listener: socket.socket
     process: trio.Process | None = None
     exit_code: int | None = None
+    #: it said it serves, at least once
+    served: bool = False
+
+
+@attrs.define
+class _Run:
+    # What one run of a worker said and did.
+    ready: bool = False
+    report: dict[str, Any] | None = None
+    code: int = 0
 
 
 class _Supervisor:
-    def __init__(self, command: Sequence[str], sockets: Sequence[socket.socket], count: int):
+    def __init__(
+        self,
+        command: Sequence[str],
+        sockets: Sequence[socket.socket],
+        count: int,
+        *,
+        env: Mapping[str, str] | None,
+        on_ready: Callable[[], None] | None,
+    ):
         self.command = list(command)
+        self.env = env
+        self.on_ready = on_ready
         self.workers = [_Worker(n, sockets[n % len(sockets)]) for n in range(count)]
+        self.waiting = count
         self.stopping = trio.Event()
-        self.failed: int | None = None
+        self.failure: WorkerFailure | None = None
 
     async def run(self, stop: trio.Event | None) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -150,8 +246,8 @@ class _Supervisor:
                     for worker in self.workers:
                         running.start_soon(self._keep_running, worker)
                 nursery.cancel_scope.cancel()
-        if self.failed is not None:
-            return self.failed
+        if self.failure is not None:
+            return self.failure.status
         return 0 if all(worker.exit_code == 0 for worker in self.workers) else 1
 
     async def _forward(self, signals: AsyncIterator[int]) -> None:
@@ -174,35 +270,60 @@ class _Supervisor:
             if process is not None and process.returncode is None:
                 process.send_signal(signal.SIGTERM)
 
+    def _fail(self, failure: WorkerFailure) -> None:
+        # The first failure is the one said; the others' workers are being stopped.
+        if self.failure is None:
+            self.failure = failure
+        self.stopping.set()
+        self._signal_all()
+
     async def _keep_running(self, worker: _Worker) -> None:
         quick_exits = 0
         while not self.stopping.is_set():
             started = trio.current_time()
-            code = await self._run_once(worker)
-            worker.exit_code = code
+            run = await self._run_once(worker)
+            worker.exit_code = run.code
             if self.stopping.is_set():
                 return
             ran = trio.current_time() - started
-            if code == USAGE_EXIT and ran < _STABLE_AFTER:
-                _log.error("worker %d could not start (exit code %d)", worker.number, code)
-                self.failed = code
-                self.stopping.set()
-                self._signal_all()
+            if not run.ready and not worker.served:
+                # It never served: every start would fail the same way.
+                self._fail(_failure(worker.number, run))
                 return
-            quick_exits = quick_exits + 1 if ran < _STABLE_AFTER else 0
+            quick_exits = quick_exits + 1 if ran < _STABLE_AFTER or not run.ready else 0
+            if not run.ready:
+                for line in _failure(worker.number, run).lines:
+                    _log.warning("worker %d could not start again: %s", worker.number, line)
+            if quick_exits >= MAX_QUICK_EXITS:
+                failure = _failure(worker.number, run)
+                self._fail(
+                    attrs.evolve(
+                        failure,
+                        status=1,
+                        lines=(
+                            f"worker {worker.number} exited {quick_exits} times in a row, "
+                            f"each within {_STABLE_AFTER:.0f} s of its start (the last with "
+                            f"code {run.code}); not starting it again",
+                            *failure.lines,
+                        ),
+                    )
+                )
+                return
             delay = min(_MAX_DELAY, _FIRST_DELAY * 2 ** max(quick_exits - 1, 0))
             _log.warning(
                 "worker %d exited with code %s after %.1f s; starting it again in %.1f s",
                 worker.number,
-                code,
+                run.code,
                 ran,
                 delay,
             )
             with trio.move_on_after(delay):
                 await self.stopping.wait()
 
-    async def _run_once(self, worker: _Worker) -> int:
+    async def _run_once(self, worker: _Worker) -> _Run:
+        run = _Run()
         lifeline, held = os.pipe()
+        reading, status = os.pipe()
         listener = worker.listener.fileno()
         command = [
             *self.command,
@@ -210,24 +331,117 @@ class _Supervisor:
             str(listener),
             "--worker-lifeline",
             str(lifeline),
+            "--worker-status",
+            str(status),
             "--worker-number",
             str(worker.number),
         ]
         try:
             try:
                 process = await trio.lowlevel.open_process(
-                    command, pass_fds=(listener, lifeline), start_new_session=True
+                    command,
+                    pass_fds=(listener, lifeline, status),
+                    start_new_session=True,
+                    env=self.env,
                 )
             finally:
                 os.close(lifeline)
+                os.close(status)
             worker.process = process
             if self.stopping.is_set():
                 process.send_signal(signal.SIGTERM)
-            return await process.wait()
+            os.set_blocking(reading, False)
+            said = bytearray()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._listen, worker, run, reading, said)
+                run.code = await process.wait()
+                nursery.cancel_scope.cancel()
+            # What it wrote before it exited is in the pipe still.
+            _drain(reading, said)
+            self._heard(worker, run, said)
+            return run
         finally:
             worker.process = None
+            os.close(reading)
             # The worker sees the lifeline close: if this task is cancelled, it stops.
             os.close(held)
+
+    async def _listen(self, worker: _Worker, run: _Run, fd: int, said: bytearray) -> None:
+        while True:
+            await trio.lowlevel.wait_readable(fd)
+            open_ = _drain(fd, said)
+            self._heard(worker, run, said)
+            if not open_:
+                return
+
+    def _heard(self, worker: _Worker, run: _Run, said: bytearray) -> None:
+        # Each whole line the worker wrote: that it serves, or why it could not start.
+        while b"\n" in said:
+            line, _, rest = bytes(said).partition(b"\n")
+            said[:] = rest
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if type(message) is not dict:
+                continue
+            if message.get("ready") is True and not run.ready:
+                run.ready = True
+                if not worker.served:
+                    worker.served = True
+                    self.waiting -= 1
+                    ready = self.waiting == 0 and not self.stopping.is_set()
+                    if ready and self.on_ready is not None:
+                        self.on_ready()
+            elif "lines" in message:
+                run.report = message
+
+
+def _drain(fd: int, said: bytearray) -> bool:
+    # Read what is there into ``said`` (bounded); False once the pipe is closed.
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            return True
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                continue
+            return False
+        if not chunk:
+            return False
+        if len(said) < _MAX_STATUS:
+            said += chunk[: _MAX_STATUS - len(said)]
+
+
+def _failure(number: int, run: _Run) -> WorkerFailure:
+    # The worker's own report where it made one; else what its exit says.
+    code = run.code
+    status = code if code > 0 else 1
+    report = run.report
+    if report is not None:
+        lines = report.get("lines")
+        if type(lines) is list and lines and all(type(line) is str for line in lines):
+            given = report.get("status")
+            traceback = report.get("traceback")
+            return WorkerFailure(
+                worker=number,
+                status=given if type(given) is int and given > 0 else status,
+                lines=tuple(line[:_MAX_LINE] for line in lines[:_MAX_LINES]),
+                traceback=traceback if type(traceback) is str else None,
+            )
+    if code < 0:
+        try:
+            how = f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"was killed by signal {-code}"
+    else:
+        how = f"exited with code {code}"
+    return WorkerFailure(
+        worker=number,
+        status=status,
+        lines=(f"worker {number} {how} before it served (its stderr says why)",),
+    )
 
 
 async def supervise(
@@ -236,11 +450,27 @@ async def supervise(
     count: int,
     *,
     stop: trio.Event | None = None,
+    env: Mapping[str, str] | None = None,
+    on_ready: Callable[[], None] | None = None,
+    on_failure: Callable[[WorkerFailure], None] | None = None,
 ) -> int:
     """Run ``count`` workers of ``command`` on ``sockets`` until a signal; return an exit code.
 
-    Each worker runs ``command`` plus ``--worker-socket FD --worker-lifeline FD``. Setting
-    ``stop`` stops them as a first SIGTERM does. The exit code is 0 when every worker
-    stopped cleanly, ``USAGE_EXIT`` when one could not start, and 1 otherwise.
+    Each worker runs ``command`` plus ``--worker-socket FD --worker-lifeline FD
+    --worker-status FD --worker-number N``, in ``env`` (default: this process's).
+    ``on_ready`` is called once every worker has said it serves. Setting ``stop`` stops
+    them as a first SIGTERM does. A worker that exits before it served, or exits
+    ``MAX_QUICK_EXITS`` times in a row soon after starting, stops them all: ``on_failure``
+    (default: log it) gets why, and the exit code is the worker's status. Otherwise it is
+    0 when every worker stopped cleanly, 1 if not.
     """
-    return await _Supervisor(command, sockets, count).run(stop)
+    supervisor = _Supervisor(command, sockets, count, env=env, on_ready=on_ready)
+    code = await supervisor.run(stop)
+    failure = supervisor.failure
+    if failure is not None:
+        if on_failure is not None:
+            on_failure(failure)
+        else:
+            for line in failure.lines:
+                _log.error("worker %d: %s", failure.worker, line)
+    return code

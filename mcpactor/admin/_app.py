@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 import trio
-from quart import Response, make_response, redirect, request
+from quart import Response, g, make_response, redirect, request
 from quart_trio import QuartTrio
 
 from .._config_admin import DEFAULT_ADMIN_SCOPE
@@ -53,6 +53,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger("mcpactor.admin")
+#: what operators did: each action and sign-in, with what it acted on, the credential
+#: and the remote address (shown at INFO whatever the level of the rest)
+_audit = logging.getLogger("mcpactor.admin.audit")
 
 #: the cookie the login form sets
 ADMIN_COOKIE: Final = "mcpactor-admin"
@@ -172,6 +175,7 @@ def create_admin_app(
                 403,
                 {"WWW-Authenticate": challenge},
             )
+        g.admin_credential = f"access token of {principal.subject[:_MAX_PARAM]!r}"
         return None
 
     def _refused() -> Response:
@@ -197,6 +201,7 @@ def create_admin_app(
             if request.method == "GET" and request.path == "/":
                 return redirect("login")  # type: ignore[return-value]
             return _refused()
+        g.admin_credential = "admin token" if how == "bearer" else "admin sign-in cookie"
         if request.method == "POST" and how == "cookie":
             sent = request.headers.get("X-Admin-CSRF", "")
             if not hmac.compare_digest(sent.encode(), csrf_value.encode()):
@@ -226,10 +231,12 @@ def create_admin_app(
         form = await request.form
         given = form.get("token", "")[: _MAX_PARAM * 4]
         if not hmac.compare_digest(given.strip().encode(), token.encode()):
+            _audit.warning("admin sign-in refused (wrong token) from %s", _remote())
             return _html(
                 _LOGIN_PAGE.format(error='<p class="error">That is not the admin token.</p>'),
                 403,
             )
+        _audit.info("admin sign-in with the admin token from %s", _remote())
         response: Response = redirect("./")  # type: ignore[assignment]
         response.set_cookie(
             ADMIN_COOKIE,
@@ -297,7 +304,14 @@ def create_admin_app(
             done = await _act(observatory, action, given)
         except _BadAction as exc:
             return _json({"error": str(exc)}, 400 if action in _ACTIONS else 404)
-        _log.info("admin action %s: %s", action, "done" if done else "nothing to do")
+        _audit.info(
+            "admin action %s on %s by %s from %s: %s",
+            action,
+            _target(action, given),
+            getattr(g, "admin_credential", "?"),
+            _remote(),
+            "done" if done else "nothing to do",
+        )
         return _json({"action": action, "done": done}, 200 if done else 409)
 
     for hook in _ROUTE_HOOKS:
@@ -339,6 +353,25 @@ async def _act(observatory: Observatory, action: str, given: dict[str, Any]) -> 
     raise _BadAction(
         f"no action named {action[:_MAX_PARAM]!r}; the actions: {', '.join(_ACTIONS)}"
     )
+
+
+#: what each action acts on: the body's fields that name it
+_TARGETS: Final = {
+    "cancel-request": ("session", "request"),
+    "cancel-stateless": ("key",),
+    "cancel-task": ("task",),
+    "close-session": ("session",),
+}
+
+
+def _target(action: str, given: dict[str, Any]) -> str:
+    # The fields were checked by _act: strings of at most _MAX_PARAM characters, or ints.
+    return " ".join(f"{name} {given.get(name)!r}" for name in _TARGETS.get(action, ()))
+
+
+def _remote() -> str:
+    # The peer of the admin request (bounded: a server's ASGI scope could say anything).
+    return str(request.remote_addr or "-")[:_MAX_PARAM]
 
 
 def _bearer(value: str | None) -> str:

@@ -17,11 +17,19 @@ __all__ = ["add_metrics_route", "install_metrics_route"]
 
 
 def add_metrics_route(app: QuartTrio, observatory: Observatory | None = None) -> None:
-    """Serve ``GET /metrics`` on ``app``: the Prometheus text of the process's counters."""
+    """Serve ``GET /metrics`` on ``app``: the Prometheus text of the process's counters.
+
+    With ``observatory``, also the requests in flight at the scrape, read from the live
+    tree (the requests of sessions and the stateless ones; listen streams are not).
+    """
 
     @app.get("/metrics")
     async def metrics() -> Response:
-        return Response(render_metrics(), status=200, content_type=CONTENT_TYPE)
+        in_flight = None
+        if observatory is not None:
+            counts = observatory.snapshot(limit=0)["counts"]
+            in_flight = counts["requests"] + counts["stateless"]
+        return Response(render_metrics(in_flight=in_flight), status=200, content_type=CONTENT_TYPE)
 
 
 def install_metrics_route() -> None:

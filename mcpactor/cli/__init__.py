@@ -65,6 +65,12 @@ def __getattr__(name: str) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mcpactor`` command line; return the process exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    json_logs = _asks_for_json_logs(arguments)
+    if json_logs:
+        # Before the command line is read: even a wrong option is said as a JSON line.
+        from ..observability import use_json_logs
+
+        use_json_logs()
     parser = _build_parser(only=_command_of(arguments))
     args = parser.parse_args(arguments)
     # Workers of ``serve --workers`` run the very same command line.
@@ -73,11 +79,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # From WARNING, a step per -v down and per -q up (the file's level gives way too).
         step = min(max(2 - args.verbose + args.quiet, 0), len(_LOG_LEVELS) - 1)
         args.log_level = _LOG_LEVELS[step]
-    logging.basicConfig(
-        level=args.log_level or "WARNING",
-        stream=sys.stderr,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    if json_logs:
+        logging.getLogger().setLevel(args.log_level or "WARNING")
+    else:
+        from ..observability import TextFormatter
+
+        # Text lines that escape what came off the wire (see TextFormatter).
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(TextFormatter())
+        logging.basicConfig(level=args.log_level or "WARNING", handlers=[handler])
     try:
         if args.command == "serve":
             from ._serve import serve
@@ -100,17 +110,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         from ._report import report
 
+        status_fd = getattr(args, "worker_status", None)
+        if status_fd is not None:
+            # A worker that did not reach serving: its supervisor says why, once.
+            return _tell_supervisor(status_fd, exc, args)
         return report(exc, debug=args.debug, listen=getattr(args, "listen", None))
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse guards
 
 
+def _tell_supervisor(fd: int, exc: Exception, args: argparse.Namespace) -> int:
+    from .._workers import tell_supervisor
+    from ._report import failure_lines
+
+    status, lines, traceback_text = failure_lines(
+        exc, debug=args.debug, listen=getattr(args, "listen", None)
+    )
+    tell_supervisor(fd, {"status": status, "lines": lines, "traceback": traceback_text})
+    return status
+
+
 # --- the command line --------------------------------------------------------------------
+
+
+def _asks_for_json_logs(arguments: Sequence[str]) -> bool:
+    # ``--log-format json`` (or ``=json``) anywhere before a ``--``.
+    for index, argument in enumerate(arguments):
+        if argument == "--":
+            return False
+        if argument == "--log-format=json" or (
+            argument == "--log-format" and arguments[index + 1 : index + 2] == ["json"]
+        ):
+            return True
+    return False
 
 
 class _Parser(argparse.ArgumentParser):
     # A wrong option is one line that names it, not the usage of thirty options.
 
     def error(self, message: str) -> NoReturn:
+        from ..observability._logs import json_handler
+
+        if json_handler() is not None:
+            from ._report import say
+
+            say(f"{self.prog}: error: {message} (see {self.prog} --help)", level=logging.ERROR)
+            self.exit(2)
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -273,6 +317,20 @@ def _add_serve_parser(commands: Any) -> argparse.ArgumentParser:
 
     add_observability_arguments(serve)
     return serve
+
+
+def _comma_list(text: str) -> tuple[str, ...]:
+    # Addresses or networks, comma-separated, each checked here so a typo is named.
+    from ..transports._forwarded import parse_networks
+
+    items = tuple(item.strip() for item in text.split(",") if item.strip())
+    try:
+        parse_networks(items, option="--forwarded-allow-ips")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).partition(": ")[2]) from None
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected addresses or networks, got {text!r}")
+    return items
 
 
 def _count(text: str) -> int:
@@ -468,6 +526,20 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
         help="live sessions one client address may hold (default: 256)",
     )
     http.add_argument(
+        "--forwarded-allow-ips",
+        type=_comma_list,
+        metavar="ADDRESSES",
+        help="comma-separated addresses or networks of reverse proxies whose forwarded "
+        "client address (X-Forwarded-For, or --forwarded-header) counts for the per-client "
+        "limit and the access log (default: none, the peer's address counts)",
+    )
+    http.add_argument(
+        "--forwarded-header",
+        choices=("x-forwarded-for", "forwarded"),
+        help="the header those proxies write the client's address to (default: "
+        "x-forwarded-for); only that one is read",
+    )
+    http.add_argument(
         "--max-connections",
         type=_count,
         metavar="N",
@@ -503,6 +575,7 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
     # pipe whose end tells it that the supervisor is gone.
     serve.add_argument("--worker-socket", type=int, help=argparse.SUPPRESS)
     serve.add_argument("--worker-lifeline", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--worker-status", type=int, help=argparse.SUPPRESS)
     serve.add_argument("--worker-number", type=int, help=argparse.SUPPRESS)
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import secrets
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -185,6 +185,8 @@ async def with_admin(
         return
     from ..admin import create_admin_app, serve_admin
 
+    # What operators do is logged whatever --log-level says of the rest.
+    logging.getLogger("mcpactor.admin.audit").setLevel(logging.INFO)
     host, port = admin_bind(args.admin, allow_remote=args.admin_allow_remote)
     token, made = admin_token(args.admin_token_file)
     shared = getattr(args, "shared_store", None)
@@ -222,7 +224,9 @@ async def with_admin(
         said = f" (token: {token})" if made else f" (token: {args.admin_token_file})"
         if resource_server is not None:
             said += f"; or an access token with the {scope} scope"
-        print(f"mcpactor: admin page http://{where}:{bound_port}/{said}", file=sys.stderr)
+        from ._report import say
+
+        say(f"admin page http://{where}:{bound_port}/{said}")
         if snapshots is not None:
             from ..store._snapshots import replica_summary
 

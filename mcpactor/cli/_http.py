@@ -19,7 +19,7 @@ from .._targets import load_hook
 from ..server import Server
 from ._admin import with_admin
 from ._auth import build_resource_server
-from ._report import StartFailed, report
+from ._report import StartFailed, say, say_failure
 
 __all__ = ["build_http_options", "serve_over_http"]
 
@@ -37,6 +37,8 @@ _HTTP_FLAGS: Final = (
     "keep_alive_timeout",
     "request_timeout",
     "health_path",
+    "forwarded_allow_ips",
+    "forwarded_header",
 )
 
 
@@ -120,7 +122,7 @@ def serve_over_http(
 
     import trio
 
-    from .._workers import USAGE_EXIT, watch_lifeline
+    from .._workers import tell_supervisor, watch_lifeline
     from ..transports import serve_http
 
     host, port = _parse_bind(args.http)
@@ -172,23 +174,18 @@ def serve_over_http(
                 with_admin, args, server, functools.partial(serve, nursery)
             )
             started = True
-            if worker_socket is None:
-                # A worker's supervisor has said where it serves.
-                print(
-                    f"mcpactor: serving {_url(bound_host, bound_port, args.path, scheme)}",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            if args.worker_status is not None:
+                # Its supervisor says where they serve, once every worker does.
+                tell_supervisor(args.worker_status, {"ready": True})
+                args.worker_status = None
+            elif worker_socket is None:
+                say(f"serving {_url(bound_host, bound_port, args.path, scheme)}")
 
     try:
         trio.run(run)
     except Exception as exc:
         if started:
             raise
-        if worker_socket is not None:
-            # A worker that cannot start must not be started again and again.
-            report(StartFailed(exc), debug=args.debug, listen=args.listen)
-            return USAGE_EXIT
         raise StartFailed(exc) from exc
     return 0
 
@@ -239,7 +236,7 @@ def _serve_workers(
 ) -> int:
     import trio
 
-    from .._workers import bind_sockets, supervise, workers_refusal
+    from .._workers import WorkerFailure, bind_sockets, supervise, worker_command, workers_refusal
     from ..transports.http import LISTEN_BACKLOG
 
     store_url = getattr(args, "store_url", None)
@@ -256,24 +253,39 @@ def _serve_workers(
     try:
         sockets = bind_sockets(host, port, args.workers, backlog=LISTEN_BACKLOG)
     except OSError as exc:
-        print(f"mcpactor: cannot listen on {args.http}: {exc.strerror or exc}", file=sys.stderr)
+        say(f"cannot listen on {args.http}: {exc.strerror or exc}", level=logging.ERROR)
         return 1
     try:
         bound_host, bound_port = sockets[0].getsockname()[:2]
-        print(
-            f"mcpactor: serving {_url(bound_host, bound_port, args.path, scheme)} "
-            f"with {args.workers} workers",
-            file=sys.stderr,
-            flush=True,
-        )
         if not keyed:
             # The workers share one key, so that a retry may land on any of them.
             from .._config_keys import STATE_KEYS_ENV
             from ..protocol._sealing import SealingKey
 
             os.environ[STATE_KEYS_ENV] = SealingKey.generate("workers").to_text()
-        command = [sys.executable, "-m", "mcpactor", *args.argv]
-        return trio.run(supervise, command, sockets, args.workers)
+        command, environment = worker_command(args.argv)
+
+        def serving() -> None:
+            # Said once every worker serves: then the port answers.
+            say(
+                f"serving {_url(bound_host, bound_port, args.path, scheme)} "
+                f"with {args.workers} workers"
+            )
+
+        def failed(failure: WorkerFailure) -> None:
+            say_failure(list(failure.lines), failure.traceback)
+
+        return trio.run(
+            functools.partial(
+                supervise,
+                command,
+                sockets,
+                args.workers,
+                env=environment,
+                on_ready=serving,
+                on_failure=failed,
+            )
+        )
     finally:
         for sock in sockets:
             sock.close()

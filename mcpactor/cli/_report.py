@@ -1,14 +1,20 @@
-"""What went wrong, said in a few lines that name the culprit, and the exit status."""
+"""What went wrong, said in a few lines that name the culprit, and the exit status.
+
+Also ``say``: every line the command itself writes to stderr (where it serves, the admin
+page, what failed) goes through it, so that it is a JSON line when logs are JSON, and an
+escaped ``mcpactor: …`` line otherwise.
+"""
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Final
 
 from .._exceptions import ConfigError, MCPActorError, PluginError
 from .._targets import TargetError
 
-__all__ = ["StartFailed", "report"]
+__all__ = ["StartFailed", "failure_lines", "report", "say", "say_failure"]
 
 #: the top-level modules the ``http`` extra installs (its packages and what they need)
 _HTTP_EXTRA: Final = frozenset(
@@ -27,14 +33,58 @@ class StartFailed(MCPActorError):
         self.__cause__ = exc
 
 
+def say(message: str, *, level: int = logging.INFO, exc_text: str | None = None) -> None:
+    """Write ``message`` to stderr whatever the log level: a JSON line when logs are JSON,
+    else ``mcpactor: message`` with its control characters escaped.
+
+    Lines after a message's first start with whitespace; ``exc_text`` (a traceback)
+    follows as such lines, or in the JSON line's ``exc``.
+    """
+    from ..observability._logs import escape_text, json_handler
+
+    handler = json_handler()
+    if handler is not None:
+        record = logging.LogRecord("mcpactor", level, __file__, 0, message, None, None)
+        record.exc_text = exc_text
+        # Past the loggers' levels, as a print would be.
+        handler.handle(record)
+        return
+    text = "mcpactor: " + escape_text(message, lines=True)
+    if exc_text:
+        text += "\n" + escape_text("\n" + exc_text.rstrip("\n"), lines=True)[1:]
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
 def report(exc: Exception, *, debug: bool, listen: str | None) -> int:
-    """Print ``exc`` as a few lines naming the culprit; return the exit status."""
+    """Say ``exc`` as a few lines naming the culprit; return the exit status."""
+    status, lines, traceback_text = failure_lines(exc, debug=debug, listen=listen)
+    say_failure(lines, traceback_text)
+    return status
+
+
+def say_failure(lines: list[str], traceback_text: str | None = None) -> None:
+    """Say what ``failure_lines`` made: the traceback, if any, then the short report."""
+    from ..observability._logs import escape_text, json_handler
+
+    if traceback_text is not None and json_handler() is None:
+        # As Python prints it, escaped; the short report closes it.
+        sys.stderr.write(escape_text(traceback_text.rstrip("\n"), lines=True) + "\n")
+        traceback_text = None
+    for index, line in enumerate(lines):
+        say(line, level=logging.ERROR, exc_text=traceback_text if index == 0 else None)
+
+
+def failure_lines(
+    exc: Exception, *, debug: bool, listen: str | None
+) -> tuple[int, list[str], str | None]:
+    """What ``report`` says of ``exc``: the exit status, the lines, and the traceback
+    (with ``debug``)."""
     import traceback
 
     from ..plugins import _describe_failure
 
-    if debug:
-        traceback.print_exception(exc, file=sys.stderr)
+    traceback_text = "".join(traceback.format_exception(exc)) if debug else None
     starting = isinstance(exc, StartFailed)
     lines: list[str] = []
     status = 1
@@ -59,11 +109,9 @@ def report(exc: Exception, *, debug: bool, listen: str | None) -> int:
             lines.append(f"{what}: {_describe_failure(leaf)}")
     if len(leaves) > _MAX_REPORTED:
         lines.append(f"… and {len(leaves) - _MAX_REPORTED} more")
-    for line in lines:
-        print(f"mcpactor: {line}", file=sys.stderr)
     if status == 1 and not debug:
-        print("mcpactor: (--debug shows the traceback)", file=sys.stderr)
-    return status
+        lines.append("(--debug shows the traceback)")
+    return status, lines, traceback_text
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

@@ -2,7 +2,8 @@
 
 ``render_metrics`` (Prometheus text, needs ``prometheus-client``: the ``admin`` extra),
 ``enable_tracing`` (OpenTelemetry spans per request, needs the ``otel`` extra) and
-``use_json_logs``. Each imports its library only when it is used.
+``use_json_logs`` / ``use_text_logs`` (their formatters bound and, for text, escape what
+came off the wire). Each imports its library only when it is used.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 from ..runtime._metrics import METRICS as METRICS
 from ..runtime._metrics import Metrics as Metrics
 from ._logs import JsonFormatter as JsonFormatter
+from ._logs import TextFormatter as TextFormatter
 from ._logs import use_json_logs as use_json_logs
+from ._logs import use_text_logs as use_text_logs
 
 if TYPE_CHECKING:
     from ._prometheus import CONTENT_TYPE as CONTENT_TYPE
@@ -29,10 +32,12 @@ __all__ = [
     "Metrics",
     "MetricsCollector",
     "OtelTracer",
+    "TextFormatter",
     "disable_tracing",
     "enable_tracing",
     "render_metrics",
     "use_json_logs",
+    "use_text_logs",
 ]
 
 # Names whose module needs an optional library, imported on first use.

@@ -29,8 +29,10 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 class MetricsCollector(Collector):
     """Reads a ``Metrics`` (the process's, by default) at scrape time."""
 
-    def __init__(self, metrics: Metrics = METRICS) -> None:
+    def __init__(self, metrics: Metrics = METRICS, *, in_flight: int | None = None) -> None:
         self.metrics = metrics
+        #: requests running now (counted by whoever sees them: the admin's live tree)
+        self.in_flight = in_flight
 
     def describe(self) -> list[Metric]:
         """Nothing up front: registering must not walk the counters."""
@@ -77,6 +79,12 @@ class MetricsCollector(Collector):
         for what, count in sorted(m.cancellations.items()):
             cancellations.add_metric((what,), count)
         yield cancellations
+        if self.in_flight is not None:
+            yield GaugeMetricFamily(
+                "mcpactor_requests_in_flight",
+                "Requests being served now (of sessions, and stateless ones)",
+                value=self.in_flight,
+            )
         yield CounterMetricFamily(
             "mcpactor_sessions_opened", "Sessions started", value=m.sessions_opened
         )
@@ -123,9 +131,12 @@ class MetricsCollector(Collector):
             yield family
 
 
-def render_metrics(metrics: Metrics = METRICS) -> bytes:
-    """Return ``metrics`` in the Prometheus text format (``CONTENT_TYPE``)."""
+def render_metrics(metrics: Metrics = METRICS, *, in_flight: int | None = None) -> bytes:
+    """Return ``metrics`` in the Prometheus text format (``CONTENT_TYPE``).
+
+    ``in_flight``, when given, is the ``mcpactor_requests_in_flight`` gauge.
+    """
     # A registry per scrape: a scrape is rare, and this one holds nothing but the reader.
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(MetricsCollector(metrics))
+    registry.register(MetricsCollector(metrics, in_flight=in_flight))
     return generate_latest(registry)

@@ -103,10 +103,19 @@ class McpHttpApp:
             self._metadata = b""
         #: the OAuth resource server's settings (the options', with scopes_supported)
         self.resource_server: ResourceServer | None = resource_server
+        self._proxies = options.trusted_proxies()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection scope."""
         kind = scope["type"]
+        if self._proxies is not None and kind != "lifespan":
+            # Behind trusted proxies the client is the one they name, for the per-client
+            # limit and the access log alike, whichever server runs this app.
+            client = scope.get("client")
+            if client:
+                forwarded = self._proxies.client(str(client[0]), scope.get("headers", ()))
+                if forwarded is not None:
+                    scope["client"] = (forwarded, 0)
         if kind == "http":
             if self.options.access_log:
                 await self._logged(self._http, scope, receive, send)
@@ -151,7 +160,7 @@ class McpHttpApp:
             method = scope.get("method", "GET") if scope["type"] == "http" else "WEBSOCKET"
             _access.info(
                 '%s "%s %s" %d %d %.1fms',
-                f"{client[0]}:{client[1]}" if client else "-",
+                _peer(client),
                 _printable(method, 20),
                 _printable(scope.get("path", ""), _LOGGED_PATH),
                 status,
@@ -486,3 +495,11 @@ def _printable(text: str, limit: int) -> str:
     if len(text) > limit:
         text = text[:limit] + "..."
     return _UNPRINTABLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def _peer(client: Any) -> str:
+    # The access log's client: host:port, or the host alone when a proxy named it.
+    if not client:
+        return "-"
+    host, port = client[0], client[1]
+    return f"{host}:{port}" if port else str(host)

@@ -9,6 +9,7 @@ import attrs
 
 from ..auth import ResourceServer
 from ..runtime.http import EventStore, MemoryEventStore, Replicas
+from ._forwarded import FORWARDED_HEADERS, ForwardedHeader, TrustedProxies, parse_networks
 
 __all__ = ["Authenticate", "HttpOptions", "default_event_store"]
 
@@ -113,6 +114,12 @@ class HttpOptions:
     max_head_bytes: int = 64 * 1024
     #: header fields in one request at most
     max_header_count: int = 100
+    #: addresses or networks of the reverse proxies whose forwarded client address is
+    #: honoured (for the per-client limit and the access log); none by default
+    forwarded_allow_ips: tuple[str, ...] = attrs.field(default=(), converter=_cors_patterns)
+    #: the header those proxies write the client's address to: "x-forwarded-for" or
+    #: "forwarded" (RFC 7239); only that one is read
+    forwarded_header: ForwardedHeader = "x-forwarded-for"
 
     def __attrs_post_init__(self) -> None:
         if self.response_mode not in ("auto", "sse", "json"):
@@ -140,6 +147,19 @@ class HttpOptions:
             )
         if self.health_path is not None and not self.health_path.startswith("/"):
             raise ValueError(f"health_path must start with '/', got {self.health_path!r}")
+        if self.forwarded_header not in FORWARDED_HEADERS:
+            raise ValueError(
+                f"forwarded_header must be 'x-forwarded-for' or 'forwarded', got "
+                f"{self.forwarded_header!r}"
+            )
+        parse_networks(self.forwarded_allow_ips, option="forwarded_allow_ips")
+
+    def trusted_proxies(self) -> TrustedProxies | None:
+        """The proxies ``forwarded_allow_ips`` trusts; None when it names none."""
+        if not self.forwarded_allow_ips:
+            return None
+        networks = parse_networks(self.forwarded_allow_ips, option="forwarded_allow_ips")
+        return TrustedProxies(networks, self.forwarded_header)
 
 
 def default_event_store(options: HttpOptions) -> EventStore:

@@ -169,3 +169,36 @@ async def test_the_stream_sends_snapshots_while_connected() -> None:
         assert head.startswith(b"http/1.1 200")
         assert b"content-type: text/event-stream" in head
         assert b"event: tree" in received
+
+
+async def test_metrics_count_the_requests_in_flight() -> None:
+    outcome: dict[str, Any] = {}
+
+    async def in_flight(admin: httpx.AsyncClient) -> float:
+        response = await admin.get("metrics", headers=AUTH)
+        assert response.status_code == 200
+        (line,) = [
+            line
+            for line in response.text.splitlines()
+            if line.startswith("mcpactor_requests_in_flight ")
+        ]
+        return float(line.split()[1])
+
+    async with (
+        open_served() as served,
+        await _admin(served) as admin,
+        connect_http(served.mcp_url, initialize=True, protocol_version="2025-11-25") as client,
+    ):
+        assert await in_flight(admin) == 0
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_call_slow, client, outcome)
+            with trio.fail_after(10):
+                await served.started.wait()
+            assert await in_flight(admin) == 1
+            tree = await _tree(admin, tool="slow")
+            (session,) = tree["sessions"]["items"]
+            (request,) = session["requests"]
+            await _act(
+                admin, "cancel-request", {"session": session["id"], "request": request["id"]}
+            )
+        assert await in_flight(admin) == 0

@@ -3,6 +3,7 @@ server's own authorization that grants the admin scope; nothing works without on
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +177,47 @@ async def test_the_login_form_takes_only_the_admin_token(issuer: Issuer) -> None
         assert (await admin.post("login", data=form)).status_code == 403
         with trio.fail_after(10):
             assert (await admin.post("login", data={"token": TOKEN})).status_code == 302
+
+
+async def test_every_action_and_sign_in_is_audited_with_who_and_from_where(
+    issuer: Issuer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="mcpactor.admin.audit")
+    access = {"Authorization": f"Bearer {issuer.token('mcpactor:admin')}"}
+    async with (
+        open_served(resource_server=issuer.resource_server()) as served,
+        _admin(served) as admin,
+        connect_http(served.mcp_url, initialize=True, protocol_version="2025-11-25"),
+    ):
+        (session,) = (await admin.get("api/tree", headers=access)).json()["sessions"]["items"]
+        closed = await admin.post(
+            "api/actions/close-session", json={"session": session["id"]}, headers=access
+        )
+        assert closed.json()["done"] is True
+        assert (await admin.post("login", data={"token": "not-it"})).status_code == 403
+        assert (await admin.post("login", data={"token": TOKEN})).status_code == 302
+        page = (await admin.get("")).text
+        csrf = page.split('name="csrf" content="', 1)[1].split('"', 1)[0]
+        task = await admin.post(
+            "api/actions/cancel-task",
+            json={"task": "no-such-task"},
+            headers={"X-Admin-CSRF": csrf},
+        )
+        assert task.status_code == 409
+    audit = [
+        (r.levelname, r.getMessage()) for r in caplog.records if r.name == "mcpactor.admin.audit"
+    ]
+    assert audit == [
+        (
+            "INFO",
+            f"admin action close-session on session {session['id']!r} by access token of "
+            "'operator' from 127.0.0.1: done",
+        ),
+        ("WARNING", "admin sign-in refused (wrong token) from 127.0.0.1"),
+        ("INFO", "admin sign-in with the admin token from 127.0.0.1"),
+        (
+            "INFO",
+            "admin action cancel-task on task 'no-such-task' by admin sign-in cookie from "
+            "127.0.0.1: nothing to do",
+        ),
+    ]

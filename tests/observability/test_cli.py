@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Final
 
+import httpx
 import pytest
 import trio
 
@@ -175,3 +178,195 @@ def test_serving_loads_neither_prometheus_nor_opentelemetry() -> None:
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=GUARD)
+
+
+# --- every line the command writes ---------------------------------------------------------
+
+ADMIN_TOKEN: Final = "a-token-from-a-file-0123456789"
+WORKERS: Final = ("serve", "logging_server.py", "--log-format", "json")
+
+FORGING_SERVER: Final = """
+from mcpactor import Server
+
+server = Server("forging")
+
+
+@server.tool()
+async def parse(word: str) -> str:
+    raise ValueError(f"cannot parse {word}")
+"""
+
+
+def _json_lines(stderr: bytes) -> list[dict[str, object]]:
+    # Every line parses as one JSON object: none is plain text.
+    records = []
+    for line in stderr.decode().splitlines():
+        record = json.loads(line)
+        assert isinstance(record, dict), line
+        assert {"ts", "level", "logger", "message"} <= set(record), line
+        records.append(record)
+    return records
+
+
+async def _read_until(stream: trio.abc.ReceiveStream, said: bytearray, *wanted: bytes) -> None:
+    with trio.fail_after(GUARD):
+        while not all(w in said for w in wanted) or not said.endswith(b"\n"):
+            chunk = await stream.receive_some(4096)
+            assert chunk, said.decode()
+            said += chunk
+
+
+async def test_serving_with_the_admin_listener_writes_only_json_lines(tmp_path: Path) -> None:
+    (tmp_path / "logging_server.py").write_text(LOGGING_SERVER)
+    (tmp_path / "token").write_text(ADMIN_TOKEN + "\n")
+    command = [sys.executable, "-m", "mcpactor", "serve", "logging_server.py"]
+    command += ["--http", "127.0.0.1:0", "--log-format", "json", "--admin", "127.0.0.1:0"]
+    command += ["--admin-token-file", "token"]
+    process = await trio.lowlevel.open_process(command, cwd=tmp_path, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    said = bytearray()
+    try:
+        await _read_until(process.stderr, said, b"serving http", b"admin page")
+        records = _json_lines(bytes(said))
+        messages = [str(r["message"]) for r in records]
+        (admin,) = [m for m in messages if m.startswith("admin page http://127.0.0.1:")]
+        assert [m for m in messages if m.startswith("serving http://127.0.0.1:")]
+        url = admin.split()[2]
+        # An operator's action is logged with what it acted on, who and from where.
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            answer = await client.post(
+                "api/actions/close-session",
+                json={"session": "no-such\r\nsession"},
+                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+            )
+            assert answer.status_code == 409
+        await _read_until(process.stderr, said, b"admin action")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(GUARD):
+            await process.wait()
+        said += await _rest(process.stderr)
+        await process.stderr.aclose()
+    records = _json_lines(bytes(said))
+    (audit,) = [r for r in records if r["logger"] == "mcpactor.admin.audit"]
+    assert audit["level"] == "INFO"
+    assert audit["message"] == (
+        "admin action close-session on session 'no-such\\r\\nsession' by admin token from "
+        "127.0.0.1: nothing to do"
+    )
+
+
+async def _rest(stream: trio.abc.ReceiveStream) -> bytes:
+    rest = b""
+    with trio.fail_after(GUARD):
+        while chunk := await stream.receive_some(4096):
+            rest += chunk
+    return rest
+
+
+async def _run(
+    argv: list[str], cwd: Path, stdin: bytes = b""
+) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(GUARD):
+        return await trio.run_process(
+            [sys.executable, "-m", "mcpactor", *argv],
+            cwd=cwd,
+            stdin=stdin,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "said"),
+    [
+        # The fatal path: a target that does not load.
+        (["serve", "missing.py", "--log-format", "json"], 1, "no such file 'missing.py'"),
+        # With --debug the traceback goes in the line's exc.
+        (["--debug", "serve", "missing.py", "--log-format=json"], 1, "no such file"),
+        # A wrong option, said before anything is loaded.
+        (["serve", "--log-format", "json", "--max-sessions", "0", "x.py"], 2, "--max-sessions"),
+        # The port in use is found by the supervisor of --workers.
+        (
+            [*WORKERS, "--http", "127.0.0.1:PORT", "--stateless", "--workers", "2"],
+            1,
+            "cannot listen on 127.0.0.1:PORT",
+        ),
+    ],
+)
+async def test_what_stops_the_command_is_a_json_line(
+    tmp_path: Path, argv: list[str], status: int, said: str
+) -> None:
+    (tmp_path / "logging_server.py").write_text(LOGGING_SERVER)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = await _run([a.replace("PORT", port) for a in argv], tmp_path)
+    assert done.returncode == status, done.stderr
+    records = _json_lines(done.stderr)
+    assert records
+    assert all(r["level"] == "ERROR" for r in records), records
+    assert said.replace("PORT", port) in str(records[0]["message"])
+    if "--debug" in argv:
+        assert "Traceback (most recent call last)" in str(records[0]["exc"])
+
+
+async def test_the_config_files_json_applies_to_what_fails_after_it_is_read(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "mcpactor.toml").write_text(
+        'log_format = "json"\n\n[servers.broken]\ntarget = "broken.py"\n'
+    )
+    (tmp_path / "broken.py").write_text("raise RuntimeError('at import')\n")
+    done = await _run(["serve", "--config", "mcpactor.toml"], tmp_path)
+    assert done.returncode == 1
+    (first, *_) = _json_lines(done.stderr)
+    assert "RuntimeError: at import" in str(first["message"])
+
+
+async def test_workers_and_their_supervisor_write_only_json_lines(tmp_path: Path) -> None:
+    (tmp_path / "logging_server.py").write_text(LOGGING_SERVER)
+    command = [sys.executable, "-m", "mcpactor", "-v", "serve", "logging_server.py"]
+    command += ["--http", "127.0.0.1:0", "--stateless", "--workers", "2", "--log-format", "json"]
+    process = await trio.lowlevel.open_process(command, cwd=tmp_path, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    said = bytearray()
+    try:
+        await _read_until(process.stderr, said, b"with 2 workers")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(GUARD):
+            await process.wait()
+        said += await _rest(process.stderr)
+        await process.stderr.aclose()
+    assert process.returncode == 0
+    records = _json_lines(bytes(said))
+    # At -v the workers' own lines are there too, and the supervisor's on stopping.
+    assert any(str(r["message"]).startswith("serving MCP on") for r in records)
+    assert any("stopping the workers" in str(r["message"]) for r in records)
+
+
+async def test_text_lines_escape_what_a_tool_quotes(tmp_path: Path) -> None:
+    # The tool's exception repeats its argument: CR, LF and an escape sequence, which
+    # would forge a record and drive the terminal.
+    (tmp_path / "forging.py").write_text(FORGING_SERVER)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {
+            "name": "parse",
+            "arguments": {"word": "x\r\nCRITICAL mcpactor: forged\x1b[2J"},
+        },
+    }
+    stdin = MESSAGES.split(b"\n")[0] + b"\n" + MESSAGES.split(b"\n")[1] + b"\n"
+    done = await _run(["serve", "forging.py"], tmp_path, stdin + json.dumps(call).encode() + b"\n")
+    assert done.returncode == 0, done.stderr
+    text = done.stderr.decode()
+    assert "\x1b" not in text
+    assert "\r" not in text
+    records = [line for line in text.splitlines() if not line.startswith(" ")]
+    assert records == ["ERROR mcpactor: tool 'parse' failed"], text
+    assert "  ValueError: cannot parse x\\r\\nCRITICAL mcpactor: forged\\x1b[2J" in text

@@ -42,7 +42,7 @@ def _exported() -> dict[str, tuple[str, frozenset[str]]]:
     metrics.received("http", 10)
     metrics.sent("http", 20)
     exported = {}
-    for family in MetricsCollector(metrics).collect():
+    for family in MetricsCollector(metrics, in_flight=0).collect():
         labels: set[str] = set()
         for sample in family.samples:
             assert isinstance(sample, Sample)

@@ -214,10 +214,14 @@ class SocketClient:
     dropped with ``disconnect`` closes it, as a client that went away would.
     """
 
-    def __init__(self, host: str, port: int, nursery: trio.Nursery) -> None:
+    def __init__(
+        self, host: str, port: int, nursery: trio.Nursery, *, local_address: str | None = None
+    ) -> None:
         self.host = host
         self.port = port
         self.nursery = nursery
+        #: the address connections come from (127.0.0.2, say: another loopback peer)
+        self.local_address = local_address
         self._idle: list[tuple[trio.SocketStream, h11.Connection]] = []
         self._closed = False
 
@@ -243,7 +247,7 @@ class SocketClient:
                 )
             except (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError):
                 await stream.aclose()  # the server closed an idle connection: try another
-        stream = await trio.open_tcp_stream(self.host, self.port)
+        stream = await trio.open_tcp_stream(self.host, self.port, local_address=self.local_address)
         try:
             return await self._exchange(
                 stream, h11.Connection(h11.CLIENT), method, path, request_headers, body, timeout

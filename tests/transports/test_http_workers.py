@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
 import socket
+import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Final
 
 import pytest
 import trio
 
-from mcpactor._workers import bind_sockets, supervise
+from mcpactor import _workers as workers_module
+from mcpactor._workers import WorkerFailure, bind_sockets, supervise
 from mcpactor.cli import main
 
-from ._cli import Served, server_file, serving
+from ._cli import Served, first_line, server_file, serving
 from ._http_client import McpClient, SocketClient
 
 # Workers are started with inherited descriptors, which only POSIX systems hand down.
@@ -186,19 +191,23 @@ async def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path) -> Non
             await _gone(pid)
 
 
-def _fake_worker(directory: Path, fails: int) -> list[str]:
-    # Exits with 1 on its first ``fails`` runs; then says so on the socket ``ready`` and
-    # serves until SIGTERM.
+def _fake_worker(directory: Path, fails: int, *, ready: bool = True) -> list[str]:
+    # Says it serves (with ``ready``), then exits with 1 on its first ``fails`` runs; then
+    # says so on the socket ``ready`` and serves until SIGTERM.
     script = directory / "worker.py"
     script.write_text(
         textwrap.dedent(
             f"""
-            import signal, socket, sys
+            import os, signal, socket, sys
             from pathlib import Path
 
             runs = Path({str(directory / "runs")!r})
             run = int(runs.read_text()) + 1 if runs.exists() else 1
             runs.write_text(str(run))
+            status = int(sys.argv[sys.argv.index("--worker-status") + 1])
+            if {ready!r}:
+                os.write(status, b'{{"ready": true}}\\n')
+            os.close(status)
             if run <= {fails}:
                 sys.exit(1)
             signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGTERM}})
@@ -263,9 +272,15 @@ def test_the_config_file_can_ask_for_workers(
     asked: list[tuple[list[str], int]] = []
 
     async def fake_supervise(
-        command: list[str], sockets: list[socket.socket], count: int, **_: object
+        command: list[str],
+        sockets: list[socket.socket],
+        count: int,
+        *,
+        on_ready: Callable[[], None],
+        **_: object,
     ) -> int:
         asked.append((command, count))
+        on_ready()
         return 0
 
     monkeypatch.setattr("mcpactor._workers.supervise", fake_supervise)
@@ -292,3 +307,202 @@ def test_the_config_file_can_ask_for_workers(
     # Each worker runs the same command line, and reads the same file.
     assert command[-3:] == ["serve", "--config", str(config)]
     assert "with 3 workers" in capsys.readouterr().err
+
+
+# --- workers that cannot start --------------------------------------------------------------
+
+ONLY_IN_THE_SUPERVISOR: Final = """
+import sys
+
+from mcpactor import Server
+
+if "--worker-socket" in sys.argv:
+    raise RuntimeError("this module loads in the supervisor only")
+
+server = Server("fussy", "1.0.0")
+"""
+
+
+@posix_only
+async def test_a_worker_that_cannot_load_its_target_stops_the_supervisor(
+    tmp_path: Path,
+) -> None:
+    # The supervisor loads it; the workers cannot. They are not started again and again
+    # while the port accepts connections nobody answers: the supervisor says the worker's
+    # error once, with the worker's status, and lets the port go.
+    target = server_file(tmp_path, "fussy.py", ONLY_IN_THE_SUPERVISOR)
+    command = [sys.executable, "-m", "mcpactor", "serve", str(target), "--stateless"]
+    command += ["--http", "127.0.0.1:0", "--workers", "2"]
+    with trio.fail_after(60):
+        done = await trio.run_process(command, capture_stderr=True, check=False)
+    assert done.returncode == 1
+    text = done.stderr.decode()
+    assert text.count("running it raised RuntimeError: this module loads in the supervisor") == 1
+    assert "serving" not in text
+    assert "starting it again" not in text
+
+
+def _restarting_worker(directory: Path, runs: list[str]) -> list[str]:
+    # Run n does what ``runs[n - 1]`` says: "ready" says it serves and exits with 1,
+    # "fail" exits with 1 without serving; past the list it serves until SIGTERM.
+    script = directory / "restarting.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, signal, sys
+            from pathlib import Path
+
+            counter = Path({str(directory / "runs")!r})
+            run = int(counter.read_text()) + 1 if counter.exists() else 1
+            counter.write_text(str(run))
+            status = int(sys.argv[sys.argv.index("--worker-status") + 1])
+            plan = {runs!r}
+            step = plan[run - 1] if run <= len(plan) else "serve"
+            if step != "fail":
+                os.write(status, b'{{"ready": true}}\\n')
+            os.close(status)
+            if step != "serve":
+                print("worker run", run, "fails", file=sys.stderr)
+                sys.exit(1)
+            signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGTERM}})
+            signal.sigwait({{signal.SIGTERM}})
+            """
+        )
+    )
+    return [sys.executable, str(script)]
+
+
+@posix_only
+async def test_a_worker_that_keeps_exiting_is_given_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Crashes after it served are restarts, with backoff; a restart that cannot start
+    # counts as one of them; too many in a row, and the supervisor stops.
+    monkeypatch.setattr(workers_module, "_FIRST_DELAY", 0.01)
+    monkeypatch.setattr(workers_module, "MAX_QUICK_EXITS", 4)
+    command = _restarting_worker(tmp_path, ["ready", "ready", "fail", "ready", "ready"])
+    sockets = bind_sockets("127.0.0.1", 0, 1, backlog=16)
+    failures: list[WorkerFailure] = []
+    ready: list[bool] = []
+    try:
+        with caplog.at_level(logging.WARNING, logger="mcpactor.workers"), trio.fail_after(60):
+            code = await supervise(
+                command,
+                sockets,
+                1,
+                on_ready=lambda: ready.append(True),
+                on_failure=failures.append,
+            )
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert code == 1
+    assert ready == [True]
+    assert (tmp_path / "runs").read_text() == "4"
+    (failure,) = failures
+    assert failure.status == 1
+    assert failure.lines[0].startswith("worker 0 exited 4 times in a row")
+    messages = [record.getMessage() for record in caplog.records]
+    assert "worker 0 could not start again: " in " ".join(messages)
+    assert sum("starting it again" in message for message in messages) == 3
+
+
+@posix_only
+async def test_a_worker_that_never_serves_stops_the_others_with_its_report(
+    tmp_path: Path,
+) -> None:
+    report = json.dumps({"status": 2, "lines": ["x.toml: bad key"], "traceback": None})
+    said = report.encode() + b"\n"
+    script = tmp_path / "reporting.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, signal, sys
+
+            status = int(sys.argv[sys.argv.index("--worker-status") + 1])
+            number = sys.argv[sys.argv.index("--worker-number") + 1]
+            if number == "1":
+                os.write(status, {said!r})
+                sys.exit(2)
+            os.write(status, b'{{"ready": true}}\\n')
+            signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGTERM}})
+            signal.sigwait({{signal.SIGTERM}})
+            """
+        )
+    )
+    sockets = bind_sockets("127.0.0.1", 0, 2, backlog=16)
+    failures: list[WorkerFailure] = []
+    ready: list[bool] = []
+    try:
+        with trio.fail_after(60):
+            code = await supervise(
+                [sys.executable, str(script)],
+                sockets,
+                2,
+                on_ready=lambda: ready.append(True),
+                on_failure=failures.append,
+            )
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert code == 2
+    # Not every worker served: where it serves was never said.
+    assert ready == []
+    assert failures == [WorkerFailure(worker=1, status=2, lines=("x.toml: bad key",))]
+
+
+LAUNCHER: Final = """
+import sys
+
+# A launcher of its own puts a folder on the path, then runs mcpactor's command line.
+sys.path.insert(0, {vendor!r})
+from mcpactor.cli import main
+
+sys.exit(main())
+"""
+
+NEEDS_ITS_NEIGHBOURS: Final = '''
+import os
+
+from helper import NAME  # beside this file
+from vendored import SUFFIX  # on the launcher's path only
+
+from mcpactor import Server
+
+server = Server(NAME + SUFFIX, "1.0.0")
+
+
+@server.tool()
+async def pid() -> int:
+    """The serving process's id."""
+    return os.getpid()
+'''
+
+
+@posix_only
+async def test_workers_import_the_target_as_the_supervisor_did(tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    vendor = tmp_path / "vendor"
+    app.mkdir()
+    vendor.mkdir()
+    (app / "helper.py").write_text("NAME = 'neighbours'\n")
+    (vendor / "vendored.py").write_text("SUFFIX = '-vendored'\n")
+    server_file(app, "server.py", NEEDS_ITS_NEIGHBOURS)
+    launcher = tmp_path / "launch.py"
+    launcher.write_text(LAUNCHER.format(vendor=str(vendor)))
+    command = [sys.executable, str(launcher), "serve", "app/server.py", "--stateless"]
+    command += ["--json-response", "--http", "127.0.0.1:0", "--workers", "2"]
+    process = await trio.lowlevel.open_process(command, cwd=tmp_path, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    try:
+        line = await first_line(process.stderr)
+        assert "with 2 workers" in line, line
+        served = Served(process, line)
+        workers = await _pids_until(served.port, 2) if LINUX else {await _pid(served.port)}
+        assert process.pid not in workers
+    finally:
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(30):
+            await process.wait()
+        await process.stderr.aclose()
+    assert process.returncode == 0
