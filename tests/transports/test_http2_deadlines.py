@@ -6,19 +6,22 @@ same deadlines per stream: a stream whose body never comes gets 408 and ends, an
 the client never opens the window for drops the connection, and a connection whose
 streams have all ended is closed after the keep-alive timeout. Both apps the worker
 serves are checked: the MCP endpoint (``--http-server hypercorn``) and the admin page.
-Real sockets, cleartext HTTP/2 with prior knowledge, virtual time.
+Real sockets, cleartext HTTP/2 with prior knowledge (and once over TLS), virtual time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import ssl
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import attrs
 import pytest
 import trio
 import trio.testing
+import trustme
 
 from mcpactor.admin import create_admin_app, serve_admin
 from mcpactor.runtime import Observatory
@@ -176,3 +179,47 @@ async def test_a_refusal_reaches_an_http2_client(
         # The connection serves on.
         with trio.fail_after(10):
             assert (await client.answer(await client.request("GET", listener.get))).status == 200
+
+
+async def test_the_deadline_holds_over_tls_as_negotiated_by_alpn(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # HTTP/2 as browsers and most clients reach it: over TLS, chosen through ALPN.
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.private_key_and_cert_chain_pem.write_to_path(str(cert_file))
+    cert.private_key_pem.write_to_path(str(key_file))
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    context.set_alpn_protocols(["h2"])
+    options = HttpOptions(request_timeout=30, tls_cert=str(cert_file), tls_key=str(key_file))
+    async with trio.open_nursery() as nursery:
+        _, port = await nursery.start(
+            functools.partial(
+                serve_http,
+                make_server(Probe()),
+                port=0,
+                options=options,
+                http_server="hypercorn",
+                tune_gc=False,
+            )
+        )
+        tcp = await trio.open_tcp_stream("127.0.0.1", port)
+        async with trio.SSLStream(tcp, context, server_hostname="127.0.0.1") as tls:
+            await tls.do_handshake()
+            assert tls.selected_alpn_protocol() == "h2"
+            client = H2Client(tls, f"127.0.0.1:{port}")
+            await client.start()
+            start = trio.current_time()
+            headers = [
+                (b"accept", b"application/json, text/event-stream"),
+                (b"content-type", b"application/json"),
+                (b"content-length", b"40"),
+            ]
+            held = await client.request("POST", "/mcp", headers, body=None)
+            with trio.fail_after(1000):
+                answer = await client.answer(held)
+            assert answer.status == 408
+            assert trio.current_time() - start == pytest.approx(30, abs=0.5)
+        nursery.cancel_scope.cancel()
