@@ -15,6 +15,7 @@ from quart_trio import QuartTrio
 from ..runtime import Observatory
 from . import _app
 from ._app import ADMIN_COOKIE as ADMIN_COOKIE
+from ._app import ADMIN_MAX_CONNECTIONS as ADMIN_MAX_CONNECTIONS
 from ._app import DEFAULT_ADMIN_SCOPE as DEFAULT_ADMIN_SCOPE
 from ._app import add_routes as add_routes
 from ._app import serve_admin as serve_admin
@@ -22,7 +23,14 @@ from ._app import serve_admin as serve_admin
 if TYPE_CHECKING:
     from ..auth import ResourceServer
 
-__all__ = ["ADMIN_COOKIE", "DEFAULT_ADMIN_SCOPE", "add_routes", "create_admin_app", "serve_admin"]
+__all__ = [
+    "ADMIN_COOKIE",
+    "ADMIN_MAX_CONNECTIONS",
+    "DEFAULT_ADMIN_SCOPE",
+    "add_routes",
+    "create_admin_app",
+    "serve_admin",
+]
 
 
 def create_admin_app(

@@ -1,7 +1,8 @@
 # The admin listener's app: the live tree's page, its JSON, its SSE stream, its actions.
 #
-# A quart-trio app on hypercorn's trio worker, served in the same trio run (and nursery
-# tree) as the server it shows; it reads the run's ``Observatory``. It is off unless
+# A quart-trio app on the contained hypercorn worker (``serve_asgi``, the one
+# ``--http-server hypercorn`` uses), served in the same trio run (and nursery tree) as
+# the server it shows; it reads the run's ``Observatory``. It is off unless
 # asked for, and every route but the login form needs the admin credential:
 #
 # - ``Authorization: Bearer <token>`` (``mcpactor top``, scripts), or
@@ -39,12 +40,14 @@ from quart_trio import QuartTrio
 
 from .._config_admin import DEFAULT_ADMIN_SCOPE
 from ..runtime import Observatory
+from ..transports.http import ConnectionLimits
 
 if TYPE_CHECKING:
     from ..auth import ResourceServer
 
 __all__ = [
     "ADMIN_COOKIE",
+    "ADMIN_MAX_CONNECTIONS",
     "DEFAULT_ADMIN_SCOPE",
     "MAX_BODY",
     "add_routes",
@@ -425,32 +428,38 @@ def _html(text: str, status: int = 200) -> Response:
     return Response(text, status=status, content_type="text/html; charset=utf-8")
 
 
+#: connections the admin listener holds open at most (a page keeps two or three)
+ADMIN_MAX_CONNECTIONS: Final = 64
+
+
+def _admin_error_body(status: int, message: str) -> tuple[bytes, bytes]:
+    # The refusals the HTTP server writes itself, shaped as the API's own errors.
+    return b"application/json", orjson.dumps({"error": message})
+
+
 async def serve_admin(
     app: QuartTrio,
     *,
     host: str = "127.0.0.1",
     port: int = 0,
+    limits: ConnectionLimits | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the admin app on ``host:port`` with hypercorn's trio worker until cancelled.
+    """Serve the admin app on ``host:port`` until cancelled, each connection contained.
 
-    Reports the bound (host, port) through ``task_status``, so ``port=0`` works.
+    It runs on the worker ``--http-server hypercorn`` uses (``serve_asgi``): nothing a
+    client sends ends the listener. ``limits`` hold its connections (default: the
+    defaults, with at most ``ADMIN_MAX_CONNECTIONS`` open). Reports the bound (host,
+    port) through ``task_status``, so ``port=0`` works.
     """
-    from hypercorn.config import Config
-    from hypercorn.trio import serve
+    from ..transports.http import serve_asgi
 
-    config = Config()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.accesslog = None
-    config.graceful_timeout = 1.0
-    config.include_server_header = False
-    # Its start and stop lines are said by the command line, in its own words.
-    config.loglevel = "WARNING"
-
-    async def started(*, task_status: trio.TaskStatus[list[str]]) -> None:
-        await serve(app, config, task_status=task_status)
-
-    async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(started)
-        bound = urllib.parse.urlsplit(binds[0])
-        task_status.started((bound.hostname or host, bound.port or port))
+    await serve_asgi(
+        app,
+        host=host,
+        port=port,
+        limits=limits or ConnectionLimits(max_connections=ADMIN_MAX_CONNECTIONS),
+        lifespan=True,
+        error_body=_admin_error_body,
+        task_status=task_status,
+    )

@@ -183,7 +183,7 @@ async def with_admin(
         # their counts to the store it lists them from.
         await _publish_only(args, server, serve, task_status=task_status)
         return
-    from ..admin import create_admin_app, serve_admin
+    from ..admin import ADMIN_MAX_CONNECTIONS, create_admin_app, serve_admin
 
     # What operators do is logged whatever --log-level says of the rest.
     logging.getLogger("mcpactor.admin.audit").setLevel(logging.INFO)
@@ -216,9 +216,17 @@ async def with_admin(
         scope=scope,
         replicas=None if snapshots is None else snapshots.listing,
     )
+    limits = getattr(args, "http_limits", None)
+    if limits is not None:
+        # The endpoint's deadlines and head limits; its own, smaller, count of connections.
+        import attrs
+
+        limits = attrs.evolve(limits, max_connections=ADMIN_MAX_CONNECTIONS)
     async with trio.open_nursery() as nursery:
         bound_host, bound_port = await nursery.start(
-            lambda task_status: serve_admin(app, host=host, port=port, task_status=task_status)
+            lambda task_status: serve_admin(
+                app, host=host, port=port, limits=limits, task_status=task_status
+            )
         )
         where = f"[{bound_host}]" if ":" in bound_host else bound_host
         said = f" (token: {token})" if made else f" (token: {args.admin_token_file})"

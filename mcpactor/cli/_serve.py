@@ -59,6 +59,8 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             )
         # The admin listener accepts the endpoint's access tokens with its admin scope.
         args.resource_server = http_options.resource_server
+        # and holds its connections to the endpoint's deadlines and head limits.
+        args.http_limits = http_options.connection_limits()
     else:
         refuse_auth_on_stdio(args, config)
         refuse_store_on_stdio(args, config)

@@ -14,6 +14,7 @@ from ..runtime._metrics import METRICS
 from . import _sse
 
 __all__ = [
+    "AsgiApp",
     "ClientGone",
     "Headers",
     "Receive",
@@ -34,6 +35,8 @@ __all__ = [
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+#: an ASGI 3 application
+AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _JSON: Final = b"application/json"
 _CLOSE: Final = ((b"connection", b"close"),)

@@ -11,7 +11,7 @@ from ..auth import ResourceServer
 from ..runtime.http import EventStore, MemoryEventStore, Replicas
 from ._forwarded import FORWARDED_HEADERS, ForwardedHeader, TrustedProxies, parse_networks
 
-__all__ = ["Authenticate", "HttpOptions", "default_event_store"]
+__all__ = ["Authenticate", "ConnectionLimits", "HttpOptions", "default_event_store"]
 
 #: the authentication hook: request headers (lowercase names) → a principal, or a falsy
 #: value to refuse; may be async
@@ -49,6 +49,55 @@ def _patterns(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
 
 def _cors_patterns(value: str | Sequence[str]) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _check_ranges(
+    record: ConnectionLimits | HttpOptions, ints: Sequence[str], seconds: Sequence[str]
+) -> None:
+    for name in ints:
+        value = getattr(record, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive whole number, got {value!r}")
+    for name in seconds:
+        value = getattr(record, name)
+        # NaN is not > 0; math.inf is allowed: never.
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    if record.max_head_bytes < _MIN_HEAD_BYTES:
+        raise ValueError(
+            f"max_head_bytes must be at least {_MIN_HEAD_BYTES}, got {record.max_head_bytes!r}"
+        )
+
+
+#: ConnectionLimits fields, checked as HttpOptions checks its own of the same names
+_CONNECTION_INTS: Final = ("max_connections", "max_head_bytes", "max_header_count")
+_CONNECTION_SECONDS: Final = ("keep_alive_timeout", "request_timeout", "write_timeout")
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionLimits:
+    """What one listener holds its connections to, whatever app it serves.
+
+    HTTP/2 applies the deadlines per stream: a stream's body must arrive within
+    ``request_timeout`` of its headers, and each write of its answer within
+    ``write_timeout``.
+    """
+
+    #: open connections at most, WebSockets included (503 and close above it)
+    max_connections: int = 1000
+    #: seconds an idle keep-alive connection stays open
+    keep_alive_timeout: float = 75.0
+    #: seconds a request's head and body may take to arrive in full
+    request_timeout: float = 30.0
+    #: seconds a write may wait for a peer that does not read
+    write_timeout: float = 30.0
+    #: the largest request head (request line and header fields), in bytes
+    max_head_bytes: int = 64 * 1024
+    #: header fields in one request at most
+    max_header_count: int = 100
+
+    def __attrs_post_init__(self) -> None:
+        _check_ranges(self, _CONNECTION_INTS, _CONNECTION_SECONDS)
 
 
 @attrs.frozen(kw_only=True)
@@ -126,19 +175,7 @@ class HttpOptions:
             raise ValueError(
                 f"response_mode must be 'auto', 'sse' or 'json', got {self.response_mode!r}"
             )
-        for name in _POSITIVE_INTS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive whole number, got {value!r}")
-        for name in _POSITIVE_SECONDS:
-            value = getattr(self, name)
-            # NaN is not > 0; math.inf is allowed: never.
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-        if self.max_head_bytes < _MIN_HEAD_BYTES:
-            raise ValueError(
-                f"max_head_bytes must be at least {_MIN_HEAD_BYTES}, got {self.max_head_bytes!r}"
-            )
+        _check_ranges(self, _POSITIVE_INTS, _POSITIVE_SECONDS)
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both or neither")
         if self.authenticate is not None and self.resource_server is not None:
@@ -160,6 +197,17 @@ class HttpOptions:
             return None
         networks = parse_networks(self.forwarded_allow_ips, option="forwarded_allow_ips")
         return TrustedProxies(networks, self.forwarded_header)
+
+    def connection_limits(self) -> ConnectionLimits:
+        """The limits of these options that hold the HTTP server's connections."""
+        return ConnectionLimits(
+            max_connections=self.max_connections,
+            keep_alive_timeout=self.keep_alive_timeout,
+            request_timeout=self.request_timeout,
+            write_timeout=self.write_timeout,
+            max_head_bytes=self.max_head_bytes,
+            max_header_count=self.max_header_count,
+        )
 
 
 def default_event_store(options: HttpOptions) -> EventStore:

@@ -1,11 +1,14 @@
-# Running hypercorn's trio worker one connection at a time, each contained.
+# Serving an ASGI app on hypercorn's trio connections, one connection at a time, each
+# contained. The MCP endpoint (``--http-server hypercorn``) and the admin listener are
+# served this one way.
 #
 # ``hypercorn.trio.serve`` runs every connection's ``TCPServer`` in one nursery, so an
 # exception that escapes one connection ends the server: a second pipelined request
 # after ``Connection: close`` makes h11's error response collide with a write in
 # progress, and the BusyResourceError that follows stops the listener (a known upstream
-# problem). So we accept ourselves (``trio.serve_listeners``) and run hypercorn's
-# per-connection ``TCPServer`` inside a handler of our own that:
+# problem); a WebSocket upgrade followed by a stray byte makes h11 refuse the app's
+# answer with LocalProtocolError. So we accept ourselves (``trio.serve_listeners``) and
+# run hypercorn's per-connection ``TCPServer`` inside a handler of our own that:
 #
 # - contains any failure of the connection to that connection (one log line);
 # - holds open connections, WebSockets included, to ``max_connections`` (503 and close
@@ -14,13 +17,22 @@
 #   and a request's arrival, head and body, by ``request_timeout`` (hypercorn bounds
 #   idle keep-alive only);
 #
-# and the ASGI app is wrapped in ``_FramingGuard``, which refuses what h11 lets through
+# and the ASGI app is wrapped in ``_AppGuard``, which refuses what h11 lets through
 # but the built-in server does not (400 or 505 and close): Content-Length with
 # Transfer-Encoding, Transfer-Encoding in HTTP/1.0, control characters in a field,
 # more than ``max_header_count`` fields, HTTP versions other than 1.x and 2.
 #
-# hypercorn's own pieces used here (TCPServer, WorkerContext, its event classes) are
-# what its ``worker_serve`` uses; no ASGI lifespan runs (the app has none to speak of).
+# HTTP/2 carries many requests on one connection, so there the deadlines are each
+# stream's, kept by ``_AppGuard``: a stream's body must arrive within ``request_timeout``
+# of its headers (else 408 and the stream ends), and each write of its answer, which
+# h2's flow control can hold back while the socket itself is free, within
+# ``write_timeout`` (else the connection is dropped, as for HTTP/1.1). A connection
+# whose streams have all ended is idle, and hypercorn closes it after the keep-alive
+# timeout; one that opens no stream at all is held to ``request_timeout`` by the stream.
+#
+# hypercorn's own pieces used here (TCPServer, WorkerContext, Lifespan, its event
+# classes) are what its ``worker_serve`` uses. The ASGI lifespan runs if asked for (the
+# admin app's quart-trio has one; the MCP endpoint's sessions are not the lifespan's).
 
 from __future__ import annotations
 
@@ -30,23 +42,22 @@ import logging
 import math
 import re
 import socket
-from typing import TYPE_CHECKING, Any, Final, cast
+from collections.abc import Callable, Sequence
+from typing import Any, Final, cast
 
 import trio
 from hypercorn.config import Config
 from hypercorn.events import Updated
+from hypercorn.trio.lifespan import Lifespan
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.utils import parse_socket_addr, repr_socket_addr, wrap_app
 
-from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
-from ._asgi import Receive, Scope, Send, http_error_body, reply_error
-from .h1 import TurnAwayLog, turn_away_response
+from ._asgi import AsgiApp, Receive, Scope, Send
+from ._http_options import ConnectionLimits
+from .h1 import ErrorBody, TurnAwayLog, plain_error_body, turn_away_response
 
-if TYPE_CHECKING:
-    from ._http import McpHttpApp
-
-__all__ = ["serve_hypercorn"]
+__all__ = ["hypercorn_config", "serve_hypercorn"]
 
 _log = logging.getLogger("mcpactor.http.server")
 
@@ -56,9 +67,13 @@ _CONTROL: Final = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _LINGER_SECONDS: Final = 1.0
 
 
+def _no_abort() -> None:
+    pass
+
+
 class _Watch:
     # What the guard stream and the ASGI wrapper share about one connection.
-    __slots__ = ("h2", "scope", "serving")
+    __slots__ = ("abort", "h2", "scope", "serving")
 
     def __init__(self) -> None:
         #: the request being read has reached the app with its whole body
@@ -67,6 +82,8 @@ class _Watch:
         self.h2 = False
         #: the cancel scope of the read in progress (its deadline is the request's)
         self.scope: trio.CancelScope | None = None
+        #: drops the connection (a peer that does not read)
+        self.abort: Callable[[], None] = _no_abort
 
     def disarm(self) -> None:
         self.serving = True
@@ -118,11 +135,11 @@ class _GuardStream(trio.abc.HalfCloseableStream):
                 await self._inner.send_all(data)
             return
         _log.info("a write timed out: the client does not read; dropping the connection")
-        self._shut_down()
+        self.abort()
         raise trio.BrokenResourceError("the client did not read for too long")
 
-    def _shut_down(self) -> None:
-        # Ends the read in progress too, so that hypercorn winds the connection down.
+    def abort(self) -> None:
+        """Drop the connection: the read in progress ends too, so hypercorn winds it down."""
         sock = getattr(self._inner, "socket", None)
         if sock is None:
             sock = getattr(getattr(self._inner, "transport_stream", None), "socket", None)
@@ -133,31 +150,62 @@ class _GuardStream(trio.abc.HalfCloseableStream):
     async def wait_send_all_might_not_block(self) -> None:
         await self._inner.wait_send_all_might_not_block()
 
+    # hypercorn closes the connection from whichever task saw it end, often an app's
+    # task that its framework is cancelling (quart-trio cancels its own nursery once the
+    # answer is out): the close must happen anyway, or the connection stays open after
+    # ``Connection: close`` with nothing left to end it. Shielded, and bounded.
+
     async def send_eof(self) -> None:
-        async with self._send_lock:
-            await self._inner.send_eof()
+        with trio.CancelScope(shield=True), trio.move_on_after(self._write_timeout):
+            async with self._send_lock:
+                await self._inner.send_eof()
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        with trio.CancelScope(shield=True), trio.move_on_after(self._write_timeout):
+            await self._inner.aclose()
 
 
 class _TCPServer(TCPServer):
-    # hypercorn's connection, telling our stream when a response is done.
+    # hypercorn's connection, telling our stream when a response is done, and ending
+    # its keep-alive timer once there is nothing left to read.
+    #
+    # hypercorn keeps that timer running in the connection's task group while no
+    # request is in progress, and the group waits for it: a connection the client
+    # closed, or that was refused (400 for a malformed head), would stay one of the
+    # open connections for the whole keep-alive timeout after its socket was closed,
+    # and a burst of them would fill ``max_connections``.
+
+    _reading = True
 
     async def protocol_send(self, event: Any) -> None:
         if isinstance(event, Updated) and event.idle:
             cast("_GuardStream", self.stream).idle()
+            if not self._reading:
+                return
         await super().protocol_send(event)
 
+    async def _read_data(self) -> None:
+        await super()._read_data()
+        self._reading = False
+        await self.idle_task.stop()
 
-class _FramingGuard:
-    # The app as hypercorn calls it: framing checks first, then the watch is told.
 
-    def __init__(self, app: McpHttpApp, watches: dict[Any, _Watch]) -> None:
+class _AppGuard:
+    # The app as hypercorn calls it: framing checks first, then the deadlines kept.
+
+    def __init__(
+        self,
+        app: AsgiApp,
+        watches: dict[Any, _Watch],
+        limits: ConnectionLimits,
+        error_body: ErrorBody,
+    ) -> None:
         self.app = app
         self.watches = watches
-        self.max_fields = app.options.max_header_count
-        self.max_head = app.options.max_head_bytes
+        self.limits = limits
+        self.error_body = error_body
+        self.max_fields = limits.max_header_count
+        self.max_head = limits.max_head_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -166,7 +214,9 @@ class _FramingGuard:
             return
         watch = self.watches.get(scope.get("client"))
         version = scope.get("http_version", "1.1")
-        if watch is not None and version not in ("1.0", "1.1"):
+        # "2" is HTTP/2's own framing; h11 reports "2.0" from an HTTP/1 request line.
+        h2 = version == "2"
+        if watch is not None and h2:
             # HTTP/2 carries many requests at once: no deadline per connection read.
             watch.h2 = True
             watch.disarm()
@@ -174,10 +224,13 @@ class _FramingGuard:
         if refusal is not None:
             status, why = refusal
             if kind == "http":
-                code = INVALID_REQUEST if status < 500 else INTERNAL_ERROR
-                await reply_error(send, status, code, why, close=True)
+                # (h2 leaves the Connection field out: HTTP/2 has none.)
+                await self._reply(send, status, why, close=True)
             else:
                 await send({"type": "websocket.close", "code": 1002})
+            return
+        if h2:
+            await self._serve_stream(scope, receive, send, watch)
             return
         if watch is None or kind == "websocket":
             if watch is not None:
@@ -197,6 +250,56 @@ class _FramingGuard:
             await send(message)
 
         await self.app(scope, watched_receive, watched_send)
+
+    async def _serve_stream(
+        self, scope: Scope, receive: Receive, send: Send, watch: _Watch | None
+    ) -> None:
+        # One HTTP/2 stream, with the deadlines HTTP/1.1 keeps per connection.
+        limits = self.limits
+        http = scope["type"] == "http"
+        answered = stalled = False
+        arrival = trio.current_time() + limits.request_timeout if http else math.inf
+        with trio.CancelScope(deadline=arrival) as stream:
+
+            async def timed_receive() -> dict[str, Any]:
+                message = await receive()
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    # The whole body is in (or the client is gone): the answer may take
+                    # as long as it takes.
+                    stream.deadline = math.inf
+                return message
+
+            async def timed_send(message: dict[str, Any]) -> None:
+                nonlocal answered, stalled
+                if message["type"] == "http.response.start":
+                    answered = True
+                    stream.deadline = math.inf
+                with trio.move_on_after(limits.write_timeout):
+                    await send(message)
+                    return
+                stalled = True
+                _log.info("an HTTP/2 write timed out: the client does not read; dropping it")
+                if watch is not None:
+                    watch.abort()
+                # The app's write is blocked on flow control that will not open: it ends
+                # here, or the connection could never wind down.
+                stream.cancel()
+                await trio.lowlevel.checkpoint()
+
+            await self.app(scope, timed_receive, timed_send)
+        if stream.cancelled_caught and not stalled and not answered:
+            _log.info("an HTTP/2 request did not arrive in %s s", limits.request_timeout)
+            why = f"the request did not arrive in full within {limits.request_timeout:g} s"
+            with trio.move_on_after(limits.write_timeout):
+                await self._reply(send, 408, why, close=False)
+
+    async def _reply(self, send: Send, status: int, why: str, *, close: bool) -> None:
+        content_type, body = self.error_body(status, why)
+        headers = [(b"content-length", b"%d" % len(body)), (b"content-type", content_type)]
+        if close:
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     def _refusal(self, scope: Scope, version: str) -> tuple[int, str] | None:
         if version not in ("1.0", "1.1", "2"):
@@ -230,33 +333,63 @@ class _FramingGuard:
         return None
 
 
-class _Limits:
-    __slots__ = ("open", "turn_away_bytes", "turn_away_log")
+class _Open:
+    __slots__ = ("count", "turn_away_bytes", "turn_away_log")
 
-    def __init__(self) -> None:
-        self.open = 0
+    def __init__(self, error_body: ErrorBody) -> None:
+        self.count = 0
         self.turn_away_log = TurnAwayLog()
         #: the canned 503, the built-in server's
-        self.turn_away_bytes = turn_away_response(http_error_body)
+        self.turn_away_bytes = turn_away_response(error_body)
+
+
+def hypercorn_config(
+    limits: ConnectionLimits,
+    binds: Sequence[str],
+    *,
+    graceful_timeout: float,
+    backlog: int = 1024,
+) -> Config:
+    """A hypercorn ``Config`` binding ``binds`` (hypercorn's forms) with ``limits``' timeouts."""
+    config = Config()
+    config.bind = list(binds)
+    config.accesslog = None
+    config.backlog = backlog
+    config.errorlog = _log
+    config.graceful_timeout = graceful_timeout
+    config.include_server_header = False
+    config.keep_alive_timeout = limits.keep_alive_timeout
+    # h11 counts the head it has not parsed yet against this (400 above it).
+    config.h11_max_incomplete_size = limits.max_head_bytes
+    config.h2_max_header_list_size = limits.max_head_bytes
+    config.ssl_handshake_timeout = limits.request_timeout
+    return config
 
 
 async def serve_hypercorn(
-    app: McpHttpApp,
+    app: AsgiApp,
     config: Config,
+    limits: ConnectionLimits,
     shutdown: trio.Event,
     *,
+    error_body: ErrorBody = plain_error_body,
+    lifespan: bool = False,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` with hypercorn's trio connections until ``shutdown`` is set.
 
     Reports the bound addresses as URLs. On shutdown it stops accepting, lets idle
-    connections go, and gives the others ``config.graceful_timeout`` seconds.
+    connections go, and gives the others ``config.graceful_timeout`` seconds. The
+    responses it writes itself have ``error_body``'s bodies; with ``lifespan``, the
+    app's ASGI lifespan starts before the first connection and ends after the last.
     """
-    options = app.options
     watches: dict[Any, _Watch] = {}
-    asgi = wrap_app(cast("Any", _FramingGuard(app, watches)), config.wsgi_max_body_size, "asgi")
+    asgi = wrap_app(
+        cast("Any", _AppGuard(app, watches, limits, error_body)), config.wsgi_max_body_size, "asgi"
+    )
     context = WorkerContext(None)
-    limits = _Limits()
+    state: dict[str, Any] = {}
+    opened = _Open(error_body)
     sockets = config.create_sockets()
     ssl_context = config.create_ssl_context()
     listeners: list[trio.abc.Listener[Any]] = []
@@ -275,10 +408,10 @@ async def serve_hypercorn(
         binds.append(f"{scheme}://{repr_socket_addr(sock.family, sock.getsockname())}")
 
     async def handle(stream: Any) -> None:
-        if limits.open >= options.max_connections:
-            await _turn_away(stream, limits, ssl_context is not None)
+        if opened.count >= limits.max_connections:
+            await _turn_away(stream, opened, ssl_context is not None)
             return
-        limits.open += 1
+        opened.count += 1
         transport = getattr(stream, "transport_stream", stream)
         key: Any = None
         watch = _Watch()
@@ -288,40 +421,49 @@ async def serve_hypercorn(
                 key = parse_socket_addr(sock.family, sock.getpeername())
             if key is not None:
                 watches[key] = watch
-            guarded = _GuardStream(stream, watch, options.request_timeout, options.write_timeout)
-            await _TCPServer(asgi, config, context, cast("Any", {}), cast("Any", guarded)).run()
+            guarded = _GuardStream(stream, watch, limits.request_timeout, limits.write_timeout)
+            watch.abort = guarded.abort
+            await _TCPServer(asgi, config, context, cast("Any", state), cast("Any", guarded)).run()
         except Exception as exc:
-            # One connection's failure is never the server's (invariant 3).
+            # One connection's failure is never the server's (invariant 10).
             _log.warning("an HTTP connection failed inside hypercorn: %s", _summary(exc))
             with contextlib.suppress(Exception), trio.CancelScope(shield=True):
                 await stream.aclose()
         finally:
-            limits.open -= 1
+            opened.count -= 1
             if key is not None and watches.get(key) is watch:
                 del watches[key]
 
-    async with trio.open_nursery() as connections:
-        async with trio.open_nursery() as accepting:
-            accepting.start_soon(
-                functools.partial(
-                    trio.serve_listeners, handle, listeners, handler_nursery=connections
+    async with trio.open_nursery() as lifespan_nursery:
+        spans = Lifespan(asgi, config, state) if lifespan else None
+        if spans is not None:
+            await lifespan_nursery.start(spans.handle_lifespan)
+            await spans.wait_for_startup()
+        async with trio.open_nursery() as connections:
+            async with trio.open_nursery() as accepting:
+                accepting.start_soon(
+                    functools.partial(
+                        trio.serve_listeners, handle, listeners, handler_nursery=connections
+                    )
                 )
-            )
-            task_status.started(binds)
-            await shutdown.wait()
-            accepting.cancel_scope.cancel()
-        # Idle connections close, busy ones finish (hypercorn checks this per request).
-        await context.terminated.set()
-        connections.cancel_scope.deadline = trio.current_time() + config.graceful_timeout
+                task_status.started(binds)
+                await shutdown.wait()
+                accepting.cancel_scope.cancel()
+            # Idle connections close, busy ones finish (hypercorn checks this per request).
+            await context.terminated.set()
+            connections.cancel_scope.deadline = trio.current_time() + config.graceful_timeout
+        if spans is not None:
+            await spans.wait_for_shutdown()
+        lifespan_nursery.cancel_scope.cancel()
 
 
-async def _turn_away(stream: Any, limits: _Limits, tls: bool) -> None:
-    limits.turn_away_log.note(limits.open)
+async def _turn_away(stream: Any, opened: _Open, tls: bool) -> None:
+    opened.turn_away_log.note(opened.count)
     with contextlib.suppress(Exception):
         if not tls:
             # Over TLS a 503 would cost a handshake: the connection is just closed.
             with trio.move_on_after(_LINGER_SECONDS):
-                await stream.send_all(limits.turn_away_bytes)
+                await stream.send_all(opened.turn_away_bytes)
                 await stream.send_eof()
                 # Read and drop what the client sent, so that closing does not reset the
                 # connection under its answer.

@@ -22,7 +22,7 @@ import signal
 import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import trio
 
@@ -43,9 +43,13 @@ from ..runtime.http import (
 )
 from ..server import Server
 from ._http import McpHttpApp
-from ._http_options import HttpOptions, default_event_store
+from ._http_options import ConnectionLimits, HttpOptions, default_event_store
+
+if TYPE_CHECKING:
+    from .h1 import ErrorBody
 
 __all__ = [
+    "ConnectionLimits",
     "EventStore",
     "EventStoreStatistics",
     "HttpOptions",
@@ -57,6 +61,7 @@ __all__ = [
     "SessionManager",
     "open_http_app",
     "serve_app",
+    "serve_asgi",
     "serve_http",
 ]
 
@@ -278,42 +283,79 @@ def _hypercorn_server(
     shutdown: trio.Event,
     sockets: Sequence[socket.socket] | None,
 ) -> Callable[..., Awaitable[None]]:
-    import hypercorn.config
+    from ._asgi import http_error_body
+    from ._hypercorn_worker import hypercorn_config, serve_hypercorn
 
     options = app.options
-    config = hypercorn.config.Config()
+    limits = options.connection_limits()
     if sockets is None:
-        config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+        binds = [_bind(host, port)]
     else:
         # hypercorn wraps a bound descriptor in a socket of its own, which it closes: it
         # gets a duplicate, and the given sockets are closed once it is done, as the
         # built-in server closes them.
-        config.bind = [f"fd://{os.dup(sock.fileno())}" for sock in sockets]
-    config.accesslog = None
-    config.backlog = LISTEN_BACKLOG
-    config.errorlog = logging.getLogger("mcpactor.http.server")
-    config.graceful_timeout = grace + _SHUTDOWN_MARGIN
-    config.include_server_header = False
+        binds = [f"fd://{os.dup(sock.fileno())}" for sock in sockets]
+    config = hypercorn_config(
+        limits, binds, graceful_timeout=grace + _SHUTDOWN_MARGIN, backlog=LISTEN_BACKLOG
+    )
     config.websocket_max_message_size = options.max_body_bytes
-    config.keep_alive_timeout = options.keep_alive_timeout
-    # h11 counts the head it has not parsed yet against this (400 above it).
-    config.h11_max_incomplete_size = options.max_head_bytes
-    config.h2_max_header_list_size = options.max_head_bytes
-    config.ssl_handshake_timeout = options.request_timeout
     if options.tls_cert is not None and options.tls_key is not None:
         config.certfile = options.tls_cert
         config.keyfile = options.tls_key
 
     async def serve(*, task_status: trio.TaskStatus[list[str]]) -> None:
-        from ._hypercorn_worker import serve_hypercorn
-
         try:
-            await serve_hypercorn(app, config, shutdown, task_status=task_status)
+            await serve_hypercorn(
+                app, config, limits, shutdown, error_body=http_error_body, task_status=task_status
+            )
         finally:
             for sock in sockets or ():
                 sock.close()
 
     return serve
+
+
+async def serve_asgi(
+    app: Callable[..., Awaitable[None]],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    limits: ConnectionLimits | None = None,
+    lifespan: bool = True,
+    error_body: ErrorBody | None = None,
+    task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve any ASGI app on hypercorn's trio worker, each connection contained, until cancelled.
+
+    The worker ``http_server="hypercorn"`` serves the MCP endpoint with: nothing that
+    happens on a connection ends the listener, and ``limits`` (default
+    ``ConnectionLimits()``) hold its connections and HTTP/2 streams. Reports the bound
+    (host, port) through ``task_status``, so ``port=0`` works. With ``lifespan``, the
+    app's ASGI lifespan runs around serving. ``error_body`` makes the bodies of the
+    responses the server writes itself (default: plain text).
+    """
+    from ._hypercorn_worker import hypercorn_config, serve_hypercorn
+    from .h1 import plain_error_body
+
+    limits = limits or ConnectionLimits()
+    config = hypercorn_config(limits, [_bind(host, port)], graceful_timeout=1.0)
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(
+            functools.partial(
+                serve_hypercorn,
+                app,
+                config,
+                limits,
+                trio.Event(),
+                error_body=error_body or plain_error_body,
+                lifespan=lifespan,
+            )
+        )
+        task_status.started(_address(binds[0]))
+
+
+def _bind(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _server_ssl_context(options: HttpOptions) -> ssl.SSLContext | None:
@@ -368,6 +410,7 @@ def _address(bind: str) -> tuple[str, int]:
 
 
 for _name in (
+    "ConnectionLimits",
     "EventStore",
     "EventStoreStatistics",
     "HttpOptions",

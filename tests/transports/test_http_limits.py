@@ -245,6 +245,25 @@ async def test_both_servers_turn_connections_over_the_limit_away(
                 await stream.aclose()
 
 
+async def test_refused_connections_give_their_place_back_at_once(
+    probe: Probe, http_server: HttpServerKind
+) -> None:
+    # hypercorn's keep-alive timer outlived a connection it had refused (400) or that the
+    # client closed, holding its place for the whole keep-alive timeout.
+    options = HttpOptions(max_connections=2)
+    async with socket_client(make_server(probe), options=options, http_server=http_server) as h:
+        for data in (b"NOT HTTP\r\n\r\n", b"GET /hea", b"\x16\x03\x01") * 3:
+            async with await trio.open_tcp_stream(h.host, h.port) as stream:
+                await stream.send_all(data)
+                if not data.endswith(b"\n"):
+                    await stream.send_eof()
+                with trio.fail_after(10), contextlib.suppress(trio.BrokenResourceError):
+                    while await stream.receive_some(65536):
+                        pass
+            await trio.testing.wait_all_tasks_blocked()
+        assert (await h.request("GET", "/healthz", {})).status == 200
+
+
 async def test_websockets_count_as_connections_and_idle_ones_are_closed(
     probe: Probe, http_server: HttpServerKind, autojump_clock: trio.testing.MockClock
 ) -> None:
