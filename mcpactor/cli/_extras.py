@@ -6,7 +6,7 @@ installed, and says which to install when one is not: a line naming the option, 
 extra and the missing module, never a traceback from deep inside the first import.
 ``find_spec`` only looks for the module: nothing is imported here.
 
-This module is imported with every command that can need an extra: it imports nothing.
+This module is imported by every command that can need an extra: it imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from .._exceptions import MCPActorError
 __all__ = [
     "EXTRAS",
     "INCLUDED",
+    "OTEL_API",
+    "PURPOSES",
     "ExtraMissing",
     "extra_of",
     "modules_of",
@@ -126,8 +128,8 @@ def _needed(
             config.http.server if config is not None else "builtin"
         )
         # The built-in server and the hypercorn one each need their own part of the extra.
-        modules = ("hypercorn",) if server == "hypercorn" else ("httptools", "h11")
-        yield "http", "serving over HTTP (--http)", (*modules, "wsproto")
+        parser = "hypercorn" if server == "hypercorn" else "httptools"
+        yield "http", "serving over HTTP (--http)", (parser, "wsproto")
     urls = [t for t in getattr(args, "targets", ()) if "://" in t]
     if config is not None:
         urls += [s.url for s in config.servers if s.url is not None]
