@@ -2,14 +2,18 @@
 
 The site's snippets extension does the same at build time; tests that read a page's
 samples read them through ``expanded`` so that they check the files the page shows.
+``as_the_site_shows`` runs that extension itself (pymdown-extensions' snippets, with the
+settings of ``mkdocs.yml``), so a test can hold the two equal, and check what the site
+really shows.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import textwrap
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 #: an include line: ``--8<-- "path"`` or ``--8<-- "path:section"``, paths from the root
@@ -70,3 +74,45 @@ def _included(line: str) -> str:
 def expanded(page: Path) -> str:
     """The page ``page`` with its includes expanded."""
     return expand(page.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _snippets(root: Path) -> Any:
+    # The extension as mkdocs.yml configures it; its base paths are from the project's
+    # root, where mkdocs runs (or from ``root``, for a test's own files).
+    import markdown
+    import yaml
+
+    site = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    (settings,) = (
+        entry["pymdownx.snippets"]
+        for entry in site["markdown_extensions"]
+        if isinstance(entry, dict) and "pymdownx.snippets" in entry
+    )
+    settings = dict(settings, base_path=[str(root / base) for base in settings["base_path"]])
+    converter = markdown.Markdown(
+        extensions=["pymdownx.snippets"], extension_configs={"pymdownx.snippets": settings}
+    )
+    return converter.preprocessors["snippet"]
+
+
+def as_the_site_shows(text: str, root: Path = ROOT) -> str:
+    """``text`` with its includes resolved by the site's own snippets extension."""
+    return "\n".join(_snippets(root).run(text.split("\n")))
+
+
+#: a fenced code block: its indentation, fence, language and body
+FENCE: Final = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<language>[\w+-]*)[^\n]*\n"
+    r"(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$",
+    re.M | re.S,
+)
+
+
+def python_blocks(text: str) -> list[tuple[int, str]]:
+    """The Python code blocks of ``text``: the line each starts on, and its code."""
+    return [
+        (text.count("\n", 0, found.start()) + 1, textwrap.dedent(found.group("body")))
+        for found in FENCE.finditer(text)
+        if found.group("language").lower() in {"python", "py", "python3"}
+    ]

@@ -34,7 +34,16 @@ from mcpactor import Server
 from mcpactor._config import parse_config
 from mcpactor._targets import load_server
 from mcpactor.client import connect_stdio
-from tests.doc_includes import BLOCK_LINE, INCLUDE, ROOT, block_lines, expand, section
+from tests.doc_includes import (
+    BLOCK_LINE,
+    INCLUDE,
+    ROOT,
+    as_the_site_shows,
+    block_lines,
+    expand,
+    python_blocks,
+    section,
+)
 
 DOCS: Final = ROOT / "docs"
 SAMPLES: Final = DOCS / "samples"
@@ -345,8 +354,8 @@ async def test_the_fixture_sample_passes_at_a_session_revision(
 async def test_the_sampling_sample_answers_for_the_model(
     load: Callable[[str], ModuleType],
 ) -> None:
-    result = await load("testing_sampling").test_the_model_answers()
-    assert _text(result) == "42"
+    # The sample is a test: it asserts what the model answered.
+    await load("testing_sampling").test_the_model_answers()
 
 
 def test_the_stdio_testing_sample_defines_its_test(
@@ -464,6 +473,57 @@ def test_expanding_a_page_drops_the_markers() -> None:
     assert text.startswith('@server.tool(task_support="optional")\n')
     assert "--8<--" not in text
     assert expand('--8<-- "CHANGELOG.md"') == (ROOT / "CHANGELOG.md").read_text().rstrip("\n")
+
+
+# --- what the site shows: includes resolved by its own snippets extension ------------------
+
+
+@pytest.mark.parametrize(
+    "page", [ROOT / "README.md", *PAGES], ids=lambda page: str(page.relative_to(ROOT))
+)
+def test_every_python_block_a_page_shows_compiles(page: Path) -> None:
+    # A section marker that cuts a function's body leaves the reader a sample that is not
+    # Python; each block is compiled as the site shows it, the includes resolved.
+    shown = as_the_site_shows(page.read_text(encoding="utf-8"))
+    failures = []
+    for line, code in python_blocks(shown):
+        try:
+            compile(code, f"{page.name}, the block at line {line}", "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            failures.append(f"{exc.filename}: {exc.msg} (its line {exc.lineno})\n{code}")
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(DOCS)))
+def test_the_pages_read_here_are_the_sites(page: Path) -> None:
+    # The other tests read the pages through expand(); it must show what the site shows
+    # (the site may keep a section's blank lines at its ends).
+    text = page.read_text(encoding="utf-8")
+
+    def lines(shown: str) -> list[str]:
+        return [line.rstrip() for line in shown.splitlines() if line.strip()]
+
+    assert lines(expand(text)) == lines(as_the_site_shows(text))
+
+
+def test_a_section_that_cuts_a_body_is_caught(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.py"
+    cut.write_text(
+        "# --8<-- [start:sample]\n"
+        "async def render(scene: str) -> str:\n"
+        "    # --8<-- [end:sample]\n"
+        '    return f"rendered {scene}"\n'
+    )
+    shown = as_the_site_shows("```python\n--8<--\ncut.py:sample\n--8<--\n```\n", tmp_path)
+    ((_, code),) = python_blocks(shown)
+    assert code.strip() == "async def render(scene: str) -> str:"
+    with pytest.raises(SyntaxError, match="expected an indented block"):
+        compile(code, "cut", "exec")
+
+
+def test_python_blocks_are_found_indented_and_fenced_longer() -> None:
+    text = "- a list item:\n\n    ```python\n    x = 1\n    ```\n\n````py\ny = 2\n````\n"
+    assert python_blocks(text) == [(3, "x = 1\n"), (7, "y = 2\n")]
 
 
 def test_a_bad_include_line_is_named() -> None:

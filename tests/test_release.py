@@ -11,8 +11,10 @@ entry point.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import re
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any, Final
@@ -179,3 +181,73 @@ def test_ci_runs_the_release_check() -> None:
     script = ROOT / ".ci" / "release-check"
     assert script.stat().st_mode & 0o111, "release-check is not executable"
     assert "bash .ci/release-check" in (ROOT / ".ci" / "run").read_text()
+    assert '"$WORK/src/.ci/release_extras.py" "$DIST"' in script.read_text()
+
+
+# --- each extra as the docs name it (.ci/release_extras.py, run by the release check) ----
+
+#: an install line of the docs: ``pip install 'mcpactor[http,admin]'``, ``-e '.[http]'``
+INSTALL: Final = re.compile(
+    r"""pip install (?:-e )?(?:-q )?['"](?:mcpactor|\.)\[([\w,-]+)\]['"]"""
+)
+
+
+@pytest.fixture(scope="module")
+def release_extras() -> Any:
+    """``.ci/release_extras.py``, loaded as a module."""
+    path = ROOT / ".ci" / "release_extras.py"
+    spec = importlib.util.spec_from_file_location("release_extras", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def _combination(requirement: str) -> frozenset[str]:
+    return frozenset(Requirement(requirement).extras)
+
+
+def test_the_release_check_installs_each_extra_alone(release_extras: Any) -> None:
+    runtime = release_extras.runtime_extras(ROOT)
+    assert runtime == sorted(
+        set(
+            tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+                "optional-dependencies"
+            ]
+        )
+        - {"test", "docs", "dev"}
+    )
+    checked = {_combination(requirement) for requirement in release_extras.CASES}
+    assert frozenset() in checked  # the base install
+    assert {frozenset({extra}) for extra in runtime} <= checked
+
+
+def test_the_release_check_installs_what_the_docs_tell_users_to(release_extras: Any) -> None:
+    runtime = set(release_extras.runtime_extras(ROOT))
+    named = {
+        (page.relative_to(ROOT), frozenset(found.group(1).split(",")))
+        for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+        for found in INSTALL.finditer(page.read_text(encoding="utf-8"))
+    }
+    # the developer's own extras (tests, docs) are not a server's
+    served = {(page, extras) for page, extras in named if extras <= runtime}
+    assert {frozenset({"redis"}), frozenset({"http", "admin"})} <= {e for _, e in served}
+    checked = {_combination(requirement) for requirement in release_extras.CASES}
+    unchecked = sorted(f"{page}: mcpactor[{','.join(sorted(e))}]" for page, e in served
+                       if e not in checked)  # fmt: skip
+    assert not unchecked, "named by the docs, not installed by .ci/release_extras.py"
+
+
+def test_the_install_lines_are_found() -> None:
+    found = [m.group(1) for m in INSTALL.finditer("""
+        pip install 'mcpactor[http,otel]' opentelemetry-distro
+        pip install -e '.[http]'
+        pip install -e ".[docs]"
+        pip install mcpactor-clock
+    """)]  # fmt: skip
+    assert found == ["http,otel", "http", "docs"]

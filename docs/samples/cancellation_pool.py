@@ -15,13 +15,15 @@ def square(n: int) -> int:
     return n * n
 
 
+# --8<-- [start:sample]
 async def main() -> None:
     """Serve ``server`` over HTTP, its sessions sharing one pool."""
-    # --8<-- [start:sample]
     async with mcpactor.runtime.open_process_pool(max_workers=8) as pool:
         options = SessionOptions(process_pool=pool)
         await serve_http(server, port=8000, session_options=options)
-    # --8<-- [end:sample]
+
+
+# --8<-- [end:sample]
 
 
 if __name__ == "__main__":

@@ -8,5 +8,7 @@ server = Server("studio", version="1.0.0")
 # --8<-- [start:sample]
 @server.tool(task_support="optional")
 async def render(scene: str) -> str:
-    # --8<-- [end:sample]
     return f"rendered {scene}"
+
+
+# --8<-- [end:sample]

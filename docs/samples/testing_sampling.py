@@ -1,7 +1,5 @@
 """Play the client's part: answer the server's sampling requests in the test."""
 
-from typing import Any
-
 import mcpactor.testing
 from mcpactor import Context, Server
 
@@ -15,14 +13,14 @@ async def ask_the_model(question: str, ctx: Context) -> str:
     return str(answer.content.text)
 
 
-async def test_the_model_answers() -> dict[str, Any]:
-    """Call the tool with a sampling handler standing in for the model."""
-
-    # --8<-- [start:sample]
+# --8<-- [start:sample]
+async def test_the_model_answers() -> None:
     async def sampling(params):
         return {"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "test"}
 
     async with mcpactor.testing.client(server, sampling_handler=sampling) as client:
         result = await client.call_tool("ask_the_model", {"question": "?"})
-    # --8<-- [end:sample]
-    return result
+    assert result["content"][0]["text"] == "42"
+
+
+# --8<-- [end:sample]

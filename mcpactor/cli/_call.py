@@ -115,6 +115,10 @@ def call(args: argparse.Namespace) -> int:
             return 2
         headers[name.strip()] = value.strip()
     args.headers = headers
+    if args.url is not None:
+        from ._extras import require
+
+        require("http", "mcpactor call --url", modules=("h11",))
     return trio.run(_call_server, args)
 
 

@@ -107,20 +107,12 @@ class DevPlan(NamedTuple):
 
 def dev(args: argparse.Namespace) -> int:
     """Run ``mcpactor dev`` as ``args`` say; return the exit status."""
-    import importlib.util
-
     import trio
 
     from .._exceptions import ConfigError
+    from ._extras import modules_of, require, require_serve_extras
     from ._http import _parse_bind
 
-    if importlib.util.find_spec("watchfiles") is None:
-        print(
-            "mcpactor: mcpactor dev watches files with watchfiles, which is not installed: "
-            "pip install 'mcpactor[dev-loop]'",
-            file=sys.stderr,
-        )
-        return 1
     if args.stdio and args.http is not None:
         raise ConfigError("--stdio and --http exclude each other")
     config = None
@@ -128,6 +120,12 @@ def dev(args: argparse.Namespace) -> int:
         from .._config import load_config
 
         config = load_config(args.config)
+    # What the served child needs is checked here, before anything says "serving": a
+    # child that cannot start would fail again on every change. Over HTTP (the default)
+    # that is the dev-loop extra whole, which brings the http extra.
+    watch = ("watchfiles",) if args.stdio else modules_of("dev-loop")
+    require("dev-loop", "mcpactor dev (reload on change)", modules=watch)
+    require_serve_extras(args, config, http=not args.stdio)
     argv = serve_argv(args.argv)
     bind: tuple[str, int] | None = None
     if not args.stdio:

@@ -62,6 +62,7 @@ def inspect(args: argparse.Namespace) -> int:
 
     from .._exceptions import ConfigError
     from ..protocol import LATEST, REVISIONS
+    from ._extras import require_serve_extras
     from ._serve import _served_server
 
     if args.revision is not None and args.revision not in REVISIONS:
@@ -73,6 +74,8 @@ def inspect(args: argparse.Namespace) -> int:
         from .._config import load_config
 
         config = load_config(args.config)
+    # A URL among the targets is proxied: that needs the http extra.
+    require_serve_extras(args, config, http=False)
     server = _served_server(args, config)
     revisions = [args.revision] if args.revision is not None else list(REVISIONS)
     report = trio.run(inspect_server, server, revisions)

@@ -12,8 +12,6 @@ import argparse
 import logging
 from typing import Any
 
-from .._exceptions import ConfigError
-
 __all__ = ["add_observability_arguments", "configure_observability"]
 
 _log = logging.getLogger("mcpactor")
@@ -59,13 +57,10 @@ def configure_observability(args: argparse.Namespace, config: Any = None) -> Non
 
 
 def _enable_tracing() -> None:
-    try:
-        import opentelemetry.trace  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError(
-            "--otel needs OpenTelemetry's API: pip install 'mcpactor[otel]'"
-        ) from exc
     from ..observability import enable_tracing
+    from ._extras import OTEL_API, require
+
+    require("otel", "--otel (OpenTelemetry spans)", modules=OTEL_API)
 
     enable_tracing()
     _log.info("tracing requests: spans go to the tracer provider set up for the process")

@@ -13,13 +13,10 @@ from typing import Final
 
 from .._exceptions import ConfigError, MCPActorError, PluginError
 from .._targets import TargetError
+from ._extras import PURPOSES, ExtraMissing, extra_of
 
 __all__ = ["StartFailed", "failure_lines", "report", "say", "say_failure"]
 
-#: the top-level modules the ``http`` extra installs (its packages and what they need)
-_HTTP_EXTRA: Final = frozenset(
-    {"httptools", "wsproto", "hypercorn", "h11", "h2", "trio_websocket"}
-)
 # Groups are flattened to this many failures at most: they come from the start of
 # several servers at once, and a few lines say enough.
 _MAX_REPORTED: Final = 3
@@ -93,15 +90,11 @@ def failure_lines(
         if isinstance(leaf, ConfigError):
             status = 2
             lines.append(str(leaf))
-        elif isinstance(leaf, (TargetError, PluginError)):
+        elif isinstance(leaf, (TargetError, PluginError, ExtraMissing)):
             lines.append(str(leaf))
-        elif isinstance(leaf, ModuleNotFoundError) and (leaf.name or "").split(".")[0] in (
-            _HTTP_EXTRA
-        ):
-            lines.append(
-                f"serving over HTTP or proxying a URL needs the http extra, which is not "
-                f"installed (no module named {leaf.name!r}): pip install 'mcpactor[http]'"
-            )
+        elif (missing := _missing_extra(leaf)) is not None:
+            # What the checks before the start did not foresee still names the extra.
+            lines.append(str(missing))
         elif isinstance(leaf, OSError) and starting and _is_bind_error(leaf) and listen:
             lines.append(f"cannot listen on {listen}: {leaf.strerror or leaf}")
         else:
@@ -109,9 +102,36 @@ def failure_lines(
             lines.append(f"{what}: {_describe_failure(leaf)}")
     if len(leaves) > _MAX_REPORTED:
         lines.append(f"… and {len(leaves) - _MAX_REPORTED} more")
-    if status == 1 and not debug:
+    # A missing extra is said in full: its traceback is only the import that failed.
+    if status == 1 and not debug and not all(isinstance(e, ExtraMissing) for e in leaves):
         lines.append("(--debug shows the traceback)")
     return status, lines, traceback_text
+
+
+def _missing_extra(exc: BaseException) -> ExtraMissing | None:
+    # An extra's module that mcpactor itself imported: a user's module importing httpx
+    # without it installed is that module's error, not a missing extra.
+    if not isinstance(exc, ModuleNotFoundError) or exc.name is None:
+        return None
+    extra = extra_of(exc.name)
+    if extra is None:
+        return None
+    import importlib
+    import os
+    import traceback
+
+    # The import statement that failed: the last frame outside the import system (which
+    # drops its own frames from an ImportError's traceback, but not importlib's helpers).
+    machinery = os.path.dirname(importlib.__file__) + os.sep
+    files = [
+        frame.f_code.co_filename
+        for frame, _ in traceback.walk_tb(exc.__traceback__)
+        if not frame.f_code.co_filename.startswith(("<frozen importlib", machinery))
+    ]
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    if not files or not os.path.abspath(files[-1]).startswith(package):
+        return None
+    return ExtraMissing(PURPOSES[extra], extra, exc.name)
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

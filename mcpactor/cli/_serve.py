@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib
 import logging
 import os
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from .._targets import TargetError, load_server
 from ..server import Server
 from ._admin import check_admin, with_admin
 from ._auth import refuse_auth_on_stdio
+from ._extras import require_serve_extras
 from ._http import build_http_options, serve_over_http
 from ._observability import configure_observability
 from ._report import StartFailed
@@ -46,10 +46,11 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.workers > 1 and args.http is None:
         raise ConfigError("--workers needs --http")
     check_admin(args, config)
+    # Before anything is loaded or started, and in the words of the fix.
+    require_serve_extras(args, config)
     configure_observability(args, config)
     http_options = None
     if args.http is not None:
-        _require_http_extra(args.http_server or "builtin")
         http_options = build_http_options(args, config)
         resolve_store(args, config)
         if args.admin is not None and args.workers > 1 and args.store_url is None:
@@ -112,13 +113,6 @@ def _stateless_options(args: argparse.Namespace) -> Any:
 
         options = attrs.evolve(options, keepalive=args.listen_keepalive)
     return options
-
-
-def _require_http_extra(http_server: str) -> None:
-    # Said before anything is loaded or started, and in the words of the fix.
-    modules = ("hypercorn", "wsproto") if http_server == "hypercorn" else ("httptools", "wsproto")
-    for name in modules:
-        importlib.import_module(name)
 
 
 def _pairs(items: Sequence[str], option: str) -> dict[str, str]:

@@ -19,6 +19,7 @@ import trio
 from mcpactor._config import parse_config
 from mcpactor._exceptions import ConfigError
 from mcpactor.cli import _build_parser
+from mcpactor.cli._extras import ExtraMissing
 from mcpactor.cli._observability import configure_observability
 from mcpactor.observability import JsonFormatter
 from mcpactor.runtime._metrics import METRICS
@@ -164,7 +165,7 @@ def test_serve_help_names_the_options() -> None:
 def test_otel_without_the_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     # As if opentelemetry-api were not installed.
     monkeypatch.setitem(sys.modules, "opentelemetry.trace", None)
-    with pytest.raises(ConfigError, match=r"mcpactor\[otel\]"):
+    with pytest.raises(ExtraMissing, match=r"mcpactor\[otel\]"):
         configure_observability(_serve_args("--otel"))
     assert METRICS.tracer is None
 
