@@ -96,9 +96,22 @@ class Outbox:
     Without a ``channel`` the sender is the writer: a message ``through`` does not take
     is handed to ``deliver`` in the sender's task, in order, under a lock
     (``send_nowait`` raises ``trio.WouldBlock`` instead).
+
+    ``max_message_bytes`` is the largest message the transport writes (its peer is held
+    to the same): the writer turns a longer response into an error response, and a
+    server→client request that long is refused before it is sent. None: no limit.
     """
 
-    __slots__ = ("_channel", "_deliver", "_eager", "_lock", "_through", "closed", "queued")
+    __slots__ = (
+        "_channel",
+        "_deliver",
+        "_eager",
+        "_lock",
+        "_through",
+        "closed",
+        "max_message_bytes",
+        "queued",
+    )
 
     def __init__(
         self,
@@ -107,8 +120,10 @@ class Outbox:
         through: Callable[[Outbound], bool] | None = None,
         deliver: Callable[[Outbound], Awaitable[None]] | None = None,
         eager: bool = False,
+        max_message_bytes: int | None = None,
     ) -> None:
         assert channel is not None or deliver is not None
+        self.max_message_bytes = max_message_bytes
         self._channel = channel
         self._through = through
         self._deliver = deliver

@@ -121,11 +121,14 @@ class Peer:
             raise CapabilityError(
                 f"cannot send {describe(method)} to the client: {self._refuse_client_requests}"
             )
-        if serialize({"method": method, "params": params}) is None:
+        limit = self._outbox.max_message_bytes
+        if serialize({"method": method, "params": params}, limit) is None:
             # Found now, the handler hears why; found by the writer, it would only wait.
             raise LocalProtocolError(
                 f"cannot send {describe(method)} to the client: its params cannot be "
                 "written as JSON"
+                + ("" if limit is None else f" within the {limit}-byte message limit"),
+                data=None if limit is None else {"limit": limit},
             )
         outgoing = self.core.send_request(method, params)
         slot = _Pending()

@@ -138,8 +138,11 @@ class SessionManager:
         session_store: SessionStore | None = None,
         stateless: StatelessHost | StatelessOptions | None = None,
         replicas: Replicas | None = None,
+        max_message_bytes: int | None = None,
     ) -> None:
         self.server = server
+        #: the longest message a session writes: the transport's limit (None: none)
+        self.max_message_bytes = max_message_bytes
         self.session_options = session_options
         # A stateless session lives for one POST: a task would end with it, so none is
         # offered, and worker processes for offloaded tools would start and stop with
