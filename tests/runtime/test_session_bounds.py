@@ -18,6 +18,7 @@ from mcpactor.protocol import (
     MAX_URI_BYTES,
 )
 from mcpactor.protocol._session import MAX_CLIENT_DECLARATION_BYTES
+from mcpactor.runtime.http import EventStoreStatistics, MemoryEventStore
 
 from .conftest import SessionHarness, assert_idle, open_session
 
@@ -152,3 +153,28 @@ async def test_roots_changed_in_a_loop_runs_one_round_of_hooks_at_a_time() -> No
         assert rounds == [["file:///a"], ["file:///b"]]
         await h.expect_nothing()
         assert_idle(h.actor)
+
+
+async def test_a_streams_replay_buffer_is_bounded_in_bytes_as_well_as_events() -> None:
+    store = MemoryEventStore(max_events_per_stream=1000, max_bytes_per_stream=100)
+    first = await store.append("s", "1", b"x" * 10)
+    for n in range(19):
+        await store.append("s", "1", b"%09d\n" % n)
+    held = store.statistics()
+    assert (held.events, held.bytes) == (10, 100)
+    replay = await store.replay_after("s", first)
+    assert replay is not None
+    assert [data for _, data in replay.events][-1] == b"000000018\n"
+    assert len(replay.events) == 10
+    # The newest event is kept whatever its size, alone.
+    await store.append("s", "1", b"y" * 500)
+    held = store.statistics()
+    assert (held.events, held.bytes) == (1, 500)
+    # Count and bytes agree when the event limit drops the oldest first.
+    small = MemoryEventStore(max_events_per_stream=2, max_bytes_per_stream=100)
+    for size in (10, 20, 30):
+        await small.append("s", "1", b"z" * size)
+    held = small.statistics()
+    assert (held.events, held.bytes) == (2, 50)
+    await small.forget_session("s")
+    assert small.statistics() == EventStoreStatistics(streams=0, events=0, bytes=0)
