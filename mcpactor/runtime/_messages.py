@@ -234,6 +234,16 @@ class SessionOptions:
     #: limits of task-augmented requests (2025-11-25)
     tasks: TaskOptions = attrs.field(factory=TaskOptions)
 
+    def with_message_limit(self, max_message_bytes: int | None) -> SessionOptions:
+        """These options for a transport whose messages are at most ``max_message_bytes``.
+
+        Tasks' results are held to that limit too, unless the options set their own.
+        """
+        if max_message_bytes is None or self.tasks.max_result_bytes is not None:
+            return self
+        tasks = attrs.evolve(self.tasks, max_result_bytes=max_message_bytes)
+        return attrs.evolve(self, tasks=tasks)
+
 
 @attrs.frozen
 class SessionStatistics:

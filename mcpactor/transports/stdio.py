@@ -61,6 +61,7 @@ async def serve_streams(
     Requests that carry a stateless envelope (2026-07-28) are served beside the session
     by ``stateless`` (a host, or the options of one made here).
     """
+    options = (options or SessionOptions()).with_message_limit(max_line_bytes)
     if not isinstance(stateless, StatelessHost):
         stateless = StatelessHost(server, options=stateless, session_options=options)
     host = stateless
@@ -82,7 +83,7 @@ async def serve_streams(
         outbox = Outbox(outbox_send, max_message_bytes=max_line_bytes)
         writer = functools.partial(write_frames, send_stream, outbox_receive, outbox=outbox)
     actor = SessionActor(server, outbox, options)
-    grace = (options or SessionOptions()).shutdown_grace
+    grace = options.shutdown_grace
     async with observed(actor, host), trio.open_nursery() as nursery:
         # The writer ends when the actor closes the outbox, after its last message.
         nursery.start_soon(writer)

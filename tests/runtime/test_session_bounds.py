@@ -18,6 +18,7 @@ from mcpactor.protocol import (
     MAX_URI_BYTES,
 )
 from mcpactor.protocol._session import MAX_CLIENT_DECLARATION_BYTES
+from mcpactor.runtime import SessionOptions, TaskOptions
 from mcpactor.runtime.http import EventStoreStatistics, MemoryEventStore
 
 from .conftest import SessionHarness, assert_idle, open_session
@@ -178,3 +179,40 @@ async def test_a_streams_replay_buffer_is_bounded_in_bytes_as_well_as_events() -
     assert (held.events, held.bytes) == (2, 50)
     await small.forget_session("s")
     assert small.statistics() == EventStoreStatistics(streams=0, events=0, bytes=0)
+
+
+async def test_a_finished_tasks_result_is_held_to_the_message_limit() -> None:
+    # A finished task keeps its result until its TTL passes (an hour by default, 1024
+    # tasks a session): a result over the limit fails the task instead of being kept.
+    server = Server("tasks")
+
+    @server.tool(task_support="optional")
+    async def text(count: int) -> str:
+        """Answer with ``count`` characters."""
+        return "x" * count
+
+    options = SessionOptions(tasks=TaskOptions(max_result_bytes=1024))
+    async with open_session(server, options) as h:
+        await h.initialize("2025-11-25")
+        created = await h.request(
+            "tools/call", {"name": "text", "arguments": {"count": 5000}, "task": {}}
+        )
+        task_id = created["task"]["taskId"]
+        error = await h.error_of(await h.send_request("tasks/result", {"taskId": task_id}))
+        assert error["code"] == -32603
+        assert error["data"] == {"limit": 1024}
+        assert "over the 1024-byte message limit" in error["message"]
+        status = await h.request("tasks/get", {"taskId": task_id})
+        assert status["status"] == "failed"
+        small = await h.request(
+            "tools/call", {"name": "text", "arguments": {"count": 10}, "task": {}}
+        )
+        result = await h.request("tasks/result", {"taskId": small["task"]["taskId"]})
+        assert result["content"][0]["text"] == "x" * 10
+
+
+def test_transports_hold_tasks_results_to_their_message_limit() -> None:
+    assert SessionOptions().with_message_limit(4096).tasks.max_result_bytes == 4096
+    assert SessionOptions().with_message_limit(None).tasks.max_result_bytes is None
+    own = SessionOptions(tasks=TaskOptions(max_result_bytes=10))
+    assert own.with_message_limit(4096) is own

@@ -136,3 +136,13 @@ async def test_websocket_answers_an_over_long_result_with_an_error() -> None:
                 await client.call_tool("text", {"count": 20_000})
             assert (refused.value.code, refused.value.data) == (-32603, {"limit": LIMIT})
             assert (await client.call_tool("text", {"count": 10}))["content"][0]["text"]
+
+
+async def test_tasks_results_are_held_to_the_transports_limit() -> None:
+    async with serving(big_server(), max_line_bytes=LIMIT) as line:
+        assert line.actor is not None
+        assert line.actor.options.tasks.max_result_bytes == LIMIT
+    async with asgi_client(big_server(), options=HttpOptions(max_body_bytes=LIMIT)) as (app, _):
+        assert app.manager.effective_session_options.tasks.max_result_bytes == LIMIT
+        stateless_tasks = app.manager.stateless.session_options.tasks
+        assert stateless_tasks.max_result_bytes == LIMIT
