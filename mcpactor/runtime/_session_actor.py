@@ -491,12 +491,14 @@ class SessionActor(ChangeNotices):
     def _open_request(self, request: Request, negotiated: Negotiated) -> Outbound | None:
         # Start the request's actor; or, when it cannot be served now, the refusal to send.
         if len(self._scopes) >= self.options.max_in_flight or self._closing:
-            why = (
-                "the session is shutting down"
-                if self._closing
-                else f"too many requests in flight (limit {self.options.max_in_flight})"
+            if self._closing:
+                why, data = "the session is shutting down", None
+            else:
+                limit = self.options.max_in_flight
+                why, data = f"too many requests in flight (limit {limit})", {"limit": limit}
+            reply = self.core.respond_error(
+                request.id, INTERNAL_ERROR, f"server busy: {why}", data
             )
-            reply = self.core.respond_error(request.id, INTERNAL_ERROR, f"server busy: {why}")
             return Outbound(RESPONSE, reply, request.id) if reply is not None else None
         nursery = self._nursery
         assert nursery is not None  # requests are started only while the actor runs
