@@ -22,7 +22,6 @@ from wsproto.events import (
 from wsproto.events import Request as WsRequest
 from wsproto.utilities import ProtocolError as WsProtocolError
 
-from ...protocol import utf8_size
 from ._protocol import ProtocolError, Upgrade
 
 __all__ = ["serve_websocket"]
@@ -105,7 +104,11 @@ class _WebSocket:
                     # The limit counts bytes as they arrived: a text fragment (wsproto
                     # hands each over decoded) by its UTF-8 size, before it is kept.
                     data = event.data
-                    self.size += len(data) if type(data) is not str else utf8_size(data)
+                    self.size += (
+                        len(data)
+                        if type(data) is not str or data.isascii()
+                        else len(data.encode("utf-8", "surrogatepass"))
+                    )
                     if self.size > self.limit:
                         await self._close(1009, f"message larger than {self.limit} bytes")
                         return {"type": "websocket.disconnect", "code": 1009}
