@@ -281,7 +281,8 @@ def _add_serve_parser(commands: Any) -> argparse.ArgumentParser:
         "--max-message-bytes",
         type=_count,
         default=4 * 1024 * 1024,
-        help="the longest message accepted on stdin (default: 4 MiB)",
+        help="the longest message read or written, in bytes: a stdin line, an HTTP body, a "
+        "WebSocket message, an answer (default: 4 MiB)",
     )
     serve.add_argument(
         "--state-key-file",

@@ -84,7 +84,7 @@ class SseParser:
             start = end + 1
             if end == cr:
                 self._skip_lf = True
-            event = self._line(line.decode("utf-8", "replace"))
+            event = self._line(line.decode("utf-8", "replace"), len(line))
             if event is not None:
                 events.append(event)
         del buffer[:start]
@@ -94,7 +94,9 @@ class SseParser:
             )
         return events
 
-    def _line(self, line: str) -> SseEvent | None:
+    def _line(self, line: str, size: int) -> SseEvent | None:
+        # ``size``: the line's bytes as they arrived, which the limit counts (decoded,
+        # a line of two-byte characters would count half).
         if not line:
             return self._dispatch()
         if line.startswith(":"):
@@ -104,7 +106,8 @@ class SseParser:
             value = value[1:]
         if name == "data":
             self._data.append(value)
-            self._data_size += len(value) + 1
+            # The field's name and colon (and space) are one byte a character.
+            self._data_size += size - (len(line) - len(value)) + 1
             if self._data_size > self.max_event_bytes:
                 raise RemoteProtocolError(
                     f"an SSE event exceeds {self.max_event_bytes} bytes", code=INTERNAL_ERROR

@@ -64,7 +64,7 @@ async def connect_websocket(
             trio.open_nursery() as nursery,
         ):
             nursery.start_soon(_send_frames, socket, to_server_receive)
-            nursery.start_soon(_receive_frames, socket, to_client_send)
+            nursery.start_soon(_receive_frames, socket, to_client_send, max_message_bytes)
             async with open_client_session(to_server_send, to_client_receive, **client) as session:
                 if initialize:
                     await session.initialize(protocol_version)
@@ -88,6 +88,7 @@ async def _send_frames(
 async def _receive_frames(
     socket: trio_websocket.WebSocketConnection,
     sink: trio.MemorySendChannel[JSONValue | ProtocolError],
+    limit: int,
 ) -> None:
     import trio_websocket
 
@@ -98,6 +99,11 @@ async def _receive_frames(
             except trio_websocket.ConnectionClosed:
                 return
             data = frame.encode() if isinstance(frame, str) else frame
+            if len(data) > limit:
+                # trio-websocket counts a text's characters: up to four times the bytes
+                # pass it. Refused as it refuses a message too long in characters.
+                await socket.aclose(code=1009, reason=f"message larger than {limit} bytes")
+                return
             item: JSONValue | ProtocolError
             try:
                 item = decode(data)

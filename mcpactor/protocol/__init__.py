@@ -19,6 +19,8 @@ from ._bounded import describe as describe
 from ._bounded import describe_error as describe_error
 from ._bounded import error_text as error_text
 from ._bounded import exceeds_depth as exceeds_depth
+from ._bounded import over_limit as over_limit
+from ._bounded import utf8_size as utf8_size
 from ._convert import structure as structure
 from ._convert import unstructure as unstructure
 from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
@@ -36,6 +38,10 @@ from ._jsonrpc import Request as Request
 from ._jsonrpc import RequestId as RequestId
 from ._jsonrpc import Response as Response
 from ._jsonrpc import classify as classify
+from ._listen import MAX_RESOURCE_SUBSCRIPTIONS as MAX_RESOURCE_SUBSCRIPTIONS
+from ._listen import MAX_SUBSCRIPTION_BYTES as MAX_SUBSCRIPTION_BYTES
+from ._listen import MAX_URI_BYTES as MAX_URI_BYTES
+from ._listen import ResourceSubscriptions as ResourceSubscriptions
 from ._revisions import HEADERLESS_HTTP as HEADERLESS_HTTP
 from ._revisions import LATEST as LATEST
 from ._revisions import REVISIONS as REVISIONS
@@ -84,6 +90,9 @@ __all__ = [
     "HEADERLESS_HTTP",
     "LATEST",
     "LOG_LEVELS",
+    "MAX_RESOURCE_SUBSCRIPTIONS",
+    "MAX_SUBSCRIPTION_BYTES",
+    "MAX_URI_BYTES",
     "REVISIONS",
     "SESSION_REVISIONS",
     "Batch",
@@ -108,6 +117,7 @@ __all__ = [
     "Request",
     "RequestId",
     "RequestReceived",
+    "ResourceSubscriptions",
     "Response",
     "ResponseReceived",
     "Revision",
@@ -122,9 +132,11 @@ __all__ = [
     "decode",
     "encode",
     "negotiate",
+    "over_limit",
     "owed_ids",
     "structure",
     "unstructure",
+    "utf8_size",
     *_types_all,
     *sorted(_CLIENT_TYPES),
 ]

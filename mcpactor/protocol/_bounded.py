@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from .._exceptions import INVALID_PARAMS, RemoteProtocolError
+
 __all__ = [
     "DESCRIBE_DEPTH",
     "DESCRIBE_LENGTH",
@@ -27,6 +29,8 @@ __all__ = [
     "describe_error",
     "error_text",
     "exceeds_depth",
+    "over_limit",
+    "utf8_size",
 ]
 
 #: the deepest nesting accepted in one message; the message object itself is level 1
@@ -107,6 +111,25 @@ def describe_error(exc: BaseException, length: int = CLIP_LENGTH) -> str:
     text = error_text(exc, length)
     name = _type_name(exc)
     return f"{name}: {text}" if text else name
+
+
+def utf8_size(text: str) -> int:
+    """Return the length of ``text`` encoded as UTF-8, in bytes (what limits count)."""
+    if text.isascii():  # a flag of the string: no pass over it
+        return len(text)
+    # surrogatepass: never raises (a decoded JSON string has no lone surrogate anyway)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def over_limit(
+    message: str, limit: int, *, code: int = INVALID_PARAMS, request_id: Any = None
+) -> RemoteProtocolError:
+    """Return the error for a peer's input over one of our limits.
+
+    Every such refusal has this shape: the code (-32602 unless said otherwise), a
+    message naming the limit, and ``data: {"limit": limit}``.
+    """
+    return RemoteProtocolError(message, code=code, data={"limit": limit}, request_id=request_id)
 
 
 def _describe(value: Any, depth: int, parts: list[str], budget: int) -> int:

@@ -10,7 +10,10 @@
 # response for its id, so whoever waits for it hears why instead of waiting forever.
 # ``encode``/``serialize`` never raise: a response whose result cannot be written as JSON
 # (nested 255 levels or more, a key that is not a string, an int past 64 bits, a
-# non-JSON object) goes out as a -32603 error response for its id instead.
+# non-JSON object) goes out as a -32603 error response for its id instead. Given a
+# ``limit`` (the transport's largest message, the one its peer is held to), a response
+# whose JSON is larger goes out the same way, with ``data: {"limit": …}`` like every
+# refusal over a limit; the check is one comparison of the length just written.
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import attrs
 import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RemoteProtocolError
-from ._bounded import MAX_DEPTH, exceeds_depth
+from ._bounded import MAX_DEPTH, clip, exceeds_depth
 from ._jsonrpc import JSONValue
 
 __all__ = [
@@ -186,53 +189,76 @@ def _too_deep(value: JSONValue) -> JSONValue:
     raise RemoteProtocolError(why, code=INVALID_REQUEST, data={"maxDepth": MAX_DEPTH})
 
 
-def serialize(value: JSONValue) -> bytes | None:
+def serialize(value: JSONValue, limit: int | None = None) -> bytes | None:
     """Return the JSON of one outgoing message or batch; never raises.
 
-    A response whose content cannot be written as JSON becomes a -32603 error response
-    for its id; a request or notification that cannot be written is None (not sent).
+    A response whose content cannot be written as JSON, or whose JSON is longer than
+    ``limit`` bytes, becomes a -32603 error response for its id; a request or
+    notification that cannot be written, or is too long, is None (not sent).
     """
     try:
-        return orjson.dumps(value)
+        data = orjson.dumps(value)
     except TypeError as exc:  # orjson.JSONEncodeError
         if type(value) is list:
-            items = [serialize(item) for item in value]
-            return b"[" + b",".join(item for item in items if item is not None) + b"]"
-        return _unwritable(value, exc)
+            return _batch(value, limit)
+        why = f"could not be written as JSON: {exc}"
+        return _unwritable(value, f"the response {why}", f"its data {why}")
+    if limit is not None and len(data) > limit:
+        if type(value) is list:
+            return _batch(value, limit)
+        why = f"is {len(data)} bytes, over the {limit}-byte message limit"
+        return _unwritable(value, f"the response {why}", f"the error response {why}", limit)
+    return data
 
 
-def _unwritable(value: JSONValue, exc: TypeError) -> bytes | None:
+def _batch(items: list[JSONValue], limit: int | None) -> bytes:
+    # Each reply of a batch on its own: one that cannot go out does not take the others.
+    written = [serialize(item, limit) for item in items]
+    return b"[" + b",".join(item for item in written if item is not None) + b"]"
+
+
+def _unwritable(
+    value: JSONValue, why: str, why_of_error: str, limit: int | None = None
+) -> bytes | None:
+    # The error response sent instead of ``value``: -32603 saying ``why``, or the error's
+    # own code and message with ``why_of_error``.
     if type(value) is not dict or "method" in value:
         return None
     if "result" not in value and "error" not in value:
         return None
-    why = f"could not be written as JSON: {exc}"
     original = value.get("error")
     if (
         type(original) is dict
         and type(original.get("code")) is int
         and type(original.get("message")) is str
     ):
-        # An error whose data cannot be written keeps its code and says what was lost.
-        message = f"{original['message']} (its data {why})"
-        error = {"code": original["code"], "message": message}
+        # An error that cannot be sent keeps its code and says what was lost.
+        message = f"{clip(original['message'])} ({why_of_error})"
+        error: dict[str, JSONValue] = {"code": original["code"], "message": message}
     else:
-        error = {"code": INTERNAL_ERROR, "message": f"the response {why}"}
+        error = {"code": INTERNAL_ERROR, "message": why}
+    if limit is not None:
+        error["data"] = {"limit": limit}
     reply: dict[str, JSONValue] = {"jsonrpc": "2.0", "error": error}
     raw_id = value.get("id")
     if type(raw_id) is int or type(raw_id) is str:
         reply["id"] = raw_id
     try:
-        return orjson.dumps(reply)
+        data = orjson.dumps(reply)
     except TypeError:  # an int id past 64 bits
         del reply["id"]
-        return orjson.dumps(reply)
+        data = orjson.dumps(reply)
+    if limit is not None and len(data) > limit:
+        # Even this is too long (an id of more than the limit): nothing can be sent.
+        return None
+    return data
 
 
-def encode(value: JSONValue) -> bytes:
+def encode(value: JSONValue, limit: int | None = None) -> bytes:
     """Encode one outgoing message as a newline-terminated frame; never raises.
 
-    What ``serialize`` cannot send at all is b"" (nothing to write).
+    What ``serialize`` cannot send at all is b"" (nothing to write); ``limit`` is as
+    there (the newline is not counted, as a frame read is held to its limit without it).
     """
-    data = serialize(value)
+    data = serialize(value, limit)
     return b"" if data is None else data + b"\n"

@@ -9,32 +9,43 @@
 # notification with the subscription id (the listen request's id) and builds the result
 # that ends the stream gracefully. The stream itself (an actor, keep-alives, fan-out) is
 # the runtime's.
+#
+# The resource URIs a client subscribes to are held for as long as the stream (or, at a
+# session revision, the session) lives, idle or not: ``ResourceSubscriptions`` is that
+# set, bounded in count, in each URI's size and in total size, with one error for each
+# limit. A listen filter and a session's ``resources/subscribe`` both fill one, so the
+# two eras refuse the same things the same way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, cast
 
 import attrs
 
-from .._exceptions import INVALID_PARAMS
-from ._bounded import describe
+from .._exceptions import INVALID_PARAMS, RemoteProtocolError
+from ._bounded import describe, over_limit, utf8_size
 from ._envelope import SERVER_INFO, SUBSCRIPTION_ID, EnvelopeError
 from ._jsonrpc import JSONObject, RequestId
 
 __all__ = [
     "ACKNOWLEDGED",
     "MAX_RESOURCE_SUBSCRIPTIONS",
+    "MAX_SUBSCRIPTION_BYTES",
+    "MAX_URI_BYTES",
     "ListenFilter",
+    "ResourceSubscriptions",
     "Subscription",
     "read_filter",
 ]
 
 ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
-#: the most URIs one listen request may subscribe to
+#: the most resources one session, or one listen request, may subscribe to
 MAX_RESOURCE_SUBSCRIPTIONS: Final = 1024
-#: the longest URI accepted in ``resourceSubscriptions``
-MAX_URI_LENGTH: Final = 8192
+#: the longest URI one may subscribe to, in bytes of its UTF-8 encoding
+MAX_URI_BYTES: Final = 8192
+#: the most bytes (UTF-8) the subscribed URIs of one session or listen request hold
+MAX_SUBSCRIPTION_BYTES: Final = 256 * 1024
 
 # filter flag -> (the notification it opts in to, the capability and key offering it)
 _FLAGS: Final = {
@@ -73,8 +84,8 @@ def read_filter(params: JSONObject | None, *, request_id: RequestId | None = Non
     false is not subscribed.
 
     Raises:
-        EnvelopeError: the filter is missing or malformed, or lists too many URIs
-            (-32602, HTTP status 400).
+        EnvelopeError: the filter is missing or malformed, or its URIs break a limit
+            of ``ResourceSubscriptions`` (-32602, HTTP status 400).
     """
     notifications = (params or {}).get("notifications")
     if type(notifications) is not dict:
@@ -99,24 +110,113 @@ def read_filter(params: JSONObject | None, *, request_id: RequestId | None = Non
     uris = notifications.get("resourceSubscriptions")
     resources: frozenset[str] = frozenset()
     if uris is not None:
-        if type(uris) is not list or not all(
-            type(uri) is str and 0 < len(uri) <= MAX_URI_LENGTH for uri in uris
-        ):
+        if type(uris) is not list:
             raise EnvelopeError(
-                "notifications.resourceSubscriptions must list URIs (non-empty strings of "
-                f"at most {MAX_URI_LENGTH} characters), got {describe(uris)}",
+                f"notifications.resourceSubscriptions must list URIs, got {describe(uris)}",
                 code=INVALID_PARAMS,
                 request_id=request_id,
             )
-        if len(uris) > MAX_RESOURCE_SUBSCRIPTIONS:
+        try:
+            if len(uris) > MAX_RESOURCE_SUBSCRIPTIONS:
+                # Refused before any URI is looked at.
+                raise ResourceSubscriptions.too_many(len(uris))
+            subscribed = ResourceSubscriptions()
+            for uri in uris:
+                subscribed.add(uri)
+        except RemoteProtocolError as exc:
+            # The words of a session's resources/subscribe: one refusal, both eras.
             raise EnvelopeError(
-                f"notifications.resourceSubscriptions lists {len(uris)} URIs; "
-                f"at most {MAX_RESOURCE_SUBSCRIPTIONS}",
-                code=INVALID_PARAMS,
+                exc.message,
+                code=exc.code,
+                data=exc.data,
                 request_id=request_id,
-            )
-        resources = frozenset(uris)
+            ) from None
+        resources = frozenset(subscribed)
     return ListenFilter(frozenset(flags), resources)
+
+
+@attrs.define(slots=True, eq=False)
+class ResourceSubscriptions:
+    """A bounded set of subscribed resource URIs: a session's, or a listen request's.
+
+    At most ``MAX_RESOURCE_SUBSCRIPTIONS`` URIs of at most ``MAX_URI_BYTES`` each and
+    ``MAX_SUBSCRIPTION_BYTES`` in all (UTF-8); ``add`` refuses what would break one with
+    ``over_limit``'s error (-32602, ``data: {"limit": …}``) and changes nothing.
+    """
+
+    _uris: set[str] = attrs.field(factory=set, init=False)
+    #: the UTF-8 bytes of the URIs held
+    size: int = attrs.field(default=0, init=False)
+
+    def add(self, uri: object) -> None:
+        """Hold ``uri`` (holding it already costs nothing).
+
+        Raises:
+            RemoteProtocolError: ``uri`` is not a non-empty string, or the set would go
+                past one of its limits (-32602).
+        """
+        size = self.check_uri(uri)
+        uri = cast("str", uri)
+        uris = self._uris
+        if uri in uris:
+            return
+        if len(uris) >= MAX_RESOURCE_SUBSCRIPTIONS:
+            raise self.too_many(len(uris) + 1)
+        if self.size + size > MAX_SUBSCRIPTION_BYTES:
+            raise over_limit(
+                f"too many bytes of subscribed resource URIs: {self.size + size}, at most "
+                f"{MAX_SUBSCRIPTION_BYTES} (UTF-8) in all",
+                MAX_SUBSCRIPTION_BYTES,
+            )
+        uris.add(uri)
+        self.size += size
+
+    @staticmethod
+    def check_uri(uri: object) -> int:
+        """Return the size of ``uri`` if one may subscribe to it (before it is looked up).
+
+        Raises:
+            RemoteProtocolError: ``uri`` is not a non-empty string, or is longer than
+                ``MAX_URI_BYTES`` (-32602).
+        """
+        if type(uri) is not str or not uri:
+            raise RemoteProtocolError(
+                f"a resource URI must be a non-empty string, got {describe(uri)}",
+                code=INVALID_PARAMS,
+            )
+        # A string of more characters than the limit is more bytes too: never encoded.
+        size = MAX_URI_BYTES + 1 if len(uri) > MAX_URI_BYTES else utf8_size(uri)
+        if size > MAX_URI_BYTES:
+            raise over_limit(
+                f"a resource URI longer than {MAX_URI_BYTES} bytes (UTF-8) cannot be "
+                "subscribed to",
+                MAX_URI_BYTES,
+            )
+        return size
+
+    @staticmethod
+    def too_many(count: int) -> RemoteProtocolError:
+        """The error for ``count`` subscriptions, past ``MAX_RESOURCE_SUBSCRIPTIONS``."""
+        return over_limit(
+            f"too many resource subscriptions: {count}, at most {MAX_RESOURCE_SUBSCRIPTIONS}",
+            MAX_RESOURCE_SUBSCRIPTIONS,
+        )
+
+    def discard(self, uri: str) -> None:
+        """Stop holding ``uri``, if it is held."""
+        uris = self._uris
+        if uri in uris:
+            uris.remove(uri)
+            self.size -= utf8_size(uri)
+
+    def __contains__(self, uri: object) -> bool:
+        return uri in self._uris
+
+    def __len__(self) -> int:
+        return len(self._uris)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._uris)
 
 
 def _offers(capabilities: Mapping[str, Any], capability: str, key: str) -> bool:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import attrs
+import orjson
 
 from .._exceptions import (
     INTERNAL_ERROR,
@@ -40,7 +41,7 @@ from .._exceptions import (
     RemoteProtocolError,
 )
 from ._body import Batch, Body, batch_refusal, classify_body
-from ._bounded import bounded_value, clip, describe
+from ._bounded import bounded_value, clip, describe, over_limit
 from ._jsonrpc import (
     ErrorResponse,
     JSONObject,
@@ -55,6 +56,7 @@ from ._revisions import SESSION_REVISIONS, Revision, negotiate
 
 __all__ = [
     "LOG_LEVELS",
+    "MAX_CLIENT_DECLARATION_BYTES",
     "CancelRequested",
     "ErrorReceived",
     "Event",
@@ -81,6 +83,10 @@ LOG_LEVELS: Final = (
     "emergency",
 )
 _LOG_RANK: Final = {name: rank for rank, name in enumerate(LOG_LEVELS)}
+
+#: the most bytes (as JSON) of what a client declares in ``initialize`` — its
+#: ``capabilities`` and ``clientInfo`` together — which the session keeps for its life
+MAX_CLIENT_DECLARATION_BYTES: Final = 64 * 1024
 
 
 class Phase(enum.Enum):
@@ -394,6 +400,20 @@ class ServerSession:
                 INVALID_PARAMS,
                 f"'clientInfo' must be an object, got {type(client_info).__name__}",
             )
+        # Kept as long as the session: held to a size (once per session, so measured by
+        # writing it). Decoded JSON can always be written; a value that never was JSON
+        # (an in-memory peer's) is not measured.
+        try:
+            declared = len(orjson.dumps([capabilities, client_info]))
+        except orjson.JSONEncodeError:
+            declared = 0
+        if declared > MAX_CLIENT_DECLARATION_BYTES:
+            refusal = over_limit(
+                f"'capabilities' and 'clientInfo' take {declared} bytes as JSON, at most "
+                f"{MAX_CLIENT_DECLARATION_BYTES}",
+                MAX_CLIENT_DECLARATION_BYTES,
+            )
+            return _error(request.id, refusal.code, refusal.message, refusal.data)
         revision = negotiate(version, self._supported)
         self.negotiated = Negotiated(revision, capabilities or {}, client_info)
         self.server_capabilities = self._capabilities(revision)

@@ -96,9 +96,22 @@ class Outbox:
     Without a ``channel`` the sender is the writer: a message ``through`` does not take
     is handed to ``deliver`` in the sender's task, in order, under a lock
     (``send_nowait`` raises ``trio.WouldBlock`` instead).
+
+    ``max_message_bytes`` is the largest message the transport writes (its peer is held
+    to the same): the writer turns a longer response into an error response, and a
+    server→client request that long is refused before it is sent. None: no limit.
     """
 
-    __slots__ = ("_channel", "_deliver", "_eager", "_lock", "_through", "closed", "queued")
+    __slots__ = (
+        "_channel",
+        "_deliver",
+        "_eager",
+        "_lock",
+        "_through",
+        "closed",
+        "max_message_bytes",
+        "queued",
+    )
 
     def __init__(
         self,
@@ -107,8 +120,10 @@ class Outbox:
         through: Callable[[Outbound], bool] | None = None,
         deliver: Callable[[Outbound], Awaitable[None]] | None = None,
         eager: bool = False,
+        max_message_bytes: int | None = None,
     ) -> None:
         assert channel is not None or deliver is not None
+        self.max_message_bytes = max_message_bytes
         self._channel = channel
         self._through = through
         self._deliver = deliver
@@ -218,6 +233,16 @@ class SessionOptions:
     process_pool: ProcessPool | None = None
     #: limits of task-augmented requests (2025-11-25)
     tasks: TaskOptions = attrs.field(factory=TaskOptions)
+
+    def with_message_limit(self, max_message_bytes: int | None) -> SessionOptions:
+        """These options for a transport whose messages are at most ``max_message_bytes``.
+
+        Tasks' results are held to that limit too, unless the options set their own.
+        """
+        if max_message_bytes is None or self.tasks.max_result_bytes is not None:
+            return self
+        tasks = attrs.evolve(self.tasks, max_result_bytes=max_message_bytes)
+        return attrs.evolve(self, tasks=tasks)
 
 
 @attrs.frozen

@@ -24,7 +24,14 @@ from .._exceptions import (
     RequestError,
     TransportClosed,
 )
-from ..protocol import JSONObject, RequestId, ServerSession, describe, serialize
+from ..protocol import (
+    JSONObject,
+    RequestId,
+    ResourceSubscriptions,
+    ServerSession,
+    describe,
+    serialize,
+)
 from ._messages import (
     NOTIFICATION,
     REQUEST,
@@ -77,7 +84,7 @@ class Peer:
     _closing: bool
     _stream_signals: bool
     _refuse_client_requests: str | None
-    _subscriptions: set[str] | None
+    _subscriptions: ResourceSubscriptions | None
     _processes: ProcessPool | None
     _principal_holder: PrincipalHolder | None
     #: set by a session shared with replicas: writes the subscriptions where all see them
@@ -114,11 +121,14 @@ class Peer:
             raise CapabilityError(
                 f"cannot send {describe(method)} to the client: {self._refuse_client_requests}"
             )
-        if serialize({"method": method, "params": params}) is None:
+        limit = self._outbox.max_message_bytes
+        if serialize({"method": method, "params": params}, limit) is None:
             # Found now, the handler hears why; found by the writer, it would only wait.
             raise LocalProtocolError(
                 f"cannot send {describe(method)} to the client: its params cannot be "
                 "written as JSON"
+                + ("" if limit is None else f" within the {limit}-byte message limit"),
+                data=None if limit is None else {"limit": limit},
             )
         outgoing = self.core.send_request(method, params)
         slot = _Pending()
@@ -181,9 +191,14 @@ class Peer:
         return self.core.log_enabled(level)
 
     def subscribe(self, uri: str) -> None:
-        """Remember that the client wants updates of ``uri``."""
+        """Remember that the client wants updates of ``uri``.
+
+        Raises:
+            RemoteProtocolError: the session's subscriptions would go past a limit of
+                ``ResourceSubscriptions`` (-32602, ``data: {"limit": …}``).
+        """
         if self._subscriptions is None:
-            self._subscriptions = set()
+            self._subscriptions = ResourceSubscriptions()
         self._subscriptions.add(uri)
 
     def unsubscribe(self, uri: str) -> None:

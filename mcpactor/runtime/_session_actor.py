@@ -58,6 +58,7 @@ from ..protocol import (
     Request,
     RequestId,
     RequestReceived,
+    ResourceSubscriptions,
     ResponseReceived,
     Revision,
     RootsChanged,
@@ -145,7 +146,7 @@ class SessionActor(ChangeNotices):
         self._pending: dict[RequestId, _Pending] = {}
         # Made on first use: most sessions never subscribe, and a resting session should
         # cost little more than its protocol state.
-        self._subscriptions: set[str] | None = None
+        self._subscriptions: ResourceSubscriptions | None = None
         self._changed_lists: set[str] | None = None
         self._updated: set[str] | None = None
         self._changes_queued = False
@@ -154,6 +155,9 @@ class SessionActor(ChangeNotices):
         self._serving = 0
         # Roots hooks and change notices running in the nursery.
         self._helpers = 0
+        # A round of roots hooks is running; another is owed after it.
+        self._roots_round = False
+        self._roots_again = False
         self._closing = False
         # The actor task is acting on a message (it may be waiting for outbox room).
         self._acting = False
@@ -487,12 +491,14 @@ class SessionActor(ChangeNotices):
     def _open_request(self, request: Request, negotiated: Negotiated) -> Outbound | None:
         # Start the request's actor; or, when it cannot be served now, the refusal to send.
         if len(self._scopes) >= self.options.max_in_flight or self._closing:
-            why = (
-                "the session is shutting down"
-                if self._closing
-                else f"too many requests in flight (limit {self.options.max_in_flight})"
+            if self._closing:
+                why, data = "the session is shutting down", None
+            else:
+                limit = self.options.max_in_flight
+                why, data = f"too many requests in flight (limit {limit})", {"limit": limit}
+            reply = self.core.respond_error(
+                request.id, INTERNAL_ERROR, f"server busy: {why}", data
             )
-            reply = self.core.respond_error(request.id, INTERNAL_ERROR, f"server busy: {why}")
             return Outbound(RESPONSE, reply, request.id) if reply is not None else None
         nursery = self._nursery
         assert nursery is not None  # requests are started only while the actor runs
@@ -627,21 +633,43 @@ class SessionActor(ChangeNotices):
             self._on_failure()
 
     def _start_hooks(self, hooks: list[Callable[[Context], Any]]) -> None:
-        negotiated = self.core.negotiated
-        nursery = self._nursery
-        if negotiated is None or nursery is None:
+        # Each notifications/roots/list_changed would start every hook again, and each
+        # hook may ask roots/list: a client sending them in a loop would grow tasks and
+        # pending requests without bound. One round runs at a time; what arrives during
+        # it asks for one more round, which sees every change before it.
+        if not hooks or self.core.negotiated is None or self._nursery is None:
             return
-        for hook in hooks:
-            ctx = Context(
-                peer=self, request_id=None, negotiated=negotiated, meta=None, server=self.server
-            )
-            self._helpers += 1
-            nursery.start_soon(self._run_hook, hook, ctx)
+        if self._roots_round:
+            self._roots_again = True
+            return
+        self._roots_round = True
+        self._helpers += 1
+        self._nursery.start_soon(self._run_hooks)
+
+    async def _run_hooks(self) -> None:
+        try:
+            while True:
+                self._roots_again = False
+                negotiated = self.core.negotiated
+                assert negotiated is not None
+                async with trio.open_nursery() as hooks:
+                    for hook in list(self.server.roots_changed_hooks):
+                        ctx = Context(
+                            peer=self,
+                            request_id=None,
+                            negotiated=negotiated,
+                            meta=None,
+                            server=self.server,
+                        )
+                        hooks.start_soon(self._run_hook, hook, ctx)
+                if not self._roots_again:
+                    return
+        finally:
+            self._roots_round = False
+            self._helpers -= 1
 
     async def _run_hook(self, hook: Callable[[Context], Any], ctx: Context) -> None:
         try:
             await hook(ctx)
         except Exception:
             _log.exception("roots-changed hook %r failed", hook)
-        finally:
-            self._helpers -= 1

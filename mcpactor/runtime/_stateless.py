@@ -354,12 +354,11 @@ class StatelessHost:
 
     def _busy(self, request_id: RequestId, admitted: bool) -> JSONObject:
         # Why a request is refused before it is served.
-        why = (
-            "the server is shutting down"
-            if self.stopping and not admitted
-            else f"too many requests in flight (limit {self._max_in_flight})"
-        )
-        return _error(request_id, INTERNAL_ERROR, f"server busy: {why}")
+        if self.stopping and not admitted:
+            return _error(request_id, INTERNAL_ERROR, "server busy: the server is shutting down")
+        limit = self._max_in_flight
+        why = f"server busy: too many requests in flight (limit {limit})"
+        return _error(request_id, INTERNAL_ERROR, why, {"limit": limit})
 
     def _read_envelope(self, request: Request, meta: object) -> Envelope:
         # An envelope unlike the last one: read, checked, and kept with a copy of what

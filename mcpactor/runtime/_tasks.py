@@ -50,6 +50,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapp
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar
 
 import attrs
+import orjson
 import trio
 
 from .._exceptions import (
@@ -60,7 +61,7 @@ from .._exceptions import (
     ProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, RequestId, clip, describe, describe_error
+from ..protocol import JSONObject, RequestId, clip, describe, describe_error, over_limit
 from ..protocol._ext_tasks import (
     TERMINAL,
     Snapshot,
@@ -128,6 +129,10 @@ class TaskOptions:
     poll_interval: float | None = attrs.field(default=1.0, validator=_positive)
     #: tasks per ``tasks/list`` page
     page_size: int = attrs.field(default=100, validator=_positive)
+    #: the largest result (as JSON, in bytes) a finished task keeps; a larger one fails
+    #: the task with -32603 naming the limit. None: the transport's message limit,
+    #: which ``serve_stdio`` and ``serve_http`` fill in (no limit elsewhere)
+    max_result_bytes: int | None = attrs.field(default=None, validator=_positive)
     #: whether the session offers tasks at all; off, the ``tasks`` capability is not
     #: declared and task metadata is ignored (stateless HTTP: a task would end with its
     #: one-request session)
@@ -146,6 +151,22 @@ class TaskStatistics:
     stored: int
     #: ``tasks/result`` requests waiting for a task to finish
     waiting: int
+
+
+def _oversized(result: JSONObject, limit: int) -> JSONObject | None:
+    # A finished task keeps its result until its TTL passes: held to the message limit,
+    # measured once, as it finishes (what cannot be written at all is the writer's).
+    try:
+        size = len(orjson.dumps(result))
+    except TypeError:
+        return None
+    if size <= limit:
+        return None
+    return over_limit(
+        f"the task's result is {size} bytes, over the {limit}-byte message limit",
+        limit,
+        code=INTERNAL_ERROR,
+    ).to_error()
 
 
 class TaskPublisher(Protocol):
@@ -321,6 +342,11 @@ class _TaskTable:
             with serving, task.scope:
                 try:
                     result = await work(ctx)
+                    limit = self.options.max_result_bytes
+                    if limit is not None:
+                        error = _oversized(result, limit)
+                        if error is not None:
+                            result = None
                 except (RequestError, ProtocolError) as exc:
                     error = exc.to_error()
                 except Exception as exc:

@@ -36,7 +36,14 @@ import trio
 
 from .._exceptions import INVALID_PARAMS, PluginError, RequestError
 from ..auth._errors import InsufficientScope
-from ..protocol import LATEST, JSONObject, Revision, bounded_value, describe
+from ..protocol import (
+    LATEST,
+    JSONObject,
+    ResourceSubscriptions,
+    Revision,
+    bounded_value,
+    describe,
+)
 from ._context import Context
 from ._dispatch import Composable, method_not_found, method_table, serves_family
 from ._mount import Mount, MountState, MountStatistics, RootsHook, single_errors_bare, supervise
@@ -322,6 +329,10 @@ class Composition:
         return await self._forward(self._uri_owner(params, ctx), "resources/read", params, ctx)
 
     async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
+        uri = params.get("uri")
+        if type(uri) is str and uri:
+            # Bounded before templates walk it, as the owner's own handler does.
+            ResourceSubscriptions.check_uri(uri)
         mount = self._uri_owner(params, ctx)
         return await self._forward(mount, "resources/subscribe", params, ctx)
 

@@ -22,6 +22,7 @@ from ..auth._principal import Principal
 from ..protocol import (
     CallToolResult,
     JSONObject,
+    ResourceSubscriptions,
     Revision,
     bounded_value,
     clip_all,
@@ -258,6 +259,8 @@ class Handlers:
 
     async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
         uri = self._resource_uri(params)
+        # Bounded before templates walk it, with the words the session's table would use.
+        ResourceSubscriptions.check_uri(uri)
         found = self._find_resource(uri)
         if found is None:
             raise RequestError(

@@ -113,8 +113,10 @@ class WriteThrough:
     ``write_frames`` with ``through=`` this drains what could not be written at once.
     """
 
-    def __init__(self, pipe: NonBlockingWriter) -> None:
+    def __init__(self, pipe: NonBlockingWriter, *, max_message_bytes: int | None = None) -> None:
         self._pipe = pipe
+        #: the longest frame written (an over-long response goes as an error response)
+        self.max_message_bytes = max_message_bytes
         #: the Outbox this writes through for: the rest of a cut frame queues there
         self.outbox: Outbox | None = None
         #: the client stopped reading: what comes now is dropped
@@ -126,7 +128,7 @@ class WriteThrough:
         """Write ``value`` now and return True; False if it must queue for the writer."""
         if self.broken or (self.quiet is not None and not self.quiet()):
             return False
-        data = _frame(value)
+        data = _frame(value, self.max_message_bytes)
         if not data:
             return True
         try:
@@ -159,16 +161,17 @@ async def write_frames(
     cut short).
     """
     broken = False
+    limit = outbox.max_message_bytes if outbox is not None else None
     async with queue:
         async for item in queue:
             if broken or (through is not None and through.broken):
                 if outbox is not None:
                     outbox.done()
                 continue  # keep draining so senders never block on a dead peer
-            chunk = [_frame(item)]
+            chunk = [_frame(item, limit)]
             while len(chunk) < _MAX_BATCH:
                 try:
-                    chunk.append(_frame(queue.receive_nowait()))
+                    chunk.append(_frame(queue.receive_nowait(), limit))
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
             # One scope both shields the write and bounds it (cheaper than two).
@@ -191,14 +194,15 @@ async def write_frames(
                 broken = True
 
 
-def _frame(item: Outbound | bytes) -> bytes:
+def _frame(item: Outbound | bytes, limit: int | None) -> bytes:
     if isinstance(item, bytes):
         return item
-    data = encode(item.payload)
+    data = encode(item.payload, limit)
     if not data:
-        # A request or notification JSON cannot carry (a response that JSON cannot carry
-        # is an error response by now): a handler's bug, reported here, not a dead pipe.
+        # A request or notification JSON cannot carry, or longer than the limit (such a
+        # response is an error response by now): a handler's bug, reported here.
         _log.warning(
-            "dropped a message that cannot be written as JSON: %s", describe(item.payload)
+            "dropped a message that cannot be written as JSON within the message limit: %s",
+            describe(item.payload),
         )
     return data

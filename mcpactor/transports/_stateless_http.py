@@ -97,6 +97,7 @@ async def serve_stateless_post(
         if refusal is not None:
             await app.refuse(send, headers, refusal, request.id)
             return
+    limit = app.options.max_body_bytes
     stream = app.options.response_mode != "json" and accepts(
         headers.get("accept"), json=False, event_stream=True
     )
@@ -107,7 +108,7 @@ async def serve_stateless_post(
         if not stream:
             # This client takes one JSON document: what comes before it is dropped.
             return
-        data = serialize(message)
+        data = serialize(message, limit)
         if data is None:
             return
         if not started[0]:
@@ -138,7 +139,7 @@ async def serve_stateless_post(
         armed.disarm()
     if answer is None:
         return
-    data = serialize(answer) or b""
+    data = serialize(answer, limit) or b""
     if started[0]:
         await send(
             {

@@ -7,6 +7,10 @@
 # feeds its inbox and drains its one stream. Closing the socket ends the session (its
 # requests get the usual grace period). A client silent for ``websocket_idle_timeout`` seconds (no
 # message) is closed with 1001: an open socket holds a connection place and a session.
+# A message larger than ``max_body_bytes`` in UTF-8 is closed with 1009: mcpactor's own
+# server stops it while it arrives; a server that counts a text's characters instead
+# (hypercorn, given the same limit) lets through up to four times as many bytes, which
+# are refused here, measured on the encoding the decoder needs anyway.
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ SUBPROTOCOL: Final = "mcp"
 # Close codes (RFC 6455 §7.4.1): going away, policy violation, try again later.
 _GOING_AWAY: Final = 1001
 _POLICY: Final = 1008
+_TOO_BIG: Final = 1009
 _TRY_LATER: Final = 1013
 
 
@@ -74,8 +79,14 @@ async def serve_websocket(app: Endpoint, scope: Scope, receive: Receive, send: S
         await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_write, send, attachment, nursery.cancel_scope)
-            if await _read(receive, session, app.options.websocket_idle_timeout):
-                await send({"type": "websocket.close", "code": _GOING_AWAY})
+            options = app.options
+            limit = options.max_body_bytes
+            code = await _read(receive, session, options.websocket_idle_timeout, limit)
+            if code == _TOO_BIG:
+                reason = f"message larger than {limit} bytes"
+                await send({"type": "websocket.close", "code": code, "reason": reason})
+            elif code is not None:
+                await send({"type": "websocket.close", "code": code})
             nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
@@ -89,17 +100,19 @@ async def _deny(send: Send, denied: list[bool], message: dict[str, Any]) -> None
     await send({**message, "type": "websocket." + message["type"]})
 
 
-async def _read(receive: Receive, session: HttpSession, idle_timeout: float) -> bool:
-    # Returns True when the client stayed silent too long (the socket is still open).
+async def _read(
+    receive: Receive, session: HttpSession, idle_timeout: float, limit: int
+) -> int | None:
+    # Returns the code to close the socket with (it is still open), or None: it closed.
     while True:
         message: dict[str, Any] | None = None
         with trio.move_on_after(idle_timeout):
             message = await receive()
         if message is None:
-            return True
+            return _GOING_AWAY
         kind = message["type"]
         if kind == "websocket.disconnect":
-            return False
+            return None
         if kind != "websocket.receive":
             continue
         text = message.get("text")
@@ -110,12 +123,15 @@ async def _read(receive: Receive, session: HttpSession, idle_timeout: float) -> 
                 code=PARSE_ERROR,
             )
         else:
+            data = text.encode()
+            if len(data) > limit:
+                return _TOO_BIG
             try:
-                item = decode(text.encode())
+                item = decode(data)
             except RemoteProtocolError as exc:
                 item = exc
         if not await session.feed(item):
-            return False
+            return None
 
 
 async def _write(send: Send, attachment: Attachment, done: trio.CancelScope) -> None:

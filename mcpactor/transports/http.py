@@ -110,6 +110,7 @@ async def open_http_app(
         unconfirmed_timeout=options.unconfirmed_session_timeout,
         stateless=stateless,
         replicas=options.replicas,
+        max_message_bytes=options.max_body_bytes,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)

@@ -61,6 +61,7 @@ async def serve_streams(
     Requests that carry a stateless envelope (2026-07-28) are served beside the session
     by ``stateless`` (a host, or the options of one made here).
     """
+    options = (options or SessionOptions()).with_message_limit(max_line_bytes)
     if not isinstance(stateless, StatelessHost):
         stateless = StatelessHost(server, options=stateless, session_options=options)
     host = stateless
@@ -70,17 +71,19 @@ async def serve_streams(
     if isinstance(send_stream, _Pipe):
         # Senders write their frames themselves whenever the writer has nothing queued.
         queue_send, queue = trio.open_memory_channel[Outbound | bytes](256)
-        through = WriteThrough(send_stream)
-        outbox = through.outbox = Outbox(queue_send, through=through, eager=True)
+        through = WriteThrough(send_stream, max_message_bytes=max_line_bytes)
+        outbox = through.outbox = Outbox(
+            queue_send, through=through, eager=True, max_message_bytes=max_line_bytes
+        )
         writer = functools.partial(
             write_frames, send_stream, queue, outbox=outbox, through=through
         )
     else:
         outbox_send, outbox_receive = trio.open_memory_channel[Outbound](256)
-        outbox = Outbox(outbox_send)
+        outbox = Outbox(outbox_send, max_message_bytes=max_line_bytes)
         writer = functools.partial(write_frames, send_stream, outbox_receive, outbox=outbox)
     actor = SessionActor(server, outbox, options)
-    grace = (options or SessionOptions()).shutdown_grace
+    grace = options.shutdown_grace
     async with observed(actor, host), trio.open_nursery() as nursery:
         # The writer ends when the actor closes the outbox, after its last message.
         nursery.start_soon(writer)

@@ -557,6 +557,17 @@ def test_an_oversized_sse_event_is_refused() -> None:
         SseParser(max_event_bytes=16).feed(b"data: 0123456789012345678")
 
 
+def test_the_sse_event_limit_counts_bytes_not_characters() -> None:
+    # Issue 43, item 17: data lines were measured decoded, so two-byte characters
+    # counted half. 12 characters, 24 bytes, against 16 bytes:
+    wide = "é" * 12
+    with pytest.raises(RemoteProtocolError, match="exceeds 16 bytes"):
+        SseParser(max_event_bytes=16).feed(f"data: {wide}\n".encode())
+    # Split over two lines of 8 bytes each (and their newlines), it still fits.
+    events = SseParser(max_event_bytes=24).feed("data: éééé\ndata: éééé\n\n".encode())
+    assert [event.data for event in events] == ["éééé\néééé"]
+
+
 # --- the HTTP/1.1 pool -------------------------------------------------------------------
 
 

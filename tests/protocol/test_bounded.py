@@ -21,7 +21,9 @@ from mcpactor.protocol import (
     encode,
     error_text,
     exceeds_depth,
+    over_limit,
     serialize,
+    utf8_size,
 )
 from mcpactor.protocol._bounded import DESCRIBE_LENGTH
 
@@ -272,3 +274,25 @@ def test_an_unwritable_request_or_notification_is_not_sent() -> None:
 def test_what_can_be_written_is_written_as_is() -> None:
     message = {"jsonrpc": "2.0", "id": 1, "result": {"x": nested(250)}}
     assert orjson.loads(encode(message)) == message
+
+
+@pytest.mark.parametrize(
+    "text", ["", "ascii", "é", "€uro", "😀", "a\x00b", "\udc80", "é" * 5000 + "x"]
+)
+def test_utf8_size_is_the_length_of_the_utf8_encoding(text: str) -> None:
+    assert utf8_size(text) == len(text.encode("utf-8", "surrogatepass"))
+
+
+def test_over_limit_has_the_one_shape_of_every_limit() -> None:
+    error = over_limit("too big: at most 10", 10)
+    assert error.to_error() == {
+        "code": -32602,
+        "message": "too big: at most 10",
+        "data": {"limit": 10},
+    }
+    other = over_limit("busy", 3, code=-32603, request_id=7)
+    assert other.to_response() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32603, "message": "busy", "data": {"limit": 3}},
+    }

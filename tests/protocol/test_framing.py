@@ -16,6 +16,7 @@ from mcpactor.protocol import (
     LineFramer,
     decode,
     encode,
+    serialize,
 )
 
 
@@ -246,3 +247,64 @@ def test_encode_is_one_frame(value: Any) -> None:
     assert type(frame) is bytes
     assert decode(frame) == value
     assert orjson.loads(data) == value
+
+
+# --- what we write is held to the transport's message limit (issue 43, item 17) ------
+
+
+def _response(request_id: Any, text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": {"text": text}}
+
+
+def test_a_response_within_the_limit_is_written_as_it_is() -> None:
+    reply = _response(1, "x" * 100)
+    exact = len(orjson.dumps(reply))
+    assert serialize(reply, exact) == orjson.dumps(reply)
+    assert encode(reply, exact) == orjson.dumps(reply) + b"\n"
+    assert serialize(reply, None) == orjson.dumps(reply)
+
+
+def test_a_response_over_the_limit_becomes_an_error_naming_the_limit() -> None:
+    reply = _response("r-1", "é" * 1000)  # 1 000 characters, 2 000 bytes and more
+    size = len(orjson.dumps(reply))
+    written = orjson.loads(encode(reply, 1024))
+    assert written == {
+        "jsonrpc": "2.0",
+        "id": "r-1",
+        "error": {
+            "code": -32603,
+            "message": f"the response is {size} bytes, over the 1024-byte message limit",
+            "data": {"limit": 1024},
+        },
+    }
+
+
+def test_an_error_response_over_the_limit_keeps_its_code_and_says_why() -> None:
+    error = {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "error": {"code": -32602, "message": "m" * 2000, "data": "d" * 5000},
+    }
+    written = orjson.loads(serialize(error, 1024) or b"")
+    assert written["id"] == 4
+    assert written["error"]["code"] == -32602
+    assert written["error"]["data"] == {"limit": 1024}
+    assert written["error"]["message"].endswith("over the 1024-byte message limit)")
+    assert len(orjson.dumps(written)) <= 1024
+
+
+def test_a_notification_or_request_over_the_limit_is_not_written() -> None:
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x" * 2000}}
+    ask = {"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": note}
+    assert serialize(note, 1024) is None
+    assert serialize(ask, 1024) is None
+    assert encode(note, 1024) == b""
+    # An id longer than the limit leaves nothing that could be sent in its place.
+    assert serialize(_response("i" * 2000, ""), 1024) is None
+
+
+def test_each_reply_of_a_batch_is_held_to_the_limit_on_its_own() -> None:
+    small, big = _response(1, "ok"), _response(2, "x" * 2000)
+    written = orjson.loads(serialize([small, big], 1024) or b"")
+    assert written[0] == small
+    assert (written[1]["id"], written[1]["error"]["data"]) == (2, {"limit": 1024})

@@ -6,10 +6,14 @@ from typing import Any
 
 import pytest
 
+from mcpactor._exceptions import RemoteProtocolError
 from mcpactor.protocol._envelope import SERVER_INFO, SUBSCRIPTION_ID, EnvelopeError
 from mcpactor.protocol._listen import (
     MAX_RESOURCE_SUBSCRIPTIONS,
+    MAX_SUBSCRIPTION_BYTES,
+    MAX_URI_BYTES,
     ListenFilter,
+    ResourceSubscriptions,
     Subscription,
     read_filter,
 )
@@ -69,6 +73,53 @@ def test_a_malformed_filter_is_invalid_params(params: dict[str, Any] | None) -> 
     assert info.value.code == -32602
     assert info.value.http_status == 400
     assert len(info.value.message) < 400
+
+
+@pytest.mark.parametrize(
+    ("uris", "limit"),
+    [
+        # 4 102 characters but 8 198 bytes: a limit in characters let it through
+        (["mem://" + "é" * 4096], MAX_URI_BYTES),
+        (["u"] * (MAX_RESOURCE_SUBSCRIPTIONS + 1), MAX_RESOURCE_SUBSCRIPTIONS),
+        (
+            [f"{n:05}" + "x" * (MAX_URI_BYTES - 5) for n in range(33)],
+            MAX_SUBSCRIPTION_BYTES,
+        ),
+    ],
+)
+def test_a_filter_over_a_limit_names_it(uris: list[str], limit: int) -> None:
+    with pytest.raises(EnvelopeError) as info:
+        read_filter({"notifications": {"resourceSubscriptions": uris}}, request_id=3)
+    assert info.value.to_error()["data"] == {"limit": limit}
+    assert str(limit) in info.value.message
+    assert len(info.value.message) < 200
+
+
+def test_subscriptions_hold_up_to_their_limits_and_give_bytes_back() -> None:
+    table = ResourceSubscriptions()
+    exact = "é" * (MAX_URI_BYTES // 2)
+    table.add(exact)
+    table.add(exact)  # held already: nothing more
+    assert (len(table), table.size) == (1, MAX_URI_BYTES)
+    with pytest.raises(RemoteProtocolError) as info:
+        table.add(exact + "x")
+    assert (info.value.code, info.value.data) == (-32602, {"limit": MAX_URI_BYTES})
+    for n in range(1, MAX_SUBSCRIPTION_BYTES // MAX_URI_BYTES):
+        table.add(f"{n:05}" + "x" * (MAX_URI_BYTES - 5))
+    assert table.size == MAX_SUBSCRIPTION_BYTES
+    with pytest.raises(RemoteProtocolError) as info:
+        table.add("one more")
+    assert info.value.data == {"limit": MAX_SUBSCRIPTION_BYTES}
+    assert "one more" not in table
+    table.discard(exact)
+    table.discard(exact)
+    assert table.size == MAX_SUBSCRIPTION_BYTES - MAX_URI_BYTES
+    table.add("one more")
+    assert "one more" in table
+    for bad in ("", None, 7):
+        with pytest.raises(RemoteProtocolError) as info:
+            table.add(bad)
+        assert info.value.code == -32602
 
 
 def test_only_what_the_server_offers_is_honoured() -> None:

@@ -31,6 +31,7 @@ from mcpactor.runtime.http import (
     StoreUnavailable,
     principal_identity,
 )
+from mcpactor.runtime.http._session_records import MAX_RECORD_BYTES
 from mcpactor.transports import HttpOptions, open_http_app
 
 from ..transports._http_client import AsgiClient, McpClient, read_reply, start_post
@@ -676,12 +677,52 @@ def test_a_session_record_round_trips_through_its_encoding() -> None:
                 "lastActive": 0,
             }
         ),
-        b" " * (300 * 1024),
+        b" " * (MAX_RECORD_BYTES + 1),
     ],
 )
 def test_a_damaged_session_record_is_a_value_error(raw: bytes) -> None:
     with pytest.raises(ValueError, match="session record"):
         SessionRecord.decode(raw)
+
+
+def test_the_largest_record_a_session_can_write_is_read_back() -> None:
+    # Subscriptions at every limit, each URI written with the longest JSON escapes, and
+    # the client's declaration at its limit: another replica must still read it.
+    from mcpactor.protocol import MAX_SUBSCRIPTION_BYTES, MAX_URI_BYTES
+    from mcpactor.protocol._session import MAX_CLIENT_DECLARATION_BYTES
+
+    uris = frozenset(
+        f"{n:05}" + "\x01" * (MAX_URI_BYTES - 5)
+        for n in range(MAX_SUBSCRIPTION_BYTES // MAX_URI_BYTES)
+    )
+    padding = "p" * (MAX_CLIENT_DECLARATION_BYTES - 100)
+    record = SessionRecord(
+        id="\x01" * 4096,
+        protocol_version="2025-06-18",
+        client_capabilities={"experimental": {"x": padding}},
+        client_info={"name": "c", "version": "1"},
+        subscriptions=uris,
+        owner="\x01" * 4096,
+        touched_by="\x01" * 4096,
+    )
+    raw = record.encode()
+    assert len(raw) > 6 * MAX_SUBSCRIPTION_BYTES
+    assert SessionRecord.decode(raw) == record
+
+
+def test_a_record_holding_more_than_a_session_may_is_refused() -> None:
+    from mcpactor.protocol import MAX_RESOURCE_SUBSCRIPTIONS, MAX_URI_BYTES
+
+    for subscriptions in (
+        [f"u{n}" for n in range(MAX_RESOURCE_SUBSCRIPTIONS + 1)],
+        ["u" * (MAX_URI_BYTES + 1)],
+        [1],
+    ):
+        raw = SessionRecord(id="a", protocol_version="2025-06-18").encode()
+        value = orjson.loads(raw)
+        value["subscriptions"] = subscriptions
+        with pytest.raises(ValueError, match="subscriptions"):
+            SessionRecord.decode(orjson.dumps(value))
 
 
 def test_principal_identities() -> None:

@@ -237,6 +237,7 @@ async def test_requests_beyond_max_in_flight_are_refused_and_the_rest_served(
         error = await h.error_of(extra)
         assert error["code"] == -32603
         assert error["message"] == "server busy: too many requests in flight (limit 2)"
+        assert error["data"] == {"limit": 2}
         assert trio.current_time() == 0
         # Requests the session answers itself do not count against the limit.
         await h.request("ping")

@@ -724,3 +724,69 @@ async def test_a_lone_connections_response_is_written_at_once(events: list[str])
         await s.send_all(post("/", b""))
         assert (await Reader(s).response())[2] == b"one"
     assert events == ["write", "sent"]
+
+
+# --- WebSocket message limits ----------------------------------------------------------
+
+
+async def ws_app(scope: dict[str, Any], receive: Any, send: Any, *, got: list[Any]) -> None:
+    """Accept, then note every message's size in UTF-8 bytes and the disconnect code."""
+    assert (await receive())["type"] == "websocket.connect"
+    await send({"type": "websocket.accept"})
+    while True:
+        message = await receive()
+        if message["type"] == "websocket.disconnect":
+            got.append(("disconnect", message["code"]))
+            return
+        got.append(("text", len(message["text"].encode())))
+        await send({"type": "websocket.send", "text": "ok"})
+
+
+async def ws_client(port: int) -> tuple[trio.SocketStream, Any]:
+    from wsproto import ConnectionType, WSConnection
+    from wsproto.events import AcceptConnection, Request
+
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    ws = WSConnection(ConnectionType.CLIENT)
+    await stream.send_all(ws.send(Request(host="127.0.0.1", target="/ws")))
+    while True:
+        ws.receive_data(await stream.receive_some(65536))
+        if any(isinstance(event, AcceptConnection) for event in ws.events()):
+            return stream, ws
+
+
+async def ws_events(stream: trio.SocketStream, ws: Any) -> list[Any]:
+    with trio.fail_after(5):
+        ws.receive_data(await stream.receive_some(65536))
+    return list(ws.events())
+
+
+async def test_a_websocket_message_is_bounded_in_utf8_bytes_while_it_arrives() -> None:
+    # Issue 43, item 17: the limit counted characters, so a text of 4 MiB characters,
+    # some of them two bytes, passed a 4 MiB limit. Sent in fragments, the message is
+    # refused at the fragment that goes past the limit, before the rest arrives.
+    from wsproto.events import CloseConnection, Message, TextMessage
+
+    limit = 64 * 1024
+    got: list[Any] = []
+    app = functools.partial(ws_app, got=got)
+    async with running(app, max_message_bytes=limit) as (port, _):
+        stream, ws = await ws_client(port)
+        # Exactly the limit in bytes, in two fragments: delivered whole.
+        half = "é" * (limit // 4)
+        await stream.send_all(ws.send(Message(data=half, message_finished=False)))
+        await stream.send_all(ws.send(Message(data=half, message_finished=True)))
+        [reply] = await ws_events(stream, ws)
+        assert isinstance(reply, TextMessage)
+        assert got == [("text", limit)]
+        # Fewer characters than the limit, more bytes: closed with 1009 on the fragment
+        # that goes past it; the app never sees a message.
+        fragment = "é" * (limit // 8)  # a quarter of the limit in bytes
+        for _ in range(5):
+            await stream.send_all(ws.send(Message(data=fragment, message_finished=False)))
+        [close] = await ws_events(stream, ws)
+        assert isinstance(close, CloseConnection)
+        assert close.code == 1009
+        assert close.reason == f"message larger than {limit} bytes"
+        assert got == [("text", limit), ("disconnect", 1009)]
+        await stream.aclose()

@@ -385,6 +385,7 @@ async def test_requests_beyond_the_in_flight_limit_are_refused(probe: Probe) -> 
         refused = await (await client.post(message)).json()
         assert (refused["id"], refused["error"]["code"]) == (message["id"], -32603)
         assert "too many requests in flight" in refused["error"]["message"]
+        assert refused["error"]["data"] == {"limit": 1}
         probe.release.set()
         await trio.testing.wait_all_tasks_blocked()
         again = await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})

@@ -237,3 +237,47 @@ async def test_requests_read_before_the_input_ends_are_all_answered(tmp_path: Pa
         assert all("result" in answer for answer in answers), [
             answer["error"] for answer in answers if "error" in answer
         ]
+
+
+def subscribable_server() -> Server:
+    server = Server("subscribable", "1.0.0")
+
+    @server.resource("mem://{name}")
+    async def item(name: str) -> str:
+        """Any name is a resource."""
+        return name
+
+    return server
+
+
+async def test_subscribe_and_listen_refuse_the_same_uris_with_the_same_error() -> None:
+    # Issue 43, item 17: the session's resources/subscribe had none of the listen path's
+    # limits. Both eras now hold the URIs a client subscribes to in one bounded table.
+    from mcpactor.protocol import MAX_RESOURCE_SUBSCRIPTIONS, MAX_URI_BYTES
+
+    wide = "mem://" + "é" * 4096  # under the limit in characters, over it in bytes
+    many = [f"mem://{n}" for n in range(MAX_RESOURCE_SUBSCRIPTIONS + 1)]
+    async with serving(subscribable_server()) as line:
+        client = PipeClient(line)
+        await client.initialize()
+        refusals = []
+        for uris in ([wide], many):
+            for uri in uris:
+                subscribe = await client.request("resources/subscribe", {"uri": uri})
+                answer = await client.receive()
+                assert answer["id"] == subscribe
+            listen = await client.post(
+                "subscriptions/listen", {"notifications": {"resourceSubscriptions": uris}}
+            )
+            refused = await client.receive()
+            assert refused["id"] == listen
+            assert "error" in answer
+            assert refused["error"] == answer["error"]
+            refusals.append(answer["error"])
+        assert [error["data"] for error in refusals] == [
+            {"limit": MAX_URI_BYTES},
+            {"limit": MAX_RESOURCE_SUBSCRIPTIONS},
+        ]
+        assert all(error["code"] == -32602 for error in refusals)
+        assert line.actor is not None
+        assert line.actor.statistics().subscriptions == MAX_RESOURCE_SUBSCRIPTIONS

@@ -9,6 +9,7 @@ import trio
 import trio.testing
 import trio_websocket
 
+from mcpactor import TransportBroken
 from mcpactor.client import connect_websocket
 from mcpactor.transports import HttpOptions
 from mcpactor.transports.http import HttpServerKind
@@ -90,6 +91,78 @@ async def test_bad_frames_get_parse_errors_and_the_session_lives(
             assert '"code":-32700' in await socket.get_message()
             await socket.send_message('{"jsonrpc":"2.0","id":1,"method":"ping"}')
             assert await socket.get_message() == '{"jsonrpc":"2.0","id":1,"result":{}}'
+
+
+async def test_a_message_over_the_limit_in_utf8_bytes_is_closed_with_1009(
+    probe: Probe, http_server: HttpServerKind
+) -> None:
+    # Issue 43, item 17: a text of fewer characters than the limit but more bytes (here
+    # 40 000 two-byte characters against 64 KiB) passed; hypercorn still counts
+    # characters, so the endpoint measures the bytes it decodes.
+    from wsproto import ConnectionType, WSConnection
+    from wsproto.events import AcceptConnection, CloseConnection, Message, Request, TextMessage
+
+    limit = 64 * 1024
+    options = HttpOptions(max_body_bytes=limit)
+    ping = '{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"pad":"%s"}}'
+    async with (
+        served_app(make_server(probe), options=options, http_server=http_server) as (app, http),
+        await trio.open_tcp_stream(http.host, http.port) as stream,
+    ):
+        # A plain wsproto client: this one closes its socket whoever closes first.
+        ws = WSConnection(ConnectionType.CLIENT)
+        await stream.send_all(ws.send(Request(host=http.host, target="/ws", subprotocols=["mcp"])))
+
+        async def events() -> list[Any]:
+            found: list[Any] = []
+            with trio.fail_after(5):
+                while not found:
+                    ws.receive_data(await stream.receive_some(1 << 20))
+                    found = list(ws.events())
+            return found
+
+        assert isinstance((await events())[0], AcceptConnection)
+        fits = ping % (1, "x" * (limit - len(ping % (1, ""))))
+        assert len(fits.encode()) == limit
+        await stream.send_all(ws.send(Message(data=fits)))
+        [pong] = await events()
+        assert isinstance(pong, TextMessage)
+        assert pong.data == '{"jsonrpc":"2.0","id":1,"result":{}}'
+        wide = ping % (2, "é" * 40_000)
+        assert len(wide) < limit < len(wide.encode())
+        await stream.send_all(ws.send(Message(data=wide)))
+        [close] = await events()
+        assert isinstance(close, CloseConnection)
+        assert (close.code, close.reason) == (1009, f"message larger than {limit} bytes")
+        with trio.fail_after(5):
+            await app.manager.wait_sessions(0)
+
+
+async def test_the_client_refuses_a_message_over_its_limit_in_bytes(
+    probe: Probe, http_server: HttpServerKind
+) -> None:
+    from mcpactor import Server
+
+    server = Server("wide")
+
+    @server.tool()
+    async def wide(count: int) -> str:
+        """Answer with ``count`` two-byte characters."""
+        return "é" * count
+
+    limit = 64 * 1024
+
+    async def call_wide(url: str) -> None:
+        async with connect_websocket(url, initialize=True, max_message_bytes=limit) as client:
+            assert (await client.call_tool("wide", {"count": 10}))["content"]
+            # The text comes twice (content and structuredContent): 40 000 characters
+            # pass trio-websocket's count, 80 000 bytes do not.
+            with trio.fail_after(5):
+                await client.call_tool("wide", {"count": 20_000})
+
+    async with socket_client(server, http_server=http_server) as http:
+        with pytest.raises(TransportBroken):
+            await call_wide(f"ws://{http.host}:{http.port}/ws")
 
 
 def _handshake(**extra: str) -> dict[str, str]:

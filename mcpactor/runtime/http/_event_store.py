@@ -27,9 +27,19 @@ from typing import Final
 import attrs
 import trio
 
-__all__ = ["EventStore", "EventStoreStatistics", "MemoryEventStore", "Replay"]
+__all__ = [
+    "DEFAULT_MAX_BYTES_PER_STREAM",
+    "DEFAULT_MAX_EVENTS_PER_STREAM",
+    "EventStore",
+    "EventStoreStatistics",
+    "MemoryEventStore",
+    "Replay",
+]
 
 DEFAULT_MAX_EVENTS_PER_STREAM: Final = 1000
+#: the most bytes of events a MemoryEventStore keeps for one stream (its newest event
+#: is always kept, whatever its size)
+DEFAULT_MAX_BYTES_PER_STREAM: Final = 16 * 1024 * 1024
 # Seconds between looks of the default ``wait_after``.
 _POLL_INTERVAL: Final = 0.1
 
@@ -49,6 +59,8 @@ class EventStoreStatistics:
 
     streams: int
     events: int
+    #: the bytes of the events held
+    bytes: int = 0
 
 
 class EventStore(abc.ABC):
@@ -101,11 +113,13 @@ class EventStore(abc.ABC):
 
 
 class _Log:
-    __slots__ = ("arrived", "events", "last")
+    __slots__ = ("arrived", "events", "last", "size")
 
     def __init__(self, limit: int) -> None:
         self.last = 0
         self.events: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=limit)
+        #: the bytes of the events held
+        self.size = 0
         #: set at the next append (or when the log is dropped); made by a waiter
         self.arrived: trio.Event | None = None
 
@@ -119,16 +133,27 @@ class _Log:
 class MemoryEventStore(EventStore):
     """An EventStore in this process's memory, keeping the newest events of each stream.
 
-    When a stream outgrows ``max_events_per_stream`` its oldest events are dropped; a
-    client resuming from before them gets what is left.
+    When a stream outgrows ``max_events_per_stream`` events or ``max_bytes_per_stream``
+    bytes its oldest events are dropped (the newest is always kept); a client resuming
+    from before them gets what is left.
     """
 
-    def __init__(self, max_events_per_stream: int = DEFAULT_MAX_EVENTS_PER_STREAM) -> None:
+    def __init__(
+        self,
+        max_events_per_stream: int = DEFAULT_MAX_EVENTS_PER_STREAM,
+        *,
+        max_bytes_per_stream: int = DEFAULT_MAX_BYTES_PER_STREAM,
+    ) -> None:
         if max_events_per_stream < 1:
             raise ValueError(
                 f"max_events_per_stream must be at least 1, got {max_events_per_stream!r}"
             )
+        if max_bytes_per_stream < 1:
+            raise ValueError(
+                f"max_bytes_per_stream must be at least 1, got {max_bytes_per_stream!r}"
+            )
         self.max_events_per_stream = max_events_per_stream
+        self.max_bytes_per_stream = max_bytes_per_stream
         self._sessions: dict[str, dict[str, _Log]] = {}
 
     async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
@@ -144,7 +169,13 @@ class MemoryEventStore(EventStore):
         if log is None:
             log = streams[stream_id] = _Log(self.max_events_per_stream)
         log.last += 1
-        log.events.append((log.last, data))
+        events = log.events
+        if len(events) == events.maxlen:
+            log.size -= len(events[0][1])  # the deque drops it on the append
+        events.append((log.last, data))
+        log.size += len(data)
+        while log.size > self.max_bytes_per_stream and len(events) > 1:
+            log.size -= len(events.popleft()[1])
         if log.arrived is not None:
             log.wake()
         return f"{stream_id}.{log.last}"
@@ -194,4 +225,6 @@ class MemoryEventStore(EventStore):
     def statistics(self) -> EventStoreStatistics:
         """Return how many streams and events are held right now."""
         logs = [log for streams in self._sessions.values() for log in streams.values()]
-        return EventStoreStatistics(len(logs), sum(len(log.events) for log in logs))
+        return EventStoreStatistics(
+            len(logs), sum(len(log.events) for log in logs), sum(log.size for log in logs)
+        )

@@ -152,6 +152,8 @@ class SessionHost(Protocol):
     effective_session_options: SessionOptions
     stateless_session_options: SessionOptions
     event_store: EventStore
+    #: the longest message a session writes (None: no limit)
+    max_message_bytes: int | None
     #: ends a priming event's wait for the answer behind it
     coalescing: NudgeTimer
     #: ends a streamed POST's time without a watch for its client leaving
@@ -231,6 +233,7 @@ class HttpSession(Routing):
             resumable=kind is SessionKind.STREAMABLE and session_id is not None,
             single_stream=single_stream,
             json_only=manager.response_mode == "json",
+            max_message_bytes=manager.max_message_bytes,
         )
         if kind is not SessionKind.STATELESS:
             # Changes reach the session while it sleeps, too; a stateless one cannot

@@ -81,6 +81,7 @@ class Routing:
         "created",
         "id",
         "last_active",
+        "max_message_bytes",
         "resumable",
         "standalone",
     )
@@ -94,9 +95,12 @@ class Routing:
         resumable: bool,
         single_stream: bool,
         json_only: bool,
+        max_message_bytes: int | None = None,
     ) -> None:
         self.actor = actor
         self.id = session_id
+        #: the longest message written; a longer response goes as an error response
+        self.max_message_bytes = max_message_bytes
         self.resumable = resumable
         self._store = store
         # whether the last append found the event store unreachable (warned once)
@@ -261,9 +265,12 @@ class Routing:
         in the sending task (``route_now``). Without a router (a stateless session),
         whatever else is sent is routed by its sender, in order.
         """
+        limit = self.max_message_bytes
         if channel is None:
-            return Outbox(None, through=self.route_now, deliver=self._route_direct)
-        return Outbox(channel, through=self.route_now)
+            return Outbox(
+                None, through=self.route_now, deliver=self._route_direct, max_message_bytes=limit
+            )
+        return Outbox(channel, through=self.route_now, max_message_bytes=limit)
 
     async def _route_direct(self, item: Outbound) -> None:
         if item.signal is StreamSignal.ABANDONED and self.closing:
@@ -297,11 +304,14 @@ class Routing:
 
     async def _route(self, item: Outbound) -> None:
         payload = item.payload
-        data = serialize(payload)
+        data = serialize(payload, self.max_message_bytes)
         if data is None:
-            # A request or notification that cannot be written as JSON (a response
-            # that cannot be becomes an error response): a handler's bug, not sent.
-            _log.warning("dropped a message that cannot be written as JSON: %s", describe(payload))
+            # A request or notification that cannot be written as JSON within the limit
+            # (such a response becomes an error response): a handler's bug, not sent.
+            _log.warning(
+                "dropped a message that cannot be written as JSON within the message limit: %s",
+                describe(payload),
+            )
             return
         if self._single_stream:
             await self._deliver(self.standalone, data, final=False)
@@ -364,7 +374,7 @@ class Routing:
             # it again otherwise).
             if conn is None or not conn.takes_now:
                 return False
-            data = serialize(payload)
+            data = serialize(payload, self.max_message_bytes)
             if data is None:
                 return False
             event_id = None
@@ -376,7 +386,7 @@ class Routing:
                     return False
             conn.put_nowait((event_id, data, True))
         elif conn is not None:
-            data = serialize(payload)
+            data = serialize(payload, self.max_message_bytes)
             if data is None:
                 return False
             try:

@@ -138,13 +138,16 @@ class SessionManager:
         session_store: SessionStore | None = None,
         stateless: StatelessHost | StatelessOptions | None = None,
         replicas: Replicas | None = None,
+        max_message_bytes: int | None = None,
     ) -> None:
         self.server = server
+        #: the longest message a session writes: the transport's limit (None: none)
+        self.max_message_bytes = max_message_bytes
         self.session_options = session_options
         # A stateless session lives for one POST: a task would end with it, so none is
         # offered, and worker processes for offloaded tools would start and stop with
         # every POST, so they share one pool. Worked out once here, not on every POST.
-        base = session_options or SessionOptions()
+        base = (session_options or SessionOptions()).with_message_limit(max_message_bytes)
         #: what every session gets (one shared record, not one per session)
         self.effective_session_options = base
         self._stateless_pool = ProcessPool() if base.process_pool is None else None

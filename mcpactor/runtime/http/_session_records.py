@@ -12,7 +12,14 @@ import attrs
 import orjson
 import trio
 
-from ...protocol import JSONObject
+from ...protocol import (
+    MAX_RESOURCE_SUBSCRIPTIONS,
+    MAX_SUBSCRIPTION_BYTES,
+    JSONObject,
+    RemoteProtocolError,
+    ResourceSubscriptions,
+)
+from ...protocol._session import MAX_CLIENT_DECLARATION_BYTES
 
 __all__ = [
     "MAX_RECORD_BYTES",
@@ -23,11 +30,18 @@ __all__ = [
     "principal_identity",
 ]
 
-#: the largest encoded record read back from a shared store
-MAX_RECORD_BYTES: Final = 256 * 1024
-# What a record may hold, at most: past this a record is refused as damaged.
-_MAX_SUBSCRIPTIONS: Final = 10_000
+# What a record's texts may hold, at most: past this a record is refused as damaged.
 _MAX_TEXT: Final = 4096
+#: the largest encoded record read back from a shared store: room for the largest record
+#: a session can write — its subscriptions at their limits, written with JSON escapes
+#: (six bytes a character at worst), the client's declaration and the texts
+MAX_RECORD_BYTES: Final = (
+    6 * MAX_SUBSCRIPTION_BYTES
+    + 3 * MAX_RESOURCE_SUBSCRIPTIONS
+    + MAX_CLIENT_DECLARATION_BYTES
+    + 6 * 6 * _MAX_TEXT
+    + 4096
+)
 
 
 class StoreUnavailable(ConnectionError):
@@ -130,12 +144,15 @@ class SessionRecord:
             raise ValueError("a session record's 'clientCapabilities' must be an object")
         if info is not None and not isinstance(info, dict):
             raise ValueError("a session record's 'clientInfo' must be an object or null")
-        if (
-            not isinstance(subscriptions, list)
-            or len(subscriptions) > _MAX_SUBSCRIPTIONS
-            or not all(isinstance(uri, str) for uri in subscriptions)
-        ):
-            raise ValueError("a session record's 'subscriptions' must be a list of strings")
+        if not isinstance(subscriptions, list) or len(subscriptions) > MAX_RESOURCE_SUBSCRIPTIONS:
+            raise ValueError("a session record's 'subscriptions' must be a list of URIs")
+        # A session holds no more than this: the record's are taken as they would be.
+        subscribed = ResourceSubscriptions()
+        try:
+            for uri in subscriptions:
+                subscribed.add(uri)
+        except RemoteProtocolError as exc:
+            raise ValueError(f"a session record's 'subscriptions': {exc.message}") from None
         if isinstance(last_active, bool) or not isinstance(last_active, int | float):
             raise ValueError("a session record's 'lastActive' must be a number")
         return cls(
@@ -144,7 +161,7 @@ class SessionRecord:
             client_capabilities=capabilities,
             client_info=info,
             log_level=_text(value.get("logLevel"), "logLevel"),
-            subscriptions=frozenset(subscriptions),
+            subscriptions=frozenset(subscribed),
             principal=None if principal is None else _text(principal, "principal"),
             owner=_text(value.get("owner"), "owner"),
             touched_by=_text(value.get("touchedBy"), "touchedBy"),

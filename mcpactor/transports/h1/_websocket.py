@@ -101,9 +101,16 @@ class _WebSocket:
         while True:
             for event in self.ws.events():
                 if isinstance(event, TextMessage | BytesMessage):
-                    self.size += len(event.data)
+                    # The limit counts bytes as they arrived: a text fragment (wsproto
+                    # hands each over decoded) by its UTF-8 size, before it is kept.
+                    data = event.data
+                    self.size += (
+                        len(data)
+                        if type(data) is not str or data.isascii()
+                        else len(data.encode("utf-8", "surrogatepass"))
+                    )
                     if self.size > self.limit:
-                        await self._close(1009, "message too big")
+                        await self._close(1009, f"message larger than {self.limit} bytes")
                         return {"type": "websocket.disconnect", "code": 1009}
                     if isinstance(event, TextMessage):
                         self.text.append(event.data)
