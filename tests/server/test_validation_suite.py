@@ -234,7 +234,7 @@ VALUES = st.recursive(
     | st.booleans()
     | NUMBERS
     | st.integers()
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)  # what JSON (orjson) can carry
     | st.text(alphabet="abc", max_size=4),
     lambda children: (
         st.lists(children, max_size=3)
