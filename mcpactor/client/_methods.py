@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._exceptions import INVALID_REQUEST, CapabilityError, RemoteProtocolError
 from ..protocol import JSONObject, describe
 from ._handlers import ClientHandlers, ProgressHandler, RootsSource
+from ._results import OutputDecoder, ToolResult
 
 __all__ = ["ClientMethods"]
 
@@ -19,6 +20,8 @@ class ClientMethods:
     """The MCP requests a client sends, as methods; the base of ``ClientSession``."""
 
     handlers: ClientHandlers
+    # How ``ToolResult.data`` is rebuilt; set by a connection that knows the server.
+    _tool_output: OutputDecoder | None
 
     if TYPE_CHECKING:
         # Provided by ClientSession, which owns the connection.
@@ -89,14 +92,19 @@ class ClientMethods:
         progress_handler: ProgressHandler | None = None,
         meta: JSONObject | None = None,
         timeout: float | None = None,
-    ) -> JSONObject:
-        """Call a tool and return its ``CallToolResult`` (``isError`` results included)."""
+    ) -> ToolResult:
+        """Call a tool and return its ``CallToolResult`` (``isError`` results included).
+
+        The result is the result object as a dict, with the tool's value decoded as
+        ``data``, its text as ``text`` and ``is_error`` (see ``ToolResult``).
+        """
         params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
         if meta is not None:
             params["_meta"] = meta
-        return await self.request(
+        result = await self.request(
             "tools/call", params, timeout=timeout, progress_handler=progress_handler
         )
+        return ToolResult(result, name, self._tool_output)
 
     # Tasks (2025-11-25): a task-augmented call is answered at once; the work goes on in
     # the server and these methods poll, wait for, list and cancel it.

@@ -4,12 +4,16 @@
 # loop goes through ``Peer``, which the runtime implements for a session (and later for
 # a stateless request). The negotiated revision and client capabilities are values the
 # context carries, never looked up from a session (DESIGN "two eras").
+#
+# ``Context[StateT]`` is generic in what the server's lifespan yields (``ctx.state``):
+# the state belongs to the Server while it runs (``Server.running``), not to a session or
+# a request, so reading it is one attribute lookup and nothing is copied per request.
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._exceptions import INVALID_REQUEST, CapabilityError, RequestError
 from ..protocol import (
@@ -32,10 +36,21 @@ if TYPE_CHECKING:
         SamplingMessage,
     )
     from ._execution import Offload, TaskMetadata
+    from ._server import Server
 
-__all__ = ["Asker", "Context", "Peer", "SessionTaskHost"]
+__all__ = ["Asker", "Context", "Peer", "SessionTaskHost", "StateT"]
 
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    # A default (PEP 696) keeps a bare ``Context`` or ``Server`` annotation valid under
+    # ``mypy --strict``, its state then untyped; typing_extensions is only needed by the
+    # type checker, which depends on it.
+    from typing_extensions import TypeVar as _DefaultTypeVar
+
+    StateT = _DefaultTypeVar("StateT", covariant=True, default=Any)
+else:
+    StateT = TypeVar("StateT", covariant=True)
 
 _log = logging.getLogger("mcpactor")
 
@@ -126,8 +141,12 @@ class Asker(Protocol):
         """Wait for the client's answer to ``request`` (an input request) under ``key``."""
 
 
-class Context:
-    """A handler's view of its request: progress, logging, and requests to the client."""
+class Context(Generic[StateT]):
+    """A handler's view of its request: progress, logging, and requests to the client.
+
+    Annotate the parameter ``Context[State]`` where ``State`` is what the server's
+    lifespan yields, and ``ctx.state`` is typed ``State``.
+    """
 
     __slots__ = (
         "_asker",
@@ -146,7 +165,7 @@ class Context:
         request_id: RequestId | None,
         negotiated: Negotiated,
         meta: Mapping[str, Any] | None,
-        server: Any = None,
+        server: Server[StateT] | None = None,
     ) -> None:
         self._peer = peer
         #: the id of the request being served
@@ -155,8 +174,9 @@ class Context:
         self.negotiated = negotiated
         #: the request's ``_meta`` (progress token and friends), or an empty mapping
         self.meta: Mapping[str, Any] = meta or {}
-        #: the Server the handler belongs to
-        self.server = server
+        #: the Server the handler belongs to (a mounted server's own, in a mounted one);
+        #: every request the runtime serves has one
+        self.server: Server[StateT] = server  # type: ignore[assignment]
         self._last_progress: float | None = None
         # This round of a multi round-trip request (stateless revisions); set by
         # serve_stateless from the retry, else made on the first question.
@@ -164,6 +184,22 @@ class Context:
         # Set in a task of the tasks extension: questions park the task until the client
         # answers with tasks/update, instead of ending a round.
         self._asker: Asker | None = None
+
+    @property
+    def state(self) -> StateT:
+        """What the lifespan of the handler's server yielded (``Server(lifespan=...)``).
+
+        The same object for every request while the server runs, in every session and at
+        every revision; a mounted server's handlers see their own server's.
+
+        Raises:
+            RuntimeError: the server has a lifespan but is not running it.
+        """
+        # None only for a Context made by hand, outside a served request.
+        server: Server[StateT] | None = self.server
+        if server is None:
+            raise RuntimeError("this Context belongs to no server, so it has no state")
+        return server.state
 
     # --- what the request carried -----------------------------------------------
 
