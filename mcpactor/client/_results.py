@@ -40,7 +40,7 @@ class ToolResult(dict[str, Any]):
 
     @property
     def tool(self) -> str:
-        """The name of the tool called."""
+        """The name of the tool called ("" for a task's result whose tool is forgotten)."""
         return self._tool
 
     @property

@@ -192,6 +192,7 @@ class ClientSession(StatelessMethods, ClientMethods):
         self._subscriptions: dict[RequestId, Subscription] = {}
         self._log = NotificationLog(max_notifications)
         self._tool_output: OutputDecoder | None = None
+        self._task_tools: dict[str, str] = {}
         self._lost: TransportError | None = None
         self._nursery: trio.Nursery | None = None
 

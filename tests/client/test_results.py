@@ -241,3 +241,31 @@ async def test_a_proxied_tool_in_memory_gives_its_json() -> None:
             async with connect(app) as client:
                 result = await client.call_tool("remote_point")
     assert result.data == {"x": 1, "y": 2}
+
+
+# --- tasks -------------------------------------------------------------------------------
+
+
+def task_server() -> Server:
+    server = Server("tasks")
+
+    @server.tool(task_support="optional")
+    async def locate(name: str) -> Place:
+        return Place(name, Point(7, 8))
+
+    return server
+
+
+async def test_a_tasks_result_decodes_as_the_calls_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The client remembers the tool of the tasks it started, the latest so many of them.
+    monkeypatch.setattr("mcpactor.client._methods._TASK_TOOLS", 2)
+    with trio.fail_after(GUARD):
+        async with mcpactor.testing.client(task_server(), protocol_version="2025-11-25") as c:
+            tasks = [await c.call_tool_as_task("locate", {"name": n}) for n in "abc"]
+            results = [await c.get_task_result(task["taskId"]) for task in tasks]
+    assert [(result.tool, result.data) for result in results] == [
+        ("", {"name": "a", "at": {"x": 7, "y": 8}}),
+        ("locate", Place("b", Point(7, 8))),
+        ("locate", Place("c", Point(7, 8))),
+    ]
+    assert all(isinstance(result, ToolResult) and not result.is_error for result in results)

@@ -209,7 +209,7 @@ async def test_a_task_sees_the_state_of_the_server_that_started_it() -> None:
         async with mcpactor.testing.client(server, protocol_version="2025-11-25") as client:
             task = await client.call_tool_as_task("slow_count")
             result = await client.get_task_result(task["taskId"])
-            assert result["structuredContent"] == {"result": 10}
+            assert result.data == 10
             assert server.state.calls == 10
 
 
