@@ -36,7 +36,6 @@ if TYPE_CHECKING:
         SamplingMessage,
     )
     from ._execution import Offload, TaskMetadata
-    from ._server import Server
 
 __all__ = ["Asker", "Context", "Peer", "SessionTaskHost", "StateT"]
 
@@ -134,6 +133,13 @@ class SessionTaskHost(Protocol):
         """Cancel a task; return it (now ``cancelled``); -32602 if it is terminal."""
 
 
+class _Stateful(Protocol[StateT]):
+    # What a Context needs of its Server (which imports this module) to read its state.
+
+    @property
+    def state(self) -> StateT: ...
+
+
 class Asker(Protocol):
     """Who answers a handler's questions in place (a task of the tasks extension)."""
 
@@ -165,7 +171,7 @@ class Context(Generic[StateT]):
         request_id: RequestId | None,
         negotiated: Negotiated,
         meta: Mapping[str, Any] | None,
-        server: Server[StateT] | None = None,
+        server: Any = None,
     ) -> None:
         self._peer = peer
         #: the id of the request being served
@@ -174,9 +180,8 @@ class Context(Generic[StateT]):
         self.negotiated = negotiated
         #: the request's ``_meta`` (progress token and friends), or an empty mapping
         self.meta: Mapping[str, Any] = meta or {}
-        #: the Server the handler belongs to (a mounted server's own, in a mounted one);
-        #: every request the runtime serves has one
-        self.server: Server[StateT] = server  # type: ignore[assignment]
+        #: the Server the handler belongs to (a mounted server's own, in a mounted one)
+        self.server = server
         self._last_progress: float | None = None
         # This round of a multi round-trip request (stateless revisions); set by
         # serve_stateless from the retry, else made on the first question.
@@ -196,7 +201,7 @@ class Context(Generic[StateT]):
             RuntimeError: the server has a lifespan but is not running it.
         """
         # None only for a Context made by hand, outside a served request.
-        server: Server[StateT] | None = self.server
+        server: _Stateful[StateT] | None = self.server
         if server is None:
             raise RuntimeError("this Context belongs to no server, so it has no state")
         return server.state

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal, cast, final
+from typing import Literal, final
 
 import attrs
 import trio
@@ -21,9 +21,6 @@ from .._exceptions import INTERNAL_ERROR, RequestError
 from ..protocol import JSONObject, describe
 from ._context import Context
 from ._dispatch import Composable
-
-if TYPE_CHECKING:
-    from ._server import Server
 
 __all__ = [
     "Mount",
@@ -129,8 +126,7 @@ class Mount:
             request_id=ctx.request_id,
             negotiated=ctx.negotiated,
             meta=ctx.meta,
-            # A Composable is a Server (``mount`` takes nothing else); its own state.
-            server=cast("Server[Any]", self.server),
+            server=self.server,
         )
         # One round of a multi round-trip request, whichever server's handler asks.
         context._rounds = ctx._rounds

@@ -52,6 +52,7 @@ __all__ = ["Server", "ServerListener"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 V = TypeVar("V")
+S = TypeVar("S")
 
 
 class _InfoField(Generic[V]):
@@ -93,6 +94,41 @@ class Server(Handlers, Generic[StateT]):
     website_url: _InfoField[str | None] = _InfoField()
     icons: _InfoField[list[Icon] | None] = _InfoField()
 
+    # Without a lifespan a server's state is None; with one, of the type it yields.
+    @overload
+    def __init__(
+        self: Server[None],
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        page_size: int = 100,
+        tool_timeout: float | None = None,
+        cache: CacheHint | None = None,
+        hide_unauthorized: bool = False,
+        lifespan: None = None,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Server[S],
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        page_size: int = 100,
+        tool_timeout: float | None = None,
+        cache: CacheHint | None = None,
+        hide_unauthorized: bool = False,
+        lifespan: Callable[[Server[Any]], AbstractAsyncContextManager[S]],
+    ) -> None: ...
     def __init__(
         self,
         name: str,
@@ -107,7 +143,7 @@ class Server(Handlers, Generic[StateT]):
         tool_timeout: float | None = None,
         cache: CacheHint | None = None,
         hide_unauthorized: bool = False,
-        lifespan: Callable[[Server[Any]], AbstractAsyncContextManager[StateT]] | None = None,
+        lifespan: Callable[[Server[Any]], AbstractAsyncContextManager[Any]] | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {describe(page_size)}")
