@@ -68,8 +68,9 @@ class ToolResult(dict[str, Any]):
 
         In memory (``mcpactor.testing.client``, ``connect_memory``) it is what the tool
         returned, of its annotated type: a dataclass, attrs class or TypedDict, a list of
-        them, or the ``int`` a ``{"result": ...}`` wrapped. Over a real connection, and for
-        an error result, it is the ``structuredContent`` JSON as it arrived.
+        them, or the plain value (an ``int``, say) the server wrapped as
+        ``{"result": ...}``. Over a real connection, and for an error result, it is the
+        ``structuredContent`` JSON as it arrived.
         """
         data = self._data
         if data is _UNREAD:
