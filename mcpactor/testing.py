@@ -5,7 +5,7 @@ Use the context manager in a test::
     async def test_add() -> None:
         async with mcpactor.testing.client(server) as client:
             result = await client.call_tool("add", {"a": 1, "b": 2})
-            assert result["structuredContent"] == {"result": 3}
+            assert result.data == 3
 
 or make a fixture of it (in a test module or ``conftest.py``)::
 
@@ -14,7 +14,9 @@ or make a fixture of it (in a test module or ``conftest.py``)::
     async def test_add(client: ClientSession) -> None: ...
 
 The client talks to the server in memory, through a real ``SessionActor``, with every
-message encoded and decoded as JSON on the way.
+message encoded and decoded as JSON on the way. The server's lifespans run while the
+client is open (``server.state`` is what its lifespan yielded), and a tool result's
+``data`` is what the tool returned, of its annotated type (``ToolResult``).
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Unpack
 
-from .client import ClientArgs, ClientSession, connect_memory
+from .client import ClientArgs, ClientSession, ToolResult, connect_memory
 from .protocol import LATEST, SESSION_REVISIONS
 from .runtime import SessionOptions
 from .server import Server
 
-__all__ = ["SESSION_REVISIONS", "client", "client_fixture"]
+__all__ = ["SESSION_REVISIONS", "ToolResult", "client", "client_fixture"]
 
 
 @contextlib.asynccontextmanager
@@ -39,7 +41,11 @@ async def client(
     options: SessionOptions | None = None,
     **client_args: Unpack[ClientArgs],
 ) -> AsyncIterator[ClientSession]:
-    """Yield an in-memory client of ``server``, initialized at ``protocol_version``."""
+    """Yield an in-memory client of ``server``, initialized at ``protocol_version``.
+
+    The server's lifespans are entered around it, so its handlers' ``ctx.state`` (and
+    ``server.state`` in the test) is what the lifespan yielded.
+    """
     async with connect_memory(
         server,
         options=options,

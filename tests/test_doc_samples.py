@@ -17,6 +17,9 @@ import importlib.util
 import json
 import os
 import re
+import shutil
+import sqlite3
+import subprocess
 import sys
 import tomllib
 from collections.abc import Callable, Iterator
@@ -396,12 +399,61 @@ async def test_the_lifespan_sample_counts_notes(load: Callable[[str], ModuleType
     module = load("writing_lifespan")
     async with mcpactor.testing.client(module.server) as client:
         assert _value(await client.call_tool("count_notes")) == 0
-    assert module.state == {}
+        added = await client.call_tool("add_note", {"title": "shop", "body": "milk"})
+        assert added["structuredContent"] == {"title": "shop", "body": "milk"}
+        assert added.data == module.Note("shop", "milk")
+        assert _value(await client.call_tool("count_notes")) == 1
+        db = module.server.state.db
+    # Left with the lifespan: the database is closed and the state gone.
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        db.execute("SELECT 1")
+    with pytest.raises(RuntimeError, match="is not running"):
+        _ = module.server.state
+
+
+async def test_the_state_testing_sample_passes(
+    monkeypatch: pytest.MonkeyPatch, load: Callable[[str], ModuleType]
+) -> None:
+    _as_module(monkeypatch, "notes", load("writing_lifespan"))
+    await load("testing_state").test_a_note_is_added()
 
 
 def test_the_smallest_server_sample_names_itself(load: Callable[[str], ModuleType]) -> None:
     server = load("writing_server").server
     assert (server.name, server.version) == ("notes", "1.0.0")
+
+
+# --- every sample type-checks as its reader's code would ---------------------------------
+
+#: the modules samples import by the name a page gives them, and the files standing for them
+STAND_INS: Final = {
+    "myserver": ROOT / "examples" / "quickstart.py",
+    "mcpactor_weather": SAMPLES / "plugins_weather.py",
+    "notes": SAMPLES / "writing_lifespan.py",
+}
+#: seconds mypy gets to check the samples from a cold cache
+MYPY_TIMEOUT: Final = 600
+
+
+def test_every_sample_is_clean_under_mypy_strict(tmp_path: Path) -> None:
+    # Run as a reader runs it on code copied from the pages: plain ``mypy --strict``, with
+    # none of the project's settings (the working directory has no pyproject.toml).
+    stand_ins = tmp_path / "stand_ins"
+    stand_ins.mkdir()
+    for name, path in STAND_INS.items():
+        shutil.copyfile(path, stand_ins / f"{name}.py")
+    command = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache")]
+    checked = subprocess.run(
+        [*command, *map(str, SAMPLE_FILES)],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(stand_ins)},
+        capture_output=True,
+        text=True,
+        timeout=MYPY_TIMEOUT,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"no issues found in {len(SAMPLE_FILES)} source files" in checked.stdout
 
 
 # --- every sample is run, and shown ------------------------------------------------------
@@ -422,6 +474,7 @@ CHECKED: Final = {
     "testing_first",
     "testing_fixture",
     "testing_sampling",
+    "testing_state",
     "testing_stdio",
     "writing_lifespan",
     "writing_server",

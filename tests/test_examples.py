@@ -24,7 +24,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import pytest
@@ -139,6 +139,10 @@ async def test_example_answers_initialize_and_tools_list(command: list[str]) -> 
 # --- the docs' samples ------------------------------------------------------------------
 
 
+#: what marks the lifespan sample of the writing page
+LIFESPAN: Final = "lifespan=open_notes"
+
+
 def _doc_sample(doc: str, containing: str) -> str:
     text = expanded(DOCS / doc)
     samples = [s for s in re.findall(r"```python\n(.*?)```", text, re.S) if containing in s]
@@ -161,18 +165,31 @@ async def test_the_lifespan_sample_opens_and_closes_its_database(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    notes = _import(tmp_path / "notes.py", _doc_sample("writing-a-server.md", "@server.lifespan"))
-    assert notes.state == {}
+    notes = _import(tmp_path / "notes.py", _doc_sample("writing-a-server.md", LIFESPAN))
+    with pytest.raises(RuntimeError, match="is not running"):
+        _ = notes.server.state
     async with mcpactor.testing.client(notes.server) as client:
-        db = notes.state["db"]
+        db = notes.server.state.db
         result = await client.call_tool("count_notes")
-        assert result["structuredContent"] == {"result": 0}
-    # Left when serving ends: the connection is closed and forgotten.
-    assert notes.state == {}
+        assert result.data == 0
+    # Left when serving ends: the connection is closed and the state forgotten.
+    with pytest.raises(RuntimeError, match="is not running"):
+        _ = notes.server.state
     with pytest.raises(sqlite3.ProgrammingError):
         db.execute("SELECT 1")
-    with sqlite3.connect(tmp_path / "notes.db") as check:
-        assert check.execute("SELECT count(*) FROM notes").fetchone() == (0,)
+
+
+async def test_the_state_testing_sample_passes_against_the_lifespan_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The testing page's "notes" is the writing page's lifespan sample, saved as notes.py.
+    (tmp_path / "notes.py").write_text(_doc_sample("writing-a-server.md", LIFESPAN))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        sample = _import(tmp_path / "test_notes.py", _doc_sample("testing.md", "from notes"))
+        await sample.test_a_note_is_added()
+    finally:
+        sys.modules.pop("notes", None)
 
 
 async def test_the_first_testing_sample_passes_against_the_quickstart_server(

@@ -28,7 +28,7 @@ async def book(city: str, ctx: Context) -> str:
     """Book a trip to a city."""
     flights = await search_flights(city)  # read-only: safe to repeat
     who = await ctx.elicit(f"Who travels to {city}?", NAME_FORM)
-    if who.action != "accept":
+    if who.action != "accept" or who.content is None:
         return "cancelled"
     return await reserve(flights[0], who.content["name"])  # the one write, after the last question
 

@@ -1,37 +1,45 @@
-"""A lifespan that runs a background task while the plugin is served."""
+"""A lifespan that runs a background task while the plugin is served, and yields its state."""
 
 # --8<-- [start:imports]
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import attrs
 import trio
 
+from mcpactor import Context, Server
+
 # --8<-- [end:imports]
-from mcpactor import Server
-
-server = Server("weather", version="1.0.0")
-polls: list[float] = []
-
-
-async def poll_the_weather_service() -> None:
-    while True:
-        polls.append(trio.current_time())
-        await trio.sleep(60)
-
-
-@server.tool()
-async def polled() -> int:
-    """How many times the weather service was polled."""
-    return len(polls)
 
 
 # --8<-- [start:sample]
-@server.lifespan
+@attrs.define
+class Forecasts:
+    polls: list[float] = attrs.Factory(list)
+
+
+async def poll_the_weather_service(forecasts: Forecasts) -> None:
+    while True:
+        forecasts.polls.append(trio.current_time())
+        await trio.sleep(60)
+
+
 @asynccontextmanager
-async def refresh_forecasts(server):
+async def refresh_forecasts(server: Server) -> AsyncIterator[Forecasts]:
+    forecasts = Forecasts()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(poll_the_weather_service)
-        yield
+        nursery.start_soon(poll_the_weather_service, forecasts)
+        yield forecasts
         nursery.cancel_scope.cancel()
+
+
+server = Server("weather", version="1.0.0", lifespan=refresh_forecasts)
+
+
+@server.tool()
+async def polled(ctx: Context[Forecasts]) -> int:
+    """How many times the weather service was polled."""
+    return len(ctx.state.polls)
 
 
 # --8<-- [end:sample]

@@ -8,4 +8,4 @@ import mcpactor.testing
 async def test_forecast() -> None:
     async with mcpactor.testing.client(server) as client:
         result = await client.call_tool("forecast", {"city": "Oslo"})
-        assert "Oslo" in result["content"][0]["text"]
+        assert "Oslo" in result.text

@@ -13,4 +13,4 @@ async def crawl_two(client: ClientSession) -> str:
     tasks = await client.list_tasks()  # every task of the session, every page
     assert len(tasks) == 2
     result = await client.get_task_result(first["taskId"])  # waits until it is done
-    return result["content"][0]["text"]
+    return result.text

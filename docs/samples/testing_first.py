@@ -8,4 +8,5 @@ import mcpactor.testing
 async def test_add() -> None:
     async with mcpactor.testing.client(server) as client:
         result = await client.call_tool("add", {"a": 1, "b": 2})
-        assert result["structuredContent"] == {"result": 3}
+        assert result.data == 3
+        assert not result.is_error

@@ -3,6 +3,7 @@
 ```python
 async with connect_memory(server, initialize=True) as client:
     result = await client.call_tool("forecast", {"city": "Oslo"})
+    assert result.data == Forecast(city="Oslo", sky="sun")
 ```
 """
 
@@ -22,6 +23,7 @@ from ._proxy import Connector as Connector
 from ._proxy import ProxyServer as ProxyServer
 from ._proxy import proxy_stdio as proxy_stdio
 from ._proxy import proxy_url as proxy_url
+from ._results import ToolResult as ToolResult
 from ._rounds import HeaderMismatch as HeaderMismatch
 from ._rounds import MissingClientCapability as MissingClientCapability
 from ._rounds import UnsupportedProtocolVersion as UnsupportedProtocolVersion
@@ -52,6 +54,7 @@ __all__ = [
     "SamplingHandler",
     "ServerMessageHook",
     "Subscription",
+    "ToolResult",
     "UnsupportedProtocolVersion",
     "connect_http",
     "connect_memory",
@@ -71,6 +74,7 @@ for _name in (
     "ProxyServer",
     "RequestCancelled",
     "Subscription",
+    "ToolResult",
     "UnsupportedProtocolVersion",
 ):
     globals()[_name].__module__ = __name__

@@ -71,7 +71,8 @@ async def connect_memory(
     without sessions is asked with ``server/discover`` instead, and ``"auto"`` probes
     with it and falls back to ``initialize`` (``ClientSession.start``). ``lifespan`` enters the
     server's lifespans around the session. ``client`` takes the keyword arguments of
-    ``ClientSession`` (``sampling_handler``, ``on_server_message``, …).
+    ``ClientSession`` (``sampling_handler``, ``on_server_message``, …). Its tool results'
+    ``data`` is what the tool returned, of its annotated type (``ToolResult``).
     """
     to_server_send, to_server_receive = trio.open_memory_channel[JSONValue](_CHANNEL_SIZE)
     to_client_send, to_client_receive = trio.open_memory_channel[JSONValue | ProtocolError](
@@ -89,6 +90,8 @@ async def connect_memory(
             nursery.start_soon(_carry_to_client, outbox_receive, to_client_send)
             await nursery.start(actor.run, inbox_receive)
             async with open_client_session(to_server_send, to_client_receive, **client) as session:
+                # In the server's process: a tool's value comes back as its own type.
+                session._tool_output = server.tool_output
                 if initialize and protocol_version in SESSION_REVISIONS:
                     await session.initialize(protocol_version)
                     # A round trip after ``initialized``: once it returns, the server is

@@ -6,19 +6,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import INVALID_REQUEST, CapabilityError, RemoteProtocolError
 from ..protocol import JSONObject, describe
 from ._handlers import ClientHandlers, ProgressHandler, RootsSource
+from ._results import OutputDecoder, ToolResult
 
 __all__ = ["ClientMethods"]
+
+# The tools of the tasks this client started, so their results decode as the call's would;
+# the oldest are forgotten beyond this many (their results then decode as JSON).
+_TASK_TOOLS: Final = 1024
 
 
 class ClientMethods:
     """The MCP requests a client sends, as methods; the base of ``ClientSession``."""
 
     handlers: ClientHandlers
+    # How ``ToolResult.data`` is rebuilt; set by a connection that knows the server.
+    _tool_output: OutputDecoder | None
+    # taskId -> the tool it runs, for ``get_task_result``
+    _task_tools: dict[str, str]
 
     if TYPE_CHECKING:
         # Provided by ClientSession, which owns the connection.
@@ -89,14 +98,19 @@ class ClientMethods:
         progress_handler: ProgressHandler | None = None,
         meta: JSONObject | None = None,
         timeout: float | None = None,
-    ) -> JSONObject:
-        """Call a tool and return its ``CallToolResult`` (``isError`` results included)."""
+    ) -> ToolResult:
+        """Call a tool and return its ``CallToolResult`` (``isError`` results included).
+
+        The result is the result object as a dict, with the tool's value decoded as
+        ``data``, its text as ``text`` and ``is_error`` (see ``ToolResult``).
+        """
         params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
         if meta is not None:
             params["_meta"] = meta
-        return await self.request(
+        result = await self.request(
             "tools/call", params, timeout=timeout, progress_handler=progress_handler
         )
+        return ToolResult(result, name, self._tool_output)
 
     # Tasks (2025-11-25): a task-augmented call is answered at once; the work goes on in
     # the server and these methods poll, wait for, list and cancel it.
@@ -140,19 +154,28 @@ class ClientMethods:
                 f"a task-augmented tools/call was answered without a task: {describe(result)}",
                 code=INVALID_REQUEST,
             )
+        tools = self._task_tools
+        tools[task["taskId"]] = name
+        if len(tools) > _TASK_TOOLS:
+            del tools[next(iter(tools))]
         return task
 
     async def get_task(self, task_id: str) -> JSONObject:
         """Return a task's current state (``tasks/get``)."""
         return await self.request("tasks/get", {"taskId": task_id})
 
-    async def get_task_result(self, task_id: str, *, timeout: float | None = None) -> JSONObject:
+    async def get_task_result(self, task_id: str, *, timeout: float | None = None) -> ToolResult:
         """Wait until a task is finished and return its result (``tasks/result``).
 
-        The result is what the plain call would have returned; a task that failed with a
-        JSON-RPC error, or was cancelled, raises ``RequestError``.
+        The result is what the plain call would have returned, a ``ToolResult`` as
+        ``call_tool``'s is; a task that failed with a JSON-RPC error, or was cancelled,
+        raises ``RequestError``.
         """
-        return await self.request("tasks/result", {"taskId": task_id}, timeout=timeout)
+        result = await self.request("tasks/result", {"taskId": task_id}, timeout=timeout)
+        tool = self._task_tools.get(task_id)
+        if tool is None:
+            return ToolResult(result, "")
+        return ToolResult(result, tool, self._tool_output)
 
     async def list_tasks(self) -> list[JSONObject]:
         """Return every task of this session, following ``nextCursor``."""

@@ -111,6 +111,7 @@ from ._handlers import (
 from ._methods import ClientMethods
 from ._notifications import NotificationLog, NotificationPredicate
 from ._pending import Pending, report_progress
+from ._results import OutputDecoder
 from ._rounds import (
     request_error,
 )
@@ -190,6 +191,8 @@ class ClientSession(StatelessMethods, ClientMethods):
         self._serving: dict[RequestId, trio.CancelScope] = {}
         self._subscriptions: dict[RequestId, Subscription] = {}
         self._log = NotificationLog(max_notifications)
+        self._tool_output: OutputDecoder | None = None
+        self._task_tools: dict[str, str] = {}
         self._lost: TransportError | None = None
         self._nursery: trio.Nursery | None = None
 

@@ -273,6 +273,15 @@ class Composition:
             return owner.server.required_scopes(method, name)
         return ()
 
+    def tool_output(self, name: str, structured: Any) -> Any:
+        """The value a tool returned, rebuilt by the server that owns it."""
+        route = self._current().tools.get(name)
+        if route is None:
+            return structured
+        if route.mount is None:
+            return self.parent._own_tool_output(route.name, structured)
+        return route.mount.server.tool_output(route.name, structured)
+
     async def _list_tools(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self._page("tools", params, ctx, self._current().listed_tools.values())
 

@@ -4,12 +4,16 @@
 # loop goes through ``Peer``, which the runtime implements for a session (and later for
 # a stateless request). The negotiated revision and client capabilities are values the
 # context carries, never looked up from a session (DESIGN "two eras").
+#
+# ``Context[StateT]`` is generic in what the server's lifespan yields (``ctx.state``):
+# the state belongs to the Server while it runs (``Server.running``), not to a session or
+# a request, so reading it is one attribute lookup and nothing is copied per request.
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._exceptions import INVALID_REQUEST, CapabilityError, RequestError
 from ..protocol import (
@@ -33,9 +37,19 @@ if TYPE_CHECKING:
     )
     from ._execution import Offload, TaskMetadata
 
-__all__ = ["Asker", "Context", "Peer", "SessionTaskHost"]
+__all__ = ["Asker", "Context", "Peer", "SessionTaskHost", "StateT"]
 
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    # A default (PEP 696) keeps a bare ``Context`` or ``Server`` annotation valid under
+    # ``mypy --strict``, its state then untyped; typing_extensions is only needed by the
+    # type checker, which depends on it.
+    from typing_extensions import TypeVar as _DefaultTypeVar
+
+    StateT = _DefaultTypeVar("StateT", covariant=True, default=Any)
+else:
+    StateT = TypeVar("StateT", covariant=True)
 
 _log = logging.getLogger("mcpactor")
 
@@ -119,6 +133,13 @@ class SessionTaskHost(Protocol):
         """Cancel a task; return it (now ``cancelled``); -32602 if it is terminal."""
 
 
+class _Stateful(Protocol[StateT]):
+    # What a Context needs of its Server (which imports this module) to read its state.
+
+    @property
+    def state(self) -> StateT: ...
+
+
 class Asker(Protocol):
     """Who answers a handler's questions in place (a task of the tasks extension)."""
 
@@ -126,8 +147,12 @@ class Asker(Protocol):
         """Wait for the client's answer to ``request`` (an input request) under ``key``."""
 
 
-class Context:
-    """A handler's view of its request: progress, logging, and requests to the client."""
+class Context(Generic[StateT]):
+    """A handler's view of its request: progress, logging, and requests to the client.
+
+    Annotate the parameter ``Context[State]`` where ``State`` is what the server's
+    lifespan yields, and ``ctx.state`` is typed ``State``.
+    """
 
     __slots__ = (
         "_asker",
@@ -155,7 +180,7 @@ class Context:
         self.negotiated = negotiated
         #: the request's ``_meta`` (progress token and friends), or an empty mapping
         self.meta: Mapping[str, Any] = meta or {}
-        #: the Server the handler belongs to
+        #: the Server the handler belongs to (a mounted server's own, in a mounted one)
         self.server = server
         self._last_progress: float | None = None
         # This round of a multi round-trip request (stateless revisions); set by
@@ -164,6 +189,22 @@ class Context:
         # Set in a task of the tasks extension: questions park the task until the client
         # answers with tasks/update, instead of ending a round.
         self._asker: Asker | None = None
+
+    @property
+    def state(self) -> StateT:
+        """What the lifespan of the handler's server yielded (``Server(lifespan=...)``).
+
+        The same object for every request while the server runs, in every session and at
+        every revision; a mounted server's handlers see their own server's.
+
+        Raises:
+            RuntimeError: the server has a lifespan but is not running it.
+        """
+        # None only for a Context made by hand, outside a served request.
+        server: _Stateful[StateT] | None = self.server
+        if server is None:
+            raise RuntimeError("this Context belongs to no server, so it has no state")
+        return server.state
 
     # --- what the request carried -----------------------------------------------
 

@@ -71,6 +71,7 @@ class FunctionSchema:
     _plain: tuple[str, ...] = attrs.field(repr=False, eq=False)
     _converted: tuple[tuple[str, _Convert], ...] = attrs.field(repr=False, eq=False)
     _dump_output: _Convert | None = attrs.field(repr=False, eq=False)
+    _load_output: _Convert | None = attrs.field(repr=False, eq=False, default=None)
 
     def bind(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Return the handler's keyword arguments for JSON ``arguments``.
@@ -90,6 +91,21 @@ class FunctionSchema:
         if self._dump_output is not None:
             value = self._dump_output(value)
         return {"result": value} if self.wraps_output else value
+
+    def load_output(self, structured: Any) -> Any:
+        """Return the handler's return value for the ``structuredContent`` it was sent as.
+
+        The inverse of `structure_output`, for a client in the same process; ``structured``
+        must be valid against `output_schema`.
+
+        Raises:
+            ValueError: ``structured`` is not the ``{"result": ...}`` a wrapped value is.
+        """
+        if self.wraps_output:
+            if type(structured) is not dict or "result" not in structured:
+                raise ValueError(f"expected an object with 'result', got {describe(structured)}")
+            structured = structured["result"]
+        return structured if self._load_output is None else self._load_output(structured)
 
 
 def describe_function(
@@ -171,7 +187,7 @@ def describe_function(
     if builder.defs:
         input_schema["$defs"] = builder.defs
 
-    output_schema, wraps_output, dump_output = _describe_output(
+    output_schema, wraps_output, dump_output, load_output = _describe_output(
         hints.get("return", _MISSING), skip_output_types, where
     )
     return FunctionSchema(
@@ -182,6 +198,7 @@ def describe_function(
         plain=tuple(plain),
         converted=tuple(converted),
         dump_output=dump_output,
+        load_output=load_output,
     )
 
 
@@ -195,8 +212,8 @@ def _fresh(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _describe_output(
     annotation: Any, skip_output_types: tuple[type, ...], where: str
-) -> tuple[dict[str, Any] | None, bool, _Convert | None]:
-    """Return (output schema, wraps output, dumper) for a return annotation."""
+) -> tuple[dict[str, Any] | None, bool, _Convert | None, _Convert | None]:
+    """Return (output schema, wraps output, dumper, loader) for a return annotation."""
     inner, _ = _split_annotated(annotation)
     if (
         inner is _MISSING
@@ -207,7 +224,7 @@ def _describe_output(
         or inner is typing.Never
         or _mentions(annotation, skip_output_types)
     ):
-        return None, False, None
+        return None, False, None, None
     builder = _Builder()
     try:
         shape = builder.build(annotation)
@@ -222,4 +239,4 @@ def _describe_output(
         wraps = True
     if builder.defs:
         schema["$defs"] = builder.defs
-    return schema, wraps, shape.dump
+    return schema, wraps, shape.dump, shape.load

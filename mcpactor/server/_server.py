@@ -10,6 +10,12 @@
 # are built by _registration.py from the options of _options.py), lifespans, mounting
 # (_compose.py) and listeners. The handlers the method table (_dispatch.py) names are
 # inherited from ``Handlers`` (_handlers.py).
+#
+# State. ``Server(lifespan=fn)`` makes a ``Server[State]`` of what ``fn`` yields; while
+# ``running()`` is entered it is ``server.state``, and ``ctx.state`` of every request the
+# server's handlers serve (``Context.server`` is always the handler's own server, a
+# mounted one's too). It lives on the Server, per running: the same for every session and
+# revision, and read only by handlers that ask for it.
 
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ from ..auth._errors import InsufficientScope
 from ..protocol import Icon, JSONObject, Revision, describe, unstructure
 from . import _tasks
 from ._caching import CacheHint
-from ._context import Context
+from ._context import Context, StateT
 from ._dispatch import ServerListener, method_not_found, method_table
 from ._handlers import Completer, Handlers
 from ._options import PromptOptions, ResourceOptions, ToolOptions, check_options, registrar
@@ -46,6 +52,7 @@ __all__ = ["Server", "ServerListener"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 V = TypeVar("V")
+S = TypeVar("S")
 
 
 class _InfoField(Generic[V]):
@@ -71,8 +78,13 @@ class _InfoField(Generic[V]):
             built.clear()
 
 
-class Server(Handlers):
-    """An MCP server: tools, resources and prompts registered with decorators."""
+class Server(Handlers, Generic[StateT]):
+    """An MCP server: tools, resources and prompts registered with decorators.
+
+    ``lifespan`` (an async context manager factory, called with the server) is entered
+    while the server runs; what it yields is ``server.state`` and ``ctx.state``, and the
+    server is a ``Server[State]`` of its type.
+    """
 
     # What serverInfo says; assign a new value (a new list of icons) to change it.
     name: _InfoField[str] = _InfoField()
@@ -82,6 +94,41 @@ class Server(Handlers):
     website_url: _InfoField[str | None] = _InfoField()
     icons: _InfoField[list[Icon] | None] = _InfoField()
 
+    # Without a lifespan a server's state is None; with one, of the type it yields.
+    @overload
+    def __init__(
+        self: Server[None],
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        page_size: int = 100,
+        tool_timeout: float | None = None,
+        cache: CacheHint | None = None,
+        hide_unauthorized: bool = False,
+        lifespan: None = None,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Server[S],
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        page_size: int = 100,
+        tool_timeout: float | None = None,
+        cache: CacheHint | None = None,
+        hide_unauthorized: bool = False,
+        lifespan: Callable[[Server[Any]], AbstractAsyncContextManager[S]],
+    ) -> None: ...
     def __init__(
         self,
         name: str,
@@ -96,6 +143,7 @@ class Server(Handlers):
         tool_timeout: float | None = None,
         cache: CacheHint | None = None,
         hide_unauthorized: bool = False,
+        lifespan: Callable[[Server[Any]], AbstractAsyncContextManager[Any]] | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {describe(page_size)}")
@@ -139,7 +187,10 @@ class Server(Handlers):
         self._scoped_pages: dict[frozenset[str], Pages] = {}
         # whether some template needs scopes (cached until the resources change)
         self._scoped_templates: bool | None = None
+        self._state_lifespan = lifespan
         self._lifespans: list[Callable[[Server], AbstractAsyncContextManager[Any]]] = []
+        # (token, state) of each running of the server, the latest last.
+        self._states: list[tuple[object, Any]] = []
         #: async callables run with a Context when a client says its roots changed
         self.roots_changed_hooks: list[Callable[[Context], Any]] = []
         self._methods: Mapping[str, Callable[[JSONObject, Context], Any]] = method_table(
@@ -338,9 +389,35 @@ class Server(Handlers):
     def lifespan(
         self, fn: Callable[[Server], AbstractAsyncContextManager[Any]]
     ) -> Callable[[Server], AbstractAsyncContextManager[Any]]:
-        """Register an async context manager factory entered while the server runs."""
+        """Register an async context manager factory entered while the server runs.
+
+        What it yields is not kept: the state handlers read is what the ``lifespan`` given
+        to ``Server`` yields, entered before these.
+        """
         self._lifespans.append(fn)
         return fn
+
+    @property
+    def state(self) -> StateT:
+        """What the server's ``lifespan`` yielded, while it runs; None without a lifespan.
+
+        A server running more than once at a time (two in-memory clients of it at once)
+        enters its lifespan each time; its handlers then see the latest running's state.
+
+        Raises:
+            RuntimeError: the server has a lifespan but is not running it.
+        """
+        states = self._states
+        if states:
+            state: StateT = states[-1][1]
+            return state
+        if self._state_lifespan is None:
+            return None  # type: ignore[return-value]
+        raise RuntimeError(
+            f"{self!r} is not running, so its lifespan has yielded no state: the state "
+            "exists while the server is served (mcpactor serve, mcpactor.testing.client, "
+            "or inside 'async with server.running()')"
+        )
 
     def on_roots_changed(self, fn: F) -> F:
         """Register ``async fn(ctx)``, run when a client sends roots/list_changed."""
@@ -348,18 +425,31 @@ class Server(Handlers):
         return fn
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[Server]:
+    async def running(self) -> AsyncIterator[Server[StateT]]:
         """Enter every lifespan in order (left in reverse) around serving.
 
-        Mounted servers start after this server's own lifespans, each supervised in a task
-        of its own (see ``mount``), and stop before them.
+        The ``lifespan`` given to ``Server`` comes first, and what it yields is
+        ``state`` until it is left. Mounted servers start after this server's own
+        lifespans, each supervised in a task of its own (see ``mount``), and stop before
+        them.
         """
-        async with _enter_all([factory(self) for factory in self._lifespans]):
+        async with AsyncExitStack() as stack:
+            if self._state_lifespan is not None:
+                state = await stack.enter_async_context(self._state_lifespan(self))
+                token = object()
+                self._states.append((token, state))
+                # Left after the lifespans below, which may use the state to close.
+                stack.callback(self._forget_state, token)
+            for factory in self._lifespans:
+                await stack.enter_async_context(factory(self))
             if self._mounts is None:
                 yield self
             else:
                 async with self._mounts.running():
                     yield self
+
+    def _forget_state(self, token: object) -> None:
+        self._states = [entry for entry in self._states if entry[0] is not token]
 
     # --- composition ------------------------------------------------------------------
 
@@ -405,6 +495,31 @@ class Server(Handlers):
     def _own_catalog(self) -> Catalog:
         # Only what is registered on this server itself, for its composition.
         return Catalog(self._tools, self._prompts, self._resources, self._templates)
+
+    # --- what tools returned, for clients in the same process -------------------------
+
+    def tool_output(self, name: str, structured: Any) -> Any:
+        """The value tool ``name`` returned, rebuilt from its ``structuredContent``.
+
+        A tool whose output schema comes from its return annotation gets a value of that
+        type back (an attrs class, dataclass or TypedDict; a ``{"result": ...}`` wrapper
+        undone). Anything else, a proxied tool or one that does not load, is returned as
+        it came. This is what ``ToolResult.data`` of an in-memory client holds.
+        """
+        if self._mounts is not None:
+            return self._mounts.tool_output(name, structured)
+        return self._own_tool_output(name, structured)
+
+    def _own_tool_output(self, name: str, structured: Any) -> Any:
+        tool = self._tools.get(name)
+        if tool is None or tool.output_validator is None:
+            return structured
+        try:
+            return tool.signature.load_output(structured)
+        except Exception:
+            # Not what the annotation describes (the tool returned a CallToolResult of its
+            # own): the JSON is the value.
+            return structured
 
     # --- notifications to live sessions -----------------------------------------
 
@@ -493,11 +608,3 @@ class Server(Handlers):
             # A step-up where no entry is known (a completer): still a refusal for scope.
             raise scope_error(exc.scopes) from None
         return result
-
-
-@asynccontextmanager
-async def _enter_all(managers: list[AbstractAsyncContextManager[Any]]) -> AsyncIterator[None]:
-    async with AsyncExitStack() as stack:
-        for manager in managers:
-            await stack.enter_async_context(manager)
-        yield
