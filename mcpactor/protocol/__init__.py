@@ -55,6 +55,7 @@ from ._session import ResponseReceived as ResponseReceived
 from ._session import RootsChanged as RootsChanged
 from ._session import Send as Send
 from ._session import ServerSession as ServerSession
+from ._session import unanswered_reply as unanswered_reply
 from ._types import *  # noqa: F403
 from ._types import __all__ as _types_all
 
@@ -124,6 +125,7 @@ __all__ = [
     "negotiate",
     "owed_ids",
     "structure",
+    "unanswered_reply",
     "unstructure",
     *_types_all,
     *sorted(_CLIENT_TYPES),
