@@ -256,12 +256,16 @@ class MemoryEventStore(EventStore):
     ) -> None:
         """Hold the leases of ``held`` ``seconds`` more and drop those of ``released``."""
         await trio.lowlevel.checkpoint()
-        until = trio.current_time() + seconds
-        for leases, when in ((held, until), (released, -float("inf"))):
-            for session_id, stream_id in leases:
-                log = self._sessions.get(session_id, {}).get(stream_id)
-                if log is not None and log.requests is not None:
-                    log.leased_until = when
+        now = trio.current_time()
+        for session_id, stream_id in held:
+            log = self._sessions.get(session_id, {}).get(stream_id)
+            # A lease that lapsed stays lapsed (its followers may have said so).
+            if log is not None and log.leased_until > now:
+                log.leased_until = now + seconds
+        for session_id, stream_id in released:
+            log = self._sessions.get(session_id, {}).get(stream_id)
+            if log is not None:
+                log.leased_until = -float("inf")
 
     async def lease(self, session_id: str, stream_id: str) -> StreamLease | None:
         """The lease of a stream; None if none was taken."""

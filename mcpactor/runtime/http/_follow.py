@@ -11,7 +11,7 @@
 # A request that died with its replica appends nothing more, and the client must not
 # wait for it for ever: the replica running a request holds a lease on it in the store
 # (_leases.py). When the stream is quiet — at the start, and after each wait of at most
-# ``_WAIT_STEP`` seconds with nothing new — the follower looks at the lease; once it is
+# ``WAIT_STEP`` seconds with nothing new — the follower looks at the lease; once it is
 # gone with no answer stored, the response ends with a JSON-RPC error for the stream's
 # requests (the protocol core's ``unanswered_reply``), so the client stops waiting: at
 # most a lease plus one wait step after the replica's last renewal.
@@ -40,15 +40,15 @@ from ._event_store import EventStore
 from ._session_records import StoreUnavailable
 from ._streams import Attachment
 
-__all__ = ["FOLLOW_QUIET", "LOST", "MAX_FOLLOWERS", "Followers", "ends_stream"]
+__all__ = ["FOLLOW_QUIET", "LOST", "MAX_FOLLOWERS", "WAIT_STEP", "Followers", "ends_stream"]
 
 #: seconds a followed stream may go without a new event before its response ends
 FOLLOW_QUIET: Final = 60.0
 #: streams one process follows at once, at most
 MAX_FOLLOWERS: Final = 256
-# The longest single wait in the store: a client that left, or a lease that lapsed, is
-# noticed within it.
-_WAIT_STEP: Final = 5.0
+#: the longest single wait in the store: a client that left, or a lease that lapsed, is
+#: noticed within it
+WAIT_STEP: Final = 5.0
 #: what the requests of a stream whose lease lapsed unanswered are told
 LOST: Final = (
     "the request was lost: the server running it stopped (or could not store its answer) "
@@ -76,9 +76,13 @@ def ends_stream(data: bytes) -> bool:
 class Followers:
     """The streams this process follows in a shared store, bounded by ``limit``."""
 
-    def __init__(self, limit: int = MAX_FOLLOWERS, quiet: float = FOLLOW_QUIET) -> None:
+    def __init__(
+        self, limit: int = MAX_FOLLOWERS, quiet: float = FOLLOW_QUIET, step: float = WAIT_STEP
+    ) -> None:
         self.limit = limit
         self.quiet = quiet
+        #: the longest single wait for the next event before the lease is looked at
+        self.step = step
         #: streams followed right now
         self.active = 0
 
@@ -113,7 +117,7 @@ class Followers:
                     _log.debug("stopped following stream %s: nothing new", describe(stream.id))
                     return
                 try:
-                    replay = await store.wait_after(session_id, after, min(left, _WAIT_STEP))
+                    replay = await store.wait_after(session_id, after, min(left, self.step))
                 except StoreUnavailable as exc:
                     _log.warning("stopped following a resumed stream: %s", describe(str(exc)))
                     return
