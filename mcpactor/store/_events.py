@@ -8,12 +8,18 @@
 #   its last append.
 # - ``{p}:event-streams:{session}``: the set of a session's stream ids, so that
 #   ``forget_session`` finds every key; it expires with the newest of them.
-# - ``{p}:event-requests:{session}``: a hash of the session's leased streams, each to the
-#   JSON array of the request ids it owes; it expires with the events.
+# - ``{p}:event-owed:{session}:{stream}``: the JSON array of the request ids a leased
+#   stream owes answers to; it expires with the events.
 # - ``{p}:event-lease:{session}:{stream}``: a stream's lease while its requests run
-#   (runtime/http/_leases.py): taken in the transaction of the stream's first event,
-#   renewed (PEXPIRE, which never brings a lapsed lease back) and dropped (DEL) by one
-#   pipeline of the replica running them every third of a lease.
+#   (runtime/http/_leases.py). Both are written with the stream's first event, in the
+#   same script; the lease is renewed (PEXPIRE, which never brings a lapsed lease back)
+#   and dropped (DEL) by one pipeline of the replica running the requests every third of
+#   a lease.
+#
+# An append is one Lua script (XADD, the expiries, the set of streams, and for a first
+# event its lease): one command where a MULTI pipeline was six, which measured a fifth
+# less of the client's CPU per append, so a leased first event costs less than a plain
+# one did.
 #
 # An event id is ``{stream}.{entry}.{tag}``: the stream, the Redis entry id (``ms-seq``,
 # increasing even across a key that expired and came back) and a short digest of the
@@ -42,7 +48,6 @@ import attrs
 import coredis
 import orjson
 from coredis.exceptions import RedisError
-from coredis.tokens import PureToken
 
 from ..protocol import RequestId, describe_error
 from ..runtime.http._event_store import (
@@ -72,6 +77,20 @@ MAX_LEASED_IDS_BYTES: Final = 64 * 1024
 # A canonical Redis entry id, as XADD returns it (no leading zeros, ASCII digits only).
 _ENTRY: Final = re.compile(r"(?:0|[1-9][0-9]{0,19})-(?:0|[1-9][0-9]{0,19})", re.ASCII)
 _FIELD: Final = b"d"
+
+# KEYS: stream, the session's set of streams, owed ids, lease. ARGV: data, ttl ms, most
+# events kept, stream id, owed ids ('' for none: no lease), lease ms. -> the entry id.
+_APPEND: Final = """
+local entry = redis.call('XADD', KEYS[1], 'MAXLEN', '=', ARGV[3], '*', 'd', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+if ARGV[5] ~= '' then
+  redis.call('SET', KEYS[3], ARGV[5], 'PX', ARGV[2])
+  redis.call('SET', KEYS[4], '1', 'PX', ARGV[6])
+end
+return entry
+"""
 
 
 def _text(value: Any) -> str:
@@ -120,6 +139,8 @@ class RedisEventStore(EventStore):
         self._client = client
         self._prefix = prefix
         self._ttl_ms = max(1, round(ttl * 1000))
+        self._append_script = client.register_script(_APPEND)
+        self._ttl_arg = str(self._ttl_ms)
         self._operations = 0
         self._failures = 0
         self._appends = 0
@@ -133,8 +154,8 @@ class RedisEventStore(EventStore):
     def _streams_key(self, session_id: str) -> str:
         return f"{self._prefix}:event-streams:{session_id}"
 
-    def _requests_key(self, session_id: str) -> str:
-        return f"{self._prefix}:event-requests:{session_id}"
+    def _owed_key(self, session_id: str, stream_id: str) -> str:
+        return f"{self._prefix}:event-owed:{session_id}:{stream_id}"
 
     def _lease_key(self, session_id: str, stream_id: str) -> str:
         return f"{self._prefix}:event-lease:{session_id}:{stream_id}"
@@ -175,26 +196,23 @@ class RedisEventStore(EventStore):
         if "." in stream_id or not stream_id:
             # The id's parts are split at dots: a stream id must not hold one.
             raise ValueError(f"a stream id is non-empty and has no '.', got {stream_id!r}")
-        key = self._stream_key(session_id, stream_id)
-        streams = self._streams_key(session_id)
         with self._round_trip("append an event"):
-            async with self._client.pipeline(transaction=True) as pipeline:
-                added = pipeline.xadd(
-                    key,
-                    {_FIELD: data},
-                    trim_strategy=PureToken.MAXLEN,
-                    trim_operator=PureToken.EQUAL,
-                    threshold=self.max_events_per_stream,
-                )
-                pipeline.pexpire(key, self._ttl_ms)
-                pipeline.sadd(streams, [stream_id])
-                pipeline.pexpire(streams, self._ttl_ms)
-                if ids is not None:
-                    requests = self._requests_key(session_id)
-                    pipeline.hset(requests, {stream_id: ids})
-                    pipeline.pexpire(requests, self._ttl_ms)
-                    pipeline.set(self._lease_key(session_id, stream_id), b"1", px=_ms(seconds))
-            entry = await added
+            entry: Any = await self._append_script(
+                keys=[
+                    self._stream_key(session_id, stream_id),
+                    self._streams_key(session_id),
+                    self._owed_key(session_id, stream_id),
+                    self._lease_key(session_id, stream_id),
+                ],
+                args=[
+                    data,
+                    self._ttl_arg,
+                    str(self.max_events_per_stream),
+                    stream_id,
+                    b"" if ids is None else ids,
+                    str(_ms(seconds)),
+                ],
+            )
         self._appends += 1
         return f"{stream_id}.{_text(entry)}.{session_tag(session_id)}"
 
@@ -220,7 +238,7 @@ class RedisEventStore(EventStore):
         with self._round_trip("read a lease"):
             async with self._client.pipeline(transaction=False) as pipeline:
                 held = pipeline.exists([self._lease_key(session_id, stream_id)])
-                owed = pipeline.hget(self._requests_key(session_id), stream_id)
+                owed = pipeline.get(self._owed_key(session_id, stream_id))
             found, raw = await held, await owed
         requests = _request_ids(raw)
         if requests is None:
@@ -302,11 +320,11 @@ class RedisEventStore(EventStore):
                 pipeline.delete(
                     [
                         self._stream_key(session_id, stream_id),
+                        self._owed_key(session_id, stream_id),
                         self._lease_key(session_id, stream_id),
                     ]
                 )
                 pipeline.srem(self._streams_key(session_id), [stream_id])
-                pipeline.hdel(self._requests_key(session_id), [stream_id])
 
     async def forget_session(self, session_id: str) -> None:
         """Drop what is stored for every stream of a session."""
@@ -316,10 +334,10 @@ class RedisEventStore(EventStore):
         keys = [
             key(session_id, _text(member))
             for member in members
-            for key in (self._stream_key, self._lease_key)
+            for key in (self._stream_key, self._owed_key, self._lease_key)
         ]
         with self._round_trip("forget a session"):
-            await self._client.delete([*keys, streams, self._requests_key(session_id)])
+            await self._client.delete([*keys, streams])
 
     def statistics(self) -> RedisEventStoreStatistics:
         """Return the counts of operations, failures, appends and replays so far."""

@@ -266,6 +266,8 @@ async def test_a_lease_taken_with_a_first_event_is_renewed_dropped_and_lapses(
     assert owner.statistics().operations == 2
     assert await follower.lease("s", "1") == StreamLease((3, "four"), held=True)
     assert 0 < await redis.pttl("p:event-lease:s:1") <= 30_000
+    # The ids it owes live as long as the stream's events.
+    assert await redis.pttl("p:event-owed:s:1") > 3_000_000
     # One pipeline renews one and drops the other.
     await owner.renew_leases([("s", "1")], [("s", "2")], 0.3)
     assert 0 < await redis.pttl("p:event-lease:s:1") <= 300
@@ -289,7 +291,7 @@ async def test_forgetting_a_leased_stream_or_session_deletes_its_lease_keys(
     assert await store.lease("s", "1") is None
     assert sorted(await redis.keys("p:*")) == [
         b"p:event-lease:s:2",
-        b"p:event-requests:s",
+        b"p:event-owed:s:2",
         b"p:event-streams:s",
         b"p:events:s:2",
     ]
@@ -306,7 +308,7 @@ async def test_damaged_request_ids_are_no_lease(
 ) -> None:
     store = RedisEventStore(redis, prefix="p")
     await store.append_leased("s", "1", b"", [1], 30.0)
-    await redis.hset("p:event-requests:s", {"1": stored})
+    await redis.set("p:event-owed:s:1", stored)
     assert await store.lease("s", "1") is None
 
 
