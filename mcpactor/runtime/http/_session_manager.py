@@ -35,15 +35,17 @@
 # while it serves requests. Ending a session (DELETE, expiry) removes the record and
 # tells every copy; a copy that went idle while another replica wrote the record since
 # only drops itself (_session_store.py), and so does every copy of a replica that stops:
-# stopping is this replica's business, and its sessions live on in the others. The
-# requests this replica runs for shared sessions hold leases (_leases.py), renewed by one
-# task, so that clients following their streams elsewhere learn if they die with it.
-# Without replicas none of this runs.
+# stopping is this replica's business, and its sessions live on in the others. A shared
+# session that gives way in a full table (below) drops its copy here too, and ends
+# everywhere only if no other replica wrote its record since. The requests this replica
+# runs for shared sessions hold leases (_leases.py), renewed by one task, so that
+# clients following their streams elsewhere learn if they die with it. Without replicas
+# none of this runs.
 #
 # Work spawned for the sessions (their ends, record writes, followers) runs in the
 # manager's nursery, whose failure would end the server: what fails there is logged and
-# contained (invariant 10), and a store that cannot be reached costs what it would have
-# cleaned up its ttl, never the process.
+# contained (invariant 10). A store that cannot be reached leaves what would have been
+# cleaned up to its ttl, and never ends the process.
 #
 # Two more timers end waits of SSE writers (see transports/_http_writer.py): the short one of a
 # priming event held back for the answer behind it, and the longer one before a
