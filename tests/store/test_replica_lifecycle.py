@@ -207,7 +207,7 @@ async def test_after_redis_restarts_task_cancels_and_results_cross_the_replicas(
             done = await post(http, two, result, session=session)
             took = time.monotonic() - began
         assert tool_text(done.response(4)["result"]) == f"chore done on {deployed.replicas[0].pid}"
-        assert took < 1 + SLACK
+        assert took < 1 + 2 * SLACK
     assert not any(line.startswith("finished restarted") for line in deployed.noted())
 
 
