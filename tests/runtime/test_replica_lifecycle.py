@@ -9,13 +9,14 @@ nothing a store fails at, while sessions end or open, reaches the server's nurse
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
+from mcpactor.protocol import RequestId
 from mcpactor.runtime.http import (
     Attachment,
     Item,
@@ -394,3 +395,47 @@ async def test_an_initialize_refused_during_an_outage_creates_nothing() -> None:
 
 def _add() -> tuple[str, dict[str, Any]]:
     return "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}}
+
+
+class Gated(MemoryEventStore):
+    """A store whose leased appends wait until the test opens ``gate``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = trio.Event()
+        self.waiting = trio.Event()
+
+    def append_leased_now(self, *args: Any) -> str | None:
+        return None
+
+    async def append_leased(
+        self,
+        session_id: str,
+        stream_id: str,
+        data: bytes,
+        requests: Sequence[RequestId],
+        seconds: float,
+    ) -> str:
+        self.waiting.set()
+        await self.gate.wait()
+        return MemoryEventStore.append_leased_now(
+            self, session_id, stream_id, data, requests, seconds
+        )
+
+
+async def test_a_session_ending_while_a_lease_is_being_taken_leaves_no_lease_held() -> None:
+    store = Gated()
+    async with cluster(event_store=store, response_mode="sse") as c:
+        client = await initialized(c, 0)
+        keeper = c.manager(0).leases
+        assert keeper is not None
+        call = start_post(client, _tool(client, "add", a=1, b=1))
+        with trio.fail_after(10):
+            await store.waiting.wait()
+        # The session ends while its call's first event is on its way to the store.
+        assert (await on(client, c, 1).delete()).status == 204
+        await trio.testing.wait_all_tasks_blocked()
+        store.gate.set()
+        assert (await call.wait()).status in (200, 404)
+        await trio.testing.wait_all_tasks_blocked()
+        assert keeper.statistics().held == 0

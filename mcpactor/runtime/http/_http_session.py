@@ -744,6 +744,7 @@ class HttpSession(Routing):
             self._by_request.pop(request_id, None)
         stream.pending.clear()
         stream.complete = True
+        self._unlease(stream)
         await self.release(attachment)
         return None
 
