@@ -65,7 +65,7 @@ class Subscription:
         self._client = client
         self._deliver = deliver
         self._on_resubscribed = on_resubscribed
-        #: times the subscription broke and was sought again
+        #: times the subscription broke, or could not be made, and was sought again
         self.reconnects = 0
         #: times it was made again after breaking
         self.resubscribed = 0
