@@ -1,10 +1,10 @@
 """Redis operations per tools/call, and whose CPU a call costs, for the store targets.
 
-    python bench/store_ops.py [--python PY] [--calls 1000] [--connections 16] [--idle 2]
+    python bench/store_ops.py [--python PY] [--calls 1000] [--connections 16] [--idle 2] [--sse]
 
 For the in-memory server, then one and two workers sharing a Redis store (each beside a
 fresh ``redis-server``, bench/with_redis.py), it serves bench/mcpactor_server.py as
-``mcpactor serve --http ... --json-response [--store URL] [--workers 2]``, opens one
+``mcpactor serve --http ... --response-mode json [--store URL] [--workers 2]``, opens one
 session, warms every worker up, and makes --calls echo calls over --connections
 keep-alive connections, one call in flight on each. Around the calls it reads Redis's
 ``INFO commandstats`` (reset first with ``CONFIG RESETSTAT``) and the CPU time of the
@@ -12,7 +12,9 @@ server's process tree and of redis-server, each on its own: the harness's CPU fi
 for a store target is their sum. It prints markdown: the commands per call by command,
 Redis's own time in them, and CPU per call (server, Redis), plus the commands Redis
 sees per second with no calls at all (the replicas' background: subscriptions,
-heartbeats), measured for --idle seconds before the calls and not subtracted.
+heartbeats), measured for --idle seconds before the calls and not subtracted. With --sse
+the server answers every call in SSE (``--response-mode sse``): each call's stream is
+stored for resumption, and holds a lease while it runs.
 
 PY is a python with mcpactor and its redis extra installed (default: the bench venv's,
 .bench-venvs/mcpactor). It runs with the driver's python (orjson), as bench/run.sh does.
@@ -149,12 +151,14 @@ async def measure(
     width: int,
     idle: float,
     log: Path,
+    sse: bool = False,
 ) -> dict[str, Any]:
     """One configuration's figures."""
     with maybe_redis(store) as redis:
         port = free_port()
         argv = [python, "-m", "mcpactor", "serve", str(BENCH / "mcpactor_server.py")]
-        argv += ["--http", f"127.0.0.1:{port}", "--json-response"]
+        argv += ["--http", f"127.0.0.1:{port}"]
+        argv += ["--response-mode", "sse" if sse else "json"]
         if redis is not None:
             argv += ["--store", redis.url]
         if workers > 1:
@@ -282,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--idle", type=float, default=2.0, help="seconds of no calls, measured")
     ap.add_argument("--only", help=f"comma list of {', '.join(CONFIGS)}")
+    ap.add_argument("--sse", action="store_true", help="answer in SSE, not JSON")
     args = ap.parse_args(argv)
     wanted = args.only.split(",") if args.only else list(CONFIGS)
     log = Path(tempfile.mkdtemp(prefix="store-ops-")) / "server.stderr"
@@ -299,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                 width=args.connections,
                 idle=args.idle,
                 log=log,
+                sse=args.sse,
             )
         )
     print(report(results, args.calls, args.cpu_calls, args.connections))

@@ -61,6 +61,7 @@ from ._session import ResponseReceived as ResponseReceived
 from ._session import RootsChanged as RootsChanged
 from ._session import Send as Send
 from ._session import ServerSession as ServerSession
+from ._session import unanswered_reply as unanswered_reply
 from ._types import *  # noqa: F403
 from ._types import __all__ as _types_all
 
@@ -135,6 +136,7 @@ __all__ = [
     "over_limit",
     "owed_ids",
     "structure",
+    "unanswered_reply",
     "unstructure",
     "utf8_size",
     *_types_all,

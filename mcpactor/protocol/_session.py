@@ -69,6 +69,7 @@ __all__ = [
     "RootsChanged",
     "Send",
     "ServerSession",
+    "unanswered_reply",
 ]
 
 #: syslog severities in increasing order, as ``logging/setLevel`` names them
@@ -572,11 +573,7 @@ class ServerSession:
 
         One error response, or an array of them for several requests of one batch.
         """
-        errors: list[JSONValue] = [
-            _error(request_id, INTERNAL_ERROR, "the session ended before the request was answered")
-            for request_id in request_ids
-        ]
-        return errors[0] if len(errors) == 1 else errors
+        return unanswered_reply(request_ids, "the session ended before the request was answered")
 
     def log_enabled(self, level: str) -> bool:
         """Return whether a message at ``level`` passes the client's chosen level."""
@@ -585,6 +582,17 @@ class ServerSession:
     def close(self) -> None:
         """Mark the session closed; nothing more is received or answered."""
         self.phase = Phase.CLOSED
+
+
+def unanswered_reply(request_ids: Iterable[RequestId], message: str) -> JSONValue:
+    """Return the answer owed to requests that will never be answered, saying ``message``.
+
+    One error response (-32603), or an array of them for several requests of one batch.
+    """
+    errors: list[JSONValue] = [
+        _error(request_id, INTERNAL_ERROR, message) for request_id in request_ids
+    ]
+    return errors[0] if len(errors) == 1 else errors
 
 
 def _is_id(value: object) -> bool:

@@ -289,6 +289,12 @@ class TaskWatchers:
         for watch in self._by_task.get(task_id, ()):
             watch.touch()
 
+    def touch_all(self) -> None:
+        """Wake every watch (changes may have been missed: each looks again)."""
+        for watches in self._by_task.values():
+            for watch in watches:
+                watch.touch()
+
     @contextlib.contextmanager
     def watch(self, task_id: str) -> Iterator[TaskWatch]:
         """Watch ``task_id`` until the block ends."""

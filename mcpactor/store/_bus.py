@@ -10,9 +10,10 @@
 #
 # When Redis is away the sender retries the event at hand with a growing pause and the
 # queue fills; what does not fit is dropped and counted, with one warning per outage.
-# Listeners lose detail then, as a slow listener does: pub/sub keeps nothing for a
-# replica that was not subscribed. Everything read off the channel is bounded and
-# validated before it becomes a ChangeEvent.
+# The receiver subscribes again by itself (_subscription.py). Listeners lose detail then,
+# as a slow listener does: pub/sub keeps nothing for a replica that was not subscribed.
+# Everything read off the channel is bounded and validated before it becomes a
+# ChangeEvent.
 
 from __future__ import annotations
 
@@ -26,10 +27,11 @@ import attrs
 import coredis
 import orjson
 import trio
-from coredis.exceptions import RedisError
 
 from ..protocol import describe_error
 from ..runtime._bus import DEFAULT_BUFFER, ChangeEvent, InMemoryBus, Listener
+from ._sessions import store_location
+from ._subscription import Subscription
 
 __all__ = [
     "MAX_CHANGE_BYTES",
@@ -152,6 +154,13 @@ class RedisBus:
         self._received = 0
         self._rejected = 0
         self._reconnects = 0
+        self._subscription = Subscription(
+            client,
+            [self.channel],
+            self._dispatch,
+            name="change bus",
+            location=store_location(client),
+        )
 
     @property
     def listeners(self) -> int:
@@ -185,7 +194,7 @@ class RedisBus:
             dropped=self._dropped,
             received=self._received,
             rejected=self._rejected,
-            reconnects=self._reconnects,
+            reconnects=self._reconnects + self._subscription.reconnects,
             queued=self._send.statistics().current_buffer_used,
         )
 
@@ -209,7 +218,8 @@ class RedisBus:
                     try:
                         await self._client.publish(self.channel, data)
                         break
-                    except (RedisError, OSError) as exc:
+                    except Exception as exc:
+                        # Whatever the client raises: this task must outlive any outage.
                         pause = await self._pause(pause, exc, "publish")
                 self._sent += 1
                 if self._dropped != self._dropped_reported:
@@ -223,19 +233,7 @@ class RedisBus:
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Deliver other replicas' changes here until cancelled (ready once subscribed)."""
-        pause = _FIRST_PAUSE
-        while True:
-            try:
-                async with self._client.pubsub(
-                    channels=[self.channel], ignore_subscribe_messages=True
-                ) as pubsub:
-                    task_status.started()
-                    task_status = trio.TASK_STATUS_IGNORED
-                    pause = _FIRST_PAUSE
-                    async for message in pubsub:
-                        self._dispatch(message)
-            except (RedisError, OSError) as exc:
-                pause = await self._pause(pause, exc, "subscribe")
+        await self._subscription.run(task_status=task_status)
 
     def _dispatch(self, message: Mapping[str, Any]) -> None:
         if message.get("type") != "message":

@@ -9,8 +9,8 @@
 # replica's subscription is down is lost to it, as it would be were the replica
 # restarting. The session records hold all state that matters (a copy reads its record
 # again when it is next used), so a lost message costs a notification or a cancel,
-# never a session. The subscription comes back by itself, with backoff, and an outage
-# is logged when it starts and when it ends, not once per attempt.
+# never a session. The subscription comes back by itself, with backoff (_subscription.py),
+# and an outage is logged when it starts and when it ends, not once per attempt.
 #
 # coredis reads pub/sub messages into unbounded buffers as they come, whatever the
 # reader does, so this relay takes them from there at once and holds at most
@@ -25,31 +25,20 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import coredis
-import coredis.exceptions
 import trio
-from coredis.retry import NoRetryPolicy
 
 from ..protocol import describe, describe_error
 from ..runtime.http._relay import MAX_RELAYED_BYTES, Relayed, RelayKind
 from ._sessions import reach, store_location
+from ._subscription import Subscription
 
 __all__ = ["RedisRelay"]
 
 _log = logging.getLogger("mcpactor.store")
 
-#: the first pause before subscribing again after the subscription broke, and the longest
-FIRST_RETRY: Final = 0.1
-MAX_RETRY: Final = 5.0
 #: how many bytes of received messages wait for ``deliver`` before more are dropped
 DEFAULT_BUFFER_BYTES: Final = 32 * 1024 * 1024
 _MAX_NAME: Final = 256
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    # coredis raises inside (nested) exception groups: the first failure says what broke.
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
 
 
 def _bytes(value: object) -> bytes | None:
@@ -90,6 +79,8 @@ class RedisRelay:
         self.dropped = 0
         self._queued = 0
         self._overflowing = False
+        #: the subscription of the running ``serve`` (tests count its reconnects)
+        self.subscription: Subscription | None = None
 
     def _channel(self, replica_id: str) -> str:
         return f"{self._prefix}:relay:{replica_id}"
@@ -114,9 +105,16 @@ class RedisRelay:
         # Unbounded in count, bounded in bytes by ``_take``.
         inbox, outbox = trio.open_memory_channel[tuple[Relayed, int]](math.inf)
         self._queued = 0
+        subscription = self.subscription = Subscription(
+            self._client,
+            [self._shared, self._own],
+            lambda message: self._take(message, inbox),
+            name="relay",
+            location=self._location,
+        )
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._deliver, outbox, deliver)
-            await self._subscribe(inbox, task_status)
+            await subscription.run(task_status=task_status)
 
     async def _deliver(
         self,
@@ -127,46 +125,6 @@ class RedisRelay:
             async for message, size in outbox:
                 self._queued -= size
                 await deliver(message)
-
-    async def _subscribe(
-        self,
-        inbox: trio.MemorySendChannel[tuple[Relayed, int]],
-        task_status: trio.TaskStatus[None],
-    ) -> None:
-        started = False
-        delay = FIRST_RETRY
-        down = False
-        while True:
-            try:
-                async with self._client.pubsub(
-                    channels=[self._shared, self._own],
-                    ignore_subscribe_messages=True,
-                    # This loop retries, so that it can log an outage and report started.
-                    retry_policy=NoRetryPolicy(),
-                ) as pubsub:
-                    if down:
-                        _log.warning("the relay at %s is reachable again", self._location)
-                        down = False
-                    delay = FIRST_RETRY
-                    if not started:
-                        task_status.started()
-                        started = True
-                    async for message in pubsub:
-                        self._take(message, inbox)
-                # The server ended the subscription (it unsubscribed this client).
-                raise coredis.exceptions.ConnectionError("the subscription ended")
-            except Exception as exc:
-                # Redis lost, refused or restarting (coredis raises its errors inside
-                # exception groups): the replica goes on without the relay until it is back.
-                if not down:
-                    _log.warning(
-                        "the relay at %s cannot be reached, subscribing again until it can: %s",
-                        self._location,
-                        describe_error(_leaf(exc)),
-                    )
-                    down = True
-            await trio.sleep(delay)
-            delay = min(delay * 2, MAX_RETRY)
 
     def _take(
         self, message: Mapping[str, Any], inbox: trio.MemorySendChannel[tuple[Relayed, int]]

@@ -21,9 +21,12 @@
 # task failed for a lapsed lease checks, in the same script, that the lease is still
 # gone. The scripts hold no JSON: the record is built in Python and stored as text.
 #
-# A message lost while the subscription reconnects is no loss of state: a waiter reads
-# the record again at least once per lease, and an owner that missed a cancel finds it
-# in the store at its task's next change.
+# The subscription comes back by itself after Redis restarts or goes away a while
+# (_subscription.py). What was published meanwhile is lost, and caught up with once
+# subscribed again: every waiter here reads its task's record again, and each task this
+# replica runs whose record says cancelled (a cancel sent meanwhile) is cancelled. Until
+# then a waiter still reads the record at least once per lease, and an owner that missed
+# a cancel finds it in the store at its task's next change.
 
 from __future__ import annotations
 
@@ -50,6 +53,8 @@ from ..runtime._task_store import (
     TaskWatchers,
     stopped,
 )
+from ._sessions import store_location
+from ._subscription import Subscription
 
 __all__ = ["RedisTaskStore", "open_redis_task_store"]
 
@@ -143,6 +148,15 @@ class RedisTaskStore:
         self._save = client.register_script(_SAVE)
         self._handlers: dict[str, CommandHandler] = {}
         self._watchers = TaskWatchers()
+        #: the subscription to changes and this replica's commands (``listen`` runs it)
+        self.subscription = Subscription(
+            client,
+            [self._changed, self._commands],
+            self._dispatch,
+            name="task store",
+            location=store_location(client),
+            on_resubscribed=self._catch_up,
+        )
 
     # --- keys ---------------------------------------------------------------------
 
@@ -301,13 +315,23 @@ class RedisTaskStore:
     async def listen(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Hear changes and this replica's commands until cancelled (ready once subscribed)."""
-        async with self._client.pubsub(
-            channels=[self._changed, self._commands], ignore_subscribe_messages=True
-        ) as pubsub:
-            task_status.started()
-            async for message in pubsub:
-                self._dispatch(message)
+        """Hear changes and this replica's commands until cancelled (ready once subscribed).
+
+        Subscribes again, with backoff, whenever the subscription breaks.
+        """
+        await self.subscription.run(task_status=task_status)
+
+    async def _catch_up(self) -> None:
+        # Subscribed again after a break: what was published meanwhile is lost.
+        self._watchers.touch_all()
+        served = list(self._handlers)
+        if not served:
+            return
+        async with self._client.pipeline(transaction=False) as pipeline:
+            statuses = [pipeline.hget(self._task_key(task_id), "status") for task_id in served]
+        for task_id, status in zip(served, statuses, strict=True):
+            if _text(await status) == "cancelled":
+                self._command(TaskCommand("cancel", task_id))
 
     def _dispatch(self, message: Mapping[str, Any]) -> None:
         if message.get("type") != "message":
@@ -330,6 +354,9 @@ class RedisTaskStore:
         except (ValueError, orjson.JSONDecodeError) as exc:
             _log.warning("an unreadable task command was dropped: %s", describe_error(exc))
             return
+        self._command(command)
+
+    def _command(self, command: TaskCommand) -> None:
         handler = self._handlers.get(command.task_id)
         if handler is None:
             return

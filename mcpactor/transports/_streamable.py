@@ -269,8 +269,13 @@ async def _post(
         return
     extra = app.cors(headers)
     if new_session:
-        assert session.id is not None
-        extra.append((b"mcp-session-id", session.id.encode()))
+        if session.opened:
+            assert session.id is not None
+            extra.append((b"mcp-session-id", session.id.encode()))
+        else:
+            # initialize was refused (bad params, or the session could not be recorded):
+            # its error goes out, and nothing else of the session stays or counts.
+            app.manager.close_session(session, everywhere=False)
     await write_stream(
         receive,
         send,
@@ -282,9 +287,6 @@ async def _post(
         json_only=json_only,
         step_up=app.step_up if app.resource_server is not None else None,
     )
-    if new_session and session.revision is None:
-        # initialize failed (bad params): nothing will ever use this session.
-        app.manager.close_session(session)
 
 
 async def _post_stateless(
@@ -360,15 +362,21 @@ async def _get(
         await _unsupported_version(send, headers)
         return
     last_event_id = headers.get("last-event-id")
+    try:
+        if last_event_id is not None:
+            attachment = await session.resume(last_event_id.strip())
+        else:
+            attachment = await session.listen()
+    except StoreUnavailable as exc:
+        await reply_error(send, 503, INTERNAL_ERROR, f"the event store is unavailable: {exc}")
+        return
     if last_event_id is not None:
-        attachment = await session.resume(last_event_id.strip())
         if attachment is None:
             await reply_error(
                 send, 400, INVALID_REQUEST, f"unknown Last-Event-ID {describe(last_event_id)}"
             )
             return
     else:
-        attachment = await session.listen()
         if attachment is None:
             await reply_error(
                 send, 409, INVALID_REQUEST, "this session already has a GET stream open"

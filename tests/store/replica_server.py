@@ -38,9 +38,12 @@ async def whoami() -> int:
     return PID
 
 
-@server.tool()
+@server.tool(task_support="optional")
 async def slow(seconds: float, label: str) -> str:
-    """Sleep ``seconds``, noting when it starts and how it ends; cancel it to stop it."""
+    """Sleep ``seconds``, noting when it starts and how it ends; cancel it to stop it.
+
+    A task for a client that asks for one, so that a task's cancel can be seen too.
+    """
     _note(f"started {label} {PID}")
     try:
         await trio.sleep(max(0.0, min(seconds, MAX_SECONDS)))

@@ -1,16 +1,18 @@
-"""Three replicas of one server behind a real nginx, sharing one Redis: the tests' harness.
+"""Three replicas of one server behind a real load balancer, sharing one Redis: the harness.
 
 `deployment` starts a redis-server on a free loopback port, three
 ``mcpactor serve tests/store/replica_server.py --http 127.0.0.1:P --store redis://...``
-processes (one state key file between them) and Debian's nginx in the foreground, in a
-prefix directory of its own, balancing requests over the three in plain round robin: no
+processes (one state key file between them) and a load balancer in the foreground, in a
+directory of its own, balancing requests over the three in plain round robin: no
 stickiness of any kind, so consecutive requests of one client land on different
-replicas. nginx passes streams through as they come (``proxy_buffering off``, HTTP/1.1
-to the replicas, an hour's read timeout) and names the replica that answered each
-request in an ``X-Replica`` response header and in its access log.
+replicas. The balancer is Debian's nginx, or HAProxy when a test asks for it; either
+passes streams through as they come (nginx: ``proxy_buffering off``, HTTP/1.1 to the
+replicas; both: an hour's timeouts), sends a request that cannot reach a replica to
+the next one, and names the replica that answered each request in an ``X-Replica``
+response header (nginx also in its access log).
 
 Readiness is polled, each process within a bounded time: redis answers ``PING``, each
-replica and then nginx answer ``/healthz`` with 200.
+replica and then the balancer answer ``/healthz`` with 200.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 SERVER: Final = Path(__file__).with_name("replica_server.py")
 NGINX: Final = shutil.which("nginx") or (
     "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+)
+HAPROXY: Final = shutil.which("haproxy") or (
+    "/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None
 )
 
 #: seconds a process may take to become ready
@@ -85,6 +90,32 @@ http {{
         }}
     }}
 }}
+"""
+
+
+# Round robin over the replicas; a request whose connection a replica refused goes to
+# another (redispatch), and a replica failing its health check is left out meanwhile.
+_HAPROXY_CONF: Final = """\
+global
+    maxconn 1024
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 1h
+    timeout server 1h
+    timeout http-request 30s
+    retries 3
+    option redispatch 1
+    retry-on conn-failure empty-response
+frontend mcp
+    bind 127.0.0.1:{port}
+    default_backend replicas
+backend replicas
+    balance roundrobin
+    option httpchk
+    http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host 127.0.0.1
+    http-response set-header X-Replica %[srv_name]
+{servers}
 """
 
 
@@ -149,7 +180,7 @@ class Replica:
 
 @attrs.define
 class Deployment:
-    """Redis, three replicas and nginx in front of them."""
+    """Redis, three replicas and a load balancer (nginx or HAProxy) in front of them."""
 
     directory: Path
     redis_port: int
@@ -159,11 +190,17 @@ class Deployment:
     nginx: subprocess.Popen[bytes]
     #: where ``slow`` notes its starts and ends
     events: Path
+    #: which balancer runs (``nginx_port`` and ``nginx`` are its port and process)
+    balancer: str = "nginx"
 
     @property
     def url(self) -> str:
-        """The MCP endpoint, through nginx."""
+        """The MCP endpoint, through the load balancer."""
         return f"http://127.0.0.1:{self.nginx_port}/mcp"
+
+    def replica_url(self, index: int) -> str:
+        """The MCP endpoint of one replica, straight to its port."""
+        return f"http://{self.replicas[index].address}/mcp"
 
     def replica_at(self, address: str) -> int:
         """The index of the replica nginx names ``address`` (its ``X-Replica``)."""
@@ -206,6 +243,12 @@ class Deployment:
         """SIGKILL one replica and reap it."""
         self.replicas[index].process.kill()
         self.replicas[index].process.wait(timeout=READY_TIMEOUT)
+
+    def terminate(self, index: int) -> int:
+        """SIGTERM one replica (a graceful stop), wait for it to exit; its exit status."""
+        process = self.replicas[index].process
+        process.terminate()
+        return process.wait(timeout=READY_TIMEOUT)
 
     def pause_redis(self) -> None:
         """Stop redis where it is (SIGSTOP): connections stay open and nothing answers."""
@@ -253,6 +296,15 @@ def _spawn(arguments: list[str], log: Path, stack: ExitStack) -> subprocess.Pope
     return process
 
 
+def _haproxy_conf(port: int, replicas: list[Replica]) -> str:
+    # Each server is named by its address: what X-Replica says, as with nginx.
+    servers = "\n".join(
+        f"    server {replica.address} {replica.address} check inter 500ms fall 1 rise 1"
+        for replica in replicas
+    )
+    return _HAPROXY_CONF.format(port=port, servers=servers)
+
+
 def _nginx_conf(prefix: Path, port: int, replicas: list[Replica]) -> str:
     # fail_timeout: a replica that refused a connection is left out that long, then tried.
     servers = "\n".join(
@@ -284,12 +336,24 @@ def _start_redis(directory: Path, port: int) -> subprocess.Popen[bytes]:
 
 
 @contextmanager
-def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
-    """Run redis, ``count`` replicas and nginx until the block ends."""
+def deployment(
+    directory: Path,
+    *,
+    count: int = 3,
+    balancer: str = "nginx",
+    arguments: tuple[str, ...] = (),
+) -> Iterator[Deployment]:
+    """Run redis, ``count`` replicas and a balancer until the block ends.
+
+    ``balancer`` is ``"nginx"`` or ``"haproxy"``; each replica's command ends with
+    ``arguments`` (``--max-sessions 2``, say).
+    """
     if REDIS is None:
         pytest.skip("redis-server is not installed (CI installs Debian's redis-server)")
-    if NGINX is None:
+    if balancer == "nginx" and NGINX is None:
         pytest.skip("nginx is not installed (CI installs Debian's nginx)")
+    if balancer == "haproxy" and HAPROXY is None:
+        pytest.skip("haproxy is not installed (CI installs Debian's haproxy)")
     with ExitStack() as stack:
         redis_port = free_port()
         (directory / "redis").mkdir()
@@ -313,6 +377,7 @@ def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
                     *("--http", f"127.0.0.1:{port}"),
                     *("--store", f"redis://127.0.0.1:{redis_port}"),
                     *("--state-key-file", str(keys)),
+                    *arguments,
                 ],
                 log,
                 stack,
@@ -326,20 +391,22 @@ def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
                 replica.process,
             )
 
-        prefix = directory / "nginx"
+        prefix = directory / balancer
         prefix.mkdir()
         nginx_port = free_port()
-        conf = prefix / "nginx.conf"
-        conf.write_text(_nginx_conf(prefix, nginx_port, replicas))
-        assert NGINX is not None
-        nginx = _spawn(
-            [NGINX, "-p", str(prefix), "-c", str(conf), "-g", "daemon off;"],
-            directory / "nginx.log",
-            stack,
-        )
-        wait_until(
-            functools.partial(_healthy, nginx_port), "nginx", directory / "nginx.log", nginx
-        )
+        if balancer == "haproxy":
+            conf = prefix / "haproxy.cfg"
+            conf.write_text(_haproxy_conf(nginx_port, replicas))
+            assert HAPROXY is not None
+            command = [HAPROXY, "-db", "-f", str(conf)]
+        else:
+            conf = prefix / "nginx.conf"
+            conf.write_text(_nginx_conf(prefix, nginx_port, replicas))
+            assert NGINX is not None
+            command = [NGINX, "-p", str(prefix), "-c", str(conf), "-g", "daemon off;"]
+        log = directory / f"{balancer}.log"
+        nginx = _spawn(command, log, stack)
+        wait_until(functools.partial(_healthy, nginx_port), balancer, log, nginx)
         running = Deployment(
             directory=directory,
             redis_port=redis_port,
@@ -348,6 +415,7 @@ def deployment(directory: Path, *, count: int = 3) -> Iterator[Deployment]:
             nginx_port=nginx_port,
             nginx=nginx,
             events=events,
+            balancer=balancer,
         )
         holder.append(running)
         yield running

@@ -16,10 +16,12 @@ import trio
 import trio.testing
 
 from mcpactor.runtime.http import StoreUnavailable
-from mcpactor.runtime.http._event_store import Replay
+from mcpactor.runtime.http._event_store import Replay, StreamLease
+from mcpactor.runtime.http._follow import LOST
 from mcpactor.store import RedisEventStore
 from mcpactor.store._events import MAX_EVENT_ID_LENGTH
 
+from ..runtime.test_replica_lifecycle import Silent
 from ..runtime.test_replicas import _tool, cluster, initialized, on
 from .conftest import free_port, needs_redis, running_redis
 
@@ -236,3 +238,101 @@ async def test_a_stream_resumed_on_another_replica_replays_it_from_redis(
         assert live_messages[-1]["result"]["content"][0]["text"] == "answered after reconnecting"
         unknown = await client.get(last_event_id="12345.1")
         assert unknown.status == 400
+
+
+# --- leases of the requests a stream answers ------------------------------------------------
+
+
+async def _lapsed(store: RedisEventStore, session: str, stream: str) -> None:
+    # Redis expires the lease on its own clock: looked at until it has (bounded).
+    with trio.fail_after(10):
+        while True:
+            lease = await store.lease(session, stream)
+            assert lease is not None
+            if not lease.held:
+                return
+            await trio.sleep(0.02)
+
+
+async def test_a_lease_taken_with_a_first_event_is_renewed_dropped_and_lapses(
+    redis: coredis.Redis[bytes], other: coredis.Redis[bytes]
+) -> None:
+    owner = RedisEventStore(redis, prefix="p")
+    follower = RedisEventStore(other, prefix="p")
+    first = await owner.append_leased("s", "1", b"", [3, "four"], 30.0)
+    assert first.startswith("1.")
+    await owner.append_leased("s", "2", b"", [5], 30.0)
+    # One transaction with the event: the lease and the ids it owes.
+    assert owner.statistics().operations == 2
+    assert await follower.lease("s", "1") == StreamLease((3, "four"), held=True)
+    assert 0 < await redis.pttl("p:event-lease:s:1") <= 30_000
+    # The ids it owes live as long as the stream's events.
+    assert await redis.pttl("p:event-owed:s:1") > 3_000_000
+    # One pipeline renews one and drops the other.
+    await owner.renew_leases([("s", "1")], [("s", "2")], 0.3)
+    assert 0 < await redis.pttl("p:event-lease:s:1") <= 300
+    assert await follower.lease("s", "2") == StreamLease((5,), held=False)
+    await _lapsed(follower, "s", "1")
+    # A lease that lapsed stays lapsed: its followers may have said so already.
+    await owner.renew_leases([("s", "1")], (), 30.0)
+    assert await follower.lease("s", "1") == StreamLease((3, "four"), held=False)
+    # A stream appended without a lease has none.
+    await owner.append("s", "3", b"")
+    assert await follower.lease("s", "3") is None
+
+
+async def test_forgetting_a_leased_stream_or_session_deletes_its_lease_keys(
+    redis: coredis.Redis[bytes],
+) -> None:
+    store = RedisEventStore(redis, prefix="p")
+    await store.append_leased("s", "1", b"", [1], 30.0)
+    await store.append_leased("s", "2", b"", [2], 30.0)
+    await store.forget_stream("s", "1")
+    assert await store.lease("s", "1") is None
+    assert sorted(await redis.keys("p:*")) == [
+        b"p:event-lease:s:2",
+        b"p:event-owed:s:2",
+        b"p:event-streams:s",
+        b"p:events:s:2",
+    ]
+    await store.forget_session("s")
+    assert not await redis.keys("p:*")
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [b"not json", b'{"a":1}', b"[true]", b"[1.5]", b"[[1]]", b"[" + b"1," * 40000 + b"1]"],
+)
+async def test_damaged_request_ids_are_no_lease(
+    redis: coredis.Redis[bytes], stored: bytes
+) -> None:
+    store = RedisEventStore(redis, prefix="p")
+    await store.append_leased("s", "1", b"", [1], 30.0)
+    await redis.set("p:event-owed:s:1", stored)
+    assert await store.lease("s", "1") is None
+
+
+async def test_a_stream_of_a_request_that_died_ends_with_its_error_on_another_replica(
+    redis: coredis.Redis[bytes],
+) -> None:
+    # The HTTP layer over Redis: replica 0 stops renewing its leases (as if it died) while
+    # the client follows its call from replica 1; the follower ends with an error.
+    async with cluster(event_store=RedisEventStore(redis)) as c:
+        keeper = c.manager(0).leases
+        assert keeper is not None
+        keeper.seconds = 0.5
+        c.manager(1).followers.step = 0.2
+        client = await initialized(c, 0)
+        call = _tool(client, "reconnect")
+        response = await client.post(call)
+        last_id = (await response.events())[-1].id
+        assert last_id is not None
+        with trio.fail_after(10):
+            await c.probe.started.wait()
+        keeper.store = Silent()
+        followed = await on(client, c, 1).get(last_event_id=last_id)
+        with trio.fail_after(10):
+            messages = await followed.messages()
+        assert messages == [
+            {"jsonrpc": "2.0", "id": call["id"], "error": {"code": -32603, "message": LOST}}
+        ]

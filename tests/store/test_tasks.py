@@ -7,6 +7,7 @@ one (sharing a bus is not the store's business). Time is real: Redis keeps the T
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,6 +19,7 @@ import orjson
 import pytest
 import trio
 import trio.testing
+from coredis.tokens import PureToken
 
 from mcpactor import Context, RequestError, Server, TaskOptions
 from mcpactor.protocol import JSONObject
@@ -30,7 +32,8 @@ from mcpactor.store._tasks import RedisTaskStore, open_redis_task_store
 
 from ..runtime.test_tasks_extension import SCHEMA, Client
 from ..server.conftest import FakePeer, make_context
-from .conftest import needs_redis
+from .conftest import free_port, needs_redis, running_redis
+from .test_sessions import ignoring_unclosed_buffers
 
 pytestmark = needs_redis
 
@@ -296,3 +299,56 @@ async def test_a_record_survives_the_round_trip_through_redis(redis: coredis.Red
         # Terminal is final: a later state does not overwrite it.
         assert await store.save(attrs.evolve(done, status="working")) == done
         assert await store.cancel("t1", "late", 3.0) == done
+
+
+# --- when the subscription breaks -------------------------------------------------------------
+
+
+async def test_after_redis_restarts_cancels_and_changes_cross_the_replicas_again() -> None:
+    port = free_port()
+    arguments = ("--port", str(port), "--bind", "127.0.0.1")
+    client: coredis.Redis[bytes] = coredis.Redis(host="127.0.0.1", port=port, connect_timeout=1)
+    with ignoring_unclosed_buffers(), contextlib.ExitStack() as server:
+        server.enter_context(running_redis(*arguments))
+        async with client, two_replicas(client) as replicas:
+            stores = (replicas.a_store, replicas.b_store)
+            server.close()  # Redis restarts, empty
+            with trio.fail_after(10):
+                while not all(store.subscription.reconnects for store in stores):  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+            server.enter_context(running_redis(*arguments))
+            with trio.fail_after(10):
+                while not all(store.subscription.resubscribed for store in stores):  # noqa: ASYNC110
+                    await trio.sleep(0.05)
+            # A cancel through the other replica stops the owner's handler...
+            task_id = (await replicas.a.create("wait_for", {"gate": "cancel me"}))["taskId"]
+            await replicas.b.send("tasks/cancel", {"taskId": task_id})
+            await replicas.wait_ended("cancel me")
+            # ...and the other replica hears a task change at once, not a lease later.
+            task_id = (await replicas.a.create("wait_for", {"gate": "finish"}))["taskId"]
+            replicas.open("finish")
+            done = await eventually(replicas.b, replicas.b_store, task_id, "completed")
+            assert done["result"]["content"] == [{"type": "text", "text": "passed finish"}]
+
+
+async def test_a_cancel_sent_while_the_owner_was_not_subscribed_is_caught_up(
+    redis: coredis.Redis[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with two_replicas(redis) as replicas:
+        owner = replicas.a_store.subscription
+        task_id = (await replicas.a.create("wait_for", {"gate": "missed"}))["taskId"]
+        with ignoring_unclosed_buffers():
+            # The owner's subscription breaks and cannot come back for now.
+            away: coredis.Redis[bytes] = coredis.Redis(unix_socket_path="/nonexistent")
+            monkeypatch.setattr(owner, "_client", away)
+            await redis.client_kill(type_=PureToken.PUBSUB)
+            with trio.fail_after(10):
+                while owner.reconnects < 2:  # noqa: ASYNC110 (it tried again, and failed)
+                    await trio.sleep(0.02)
+            # The cancel's message reaches nobody; the store holds the outcome.
+            await replicas.b.send("tasks/cancel", {"taskId": task_id})
+            assert not replicas.ended.get("missed")
+            monkeypatch.setattr(owner, "_client", redis)
+            # Subscribed again, the owner finds its task cancelled in the store.
+            await replicas.wait_ended("missed")
+        assert owner.resubscribed == 1

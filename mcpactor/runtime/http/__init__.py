@@ -8,6 +8,7 @@ from ._event_store import EventStore as EventStore
 from ._event_store import EventStoreStatistics as EventStoreStatistics
 from ._event_store import MemoryEventStore as MemoryEventStore
 from ._event_store import Replay as Replay
+from ._event_store import StreamLease as StreamLease
 from ._http_session import DuplicateRequestId as DuplicateRequestId
 from ._http_session import HttpSession as HttpSession
 from ._http_session import SessionHost as SessionHost
@@ -69,5 +70,6 @@ __all__ = [
     "SessionStore",
     "StoreUnavailable",
     "Stream",
+    "StreamLease",
     "principal_identity",
 ]

@@ -17,15 +17,28 @@
 # writing (_follow.py): the events after an id, waiting a while for one if none is there
 # yet. A store that can wait for an append (the in-memory one, Redis streams' XREAD
 # BLOCK) overrides it; the default looks again at a short interval.
+#
+# Leases: a replica following another's stream must learn when nothing more will come,
+# or a client resuming a request whose replica died waits for ever. So the first event
+# of a request's stream in a shared session is appended with a lease (``append_leased``):
+# the ids of the requests the stream owes, kept as long as the events, and a mark that
+# lives ``seconds`` unless renewed. The replica running the requests renews the marks of
+# all its streams together (``renew_leases``, _leases.py) and drops them once answered;
+# a follower asks ``lease`` when the stream is quiet, and a mark that is gone while no
+# answer is stored means the requests died with their replica. A store that keeps no
+# leases (the defaults below) leaves followers to their quiet timeout.
 
 from __future__ import annotations
 
 import abc
 import collections
+from collections.abc import Collection, Sequence
 from typing import Final
 
 import attrs
 import trio
+
+from ...protocol import RequestId
 
 __all__ = [
     "DEFAULT_MAX_BYTES_PER_STREAM",
@@ -34,6 +47,8 @@ __all__ = [
     "EventStoreStatistics",
     "MemoryEventStore",
     "Replay",
+    "StreamKey",
+    "StreamLease",
 ]
 
 DEFAULT_MAX_EVENTS_PER_STREAM: Final = 1000
@@ -51,6 +66,20 @@ class Replay:
     stream_id: str
     #: (event id, message bytes); an empty message is a priming event
     events: list[tuple[str, bytes]]
+
+
+@attrs.frozen
+class StreamLease:
+    """What a store knows of a request stream's lease: the requests it owes, and if held."""
+
+    #: the ids of the requests whose answers the stream carries
+    requests: tuple[RequestId, ...]
+    #: whether the replica running them still holds the lease (renewed it in time)
+    held: bool
+
+
+#: a stream by (session id, stream id)
+StreamKey = tuple[str, str]
 
 
 @attrs.frozen
@@ -104,6 +133,34 @@ class EventStore(abc.ABC):
         """
         return None
 
+    async def append_leased(
+        self,
+        session_id: str,
+        stream_id: str,
+        data: bytes,
+        requests: Sequence[RequestId],
+        seconds: float,
+    ) -> str:
+        """Store the first event of a request stream and take its lease for ``seconds``.
+
+        ``requests`` are the ids the stream owes answers to. The default keeps no lease:
+        it appends alone.
+        """
+        return await self.append(session_id, stream_id, data)
+
+    async def renew_leases(
+        self, held: Collection[StreamKey], released: Collection[StreamKey], seconds: float
+    ) -> None:
+        """Hold the leases of ``held`` ``seconds`` more and drop those of ``released``.
+
+        One round trip where the store can; the default keeps no leases and does nothing.
+        """
+        return
+
+    async def lease(self, session_id: str, stream_id: str) -> StreamLease | None:
+        """The lease of a stream; None if none was taken (or this store keeps none)."""
+        return None
+
     def forget_stream_now(self, session_id: str, stream_id: str) -> bool:
         """Drop one stream's events without waiting; False if this store must wait.
 
@@ -113,7 +170,7 @@ class EventStore(abc.ABC):
 
 
 class _Log:
-    __slots__ = ("arrived", "events", "last", "size")
+    __slots__ = ("arrived", "events", "last", "leased_until", "requests", "size")
 
     def __init__(self, limit: int) -> None:
         self.last = 0
@@ -122,6 +179,9 @@ class _Log:
         self.size = 0
         #: set at the next append (or when the log is dropped); made by a waiter
         self.arrived: trio.Event | None = None
+        #: the requests of a leased stream, and when its lease lapses (trio's clock)
+        self.requests: tuple[RequestId, ...] | None = None
+        self.leased_until = -float("inf")
 
     def wake(self) -> None:
         arrived = self.arrived
@@ -179,6 +239,46 @@ class MemoryEventStore(EventStore):
         if log.arrived is not None:
             log.wake()
         return f"{stream_id}.{log.last}"
+
+    async def append_leased(
+        self,
+        session_id: str,
+        stream_id: str,
+        data: bytes,
+        requests: Sequence[RequestId],
+        seconds: float,
+    ) -> str:
+        """Store a request stream's first event and take its lease (the trio clock's)."""
+        await trio.lowlevel.checkpoint()
+        event_id = self.append_now(session_id, stream_id, data)
+        log = self._sessions[session_id][stream_id]
+        log.requests = tuple(requests)
+        log.leased_until = trio.current_time() + seconds
+        return event_id
+
+    async def renew_leases(
+        self, held: Collection[StreamKey], released: Collection[StreamKey], seconds: float
+    ) -> None:
+        """Hold the leases of ``held`` ``seconds`` more and drop those of ``released``."""
+        await trio.lowlevel.checkpoint()
+        now = trio.current_time()
+        for session_id, stream_id in held:
+            log = self._sessions.get(session_id, {}).get(stream_id)
+            # A lease that lapsed stays lapsed (its followers may have said so).
+            if log is not None and log.leased_until > now:
+                log.leased_until = now + seconds
+        for session_id, stream_id in released:
+            log = self._sessions.get(session_id, {}).get(stream_id)
+            if log is not None:
+                log.leased_until = -float("inf")
+
+    async def lease(self, session_id: str, stream_id: str) -> StreamLease | None:
+        """The lease of a stream; None if none was taken."""
+        await trio.lowlevel.checkpoint()
+        log = self._sessions.get(session_id, {}).get(stream_id)
+        if log is None or log.requests is None:
+            return None
+        return StreamLease(log.requests, trio.current_time() < log.leased_until)
 
     async def replay_after(self, session_id: str, event_id: str) -> Replay | None:
         """Return the events after ``event_id`` on its stream; None if it is unknown."""

@@ -83,6 +83,7 @@ from ._streams import Attachment, Item, NudgeTimer, Stream
 if TYPE_CHECKING:
     from ...server import Server
     from ._event_store import EventStore, Replay
+    from ._leases import LeaseKeeper
 
 __all__ = [
     "Attachment",
@@ -106,6 +107,13 @@ _MAX_RELAYED_DATA: Final = MAX_RELAYED_BYTES - 4096
 _OUTBOX_SIZE: Final = 256
 _STATELESS_REASON: Final = (
     "the server runs in stateless mode, so the client's answer could not reach this request"
+)
+# What requests still running on a copy that is dropped (its replica stops) are told.
+_COPY_DROPPED: Final = (
+    "the server stopped before the request was answered; the session goes on elsewhere"
+)
+_UNRECORDED: Final = (
+    "the session store is unavailable, so no session can be opened now: try again later"
 )
 
 # What a Server's change notices (runtime/_changes.py) are called on the wire.
@@ -189,6 +197,7 @@ class HttpSession(Routing):
         "_outbox",
         "_owner",
         "_record_ttl",
+        "_refused",
         "_settled",
         "_state",
         "_written",
@@ -257,6 +266,9 @@ class HttpSession(Routing):
         # Ending this copy leaves the session to the other replicas: its stored events
         # are theirs too.
         self._copy_only = False
+        # Its initialize was answered with an error although the core took it: the
+        # session could not be recorded, so it is not handed out.
+        self._refused = False
 
     @property
     def revision(self) -> Revision | None:
@@ -265,6 +277,11 @@ class HttpSession(Routing):
         return negotiated.revision if negotiated is not None else None
 
     # --- lifetime -----------------------------------------------------------------
+
+    @property
+    def opened(self) -> bool:
+        """Whether initialize succeeded: the session may be handed to its client."""
+        return not self._refused and self.actor.core.negotiated is not None
 
     @property
     def awake(self) -> bool:
@@ -426,7 +443,15 @@ class HttpSession(Routing):
             if self.resumable and not self._copy_only:
                 assert self.id is not None
                 with trio.CancelScope(shield=True):
-                    await self._store.forget_session(self.id)
+                    try:
+                        await self._store.forget_session(self.id)
+                    except StoreUnavailable as exc:
+                        # Its events expire with the store's ttl.
+                        _log.warning(
+                            "session %s: its stored events are left to expire: %s",
+                            describe(self.id),
+                            describe(str(exc)),
+                        )
         finally:
             self.manager.ended(self)
 
@@ -434,23 +459,32 @@ class HttpSession(Routing):
         self.closing = True
         self._ended = True
         self._state = _State.ASLEEP
-        self._end_streams()
+        self._end_streams(_COPY_DROPPED if self._copy_only else None)
         self.actor.close()
         self._settle()
 
     # --- replicas --------------------------------------------------------------------
 
-    def share(self, replicas: Replicas, ttl: float, record: SessionRecord | None = None) -> None:
+    def share(
+        self,
+        replicas: Replicas,
+        ttl: float,
+        record: SessionRecord | None = None,
+        *,
+        leases: LeaseKeeper | None = None,
+    ) -> None:
         """Serve this session as one copy among ``replicas``; adopt it from ``record``.
 
         ``ttl``: how long the record lives after each write. Without ``record`` this is
         the copy that opens the session, and writes its record once initialized.
+        ``leases`` holds the leases of the requests this copy runs (none without).
 
         Raises:
             LocalProtocolError: the record names a revision this server does not speak.
         """
         self.replicas = replicas
         self._record_ttl = ttl
+        self._leases = leases
         self.actor.share_subscriptions = self._share_subscriptions
         core = self.actor.core
         core.number_requests_from(secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1)
@@ -601,16 +635,9 @@ class HttpSession(Routing):
     @staticmethod
     def _unrecorded(item: Outbound) -> Outbound:
         # The answer to initialize when the session could not be recorded.
-        error = {
-            "jsonrpc": "2.0",
-            "id": item.related_request_id,
-            "error": {
-                "code": INTERNAL_ERROR,
-                "message": "the session store is unavailable, so no session can be opened "
-                "now: try again later",
-            },
-        }
-        return Outbound(RESPONSE, error, item.related_request_id)
+        request_id = item.related_request_id
+        error = ErrorResponse(request_id, INTERNAL_ERROR, _UNRECORDED).to_json()
+        return Outbound(RESPONSE, error, request_id)
 
     async def take_relayed(self, message: Relayed) -> None:
         """Act on what another replica relayed about this session."""
@@ -675,6 +702,7 @@ class HttpSession(Routing):
                 # Before the replies leave: the client's next request may go anywhere.
                 if shared and not await self._share_out():
                     replies = tuple(self._unrecorded(item) for item in replies)
+                    self._refused = True
                 if received.backlog:
                     self._wake(list(received.backlog))
                 for item in replies:
@@ -719,6 +747,7 @@ class HttpSession(Routing):
             self._by_request.pop(request_id, None)
         stream.pending.clear()
         stream.complete = True
+        self._unlease(stream)
         await self.release(attachment)
         return None
 
@@ -733,12 +762,11 @@ class HttpSession(Routing):
         attachment = self._attach(stream)
         if self.resumable:
             assert self.id is not None
-            store = self._store
             if self._primes():
                 await self._anchor_standalone()
-                await store.append(self.id, STANDALONE, b"")
+                await self._append(STANDALONE, b"")
             if stream.delivered is not None:
-                replay = await store.replay_after(self.id, stream.delivered)
+                replay = await self._replay_attached(stream.delivered)
                 if replay is not None:
                     attachment.replay = replay.events
                     attachment.skip = frozenset(event_id for event_id, _ in replay.events)
@@ -766,7 +794,7 @@ class HttpSession(Routing):
         # Events appended between the first look and attaching are in neither the first
         # replay nor the live channel: look again from where the first replay ended.
         cursor = first.events[-1][0] if first.events else last_event_id
-        second = await store.replay_after(self.id, cursor)
+        second = await self._replay_attached(cursor)
         events = first.events + (second.events if second is not None else [])
         attachment.replay = events
         attachment.skip = frozenset(event_id for event_id, _ in events)
@@ -775,6 +803,16 @@ class HttpSession(Routing):
             self._detach(stream, attachment)
         self._retained.pop(stream.id, None)
         return attachment
+
+    async def _replay_attached(self, event_id: str) -> Replay | None:
+        # A replay for a connection already attached: a store that cannot be reached
+        # costs it the replay (live events still come), never the attachment.
+        assert self.id is not None
+        try:
+            return await self._store.replay_after(self.id, event_id)
+        except StoreUnavailable as exc:
+            _log.warning("session %s: a stream goes on without its replay: %s", self.id, exc)
+            return None
 
     def _resume_elsewhere(self, replay: Replay, last_event_id: str) -> Attachment:
         # A stream of another replica's copy, in the store they share: what is stored,

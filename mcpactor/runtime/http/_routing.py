@@ -31,6 +31,12 @@
 # session has no router task at all: what its requests send is routed in their own
 # tasks (an Outbox without a channel).
 #
+# Leases: in a session shared by replicas, a request stream's first event is appended with
+# a lease on its requests (_leases.py), which the stream gives back when it completes, so
+# that a client following it from another replica learns when its requests died with
+# this one. Where the store cannot be reached, cleaning up after a stream (forgetting its
+# events) is left to the store's expiry: it never fails a request or a session.
+#
 # ``Routing`` is the stream table and the router; ``HttpSession`` (_http_session.py)
 # is one, and adds its lifetime and what clients send.
 
@@ -38,12 +44,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Final
 
 import orjson
 import trio
 
-from ...protocol import JSONValue, RequestId, answered_ids, describe, serialize
+from ...protocol import JSONValue, RequestId, answered_ids, describe, serialize, unanswered_reply
 from .._messages import RESPONSE, SIGNAL, Outbound, Outbox, StreamSignal
 from .._session_actor import SessionActor
 from ._session_records import StoreUnavailable
@@ -51,6 +58,7 @@ from ._streams import Attachment, Item, Stream
 
 if TYPE_CHECKING:
     from ._event_store import EventStore
+    from ._leases import LeaseKeeper
 
 __all__ = ["STANDALONE", "Routing"]
 
@@ -69,6 +77,7 @@ class Routing:
         "_clock",
         "_ended",
         "_json_only",
+        "_leases",
         "_next_stream",
         "_retained",
         "_single_stream",
@@ -105,6 +114,8 @@ class Routing:
         self._store = store
         # whether the last append found the event store unreachable (warned once)
         self._store_down = False
+        # the leases of this replica's request streams; None: the session is not shared
+        self._leases: LeaseKeeper | None = None
         self._single_stream = single_stream
         self._json_only = json_only
         self._ended = False
@@ -169,12 +180,44 @@ class Routing:
         return event_id
 
     async def _append_waiting(self, stream_id: str, data: bytes) -> str | None:
-        # _append in a store that must be awaited. A shared store that cannot be reached
-        # costs the event its id (it is sent, not resumable), never the request or the
-        # session.
+        # _append in a store that must be awaited.
         assert self.id is not None
+        return await self._stored(self._store.append(self.id, stream_id, data))
+
+    async def _append_leased(self, stream: Stream, data: bytes) -> str | None:
+        # The first event of a request stream in a shared session, with its lease.
+        leases = self._leases
+        assert leases is not None
+        assert self.id is not None
+        requests = tuple(stream.pending)
+        store = self._store
+        event_id = await self._stored(
+            store.append_leased(self.id, stream.id, data, requests, leases.seconds)
+        )
+        if event_id is None:
+            return None  # not stored: the next event tries again
+        stream.leased = True
+        if stream.complete:
+            # Answered (or abandoned) while the event was on its way to the store.
+            self._unlease(stream)
+        else:
+            leases.hold(self.id, stream.id)
+        return event_id
+
+    def _unlease(self, stream: Stream) -> None:
+        # The stream's requests are answered or gone: its lease is dropped.
+        if stream.leased:
+            stream.leased = False
+            leases = self._leases
+            if leases is not None and self.id is not None:
+                leases.release(self.id, stream.id)
+
+    async def _stored(self, append: Awaitable[str]) -> str | None:
+        # An append to a store that must be awaited. A shared store that cannot be
+        # reached costs the event its id (it is sent, not resumable), never the request
+        # or the session.
         try:
-            event_id = await self._store.append(self.id, stream_id, data)
+            event_id = await append
         except StoreUnavailable as exc:
             if not self._store_down:
                 self._store_down = True
@@ -204,11 +247,16 @@ class Routing:
         if negotiated is None or not negotiated.revision.priming_event:
             return
         assert self.id is not None
-        event_id = self._store.append_now(self.id, stream.id, b"")
-        if event_id is None:
-            event_id = await self._append_waiting(stream.id, b"")
+        if self._leases is not None and stream.pending:
+            event_id = await self._append_leased(stream, b"")
             if event_id is None:
                 return
+        else:
+            event_id = self._store.append_now(self.id, stream.id, b"")
+            if event_id is None:
+                event_id = await self._append_waiting(stream.id, b"")
+                if event_id is None:
+                    return
         item = (event_id, b"", False)
         if not self._push_now(stream, item):
             await self._push_waiting(stream, item)
@@ -221,7 +269,11 @@ class Routing:
         self._forget_now(stream)
         if self.resumable and stream.sse:
             assert self.id is not None
-            await self._store.forget_stream(self.id, stream.id)
+            try:
+                await self._store.forget_stream(self.id, stream.id)
+            except StoreUnavailable as exc:
+                # Its events expire with the store's ttl.
+                _log.debug("stream %s kept in the event store: %s", stream.id, exc)
 
     def _retain_now(self, stream: Stream) -> bool:
         # Retain a finished SSE stream, making room as far as the store forgets at once;
@@ -398,6 +450,8 @@ class Routing:
         del self._by_request[related]
         stream.pending.clear()
         stream.complete = True
+        if stream.leased:
+            self._unlease(stream)
         self.touch()
         conn = stream.conn
         if conn is not None:
@@ -451,7 +505,17 @@ class Routing:
             # (% formats into a buffer of the result's size; bytes(memoryview(data))
             # costs four times as much for a short message).
             data = b"%s" % data
-            event_id = await self._append(stream.id, data)
+            if (
+                self._leases is not None
+                and not stream.leased
+                and not final
+                and stream.pending
+                and stream is not self.standalone
+            ):
+                # A revision without priming events: the first message takes the lease.
+                event_id = await self._append_leased(stream, data)
+            else:
+                event_id = await self._append(stream.id, data)
         await self._push(stream, (event_id, data, final))
 
     async def _push(self, stream: Stream, item: Item) -> None:
@@ -488,6 +552,7 @@ class Routing:
 
     async def _complete(self, stream: Stream) -> None:
         stream.complete = True
+        self._unlease(stream)
         conn = stream.conn
         if conn is not None:
             # The writer drains what is queued, then ends the response; ``release``
@@ -496,15 +561,21 @@ class Routing:
         else:
             await self._retain_or_forget(stream)
 
-    def _end_streams(self) -> None:
-        # The actor is done: requests still owed an answer get an error, every
-        # connection ends.
+    def _end_streams(self, unanswered: str | None = None) -> None:
+        # The actor is done: requests still owed an answer get an error (saying
+        # ``unanswered``, if given), every connection ends.
         for stream in list(self._streams.values()):
+            self._unlease(stream)
             conn = stream.conn
             if conn is None:
                 continue
             if stream.pending:
-                data = orjson.dumps(self.actor.core.ended_reply(stream.pending))
+                reply = (
+                    self.actor.core.ended_reply(stream.pending)
+                    if unanswered is None
+                    else unanswered_reply(stream.pending, unanswered)
+                )
+                data = orjson.dumps(reply)
                 stream.pending.clear()
                 with contextlib.suppress(
                     trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError

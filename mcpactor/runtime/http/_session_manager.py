@@ -34,7 +34,18 @@
 # a local copy, which writes the record again at most every ``touch_interval`` seconds
 # while it serves requests. Ending a session (DELETE, expiry) removes the record and
 # tells every copy; a copy that went idle while another replica wrote the record since
-# only drops itself (_session_store.py). Without replicas none of this runs.
+# only drops itself (_session_store.py), and so does every copy of a replica that stops:
+# stopping is this replica's business, and its sessions live on in the others. A shared
+# session that gives way in a full table (below) drops its copy here too, and ends
+# everywhere only if no other replica wrote its record since. The requests this replica
+# runs for shared sessions hold leases (_leases.py), renewed by one task, so that
+# clients following their streams elsewhere learn if they die with it. Without replicas
+# none of this runs.
+#
+# Work spawned for the sessions (their ends, record writes, followers) runs in the
+# manager's nursery, whose failure would end the server: what fails there is logged and
+# contained (invariant 10). A store that cannot be reached leaves what would have been
+# cleaned up to its ttl, and never ends the process.
 #
 # Two more timers end waits of SSE writers (see transports/_http_writer.py): the short one of a
 # priming event held back for the answer behind it, and the longer one before a
@@ -64,8 +75,15 @@ from .._stateless import StatelessHost, StatelessOptions
 from ._event_store import EventStore
 from ._follow import Followers
 from ._http_session import HttpSession, SessionKind
+from ._leases import LeaseKeeper
 from ._relay import Relayed, RelayKind, RemoteChanges, Replicas
-from ._session_store import MemorySessionStore, SessionRecord, SessionStore, principal_identity
+from ._session_store import (
+    MemorySessionStore,
+    SessionRecord,
+    SessionStore,
+    StoreUnavailable,
+    principal_identity,
+)
 from ._streams import NudgeTimer
 from ._watch import LateWatch
 
@@ -219,6 +237,8 @@ class SessionManager:
         # Ids of sessions whose record a request is reading to adopt them: the requests
         # that name one meanwhile wait for that read instead of making their own.
         self._adopting: dict[str, trio.Event] = {}
+        #: the leases of the requests this replica runs for shared sessions
+        self.leases = LeaseKeeper(event_store) if replicas is not None else None
 
     def statistics(self) -> ManagerStatistics:
         """Return how many sessions and connections are live right now."""
@@ -253,6 +273,9 @@ class SessionManager:
             manager.start_soon(self.coalescing.run)
             manager.start_soon(self.watch_delay.run)
             manager.start_soon(self.late_watch.run)
+            if self.leases is not None:
+                # Cancelled once every session has ended: then it drops what is left.
+                await manager.start(self.leases.run)
             if self.replicas is not None:
                 await manager.start(self.replicas.relay.serve, self._take_relayed)
                 if self.replicas.changes is not None:
@@ -269,7 +292,11 @@ class SessionManager:
                     finally:
                         # Also when cancelled: sleeping sessions have no task to cancel.
                         for session in list(self._live):
-                            self.close_session(session)
+                            if session.replicas is not None and not session.closing:
+                                # The session lives on in the other replicas.
+                                self._drop_copy(session)
+                            else:
+                                self.close_session(session)
                 tasks.cancel_scope.cancel()
             manager.cancel_scope.cancel()
 
@@ -341,7 +368,7 @@ class SessionManager:
                 session.actor.core.adopt(protocol_version, dict(_STATELESS_CLIENT))
             session.serve_in_place(self._nursery)
         elif kind is SessionKind.STREAMABLE and self.replicas is not None:
-            session.share(self.replicas, self.record_ttl)
+            session.share(self.replicas, self.record_ttl, leases=self.leases)
         self._live.add(session)
         self._open.add(session)
         if client is not None:
@@ -426,9 +453,12 @@ class SessionManager:
             _log.exception("session %s failed", session.id)
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        """Run a piece of a session's work in the manager's nursery (a teardown, a follower)."""
+        """Run a piece of a session's work in the manager's nursery (a teardown, a follower).
+
+        A failure of ``fn`` is logged, never raised into the nursery (the server's).
+        """
         assert self._nursery is not None
-        self._nursery.start_soon(fn)
+        self._nursery.start_soon(_contained, fn)
 
     def ended(self, session: HttpSession) -> None:
         """``session`` has ended: forget it."""
@@ -599,7 +629,7 @@ class SessionManager:
                 )
         session = HttpSession(self, SessionKind.STREAMABLE, record.id, principal)
         try:
-            session.share(replicas, self.record_ttl, record)
+            session.share(replicas, self.record_ttl, record, leases=self.leases)
         except ProtocolError as exc:
             _log.warning("session %s cannot be adopted here: %s", record.id, exc)
             session.close()
@@ -660,6 +690,25 @@ class SessionManager:
             _log.debug("session %s expired after %s s idle", session.id, self.idle_timeout)
             self.close_session(session)
 
+    async def _end_unless_served_elsewhere(self, session_id: str) -> None:
+        # A copy that gave way: its session ends everywhere unless another replica wrote
+        # the record since (it serves the session there).
+        replicas = self.replicas
+        assert replicas is not None
+        try:
+            record = await replicas.records.get(session_id)
+        except StoreUnavailable as exc:
+            _log.debug("session %s is left to expire: %s", session_id, exc)
+            return
+        if (
+            record is not None
+            and record.touched_by == replicas.replica_id
+            and self.get(session_id) is None
+            and session_id not in self._ending
+        ):
+            self._ending.add(session_id)
+            await self._end_everywhere(session_id)
+
     def _drop_copy(self, session: HttpSession) -> None:
         self.sessions.remove(session)
         self._release(session)
@@ -710,7 +759,12 @@ class SessionManager:
             session = self.sessions.get(session_id)
             if session is not None and not session.closing and not session.busy():
                 del self._unconfirmed[session_id]
-                self.close_session(session)
+                if session.replicas is not None:
+                    # Unconfirmed here may be in use elsewhere: only this copy goes now.
+                    self._drop_copy(session)
+                    self.spawn(functools.partial(self._end_unless_served_elsewhere, session_id))
+                else:
+                    self.close_session(session)
                 self.given_way += 1
                 return True
         return False
@@ -732,3 +786,11 @@ class SessionManager:
                     self._drop_copy(session)
                 else:
                     self.close_session(session)
+
+
+async def _contained(fn: Callable[[], Awaitable[None]]) -> None:
+    # A session's work in the manager's nursery: its failure ends that work only.
+    try:
+        await fn()
+    except Exception:
+        _log.exception("a session's work failed")

@@ -36,10 +36,12 @@ _CAPACITY: Final = 64
 class Stream:
     """One response stream of a session: what it still owes and who is writing it."""
 
-    __slots__ = ("complete", "conn", "delivered", "id", "pending", "sse")
+    __slots__ = ("complete", "conn", "delivered", "id", "leased", "pending", "sse")
 
     def __init__(self, stream_id: str) -> None:
         self.id = stream_id
+        #: its requests hold a lease in a shared event store (see _leases.py)
+        self.leased = False
         #: ids of the requests whose responses this stream still owes
         self.pending: set[RequestId] = set()
         self.conn: Attachment | None = None
