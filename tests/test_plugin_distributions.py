@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -25,6 +24,8 @@ import mcpactor
 import mcpactor.cli
 from mcpactor.console import serve_plugin
 from mcpactor.plugins import load_plugin
+
+from .launching import list_tools_over_stdio, required_settings
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 PLUGINS: Final = sorted(path.parent for path in (ROOT / "plugins").glob("*/pyproject.toml"))
@@ -141,47 +142,9 @@ def test_python_dash_m_serves_the_plugin_over_stdio(plugin: Path, tmp_path: Path
     # initialize and tools/list as the plugin.
     package = _project(plugin)["name"].replace("-", "_")
     env = {**os.environ, "HOME": str(tmp_path)}
-    for variable in _server_json(plugin)["packages"][0].get("environmentVariables", []):
-        if variable.get("isRequired"):
-            env[variable["name"]] = _required_setting(variable["name"], tmp_path)
-    messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    ]
-    done = subprocess.run(
-        [sys.executable, "-m", package],
-        input="".join(json.dumps(message) + "\n" for message in messages),
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=60,
-        check=False,
+    env.update(required_settings(_server_json(plugin), tmp_path))
+    initialized, tools = list_tools_over_stdio(
+        [sys.executable, "-m", package], cwd=tmp_path, env=env
     )
-    assert done.returncode == 0, done.stderr
-    answers = {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}
-    assert answers[1]["result"]["serverInfo"]["name"] == load_plugin(_entry_point(plugin)).name
-    assert answers[2]["result"]["tools"], answers[2]
-
-
-def _required_setting(name: str, folder: Path) -> str:
-    # What each required setting of the bundled plugins needs to start: somewhere to read.
-    if name == "MCPACTOR_FS_ROOTS":
-        return str(folder)
-    if name == "MCPACTOR_SQLITE_DB":
-        import sqlite3
-
-        path = folder / "empty.db"
-        sqlite3.connect(path).close()
-        return str(path)
-    raise AssertionError(f"no value for the required setting {name}")
+    assert initialized["serverInfo"]["name"] == load_plugin(_entry_point(plugin)).name
+    assert tools
