@@ -12,6 +12,7 @@ import datetime
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -321,3 +322,18 @@ def test_project_names_says_what_each_field_is() -> None:
         "scheme": "weather",
     }
     assert _new.project_names("server", "mcpactor-weather")["plugin"] == "mcpactor-weather"
+
+
+def test_the_docs_show_what_is_written(tmp_path: Path) -> None:
+    # docs/new-project.md shows pyproject.toml in part and server.json whole, for
+    # `mcpactor new plugin mcpactor-weather --namespace io.github.alice`.
+    page = (ROOT / "docs" / "new-project.md").read_text(encoding="utf-8")
+    (toml_block,) = re.findall(r"^```toml\n(.*?)^```", page, re.S | re.M)
+    (json_block,) = re.findall(r"^```json\n(.*?)^```", page, re.S | re.M)
+    status, _, err = new(tmp_path, "plugin", "mcpactor-weather", "--namespace", "io.github.alice")
+    assert (status, err) == (0, "")
+    project = tmp_path / "mcpactor-weather"
+    assert json.loads(json_block) == json.loads((project / "server.json").read_text())
+    shown = tomllib.loads(toml_block)["project"]
+    written = tomllib.loads((project / "pyproject.toml").read_text())["project"]
+    assert shown == {key: written[key] for key in shown}
