@@ -151,7 +151,7 @@ def test_a_server_is_one_file_with_its_test(tmp_path: Path) -> None:
         ("class", "its module 'class' is a Python keyword"),
         ("json", "its module 'json' would hide the standard library's"),
         ("mcpactor", "'mcpactor' is taken by mcpactor itself"),
-        ("trio", "a module 'trio' is installed already"),
+        ("trio", "a module 'trio' is importable here already"),
         ("clock", "the plugin name 'clock' is taken by mcpactor-clock"),
     ],
 )

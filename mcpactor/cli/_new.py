@@ -256,8 +256,8 @@ def _check_name(name: str) -> None:
     if found is not None:
         where = found.origin or (list(found.submodule_search_locations or []) or ["?"])[0]
         raise ConfigError(
-            f"NAME: a module {module!r} is installed already ({where}); the two would "
-            "hide one another: choose another name"
+            f"NAME: a module {module!r} is importable here already ({where}); the two "
+            "would hide one another: choose another name"
         )
 
 
