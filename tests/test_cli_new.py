@@ -175,6 +175,7 @@ def test_a_bad_name_is_refused_and_nothing_is_written(
         (["--author", "a\\b"], "--author: expected one line of text"),
         (["--author", "two\nlines"], "got '\\n'"),
         (["--author", "  "], "got nothing but spaces"),
+        (["--description", " ..."], "got nothing but full stops"),
     ],
 )
 def test_a_bad_option_is_refused_and_nothing_is_written(

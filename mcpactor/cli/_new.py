@@ -184,6 +184,10 @@ def project_names(
     if description is None:
         description = "An MCP server that greets people by name"
     _check_text("--description", description)
+    # Each file ends the sentence as its format does (or not, in server.json).
+    description = description.strip().rstrip(".")
+    if not description:
+        raise ConfigError("--description: expected a sentence, got nothing but full stops")
     if len(description) > _MAX_DESCRIPTION:
         raise ConfigError(
             f"--description: the MCP registry takes at most {_MAX_DESCRIPTION} characters, "
@@ -200,10 +204,10 @@ def project_names(
         # a URI scheme has no '_'
         "scheme": plugin.replace("_", "-"),
         "title": title,
-        "description": description.rstrip("."),
+        "description": description,
         # the first lines of a module's docstring, after its opening quotes
         "docstring": textwrap.fill(
-            description.rstrip(".") + ".",
+            description + ".",
             width=99,
             initial_indent='"""',
             break_long_words=False,
