@@ -125,11 +125,11 @@ def test_a_plugins_server_json_names_its_release(plugin: Path) -> None:
     assert package["registryType"] == "pypi"
     assert package["identifier"] == project["name"]
     assert package["transport"] == {"type": "stdio"}
-    # What a client runs: mcpactor serve ENTRY-POINT, as the plugin's README says.
-    assert [argument["value"] for argument in package["packageArguments"]] == [
-        "serve",
-        entry_point,
-    ]
+    # What a client runs: `uvx DISTRIBUTION`, the console script that serves the plugin
+    # (tests/test_plugin_distributions.py checks what it runs).
+    assert package["runtimeHint"] == "uvx"
+    assert "packageArguments" not in package
+    assert project["name"] in project["scripts"]
     assert document["name"] == f"io.github.mcpactor/{entry_point}"
 
 

@@ -49,6 +49,7 @@ _COMMANDS: Final = {
     "dev": ("._dev", "dev"),
     "inspect": ("._inspect", "inspect"),
     "install": ("._install", "install"),
+    "new": ("._new", "new"),
     "top": ("._top", "top"),
 }
 
@@ -203,7 +204,7 @@ def _add_global_arguments(parser: argparse.ArgumentParser, *, command: bool) -> 
 
 
 #: every command, in the order ``--help`` lists them
-_COMMAND_NAMES: Final = ("serve", "call", "plugins", "inspect", "install", "top", "dev")
+_COMMAND_NAMES: Final = ("serve", "call", "plugins", "inspect", "install", "top", "new", "dev")
 
 
 def _command_of(arguments: Sequence[str]) -> str | None:
@@ -257,6 +258,10 @@ def _build_parser(only: str | None = None) -> argparse.ArgumentParser:
         from ._top import add_top_parser
 
         add_top_parser(commands, _add_global_arguments)
+    if only in (None, "new"):
+        from ._new import add_new_parser
+
+        add_new_parser(commands, _add_global_arguments)
     if only in (None, "dev"):
         from ._dev import add_dev_parser
 
