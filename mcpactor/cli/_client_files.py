@@ -45,12 +45,12 @@ def merged_entry(
 def _servers(data: Any, key: str, source: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(
-            f"{source}: expected a {_kind(dict)} at the top, got {_kind(type(data))}; {_LEFT}"
+            f"{source}: expected an object at the top, got {_kind(type(data))}; {_LEFT}"
         )
     servers = data.get(key, {})
     if not isinstance(servers, dict):
         raise ConfigError(
-            f"{source}: {key}: expected an {_kind(dict)} of servers, got "
+            f"{source}: {key}: expected an object of servers, got "
             f"{_kind(type(servers))}; {_LEFT}"
         )
     return servers
