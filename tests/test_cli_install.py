@@ -463,3 +463,32 @@ def test_scopes_names_and_modules(
     status, _, err = run(capsys, "cursor", "clock", "--env", "oops")
     assert status == 2
     assert "--env expects KEY=VALUE, got 'oops'" in err
+
+
+# --- the docs page ---------------------------------------------------------------------------
+
+
+def shown_after(command: str) -> str:
+    """What the dev-loop page shows under ``$ command``, up to the end of its block."""
+    page = (ROOT / "docs" / "dev-loop.md").read_text()
+    return page.split(f"$ {command}\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="the Linux default paths")
+def test_the_dev_loop_page_shows_what_install_does(
+    places: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, _ = places
+    monkeypatch.chdir(ROOT)
+    command = "mcpactor install claude-desktop examples/quickstart.py --env QUICKSTART_GREETING=Hi"
+    status, _, err = run(capsys, *command.split()[2:])
+    assert status == 0
+    assert err.replace(str(home), "/home/me") == shown_after(command)
+    command = "mcpactor install claude-desktop cloc"
+    status, _, err = run(capsys, *command.split()[2:])
+    assert status == 1
+    assert err == shown_after(command)
+    command = "mcpactor install generic examples/quickstart.py --launch uvx"
+    status, out, _ = run(capsys, *command.split()[2:])
+    assert status == 0
+    assert out.replace(str(ROOT), "/home/me/project") == shown_after(command)

@@ -295,3 +295,22 @@ def test_repl_takes_no_args() -> None:
     )
     assert done.returncode == 2
     assert "--args goes with --tool or --prompt" in done.stderr
+
+
+def test_the_dev_loop_page_shows_a_session_as_it_is() -> None:
+    page = (ROOT / "docs" / "dev-loop.md").read_text()
+    command = "mcpactor call --repl -- mcpactor serve examples/quickstart.py"
+    shown = page.split(f"$ {command}\n", 1)[1].split("```", 1)[0].splitlines()
+    typed = [line.removeprefix("mcp> ") for line in shown if line.startswith("mcp> ")]
+    printed = [line for line in shown if not line.startswith("mcp> ")]
+    # Piped, the same lines without the prompts.
+    done = subprocess.run(
+        [*REPL, "--", sys.executable, "-m", "mcpactor", "serve", "examples/quickstart.py"],
+        input="\n".join(typed) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=DEADLINE,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == printed

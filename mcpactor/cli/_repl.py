@@ -438,7 +438,7 @@ class _Repl:
 
     async def do_tools(self, rest: str) -> None:
         tools = await self._list("tools/list", "tools")
-        self.console.say(f"{len(tools)} tools")
+        self.console.say(_count(len(tools), "tool"))
         for tool in tools:
             signature = _signature(tool.get("inputSchema"))
             self.console.say(_row(f"{tool.get('name')}({signature})", tool.get("description")))
@@ -446,7 +446,9 @@ class _Repl:
     async def do_resources(self, rest: str) -> None:
         resources = await self._list("resources/list", "resources")
         templates = await self._list("resources/templates/list", "resourceTemplates")
-        self.console.say(f"{len(resources)} resources, {len(templates)} templates")
+        self.console.say(
+            f"{_count(len(resources), 'resource')}, {_count(len(templates), 'template')}"
+        )
         for resource in resources:
             self.console.say(_row(str(resource.get("uri")), resource.get("description")))
         for template in templates:
@@ -454,7 +456,7 @@ class _Repl:
 
     async def do_prompts(self, rest: str) -> None:
         prompts = await self._list("prompts/list", "prompts")
-        self.console.say(f"{len(prompts)} prompts")
+        self.console.say(_count(len(prompts), "prompt"))
         for prompt in prompts:
             arguments = prompt.get("arguments")
             names = [
@@ -579,6 +581,10 @@ def _in_main_thread() -> bool:
     import threading
 
     return threading.current_thread() is threading.main_thread()
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _json(value: Any) -> str:
