@@ -118,7 +118,7 @@ def call(args: argparse.Namespace) -> int:
     if args.repl:
         from ._repl import repl
 
-        return repl(args)
+        return repl(args, ProgressDisplay)
     return trio.run(_call_server, args)
 
 

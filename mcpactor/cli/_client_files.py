@@ -50,14 +50,16 @@ def _servers(data: Any, key: str, source: Path) -> dict[str, Any]:
     servers = data.get(key, {})
     if not isinstance(servers, dict):
         raise ConfigError(
-            f"{source}: {key}: expected an object of servers, got "
-            f"{_kind(type(servers))}; {_LEFT}"
+            f"{source}: {key}: expected an object of servers, got {_kind(type(servers))}; {_LEFT}"
         )
     return servers
 
 
+_KINDS: Final[dict[type, str]] = {dict: "object", list: "list", str: "string"}
+
+
 def _kind(kind: type) -> str:
-    return {dict: "object", list: "list", str: "string"}.get(kind, kind.__name__)
+    return _KINDS.get(kind, kind.__name__)
 
 
 def _check(result: Any, expected: Any, source: Path) -> None:
@@ -327,8 +329,11 @@ def set_yaml_entry(
     env_field: str = "envs",
 ) -> str:
     """``text`` with ``entry`` as ``key.name``, read and written whole (see the module)."""
+    import importlib
+
     try:
-        import yaml
+        # Untyped (its stubs are no dependency): it is used as Any.
+        yaml: Any = importlib.import_module("yaml")
     except ModuleNotFoundError:
         raise ConfigError(
             f"{source}: this client's file is YAML, which needs PyYAML: pip install pyyaml"

@@ -19,7 +19,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -70,13 +70,17 @@ def history_path() -> Path:
     return base / "mcpactor" / "call_history"
 
 
-def repl(args: argparse.Namespace) -> int:
-    """Run the session ``args`` name, a line at a time; return the exit status."""
+def repl(args: argparse.Namespace, progress_display: Callable[[TextIO, str], Any]) -> int:
+    """Run the session ``args`` name, a line at a time; return the exit status.
+
+    ``progress_display(stream, mode)`` makes what shows a call's progress (``call``'s
+    display, passed in so that this module does not import that one back).
+    """
     terminal = sys.stdin.isatty()
     with _terminal_kept(terminal):
         lines = _LineReader(terminal)
         try:
-            status = trio.run(_session, args, lines)
+            status = trio.run(_session, args, lines, progress_display)
         finally:
             lines.save()
     if lines.reading:
@@ -242,7 +246,9 @@ def _escaped(text: str, length: int = _MAX_SHOWN) -> str:
     return shown
 
 
-async def _session(args: argparse.Namespace, lines: _LineReader) -> int:
+async def _session(
+    args: argparse.Namespace, lines: _LineReader, progress_display: Callable[[TextIO, str], Any]
+) -> int:
     from ..protocol import LATEST
 
     console = _Console(lines)
@@ -255,7 +261,10 @@ async def _session(args: argparse.Namespace, lines: _LineReader) -> int:
                 f"{_escaped(clip(str(info.get('version', '')), 50))} "
                 f"(protocol {client.protocol_version}); 'help' lists the commands"
             )
-            repl = _Repl(client, console, lines, args.timeout, getattr(args, "progress", "auto"))
+            mode = getattr(args, "progress", "auto")
+            repl = _Repl(
+                client, console, lines, args.timeout, lambda: progress_display(sys.stderr, mode)
+            )
             await repl.names()
             return await repl.run()
     except RequestError as exc:
@@ -320,7 +329,7 @@ class _Repl:
         console: _Console,
         lines: _LineReader,
         timeout: float | None,
-        progress: str,
+        progress: Callable[[], Any],
     ) -> None:
         self.client = client
         self.console = console
@@ -469,10 +478,8 @@ class _Repl:
             )
 
     async def do_call(self, rest: str) -> None:
-        from ._call import ProgressDisplay
-
         name, arguments = _name_and_object(rest, "call TOOL [JSON]")
-        display = ProgressDisplay(sys.stderr, self.progress)
+        display = self.progress()
         try:
             result = await self.client.request(
                 "tools/call",
