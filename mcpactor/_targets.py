@@ -36,7 +36,14 @@ def load_server(target: str) -> Server:
             the file and line), or holds no Server where the target says.
     """
     spec, _, attr = target.partition(":")
-    module = _import_target(target, spec)
+    try:
+        module = _import_target(target, spec)
+    except TargetError as exc:
+        missing = exc.__cause__
+        if not attr and isinstance(missing, ModuleNotFoundError) and missing.name == spec:
+            # A bare word is as likely a plugin's name misspelt: say which are installed.
+            raise TargetError(_not_found(target)) from missing
+        raise
     if attr:
         obj: Any = _attribute(target, module, spec, attr)
         if callable(obj) and not isinstance(obj, Server):
@@ -53,6 +60,19 @@ def load_server(target: str) -> Server:
         return found[0]
     raise TargetError(
         f"{target!r}: found {len(found)} Server objects in {spec!r}; name one as {spec}:ATTR"
+    )
+
+
+def _not_found(target: str) -> str:
+    from .plugins import plugin_names
+
+    installed = plugin_names()
+    return "\n".join(
+        [
+            f"{target!r}: no installed plugin or module named {target!r}",
+            f"  installed plugins: {', '.join(installed) if installed else 'none'}",
+            "  (modules are looked for in the current directory and sys.path)",
+        ]
     )
 
 

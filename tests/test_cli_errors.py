@@ -97,6 +97,14 @@ async def test_a_missing_module_is_named(tmp_path: Path) -> None:
     assert "no module named 'weather'" in text
 
 
+async def test_a_word_that_is_no_plugin_names_the_installed_ones(tmp_path: Path) -> None:
+    # A misspelt plugin is as likely as a missing module: both are said.
+    text = short_report(await run_serve("cloc", cwd=tmp_path))
+    assert "'cloc': no installed plugin or module named 'cloc'" in text
+    assert "installed plugins: " in text
+    assert "clock" in text.partition("installed plugins: ")[2]
+
+
 async def test_a_missing_dependency_of_the_module_names_both(tmp_path: Path) -> None:
     server_file(tmp_path, "needy.py", "import requests_that_are_not_installed\n" + GOOD)
     (tmp_path / "pkg").mkdir()

@@ -607,7 +607,7 @@ def _add_call_parser(commands: Any) -> None:
             "result. A JSON-RPC error goes to stderr with exit status 1; a tool result "
             "with isError: true is a result (exit status 0)."
         ),
-        usage="%(prog)s (--list | --tool NAME | --resource URI | --prompt NAME) "
+        usage="%(prog)s (--list | --tool NAME | --resource URI | --prompt NAME | --repl) "
         "[--args JSON] [--protocol-version V] (--url URL [--header 'NAME: VALUE'] | "
         "-- COMMAND [ARGS...])",
     )
@@ -619,6 +619,12 @@ def _add_call_parser(commands: Any) -> None:
     action.add_argument("--tool", metavar="NAME", help="call the tool NAME")
     action.add_argument("--resource", metavar="URI", help="read the resource at URI")
     action.add_argument("--prompt", metavar="NAME", help="get the prompt NAME")
+    action.add_argument(
+        "--repl",
+        action="store_true",
+        help="an interactive session: list, call, read, get prompts, see notifications "
+        "('help' lists the commands; history in the user's state directory)",
+    )
     call.add_argument(
         "--args",
         type=_json_object,

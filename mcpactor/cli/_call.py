@@ -98,7 +98,7 @@ def call(args: argparse.Namespace) -> int:
     """Make the one request ``args`` ask for; return the exit status."""
     import trio
 
-    if args.args is not None and (args.list or args.resource is not None):
+    if args.args is not None and (args.list or args.repl or args.resource is not None):
         print("mcpactor call: error: --args goes with --tool or --prompt", file=sys.stderr)
         return 2
     if (args.url is None) == (not args.server_command):
@@ -119,6 +119,10 @@ def call(args: argparse.Namespace) -> int:
         from ._extras import require
 
         require("http", "mcpactor call --url", modules=("h11",))
+    if args.repl:
+        from ._repl import repl
+
+        return repl(args, ProgressDisplay)
     return trio.run(_call_server, args)
 
 

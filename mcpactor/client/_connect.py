@@ -159,12 +159,15 @@ async def connect_stdio(
     protocol_version: str = LATEST.version,
     shutdown_timeout: float = 5.0,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    own_session: bool = False,
     **client: Unpack[ClientArgs],
 ) -> AsyncIterator[ClientSession]:
     """Start ``command`` as a stdio MCP server and yield a client connected to it.
 
     Messages are newline-delimited JSON on the child's stdin and stdout; its stderr is
-    ours. ``env`` replaces the child's environment (default: inherit). On exit stdin is
+    ours. ``env`` replaces the child's environment (default: inherit). ``own_session``
+    starts it in a process session of its own, so a terminal's Ctrl-C reaches only the
+    client (which may cancel a request with it), not the server. On exit stdin is
     closed and the child gets ``shutdown_timeout`` seconds to exit before SIGTERM, and as
     long again before SIGKILL. ``initialize``, ``protocol_version`` (a session revision,
     a stateless one, or ``"auto"``) and ``client`` are as for ``connect_memory``.
@@ -178,6 +181,7 @@ async def connect_stdio(
         stdout=subprocess.PIPE,
         env=dict(env) if env is not None else None,
         cwd=cwd,
+        start_new_session=own_session,
     )
     stdin, stdout = process.stdin, process.stdout
     assert stdin is not None

@@ -83,7 +83,9 @@ async def test_bad_args_are_a_usage_error() -> None:
 async def test_exactly_one_action_is_required() -> None:
     done = await mcpactor_call()
     assert done.returncode == 2
-    assert b"one of the arguments --list --tool --resource --prompt is required" in done.stderr
+    assert b"one of the arguments --list --tool --resource --prompt --repl is required" in (
+        done.stderr
+    )
     done = await mcpactor_call("--list", "--tool", "add")
     assert done.returncode == 2
     assert b"not allowed with argument" in done.stderr
