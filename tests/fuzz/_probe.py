@@ -80,6 +80,14 @@ class Served:
             file.seek(offset)
             return file.read().decode("utf-8", "replace")
 
+    def whole_lines_since(self, offset: int) -> tuple[str, int]:
+        """The log's whole lines from ``offset``, and the offset after them."""
+        with self.log.open("rb") as file:
+            file.seek(offset)
+            data = file.read()
+        end = data.rfind(b"\n") + 1
+        return data[:end].decode("utf-8", "replace"), offset + end
+
     def rss(self) -> int:
         """The process's resident memory, in bytes."""
         status = Path(f"/proc/{self.popen.pid}/status").read_text()
@@ -108,6 +116,7 @@ def _plant(directory: Path) -> tuple[Path, Path, Path]:
     database = directory / "data.sqlite"
     with contextlib.closing(sqlite3.connect(database)) as connection:
         connection.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, data BLOB)")
+        connection.execute("CREATE INDEX items_by_name ON items (name)")
         connection.executemany(
             "INSERT INTO items (name, data) VALUES (?, ?)",
             [(f"item {n}", bytes(64)) for n in range(100)],
@@ -129,6 +138,8 @@ def _deployment(kind: str, directory: Path, root: Path, database: Path) -> Path:
             MCPACTOR_SQLITE_DB = "{database}"
             MCPACTOR_SQLITE_TIMEOUT = "1"
             MCPACTOR_MEMORY_DB = "{directory / "memory.db"}"
+            MCPACTOR_MEMORY_MAX_RESULT_BYTES = "262144"
+            MCPACTOR_MEMORY_MAX_GRAPH_BYTES = "2097152"
 
             [http]
             host = "127.0.0.1"
@@ -194,6 +205,32 @@ def serve(kind: str, directory: Path) -> Iterator[Served]:
             except subprocess.TimeoutExpired:
                 popen.kill()
                 popen.wait()
+
+
+# --- the log --------------------------------------------------------------------------------
+
+# A record's first line, as ``mcpactor serve`` writes text logs, or its own start-up lines.
+_RECORD: Final = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: |mcpactor: ")
+# What no line of a text log may hold raw: control characters (a forged line, a
+# rewritten screen), the Unicode line separators and the bidirectional controls.
+_UNSAFE: Final = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+#: the longest line a record writes (a message is clipped at 4096 characters, each
+#: escaped into at most six)
+MAX_LOG_LINE: Final = 6 * 4096 + 512
+
+
+def check_log(text: str) -> None:
+    """Every line is a record's, or a continuation (a traceback's, starting with
+    whitespace); none holds a control character raw; none is longer than a record."""
+    for line in text.split("\n"):
+        if not line:
+            continue
+        assert _RECORD.match(line) or line[0] == " ", f"not a record: {line[:300]!r}"
+        unsafe = _UNSAFE.search(line)
+        assert unsafe is None, f"raw {unsafe.group()!r} in {line[:300]!r}"
+        assert len(line) <= MAX_LOG_LINE, f"a line of {len(line)} characters: {line[:300]!r}"
 
 
 # --- raw HTTP/1.1 -------------------------------------------------------------------------

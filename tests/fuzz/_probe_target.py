@@ -48,3 +48,13 @@ async def release(key: str) -> bool:
         return False
     event.set()
     return True
+
+
+@server.tool()
+async def chatter(count: int, size: int, ctx: Context) -> str:
+    """Report progress ``count`` times, each with a message of ``size`` characters."""
+    text = "c" * min(max(size, 0), 100_000)
+    count = min(max(count, 0), 100_000)
+    for step in range(count):
+        await ctx.report_progress(step, count, text)
+    return f"said {count}"

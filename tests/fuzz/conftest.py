@@ -8,15 +8,17 @@ import attrs
 import pytest
 import trio
 
-from ._probe import Served, open_session, ping, serve
+from ._probe import Served, check_log, open_session, ping, serve
 
 
-@attrs.frozen
+@attrs.define
 class Probed:
     """A served process and a session of a bystander, which every case must leave be."""
 
     served: Served
     bystander: str
+    #: how much of the log the cases so far have checked
+    checked: int = 0
 
 
 @pytest.fixture(scope="session", params=["builtin", "hypercorn"])
@@ -29,9 +31,12 @@ def probed(
 
 @pytest.fixture
 async def served(probed: Probed) -> AsyncIterator[Served]:
-    """The process under attack; after the case it still runs, and the bystander's
-    session still answers."""
-    yield probed.served
-    probed.served.check_alive()
-    await ping(probed.served, probed.bystander)
-    probed.served.check_alive()
+    """The process under attack; after the case it still runs, the bystander's session
+    still answers, and what the case made it log is escaped and bounded."""
+    served = probed.served
+    yield served
+    served.check_alive()
+    await ping(served, probed.bystander)
+    served.check_alive()
+    text, probed.checked = served.whole_lines_since(probed.checked)
+    check_log(text)
