@@ -29,6 +29,7 @@ from ._probe import (
     ping,
     post,
     request,
+    sse_messages,
     streamed,
 )
 
@@ -472,3 +473,35 @@ async def test_the_legacy_stream_path_takes_only_get(served: Served) -> None:
     )
     found = await exchange(served.port, data)
     assert found.only.status == 405
+
+
+# --- subscriptions held by a session -------------------------------------------------------
+
+
+async def test_a_session_holds_a_bounded_number_and_size_of_subscriptions(
+    served: Served,
+) -> None:
+    # URIs a template serves (a subscription to a URI nobody serves is -32002).
+    session = await open_session(served, "2025-03-26")
+
+    def subscribe(request_id: int, uri: str) -> dict[str, object]:
+        return {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "resources/subscribe",
+            "params": {"uri": uri},
+        }
+
+    older = {"MCP-Protocol-Version": "2025-03-26"}
+    refused = []
+    for start in (0, 1000):  # two batches: each under the in-flight limit
+        batch = [subscribe(n, f"file://{served.root}/{n}") for n in range(start, start + 550)]
+        reply = await post(served, batch, session, **older)
+        refused += [m["error"]["code"] for m in sse_messages(reply)[0] if "error" in m]
+    assert len(refused) == 1100 - 1024
+    assert set(refused) == {-32602}
+    big = answer(
+        await post(served, subscribe(9, f"file://{served.root}/" + "x" * 300_000), session), 9
+    )
+    assert big["error"]["code"] == -32602
+    await ping(served, session, "2025-03-26")
