@@ -37,7 +37,6 @@ import orjson
 import trio
 from quart import Response, g, make_response, redirect, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import HTTPException
 
 from .._config_admin import DEFAULT_ADMIN_SCOPE
 from ..runtime import Observatory
@@ -318,12 +317,15 @@ def create_admin_app(
         )
         return _json({"action": action, "done": done}, 200 if done else 409)
 
-    @app.errorhandler(HTTPException)
-    async def http_error(error: HTTPException) -> Response:
+    async def http_error(error: Exception) -> Response:
         # The refusals quart makes itself (413 for a body over MAX_BODY, 404, 405) in
         # the shape of the API's own errors, not an HTML page.
-        status = error.code or 500
-        return _json({"error": f"{status} {error.name}"}, status)
+        status = int(getattr(error, "code", None) or 500)
+        name = str(getattr(error, "name", "Error"))
+        return _json({"error": f"{status} {name}"}, status)
+
+    for status in (404, 405, 413):
+        app.register_error_handler(status, http_error)
 
     for hook in _ROUTE_HOOKS:
         hook(app, observatory)
