@@ -317,6 +317,16 @@ def create_admin_app(
         )
         return _json({"action": action, "done": done}, 200 if done else 409)
 
+    async def http_error(error: Exception) -> Response:
+        # The refusals quart makes itself (413 for a body over MAX_BODY, 404, 405) in
+        # the shape of the API's own errors, not an HTML page.
+        status = int(getattr(error, "code", None) or 500)
+        name = str(getattr(error, "name", "Error"))
+        return _json({"error": f"{status} {name}"}, status)
+
+    for status in (404, 405, 413):
+        app.register_error_handler(status, http_error)
+
     for hook in _ROUTE_HOOKS:
         hook(app, observatory)
     return app

@@ -529,7 +529,8 @@ def _add_http_arguments(serve: argparse.ArgumentParser) -> None:
         "--max-sessions-per-client",
         type=_count,
         metavar="N",
-        help="live sessions one client address may hold (default: 256)",
+        help="live sessions one client address may hold, and at the stateless revision "
+        "its requests in flight (default: 256)",
     )
     http.add_argument(
         "--forwarded-allow-ips",

@@ -11,6 +11,7 @@ from ._body import answered_ids as answered_ids
 from ._body import batch_refusal as batch_refusal
 from ._body import classify_body as classify_body
 from ._body import owed_ids as owed_ids
+from ._body import unowed_errors as unowed_errors
 from ._bounded import MAX_DEPTH as MAX_DEPTH
 from ._bounded import bounded_value as bounded_value
 from ._bounded import clip as clip
@@ -137,6 +138,7 @@ __all__ = [
     "owed_ids",
     "structure",
     "unanswered_reply",
+    "unowed_errors",
     "unstructure",
     "utf8_size",
     *_types_all,

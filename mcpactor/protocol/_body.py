@@ -30,7 +30,15 @@ from ._jsonrpc import (
 )
 from ._revisions import Revision
 
-__all__ = ["Batch", "Body", "answered_ids", "batch_refusal", "classify_body", "owed_ids"]
+__all__ = [
+    "Batch",
+    "Body",
+    "answered_ids",
+    "batch_refusal",
+    "classify_body",
+    "owed_ids",
+    "unowed_errors",
+]
 
 
 @attrs.frozen(slots=True)
@@ -132,3 +140,21 @@ def answered_ids(payload: JSONValue) -> list[RequestId]:
             if type(request_id) is str or type(request_id) is int:
                 ids.append(request_id)
     return ids
+
+
+def unowed_errors(body: Body) -> tuple[Body | None, tuple[RemoteProtocolError, ...]]:
+    """Split a batch that owes no answer by id into its well-formed items and the errors
+    of its malformed ones.
+
+    Each malformed item is owed its error (JSON-RPC 2.0 §6), yet none names a request
+    for the error to go with: a transport that answers a body owing nothing with no
+    response (HTTP's 202) answers with these errors instead, and hands the rest (None:
+    nothing is left) to the session. Any other body comes back as it is, with no errors.
+    """
+    if type(body) is not Batch or body.request_ids:
+        return body, ()
+    errors = tuple(item for item in body.items if type(item) is RemoteProtocolError)
+    if not errors:
+        return body, ()
+    rest = tuple(item for item in body.items if type(item) is not RemoteProtocolError)
+    return (Batch(rest, (), False) if rest else None), errors

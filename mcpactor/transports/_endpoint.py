@@ -13,6 +13,7 @@ from ..runtime._stateless import StatelessHost
 from ..runtime.http import SessionManager
 from ._asgi import Send
 from ._http_options import HttpOptions
+from ._security import ClientShares
 
 __all__ = ["Endpoint"]
 
@@ -24,6 +25,8 @@ class Endpoint(Protocol):
     options: HttpOptions
     #: serves the POSTs of stateless revisions
     stateless: StatelessHost
+    #: the stateless requests each client has in flight, held to its share
+    stateless_shares: ClientShares
     #: the OAuth resource server's settings; None: no bearer tokens
     resource_server: ResourceServer | None
 

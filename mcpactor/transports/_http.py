@@ -48,7 +48,7 @@ from ._asgi import (
 )
 from ._http_options import HttpOptions
 from ._legacy_sse import serve_legacy_post, serve_legacy_stream
-from ._security import RequestGuard, parse_host
+from ._security import ClientShares, RequestGuard, parse_host
 from ._streamable import serve_streamable
 from ._websocket import serve_websocket
 
@@ -104,6 +104,8 @@ class McpHttpApp:
         #: the OAuth resource server's settings (the options', with scopes_supported)
         self.resource_server: ResourceServer | None = resource_server
         self._proxies = options.trusted_proxies()
+        #: the stateless requests each client has in flight (HTTP's share, per client)
+        self.stateless_shares = ClientShares(options.max_sessions_per_client)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection scope."""

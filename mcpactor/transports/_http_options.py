@@ -147,7 +147,8 @@ class HttpOptions:
     access_log: bool = False
     #: open connections at most, WebSockets included (503 and close above it)
     max_connections: int = 1000
-    #: live sessions one client address may hold at most (503 above it)
+    #: live sessions one client address may hold at most, and at 2026-07-28 (no
+    #: sessions) its requests in flight, listen streams included (503 above it)
     max_sessions_per_client: int = 256
     #: seconds a session that has seen only its initialize may stay idle
     unconfirmed_session_timeout: float = 60.0

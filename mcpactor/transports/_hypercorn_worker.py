@@ -45,9 +45,11 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import Any, Final, cast
 
+import h11
 import trio
 from hypercorn.config import Config
 from hypercorn.events import Updated
+from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.trio.lifespan import Lifespan
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
@@ -165,6 +167,23 @@ class _GuardStream(trio.abc.HalfCloseableStream):
             await self._inner.aclose()
 
 
+class _ClosingConnection(h11.Connection):
+    # h11's server side, reading nothing past a request that closes the connection.
+    #
+    # Once a request or its answer says ``Connection: close``, h11 expects the peer's
+    # EOF and calls any further bytes a protocol error; hypercorn answers that error
+    # with a bare 400 if the app has not started its answer yet (the app's answer is
+    # then lost: the client gets a 400 for a good request), or drops the connection
+    # while the answer is being written (the client gets nothing). Bytes pipelined
+    # behind such a request are what RFC 9112 §9.6 says a server must not process:
+    # they are left unread here, and the connection closes once the answer is out.
+
+    def next_event(self) -> Any:
+        if self.their_state is h11.MUST_CLOSE and self.trailing_data[0]:
+            return h11.NEED_DATA
+        return super().next_event()
+
+
 class _TCPServer(TCPServer):
     # hypercorn's connection, telling our stream when a response is done, and ending
     # its keep-alive timer once there is nothing left to read.
@@ -185,6 +204,12 @@ class _TCPServer(TCPServer):
         await super().protocol_send(event)
 
     async def _read_data(self) -> None:
+        protocol = self.protocol.protocol
+        if isinstance(protocol, H11Protocol) and type(protocol.connection) is h11.Connection:
+            # Nothing has been read yet: the connection h11 starts with is replaced.
+            protocol.connection = _ClosingConnection(
+                h11.SERVER, max_incomplete_event_size=self.config.h11_max_incomplete_size
+            )
         await super()._read_data()
         self._reading = False
         await self.idle_task.stop()

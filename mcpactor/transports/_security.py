@@ -31,6 +31,7 @@ from typing import Final
 
 __all__ = [
     "LOOPBACK_HOSTS",
+    "ClientShares",
     "RequestGuard",
     "accepts",
     "counted_client",
@@ -80,6 +81,36 @@ def counted_client(address: str | None) -> str | None:
     if address is None or _loopback_address(address):
         return None
     return address
+
+
+class ClientShares:
+    """Stateless requests in flight by client address, each held to ``limit``."""
+
+    __slots__ = ("_held", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held: dict[str, int] = {}
+
+    def take(self, client: str) -> bool:
+        """Count one more request of ``client``; False (nothing counted) past the limit."""
+        held = self._held.get(client, 0)
+        if held >= self.limit:
+            return False
+        self._held[client] = held + 1
+        return True
+
+    def give(self, client: str) -> None:
+        """Count one request of ``client`` less."""
+        left = self._held[client] - 1
+        if left:
+            self._held[client] = left
+        else:
+            del self._held[client]
+
+    def held(self, client: str) -> int:
+        """The requests of ``client`` in flight."""
+        return self._held.get(client, 0)
 
 
 def parse_host(value: str) -> tuple[str, str | None] | None:

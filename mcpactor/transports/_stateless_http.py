@@ -22,7 +22,7 @@ from typing import Any, Final
 import orjson
 import trio
 
-from .._exceptions import INVALID_REQUEST, METHOD_NOT_FOUND
+from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 from ..auth import InsufficientScope
 from ..auth._errors import INSUFFICIENT_SCOPE_CODE
 from ..protocol import Batch, Body, JSONObject, Notification, Request, describe, serialize
@@ -41,13 +41,14 @@ from ._asgi import (
     Headers,
     Receive,
     Send,
+    error_body,
     reply,
     reply_error,
     send_body,
     start_sse,
 )
 from ._endpoint import Endpoint
-from ._security import accepts
+from ._security import accepts, counted_client
 
 __all__ = ["serve_stateless_post"]
 
@@ -68,8 +69,10 @@ async def serve_stateless_post(
     headers: Headers,
     principal: object,
     body: Body,
+    client: str | None = None,
 ) -> None:
-    """Serve one POST of a stateless revision (its body already classified)."""
+    """Serve one POST of a stateless revision (its body already classified); ``client``
+    is the client's address, held to its share of requests in flight."""
     kind = type(body)
     if kind is Notification:
         # Nothing to tell: no session hears it (on HTTP, closing a stream is the cancel).
@@ -122,6 +125,15 @@ async def serve_stateless_post(
             started[0] = True
         await send_body(send, _KEEPALIVE)
 
+    counted = counted_client(client)
+    shares = app.stateless_shares
+    if counted is not None and not shares.take(counted):
+        why = (
+            f"this client has {shares.limit} requests in flight, the most one client may "
+            "(max_sessions_per_client): wait for one to end"
+        )
+        await reply(send, 503, error_body(INTERNAL_ERROR, why, request.id), cors)
+        return
     # The client leaving cancels the request, and nothing more is sent for it. Served in
     # this task, unwatched: only a request still running a moment later gets a watch.
     scope = trio.CancelScope()
@@ -137,6 +149,8 @@ async def serve_stateless_post(
         )
     finally:
         armed.disarm()
+        if counted is not None:
+            shares.give(counted)
     if answer is None:
         return
     data = serialize(answer, limit) or b""

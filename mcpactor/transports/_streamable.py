@@ -30,6 +30,7 @@ from ..protocol import (
     decode,
     describe,
     owed_ids,
+    unowed_errors,
 )
 from ..protocol._envelope import has_envelope
 from ..runtime.http import (
@@ -204,7 +205,7 @@ async def _post(
         and kind is Request
         and has_envelope(body.params)  # type: ignore[union-attr]
     ) or (row is not None and not row.sessions):
-        await serve_stateless_post(app, receive, send, headers, principal, body)
+        await serve_stateless_post(app, receive, send, headers, principal, body, client)
         return
     request_ids = owed_ids(body)
     if kind is Batch:
@@ -254,8 +255,12 @@ async def _post(
             await reply_error(send, 400, INVALID_REQUEST, refusal)
             return
     if not request_ids:
-        if not await session.feed(body):
+        rest, errors = unowed_errors(body)
+        if rest is not None and not await session.feed(rest):
             await reply_error(send, 404, INVALID_REQUEST, "session not found")
+            return
+        if errors:
+            await _reply_errors(send, errors)
             return
         await reply(send, 202, b"", content_type=None)
         return
@@ -309,6 +314,10 @@ async def _post_stateless(
             return
     if not request_ids:
         # No session to tell: a notification or response has nowhere to go.
+        _, errors = unowed_errors(body)
+        if errors:
+            await _reply_errors(send, errors)
+            return
         await reply(send, 202, b"", content_type=None)
         return
     options = app.options
@@ -400,6 +409,12 @@ async def _delete(app: Endpoint, send: Send, headers: Headers, principal: object
         return
     app.manager.close_session(session)
     await reply(send, 204, b"", app.cors(headers), content_type=None)
+
+
+async def _reply_errors(send: Send, errors: tuple[RemoteProtocolError, ...]) -> None:
+    # A batch that owes no answer by id but its malformed items' errors: 400, as a lone
+    # malformed message gets, with each error in the batch's order.
+    await reply(send, 400, orjson.dumps([error.to_response() for error in errors]))
 
 
 async def _refuse(send: Send, status: int, why: str) -> None:

@@ -8,6 +8,7 @@ code named), a message naming the limit, ``data: {"limit": …}``.
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
@@ -179,6 +180,60 @@ async def test_a_streams_replay_buffer_is_bounded_in_bytes_as_well_as_events() -
     assert (held.events, held.bytes) == (2, 50)
     await small.forget_session("s")
     assert small.statistics() == EventStoreStatistics(streams=0, events=0, bytes=0)
+
+
+async def test_a_sessions_replay_buffers_are_bounded_together() -> None:
+    # Each stream under its own limit, many streams over the session's: the oldest
+    # events of the oldest streams go first, each stream's newest stays.
+    store = MemoryEventStore(max_bytes_per_stream=100, max_bytes_per_session=250)
+    firsts = [await store.append("s", str(n), b"a" * 40) for n in range(5)]
+    for n in range(5):
+        await store.append("s", str(n), b"b" * 40)
+    held = store.statistics()
+    assert held.bytes <= 250
+    assert (held.streams, held.events) == (5, 6)
+    for n, first in enumerate(firsts):
+        replay = await store.replay_after("s", first.replace(".1", ".0"))
+        assert replay is not None
+        assert replay.events[-1] == (f"{n}.2", b"b" * 40)
+    # Another session is held to its own share, not to this one's.
+    await store.append("t", "1", b"c" * 200)
+    assert store.statistics().bytes == held.bytes + 200
+    # Only newest events left: the session keeps them, past its limit.
+    for n in range(10):
+        await store.append("u", str(n), b"d" * 100)
+    assert (await store.replay_after("u", "9.0")) is not None
+    await store.forget_session("s")
+    await store.forget_session("t")
+    await store.forget_session("u")
+    assert store.statistics() == EventStoreStatistics(streams=0, events=0, bytes=0)
+
+
+async def test_all_replay_buffers_are_bounded_and_the_largest_give_way() -> None:
+    store = MemoryEventStore(max_bytes_per_session=10_000, max_bytes=1000)
+    for _ in range(8):
+        await store.append("small", "1", b"s" * 10)
+    for _ in range(20):
+        await store.append("large", "1", b"l" * 50)
+    held = store.statistics()
+    assert held.bytes <= 1000
+    # The large session gave way: the small one keeps all its events.
+    replay = await store.replay_after("small", "1.0")
+    assert replay is not None
+    assert len(replay.events) == 8
+    # Newest events only, past the limit: kept, and not looked through at every append.
+    crowd = MemoryEventStore(max_bytes=100)
+    for n in range(50):
+        await crowd.append(str(n), "1", b"x" * 10)
+    assert crowd.statistics().bytes == 500
+    await crowd.forget_stream(str(0), "1")
+    assert crowd.statistics().bytes == 490
+
+
+def test_replay_buffer_limits_are_checked() -> None:
+    for name in ("max_bytes_per_session", "max_bytes"):
+        with pytest.raises(ValueError, match=name):
+            MemoryEventStore(**{name: 0})
 
 
 async def test_a_finished_tasks_result_is_held_to_the_message_limit() -> None:

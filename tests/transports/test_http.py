@@ -457,6 +457,14 @@ async def test_batches_follow_the_negotiated_revision(probe: Probe) -> None:
         notifications_only = await old.post([{"jsonrpc": "2.0", "method": "x"}])
         assert notifications_only.status == 202
         assert (await old.post([])).status == 400
+        # Nothing in it owed an answer by id, yet its malformed items are owed their
+        # errors: 400 with them (the notification beside them is still taken).
+        malformed = await old.post([1, {"jsonrpc": "2.0", "method": "x"}, {"id": None}])
+        assert malformed.status == 400
+        errors = await malformed.json()
+        assert [error["error"]["code"] for error in errors] == [-32600, -32600]
+        check_server_message(errors, "2025-03-26")
+        assert (await old.call("ping"))["result"] == {}
 
         new = await initialized(http, "2025-06-18")
         refused = await new.post([new.request("ping")])

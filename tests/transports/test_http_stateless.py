@@ -234,6 +234,9 @@ async def test_a_batch_of_calls_is_answered_in_one_array(probe: Probe) -> None:
         assert by_id[batch[1]["id"]]["result"]["content"][0]["text"] == "counted 1"
         assert by_id[batch[2]["id"]]["result"] == {}
         check_server_message(replies, "2025-03-26")
+        malformed = await client.post([1, {"foo": 1}])
+        assert malformed.status == 400
+        assert [e["error"]["code"] for e in await malformed.json()] == [-32600, -32600]
 
 
 async def test_a_stream_longer_than_a_connection_holds_keeps_its_order() -> None:

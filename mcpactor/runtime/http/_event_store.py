@@ -41,6 +41,8 @@ import trio
 from ...protocol import RequestId
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_BYTES_PER_SESSION",
     "DEFAULT_MAX_BYTES_PER_STREAM",
     "DEFAULT_MAX_EVENTS_PER_STREAM",
     "EventStore",
@@ -55,6 +57,12 @@ DEFAULT_MAX_EVENTS_PER_STREAM: Final = 1000
 #: the most bytes of events a MemoryEventStore keeps for one stream (its newest event
 #: is always kept, whatever its size)
 DEFAULT_MAX_BYTES_PER_STREAM: Final = 16 * 1024 * 1024
+#: the most bytes of events a MemoryEventStore keeps for one session, its streams
+#: together (each stream's newest event is always kept)
+DEFAULT_MAX_BYTES_PER_SESSION: Final = 32 * 1024 * 1024
+#: the most bytes of events a MemoryEventStore keeps in all (each stream's newest event
+#: is always kept)
+DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
 # Seconds between looks of the default ``wait_after``.
 _POLL_INTERVAL: Final = 0.1
 
@@ -194,8 +202,12 @@ class MemoryEventStore(EventStore):
     """An EventStore in this process's memory, keeping the newest events of each stream.
 
     When a stream outgrows ``max_events_per_stream`` events or ``max_bytes_per_stream``
-    bytes its oldest events are dropped (the newest is always kept); a client resuming
-    from before them gets what is left.
+    bytes its oldest events are dropped; when a session's streams together outgrow
+    ``max_bytes_per_session``, the oldest events of its oldest streams are; when all the
+    sessions together outgrow ``max_bytes``, those of the sessions holding the most are
+    (down to nine tenths of it, so that a store at its limit does not look for them at
+    every append). The newest event of every stream is always kept; a client resuming
+    from before what was dropped gets what is left.
     """
 
     def __init__(
@@ -203,18 +215,28 @@ class MemoryEventStore(EventStore):
         max_events_per_stream: int = DEFAULT_MAX_EVENTS_PER_STREAM,
         *,
         max_bytes_per_stream: int = DEFAULT_MAX_BYTES_PER_STREAM,
+        max_bytes_per_session: int = DEFAULT_MAX_BYTES_PER_SESSION,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
-        if max_events_per_stream < 1:
-            raise ValueError(
-                f"max_events_per_stream must be at least 1, got {max_events_per_stream!r}"
-            )
-        if max_bytes_per_stream < 1:
-            raise ValueError(
-                f"max_bytes_per_stream must be at least 1, got {max_bytes_per_stream!r}"
-            )
+        for name, value in (
+            ("max_events_per_stream", max_events_per_stream),
+            ("max_bytes_per_stream", max_bytes_per_stream),
+            ("max_bytes_per_session", max_bytes_per_session),
+            ("max_bytes", max_bytes),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value!r}")
         self.max_events_per_stream = max_events_per_stream
         self.max_bytes_per_stream = max_bytes_per_stream
+        self.max_bytes_per_session = max_bytes_per_session
+        self.max_bytes = max_bytes
         self._sessions: dict[str, dict[str, _Log]] = {}
+        #: the bytes of each session's events, and of all
+        self._sizes: dict[str, int] = {}
+        self._size = 0
+        #: the total past which the largest sessions give way (above ``max_bytes`` while
+        #: what is left is newest events only, which cannot)
+        self._shrink_at = max_bytes
 
     async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
         """Store one event of a stream; return its event id (``<stream>.<n>``)."""
@@ -230,12 +252,20 @@ class MemoryEventStore(EventStore):
             log = streams[stream_id] = _Log(self.max_events_per_stream)
         log.last += 1
         events = log.events
+        before = log.size
         if len(events) == events.maxlen:
             log.size -= len(events[0][1])  # the deque drops it on the append
         events.append((log.last, data))
         log.size += len(data)
         while log.size > self.max_bytes_per_stream and len(events) > 1:
             log.size -= len(events.popleft()[1])
+        grown = log.size - before
+        size = self._sizes[session_id] = self._sizes.get(session_id, 0) + grown
+        self._size += grown
+        if size > self.max_bytes_per_session:
+            self._shrink(session_id, size - self.max_bytes_per_session)
+        if self._size > self._shrink_at:
+            self._shrink_all()
         if log.arrived is not None:
             log.wake()
         return f"{stream_id}.{log.last}"
@@ -280,6 +310,39 @@ class MemoryEventStore(EventStore):
             return None
         return StreamLease(log.requests, trio.current_time() < log.leased_until)
 
+    def _shrink(self, session_id: str, excess: int) -> int:
+        # Drop the oldest events of the session's oldest streams (never a stream's
+        # newest) until ``excess`` bytes are gone or nothing more may go; the bytes gone.
+        freed = 0
+        for log in self._sessions[session_id].values():
+            events = log.events
+            while freed < excess and len(events) > 1:
+                size = len(events.popleft()[1])
+                log.size -= size
+                freed += size
+            if freed >= excess:
+                break
+        self._sizes[session_id] -= freed
+        self._size -= freed
+        return freed
+
+    def _shrink_all(self) -> None:
+        # The sessions holding the most give way first, down to nine tenths of the limit.
+        excess = self._size - self.max_bytes * 9 // 10
+        sizes = self._sizes
+        for session_id in sorted(sizes, key=sizes.__getitem__, reverse=True):
+            excess -= self._shrink(session_id, excess)
+            if excess <= 0:
+                break
+        # What could not go (streams' newest events) is not looked through again until
+        # the store has grown by another tenth of its limit.
+        self._shrink_at = max(self.max_bytes, self._size + self.max_bytes // 10)
+
+    def _forgot(self, size: int) -> None:
+        self._size -= size
+        if self._size <= self.max_bytes:
+            self._shrink_at = self.max_bytes
+
     async def replay_after(self, session_id: str, event_id: str) -> Replay | None:
         """Return the events after ``event_id`` on its stream; None if it is unknown."""
         stream_id, _, number = event_id.rpartition(".")
@@ -313,14 +376,18 @@ class MemoryEventStore(EventStore):
         streams = self._sessions.get(session_id)
         if streams is not None:
             log = streams.pop(stream_id, None)
-            if log is not None and log.arrived is not None:
-                log.wake()
+            if log is not None:
+                self._sizes[session_id] -= log.size
+                self._forgot(log.size)
+                if log.arrived is not None:
+                    log.wake()
         return True
 
     async def forget_session(self, session_id: str) -> None:
         """Drop what is stored for every stream of a session."""
         for log in self._sessions.pop(session_id, {}).values():
             log.wake()
+        self._forgot(self._sizes.pop(session_id, 0))
 
     def statistics(self) -> EventStoreStatistics:
         """Return how many streams and events are held right now."""
