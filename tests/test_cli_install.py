@@ -76,7 +76,16 @@ def default_file(client: str, home: Path, project: Path) -> Path:
 
 
 def run(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, str, str]:
-    status = main(["install", *arguments])
+    # install loads the target in this process, as serve would; what that imported (a
+    # project's "notes") is this call's, not the next test's.
+    before = set(sys.modules)
+    try:
+        status = main(["install", *arguments])
+    finally:
+        here = os.getcwd() + os.sep
+        for name in set(sys.modules) - before:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(here):
+                del sys.modules[name]
     captured = capsys.readouterr()
     return status, captured.out, captured.err
 

@@ -185,6 +185,7 @@ async def test_the_state_testing_sample_passes_against_the_lifespan_sample(
     # The testing page's "notes" is the writing page's lifespan sample, saved as notes.py.
     (tmp_path / "notes.py").write_text(_doc_sample("writing-a-server.md", LIFESPAN))
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "notes", raising=False)  # another test's notes
     try:
         sample = _import(tmp_path / "test_notes.py", _doc_sample("testing.md", "from notes"))
         await sample.test_a_note_is_added()
