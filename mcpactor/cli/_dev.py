@@ -1,11 +1,17 @@
 """``mcpactor dev``: ``mcpactor serve`` in a child process, started again on every edit.
 
-The supervisor (this process) never imports the served code, so no edit can break it:
+The supervisor (this process) never imports the served code, so no edit can break it.
+It stays in front of the children and holds the clients' connections itself:
 
-- It binds the HTTP port itself and hands the listening socket to each child
-  (``serve --worker-socket FD``, as the workers of ``serve --workers`` get theirs), so the
-  address stays the same across restarts and a client that connects while the server is
-  starting again waits in the socket's backlog instead of being refused.
+- Over HTTP it listens on the address it was given and forwards each request to the
+  current child (``_dev_http``), which serves on a listening socket of its own, handed
+  down (``serve --worker-socket FD``), one per start. Over stdio it holds the client's
+  pipes and relays each message (``_dev_messages``), as it does for each WebSocket.
+- Each start is a generation (``_dev_child``). The child says through a pipe when it
+  serves, or why it cannot start (``--worker-status FD``, as the workers of
+  ``serve --workers`` do). While it starts, requests wait; while it cannot, they are
+  answered with its report (the file and line); sessions are carried over to the next
+  child by replaying their ``initialize``.
 - Each child also holds the read end of a pipe only the supervisor writes to
   (``--worker-lifeline FD``): however the supervisor ends, the child stops.
 - Files are watched with ``watchfiles.awatch``, which is written on anyio and so runs on
@@ -13,9 +19,8 @@ The supervisor (this process) never imports the served code, so no edit can brea
   timeout expires or its stop event is set; cancelling the thread's wait does not stop the
   thread, so the watch is stopped through ``stop_event`` (a ``trio.Event``: all it needs is
   ``is_set``) before the task waiting for it is cancelled.
-- A child that fails (a syntax error, an exception at import, a lifespan that raises)
-  prints its own short report and exits; the supervisor says so and waits for the next
-  change to start it again.
+- ``--inspector`` starts the MCP Inspector (``npx @modelcontextprotocol/inspector``)
+  pointed at the server; without ``npx`` it says how to start it.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -35,7 +40,9 @@ if TYPE_CHECKING:
 
     import trio
 
-__all__ = ["add_dev_parser", "dev"]
+    from ._dev_child import Children, Generation
+
+__all__ = ["add_dev_parser", "dev", "inspector_command", "inspector_hint", "serve_argv"]
 
 #: where ``dev`` serves unless told otherwise
 DEFAULT_BIND: Final = "127.0.0.1:8000"
@@ -45,14 +52,18 @@ _STEP_MS: Final = 50
 _DEBOUNCE_MS: Final = 400
 #: seconds a child gets to stop gracefully before it is killed
 _STOP_GRACE: Final = 3.0
-#: the options of ``dev`` that ``serve`` does not take, and whether each takes a value
-_DEV_ONLY: Final = {"--stdio": False, "--inspector": False, "--watch": True}
+#: the options of ``dev`` not passed on to the child, and whether each takes a value
+#: (``--http`` is where ``dev`` listens: the child is told that address once, with the
+#: socket it serves on)
+_NOT_PASSED: Final = {"--stdio": False, "--inspector": False, "--watch": True, "--http": True}
 #: the options of the top-level parser, which may come before the command
 _GLOBAL_WITH_VALUE: Final = frozenset({"--log-level"})
 #: suffixes of the files watched in a watched directory
 _WATCHED_SUFFIXES: Final = (".py", ".toml", ".json", ".yaml", ".yml")
 #: the MCP Inspector's web page (its default port)
 INSPECTOR_PAGE: Final = "http://localhost:6274/"
+#: the MCP Inspector's npm package, run with ``npx``
+INSPECTOR_PACKAGE: Final = "@modelcontextprotocol/inspector"
 
 
 def add_dev_parser(commands: Any, serve: argparse.ArgumentParser) -> None:
@@ -85,8 +96,8 @@ def add_dev_parser(commands: Any, serve: argparse.ArgumentParser) -> None:
     own.add_argument(
         "--inspector",
         action="store_true",
-        help="print how to connect the MCP Inspector (with --stdio: print its command line "
-        "and exit)",
+        help="start the MCP Inspector (npx @modelcontextprotocol/inspector) connected to the "
+        "server; with --stdio, the Inspector starts `mcpactor dev --stdio` itself",
     )
 
 
@@ -103,6 +114,10 @@ class DevPlan(NamedTuple):
     directories: tuple[Path, ...]
     #: files watched by name (in a directory watched for them)
     files: tuple[Path, ...]
+    #: the largest message, in bytes (the front holds clients to it, as the child does)
+    max_message_bytes: int = 4 * 1024 * 1024
+    #: the certificate and key of HTTPS, if served
+    tls: tuple[str, str] | None = None
 
 
 def dev(args: argparse.Namespace) -> int:
@@ -120,6 +135,11 @@ def dev(args: argparse.Namespace) -> int:
         from .._config import load_config
 
         config = load_config(args.config)
+        if args.stdio and config.transport == "http":
+            raise ConfigError(
+                f'--stdio: {config.source} serves over HTTP (transport = "http"); '
+                "leave out --stdio, or the file's transport"
+            )
     # What the served child needs is checked here, before anything says "serving": a
     # child that cannot start would fail again on every change. Over HTTP (the default)
     # that is the dev-loop extra whole, which brings the http extra.
@@ -135,6 +155,8 @@ def dev(args: argparse.Namespace) -> int:
             http = f"[{host}]:{config.http.port}" if ":" in host else f"{host}:{config.http.port}"
         bind = _parse_bind(http or DEFAULT_BIND)
     trees, directories, files = watched_paths(args.targets, config, args.watch)
+    cert = args.tls_cert or (config.http.tls_cert if config is not None else None)
+    key = args.tls_key or (config.http.tls_key if config is not None else None)
     plan = DevPlan(
         argv=tuple(argv),
         bind=bind,
@@ -142,15 +164,11 @@ def dev(args: argparse.Namespace) -> int:
         trees=tuple(trees),
         directories=tuple(directories),
         files=tuple(files),
+        max_message_bytes=args.max_message_bytes,
+        tls=(cert, key) if cert and key and bind is not None else None,
     )
     if args.inspector and bind is None:
-        command = [sys.executable, "-m", "mcpactor", *args.argv]
-        command = [word for word in command if word != "--inspector"]
-        import shlex
-
-        _say("the MCP Inspector starts a stdio server itself; run:")
-        print(f"    npx @modelcontextprotocol/inspector {shlex.join(command)}", file=sys.stderr)
-        return 0
+        return _inspect_stdio(args.argv)
     return trio.run(_Dev(plan, inspector=args.inspector).run)
 
 
@@ -167,8 +185,8 @@ def serve_argv(argv: Sequence[str]) -> list[str]:
     rest = iter(words[index + 1 :])
     for word in rest:
         name = word.partition("=")[0]
-        if name in _DEV_ONLY:
-            if _DEV_ONLY[name] and "=" not in word:
+        if name in _NOT_PASSED:
+            if _NOT_PASSED[name] and "=" not in word:
                 next(rest, None)
             continue
         served.append(word)
@@ -264,9 +282,9 @@ def _say(text: str) -> None:
     print(f"mcpactor dev: {text}", file=sys.stderr, flush=True)
 
 
-def _url(host: str, port: int, path: str) -> str:
+def _url(host: str, port: int, path: str, scheme: str = "http") -> str:
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{path}"
+    return f"{scheme}://{shown}:{port}{path}"
 
 
 def inspector_hint(url: str) -> str:
@@ -285,17 +303,56 @@ def inspector_hint(url: str) -> str:
     )
 
 
+def inspector_command(npx: str, url: str) -> list[str]:
+    """The command line that starts the MCP Inspector connected to ``url``."""
+    # --yes: asked for by name, the package is fetched without a question on the way.
+    return [npx, "--yes", INSPECTOR_PACKAGE, "--transport", "http", "--server-url", url]
+
+
+def _inspect_stdio(argv: Sequence[str]) -> int:
+    # Over stdio the Inspector starts the server itself: it runs this command line,
+    # less --inspector, once for each of its connections.
+    import shlex
+    import shutil
+
+    served = [sys.executable, "-m", "mcpactor", *(word for word in argv if word != "--inspector")]
+    npx = shutil.which("npx")
+    command = [npx or "npx", "--yes", INSPECTOR_PACKAGE, "--", *served]
+    if npx is None:
+        _say("npx was not found (it comes with Node.js): the MCP Inspector was not started; run:")
+        print(f"    {shlex.join(command)}", file=sys.stderr, flush=True)
+        return 0
+    _say(f"starting the MCP Inspector, which starts the server: {shlex.join(command)}")
+    sys.stdout.flush()
+    if sys.platform == "win32":  # pragma: no cover - no exec there
+        import subprocess
+
+        return subprocess.call(command)
+    os.execv(npx, command)
+
+
+def _connectable(host: str) -> str:
+    # Where a local client reaches a server bound to every address.
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+
 class _Dev:
-    # The supervisor: one child at a time, replaced on every batch of changes.
+    # The supervisor: the front clients talk to, and one child at a time behind it,
+    # replaced on every batch of changes.
 
     def __init__(self, plan: DevPlan, *, inspector: bool) -> None:
         self.plan = plan
         self.inspector = inspector
         self.listener: socket.socket | None = None
+        self.children: Children | None = None
+        self.scheme = "https" if plan.tls is not None else "http"
 
     async def run(self) -> int:
         import trio
 
+        from ._dev_child import Children
+
+        self.children = children = Children()
         if self.plan.bind is not None:
             from .._workers import bind_sockets
             from ..transports.http import LISTEN_BACKLOG
@@ -309,28 +366,50 @@ class _Dev:
                     f"mcpactor: cannot listen on {shown}: {exc.strerror or exc}", file=sys.stderr
                 )
                 return 1
-        # Stopped by a signal: a clean end.
-        status = 0
+        stop = trio.Event()
+        input_over = trio.Event()
         try:
             async with trio.open_nursery() as nursery:
                 changes = await nursery.start(self._watch)
-                nursery.start_soon(self._stop_on_signal, nursery.cancel_scope)
-                status = await self._supervise(changes)
+                nursery.start_soon(self._stop_on_signal, stop, nursery.cancel_scope)
+                front_done = trio.Event()
+                shutdown = trio.Event()
+                if self.listener is not None:
+                    await nursery.start(self._serve_http, shutdown, front_done)
+                    host, port = self.listener.getsockname()[:2]
+                    url = _url(host, port, self.plan.path, self.scheme)
+                    _say(f"serving {url} (restarted when a watched file changes; Ctrl-C stops)")
+                    if self.inspector:
+                        nursery.start_soon(
+                            self._run_inspector,
+                            _url(_connectable(host), port, self.plan.path, self.scheme),
+                        )
+                else:
+                    nursery.start_soon(self._serve_stdio, input_over, front_done)
+                status = await self._supervise(changes, stop, input_over)
+                # Requests still waiting are told; those under way were answered by the
+                # child as it stopped.
+                children.close()
+                shutdown.set()
+                with trio.move_on_after(_STOP_GRACE):
+                    await front_done.wait()
                 nursery.cancel_scope.cancel()
             return status
         finally:
             if self.listener is not None:
                 self.listener.close()
 
-    async def _stop_on_signal(self, scope: trio.CancelScope) -> None:
+    async def _stop_on_signal(self, stop: trio.Event, everything: trio.CancelScope) -> None:
         import signal
 
         import trio
 
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async for _ in signals:
-                scope.cancel("signal")
-                return
+                if stop.is_set():
+                    everything.cancel("second signal")
+                    return
+                stop.set()
 
     async def _watch(
         self, *, task_status: trio.TaskStatus[trio.MemoryReceiveChannel[set[str]]]
@@ -392,30 +471,143 @@ class _Dev:
             ):
                 await send.send({path for _, path in batch})
 
-    async def _supervise(self, changes: trio.MemoryReceiveChannel[set[str]]) -> int:
+    async def _serve_http(
+        self,
+        shutdown: trio.Event,
+        done: trio.Event,
+        *,
+        task_status: trio.TaskStatus[tuple[str, int]],
+    ) -> None:
+        import functools
+        import ssl
+
         import trio
 
-        first = True
+        from ..transports._asgi import http_error_body
+        from ..transports.h1 import H1Config, serve_h1
+        from ..transports.http import LISTEN_BACKLOG
+        from ._dev_http import HttpFront
+        from ._dev_messages import serve_websocket_front
+
+        assert self.children is not None
+        assert self.listener is not None
+        plan = self.plan
+        server_ssl = child_ssl = None
+        if plan.tls is not None:
+            server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            server_ssl.load_cert_chain(*plan.tls)
+            server_ssl.set_alpn_protocols(["http/1.1"])
+            # The child's certificate names the public address, not the loopback one it
+            # is reached on from here.
+            child_ssl = ssl.create_default_context()
+            child_ssl.check_hostname = False
+            child_ssl.verify_mode = ssl.CERT_NONE
+        front = HttpFront(
+            self.children,
+            max_message_bytes=plan.max_message_bytes,
+            child_ssl=child_ssl,
+            on_websocket=functools.partial(
+                serve_websocket_front,
+                self.children,
+                max_message_bytes=plan.max_message_bytes,
+                child_ssl=child_ssl,
+            ),
+        )
+        config = H1Config(
+            max_body_bytes=plan.max_message_bytes,
+            max_message_bytes=plan.max_message_bytes,
+            backlog=LISTEN_BACKLOG,
+            ssl_context=server_ssl,
+        )
+        host, port = self.listener.getsockname()[:2]
+        try:
+            await serve_h1(
+                front,
+                host=host,
+                port=port,
+                config=config,
+                shutdown=shutdown,
+                graceful_timeout=_STOP_GRACE,
+                sockets=[self.listener],
+                error_body=http_error_body,
+                task_status=task_status,
+            )
+        finally:
+            done.set()
+            with trio.CancelScope(shield=True):
+                await front.aclose()
+
+    async def _serve_stdio(self, input_over: trio.Event, done: trio.Event) -> None:
+        from ._dev_messages import serve_stdio_front
+
+        assert self.children is not None
+        try:
+            await serve_stdio_front(self.children, max_message_bytes=self.plan.max_message_bytes)
+        finally:
+            input_over.set()
+            done.set()
+
+    async def _run_inspector(self, url: str) -> None:
+        import shlex
+        import shutil
+        import subprocess
+
+        import trio
+
+        npx = shutil.which("npx")
+        if npx is None:
+            _say(
+                "npx was not found (it comes with Node.js): the MCP Inspector was not started; "
+                + inspector_hint(url)
+            )
+            return
+        command = inspector_command(npx, url)
+        _say(f"starting the MCP Inspector: {shlex.join(command)}")
+        # Its own process group: a terminal's Ctrl-C reaches the supervisor alone, which
+        # stops the Inspector (npx and the node processes it starts) with the server.
+        process = await trio.lowlevel.open_process(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=sys.stderr.fileno(),
+            start_new_session=sys.platform != "win32",
+        )
+        try:
+            code = await process.wait()
+            _say(f"the MCP Inspector exited with status {code}")
+        finally:
+            with trio.CancelScope(shield=True):
+                await _stop(process, group=sys.platform != "win32")
+
+    async def _supervise(
+        self,
+        changes: trio.MemoryReceiveChannel[set[str]],
+        stop: trio.Event,
+        input_over: trio.Event,
+    ) -> int:
+        import trio
+
+        assert self.children is not None
+        children = self.children
+        generation = children.begin()
         while True:
-            async with self._child() as process:
-                if first and self.listener is not None:
-                    host, port = self.listener.getsockname()[:2]
-                    url = _url(host, port, self.plan.path)
-                    _say(f"serving {url} (restarted when a watched file changes; Ctrl-C stops)")
-                    if self.inspector:
-                        _say(inspector_hint(url))
-                first = False
-                with trio.CancelScope() as session:
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self._report_exit, process, session)
-                        try:
-                            changed = await changes.receive()
-                        except trio.EndOfChannel:
-                            # Nothing to watch: serve until stopped.
-                            await trio.sleep_forever()
-                        nursery.cancel_scope.cancel()
-                if session.cancelled_caught:
+            async with self._child(generation):
+                changed: set[str] | None = None
+
+                async def next_change() -> None:
+                    nonlocal changed
+                    try:
+                        changed = await changes.receive()
+                    except trio.EndOfChannel:
+                        await trio.sleep_forever()  # nothing to watch: serve until stopped
+
+                await _first_of(next_change, stop.wait, input_over.wait)
+                if changed is None:
+                    # Stopped, or (over stdio) the client is done.
+                    children.close()
                     return 0
+                # From here on requests wait for the next child, not this one, which
+                # finishes what it has under way as it stops.
+                generation = children.begin()
             # Edits saved while the old server stopped: one restart for all of them.
             while True:
                 try:
@@ -425,62 +617,172 @@ class _Dev:
             _say(f"{_shown(changed)} changed; restarting")
 
     @contextlib.asynccontextmanager
-    async def _child(self) -> AsyncIterator[trio.Process]:
+    async def _child(self, generation: Generation) -> AsyncIterator[trio.Process]:
+        import subprocess
+
         import trio
+
+        from ..client._http11 import Url
 
         command = [sys.executable, "-m", "mcpactor", *self.plan.argv]
         pass_fds: list[int] = []
-        lifeline = held = None
+        passed: list[int] = []  # this process's copies of what only the child keeps
+        held = status = None
+        internal = None
+        if sys.platform != "win32":
+            status, told = os.pipe()
+            passed.append(told)
+            command += ["--worker-status", str(told)]
         if self.listener is not None:
+            from .._workers import bind_sockets
+            from ..transports.http import LISTEN_BACKLOG
+
             host, port = self.listener.getsockname()[:2]
             shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            # The child is told where clients reach it (its Host and Origin checks),
+            # and serves a socket of its own on loopback, which this process forwards to.
             command += ["--http", shown]
             if sys.platform != "win32":
+                (internal,) = bind_sockets("127.0.0.1", 0, 1, backlog=LISTEN_BACKLOG)[:1]
                 lifeline, held = os.pipe()
-                listener = self.listener.fileno()
-                pass_fds = [listener, lifeline]
-                command += ["--worker-socket", str(listener), "--worker-lifeline", str(lifeline)]
-            else:  # pragma: no cover - the child binds the port itself between restarts
-                self.listener.close()
+                pass_fds.append(internal.fileno())
+                passed.append(lifeline)
+                command += [
+                    "--worker-socket",
+                    str(internal.fileno()),
+                    "--worker-lifeline",
+                    str(lifeline),
+                ]
+                generation.url = Url(
+                    self.scheme, "127.0.0.1", internal.getsockname()[1], self.plan.path
+                )
+            else:  # pragma: no cover - the child binds a port picked here
+                import socket as socket_module
+
+                with socket_module.socket() as probe:
+                    probe.bind(("127.0.0.1", 0))
+                    internal_port = probe.getsockname()[1]
+                command[command.index("--http") + 1] = f"127.0.0.1:{internal_port}"
+                generation.url = Url(self.scheme, "127.0.0.1", internal_port, self.plan.path)
+        pass_fds += passed
+        stdio = self.listener is None
         try:
             try:
                 process = await trio.lowlevel.open_process(
                     command,
                     pass_fds=pass_fds,
+                    stdin=subprocess.PIPE if stdio else None,
+                    stdout=subprocess.PIPE if stdio else None,
                     # Over HTTP a terminal's Ctrl-C reaches the supervisor alone.
-                    start_new_session=self.plan.bind is not None,
+                    start_new_session=not stdio,
                 )
             finally:
-                if lifeline is not None:
-                    os.close(lifeline)
-            try:
-                yield process
-            finally:
-                with trio.CancelScope(shield=True):
-                    await _stop(process)
+                for fd in passed:
+                    os.close(fd)
+                if internal is not None:
+                    # The child's now: it closes when the child stops accepting or exits,
+                    # and connections waiting in its backlog are refused with it.
+                    internal.close()
+            generation.process = process
+            if stdio or status is None:
+                # Nothing to say it serves: what it is sent waits in its pipe or socket.
+                generation.serve()
+            async with trio.open_nursery() as nursery:
+                heard = trio.Event()
+                nursery.start_soon(self._listen, status, generation, heard)
+                nursery.start_soon(self._watch_exit, process, generation, heard)
+                try:
+                    yield process
+                finally:
+                    generation.stopping = True
+                    with trio.CancelScope(shield=True):
+                        await _stop(process)
+                        await generation.ended.wait()
+                    nursery.cancel_scope.cancel()
         finally:
             if held is not None:
                 os.close(held)
 
-    async def _report_exit(self, process: trio.Process, session: trio.CancelScope) -> None:
+    async def _listen(self, status: int | None, generation: Generation, heard: trio.Event) -> None:
+        import trio
+
+        from ._dev_child import read_status
+
+        try:
+            if status is not None:
+                await read_status(status, generation)
+        finally:
+            heard.set()
+        if generation.ready and generation.number > 1 and self.listener is not None:
+            took = trio.current_time() - generation.begun
+            _say(f"serving again ({took:.2f} s after the change)")
+
+    async def _watch_exit(
+        self, process: trio.Process, generation: Generation, heard: trio.Event
+    ) -> None:
+        import trio
+
+        from ._dev_child import STOPPED, Failure
+        from ._report import say_failure
+
         code = await process.wait()
-        if code == 0 and self.listener is None:
-            # Over stdio the client closed the input: the session is over.
-            session.cancel()
-            return
-        _say(f"the server exited with status {code}; waiting for a change to start it again")
+        # What it wrote before it exited is read to the end of the pipe.
+        with trio.move_on_after(_STOP_GRACE):
+            await heard.wait()
+        try:
+            if generation.stopping:
+                return
+            if code == 0 and self.listener is None:
+                # Over stdio the client closed the input: the session is over.
+                generation.fail(STOPPED)
+                return
+            failure = generation.report or Failure((f"the server exited with status {code}",))
+            generation.fail(failure)
+            if generation.report is not None:
+                say_failure(list(failure.lines), failure.traceback)
+            _say(
+                f"the server exited with status {code}; waiting for a change to start it "
+                "again (until then, clients are answered with its error)"
+            )
+        finally:
+            generation.ended.set()
 
 
-async def _stop(process: trio.Process) -> None:
+async def _stop(process: trio.Process, *, group: bool = False) -> None:
+    # SIGTERM, then SIGKILL after the grace period; with ``group``, to the process group
+    # the process leads (what it started itself goes with it).
+    import signal
+
     import trio
 
+    def send(signum: int) -> None:
+        if group:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
+
     if process.returncode is None:
-        process.terminate()
+        send(signal.SIGTERM)
         with trio.move_on_after(_STOP_GRACE):
             await process.wait()
     if process.returncode is None:
-        process.kill()
+        send(signal.SIGKILL)
         await process.wait()
+
+
+async def _first_of(*waits: Callable[[], Awaitable[object]]) -> None:
+    # Return once one of ``waits`` has returned; the others are cancelled.
+    import trio
+
+    async with trio.open_nursery() as nursery:
+        for wait in waits:
+            nursery.start_soon(_then_cancel, wait, nursery.cancel_scope)
+
+
+async def _then_cancel(fn: Callable[[], Awaitable[object]], scope: trio.CancelScope) -> None:
+    await fn()
+    scope.cancel()
 
 
 def _shown(paths: set[str], most: int = 3) -> str:
