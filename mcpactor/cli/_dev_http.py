@@ -330,13 +330,20 @@ class HttpFront:
             # A client that leaves closes the stream to the child too.
             nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
             broken = False
-            try:
-                while chunk := await response.receive_some():
-                    data = events.feed(chunk)
-                    if data:
-                        await send({"type": "http.response.body", "body": data, "more_body": True})
-            except (TransportBroken, RemoteProtocolError):
-                broken = True
+            with trio.CancelScope() as reading:
+                if not owed:
+                    # A stream that answers nothing (GET) ends once a newer child is
+                    # begun: the client listens again, and reaches that one.
+                    nursery.start_soon(_cancel_when_set, generation.superseded, reading)
+                try:
+                    while chunk := await response.receive_some():
+                        data = events.feed(chunk)
+                        if data:
+                            await send(
+                                {"type": "http.response.body", "body": data, "more_body": True}
+                            )
+                except (TransportBroken, RemoteProtocolError):
+                    broken = True
             # Unanswered, from a child that is gone: nowhere to resume, so say so.
             gone = broken or generation.superseded.is_set() or generation.failure is not None
             tail = events.unanswered(STOPPED) if gone else b""
@@ -599,6 +606,11 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:

@@ -50,6 +50,8 @@ __all__ = ["MessageFront", "serve_stdio_front", "serve_websocket_front"]
 
 #: seconds a link's end waits for its child's exit to be known (to tell why it ended)
 _EXIT_WAIT: Final = 10.0
+#: seconds a WebSocket to a child is given for its closing handshake
+_CLOSE_WAIT: Final = 1.0
 #: frames queued for the client's side at most
 _QUEUE: Final = 64
 _READ_SIZE: Final = 65536
@@ -150,8 +152,7 @@ class MessageFront:
         """The client is done: tell the child, and wait for what it still sends."""
         attached = self.attached
         if attached is not None and not attached.closed:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await attached.link.close_sending()
+            await _close(attached.link)
         await self._relays_done.wait()
 
     async def current(self) -> _Attached | Failure:
@@ -178,6 +179,11 @@ class MessageFront:
             link = await self._connect(generation)
             if link is None:
                 return None
+            previous = self.attached
+            if previous is not None and not previous.closed:
+                # Its child is stopping or gone: what it still owes is told when its
+                # side ends, as it now does.
+                await _close(previous.link)
             attached = _Attached(link, generation)
             self.relays += 1
             self._relays_done = trio.Event()
@@ -254,6 +260,11 @@ class MessageFront:
     ) -> None:
         for request_id in owed:
             await self._to_client(_frame(failure.error(request_id).to_json()))
+
+
+async def _close(link: Link) -> None:
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        await link.close_sending()
 
 
 def _frame(value: Any) -> bytes:
@@ -399,7 +410,9 @@ class _SocketLink:
             yield message.encode() if isinstance(message, str) else message
 
     async def close_sending(self) -> None:
-        await self._socket.aclose()
+        # The closing handshake, briefly (cancelled, it still closes the connection).
+        with trio.move_on_after(_CLOSE_WAIT):
+            await self._socket.aclose()
 
 
 async def serve_websocket_front(
@@ -481,8 +494,7 @@ async def serve_websocket_front(
                 await front.from_client(frame)
             attached = front.attached
             if attached is not None and not attached.closed:
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await attached.link.close_sending()
+                await _close(attached.link)
         relays.cancel_scope.cancel()
         sockets.cancel_scope.cancel()
 
