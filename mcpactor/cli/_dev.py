@@ -62,8 +62,10 @@ _GLOBAL_WITH_VALUE: Final = frozenset({"--log-level"})
 _WATCHED_SUFFIXES: Final = (".py", ".toml", ".json", ".yaml", ".yml")
 #: the MCP Inspector's web page (its default port)
 INSPECTOR_PAGE: Final = "http://localhost:6274/"
-#: the MCP Inspector's npm package, run with ``npx``
-INSPECTOR_PACKAGE: Final = "@modelcontextprotocol/inspector"
+#: the MCP Inspector's npm package, run with ``npx``; the latest by name, because on a
+#: Node.js older than the latest Inspector asks for, npx would pick an Inspector from
+#: before ``--server-url`` and ``--`` (0.15)
+INSPECTOR_SPEC: Final = "@modelcontextprotocol/inspector@latest"
 
 
 def add_dev_parser(commands: Any, serve: argparse.ArgumentParser) -> None:
@@ -294,19 +296,17 @@ def inspector_hint(url: str) -> str:
     query = urllib.parse.urlencode({"transport": "streamable-http", "serverUrl": url})
     return (
         "for the MCP Inspector, run:\n"
-        "    npx @modelcontextprotocol/inspector\n"
-        f"  and open {INSPECTOR_PAGE}?{query}\n"
-        f"  (or choose the transport Streamable HTTP and the URL {url});\n"
+        f"    npx {INSPECTOR_SPEC} --transport http --server-url {url}\n"
+        f"  (or run npx {INSPECTOR_SPEC} and open {INSPECTOR_PAGE}?{query});\n"
         "  from a terminal, its CLI mode:\n"
-        f"    npx @modelcontextprotocol/inspector --cli {url} --transport http "
-        "--method tools/list"
+        f"    npx {INSPECTOR_SPEC} --cli {url} --transport http --method tools/list"
     )
 
 
 def inspector_command(npx: str, url: str) -> list[str]:
     """The command line that starts the MCP Inspector connected to ``url``."""
     # --yes: asked for by name, the package is fetched without a question on the way.
-    return [npx, "--yes", INSPECTOR_PACKAGE, "--transport", "http", "--server-url", url]
+    return [npx, "--yes", INSPECTOR_SPEC, "--transport", "http", "--server-url", url]
 
 
 def _inspect_stdio(argv: Sequence[str]) -> int:
@@ -317,7 +317,7 @@ def _inspect_stdio(argv: Sequence[str]) -> int:
 
     served = [sys.executable, "-m", "mcpactor", *(word for word in argv if word != "--inspector")]
     npx = shutil.which("npx")
-    command = [npx or "npx", "--yes", INSPECTOR_PACKAGE, "--", *served]
+    command = [npx or "npx", "--yes", INSPECTOR_SPEC, "--", *served]
     if npx is None:
         _say("npx was not found (it comes with Node.js): the MCP Inspector was not started; run:")
         print(f"    {shlex.join(command)}", file=sys.stderr, flush=True)

@@ -83,6 +83,8 @@ _NOT_FORWARDED: Final = frozenset(
         "upgrade",
     }
 )
+# What the front's own HTTP server writes on each response.
+_NOT_RELAYED: Final = _NOT_FORWARDED | {"date", "server"}
 _JSON: Final = [(b"content-type", b"application/json")]
 
 
@@ -288,7 +290,7 @@ class HttpFront:
         status = response.status
         headers: list[tuple[bytes, bytes]] = []
         for name, value in response.headers.items():
-            if name in _NOT_FORWARDED:
+            if name in _NOT_RELAYED:
                 continue
             if name == "mcp-session-id":
                 if session is not None:
