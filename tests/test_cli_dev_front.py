@@ -230,6 +230,51 @@ async def test_a_listening_stream_moves_to_the_next_child() -> None:
                     assert await response.read(1 << 20) == b""
 
 
+async def test_a_listening_stream_is_held_while_no_server_runs() -> None:
+    with trio.fail_after(WAIT):
+        async with bench() as front:
+            await front.serve(make_server("add"))
+            async with HttpPool() as pool:
+                session_id, _ = await _initialize(pool, front.url)
+                broken = front.fail()
+                url = Url.parse(front.url)
+                async with pool.request("GET", url, _listen_headers(session_id)) as response:
+                    # Open, saying why nothing comes, so the client does not give up on it.
+                    assert response.status == 200
+                    assert response.content_type == "text/event-stream"
+                    comment = await response.receive_some()
+                    assert comment == (
+                        b": 'edited.py': edited.py:10: SyntaxError: invalid syntax\n\n"
+                    )
+                    assert not broken.superseded.is_set()
+                    # Until the next start begins: then the client listens there.
+                    front.fail()
+                    assert await response.read(1 << 20) == b""
+                # A session the front does not know: no stream to hold.
+                async with pool.request("GET", url, _listen_headers("unknown")) as response:
+                    assert response.status == 503
+                    await response.read(1 << 20)
+
+
+async def test_a_session_ended_by_its_client_is_forgotten() -> None:
+    with trio.fail_after(WAIT):
+        async with bench() as front:
+            await front.serve(make_server("add"))
+            async with HttpPool() as pool:
+                url = Url.parse(front.url)
+                for restart in (False, True):
+                    session_id, _ = await _initialize(pool, front.url)
+                    assert session_id in front.front.sessions
+                    if restart:
+                        # Its server is gone: there is nothing to replay it on.
+                        await front.serve(make_server("add"))
+                    headers = _listen_headers(session_id)
+                    async with pool.request("DELETE", url, headers) as response:
+                        assert response.status == 204
+                        await response.read(1 << 20)
+                    assert session_id not in front.front.sessions
+
+
 async def test_a_websocket_session_lives_through_a_broken_child() -> None:
     with trio.fail_after(WAIT):
         async with bench() as front:

@@ -208,7 +208,7 @@ class HttpFront:
         # No server: say why, at once.
         client_id = request.header("mcp-session-id")
         session = self.sessions.get(client_id) if client_id is not None else None
-        if session is not None and request.method == "GET":
+        if session is not None and request.method == "GET" and not self.children.closed:
             await _hold(generation, failure, receive, send)
             return
         if session is not None and request.method == "DELETE":
@@ -299,8 +299,8 @@ class HttpFront:
                     session = self._remember(value, generation, request)
             headers.append((name.encode("latin-1"), value.encode("latin-1")))
         if session is not None:
-            if status == 404:
-                self._forget(session)  # the child ended it: so does the client
+            if status == 404 or (request.method == "DELETE" and 200 <= status < 300):
+                self._forget(session)  # ended, by the child or by the client
             elif 200 <= status < 300 and _says_initialized(body):
                 session.initialized = True
         if response.content_type == "text/event-stream":

@@ -245,7 +245,7 @@ class MessageFront:
             elif request_id is not None and request_id == attached.replay_id:
                 attached.replayed.set()
                 return False
-            else:
+            elif type(request_id) is str or type(request_id) is int:
                 attached.pending.discard(request_id)
         return True
 
