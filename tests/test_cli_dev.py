@@ -265,6 +265,22 @@ async def test_a_stdio_session_outlives_a_broken_edit_and_its_fix(tmp_path: Path
         os.close(held)
 
 
+async def test_over_stdio_dev_needs_no_http_stack(tmp_path: Path) -> None:
+    # What `pip install watchfiles` alone gives: none of the http extra's packages.
+    site = tmp_path / "site"
+    site.mkdir()
+    hidden = ["h11", "httptools", "hypercorn", "trio_websocket", "wsproto"]
+    (site / "sitecustomize.py").write_text(
+        f"import sys\nfor name in {hidden!r}:\n    sys.modules[name] = None\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    save(tmp_path / "edited.py", SERVER)
+    command = [sys.executable, "-m", "mcpactor", "dev", "--stdio", "edited.py"]
+    with trio.fail_after(START):
+        async with connect_stdio(command, cwd=tmp_path, env=env, initialize=True) as client:
+            assert (await client.call_tool("add", {"a": 1, "b": 2})).data == {"result": 3}
+
+
 def _no_npx(tmp_path: Path) -> dict[str, str]:
     # An environment whose PATH has no npx (the served child is started by full path).
     empty = tmp_path / "bin"

@@ -622,8 +622,6 @@ class _Dev:
 
         import trio
 
-        from ..client._http11 import Url
-
         command = [sys.executable, "-m", "mcpactor", *self.plan.argv]
         pass_fds: list[int] = []
         passed: list[int] = []  # this process's copies of what only the child keeps
@@ -635,6 +633,7 @@ class _Dev:
             command += ["--worker-status", str(told)]
         if self.listener is not None:
             from .._workers import bind_sockets
+            from ..client._http11 import Url
             from ..transports.http import LISTEN_BACKLOG
 
             host, port = self.listener.getsockname()[:2]
@@ -676,6 +675,10 @@ class _Dev:
                     # Over HTTP a terminal's Ctrl-C reaches the supervisor alone.
                     start_new_session=not stdio,
                 )
+            except BaseException:
+                if status is not None:
+                    os.close(status)
+                raise
             finally:
                 for fd in passed:
                     os.close(fd)
@@ -698,6 +701,12 @@ class _Dev:
                     with trio.CancelScope(shield=True):
                         await _stop(process)
                         await generation.ended.wait()
+                        # Its pipes (over stdio): stdout is closed by the front reading
+                        # it, once read to its end.
+                        if process.stdin is not None:
+                            await process.stdin.aclose()
+                        if process.stdout is not None and not generation.claimed:
+                            await process.stdout.aclose()
                     nursery.cancel_scope.cancel()
         finally:
             if held is not None:

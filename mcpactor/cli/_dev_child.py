@@ -27,8 +27,10 @@ from ..protocol import ErrorResponse, RequestId
 if TYPE_CHECKING:
     from ..client._http11 import Url
 
-__all__ = ["Children", "Failure", "Generation", "read_status"]
+__all__ = ["CLOSING", "START_WAIT", "STOPPED", "Children", "Failure", "Generation", "read_status"]
 
+#: seconds a request waits for a server that is starting
+START_WAIT: Final = 60.0
 #: the most the status pipe is read for (a report of a few lines, or a traceback)
 _MAX_STATUS: Final = 256 * 1024
 #: a report's lines kept, and the characters kept of each
@@ -94,6 +96,8 @@ class Generation:
     report: Failure | None = None
     #: the supervisor asked it to stop (an exit then is no failure)
     stopping: bool = False
+    #: a front reads the child's stdout (and closes it once read to its end)
+    claimed: bool = False
     #: when it was begun (trio's clock)
     begun: float = 0.0
 
@@ -112,8 +116,8 @@ class Children:
     """The current generation of the served child, and waiting for it to settle."""
 
     def __init__(self) -> None:
+        # Before the first start is begun, a request waits for it too.
         self.current = Generation(0)
-        self.current.fail(Failure(("the server has not started yet",)))
         self.current.ended.set()
         self.closed = False
 

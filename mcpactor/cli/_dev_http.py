@@ -32,13 +32,12 @@ from __future__ import annotations
 import collections
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 import trio
 
 from .._exceptions import INVALID_REQUEST, RemoteProtocolError, TransportBroken
-from ..client._http11 import HttpPool, HttpResponse
 from ..protocol import (
     Batch,
     Body,
@@ -53,16 +52,18 @@ from ..protocol import (
     serialize,
 )
 from ..transports._sse import message_event
-from ._dev_child import STOPPED, Children, Failure, Generation
+from ._dev_child import START_WAIT, STOPPED, Children, Failure, Generation
 
-__all__ = ["START_WAIT", "HttpFront"]
+if TYPE_CHECKING:
+    # The http extra's (h11): imported where a child is first reached.
+    from ..client._http11 import HttpPool, HttpResponse
+
+__all__ = ["EventRelay", "HttpFront"]
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-#: seconds a request waits for a server that is starting
-START_WAIT: Final = 60.0
 #: sessions remembered for replay at most (the least recently used is forgotten)
 _MAX_SESSIONS: Final = 1000
 #: times a request that never reached a child is sent to the next one
@@ -416,6 +417,8 @@ class HttpFront:
         # One pool per child: a connection never outlives the child it went to.
         pool = self._pools.get(generation.number)
         if pool is None:
+            from ..client._http11 import HttpPool
+
             pool = self._pools[generation.number] = HttpPool(ssl_context=self.child_ssl)
             for number in [number for number in self._pools if number < generation.number]:
                 # Busy connections close when their response is done.

@@ -40,8 +40,7 @@ from ..protocol import (
     owed_ids,
     serialize,
 )
-from ._dev_child import STOPPED, Children, Failure, Generation
-from ._dev_http import START_WAIT
+from ._dev_child import START_WAIT, STOPPED, Children, Failure, Generation
 
 if TYPE_CHECKING:
     import trio_websocket
@@ -306,11 +305,15 @@ class _PipeLink:
 
     async def frames(self) -> AsyncIterator[bytes]:
         framer = LineFramer(self._limit)
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            while chunk := await self._stdout.receive_some(_READ_SIZE):
-                for frame in framer.feed(chunk):
-                    if type(frame) is bytes:
-                        yield frame
+        try:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                while chunk := await self._stdout.receive_some(_READ_SIZE):
+                    for frame in framer.feed(chunk):
+                        if type(frame) is bytes:
+                            yield frame
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._stdout.aclose()
 
     async def close_sending(self) -> None:
         await self._stdin.aclose()
@@ -331,6 +334,7 @@ async def serve_stdio_front(
         process = generation.process
         if process is None or process.stdin is None or process.stdout is None:
             return None
+        generation.claimed = True
         return _PipeLink(process, max_message_bytes)
 
     send, queue = trio.open_memory_channel[bytes](_QUEUE)
