@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import AsyncIterator
 from typing import Final
 
@@ -16,12 +17,13 @@ import orjson
 import pytest
 import trio
 
-from mcpactor import RequestError, Server
-from mcpactor.cli._dev_child import STOPPED, Children, Failure, Generation
+from mcpactor import Context, RequestError, Server
+from mcpactor.cli._dev_child import STOPPED, Children, Failure, Generation, Opening
 from mcpactor.cli._dev_http import EventRelay, HttpFront
 from mcpactor.cli._dev_messages import serve_websocket_front
 from mcpactor.client import connect_http, connect_websocket
 from mcpactor.client._http11 import HttpPool, Url
+from mcpactor.protocol import Notification, Request, classify_body
 from mcpactor.transports import HttpOptions, serve_http
 from mcpactor.transports.h1 import H1Config, serve_h1
 
@@ -35,7 +37,8 @@ BROKEN: Final = Failure(
 
 
 def make_server(*tools: str) -> Server:
-    """A server with some of the tools ``add``, ``mul`` and ``grow`` (which adds one)."""
+    """A server with some of the tools ``add``, ``mul``, ``grow`` (which adds one) and
+    ``whisper`` (which logs at debug level), and the resource ``memo://note``."""
     server = Server("edited")
 
     def add(a: int, b: int) -> int:
@@ -48,9 +51,18 @@ def make_server(*tools: str) -> Server:
         server.add_tool(lambda: "grown", name="grown")
         return "grew"
 
-    for fn in (add, mul, grow):
+    async def whisper(ctx: Context) -> str:
+        await ctx.debug("psst")
+        return "whispered"
+
+    for fn in (add, mul, grow, whisper):
         if fn.__name__ in tools:
             server.add_tool(fn)
+
+    @server.resource("memo://note")
+    def note() -> str:
+        return "a note"
+
     return server
 
 
@@ -142,6 +154,59 @@ async def test_a_session_lives_through_a_broken_child_and_a_fixed_one() -> None:
                 client.clear_notifications()
                 await client.call_tool("grow", {})
                 await client.wait_for_notification("notifications/tools/list_changed")
+
+
+@pytest.mark.parametrize("transport", ["http", "websocket"])
+async def test_what_a_session_set_is_set_again_on_the_next_child(
+    transport: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcpactor.client")
+    with trio.fail_after(WAIT):
+        async with bench() as front:
+            await front.serve(make_server("add"))
+            if transport == "http":
+                connection = connect_http(front.url, initialize=True)
+            else:
+                ws_url = front.url.replace("http://", "ws://").replace("/mcp", "/ws")
+                connection = connect_websocket(ws_url, initialize=True)
+            async with connection as client:
+                await client.subscribe_resource("memo://note")
+                await client.set_logging_level("debug")
+                fixed = make_server("whisper")
+                await front.serve(fixed)
+                # Its first request reaches the new server, which is told first what the
+                # session had set: debug messages, and the note's updates.
+                assert (await client.call_tool("whisper", {})).data == {"result": "whispered"}
+                logged = await client.wait_for_notification("notifications/message")
+                assert logged.params is not None
+                assert logged.params["level"] == "debug"
+                fixed.notify_resource_updated("memo://note")
+                updated = await client.wait_for_notification("notifications/resources/updated")
+                assert updated.params == {"uri": "memo://note"}
+    # The front's own requests were answered to the front alone.
+    strays = [r for r in caplog.records if "which is not pending" in r.getMessage()]
+    assert not strays
+
+
+def test_an_opening_is_what_the_session_set_since() -> None:
+    opening = Opening()
+    for message in (
+        Notification("notifications/initialized"),
+        Request(1, "resources/subscribe", {"uri": "memo://a"}),
+        Request(2, "resources/subscribe", {"uri": "memo://b"}),
+        Request(3, "logging/setLevel", {"level": "info"}),
+        Request(4, "resources/unsubscribe", {"uri": "memo://a"}),
+        Request(5, "logging/setLevel", {"level": "debug"}),
+        Request(6, "tools/call", {"name": "add", "uri": "memo://c"}),
+    ):
+        opening.note(classify_body(message.to_json()))
+    assert opening.after_initialize("p") == [
+        Notification("notifications/initialized"),
+        Request("p/level", "logging/setLevel", {"level": "debug"}),
+        Request("p/0", "resources/subscribe", {"uri": "memo://b"}),
+    ]
+    # Not initialized: nothing follows initialize (the client sends it itself).
+    assert Opening().after_initialize("p") == []
 
 
 async def test_a_request_waits_for_a_starting_child(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,12 +22,30 @@ import attrs
 import trio
 
 from .._exceptions import INTERNAL_ERROR
-from ..protocol import ErrorResponse, RequestId
+from ..protocol import (
+    MAX_RESOURCE_SUBSCRIPTIONS,
+    Batch,
+    Body,
+    ErrorResponse,
+    JSONObject,
+    Notification,
+    Request,
+    RequestId,
+)
 
 if TYPE_CHECKING:
     from ..client._http11 import Url
 
-__all__ = ["CLOSING", "START_WAIT", "STOPPED", "Children", "Failure", "Generation", "read_status"]
+__all__ = [
+    "CLOSING",
+    "START_WAIT",
+    "STOPPED",
+    "Children",
+    "Failure",
+    "Generation",
+    "Opening",
+    "read_status",
+]
 
 #: seconds a request waits for a server that is starting
 START_WAIT: Final = 60.0
@@ -71,6 +89,52 @@ STOPPED: Final = Failure(
 )
 #: what a request gets once ``mcpactor dev`` itself is stopping
 CLOSING: Final = Failure(("mcpactor dev is stopping",))
+
+
+@attrs.define
+class Opening:
+    """What a session told its server that a new server must be told again.
+
+    Its ``initialize`` (kept by the front, as it travels), whether
+    ``notifications/initialized`` followed, and what it set since: the log level and the
+    resources it subscribed to.
+    """
+
+    initialized: bool = False
+    #: the params of the last ``logging/setLevel``
+    log_level: JSONObject | None = None
+    #: the URIs subscribed to, in order (at most the server's own limit)
+    subscriptions: dict[str, None] = attrs.field(factory=dict)
+
+    def note(self, body: Body) -> None:
+        """Take note of what the client sent (a message or a batch)."""
+        for item in body.items if type(body) is Batch else (body,):
+            if type(item) is Notification and item.method == "notifications/initialized":
+                self.initialized = True
+            if type(item) is not Request or item.params is None:
+                continue
+            if item.method == "logging/setLevel":
+                self.log_level = item.params
+                continue
+            uri = item.params.get("uri")
+            if type(uri) is not str:
+                continue
+            if item.method == "resources/subscribe":
+                if len(self.subscriptions) < MAX_RESOURCE_SUBSCRIPTIONS:
+                    self.subscriptions[uri] = None
+            elif item.method == "resources/unsubscribe":
+                self.subscriptions.pop(uri, None)
+
+    def after_initialize(self, prefix: str) -> list[Request | Notification]:
+        """What follows ``initialize`` on a new server; requests take ids ``prefix/N``."""
+        if not self.initialized:
+            return []
+        messages: list[Request | Notification] = [Notification("notifications/initialized")]
+        if self.log_level is not None:
+            messages.append(Request(f"{prefix}/level", "logging/setLevel", self.log_level))
+        for number, uri in enumerate(self.subscriptions):
+            messages.append(Request(f"{prefix}/{number}", "resources/subscribe", {"uri": uri}))
+        return messages
 
 
 @attrs.define(eq=False)

@@ -11,10 +11,11 @@ Because the front stays while children come and go:
   session is held open instead (an SSE comment says why) and ends when the next start
   begins, so clients reconnect rather than give up on it.
 - A session outlives the child that opened it. The front remembers each session's
-  ``initialize`` (its body and headers) and whether ``notifications/initialized``
-  followed. The first request of that session to reach a newer child replays them there
-  and from then on sends the new child's session id in place of the client's, which the
-  client keeps: it never has to initialize again. A session the new child refuses is 404,
+  ``initialize`` (its body and headers) and what followed (``Opening``: whether
+  ``notifications/initialized`` did, the log level, the resource subscriptions). The
+  first request of that session to reach a newer child replays them there and from then
+  on sends the new child's session id in place of the client's, which the client keeps:
+  it never has to initialize again. A session the new child refuses is 404,
   as the protocol says for a session that is gone, and the client starts a new one.
 - SSE event ids carry the generation (``N/id``): a ``Last-Event-ID`` from an earlier
   child is dropped (that child's streams are gone), one of the current child is passed
@@ -52,7 +53,7 @@ from ..protocol import (
     serialize,
 )
 from ..transports._sse import message_event
-from ._dev_child import START_WAIT, STOPPED, Children, Failure, Generation
+from ._dev_child import START_WAIT, STOPPED, Children, Failure, Generation, Opening
 
 if TYPE_CHECKING:
     # The http extra's (h11): imported where a child is first reached.
@@ -99,7 +100,8 @@ class _Session:
     target: str
     headers: list[tuple[str, str]]
     body: bytes
-    initialized: bool = False
+    #: what followed it, that a new child is told too
+    opening: Opening = attrs.field(factory=Opening)
     lock: trio.Lock = attrs.field(factory=trio.Lock)
 
 
@@ -302,8 +304,8 @@ class HttpFront:
         if session is not None:
             if status == 404 or (request.method == "DELETE" and 200 <= status < 300):
                 self._forget(session)  # ended, by the child or by the client
-            elif 200 <= status < 300 and _says_initialized(body):
-                session.initialized = True
+            elif 200 <= status < 300 and body is not None:
+                session.opening.note(body)
         if response.content_type == "text/event-stream":
             await self._relay_events(generation, owed, response, status, headers, receive, send)
         elif owed:
@@ -395,18 +397,21 @@ class HttpFront:
                     await response.read(self.limit)
                     if response.status != 200 or child_id is None:
                         return f"it answered initialize with HTTP {response.status}"
-                if session.initialized:
-                    headers = _replaced(session.headers, "mcp-session-id", child_id)
-                    version = request.header("mcp-protocol-version")
-                    if version is not None:
-                        headers = _replaced(headers, "mcp-protocol-version", version)
-                    note = serialize(Notification("notifications/initialized").to_json())
-                    assert note is not None
-                    async with pool.request("POST", url, headers, note) as response:
+                headers = _replaced(session.headers, "mcp-session-id", child_id)
+                version = request.header("mcp-protocol-version")
+                if version is not None:
+                    headers = _replaced(headers, "mcp-protocol-version", version)
+                prefix = f"mcpactor-dev/{generation.number}"
+                for message in session.opening.after_initialize(prefix):
+                    async with pool.request(
+                        "POST", url, headers, _json(message.to_json())
+                    ) as response:
                         await response.read(self.limit)
-                        if response.status not in (200, 202):
-                            status = response.status
-                            return f"it answered notifications/initialized with HTTP {status}"
+                    # What it set since is set again where it can be (a resource the
+                    # edit removed stays unsubscribed); without initialized, no session.
+                    if type(message) is Notification and response.status not in (200, 202):
+                        status = response.status
+                        return f"it answered {message.method} with HTTP {status}"
             except TransportBroken as exc:
                 return str(exc)
             session.child_id = child_id
@@ -531,13 +536,6 @@ def _opens_session(body: Body | None, request: _Request) -> bool:
         type(body) is Request
         and body.method == "initialize"
         and request.header("mcp-session-id") is None
-    )
-
-
-def _says_initialized(body: Body | None) -> bool:
-    items = body.items if type(body) is Batch else (body,)
-    return any(
-        type(item) is Notification and item.method == "notifications/initialized" for item in items
     )
 
 

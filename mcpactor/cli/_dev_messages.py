@@ -4,8 +4,9 @@ Over stdio and over a WebSocket the client's connection is its session, and it s
 with ``dev`` while children come and go: each message goes to the child of the current
 generation through a *link* (the child's stdin and stdout, or a WebSocket to the child),
 opened when the first message after a start needs it. Opening a link replays on the new
-child what opened the session — the client's ``initialize`` (under an id of the
-front's own, whose answer the client never sees) and ``notifications/initialized`` — so
+child what opened the session and what it set since — the client's ``initialize``,
+``notifications/initialized``, its log level and resource subscriptions (``Opening``),
+each request under an id of the front's own, whose answer the client never sees — so
 the client goes on as if nothing had happened.
 
 While no child can serve, each request is answered at once with the child's report (the
@@ -26,12 +27,10 @@ import trio
 
 from .._exceptions import RemoteProtocolError
 from ..protocol import (
-    Batch,
     Body,
     ErrorResponse,
     FrameTooLong,
     LineFramer,
-    Notification,
     Request,
     RequestId,
     Response,
@@ -40,7 +39,7 @@ from ..protocol import (
     owed_ids,
     serialize,
 )
-from ._dev_child import START_WAIT, STOPPED, Children, Failure, Generation
+from ._dev_child import START_WAIT, STOPPED, Children, Failure, Generation, Opening
 
 if TYPE_CHECKING:
     import trio_websocket
@@ -85,9 +84,11 @@ class _Attached:
     pending: set[RequestId] = attrs.field(factory=set)
     #: requests of the child to the client, not answered yet
     asked: set[RequestId] = attrs.field(factory=set)
-    #: the id of the replayed initialize, whose answer the client does not see
+    #: the id of the replayed initialize, and of every replayed request: answers the
+    #: client does not see
     replay_id: str | None = None
     replayed: trio.Event = attrs.field(factory=trio.Event)
+    swallowed: set[RequestId] = attrs.field(factory=set)
     #: the child's side ended; ``failure`` says why
     closed: bool = False
     failure: Failure = STOPPED
@@ -108,10 +109,10 @@ class MessageFront:
         self._connect = connect
         self._to_client = to_client
         self._nursery = nursery
-        #: the client's initialize and whether it said it is initialized: what a new
-        #: child is told before anything else
+        #: the client's initialize and what followed: what a new child is told before
+        #: anything else
         self.initialize: Request | None = None
-        self.initialized = False
+        self.opening = Opening()
         self.attached: _Attached | None = None
         self._attaching = trio.Lock()
         #: the links whose child's side has not ended yet
@@ -130,14 +131,13 @@ class MessageFront:
         kind = type(body)
         if kind is Request and body.method == "initialize":  # type: ignore[union-attr]
             assert isinstance(body, Request)
-            self.initialize, self.initialized = body, False
-        elif _says_initialized(body):
-            self.initialized = True
+            self.initialize, self.opening = body, Opening()
         elif kind is Response or kind is ErrorResponse:
             answered = body.id  # type: ignore[union-attr]
             if answered not in target.asked:
                 return  # the child that asked is gone
             target.asked.discard(answered)
+        self.opening.note(body)
         target.pending.update(owed)
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await target.link.send(frame)
@@ -193,17 +193,22 @@ class MessageFront:
             return attached
 
     async def _replay(self, attached: _Attached, initialize: Request) -> None:
-        # The session's opening, again, on a new child; its answer is the front's.
-        replay_id = attached.replay_id = f"mcpactor-dev/{attached.generation.number}"
-        frames = [Request(replay_id, "initialize", initialize.params).to_json()]
-        if self.initialized:
-            frames.append(Notification("notifications/initialized").to_json())
+        # The session's opening, again, on a new child; the answers are the front's.
+        prefix = f"mcpactor-dev/{attached.generation.number}"
+        attached.replay_id = prefix
+        attached.swallowed.add(prefix)
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await attached.link.send(_frame(frames[0]))
+            await attached.link.send(
+                _frame(Request(prefix, "initialize", initialize.params).to_json())
+            )
             with trio.move_on_after(START_WAIT):
                 await attached.replayed.wait()
-            if len(frames) > 1 and not attached.closed:
-                await attached.link.send(_frame(frames[1]))
+            for message in self.opening.after_initialize(prefix):
+                if attached.closed:
+                    return
+                if type(message) is Request:
+                    attached.swallowed.add(message.id)
+                await attached.link.send(_frame(message.to_json()))
 
     async def _relay(self, attached: _Attached) -> None:
         # The child's messages to the client, until its side ends.
@@ -241,8 +246,10 @@ class MessageFront:
             if "method" in item:
                 if type(request_id) is str or type(request_id) is int:
                     attached.asked.add(request_id)
-            elif request_id is not None and request_id == attached.replay_id:
-                attached.replayed.set()
+            elif type(request_id) is str and request_id in attached.swallowed:
+                attached.swallowed.discard(request_id)
+                if request_id == attached.replay_id:
+                    attached.replayed.set()
                 return False
             elif type(request_id) is str or type(request_id) is int:
                 attached.pending.discard(request_id)
@@ -277,13 +284,6 @@ def _classify(frame: bytes) -> Body:
         return classify_body(decode(frame))
     except RemoteProtocolError as exc:
         return exc
-
-
-def _says_initialized(body: Body) -> bool:
-    items = body.items if type(body) is Batch else (body,)
-    return any(
-        type(item) is Notification and item.method == "notifications/initialized" for item in items
-    )
 
 
 # --- stdio -------------------------------------------------------------------------------
