@@ -77,7 +77,9 @@ def add_dev_parser(commands: Any, serve: argparse.ArgumentParser) -> None:
         description="Serve TARGET as `mcpactor serve` does, in a child process that is "
         f"started again when a watched file changes. Serves over HTTP on {DEFAULT_BIND} "
         "unless --http or --stdio say otherwise. Watched: the target's file (and the .py "
-        "files beside it) or package, the --config file and what it names, and --watch.",
+        "files beside it) or package, the --config file and what it names, and --watch. "
+        "Clients keep their sessions across restarts; while the edited server cannot "
+        "start, they are answered with its error.",
     )
     # serve's own actions (its -h included), so that dev takes exactly what serve takes,
     # the options added to serve later too.
