@@ -1,58 +1,33 @@
 """``mcpactor dev``: ``mcpactor serve`` in a child process, started again on every edit.
 
-The supervisor (this process) never imports the served code, so no edit can break it:
-
-- It binds the HTTP port itself and hands the listening socket to each child
-  (``serve --worker-socket FD``, as the workers of ``serve --workers`` get theirs), so the
-  address stays the same across restarts and a client that connects while the server is
-  starting again waits in the socket's backlog instead of being refused.
-- Each child also holds the read end of a pipe only the supervisor writes to
-  (``--worker-lifeline FD``): however the supervisor ends, the child stops.
-- Files are watched with ``watchfiles.awatch``, which is written on anyio and so runs on
-  trio. Its watcher runs in a worker thread that only returns when a change arrives, its
-  timeout expires or its stop event is set; cancelling the thread's wait does not stop the
-  thread, so the watch is stopped through ``stop_event`` (a ``trio.Event``: all it needs is
-  ``is_set``) before the task waiting for it is cancelled.
-- A child that fails (a syntax error, an exception at import, a lifespan that raises)
-  prints its own short report and exits; the supervisor says so and waits for the next
-  change to start it again.
+The command line, what is watched and what the child is run with; the supervisor that
+runs it all, and keeps the clients' connections while children come and go, is
+``_dev_supervisor``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import Any, Final
 
-# Only what building the parser needs is imported with the module (every command builds
-# it); the rest is imported where it is used.
-if TYPE_CHECKING:
-    import socket
+from ._dev_supervisor import INSPECTOR_SPEC, DevPlan, say, unique
+from ._dev_supervisor import inspector_command as inspector_command
+from ._dev_supervisor import inspector_hint as inspector_hint
 
-    import trio
-
-__all__ = ["add_dev_parser", "dev"]
+__all__ = ["add_dev_parser", "dev", "inspector_command", "inspector_hint", "serve_argv"]
 
 #: where ``dev`` serves unless told otherwise
 DEFAULT_BIND: Final = "127.0.0.1:8000"
-# watchfiles groups changes until none came for _STEP_MS, for _DEBOUNCE_MS at most: an
-# editor's save (write, rename, chmod) is one restart, and a restart is still quick.
-_STEP_MS: Final = 50
-_DEBOUNCE_MS: Final = 400
-#: seconds a child gets to stop gracefully before it is killed
-_STOP_GRACE: Final = 3.0
-#: the options of ``dev`` that ``serve`` does not take, and whether each takes a value
-_DEV_ONLY: Final = {"--stdio": False, "--inspector": False, "--watch": True}
+#: the options of ``dev`` not passed on to the child, and whether each takes a value
+#: (``--http`` is where ``dev`` listens: the child is told that address once, with the
+#: socket it serves on)
+_NOT_PASSED: Final = {"--stdio": False, "--inspector": False, "--watch": True, "--http": True}
 #: the options of the top-level parser, which may come before the command
 _GLOBAL_WITH_VALUE: Final = frozenset({"--log-level"})
-#: suffixes of the files watched in a watched directory
-_WATCHED_SUFFIXES: Final = (".py", ".toml", ".json", ".yaml", ".yml")
-#: the MCP Inspector's web page (its default port)
-INSPECTOR_PAGE: Final = "http://localhost:6274/"
 
 
 def add_dev_parser(commands: Any, serve: argparse.ArgumentParser) -> None:
@@ -64,7 +39,9 @@ def add_dev_parser(commands: Any, serve: argparse.ArgumentParser) -> None:
         description="Serve TARGET as `mcpactor serve` does, in a child process that is "
         f"started again when a watched file changes. Serves over HTTP on {DEFAULT_BIND} "
         "unless --http or --stdio say otherwise. Watched: the target's file (and the .py "
-        "files beside it) or package, the --config file and what it names, and --watch.",
+        "files beside it) or package, the --config file and what it names, and --watch. "
+        "Clients keep their sessions across restarts; while the edited server cannot "
+        "start, they are answered with its error.",
     )
     # serve's own actions (its -h included), so that dev takes exactly what serve takes,
     # the options added to serve later too.
@@ -85,24 +62,9 @@ def add_dev_parser(commands: Any, serve: argparse.ArgumentParser) -> None:
     own.add_argument(
         "--inspector",
         action="store_true",
-        help="print how to connect the MCP Inspector (with --stdio: print its command line "
-        "and exit)",
+        help="start the MCP Inspector (npx @modelcontextprotocol/inspector) connected to the "
+        "server; with --stdio, the Inspector starts `mcpactor dev --stdio` itself",
     )
-
-
-class DevPlan(NamedTuple):
-    """What ``dev`` runs: the child's command line, where it listens, what it watches."""
-
-    #: the ``mcpactor`` arguments of each child, up to the socket and lifeline options
-    argv: tuple[str, ...]
-    #: ``(host, port)`` to bind, or None over stdio
-    bind: tuple[str, int] | None
-    path: str
-    #: directories watched with their subdirectories, and each directory watched alone
-    trees: tuple[Path, ...]
-    directories: tuple[Path, ...]
-    #: files watched by name (in a directory watched for them)
-    files: tuple[Path, ...]
 
 
 def dev(args: argparse.Namespace) -> int:
@@ -120,6 +82,11 @@ def dev(args: argparse.Namespace) -> int:
         from .._config import load_config
 
         config = load_config(args.config)
+        if args.stdio and config.transport == "http":
+            raise ConfigError(
+                f'--stdio: {config.source} serves over HTTP (transport = "http"); '
+                "leave out --stdio, or the file's transport"
+            )
     # What the served child needs is checked here, before anything says "serving": a
     # child that cannot start would fail again on every change. Over HTTP (the default)
     # that is the dev-loop extra whole, which brings the http extra.
@@ -135,6 +102,8 @@ def dev(args: argparse.Namespace) -> int:
             http = f"[{host}]:{config.http.port}" if ":" in host else f"{host}:{config.http.port}"
         bind = _parse_bind(http or DEFAULT_BIND)
     trees, directories, files = watched_paths(args.targets, config, args.watch)
+    cert = args.tls_cert or (config.http.tls_cert if config is not None else None)
+    key = args.tls_key or (config.http.tls_key if config is not None else None)
     plan = DevPlan(
         argv=tuple(argv),
         bind=bind,
@@ -142,16 +111,14 @@ def dev(args: argparse.Namespace) -> int:
         trees=tuple(trees),
         directories=tuple(directories),
         files=tuple(files),
+        max_message_bytes=args.max_message_bytes,
+        tls=(cert, key) if cert and key and bind is not None else None,
     )
     if args.inspector and bind is None:
-        command = [sys.executable, "-m", "mcpactor", *args.argv]
-        command = [word for word in command if word != "--inspector"]
-        import shlex
+        return _inspect_stdio(args.argv)
+    from ._dev_supervisor import Supervisor
 
-        _say("the MCP Inspector starts a stdio server itself; run:")
-        print(f"    npx @modelcontextprotocol/inspector {shlex.join(command)}", file=sys.stderr)
-        return 0
-    return trio.run(_Dev(plan, inspector=args.inspector).run)
+    return trio.run(Supervisor(plan, inspector=args.inspector).run)
 
 
 def serve_argv(argv: Sequence[str]) -> list[str]:
@@ -167,8 +134,8 @@ def serve_argv(argv: Sequence[str]) -> list[str]:
     rest = iter(words[index + 1 :])
     for word in rest:
         name = word.partition("=")[0]
-        if name in _DEV_ONLY:
-            if _DEV_ONLY[name] and "=" not in word:
+        if name in _NOT_PASSED:
+            if _NOT_PASSED[name] and "=" not in word:
                 next(rest, None)
             continue
         served.append(word)
@@ -200,7 +167,7 @@ def watched_paths(
     for item in extra:
         path = Path(item).resolve()
         (trees if path.is_dir() else files).append(path)
-    return _unique(trees), _unique(directories), _unique(files)
+    return unique(trees), unique(directories), unique(files)
 
 
 def _watch_target(
@@ -256,240 +223,23 @@ def _find_module(name: str) -> Path | None:
     return Path(spec.origin).resolve()
 
 
-def _unique(paths: Iterable[Path]) -> list[Path]:
-    return list(dict.fromkeys(paths))
+def _inspect_stdio(argv: Sequence[str]) -> int:
+    # Over stdio the Inspector starts the server itself: it runs this command line,
+    # less --inspector, once for each of its connections.
+    import shlex
+    import shutil
 
+    served = [sys.executable, "-m", "mcpactor", *(word for word in argv if word != "--inspector")]
+    npx = shutil.which("npx")
+    command = [npx or "npx", "--yes", INSPECTOR_SPEC, "--", *served]
+    if npx is None:
+        say("npx was not found (it comes with Node.js): the MCP Inspector was not started; run:")
+        print(f"    {shlex.join(command)}", file=sys.stderr, flush=True)
+        return 0
+    say(f"starting the MCP Inspector, which starts the server: {shlex.join(command)}")
+    sys.stdout.flush()
+    if sys.platform == "win32":  # pragma: no cover - no exec there
+        import subprocess
 
-def _say(text: str) -> None:
-    print(f"mcpactor dev: {text}", file=sys.stderr, flush=True)
-
-
-def _url(host: str, port: int, path: str) -> str:
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{path}"
-
-
-def inspector_hint(url: str) -> str:
-    """How to connect the MCP Inspector to the Streamable HTTP endpoint ``url``."""
-    import urllib.parse
-
-    query = urllib.parse.urlencode({"transport": "streamable-http", "serverUrl": url})
-    return (
-        "for the MCP Inspector, run:\n"
-        "    npx @modelcontextprotocol/inspector\n"
-        f"  and open {INSPECTOR_PAGE}?{query}\n"
-        f"  (or choose the transport Streamable HTTP and the URL {url});\n"
-        "  from a terminal, its CLI mode:\n"
-        f"    npx @modelcontextprotocol/inspector --cli {url} --transport http "
-        "--method tools/list"
-    )
-
-
-class _Dev:
-    # The supervisor: one child at a time, replaced on every batch of changes.
-
-    def __init__(self, plan: DevPlan, *, inspector: bool) -> None:
-        self.plan = plan
-        self.inspector = inspector
-        self.listener: socket.socket | None = None
-
-    async def run(self) -> int:
-        import trio
-
-        if self.plan.bind is not None:
-            from .._workers import bind_sockets
-            from ..transports.http import LISTEN_BACKLOG
-
-            host, port = self.plan.bind
-            try:
-                (self.listener,) = bind_sockets(host, port, 1, backlog=LISTEN_BACKLOG)[:1]
-            except OSError as exc:
-                shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-                print(
-                    f"mcpactor: cannot listen on {shown}: {exc.strerror or exc}", file=sys.stderr
-                )
-                return 1
-        # Stopped by a signal: a clean end.
-        status = 0
-        try:
-            async with trio.open_nursery() as nursery:
-                changes = await nursery.start(self._watch)
-                nursery.start_soon(self._stop_on_signal, nursery.cancel_scope)
-                status = await self._supervise(changes)
-                nursery.cancel_scope.cancel()
-            return status
-        finally:
-            if self.listener is not None:
-                self.listener.close()
-
-    async def _stop_on_signal(self, scope: trio.CancelScope) -> None:
-        import signal
-
-        import trio
-
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
-                scope.cancel("signal")
-                return
-
-    async def _watch(
-        self, *, task_status: trio.TaskStatus[trio.MemoryReceiveChannel[set[str]]]
-    ) -> None:
-        import trio
-
-        send, receive = trio.open_memory_channel[set[str]](16)
-        plan = self.plan
-        wanted = {str(path) for path in plan.files}
-        # A file named by itself is watched through its directory, unless a tree has it.
-        alone = [
-            file.parent
-            for file in plan.files
-            if not any(file.is_relative_to(tree) for tree in plan.trees)
-        ]
-        directories = _unique([*plan.directories, *alone])
-        async with send, trio.open_nursery() as nursery:
-            for roots, recursive in ((plan.trees, True), (directories, False)):
-                existing = [root for root in roots if root.is_dir()]
-                if existing:
-                    watch = self._watch_roots
-                    nursery.start_soon(watch, existing, recursive, wanted, send.clone())
-            task_status.started(receive)
-
-    async def _watch_roots(
-        self,
-        roots: Sequence[Path],
-        recursive: bool,
-        wanted: set[str],
-        send: trio.MemorySendChannel[set[str]],
-    ) -> None:
-        import trio
-        import watchfiles
-
-        class Relevant(watchfiles.DefaultFilter):
-            def __call__(self, change: watchfiles.Change, path: str) -> bool:
-                return path in wanted or (
-                    path.endswith(_WATCHED_SUFFIXES) and super().__call__(change, path)
-                )
-
-        stop = trio.Event()
-
-        async def stop_when_cancelled() -> None:
-            # Cancelled at once, unlike the watch waiting on its thread: see above.
-            try:
-                await trio.sleep_forever()
-            finally:
-                stop.set()
-
-        async with send, trio.open_nursery() as nursery:
-            nursery.start_soon(stop_when_cancelled)
-            async for batch in watchfiles.awatch(
-                *roots,
-                watch_filter=Relevant(),
-                debounce=_DEBOUNCE_MS,
-                step=_STEP_MS,
-                stop_event=stop,
-                recursive=recursive,
-            ):
-                await send.send({path for _, path in batch})
-
-    async def _supervise(self, changes: trio.MemoryReceiveChannel[set[str]]) -> int:
-        import trio
-
-        first = True
-        while True:
-            async with self._child() as process:
-                if first and self.listener is not None:
-                    host, port = self.listener.getsockname()[:2]
-                    url = _url(host, port, self.plan.path)
-                    _say(f"serving {url} (restarted when a watched file changes; Ctrl-C stops)")
-                    if self.inspector:
-                        _say(inspector_hint(url))
-                first = False
-                with trio.CancelScope() as session:
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self._report_exit, process, session)
-                        try:
-                            changed = await changes.receive()
-                        except trio.EndOfChannel:
-                            # Nothing to watch: serve until stopped.
-                            await trio.sleep_forever()
-                        nursery.cancel_scope.cancel()
-                if session.cancelled_caught:
-                    return 0
-            # Edits saved while the old server stopped: one restart for all of them.
-            while True:
-                try:
-                    changed |= changes.receive_nowait()
-                except trio.WouldBlock:
-                    break
-            _say(f"{_shown(changed)} changed; restarting")
-
-    @contextlib.asynccontextmanager
-    async def _child(self) -> AsyncIterator[trio.Process]:
-        import trio
-
-        command = [sys.executable, "-m", "mcpactor", *self.plan.argv]
-        pass_fds: list[int] = []
-        lifeline = held = None
-        if self.listener is not None:
-            host, port = self.listener.getsockname()[:2]
-            shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-            command += ["--http", shown]
-            if sys.platform != "win32":
-                lifeline, held = os.pipe()
-                listener = self.listener.fileno()
-                pass_fds = [listener, lifeline]
-                command += ["--worker-socket", str(listener), "--worker-lifeline", str(lifeline)]
-            else:  # pragma: no cover - the child binds the port itself between restarts
-                self.listener.close()
-        try:
-            try:
-                process = await trio.lowlevel.open_process(
-                    command,
-                    pass_fds=pass_fds,
-                    # Over HTTP a terminal's Ctrl-C reaches the supervisor alone.
-                    start_new_session=self.plan.bind is not None,
-                )
-            finally:
-                if lifeline is not None:
-                    os.close(lifeline)
-            try:
-                yield process
-            finally:
-                with trio.CancelScope(shield=True):
-                    await _stop(process)
-        finally:
-            if held is not None:
-                os.close(held)
-
-    async def _report_exit(self, process: trio.Process, session: trio.CancelScope) -> None:
-        code = await process.wait()
-        if code == 0 and self.listener is None:
-            # Over stdio the client closed the input: the session is over.
-            session.cancel()
-            return
-        _say(f"the server exited with status {code}; waiting for a change to start it again")
-
-
-async def _stop(process: trio.Process) -> None:
-    import trio
-
-    if process.returncode is None:
-        process.terminate()
-        with trio.move_on_after(_STOP_GRACE):
-            await process.wait()
-    if process.returncode is None:
-        process.kill()
-        await process.wait()
-
-
-def _shown(paths: set[str], most: int = 3) -> str:
-    cwd = Path.cwd()
-    names = []
-    for path in sorted(paths)[:most]:
-        try:
-            names.append(str(Path(path).relative_to(cwd)))
-        except ValueError:
-            names.append(path)
-    more = f" and {len(paths) - most} more" if len(paths) > most else ""
-    return ", ".join(names) + more
+        return subprocess.call(command)
+    os.execv(npx, command)

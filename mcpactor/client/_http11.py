@@ -230,15 +230,18 @@ class HttpPool:
         """Send a request and yield its response once the head has arrived.
 
         ``sent`` is called once the request is on the wire, before its answer. Leaving
-        the block with the body read to its end keeps the connection for reuse.
+        the block with the body read to its end keeps the connection for reuse. A
+        ``host`` or ``user-agent`` in ``headers`` replaces the one sent by default (a
+        proxy passes on its client's).
 
         Raises:
             TransportBroken: the server could not be reached or the connection failed.
         """
         what = f"{method} {url}"
+        given = {name.lower() for name, _ in headers}
         all_headers = [
-            ("host", url.authority),
-            ("user-agent", _USER_AGENT),
+            *((("host", url.authority),) if "host" not in given else ()),
+            *((("user-agent", _USER_AGENT),) if "user-agent" not in given else ()),
             *headers,
         ]
         if body or method == "POST":
