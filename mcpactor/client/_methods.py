@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import INVALID_REQUEST, CapabilityError, RemoteProtocolError
-from ..protocol import JSONObject, describe
+from ..protocol import WRAPPED_RESULT, JSONObject, describe
 from ._handlers import ClientHandlers, ProgressHandler, RootsSource
 from ._results import OutputDecoder, ToolResult
 
@@ -26,6 +26,9 @@ class ClientMethods:
     handlers: ClientHandlers
     # How ``ToolResult.data`` is rebuilt; set by a connection that knows the server.
     _tool_output: OutputDecoder | None
+    # The tools whose outputSchema (in the last tools/list) says their structured content
+    # only wraps the value ({"result": value}): unwrapped into ``data`` over a connection.
+    _wrapped_tools: frozenset[str] = frozenset()
     # taskId -> the tool it runs, for ``get_task_result``
     _task_tools: dict[str, str]
 
@@ -88,7 +91,28 @@ class ClientMethods:
 
     async def list_tools(self) -> list[JSONObject]:
         """Return every tool, following ``nextCursor``."""
-        return await self.list_all("tools/list", "tools")
+        tools = await self.list_all("tools/list", "tools")
+        self._wrapped_tools = frozenset(
+            tool["name"]
+            for tool in tools
+            if type(tool) is dict
+            and type(tool.get("name")) is str
+            and type(tool.get("outputSchema")) is dict
+            and tool["outputSchema"].get(WRAPPED_RESULT) is True
+        )
+        return tools
+
+    def _decoder(self) -> OutputDecoder | None:
+        # In memory the server's own decoder; over a connection, unwrapping what tools/list
+        # said is wrapped.
+        if self._tool_output is not None:
+            return self._tool_output
+        return self._unwrap if self._wrapped_tools else None
+
+    def _unwrap(self, tool: str, structured: Any) -> Any:
+        if tool in self._wrapped_tools and type(structured) is dict and "result" in structured:
+            return structured["result"]
+        return structured
 
     async def call_tool(
         self,
@@ -110,7 +134,7 @@ class ClientMethods:
         result = await self.request(
             "tools/call", params, timeout=timeout, progress_handler=progress_handler
         )
-        return ToolResult(result, name, self._tool_output)
+        return ToolResult(result, name, self._decoder())
 
     # Tasks (2025-11-25): a task-augmented call is answered at once; the work goes on in
     # the server and these methods poll, wait for, list and cancel it.
@@ -175,7 +199,7 @@ class ClientMethods:
         tool = self._task_tools.get(task_id)
         if tool is None:
             return ToolResult(result, "")
-        return ToolResult(result, tool, self._tool_output)
+        return ToolResult(result, tool, self._decoder())
 
     async def list_tasks(self) -> list[JSONObject]:
         """Return every task of this session, following ``nextCursor``."""

@@ -5,7 +5,8 @@
 # The value is rebuilt on first read, not when the result arrives: a caller that reads
 # only the dict pays nothing. A client in the same process as the server (in memory) asks
 # the server to rebuild it as the tool's annotated return type (``Server.tool_output``);
-# any other client has only the JSON, and ``data`` is that.
+# any other client has only the JSON, and ``data`` is that, unwrapped where the tool's
+# listed outputSchema says the object only wraps the value (``WRAPPED_RESULT``).
 
 from __future__ import annotations
 
@@ -70,7 +71,8 @@ class ToolResult(dict[str, Any]):
         returned, of its annotated type: a dataclass, attrs class or TypedDict, a list of
         them, or the plain value (an ``int``, say) the server wrapped as
         ``{"result": ...}``. Over a real connection, and for an error result, it is the
-        ``structuredContent`` JSON as it arrived.
+        ``structuredContent`` JSON as it arrived, unwrapped from ``{"result": ...}`` for
+        a tool whose outputSchema, in the client's last ``list_tools``, says it wraps.
         """
         data = self._data
         if data is _UNREAD:

@@ -15,11 +15,12 @@
 # every annotation string at start-up.
 
 import base64
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
 __all__ = [
+    "WRAPPED_RESULT",
     "Annotations",
     "AudioContent",
     "BlobResourceContents",
@@ -39,6 +40,10 @@ __all__ = [
     "TextResourceContents",
     "ToolAnnotations",
 ]
+
+#: the keyword of a generated ``outputSchema`` whose object only wraps the tool's value
+#: as ``{"result": value}`` (structured content is an object): a client may unwrap it
+WRAPPED_RESULT: Final = "x-mcpactor-wrap-result"
 
 Role: TypeAlias = Literal["user", "assistant"]
 

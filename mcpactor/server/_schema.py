@@ -38,7 +38,7 @@ import attrs
 import orjson
 
 from .._exceptions import SchemaError
-from ..protocol import describe
+from ..protocol import WRAPPED_RESULT, describe
 from ._convert import _Convert
 from ._introspect import (
     _MISSING,
@@ -235,7 +235,14 @@ def _describe_output(
         schema = {"type": "object", **shape.schema}
         wraps = False
     else:
-        schema = {"type": "object", "properties": {"result": shape.schema}, "required": ["result"]}
+        schema = {
+            "type": "object",
+            "properties": {"result": shape.schema},
+            "required": ["result"],
+            # Tells a client the object is only the value's envelope (MCP's structured
+            # content is an object): mcpactor's clients unwrap it into ToolResult.data.
+            WRAPPED_RESULT: True,
+        }
         wraps = True
     if builder.defs:
         schema["$defs"] = builder.defs

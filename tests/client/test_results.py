@@ -232,6 +232,23 @@ async def test_data_over_http_is_the_structured_json(revision: str) -> None:
     assert (broken.is_error, broken.text) == (True, "no point")
 
 
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_data_over_http_is_unwrapped_once_the_tools_are_listed(revision: str) -> None:
+    # The generated schema of a value that is not an object says the object only wraps it.
+    with trio.fail_after(GUARD):
+        async with (
+            http_url(shapes_server()) as url,
+            connect_http(url, initialize=True, protocol_version=revision) as client,
+        ):
+            listed = {tool["name"]: tool for tool in await client.list_tools()}
+            for tool, (_, json) in sorted(EXPECTED.items()):
+                result = await client.call_tool(tool)
+                wrapped = listed[tool]["outputSchema"].get("x-mcpactor-wrap-result") is True
+                assert wrapped == (tool in {"places", "sky", "pair", "maybe", "hello"}), tool
+                assert result.data == (json["result"] if wrapped else json), tool
+                assert result["structuredContent"] == json, tool
+
+
 async def test_a_proxied_tool_in_memory_gives_its_json() -> None:
     # The proxy has only the remote's JSON; the in-memory client gets that as it is.
     with trio.fail_after(GUARD):

@@ -1041,6 +1041,7 @@ def test_wrapped_output_schema() -> None:
         "type": "object",
         "properties": {"result": {"type": "integer", "description": "the sum"}},
         "required": ["result"],
+        "x-mcpactor-wrap-result": True,
     }
 
 

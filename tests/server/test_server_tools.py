@@ -106,6 +106,7 @@ async def test_tool_definition_at_latest_has_every_field() -> None:
                 "type": "object",
                 "properties": {"result": {"type": "string"}},
                 "required": ["result"],
+                "x-mcpactor-wrap-result": True,
             },
             "annotations": {"destructiveHint": True, "openWorldHint": False},
             "icons": [
