@@ -68,9 +68,7 @@ def classes(trees: dict[str, ast.Module]) -> dict[str, tuple[ast.ClassDef, str]]
 
 def own_methods(node: ast.ClassDef) -> set[str]:
     return {
-        item.name
-        for item in node.body
-        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+        item.name for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
     }
 
 
@@ -104,11 +102,12 @@ def jsonrpc_dicts(trees: dict[str, ast.Module]) -> Iterator[tuple[str, int]]:
         if name.startswith("mcpactor.protocol"):
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Dict) and any(
-                isinstance(key, ast.Constant) and key.value == "jsonrpc" for key in node.keys
-            ):
-                yield name, node.lineno
-            elif (
+            if (
+                isinstance(node, ast.Dict)
+                and any(
+                    isinstance(key, ast.Constant) and key.value == "jsonrpc" for key in node.keys
+                )
+            ) or (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
                 and node.func.id == "dict"
