@@ -42,6 +42,7 @@ import logging
 import math
 import re
 import socket
+import ssl
 from collections.abc import Callable, Sequence
 from typing import Any, Final, cast
 
@@ -415,22 +416,8 @@ async def serve_hypercorn(
     context = WorkerContext(None)
     state: dict[str, Any] = {}
     opened = _Open(error_body)
-    sockets = config.create_sockets()
     ssl_context = config.create_ssl_context()
-    listeners: list[trio.abc.Listener[Any]] = []
-    binds = []
-    for sock in [*sockets.secure_sockets, *sockets.insecure_sockets]:
-        sock.listen(config.backlog)
-        listener: trio.abc.Listener[Any] = trio.SocketListener(
-            trio.socket.from_stdlib_socket(sock)
-        )
-        secure = sock in sockets.secure_sockets
-        if secure:
-            assert ssl_context is not None
-            listener = trio.SSLListener(listener, ssl_context, https_compatible=True)
-        listeners.append(listener)
-        scheme = "https" if secure else "http"
-        binds.append(f"{scheme}://{repr_socket_addr(sock.family, sock.getsockname())}")
+    listeners, binds = _listeners(config, ssl_context)
 
     async def handle(stream: Any) -> None:
         if opened.count >= limits.max_connections:
@@ -480,6 +467,28 @@ async def serve_hypercorn(
         if spans is not None:
             await spans.wait_for_shutdown()
         lifespan_nursery.cancel_scope.cancel()
+
+
+def _listeners(
+    config: Config, ssl_context: ssl.SSLContext | None
+) -> tuple[list[trio.abc.Listener[Any]], list[str]]:
+    # The bound sockets of ``config`` as trio listeners (TLS ones wrapped), with their URLs.
+    sockets = config.create_sockets()
+    listeners: list[trio.abc.Listener[Any]] = []
+    binds = []
+    for sock in [*sockets.secure_sockets, *sockets.insecure_sockets]:
+        sock.listen(config.backlog)
+        listener: trio.abc.Listener[Any] = trio.SocketListener(
+            trio.socket.from_stdlib_socket(sock)
+        )
+        secure = sock in sockets.secure_sockets
+        if secure:
+            assert ssl_context is not None
+            listener = trio.SSLListener(listener, ssl_context, https_compatible=True)
+        listeners.append(listener)
+        scheme = "https" if secure else "http"
+        binds.append(f"{scheme}://{repr_socket_addr(sock.family, sock.getsockname())}")
+    return listeners, binds
 
 
 async def _turn_away(stream: Any, opened: _Open, tls: bool) -> None:

@@ -1,19 +1,13 @@
-# Measured with ``bash bench/run.sh --only mcpactor-http-json,mcpactor-hypercorn-json
-# --tests http_c16_s1`` (16 connections, JSON answers, 2 cores, paired rounds): the
-# built-in server serves 7.1x hypercorn's req/s (ratio 0.141 hypercorn / built-in; 7.4x
-# over 5 paired rounds, 7.8x before this server was split into protocol and driver, and
-# the split's own cost within noise: srv CPU per request before / after 1.02). It is kept
-# only while it stays clearly faster than hypercorn: measure again when it changes.
-#
 # One HTTP/1.1 connection on trio: read the socket, feed the protocol (``_protocol``),
 # call the ASGI app, write what the framing (``_response``) gives. Generic: nothing
 # here knows what the app serves.
 #
-# Why our own server: under hypercorn's trio worker a bare ASGI app answering canned
-# JSON costs about 0.45 ms of CPU per request on a 2-core machine, and hypercorn is
-# most of that: a keep-alive timer task stopped and restarted per request, a task and a
-# memory channel per request for the app, a lock and a shielded cancel scope around
-# every socket write, one write per ASGI message, and h11 parsing in pure Python. So:
+# Why our own server: under hypercorn's trio worker most of the CPU a bare ASGI app
+# costs per request is hypercorn's (docs/performance.md has the figures, and this server
+# is kept only while ``bench/run.sh`` shows it clearly ahead): a keep-alive timer task
+# stopped and restarted per request, a task and a memory channel per request for the
+# app, a lock and a shielded cancel scope around every socket write, one write per ASGI
+# message, and h11 parsing in pure Python. So:
 #
 # - one task per connection and none per request: the connection's task parses, calls
 #   the app and writes; the app's ``receive`` reads the socket itself only when the app
