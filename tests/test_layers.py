@@ -9,10 +9,14 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import attrs
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mcpactor"
 
@@ -287,3 +291,154 @@ def test_no_revision_is_named_outside_the_revision_table() -> None:
     assert not new, f"revision names outside {REVISION_TABLE}: {sorted(new)}"
     moved = set(KNOWN_REVISION_STRINGS) - found
     assert not moved, f"gone, remove from KNOWN_REVISION_STRINGS: {sorted(moved)}"
+
+
+# --- structure budgets (bench/structure.py) ----------------------------------------------
+
+#: The most of each structure figure of ``python bench/structure.py`` the package may have:
+#: its figures when the budget was last set, so that none may grow. Lower a budget when
+#: the figure falls. The targets (issue 38) are in the comments.
+STRUCTURE_BUDGET: dict[str, int] = {
+    "cycles": 0,  # target 0 import cycles
+    "modules": 13,  # target 0 modules over 600 lines
+    "functions": 24,  # target at most 5 functions over 80 lines (an argparse builder may be one)
+    "classes": 12,  # target 0 classes over 25 methods, counting their bases
+    "jsonrpc_dicts": 10,  # target 0 JSON-RPC messages built as dicts outside protocol/
+    "now_twins": 12,  # target 0 synchronous *_now twins of asynchronous paths
+    "private_imports": 104,  # target at most 20 imports into another subpackage's private module
+}
+
+
+@functools.cache
+def structure() -> ModuleType:
+    from .bench_scripts import load_bench_script
+
+    return load_bench_script("structure.py", "bench_structure")
+
+
+@functools.cache
+def structure_sources() -> dict[str, Any]:
+    return structure().sources()  # type: ignore[no-any-return]
+
+
+@functools.cache
+def structure_figures() -> dict[str, list[str]]:
+    return structure().figures(structure_sources())  # type: ignore[no-any-return]
+
+
+def test_every_structure_figure_has_a_budget() -> None:
+    assert set(STRUCTURE_BUDGET) == set(structure().FIGURES)
+
+
+@pytest.mark.parametrize("figure", sorted(STRUCTURE_BUDGET))
+def test_the_structure_figure_stays_within_its_budget(figure: str) -> None:
+    offenders = structure_figures()[figure]
+    title = structure().FIGURES[figure][0]
+    assert len(offenders) <= STRUCTURE_BUDGET[figure], (
+        f"{len(offenders)} {title}, budget {STRUCTURE_BUDGET[figure]}:\n" + "\n".join(offenders)
+    )
+
+
+def test_the_structure_script_and_this_file_see_the_same_cycles() -> None:
+    assert set(structure().cycles(structure_sources())) == set(cycles(graph()))
+
+
+def synthetic_package(root: Path, files: dict[str, str]) -> dict[str, Any]:
+    """The structure script's reading of a package made of ``files`` under ``root``."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return structure().sources(root / "mcpactor")  # type: ignore[no-any-return]
+
+
+def test_the_structure_script_counts_methods_of_bases_in_other_modules(tmp_path: Path) -> None:
+    many = "".join(f"    def m{i}(self): ...\n" for i in range(20))
+    more = "".join(f"    def n{i}(self): ...\n" for i in range(6))
+    modules = synthetic_package(
+        tmp_path,
+        {
+            "mcpactor/__init__.py": "",
+            "mcpactor/a/__init__.py": "",
+            "mcpactor/a/_base.py": f"class Base:\n{many}",
+            # Base here is a.Base, not the unrelated Base beside it in this module's package.
+            "mcpactor/b/__init__.py": "",
+            "mcpactor/b/_other.py": "class Base:\n    def x(self): ...\n",
+            "mcpactor/b/_big.py": (
+                f"from ..a._base import Base\n\nclass Big(Base):\n{more}\n"
+                "class Small(Base):\n    def m0(self): ...\n"
+            ),
+        },
+    )
+    assert dict(structure().big_classes(modules)) == {"mcpactor.b._big.Big": 26}
+    assert structure().figures(modules)["classes"] == ["mcpactor.b._big.Big 26"]
+
+
+def test_the_structure_script_finds_json_rpc_dicts_outside_protocol(tmp_path: Path) -> None:
+    modules = synthetic_package(
+        tmp_path,
+        {
+            "mcpactor/__init__.py": "",
+            "mcpactor/protocol/__init__.py": "ok = {'jsonrpc': '2.0', 'id': 1}\n",
+            "mcpactor/runtime/__init__.py": (
+                "one = dict(jsonrpc='2.0', id=1)\n"
+                "two = {'id': 2, 'jsonrpc': '2.0'}\n"
+                "other = {'json': 1, **one}\n"
+            ),
+        },
+    )
+    assert list(structure().jsonrpc_dicts(modules)) == [
+        ("mcpactor.runtime", 1),
+        ("mcpactor.runtime", 2),
+    ]
+
+
+def test_the_structure_script_finds_private_imports_in_every_form(tmp_path: Path) -> None:
+    modules = synthetic_package(
+        tmp_path,
+        {
+            "mcpactor/__init__.py": "",
+            "mcpactor/_base.py": "",
+            "mcpactor/runtime/__init__.py": "from ._metrics import Metrics\n",
+            "mcpactor/runtime/_metrics.py": "class Metrics: ...\n",
+            "mcpactor/runtime/_peer.py": "from ._metrics import Metrics\n",
+            "mcpactor/transports/__init__.py": "",
+            "mcpactor/transports/_a.py": "from ..runtime import _metrics\n",
+            "mcpactor/transports/_b.py": (
+                "def later():\n    from ..runtime._metrics import Metrics\n"
+            ),
+            "mcpactor/transports/_c.py": "import mcpactor.runtime._peer\n",
+            # Through the public __init__, the root's own modules, and its own
+            # subpackage: none of these count.
+            "mcpactor/transports/_d.py": (
+                "from ..runtime import Metrics\nfrom .. import _base\nfrom ._a import x\n"
+            ),
+        },
+    )
+    found = {(importer, target) for importer, target, _ in structure().private_imports(modules)}
+    assert found == {
+        ("mcpactor.transports._a", "mcpactor.runtime._metrics"),
+        ("mcpactor.transports._b", "mcpactor.runtime._metrics"),
+        ("mcpactor.transports._c", "mcpactor.runtime._peer"),
+    }
+
+
+def test_the_structure_script_finds_cycles_and_twins(tmp_path: Path) -> None:
+    modules = synthetic_package(
+        tmp_path,
+        {
+            "mcpactor/__init__.py": "",
+            "mcpactor/_a.py": "from . import _b\n",
+            "mcpactor/_b.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from ._c import C\n"
+                "def route_now(): ...\n"
+            ),
+            "mcpactor/_c.py": "def later():\n    from ._a import x\n",
+            "mcpactor/_d.py": "from . import _a\n",
+        },
+    )
+    assert structure().cycles(modules) == [
+        frozenset({"mcpactor._a", "mcpactor._b", "mcpactor._c"})
+    ]
+    assert list(structure().now_twins(modules)) == [("mcpactor._b.route_now", 4)]
