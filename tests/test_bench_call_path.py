@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -15,6 +16,10 @@ from mcpactor.runtime import SessionActor
 
 from .bench_scripts import load_bench_script
 
+#: the profile is switched on and off by these signals
+needs_signals = pytest.mark.skipif(
+    not hasattr(signal, "SIGUSR1"), reason="SIGUSR1 and SIGUSR2 switch the profile"
+)
 LAYERS = ("mcpactor.protocol", "mcpactor.server", "mcpactor.runtime", "mcpactor.transports")
 
 
@@ -69,6 +74,7 @@ def check_one_call(profile: Any) -> None:
     assert not any(module.startswith("mcpactor.cli") for module, _ in functions)
 
 
+@needs_signals
 def test_one_warm_http_call_in_a_session(call_path: ModuleType) -> None:
     profile = call_path.profile_call("http", warm=3)
     check_one_call(profile)
@@ -79,6 +85,7 @@ def test_one_warm_http_call_in_a_session(call_path: ModuleType) -> None:
     )
 
 
+@needs_signals
 def test_one_warm_stdio_call_at_2026_07_28(call_path: ModuleType) -> None:
     profile = call_path.profile_call("stdio-2026", warm=3)
     check_one_call(profile)
