@@ -34,9 +34,7 @@ from .._exceptions import (
     TransportError,
 )
 from ..protocol import LATEST, JSONObject, JSONValue, Revision, bounded_value, describe
-from ..server import Context, Mount, Server
-from ..server._registry import Catalog
-from ..server._results import adapt_tool_result, error_result
+from ..server import Catalog, Context, Mount, Server, adapt_tool_result, error_result
 from ._connect import connect_stdio
 from ._errors import unwrap_single_errors
 from ._http import connect_http

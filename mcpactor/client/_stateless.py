@@ -26,8 +26,11 @@ import trio
 from .._exceptions import INTERNAL_ERROR, RemoteProtocolError, RequestError
 from ..protocol import (
     LATEST,
+    MODERN_ERRORS,
     REVISIONS,
     SESSION_REVISIONS,
+    STATELESS_REVISIONS,
+    ClientSessionCore,
     JSONObject,
     Notification,
     Request,
@@ -36,8 +39,6 @@ from ..protocol import (
     clip,
     describe,
 )
-from ..protocol._client_session import MODERN_ERRORS, ClientSessionCore
-from ..protocol._revisions import STATELESS_REVISIONS
 from ._handlers import ClientHandlers, ProgressHandler
 from ._pending import Pending
 from ._rounds import (
