@@ -84,12 +84,14 @@ class Reader:
 
     def __init__(
         self,
+        receive_channel: trio.abc.ReceiveChannel[JSONValue | ProtocolError],
         core: ClientSessionCore,
         requests: Requests,
         handlers: ClientHandlers,
         log: NotificationLog,
         settings: ReaderSettings,
     ) -> None:
+        self._receive_channel = receive_channel
         self._core = core
         self._requests = requests
         self._handlers = handlers
@@ -121,11 +123,9 @@ class Reader:
         }
 
     async def _read(
-        self,
-        receive_channel: trio.abc.ReceiveChannel[JSONValue | ProtocolError],
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
+        receive_channel = self._receive_channel
         async with receive_channel:
             task_status.started()
             async for item in receive_channel:

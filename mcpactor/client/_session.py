@@ -125,10 +125,11 @@ class ClientSession(StatelessMethods, ClientMethods):
         #: input_required rounds one request may take (stateless revisions)
         self.max_input_rounds = max_input_rounds
         self._core = ClientSessionCore()
-        self._receive_channel = receive_channel
         self._requests = Requests(self._core, send_channel, self)
         self._log = NotificationLog(max_notifications)
-        self._reader = Reader(self._core, self._requests, self.handlers, self._log, self)
+        self._reader = Reader(
+            receive_channel, self._core, self._requests, self.handlers, self._log, self
+        )
         self._tools = ToolOutputs()
 
     # --- what initialize told us ------------------------------------------------
@@ -317,7 +318,7 @@ async def open_client_session(
     with unwrap_single_errors():
         async with trio.open_nursery() as nursery:
             session._reader.nursery = nursery
-            await nursery.start(session._reader._read, session._receive_channel)
+            await nursery.start(session._reader._read)
             try:
                 yield session
             finally:

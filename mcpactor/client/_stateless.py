@@ -10,8 +10,9 @@
 # echoed back exactly; a ``tools/call`` refused as a header mismatch is tried once more
 # after listing the tools (whose answer tells the transport what to mirror). ``listen``
 # opens a ``subscriptions/listen`` stream and yields its ``Subscription`` once
-# acknowledged; leaving the block cancels it. ``ClientSession`` inherits this, as it
-# inherits the typed methods; what they share is declared below.
+# acknowledged; leaving the block cancels it (the waiting is _requests.py's).
+# ``ClientSession`` inherits this, as it inherits the typed methods; what they share is
+# declared below.
 
 from __future__ import annotations
 
