@@ -91,7 +91,7 @@ async def connect_memory(
             await nursery.start(actor.run, inbox_receive)
             async with open_client_session(to_server_send, to_client_receive, **client) as session:
                 # In the server's process: a tool's value comes back as its own type.
-                session._tool_output = server.tool_output
+                session._tools.server = server.tool_output
                 if initialize and protocol_version in SESSION_REVISIONS:
                     await session.initialize(protocol_version)
                     # A round trip after ``initialized``: once it returns, the server is

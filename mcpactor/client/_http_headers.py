@@ -14,8 +14,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..protocol import JSONObject
-from ..protocol._envelope import PROTOCOL_VERSION
+from ..protocol import PROTOCOL_VERSION, JSONObject
 
 __all__ = ["ToolHeaders", "encode_header_value", "mirrored_params", "request_headers"]
 

@@ -17,8 +17,7 @@ from typing import TypeGuard
 import attrs
 
 from .._exceptions import INTERNAL_ERROR, RemoteProtocolError
-from ..protocol import JSONObject, JSONValue, RequestId, clip, decode
-from ..protocol._envelope import has_envelope
+from ..protocol import ErrorResponse, JSONObject, JSONValue, RequestId, clip, decode, has_envelope
 
 __all__ = ["Outgoing", "Refused", "failure_replies", "is_id", "read_outgoing", "refusal"]
 
@@ -107,11 +106,7 @@ def failure_replies(url: object, pending: set[RequestId], failure: Refused) -> l
     if failure.status:
         data["status"] = failure.status
     return [
-        {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "error": {"code": failure.code, "message": failure.message, "data": data},
-        }
+        ErrorResponse(request_id, failure.code, failure.message, data).to_json()
         for request_id in sorted(pending, key=str)
     ]
 

@@ -1,36 +1,29 @@
 # The typed MCP methods of a client session: one per request the spec defines (tools,
-# resources, prompts, completion, tasks, logging), each building its params and sending
-# them with ``request``. ``ClientSession`` inherits them; what they share with it is that
-# one method, ``notify``, the handlers and the ``initialize`` result.
+# resources, prompts, completion, tasks), each building its params and sending them with
+# ``request``. ``ClientSession`` inherits them; what they share with it is that method,
+# ``notify``, the handlers, the ``initialize`` result and what the session knows of the
+# tools' outputs (``ToolOutputs``, _results.py). ``set_logging_level`` differs by era
+# and is in _stateless.py.
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from .._exceptions import INVALID_REQUEST, CapabilityError, RemoteProtocolError
-from ..protocol import WRAPPED_RESULT, JSONObject, describe
+from ..protocol import JSONObject, describe
 from ._handlers import ClientHandlers, ProgressHandler, RootsSource
-from ._results import OutputDecoder, ToolResult
+from ._results import ToolOutputs, ToolResult
 
 __all__ = ["ClientMethods"]
-
-# The tools of the tasks this client started, so their results decode as the call's would;
-# the oldest are forgotten beyond this many (their results then decode as JSON).
-_TASK_TOOLS: Final = 1024
 
 
 class ClientMethods:
     """The MCP requests a client sends, as methods; the base of ``ClientSession``."""
 
     handlers: ClientHandlers
-    # How ``ToolResult.data`` is rebuilt; set by a connection that knows the server.
-    _tool_output: OutputDecoder | None
-    # The tools whose outputSchema (in the last tools/list) says their structured content
-    # only wraps the value ({"result": value}): unwrapped into ``data`` over a connection.
-    _wrapped_tools: frozenset[str] = frozenset()
-    # taskId -> the tool it runs, for ``get_task_result``
-    _task_tools: dict[str, str]
+    # How ``ToolResult.data`` is rebuilt (the connection may give the server's decoder).
+    _tools: ToolOutputs
 
     if TYPE_CHECKING:
         # Provided by ClientSession, which owns the connection.
@@ -52,10 +45,6 @@ class ClientMethods:
     async def ping(self) -> JSONObject:
         """Ping the server."""
         return await self.request("ping")
-
-    async def set_logging_level(self, level: str) -> JSONObject:
-        """Ask the server to send log messages at ``level`` and above."""
-        return await self.request("logging/setLevel", {"level": level})
 
     async def list_page(self, method: str, cursor: str | None = None) -> JSONObject:
         """Request one page of a list (``tools/list`` …), starting at ``cursor``."""
@@ -92,27 +81,8 @@ class ClientMethods:
     async def list_tools(self) -> list[JSONObject]:
         """Return every tool, following ``nextCursor``."""
         tools = await self.list_all("tools/list", "tools")
-        self._wrapped_tools = frozenset(
-            tool["name"]
-            for tool in tools
-            if type(tool) is dict
-            and type(tool.get("name")) is str
-            and type(tool.get("outputSchema")) is dict
-            and tool["outputSchema"].get(WRAPPED_RESULT) is True
-        )
+        self._tools.listed(tools)
         return tools
-
-    def _decoder(self) -> OutputDecoder | None:
-        # In memory the server's own decoder; over a connection, unwrapping what tools/list
-        # said is wrapped.
-        if self._tool_output is not None:
-            return self._tool_output
-        return self._unwrap if self._wrapped_tools else None
-
-    def _unwrap(self, tool: str, structured: Any) -> Any:
-        if tool in self._wrapped_tools and type(structured) is dict and "result" in structured:
-            return structured["result"]
-        return structured
 
     async def call_tool(
         self,
@@ -134,7 +104,7 @@ class ClientMethods:
         result = await self.request(
             "tools/call", params, timeout=timeout, progress_handler=progress_handler
         )
-        return ToolResult(result, name, self._decoder())
+        return self._tools.result(result, name)
 
     # Tasks (2025-11-25): a task-augmented call is answered at once; the work goes on in
     # the server and these methods poll, wait for, list and cancel it.
@@ -178,10 +148,7 @@ class ClientMethods:
                 f"a task-augmented tools/call was answered without a task: {describe(result)}",
                 code=INVALID_REQUEST,
             )
-        tools = self._task_tools
-        tools[task["taskId"]] = name
-        if len(tools) > _TASK_TOOLS:
-            del tools[next(iter(tools))]
+        self._tools.started(task["taskId"], name)
         return task
 
     async def get_task(self, task_id: str) -> JSONObject:
@@ -196,10 +163,7 @@ class ClientMethods:
         raises ``RequestError``.
         """
         result = await self.request("tasks/result", {"taskId": task_id}, timeout=timeout)
-        tool = self._task_tools.get(task_id)
-        if tool is None:
-            return ToolResult(result, "")
-        return ToolResult(result, tool, self._decoder())
+        return self._tools.task_result(result, task_id)
 
     async def list_tasks(self) -> list[JSONObject]:
         """Return every task of this session, following ``nextCursor``."""

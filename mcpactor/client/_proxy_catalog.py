@@ -14,8 +14,7 @@ from typing import Final
 import attrs
 
 from ..protocol import JSONObject, Revision, describe
-from ..server._results import adapt_content
-from ..server._uritemplate import UriTemplate, UriTemplateError
+from ..server import UriTemplate, UriTemplateError, adapt_content
 
 __all__ = [
     "LISTS",

@@ -13,14 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, final
 
-from ..protocol import JSONObject
+from ..protocol import WRAPPED_RESULT, JSONObject
 
-__all__ = ["OutputDecoder", "ToolResult"]
+__all__ = ["OutputDecoder", "ToolOutputs", "ToolResult"]
 
 #: rebuilds a tool's value from its name and ``structuredContent``
 OutputDecoder = Callable[[str, Any], Any]
 
 _UNREAD: Final[Any] = object()
+# The tools of the tasks this client started, so their results decode as the call's would;
+# the oldest are forgotten beyond this many (their results then decode as JSON).
+_TASK_TOOLS: Final = 1024
 
 
 @final
@@ -89,3 +92,57 @@ class ToolResult(dict[str, Any]):
         # A copy or pickle is of the result and its tool; the decoder (a server's method)
         # stays with the client, so a copy's ``data`` is the JSON.
         return (ToolResult, (dict(self), self._tool))
+
+
+class ToolOutputs:
+    """What a session knows of its server's tools that decoding their values needs."""
+
+    def __init__(self) -> None:
+        #: the server's own decoder, when it runs in this process (set by the connection)
+        self.server: OutputDecoder | None = None
+        # The tools whose outputSchema (in the last tools/list) says their structured
+        # content only wraps the value ({"result": value}): unwrapped over a connection.
+        self._wrapped: frozenset[str] = frozenset()
+        # taskId -> the tool it runs, for ``get_task_result``
+        self._task_tools: dict[str, str] = {}
+
+    def listed(self, tools: list[JSONObject]) -> None:
+        """Learn from a whole ``tools/list`` which tools wrap their value."""
+        self._wrapped = frozenset(
+            tool["name"]
+            for tool in tools
+            if type(tool) is dict
+            and type(tool.get("name")) is str
+            and type(tool.get("outputSchema")) is dict
+            and tool["outputSchema"].get(WRAPPED_RESULT) is True
+        )
+
+    def started(self, task_id: str, tool: str) -> None:
+        """Remember which tool a task runs."""
+        tools = self._task_tools
+        tools[task_id] = tool
+        if len(tools) > _TASK_TOOLS:
+            del tools[next(iter(tools))]
+
+    def result(self, result: JSONObject, tool: str) -> ToolResult:
+        """``result`` of a call of ``tool``, its value decoded as this session can."""
+        return ToolResult(result, tool, self.decoder())
+
+    def task_result(self, result: JSONObject, task_id: str) -> ToolResult:
+        """``result`` of a task, decoded as its call's would be if its tool is known."""
+        tool = self._task_tools.get(task_id)
+        if tool is None:
+            return ToolResult(result, "")
+        return ToolResult(result, tool, self.decoder())
+
+    def decoder(self) -> OutputDecoder | None:
+        """In memory the server's own decoder; over a connection, unwrapping what
+        tools/list said is wrapped."""
+        if self.server is not None:
+            return self.server
+        return self._unwrap if self._wrapped else None
+
+    def _unwrap(self, tool: str, structured: Any) -> Any:
+        if tool in self._wrapped and type(structured) is dict and "result" in structured:
+            return structured["result"]
+        return structured

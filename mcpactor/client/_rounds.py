@@ -16,13 +16,18 @@ from typing import Any, Final
 import attrs
 
 from .._exceptions import INVALID_REQUEST, RemoteProtocolError, RequestError
-from ..protocol import JSONObject, Revision, describe
-from ..protocol._envelope import (
+from ..protocol import (
+    COMPLETE,
     HEADER_MISMATCH,
+    INPUT_REQUIRED,
+    MAX_INPUT_KEY_LENGTH,
+    MAX_INPUT_REQUESTS,
     MISSING_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
+    JSONObject,
+    Revision,
+    describe,
 )
-from ..protocol._mrtr import COMPLETE, INPUT_REQUIRED, MAX_INPUT_KEY_LENGTH, MAX_INPUT_REQUESTS
 
 __all__ = [
     "COMPLETE",

@@ -4,21 +4,21 @@
 # ``start`` is the era's choice the transports pages describe: ``server/discover`` at
 # our newest stateless revision, falling back to ``initialize`` when the answer is
 # neither a result listing one we speak nor an error only the stateless era has (or
-# when the probe goes unanswered). ``_rounds`` runs one request to its end: each round
+# when the probe goes unanswered). ``run_rounds`` runs one request to its end: each round
 # is a request of its own (a new id), and between rounds the handlers answer every
 # input request by its key; the retry carries the answers and the ``requestState``
 # echoed back exactly; a ``tools/call`` refused as a header mismatch is tried once more
 # after listing the tools (whose answer tells the transport what to mirror). ``listen``
 # opens a ``subscriptions/listen`` stream and yields its ``Subscription`` once
-# acknowledged; leaving the block cancels it. ``ClientSession`` inherits this, as it
-# inherits the typed methods; what they share is declared below.
+# acknowledged; leaving the block cancels it (the waiting is _requests.py's).
+# ``ClientSession`` inherits this, as it inherits the typed methods; what they share is
+# declared below.
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -26,20 +26,19 @@ import trio
 from .._exceptions import INTERNAL_ERROR, RemoteProtocolError, RequestError
 from ..protocol import (
     LATEST,
+    MODERN_ERRORS,
     REVISIONS,
     SESSION_REVISIONS,
+    STATELESS_REVISIONS,
+    ClientSessionCore,
     JSONObject,
-    Notification,
     Request,
-    RequestId,
     Revision,
     clip,
     describe,
 )
-from ..protocol._client_session import MODERN_ERRORS, ClientSessionCore
-from ..protocol._revisions import STATELESS_REVISIONS
 from ._handlers import ClientHandlers, ProgressHandler
-from ._pending import Pending
+from ._requests import Requests
 from ._rounds import (
     INPUT_REQUIRED,
     HeaderMismatch,
@@ -50,7 +49,7 @@ from ._rounds import (
 )
 from ._subscription import Subscription
 
-__all__ = ["AUTO", "DEFAULT_MAX_INPUT_ROUNDS", "StatelessMethods"]
+__all__ = ["AUTO", "DEFAULT_MAX_INPUT_ROUNDS", "StatelessMethods", "run_rounds"]
 
 _log = logging.getLogger("mcpactor.client")
 
@@ -63,15 +62,13 @@ DEFAULT_MAX_INPUT_ROUNDS: Final = 8
 
 
 class StatelessMethods:
-    """Discovery, multi round-trip requests and listen streams; a base of ``ClientSession``."""
+    """Discovery, the era's choice and listen streams; a base of ``ClientSession``."""
 
     handlers: ClientHandlers
     client_info: JSONObject
     request_timeout: float | None
-    max_input_rounds: int
     _core: ClientSessionCore
-    _pending: dict[RequestId, Pending]
-    _subscriptions: dict[RequestId, Subscription]
+    _requests: Requests
 
     if TYPE_CHECKING:
         # Provided by ClientSession, which owns the connection.
@@ -93,21 +90,6 @@ class StatelessMethods:
             timeout: float | None = None,
             progress_handler: ProgressHandler | None = None,
         ) -> JSONObject: ...
-
-        async def _call(
-            self,
-            request: Request,
-            timeout: float | None,
-            progress_handler: ProgressHandler | None,
-        ) -> JSONObject: ...
-
-        async def _send(self, message: JSONObject) -> None: ...
-
-        async def _send_notice(self, notice: Notification) -> None: ...
-
-        def _check_open(self) -> None: ...
-
-        async def list_all(self, method: str, key: str) -> list[JSONObject]: ...
 
     async def start(self, protocol_version: str = AUTO) -> JSONObject:
         """Open the conversation at ``protocol_version``; return the server's answer.
@@ -179,11 +161,11 @@ class StatelessMethods:
             )
         declared = self.capabilities(row)
         declared.update(capabilities or {})
-        self._check_open()
+        self._requests.check_open()
         request = self._core.discover(
             version, declared, client_info or self.client_info, self._core.log_level
         )
-        return await self._call(request, timeout, None)
+        return await self._requests.call(request, timeout, None)
 
     def use_revision(
         self,
@@ -215,56 +197,6 @@ class StatelessMethods:
             self._core.log_level = level
             return {}
         return await self.request("logging/setLevel", {"level": level})
-
-    async def _rounds(
-        self,
-        revision: Revision,
-        method: str,
-        params: JSONObject | None,
-        timeout: float | None,
-        progress_handler: ProgressHandler | None,
-    ) -> JSONObject:
-        # Each round is a request of its own (a new id); the handlers answer the
-        # questions in between. ``timeout`` bounds each round.
-        responses: JSONObject = {}
-        state: str | None = None
-        relisted = False
-        for _ in range(self.max_input_rounds + 1):
-            request = self._core.send_request(
-                method,
-                retry_params(params, responses, state),
-                progress=progress_handler is not None,
-            )
-            try:
-                result = await self._call(request, timeout, progress_handler)
-            except HeaderMismatch:
-                # The tool's mirrored parameters may have changed (or were never
-                # listed): the transports page says to list the tools and try again.
-                if method != "tools/call" or relisted:
-                    raise
-                relisted = True
-                await self.list_all("tools/list", "tools")
-                result = await self._call(
-                    self._core.send_request(
-                        method,
-                        retry_params(params, responses, state),
-                        progress=progress_handler is not None,
-                    ),
-                    timeout,
-                    progress_handler,
-                )
-            if result_type(result) != INPUT_REQUIRED:
-                return result
-            asked = read_input_required(result, revision)
-            responses = {}
-            for key, input_request in asked.input_requests.items():
-                question = Request(key, input_request["method"], input_request.get("params"))
-                responses[key] = await self.handlers.answer(question)
-            state = asked.request_state
-        raise RemoteProtocolError(
-            f"{describe(method)} still asked for input after {self.max_input_rounds} rounds",
-            code=INTERNAL_ERROR,
-        )
 
     @contextlib.asynccontextmanager
     async def listen(
@@ -300,31 +232,59 @@ class StatelessMethods:
         if resource_subscriptions:
             wanted["resourceSubscriptions"] = list(resource_subscriptions)
         wanted.update(extra or {})
-        self._check_open()
-        request = self._core.listen(wanted)
-        request_id = request.id
-        slot = Pending(request.method, progress=False)
-        subscription = Subscription(request_id)
-        self._pending[request_id] = slot
-        self._subscriptions[request_id] = subscription
-        if timeout is None:
-            timeout = self.request_timeout
-        sent = False
-        try:
-            with trio.fail_after(math.inf if timeout is None else timeout):
-                await self._send(request.to_json())
-                sent = True
-                await subscription.wait_acknowledged()
+        async with self._requests.listen(wanted, timeout) as subscription:
             yield subscription
-        finally:
-            del self._pending[request_id]
-            del self._subscriptions[request_id]
-            notice = (
-                self._core.cancel(request_id, "the client stopped listening")
-                if sent and not slot.done.is_set()
-                else None
+
+
+async def run_rounds(
+    requests: Requests,
+    handlers: ClientHandlers,
+    relist: Callable[[], Awaitable[object]],
+    revision: Revision,
+    method: str,
+    params: JSONObject | None,
+    *,
+    max_rounds: int,
+    timeout: float | None,
+    progress_handler: ProgressHandler | None,
+) -> JSONObject:
+    """Run one request until its result is not ``input_required``; return that result.
+
+    Each round is a request of its own (a new id); the handlers answer the questions in
+    between. ``timeout`` bounds each round. ``relist`` lists the tools (once) when a
+    ``tools/call`` is refused as a header mismatch.
+    """
+    core = requests.core
+    progress = progress_handler is not None
+    responses: JSONObject = {}
+    state: str | None = None
+    relisted = False
+    for _ in range(max_rounds + 1):
+        request = core.send_request(
+            method, retry_params(params, responses, state), progress=progress
+        )
+        try:
+            result = await requests.call(request, timeout, progress_handler)
+        except HeaderMismatch:
+            # The tool's mirrored parameters may have changed (or were never
+            # listed): the transports page says to list the tools and try again.
+            if method != "tools/call" or relisted:
+                raise
+            relisted = True
+            await relist()
+            request = core.send_request(
+                method, retry_params(params, responses, state), progress=progress
             )
-            self._core.forget(request_id)
-            subscription.end(slot.result or {}, None)
-            if notice is not None:
-                await self._send_notice(notice)
+            result = await requests.call(request, timeout, progress_handler)
+        if result_type(result) != INPUT_REQUIRED:
+            return result
+        asked = read_input_required(result, revision)
+        responses = {}
+        for key, input_request in asked.input_requests.items():
+            question = Request(key, input_request["method"], input_request.get("params"))
+            responses[key] = await handlers.answer(question)
+        state = asked.request_state
+    raise RemoteProtocolError(
+        f"{describe(method)} still asked for input after {max_rounds} rounds",
+        code=INTERNAL_ERROR,
+    )

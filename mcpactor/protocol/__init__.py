@@ -22,8 +22,29 @@ from ._bounded import error_text as error_text
 from ._bounded import exceeds_depth as exceeds_depth
 from ._bounded import over_limit as over_limit
 from ._bounded import utf8_size as utf8_size
+from ._client_session import MODERN_ERRORS as MODERN_ERRORS
+from ._client_session import ClientEvent as ClientEvent
+from ._client_session import ClientPhase as ClientPhase
+from ._client_session import ClientSessionCore as ClientSessionCore
+from ._client_session import Discovered as Discovered
+from ._client_session import DiscoverRefused as DiscoverRefused
+from ._client_session import InitializeRefused as InitializeRefused
+from ._client_session import MalformedReceived as MalformedReceived
+from ._client_session import ProgressReceived as ProgressReceived
+from ._client_session import ServerRequestReceived as ServerRequestReceived
+from ._client_session import SessionInitialized as SessionInitialized
+from ._client_session import SubscriptionAcknowledged as SubscriptionAcknowledged
+from ._client_session import SubscriptionCancelled as SubscriptionCancelled
+from ._client_session import SubscriptionNotification as SubscriptionNotification
+from ._client_session import UnattributedError as UnattributedError
+from ._client_session import UnexpectedResponse as UnexpectedResponse
 from ._convert import structure as structure
 from ._convert import unstructure as unstructure
+from ._envelope import HEADER_MISMATCH as HEADER_MISMATCH
+from ._envelope import MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY
+from ._envelope import PROTOCOL_VERSION as PROTOCOL_VERSION
+from ._envelope import UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERSION
+from ._envelope import has_envelope as has_envelope
 from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
 from ._framing import FrameTooLong as FrameTooLong
 from ._framing import LineFramer as LineFramer
@@ -43,10 +64,15 @@ from ._listen import MAX_RESOURCE_SUBSCRIPTIONS as MAX_RESOURCE_SUBSCRIPTIONS
 from ._listen import MAX_SUBSCRIPTION_BYTES as MAX_SUBSCRIPTION_BYTES
 from ._listen import MAX_URI_BYTES as MAX_URI_BYTES
 from ._listen import ResourceSubscriptions as ResourceSubscriptions
+from ._mrtr import COMPLETE as COMPLETE
+from ._mrtr import INPUT_REQUIRED as INPUT_REQUIRED
+from ._mrtr import MAX_INPUT_KEY_LENGTH as MAX_INPUT_KEY_LENGTH
+from ._mrtr import MAX_INPUT_REQUESTS as MAX_INPUT_REQUESTS
 from ._revisions import HEADERLESS_HTTP as HEADERLESS_HTTP
 from ._revisions import LATEST as LATEST
 from ._revisions import REVISIONS as REVISIONS
 from ._revisions import SESSION_REVISIONS as SESSION_REVISIONS
+from ._revisions import STATELESS_REVISIONS as STATELESS_REVISIONS
 from ._revisions import Revision as Revision
 from ._revisions import negotiate as negotiate
 from ._session import LOG_LEVELS as LOG_LEVELS
@@ -88,32 +114,50 @@ _CLIENT_TYPES = frozenset(
 )
 
 __all__ = [
+    "COMPLETE",
     "DEFAULT_MAX_LINE_BYTES",
     "HEADERLESS_HTTP",
+    "HEADER_MISMATCH",
+    "INPUT_REQUIRED",
     "LATEST",
     "LOG_LEVELS",
+    "MAX_INPUT_KEY_LENGTH",
+    "MAX_INPUT_REQUESTS",
     "MAX_RESOURCE_SUBSCRIPTIONS",
     "MAX_SUBSCRIPTION_BYTES",
     "MAX_URI_BYTES",
+    "MISSING_CLIENT_CAPABILITY",
+    "MODERN_ERRORS",
+    "PROTOCOL_VERSION",
     "REVISIONS",
     "SESSION_REVISIONS",
+    "STATELESS_REVISIONS",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "Batch",
     "Body",
     "CancelRequested",
+    "ClientEvent",
+    "ClientPhase",
+    "ClientSessionCore",
+    "DiscoverRefused",
+    "Discovered",
     "ErrorReceived",
     "ErrorResponse",
     "Event",
     "FrameTooLong",
+    "InitializeRefused",
     "Initialized",
     "JSONObject",
     "JSONValue",
     "LineFramer",
     "LocalProtocolError",
+    "MalformedReceived",
     "Message",
     "Negotiated",
     "Notification",
     "NotificationReceived",
     "Phase",
+    "ProgressReceived",
     "ProtocolError",
     "RemoteProtocolError",
     "Request",
@@ -125,7 +169,14 @@ __all__ = [
     "Revision",
     "RootsChanged",
     "Send",
+    "ServerRequestReceived",
     "ServerSession",
+    "SessionInitialized",
+    "SubscriptionAcknowledged",
+    "SubscriptionCancelled",
+    "SubscriptionNotification",
+    "UnattributedError",
+    "UnexpectedResponse",
     "answered_ids",
     "batch_refusal",
     "classify",
@@ -133,6 +184,7 @@ __all__ = [
     "converter",
     "decode",
     "encode",
+    "has_envelope",
     "negotiate",
     "over_limit",
     "owed_ids",

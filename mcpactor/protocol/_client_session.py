@@ -44,17 +44,32 @@
 # the ``NotificationReceived`` every notification makes; the server's
 # ``notifications/cancelled`` for it (stdio) is ``SubscriptionCancelled``.
 #
-# The module holds both eras' client state, hence its length.
+# The events are in _client_events.py; the tables of our requests, of the server's
+# and of listen streams, and the judging of the two openings, in _client_tables.py.
 
 from __future__ import annotations
 
 import enum
 from typing import Final
 
-import attrs
-
-from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, LocalProtocolError, RemoteProtocolError
+from .._exceptions import LocalProtocolError, RemoteProtocolError
 from ._bounded import clip, describe
+from ._client_events import (
+    ClientEvent,
+    Discovered,
+    DiscoverRefused,
+    InitializeRefused,
+    MalformedReceived,
+    ProgressReceived,
+    ServerRequestReceived,
+    SessionInitialized,
+    SubscriptionAcknowledged,
+    SubscriptionCancelled,
+    SubscriptionNotification,
+    UnattributedError,
+    UnexpectedResponse,
+)
+from ._client_tables import Listening, Outstanding, Serving, judge_discover, judge_initialize
 from ._envelope import (
     CLIENT_CAPABILITIES,
     CLIENT_INFO,
@@ -76,7 +91,7 @@ from ._jsonrpc import (
     Response,
     classify,
 )
-from ._revisions import REVISIONS, SESSION_REVISIONS, STATELESS_REVISIONS, Revision
+from ._revisions import REVISIONS, STATELESS_REVISIONS, Revision
 from ._session import (
     CancelRequested,
     ErrorReceived,
@@ -109,6 +124,7 @@ __all__ = [
     "SubscriptionNotification",
     "UnattributedError",
     "UnexpectedResponse",
+    "make_envelope",
 ]
 
 #: our requests that may wait for a response at once
@@ -131,123 +147,21 @@ class ClientPhase(enum.Enum):
     OPERATING = "operating"
 
 
-# --- events (those shared with the server side come from _session.py) ---------------
-
-
-@attrs.frozen
-class ServerRequestReceived:
-    """The server asked the client something; answer with ``respond``/``respond_error``."""
-
-    request: Request
-
-
-@attrs.frozen
-class ProgressReceived:
-    """A progress notification for one of our pending requests, by its progress token."""
-
-    request_id: RequestId
-    params: JSONObject
-
-
-@attrs.frozen
-class SessionInitialized:
-    """The server answered ``initialize`` with a revision this client speaks."""
-
-    request_id: RequestId
-    result: JSONObject
-    revision: Revision
-
-
-@attrs.frozen
-class InitializeRefused:
-    """The server answered ``initialize`` with a revision this client cannot speak."""
-
-    request_id: RequestId
-    error: RemoteProtocolError
-
-
-@attrs.frozen
-class Discovered:
-    """The server answered ``server/discover`` listing a stateless revision we speak."""
-
-    request_id: RequestId
-    result: JSONObject
-    revision: Revision
-
-
-@attrs.frozen
-class DiscoverRefused:
-    """The server answered ``server/discover`` without a stateless revision we speak."""
-
-    request_id: RequestId
-    error: RemoteProtocolError
-
-
-@attrs.frozen
-class SubscriptionAcknowledged:
-    """A listen stream is open; ``notifications`` is the filter the server honours."""
-
-    subscription_id: RequestId
-    notifications: JSONObject
-
-
-@attrs.frozen
-class SubscriptionNotification:
-    """A notification on an acknowledged listen stream."""
-
-    subscription_id: RequestId
-    notification: Notification
-
-
-@attrs.frozen
-class SubscriptionCancelled:
-    """The server ended a listen stream with ``notifications/cancelled`` (stdio)."""
-
-    subscription_id: RequestId
-    reason: str | None
-
-
-@attrs.frozen
-class UnexpectedResponse:
-    """A response to an id that is not pending: never sent, answered, or given up."""
-
-    response: Response | ErrorResponse
-
-
-@attrs.frozen
-class UnattributedError:
-    """An error response without an id: the server could not read one of our messages."""
-
-    error: ErrorResponse
-
-
-@attrs.frozen
-class MalformedReceived:
-    """A value from the server that is no JSON-RPC message."""
-
-    error: RemoteProtocolError
-    value: JSONValue
-
-
-ClientEvent = (
-    Send
-    | ServerRequestReceived
-    | NotificationReceived
-    | ProgressReceived
-    | CancelRequested
-    | ResponseReceived
-    | ErrorReceived
-    | SessionInitialized
-    | InitializeRefused
-    | Discovered
-    | DiscoverRefused
-    | SubscriptionAcknowledged
-    | SubscriptionNotification
-    | SubscriptionCancelled
-    | UnexpectedResponse
-    | UnattributedError
-    | MalformedReceived
-)
+def make_envelope(
+    protocol_version: str,
+    capabilities: JSONObject,
+    client_info: JSONObject,
+    log_level: str | None = None,
+) -> JSONObject:
+    """The ``params._meta`` keys of a request at ``protocol_version`` (a stateless one)."""
+    envelope: JSONObject = {
+        PROTOCOL_VERSION: protocol_version,
+        CLIENT_CAPABILITIES: capabilities,
+        CLIENT_INFO: client_info,
+    }
+    if log_level is not None:
+        envelope[LOG_LEVEL] = log_level
+    return envelope
 
 
 class ClientSessionCore:
@@ -264,22 +178,16 @@ class ClientSessionCore:
         self.revision: Revision | None = None
         #: the ``initialize`` result, once the server answered it acceptably
         self.initialize_result: JSONObject | None = None
-        self._max_pending = max_pending
-        self._max_serving = max_serving
-        self._next_id = 0
-        self._pending: dict[RequestId, str] = {}
-        self._progress: dict[RequestId, RequestId] = {}
-        self._tokens: dict[RequestId, RequestId] = {}
-        self._handshakes: set[RequestId] = set()
-        self._serving: set[RequestId] = set()
         #: the ``server/discover`` result, once the server answered it acceptably
         self.discover_result: JSONObject | None = None
+        self._outstanding = Outstanding(max_pending)
+        self._serving = Serving(max_serving)
+        self._listening = Listening()
+        self._handshakes: set[RequestId] = set()
         # What every request carries in params._meta at a stateless revision.
         self._envelope: JSONObject | None = None
         # Each server/discover in flight, with the envelope it proposed.
         self._discovering: dict[RequestId, JSONObject] = {}
-        # Open listen streams: whether each was acknowledged yet.
-        self._listening: dict[RequestId, bool] = {}
 
     # --- what initialize told us --------------------------------------------------
 
@@ -331,23 +239,6 @@ class ClientSessionCore:
 
     # --- the stateless era ----------------------------------------------------------
 
-    @staticmethod
-    def make_envelope(
-        protocol_version: str,
-        capabilities: JSONObject,
-        client_info: JSONObject,
-        log_level: str | None = None,
-    ) -> JSONObject:
-        """The ``params._meta`` keys of a request at ``protocol_version``."""
-        envelope: JSONObject = {
-            PROTOCOL_VERSION: protocol_version,
-            CLIENT_CAPABILITIES: capabilities,
-            CLIENT_INFO: client_info,
-        }
-        if log_level is not None:
-            envelope[LOG_LEVEL] = log_level
-        return envelope
-
     def use_envelope(
         self,
         protocol_version: str,
@@ -367,7 +258,7 @@ class ClientSessionCore:
                 f"those are {', '.join(STATELESS_REVISIONS)}"
             )
         self.revision = row
-        self._envelope = self.make_envelope(protocol_version, capabilities, client_info, log_level)
+        self._envelope = make_envelope(protocol_version, capabilities, client_info, log_level)
         self.phase = ClientPhase.OPERATING
 
     def discover(
@@ -385,8 +276,8 @@ class ClientSessionCore:
         Raises:
             LocalProtocolError: ``max_pending`` requests are waiting already.
         """
-        envelope = self.make_envelope(protocol_version, capabilities, client_info, log_level)
-        request = self._track("server/discover", {"_meta": envelope}, progress=False)
+        envelope = make_envelope(protocol_version, capabilities, client_info, log_level)
+        request = self._outstanding.track("server/discover", {"_meta": envelope}, progress=False)
         self._discovering[request.id] = envelope
         return request
 
@@ -400,7 +291,7 @@ class ClientSessionCore:
         if self._envelope is None:
             raise LocalProtocolError("subscriptions/listen needs a stateless revision")
         request = self.send_request("subscriptions/listen", {"notifications": notifications})
-        self._listening[request.id] = False
+        self._listening.acknowledged[request.id] = False
         return request
 
     # --- what we send -------------------------------------------------------------
@@ -421,25 +312,7 @@ class ClientSessionCore:
             params = dict(params or {})
             # The caller's own _meta keys (a progress token) stay; the envelope's win.
             params["_meta"] = {**(params.get("_meta") or {}), **self._envelope}
-        return self._track(method, params, progress=progress)
-
-    def _track(self, method: str, params: JSONObject | None, *, progress: bool) -> Request:
-        if len(self._pending) >= self._max_pending:
-            raise LocalProtocolError(
-                f"too many requests waiting for a response (limit {self._max_pending})"
-            )
-        self._next_id += 1
-        request_id = self._next_id
-        if progress:
-            params = dict(params or {})
-            meta = dict(params.get("_meta") or {})
-            token = meta.setdefault("progressToken", request_id)
-            params["_meta"] = meta
-            if type(token) is int or type(token) is str:
-                self._progress[token] = request_id
-                self._tokens[request_id] = token
-        self._pending[request_id] = method
-        return Request(request_id, method, params)
+        return self._outstanding.track(method, params, progress=progress)
 
     def initialize(
         self,
@@ -480,7 +353,7 @@ class ClientSessionCore:
         None when the request is not pending (answered, forgotten, never sent), and for
         ``initialize``, which the spec forbids cancelling (it is forgotten all the same).
         """
-        method = self._pending.get(request_id)
+        method = self._outstanding.methods.get(request_id)
         if method is None:
             return None
         self.forget(request_id)
@@ -493,13 +366,10 @@ class ClientSessionCore:
 
     def forget(self, request_id: RequestId) -> None:
         """Stop waiting for the response to one of our requests, telling nobody."""
-        if self._pending.pop(request_id, None) is None:
+        if not self._outstanding.drop(request_id):
             return
         self._discovering.pop(request_id, None)
-        self._listening.pop(request_id, None)
-        token = self._tokens.pop(request_id, None)
-        if token is not None and self._progress.get(token) == request_id:
-            del self._progress[token]
+        self._listening.acknowledged.pop(request_id, None)
         if request_id in self._handshakes:
             self._handshakes.discard(request_id)
             if not self._handshakes and self.phase is ClientPhase.INITIALIZING:
@@ -508,7 +378,7 @@ class ClientSessionCore:
 
     def pending(self) -> dict[RequestId, str]:
         """Return the id and method of every request waiting for its response."""
-        return dict(self._pending)
+        return dict(self._outstanding.methods)
 
     def answering(self, value: JSONValue) -> str | None:
         """Return the method of the pending request ``value`` answers, if it is a response.
@@ -518,7 +388,7 @@ class ClientSessionCore:
         if type(value) is dict and "method" not in value:
             request_id = value.get("id")
             if type(request_id) is int or type(request_id) is str:
-                return self._pending.get(request_id)
+                return self._outstanding.methods.get(request_id)
         return None
 
     def batch(self, messages: list[Request | Notification]) -> list[JSONObject]:
@@ -549,7 +419,7 @@ class ClientSessionCore:
         Raises:
             LocalProtocolError: the request is not in flight.
         """
-        self._finish(request_id)
+        self._serving.finish(request_id)
         return Response(request_id, result).to_json()
 
     def respond_error(
@@ -560,7 +430,7 @@ class ClientSessionCore:
         Raises:
             LocalProtocolError: the request is not in flight.
         """
-        self._finish(request_id)
+        self._serving.finish(request_id)
         return ErrorResponse(request_id, code, message, data).to_json()
 
     def abandon(self, request_id: RequestId) -> None:
@@ -569,20 +439,11 @@ class ClientSessionCore:
         Raises:
             LocalProtocolError: the request is not in flight.
         """
-        self._finish(request_id)
+        self._serving.finish(request_id)
 
     def serving(self) -> frozenset[RequestId]:
         """Return the ids of the server's requests not yet answered."""
-        return frozenset(self._serving)
-
-    def _finish(self, request_id: RequestId) -> None:
-        try:
-            self._serving.remove(request_id)
-        except KeyError:
-            raise LocalProtocolError(
-                f"server request {describe(request_id)} is not in flight: it was never "
-                "received or was already answered"
-            ) from None
+        return frozenset(self._serving.ids)
 
     # --- what arrives -------------------------------------------------------------
 
@@ -592,179 +453,96 @@ class ClientSessionCore:
         A batch (a list) is taken apart: the events of its items, in order.
         """
         events: list[ClientEvent] = []
-        if type(value) is list:
-            for item in value:
-                self._receive_one(item, events)
-        else:
-            self._receive_one(value, events)
+        for item in value if type(value) is list else (value,):
+            try:
+                message = classify(item)
+            except RemoteProtocolError as exc:
+                events.append(MalformedReceived(exc, item))
+                if type(item) is dict and "method" in item and exc.request_id is not None:
+                    reply = ErrorResponse(exc.request_id, exc.code, exc.message)
+                    events.append(Send(reply.to_json(), exc.request_id))
+                continue
+            kind = type(message)
+            if kind is Response or kind is ErrorResponse:
+                assert isinstance(message, Response | ErrorResponse)
+                self._answered(message, events)
+            elif kind is Notification:
+                assert isinstance(message, Notification)
+                self._notified(message, events)
+            else:
+                assert isinstance(message, Request)
+                events.append(self._serving.admit(message))
         return events
 
-    def _receive_one(self, value: JSONValue, events: list[ClientEvent]) -> None:
-        try:
-            message = classify(value)
-        except RemoteProtocolError as exc:
-            events.append(MalformedReceived(exc, value))
-            if type(value) is dict and "method" in value and exc.request_id is not None:
-                reply = ErrorResponse(exc.request_id, exc.code, exc.message)
-                events.append(Send(reply.to_json(), exc.request_id))
+    def _answered(self, answer: Response | ErrorResponse, events: list[ClientEvent]) -> None:
+        # A response or an error response: the end of one of our requests.
+        request_id = answer.id
+        if request_id is None:
+            assert isinstance(answer, ErrorResponse)
+            events.append(UnattributedError(answer))
             return
-        kind = type(message)
-        if kind is Response:
-            assert isinstance(message, Response)
-            self._receive_response(message, events)
-        elif kind is ErrorResponse:
-            assert isinstance(message, ErrorResponse)
-            self._receive_error(message, events)
-        elif kind is Notification:
-            assert isinstance(message, Notification)
-            self._receive_notification(message, events)
-        else:
-            assert isinstance(message, Request)
-            self._receive_request(message, events)
-
-    def _receive_response(self, response: Response, events: list[ClientEvent]) -> None:
-        request_id = response.id
-        if request_id not in self._pending:
-            events.append(UnexpectedResponse(response))
+        if request_id not in self._outstanding.methods:
+            events.append(UnexpectedResponse(answer))
             return
         handshake = request_id in self._handshakes
         proposed = self._discovering.pop(request_id, None)
         self.forget(request_id)
+        if type(answer) is ErrorResponse:
+            events.append(ErrorReceived(request_id, answer))
+            return
+        assert isinstance(answer, Response)
         if handshake:
-            events.append(self._initialized(request_id, response.result))
+            judged = judge_initialize(request_id, answer.result)
+            if type(judged) is SessionInitialized:
+                self.revision = judged.revision
+                self.initialize_result = answer.result
+                # The handshake's request was forgotten just before, which left the
+                # phase NEW unless a second handshake (the server's to refuse) waits.
+                if self.phase is not ClientPhase.OPERATING:
+                    self.phase = ClientPhase.INITIALIZED
+            events.append(judged)
         elif proposed is not None:
-            events.append(self._discovered(request_id, response.result, proposed))
+            found = judge_discover(request_id, answer.result, proposed)
+            if type(found) is Discovered:
+                self.discover_result = answer.result
+                self.use_envelope(
+                    found.revision.version,
+                    proposed[CLIENT_CAPABILITIES],
+                    proposed[CLIENT_INFO],
+                    proposed.get(LOG_LEVEL),
+                )
+            events.append(found)
         else:
-            events.append(ResponseReceived(request_id, response.result))
+            events.append(ResponseReceived(request_id, answer.result))
 
-    def _receive_error(self, error: ErrorResponse, events: list[ClientEvent]) -> None:
-        request_id = error.id
-        if request_id is None:
-            events.append(UnattributedError(error))
-        elif request_id not in self._pending:
-            events.append(UnexpectedResponse(error))
-        else:
-            self._discovering.pop(request_id, None)
-            self.forget(request_id)
-            events.append(ErrorReceived(request_id, error))
-
-    def _initialized(
-        self, request_id: RequestId, result: JSONObject
-    ) -> SessionInitialized | InitializeRefused:
-        chosen = result.get("protocolVersion")
-        if not isinstance(chosen, str) or chosen not in SESSION_REVISIONS:
-            error = RemoteProtocolError(
-                f"the server chose protocol revision {describe(chosen)}; this client supports "
-                f"{', '.join(SESSION_REVISIONS)}",
-                data={"protocolVersion": chosen},
-            )
-            return InitializeRefused(request_id, error)
-        self.revision = REVISIONS[chosen]
-        self.initialize_result = result
-        # The handshake's request was forgotten just before, which left the phase NEW
-        # unless a second handshake (the server's to refuse) is still waiting.
-        if self.phase is not ClientPhase.OPERATING:
-            self.phase = ClientPhase.INITIALIZED
-        return SessionInitialized(request_id, result, self.revision)
-
-    def _discovered(
-        self, request_id: RequestId, result: JSONObject, proposed: JSONObject
-    ) -> Discovered | DiscoverRefused:
-        listed = result.get("supportedVersions")
-        versions = [v for v in listed if isinstance(v, str)] if type(listed) is list else []
-        ours = [v for v in reversed(STATELESS_REVISIONS) if v in versions]
-        if not ours:
-            error = RemoteProtocolError(
-                f"the server supports {describe(listed)}; this client speaks "
-                f"{', '.join(STATELESS_REVISIONS)} without a session",
-                data={"supportedVersions": listed if type(listed) is list else None},
-            )
-            return DiscoverRefused(request_id, error)
-        # The revision proposed if the server lists it, else the newest it lists.
-        chosen = proposed[PROTOCOL_VERSION] if proposed[PROTOCOL_VERSION] in ours else ours[0]
-        self.discover_result = result
-        self.use_envelope(
-            chosen, proposed[CLIENT_CAPABILITIES], proposed[CLIENT_INFO], proposed.get(LOG_LEVEL)
-        )
-        assert self.revision is not None
-        return Discovered(request_id, result, self.revision)
-
-    def _receive_notification(self, notification: Notification, events: list[ClientEvent]) -> None:
+    def _notified(self, notification: Notification, events: list[ClientEvent]) -> None:
         method = notification.method
         params = notification.params or {}
         meta = params.get("_meta")
         subscription = meta.get(SUBSCRIPTION_ID) if type(meta) is dict else None
+        listening = self._listening
         if (
             (type(subscription) is int or type(subscription) is str)
-            and subscription in self._listening
+            and subscription in listening.acknowledged
             and method != "notifications/cancelled"
         ):
-            self._on_subscription(subscription, notification, events)
+            listening.notification(subscription, notification, events)
         if method == "notifications/progress":
             token = params.get("progressToken")
             if type(token) is int or type(token) is str:
-                request_id = self._progress.get(token)
+                request_id = self._outstanding.by_token.get(token)
                 if request_id is not None:
                     events.append(ProgressReceived(request_id, params))
         elif method == "notifications/cancelled":
             request_id = params.get("requestId")
             reason = params.get("reason")
-            if (type(request_id) is int or type(request_id) is str) and (
-                request_id in self._listening
-            ):
-                # On stdio the server ends a listen stream so; it is answered by it.
-                self.forget(request_id)
-                events.append(
-                    SubscriptionCancelled(
-                        request_id, clip(reason) if isinstance(reason, str) else None
-                    )
-                )
-            elif (type(request_id) is int or type(request_id) is str) and (
-                request_id in self._serving
-            ):
-                # The reason ends up in a CancelScope and in logs: clipped.
-                events.append(
-                    CancelRequested(request_id, clip(reason) if isinstance(reason, str) else None)
-                )
+            # The reason ends up in a CancelScope and in logs: clipped.
+            clipped = clip(reason) if isinstance(reason, str) else None
+            if type(request_id) is int or type(request_id) is str:
+                if request_id in listening.acknowledged:
+                    # On stdio the server ends a listen stream so; it is answered by it.
+                    self.forget(request_id)
+                    events.append(SubscriptionCancelled(request_id, clipped))
+                elif request_id in self._serving.ids:
+                    events.append(CancelRequested(request_id, clipped))
         events.append(NotificationReceived(notification))
-
-    def _on_subscription(
-        self, subscription: RequestId, notification: Notification, events: list[ClientEvent]
-    ) -> None:
-        params = notification.params or {}
-        if notification.method == "notifications/subscriptions/acknowledged":
-            if self._listening[subscription]:
-                return  # a second acknowledgment says nothing new
-            self._listening[subscription] = True
-            honoured = params.get("notifications")
-            events.append(
-                SubscriptionAcknowledged(subscription, honoured if type(honoured) is dict else {})
-            )
-        elif self._listening[subscription]:
-            events.append(SubscriptionNotification(subscription, notification))
-        else:
-            error = RemoteProtocolError(
-                f"{describe(notification.method)} on subscription {describe(subscription)} "
-                "came before its acknowledgment"
-            )
-            events.append(MalformedReceived(error, notification.to_json()))
-
-    def _receive_request(self, request: Request, events: list[ClientEvent]) -> None:
-        if request.id in self._serving:
-            reply = ErrorResponse(
-                request.id,
-                INVALID_REQUEST,
-                f"request id {describe(request.id)} is already in use",
-            )
-            events.append(Send(reply.to_json(), request.id))
-            return
-        if len(self._serving) >= self._max_serving:
-            reply = ErrorResponse(
-                request.id,
-                INTERNAL_ERROR,
-                f"client busy: too many requests in flight (limit {self._max_serving})",
-            )
-            events.append(Send(reply.to_json(), request.id))
-            return
-        self._serving.add(request.id)
-        events.append(ServerRequestReceived(request))

@@ -7,12 +7,18 @@ from ._caching import CacheHint as CacheHint
 from ._context import Context as Context
 from ._context import Peer as Peer
 from ._headers import Header as Header
+from ._registry import Catalog as Catalog
 from ._results import Audio as Audio
 from ._results import Image as Image
+from ._results import adapt_content as adapt_content
+from ._results import adapt_tool_result as adapt_tool_result
+from ._results import error_result as error_result
 from ._rounds import InputRequired as InputRequired
 from ._server import Server as Server
 from ._server import ServerListener as ServerListener
 from ._tasks import TaskHost as TaskHost
+from ._uritemplate import UriTemplate as UriTemplate
+from ._uritemplate import UriTemplateError as UriTemplateError
 
 if TYPE_CHECKING:
     from ._compose import Mount as Mount
@@ -21,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Audio",
     "CacheHint",
+    "Catalog",
     "Context",
     "Header",
     "Image",
@@ -31,6 +38,11 @@ __all__ = [
     "Server",
     "ServerListener",
     "TaskHost",
+    "UriTemplate",
+    "UriTemplateError",
+    "adapt_content",
+    "adapt_tool_result",
+    "error_result",
 ]
 
 # Composition is loaded when a server first mounts another: its names on first use.

@@ -896,8 +896,8 @@ async def test_nothing_outlives_the_connection(autojump_clock: trio.testing.Mock
             await client.call_tool("block")
         await trio.testing.wait_all_tasks_blocked()
         # Only the reader is left in the client's nursery.
-        assert client._nursery is not None
-        assert [t.name.rpartition(".")[2] for t in client._nursery.child_tasks] == ["_read"]
+        assert client._reader.nursery is not None
+        assert [t.name.rpartition(".")[2] for t in client._reader.nursery.child_tasks] == ["_read"]
         assert client.statistics() == ClientStatistics(0, 0, 0)
         assert len(live_tasks()) > len(before)
     assert live_tasks() == before

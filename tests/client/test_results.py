@@ -275,7 +275,7 @@ def task_server() -> Server:
 
 async def test_a_tasks_result_decodes_as_the_calls_would(monkeypatch: pytest.MonkeyPatch) -> None:
     # The client remembers the tool of the tasks it started, the latest so many of them.
-    monkeypatch.setattr("mcpactor.client._methods._TASK_TOOLS", 2)
+    monkeypatch.setattr("mcpactor.client._results._TASK_TOOLS", 2)
     with trio.fail_after(GUARD):
         async with mcpactor.testing.client(task_server(), protocol_version="2025-11-25") as c:
             tasks = [await c.call_tool_as_task("locate", {"name": n}) for n in "abc"]

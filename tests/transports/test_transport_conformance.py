@@ -88,7 +88,7 @@ class Connection:
     async def send(self, message: JSONValue) -> None:
         """Put ``message`` on the wire as it is, bypassing the client's bookkeeping."""
         # A raw message is the point of these checks: chosen ids, malformed envelopes.
-        await self.client._send(message)
+        await self.client._requests.send(message)
 
     async def call(self, request_id: object, name: str, arguments: Any, **meta: Any) -> None:
         """Send a tools/call request with ``request_id`` (and ``_meta``), unanswered yet."""
