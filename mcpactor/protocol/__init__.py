@@ -24,6 +24,17 @@ from ._bounded import over_limit as over_limit
 from ._bounded import utf8_size as utf8_size
 from ._convert import structure as structure
 from ._convert import unstructure as unstructure
+from ._ext_tasks import TERMINAL as TERMINAL
+from ._ext_tasks import TRANSITIONS as TRANSITIONS
+from ._ext_tasks import Snapshot as Snapshot
+from ._ext_tasks import TaskStatus as TaskStatus
+from ._ext_tasks import Update as Update
+from ._ext_tasks import acknowledgement as acknowledgement
+from ._ext_tasks import apply_update as apply_update
+from ._ext_tasks import create_task_result as create_task_result
+from ._ext_tasks import detailed_task as detailed_task
+from ._ext_tasks import get_task_result as get_task_result
+from ._ext_tasks import task_not_found as task_not_found
 from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
 from ._framing import FrameTooLong as FrameTooLong
 from ._framing import LineFramer as LineFramer
@@ -97,6 +108,8 @@ __all__ = [
     "MAX_URI_BYTES",
     "REVISIONS",
     "SESSION_REVISIONS",
+    "TERMINAL",
+    "TRANSITIONS",
     "Batch",
     "Body",
     "CancelRequested",
@@ -126,17 +139,26 @@ __all__ = [
     "RootsChanged",
     "Send",
     "ServerSession",
+    "Snapshot",
+    "TaskStatus",
+    "Update",
+    "acknowledgement",
     "answered_ids",
+    "apply_update",
     "batch_refusal",
     "classify",
     "classify_body",
     "converter",
+    "create_task_result",
     "decode",
+    "detailed_task",
     "encode",
+    "get_task_result",
     "negotiate",
     "over_limit",
     "owed_ids",
     "structure",
+    "task_not_found",
     "unanswered_reply",
     "unowed_errors",
     "unstructure",

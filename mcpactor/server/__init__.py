@@ -6,13 +6,22 @@ from ..protocol import describe
 from ._caching import CacheHint as CacheHint
 from ._context import Context as Context
 from ._context import Peer as Peer
+from ._context import SessionTaskHost as SessionTaskHost
+from ._execution import TaskMetadata as TaskMetadata
 from ._headers import Header as Header
 from ._results import Audio as Audio
 from ._results import Image as Image
+from ._rounds import InputNeeded as InputNeeded
 from ._rounds import InputRequired as InputRequired
+from ._rounds import Rounds as Rounds
 from ._server import Server as Server
 from ._server import ServerListener as ServerListener
 from ._tasks import TaskHost as TaskHost
+from ._tasks import TaskState as TaskState
+from ._tasks import encode_cursor as encode_cursor
+from ._tasks import failure_message as failure_message
+from ._tasks import isoformat as isoformat
+from ._tasks import with_related_task as with_related_task
 
 if TYPE_CHECKING:
     from ._compose import Mount as Mount
@@ -24,13 +33,22 @@ __all__ = [
     "Context",
     "Header",
     "Image",
+    "InputNeeded",
     "InputRequired",
     "Mount",
     "MountStatistics",
     "Peer",
+    "Rounds",
     "Server",
     "ServerListener",
+    "SessionTaskHost",
     "TaskHost",
+    "TaskMetadata",
+    "TaskState",
+    "encode_cursor",
+    "failure_message",
+    "isoformat",
+    "with_related_task",
 ]
 
 # Composition is loaded when a server first mounts another: its names on first use.
