@@ -23,6 +23,8 @@ Announce = Callable[[TaskEntry], Awaitable[None]]
 class TaskExpiry:
     """The deadlines of a table's tasks and the reaper that keeps them."""
 
+    __slots__ = ("_announce", "_deadlines", "_reaping", "_table", "_wake")
+
     def __init__(self, table: TaskTable, announce: Announce) -> None:
         self._table = table
         self._announce = announce

@@ -24,6 +24,8 @@ __all__ = ["TaskAsker", "TaskInput"]
 class TaskInput:
     """Parks tasks on the client's input and hands them the answers ``tasks/update`` brings."""
 
+    __slots__ = ("_announce",)
+
     def __init__(self, announce: Announce) -> None:
         self._announce = announce
 
@@ -76,6 +78,8 @@ class TaskInput:
 
 class TaskAsker:
     """Answers a task's questions in place: the task parks until ``tasks/update``."""
+
+    __slots__ = ("_entry", "_input")
 
     def __init__(self, parked: TaskInput, entry: TaskEntry) -> None:
         self._input = parked

@@ -82,6 +82,16 @@ def record_snapshot(record: TaskRecord) -> Snapshot:
 class TaskReplica:
     """A table's tasks in the store other replicas share: written, leased, commanded."""
 
+    __slots__ = (
+        "_leased",
+        "_leases_idle",
+        "_on_stopped",
+        "_session",
+        "_table",
+        "_take_answers",
+        "store",
+    )
+
     def __init__(
         self,
         store: TaskStore,

@@ -55,6 +55,8 @@ def _oversized(result: JSONObject, limit: int) -> JSONObject | None:
 class TaskRunner:
     """Starts each task's actor in its owner's nursery and fixes its outcome."""
 
+    __slots__ = ("_announce", "_replica", "_table", "_tool_errors_fail")
+
     def __init__(
         self,
         table: TaskTable,

@@ -65,11 +65,15 @@ def _drop_answers(entry: TaskEntry, responses: Mapping[str, JSONObject]) -> None
 class TaskManager:
     """The tasks of one session (2025-11-25): their table, their actors and their expiry."""
 
+    __slots__ = ("_expiry", "_nursery", "_peer", "_replica", "_runner", "_table", "options")
+
     def __init__(self, peer: Peer, options: TaskOptions | None = None) -> None:
         self.options = options = options or TaskOptions()
         self._peer = peer
         self._table = TaskTable(options, "per session")
-        self._expiry = TaskExpiry(self._table, self._announce)
+        # Made with the first task: a session that never runs one should cost little.
+        self._expiry: TaskExpiry | None = None
+        self._runner: TaskRunner | None = None
         self._replica = (
             TaskReplica(
                 options.store,
@@ -80,9 +84,6 @@ class TaskManager:
             )
             if options.store is not None
             else None
-        )
-        self._runner = TaskRunner(
-            self._table, self._announce, replica=self._shared, tool_errors_fail=True
         )
         self._nursery: trio.Nursery | None = None
 
@@ -109,12 +110,22 @@ class TaskManager:
         async with trio.open_nursery() as nursery:
             self._table.anchor()
             self._nursery = nursery
-            self._expiry.resume(nursery)
+            if self._expiry is not None:
+                self._expiry.resume(nursery)
             try:
                 yield self
             finally:
                 self._nursery = None
                 nursery.cancel_scope.cancel("the session ended")
+
+    def _actors(self) -> tuple[TaskExpiry, TaskRunner]:
+        # The expiry and the runner of the session's tasks, made with the first task.
+        if self._expiry is None or self._runner is None:
+            self._expiry = TaskExpiry(self._table, self._announce)
+            self._runner = TaskRunner(
+                self._table, self._announce, replica=self._shared, tool_errors_fail=True
+            )
+        return self._expiry, self._runner
 
     def _session(self) -> str | None:
         session = getattr(self._peer, "session_id", None)
@@ -153,8 +164,9 @@ class TaskManager:
         if nursery is None:
             raise RequestError(INTERNAL_ERROR, "server busy: the session is shutting down")
         table = self._table
+        expiry, runner = self._actors()
         entry = table.add(table.ttl_ms(task.ttl_ms))
-        self._expiry.schedule(nursery, entry)
+        expiry.schedule(nursery, entry)
         replica = self._shared()
         if replica is not None:
             await replica.create(entry)
@@ -165,7 +177,7 @@ class TaskManager:
             meta=ctx.meta,
             server=ctx.server,
         )
-        self._runner.spawn(nursery, entry, work, task_ctx)
+        runner.spawn(nursery, entry, work, task_ctx)
         return {"task": self._wire(entry)}
 
     # --- the tasks/* methods -----------------------------------------------------------

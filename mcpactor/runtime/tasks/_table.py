@@ -73,6 +73,18 @@ def cancel_error(task_id: str, message: str | None) -> JSONObject:
 class TaskTable:
     """The tasks of one owner by id, held to the owner's limits, with their counts."""
 
+    __slots__ = (
+        "_active",
+        "_anchor",
+        "_idle",
+        "_number",
+        "_running",
+        "_scope",
+        "_waiting",
+        "options",
+        "tasks",
+    )
+
     def __init__(self, options: TaskOptions, scope: str) -> None:
         self.options = options
         #: how the limits in error messages are scoped ("per session", "per process")
