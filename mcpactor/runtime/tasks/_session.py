@@ -94,7 +94,10 @@ class TaskManager:
 
     def statistics(self) -> TaskStatistics:
         """Return how many tasks run, are stored, and are being waited for."""
-        return self._table.statistics()
+        table = self._table
+        return TaskStatistics(
+            running=table.running, stored=len(table.tasks), waiting=table.waiters
+        )
 
     async def wait_idle(self) -> None:
         """Wait until no task actor is running."""

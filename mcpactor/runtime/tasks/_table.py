@@ -19,7 +19,7 @@ from ..._exceptions import INTERNAL_ERROR, INVALID_PARAMS, RequestError
 from ...protocol import JSONObject, RequestId, TaskStatus, describe
 from ...server import TaskState, isoformat
 from .._metrics import METRICS
-from ._options import TaskOptions, TaskStatistics, ms
+from ._options import TaskOptions, ms
 
 __all__ = ["TaskEntry", "TaskTable", "cancel_error"]
 
@@ -78,11 +78,11 @@ class TaskTable:
         "_anchor",
         "_idle",
         "_number",
-        "_running",
         "_scope",
-        "_waiting",
         "options",
+        "running",
         "tasks",
+        "waiters",
     )
 
     def __init__(self, options: TaskOptions, scope: str) -> None:
@@ -94,21 +94,18 @@ class TaskTable:
         #: tasks not yet terminal
         self._active = 0
         #: task actors alive
-        self._running = 0
-        self._waiting = 0
+        self.running = 0
+        #: ``tasks/result`` requests waiting for a task to finish
+        self.waiters = 0
         # Events are made when someone waits: an idle table should cost little.
         self._idle: trio.Event | None = None
         # ISO timestamps follow the runtime's clock (a MockClock in tests), anchored to
         # the wall clock once.
         self._anchor: tuple[float, float] | None = None
 
-    def statistics(self) -> TaskStatistics:
-        """Return how many tasks run, are stored, and are being waited for."""
-        return TaskStatistics(running=self._running, stored=len(self.tasks), waiting=self._waiting)
-
     async def wait_idle(self) -> None:
         """Wait until no task actor is running."""
-        if not self._running:
+        if not self.running:
             await trio.lowlevel.checkpoint()
             return
         if self._idle is None:
@@ -117,23 +114,23 @@ class TaskTable:
 
     def started(self) -> None:
         """Count a task actor that started."""
-        self._running += 1
+        self.running += 1
 
     def ended(self) -> None:
         """Count a task actor that ended; wake ``wait_idle`` when none is left."""
-        self._running -= 1
-        if not self._running and self._idle is not None:
+        self.running -= 1
+        if not self.running and self._idle is not None:
             self._idle.set()
             self._idle = None
 
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
         """Count a ``tasks/result`` request waiting while the block runs."""
-        self._waiting += 1
+        self.waiters += 1
         try:
             yield
         finally:
-            self._waiting -= 1
+            self.waiters -= 1
 
     # --- the clock ---------------------------------------------------------------------
 
