@@ -8,16 +8,12 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Awaitable, Callable
 
 import trio
 
-from ._table import TaskEntry, TaskTable
+from ._table import Announce, TaskEntry, TaskTable
 
-__all__ = ["Announce", "TaskExpiry"]
-
-#: tells whoever follows a task that its state changed
-Announce = Callable[[TaskEntry], Awaitable[None]]
+__all__ = ["TaskExpiry"]
 
 
 class TaskExpiry:

@@ -14,9 +14,8 @@ import trio
 from ..._exceptions import LocalProtocolError
 from ...protocol import JSONObject, apply_update
 from ...server import Context, InputNeeded, Rounds
-from ._expiry import Announce
 from ._runner import Work
-from ._table import TaskEntry
+from ._table import Announce, TaskEntry
 
 __all__ = ["TaskAsker", "TaskInput"]
 

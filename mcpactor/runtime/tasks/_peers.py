@@ -15,8 +15,7 @@ from ..._exceptions import LocalProtocolError
 from ...protocol import JSONObject, RequestId
 from ...server import Peer, with_related_task
 from .._peer_base import Relay, Sessionless
-from ._expiry import Announce
-from ._table import TaskEntry
+from ._table import Announce, TaskEntry
 
 if TYPE_CHECKING:
     from ...server import SessionTaskHost

@@ -21,9 +21,8 @@ from ..._exceptions import INTERNAL_ERROR, ProtocolError, RequestError
 from ...protocol import JSONObject, TaskStatus, describe, describe_error, over_limit
 from ...server import Context, failure_message
 from .._metrics import CANCELLED, ERROR, METRICS, OK
-from ._expiry import Announce
 from ._replica import TaskReplica
-from ._table import TaskEntry, TaskTable
+from ._table import Announce, TaskEntry, TaskTable
 
 __all__ = ["TaskRunner", "Work"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import attrs
 import trio
@@ -21,7 +21,7 @@ from ...server import TaskState, isoformat
 from .._metrics import METRICS
 from ._options import TaskOptions, ms
 
-__all__ = ["TaskEntry", "TaskTable", "cancel_error"]
+__all__ = ["Announce", "TaskEntry", "TaskTable", "cancel_error"]
 
 
 @attrs.define(eq=False)
@@ -59,6 +59,10 @@ class TaskEntry:
         otherwise they go wherever unrelated messages go.
         """
         return self.readers[0] if self.readers else None
+
+
+#: tells whoever follows a task that its state changed (after storing it, with a store)
+Announce = Callable[[TaskEntry], Awaitable[None]]
 
 
 def cancel_error(task_id: str, message: str | None) -> JSONObject:
