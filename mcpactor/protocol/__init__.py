@@ -45,6 +45,17 @@ from ._envelope import MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY
 from ._envelope import PROTOCOL_VERSION as PROTOCOL_VERSION
 from ._envelope import UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERSION
 from ._envelope import has_envelope as has_envelope
+from ._ext_tasks import TERMINAL as TERMINAL
+from ._ext_tasks import TRANSITIONS as TRANSITIONS
+from ._ext_tasks import Snapshot as Snapshot
+from ._ext_tasks import TaskStatus as TaskStatus
+from ._ext_tasks import Update as Update
+from ._ext_tasks import acknowledgement as acknowledgement
+from ._ext_tasks import apply_update as apply_update
+from ._ext_tasks import create_task_result as create_task_result
+from ._ext_tasks import detailed_task as detailed_task
+from ._ext_tasks import get_task_result as get_task_result
+from ._ext_tasks import task_not_found as task_not_found
 from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
 from ._framing import FrameTooLong as FrameTooLong
 from ._framing import LineFramer as LineFramer
@@ -133,6 +144,8 @@ __all__ = [
     "SESSION_REVISIONS",
     "STATELESS_REVISIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
+    "TERMINAL",
+    "TRANSITIONS",
     "Batch",
     "Body",
     "CancelRequested",
@@ -177,18 +190,27 @@ __all__ = [
     "SubscriptionNotification",
     "UnattributedError",
     "UnexpectedResponse",
+    "Snapshot",
+    "TaskStatus",
+    "Update",
+    "acknowledgement",
     "answered_ids",
+    "apply_update",
     "batch_refusal",
     "classify",
     "classify_body",
     "converter",
+    "create_task_result",
     "decode",
+    "detailed_task",
     "encode",
     "has_envelope",
+    "get_task_result",
     "negotiate",
     "over_limit",
     "owed_ids",
     "structure",
+    "task_not_found",
     "unanswered_reply",
     "unowed_errors",
     "unstructure",

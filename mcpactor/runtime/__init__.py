@@ -27,10 +27,10 @@ from ._starts import current_start_gate as current_start_gate
 from ._stateless import StatelessHost as StatelessHost
 from ._stateless import StatelessOptions as StatelessOptions
 from ._stateless import StatelessStatistics as StatelessStatistics
-from ._tasks import TaskManager as TaskManager
-from ._tasks import TaskOptions as TaskOptions
-from ._tasks import TaskStatistics as TaskStatistics
 from ._threads import check_cancelled as check_cancelled
+from .tasks import TaskManager as TaskManager
+from .tasks import TaskOptions as TaskOptions
+from .tasks import TaskStatistics as TaskStatistics
 
 __all__ = [
     "ChangeBus",

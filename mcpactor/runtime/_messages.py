@@ -15,7 +15,7 @@ import trio
 
 from ..protocol import JSONValue, Phase, RequestId
 from ._offload import ProcessPool
-from ._tasks import TaskOptions
+from .tasks import TaskOptions
 
 __all__ = [
     "NOTIFICATION",

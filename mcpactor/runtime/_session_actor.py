@@ -83,7 +83,7 @@ from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
 from ._offload import ProcessPool
 from ._peer import PrincipalHolder, _Pending
 from ._starts import StartGate, current_start_gate
-from ._tasks import TaskManager
+from .tasks import TaskManager
 
 __all__ = ["Received", "SessionActor"]
 

@@ -64,8 +64,9 @@ if TYPE_CHECKING:
     from ._offload import ProcessPool
     from ._session_actor import SessionActor
     from ._stateless import Flight, StatelessHost
-    from ._tasks import _Task, _TaskTable
     from .http._http_session import HttpSession
+    from .tasks import TaskEntry as _Task
+    from .tasks import TaskManager as _TaskTable
 
 # The session manager imports this module (to register itself), so it is not imported
 # back, not even for types: a manager is known by what it has.

@@ -184,7 +184,7 @@ class StatelessHost:
         ``nursery`` once the requests are over: that ends every task.
         """
         if self.tasks is None:
-            from ._tasks import TaskRegistry
+            from .tasks import TaskRegistry
 
             self.tasks = TaskRegistry(nursery, bus=self.bus, options=self.session_options.tasks)
 

@@ -6,6 +6,8 @@ from ..protocol import describe
 from ._caching import CacheHint as CacheHint
 from ._context import Context as Context
 from ._context import Peer as Peer
+from ._context import SessionTaskHost as SessionTaskHost
+from ._execution import TaskMetadata as TaskMetadata
 from ._headers import Header as Header
 from ._registry import Catalog as Catalog
 from ._results import Audio as Audio
@@ -13,10 +15,17 @@ from ._results import Image as Image
 from ._results import adapt_content as adapt_content
 from ._results import adapt_tool_result as adapt_tool_result
 from ._results import error_result as error_result
+from ._rounds import InputNeeded as InputNeeded
 from ._rounds import InputRequired as InputRequired
+from ._rounds import Rounds as Rounds
 from ._server import Server as Server
 from ._server import ServerListener as ServerListener
 from ._tasks import TaskHost as TaskHost
+from ._tasks import TaskState as TaskState
+from ._tasks import encode_cursor as encode_cursor
+from ._tasks import failure_message as failure_message
+from ._tasks import isoformat as isoformat
+from ._tasks import with_related_task as with_related_task
 from ._uritemplate import UriTemplate as UriTemplate
 from ._uritemplate import UriTemplateError as UriTemplateError
 
@@ -31,18 +40,27 @@ __all__ = [
     "Context",
     "Header",
     "Image",
+    "InputNeeded",
     "InputRequired",
     "Mount",
     "MountStatistics",
     "Peer",
+    "Rounds",
     "Server",
     "ServerListener",
+    "SessionTaskHost",
     "TaskHost",
+    "TaskMetadata",
+    "TaskState",
     "UriTemplate",
     "UriTemplateError",
     "adapt_content",
     "adapt_tool_result",
+    "encode_cursor",
     "error_result",
+    "failure_message",
+    "isoformat",
+    "with_related_task",
 ]
 
 # Composition is loaded when a server first mounts another: its names on first use.

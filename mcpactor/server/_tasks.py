@@ -2,7 +2,7 @@
 #
 # A task-augmented request (``tools/call`` with ``params.task``) is answered at once with
 # a ``CreateTaskResult``; the work goes on as a Task actor in the runtime
-# (runtime/_tasks.py) and the requestor polls ``tasks/get``, waits on ``tasks/result``,
+# (runtime/tasks/) and the requestor polls ``tasks/get``, waits on ``tasks/result``,
 # lists with ``tasks/list`` and stops it with ``tasks/cancel``.
 #
 # This module is what needs no event loop:
@@ -40,8 +40,17 @@ from .._exceptions import (
     LocalProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, RequestId, Revision, bounded_value, describe
-from ..protocol._ext_tasks import TERMINAL, TRANSITIONS, TaskStatus, Update
+from ..protocol import (
+    TERMINAL,
+    TRANSITIONS,
+    JSONObject,
+    RequestId,
+    Revision,
+    TaskStatus,
+    Update,
+    bounded_value,
+    describe,
+)
 from ._context import Context, SessionTaskHost
 from ._execution import TaskMetadata, TaskSupport
 

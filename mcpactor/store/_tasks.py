@@ -1,4 +1,4 @@
-# Task records in Redis: the TaskStore (runtime/_task_store.py) of several replicas.
+# Task records in Redis: the TaskStore (runtime/tasks/_store.py) of several replicas.
 #
 # Keys, under a prefix (``mcpactor`` by default):
 #
@@ -44,7 +44,7 @@ from coredis.tokens import PureToken
 
 from ..protocol import describe, describe_error
 from ..protocol._ext_tasks import MAX_TASK_ID_LENGTH
-from ..runtime._task_store import (
+from ..runtime.tasks import (
     CommandHandler,
     StoppedHook,
     TaskCommand,

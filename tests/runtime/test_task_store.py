@@ -21,13 +21,14 @@ import trio.testing
 from mcpactor import Context, RequestError, TaskOptions
 from mcpactor.protocol import JSONObject
 from mcpactor.runtime._bus import InMemoryBus
-from mcpactor.runtime._task_store import (
+from mcpactor.runtime.tasks import (
     REPLICA_STOPPED,
     InMemoryTaskStore,
     TaskCommand,
+    TaskManager,
     TaskRecord,
+    TaskRegistry,
 )
-from mcpactor.runtime._tasks import TaskManager, TaskRegistry
 from mcpactor.server._execution import TaskMetadata
 
 from ..server.conftest import FakePeer, make_context

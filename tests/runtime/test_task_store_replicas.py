@@ -15,8 +15,8 @@ import trio
 import trio.testing
 
 from mcpactor import SessionOptions, TaskOptions
-from mcpactor.runtime._task_store import InMemoryTaskStore
 from mcpactor.runtime.http import MemoryHub
+from mcpactor.runtime.tasks import InMemoryTaskStore
 from mcpactor.transports import HttpOptions, open_http_app
 
 from ..transports._http_client import AsgiClient, McpClient

@@ -25,7 +25,7 @@ from mcpactor.protocol._ext_tasks import EXTENSION
 from mcpactor.protocol._mrtr import elicitation_request
 from mcpactor.protocol._sealing import KeyRing, SealingKey, StateSealer
 from mcpactor.runtime._bus import ChangeEvent, InMemoryBus
-from mcpactor.runtime._tasks import TaskManager, TaskRegistry, _TaskTable
+from mcpactor.runtime.tasks import TaskRegistry
 from mcpactor.server._rounds import InputRequired
 from mcpactor.server._stateless import serve_stateless
 from tests.protocol.test_ext_tasks import ext_check
@@ -604,8 +604,6 @@ async def test_both_eras_run_their_tasks_in_the_one_task_actor(autojump_clock: A
         actors.append((ctx.protocol_version, coro.cr_code.co_qualname))  # type: ignore[union-attr]
         return "here"
 
-    assert issubclass(TaskManager, _TaskTable)
-    assert issubclass(TaskRegistry, _TaskTable)
     async with trio.open_nursery() as nursery:
         client = Client(server, TaskRegistry(nursery))
         created = await client.create("where")
@@ -617,4 +615,4 @@ async def test_both_eras_run_their_tasks_in_the_one_task_actor(autojump_clock: A
             assert result["task"]["status"] == "working"
             await trio.testing.wait_all_tasks_blocked()
         nursery.cancel_scope.cancel()
-    assert actors == [(MODERN, "_TaskTable._run_task"), ("2025-11-25", "_TaskTable._run_task")]
+    assert actors == [(MODERN, "TaskRunner._run_task"), ("2025-11-25", "TaskRunner._run_task")]

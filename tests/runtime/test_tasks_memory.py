@@ -196,7 +196,7 @@ async def test_a_thousand_tasks_leave_no_task_actor_and_no_memory(
             tracemalloc.stop()
         assert live_tasks() == tasks_before
         assert actor.tasks._tasks == {}
-        assert actor.tasks._expiry == []
+        assert not actor.tasks._expiry
         assert_idle(actor)
         total = (WAVES + 1) * WAVE
         assert sum(client.statuses.values()) == total

@@ -24,8 +24,7 @@ from coredis.tokens import PureToken
 from mcpactor import Context, RequestError, Server, TaskOptions
 from mcpactor.protocol import JSONObject
 from mcpactor.runtime._bus import InMemoryBus
-from mcpactor.runtime._task_store import REPLICA_STOPPED, TaskRecord
-from mcpactor.runtime._tasks import TaskManager, TaskRegistry
+from mcpactor.runtime.tasks import REPLICA_STOPPED, TaskManager, TaskRecord, TaskRegistry
 from mcpactor.server._execution import TaskMetadata
 from mcpactor.server._tasks import decode_cursor
 from mcpactor.store._tasks import RedisTaskStore, open_redis_task_store

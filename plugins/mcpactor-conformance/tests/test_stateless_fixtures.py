@@ -25,7 +25,7 @@ from mcpactor_conformance import server
 from mcpactor.protocol import JSONObject, Request
 from mcpactor.protocol._sealing import KeyRing, SealingKey, StateSealer
 from mcpactor.runtime._stateless import StatelessHost, StatelessOptions
-from mcpactor.runtime._tasks import TaskRegistry
+from mcpactor.runtime.tasks import TaskRegistry
 
 check: Callable[[Any, str, str], None] | None
 try:

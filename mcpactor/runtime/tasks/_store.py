@@ -1,7 +1,7 @@
 # Task records in a store that several replicas share.
 #
 # A Task actor runs on one replica, the task's *owner*; every replica may be asked about
-# it. Without a store (the default) the owner's own table (runtime/_tasks.py) is the whole
+# it. Without a store (the default) the owner's own table (``TaskTable``) is the whole
 # truth, as it has always been. With one, the owner also writes each of the task's
 # states to the store as a ``TaskRecord``, and a replica that does not run the task
 # answers from the record:
@@ -40,9 +40,8 @@ from typing import Any, Final, Literal, Protocol
 import attrs
 import trio
 
-from .._exceptions import INTERNAL_ERROR
-from ..protocol import JSONObject
-from ..protocol._ext_tasks import TERMINAL, TaskStatus
+from ..._exceptions import INTERNAL_ERROR
+from ...protocol import TERMINAL, JSONObject, TaskStatus
 
 __all__ = [
     "REPLICA_STOPPED",
