@@ -13,6 +13,7 @@ from ._body import classify_body as classify_body
 from ._body import owed_ids as owed_ids
 from ._body import unowed_errors as unowed_errors
 from ._bounded import MAX_DEPTH as MAX_DEPTH
+from ._bounded import MAX_DETAILS as MAX_DETAILS
 from ._bounded import bounded_value as bounded_value
 from ._bounded import clip as clip
 from ._bounded import clip_all as clip_all
@@ -24,6 +25,20 @@ from ._bounded import over_limit as over_limit
 from ._bounded import utf8_size as utf8_size
 from ._convert import structure as structure
 from ._convert import unstructure as unstructure
+from ._envelope import ALL_VERSIONS as ALL_VERSIONS
+from ._envelope import HEADER_MISMATCH as HEADER_MISMATCH
+from ._envelope import MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY
+from ._envelope import SERVER_INFO as SERVER_INFO
+from ._envelope import EnvelopeError as EnvelopeError
+from ._ext_tasks import AUGMENTABLE as AUGMENTABLE
+from ._ext_tasks import METHODS as TASK_EXTENSION_METHODS
+from ._ext_tasks import NAMED_BY as NAMED_BY
+from ._ext_tasks import TaskSupport as TaskSupport
+from ._ext_tasks import read_task_id as read_task_id
+from ._ext_tasks import read_update as read_update
+from ._ext_tasks import require_declared as require_declared
+from ._ext_tasks import runs_as_task as runs_as_task
+from ._ext_tasks import server_capability as server_capability
 from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
 from ._framing import FrameTooLong as FrameTooLong
 from ._framing import LineFramer as LineFramer
@@ -43,12 +58,19 @@ from ._listen import MAX_RESOURCE_SUBSCRIPTIONS as MAX_RESOURCE_SUBSCRIPTIONS
 from ._listen import MAX_SUBSCRIPTION_BYTES as MAX_SUBSCRIPTION_BYTES
 from ._listen import MAX_URI_BYTES as MAX_URI_BYTES
 from ._listen import ResourceSubscriptions as ResourceSubscriptions
+from ._mrtr import COMPLETE as COMPLETE
+from ._mrtr import client_lacks as client_lacks
+from ._mrtr import input_required_result as input_required_result
+from ._mrtr import needed_capabilities as needed_capabilities
+from ._mrtr import read_retry as read_retry
 from ._revisions import HEADERLESS_HTTP as HEADERLESS_HTTP
 from ._revisions import LATEST as LATEST
 from ._revisions import REVISIONS as REVISIONS
 from ._revisions import SESSION_REVISIONS as SESSION_REVISIONS
 from ._revisions import Revision as Revision
 from ._revisions import negotiate as negotiate
+from ._sealing import StateRefused as StateRefused
+from ._sealing import StateSealer as StateSealer
 from ._session import LOG_LEVELS as LOG_LEVELS
 from ._session import CancelRequested as CancelRequested
 from ._session import ErrorReceived as ErrorReceived
@@ -88,18 +110,28 @@ _CLIENT_TYPES = frozenset(
 )
 
 __all__ = [
+    "ALL_VERSIONS",
+    "AUGMENTABLE",
+    "COMPLETE",
     "DEFAULT_MAX_LINE_BYTES",
     "HEADERLESS_HTTP",
+    "HEADER_MISMATCH",
     "LATEST",
     "LOG_LEVELS",
+    "MAX_DETAILS",
     "MAX_RESOURCE_SUBSCRIPTIONS",
     "MAX_SUBSCRIPTION_BYTES",
     "MAX_URI_BYTES",
+    "MISSING_CLIENT_CAPABILITY",
+    "NAMED_BY",
     "REVISIONS",
+    "SERVER_INFO",
     "SESSION_REVISIONS",
+    "TASK_EXTENSION_METHODS",
     "Batch",
     "Body",
     "CancelRequested",
+    "EnvelopeError",
     "ErrorReceived",
     "ErrorResponse",
     "Event",
@@ -126,16 +158,28 @@ __all__ = [
     "RootsChanged",
     "Send",
     "ServerSession",
+    "StateRefused",
+    "StateSealer",
+    "TaskSupport",
     "answered_ids",
     "batch_refusal",
     "classify",
     "classify_body",
+    "client_lacks",
     "converter",
     "decode",
     "encode",
+    "input_required_result",
+    "needed_capabilities",
     "negotiate",
     "over_limit",
     "owed_ids",
+    "read_retry",
+    "read_task_id",
+    "read_update",
+    "require_declared",
+    "runs_as_task",
+    "server_capability",
     "structure",
     "unanswered_reply",
     "unowed_errors",

@@ -35,7 +35,7 @@ from typing import Any, Final
 import trio
 
 from .._exceptions import INVALID_PARAMS, PluginError, RequestError
-from ..auth._errors import InsufficientScope
+from ..auth import InsufficientScope
 from ..protocol import (
     LATEST,
     JSONObject,

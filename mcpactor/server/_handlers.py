@@ -17,9 +17,9 @@ import orjson
 import trio
 
 from .._exceptions import INVALID_PARAMS, CapabilityError, RequestError, ToolError
-from ..auth._errors import InsufficientScope
-from ..auth._principal import Principal
+from ..auth import InsufficientScope, Principal
 from ..protocol import (
+    MISSING_CLIENT_CAPABILITY,
     CallToolResult,
     JSONObject,
     ResourceSubscriptions,
@@ -30,7 +30,6 @@ from ..protocol import (
     describe_error,
     error_text,
 )
-from ..protocol._envelope import MISSING_CLIENT_CAPABILITY
 from . import _results, _tasks
 from ._context import Context
 from ._dispatch import serves_family

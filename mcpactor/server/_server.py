@@ -24,7 +24,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 
 from .._exceptions import SchemaError
-from ..auth._errors import InsufficientScope
+from ..auth import InsufficientScope
 from ..protocol import Icon, JSONObject, Revision, describe, unstructure
 from . import _tasks
 from ._caching import CacheHint
@@ -209,7 +209,7 @@ class Server(Handlers, Generic[StateT]):
         do not change it.
         """
         # Built once per revision (assigning a field drops it): a stateless revision sends
-        # it on every result, and building it cost more than the rest of their shaping.
+        # it on every result.
         info = self._info.get(revision.version)
         if info is None:
             info = self._info[revision.version] = self._build_info(revision)
