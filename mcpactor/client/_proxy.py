@@ -234,7 +234,7 @@ class ProxyServer(Server):
             else:
                 self._remote_resources = by_key(await client.list_resources(), "uri", "resource")
                 self._remote_templates = templates(await client.list_resource_templates())
-            self._changed(kind)
+            self._changes.list_changed(kind)
 
     async def _keep_lists_fresh(self, client: ClientSession) -> None:
         while True:
@@ -293,12 +293,12 @@ class ProxyServer(Server):
                 "resources": self._remote_resources,
                 "resourceTemplates": self._remote_templates,
             }[key]
-            return self._page(key, ctx.negotiated.revision, params, entries.values())
+            return self._handlers.page(key, ctx.negotiated.revision, params, entries.values())
         if method == "resources/unsubscribe":
-            ctx._peer.unsubscribe(self._resource_uri(params))
+            ctx._peer.unsubscribe(self._handlers.resource_uri(params))
             return {}
         if method == "resources/subscribe":
-            uri = self._resource_uri(params)
+            uri = self._handlers.resource_uri(params)
             # One remote subscription serves every client; clients are told apart by
             # their own sessions, which is also why an unsubscribe stays local.
             if uri not in self._subscribed:

@@ -45,8 +45,9 @@ from ..protocol import (
     describe,
 )
 from ._context import Context
-from ._dispatch import Composable, method_not_found, method_table, serves_family
+from ._dispatch import Composable, method_not_found, method_table
 from ._mount import Mount, MountState, MountStatistics, RootsHook, single_errors_bare, supervise
+from ._registered import serves_family
 from ._registry import Catalog
 from ._routing import Table, build_table, merge_into, problem_report
 from ._scopes import scope_error
@@ -63,28 +64,16 @@ _PREFIX_CHARS: Final = frozenset(
 )
 
 
-class _Forwarder:
-    # The parent's ear on one child: its changes become the parent's.
-
-    def __init__(self, composition: Composition) -> None:
-        self._composition = composition
-
-    def list_changed(self, kind: str) -> None:
-        self._composition.parent._changed(kind)
-
-    def resource_updated(self, uri: str) -> None:
-        self._composition.parent.notify_resource_updated(uri)
-
-
 class Composition:
     """The mounted children of one Server, and how requests reach them."""
 
     def __init__(self, parent: Composable) -> None:
         self.parent = parent
         self.mounts: list[Mount] = []
-        self._forwarder = _Forwarder(self)
         self._table: Table | None = None
         self._running = False
+        # The parent's list pages serve the merged lists too: a change drops them all.
+        self._pages = parent._handlers
         # Tasks belong to the session, whichever server's tool started them.
         self._routes: Mapping[str, Callable[[JSONObject, Context], Awaitable[JSONObject]]] = (
             method_table(self, self._own)
@@ -129,15 +118,16 @@ class Composition:
         mount = Mount(server, name=label, prefix=prefix, max_concurrent=max_concurrent)
         self.mounts.append(mount)
         self._table = None
-        table = self._build()
+        table = build_table(self.parent, self.mounts)
         if table.problems:
             self.mounts.remove(mount)
             self._table = None
             raise PluginError(problem_report(label, table.problems))
-        server.add_listener(self._forwarder)
+        # The parent hears the child's changes as its own.
+        server.add_listener(self.parent._changes)
         self.parent.roots_changed_hooks.append(RootsHook(mount))
         for kind in ("tools", "resources", "prompts"):
-            self.parent._changed(kind)
+            self.parent._changes.list_changed(kind)
         return mount
 
     def invalidate(self) -> None:
@@ -161,13 +151,10 @@ class Composition:
                 merged[kind]["listChanged"] = True
         return merged
 
-    def _build(self) -> Table:
-        return build_table(self.parent, self.mounts)
-
     def _current(self) -> Table:
         table = self._table
         if table is None:
-            table = self._build()
+            table = build_table(self.parent, self.mounts)
             for problem in table.problems:
                 _log.error("%s; the first keeps it", problem)
             self._table = table
@@ -197,8 +184,8 @@ class Composition:
                             await nursery.start(supervise, mount, stop)
                             started.append((mount, stop))
                         for kind in ("tools", "resources", "prompts"):
-                            self.parent._changed(kind)  # drops list pages built before
-                        table = self._build()
+                            self.parent._changes.list_changed(kind)  # drops pages built before
+                        table = build_table(self.parent, self.mounts)
                         if table.problems:
                             problem = PluginError(problem_report(None, table.problems))
                         else:
@@ -243,9 +230,6 @@ class Composition:
             return result
         return await mount._call(method, params, ctx)
 
-    def _page(self, kind: str, params: JSONObject, ctx: Context, entries: Any) -> JSONObject:
-        return self.parent._page(kind, ctx.negotiated.revision, params, entries, ctx)
-
     def required_scopes(self, method: str, name: str) -> tuple[str, ...]:
         """The scopes a request needs, asked of the owner of its name or URI."""
         if type(name) is not str:
@@ -257,7 +241,7 @@ class Composition:
             if route is None:
                 return ()
             if route.mount is None:
-                return self.parent._own_scopes(method, route.name)
+                return self.parent._registry.scopes(method, route.name)
             return route.mount.server.required_scopes(method, route.name)
         if method == "resources/read" or method == "resources/subscribe":
             if name in table.resources:
@@ -269,7 +253,7 @@ class Composition:
                     return ()
                 owner = found
             if owner is None:
-                return self.parent._own_scopes(method, name)
+                return self.parent._registry.scopes(method, name)
             return owner.server.required_scopes(method, name)
         return ()
 
@@ -279,21 +263,25 @@ class Composition:
         if route is None:
             return structured
         if route.mount is None:
-            return self.parent._own_tool_output(route.name, structured)
+            return self.parent._registry.tool_output(route.name, structured)
         return route.mount.server.tool_output(route.name, structured)
 
     async def _list_tools(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("tools", params, ctx, self._current().listed_tools.values())
+        tools = self._current().listed_tools.values()
+        return self._pages.page("tools", ctx.negotiated.revision, params, tools, ctx)
 
     async def _list_prompts(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("prompts", params, ctx, self._current().listed_prompts.values())
+        prompts = self._current().listed_prompts.values()
+        return self._pages.page("prompts", ctx.negotiated.revision, params, prompts, ctx)
 
     async def _list_resources(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("resources", params, ctx, self._current().listed_resources.values())
+        resources = self._current().listed_resources.values()
+        return self._pages.page("resources", ctx.negotiated.revision, params, resources, ctx)
 
     async def _list_templates(self, params: JSONObject, ctx: Context) -> JSONObject:
         templates = self._current().listed_templates.values()
-        return self._page("resourceTemplates", params, ctx, templates)
+        revision = ctx.negotiated.revision
+        return self._pages.page("resourceTemplates", revision, params, templates, ctx)
 
     async def _own(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
         return await self._forward(None, method, params, ctx)

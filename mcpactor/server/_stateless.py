@@ -241,14 +241,14 @@ def called_tool(server: Server, params: JSONObject | None) -> Any:
     name = (params or {}).get("name")
     if type(name) is not str:
         return None
-    tools = server._tools if server._mounts is None else server._catalog().tools
+    tools = server._registry.tools if server._mounts is None else server._catalog().tools
     return tools.get(name)
 
 
 def _runs_as_task(server: Server, method: str, params: JSONObject | None, ctx: Context) -> bool:
     if method not in AUGMENTABLE:
         return False
-    if server._mounts is None and not server._offers_tasks():
+    if server._mounts is None and not server._registry.offers_tasks():
         # None of the server's tools may run as a task: no lookup of the one called.
         return False
     execution = getattr(called_tool(server, params), "execution", None)

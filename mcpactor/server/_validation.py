@@ -524,7 +524,8 @@ class SchemaValidator:
         return self
 
     def _compiled_on_first_use(self, compile_check: Callable[[], Check | None]) -> Check:
-        # Compiling a check is not free: a tool's first call pays for it, so that registering a plugin's tools at start-up stays as cheap as before.
+        # Compiling a check is not free: a tool's first call pays for it, so that
+        # registering a plugin's tools at start-up stays as cheap as before.
         def first_use(value: Any) -> bool:
             fast = self._fast = compile_check()
             return fast is not None and fast(value)
