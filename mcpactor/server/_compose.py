@@ -11,13 +11,15 @@
 #   completion goes to the owner of the exact URI, else of the first template matching
 #   it (the parent's own first, then the children in mount order);
 # - capabilities are the union of everyone's; a child's list_changed and
-#   resources/updated reach the parent's sessions through a listener on the child.
+#   resources/updated reach the parent's sessions through a listener on the child (the
+#   parent's ``Changes``).
 #
-# The routing table (_routing.py) is built from the catalogues (``Server._catalog``) and
-# thrown away whenever one of them changes. A name or URI served by two owners is an
-# error naming both, raised by ``mount`` and again at start-up (when proxied servers
-# know their lists); one that appears while serving (a child registered a tool late) is
-# logged and the first owner keeps it — nothing is shadowed silently.
+# The request handlers that forward are in _routed.py. The routing table (_routing.py)
+# is built from the catalogues (``Server._catalog``) and thrown away whenever one of
+# them changes. A name or URI served by two owners is an error naming both, raised by
+# ``mount`` and again at start-up (when proxied servers know their lists); one that
+# appears while serving (a child registered a tool late) is logged and the first owner
+# keeps it — nothing is shadowed silently.
 #
 # Supervision. ``Composition.running`` starts each child's supervisor (_mount.py, where
 # a ``Mount`` and its state live) in mount order and stops them in reverse. A child whose
@@ -34,21 +36,15 @@ from typing import Any, Final
 
 import trio
 
-from .._exceptions import INVALID_PARAMS, PluginError, RequestError
+from .._exceptions import PluginError
 from ..auth import InsufficientScope
-from ..protocol import (
-    LATEST,
-    JSONObject,
-    ResourceSubscriptions,
-    Revision,
-    bounded_value,
-    describe,
-)
+from ..protocol import LATEST, JSONObject, Revision, describe
 from ._context import Context
 from ._dispatch import Composable, method_not_found, method_table
 from ._mount import Mount, MountState, MountStatistics, RootsHook, single_errors_bare, supervise
 from ._registered import serves_family
 from ._registry import Catalog
+from ._routed import RoutedHandlers
 from ._routing import Table, build_table, merge_into, problem_report
 from ._scopes import scope_error
 
@@ -72,11 +68,10 @@ class Composition:
         self.mounts: list[Mount] = []
         self._table: Table | None = None
         self._running = False
-        # The parent's list pages serve the merged lists too: a change drops them all.
-        self._pages = parent._handlers
+        handlers = RoutedHandlers(parent, self._current)
         # Tasks belong to the session, whichever server's tool started them.
         self._routes: Mapping[str, Callable[[JSONObject, Context], Awaitable[JSONObject]]] = (
-            method_table(self, self._own)
+            method_table(handlers, handlers.own)
         )
 
     # --- mounting -------------------------------------------------------------------
@@ -222,14 +217,6 @@ class Composition:
         key = "completions" if family == "completion" else family
         return key in self.parent.capabilities(LATEST)
 
-    async def _forward(
-        self, mount: Mount | None, method: str, params: JSONObject, ctx: Context
-    ) -> JSONObject:
-        if mount is None:
-            result: JSONObject = await self.parent._methods[method](params, ctx)
-            return result
-        return await mount._call(method, params, ctx)
-
     def required_scopes(self, method: str, name: str) -> tuple[str, ...]:
         """The scopes a request needs, asked of the owner of its name or URI."""
         if type(name) is not str:
@@ -265,110 +252,3 @@ class Composition:
         if route.mount is None:
             return self.parent._registry.tool_output(route.name, structured)
         return route.mount.server.tool_output(route.name, structured)
-
-    async def _list_tools(self, params: JSONObject, ctx: Context) -> JSONObject:
-        tools = self._current().listed_tools.values()
-        return self._pages.page("tools", ctx.negotiated.revision, params, tools, ctx)
-
-    async def _list_prompts(self, params: JSONObject, ctx: Context) -> JSONObject:
-        prompts = self._current().listed_prompts.values()
-        return self._pages.page("prompts", ctx.negotiated.revision, params, prompts, ctx)
-
-    async def _list_resources(self, params: JSONObject, ctx: Context) -> JSONObject:
-        resources = self._current().listed_resources.values()
-        return self._pages.page("resources", ctx.negotiated.revision, params, resources, ctx)
-
-    async def _list_templates(self, params: JSONObject, ctx: Context) -> JSONObject:
-        templates = self._current().listed_templates.values()
-        revision = ctx.negotiated.revision
-        return self._pages.page("resourceTemplates", revision, params, templates, ctx)
-
-    async def _own(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
-        return await self._forward(None, method, params, ctx)
-
-    async def _call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
-        name = params.get("name")
-        route = self._current().tools.get(name) if isinstance(name, str) else None
-        if route is None:
-            raise RequestError(
-                INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": bounded_value(name)}
-            )
-        return await self._forward(route.mount, "tools/call", {**params, "name": route.name}, ctx)
-
-    async def _get_prompt(self, params: JSONObject, ctx: Context) -> JSONObject:
-        name = params.get("name")
-        route = self._current().prompts.get(name) if isinstance(name, str) else None
-        if route is None:
-            raise RequestError(
-                INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": bounded_value(name)}
-            )
-        return await self._forward(route.mount, "prompts/get", {**params, "name": route.name}, ctx)
-
-    def _uri_owner(self, params: JSONObject, ctx: Context) -> Mount | None:
-        uri = params.get("uri")
-        if not isinstance(uri, str) or not uri:
-            raise RequestError(
-                INVALID_PARAMS, f"'uri' must be a non-empty string, got {describe(uri)}"
-            )
-        table = self._current()
-        if uri in table.resources:
-            return table.resources[uri]
-        for template, mount in table.matchers:
-            if template.match(uri) is not None:
-                return mount
-        raise RequestError(
-            ctx.negotiated.revision.resource_not_found_code,
-            f"resource not found: {describe(uri)}",
-            {"uri": bounded_value(uri)},
-        )
-
-    async def _read_resource(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return await self._forward(self._uri_owner(params, ctx), "resources/read", params, ctx)
-
-    async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
-        uri = params.get("uri")
-        if type(uri) is str and uri:
-            # Bounded before templates walk it, as the owner's own handler does.
-            ResourceSubscriptions.check_uri(uri)
-        mount = self._uri_owner(params, ctx)
-        return await self._forward(mount, "resources/subscribe", params, ctx)
-
-    async def _unsubscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
-        try:
-            mount = self._uri_owner(params, ctx)
-        except RequestError as exc:
-            if exc.code == INVALID_PARAMS:
-                raise
-            mount = None  # gone since: forgetting the subscription is all there is to do
-        if mount is not None and mount.failed:
-            mount = None
-        return await self._forward(mount, "resources/unsubscribe", params, ctx)
-
-    async def _complete(self, params: JSONObject, ctx: Context) -> JSONObject:
-        ref = params.get("ref")
-        table = self._current()
-        if isinstance(ref, dict) and ref.get("type") == "ref/prompt":
-            name = ref.get("name")
-            route = table.prompts.get(name) if isinstance(name, str) else None
-            if route is None:
-                raise RequestError(
-                    INVALID_PARAMS,
-                    f"unknown prompt: {describe(name)}",
-                    {"name": bounded_value(name)},
-                )
-            params = {**params, "ref": {**ref, "name": route.name}}
-            return await self._forward(route.mount, "completion/complete", params, ctx)
-        if isinstance(ref, dict) and ref.get("type") == "ref/resource":
-            uri = ref.get("uri")
-            owners = (table.templates, table.resources)
-            found = next((o for o in owners if isinstance(uri, str) and uri in o), None)
-            if found is None:
-                raise RequestError(
-                    INVALID_PARAMS,
-                    f"unknown resource template: {describe(uri)}",
-                    {"uri": bounded_value(uri)},
-                )
-            assert isinstance(uri, str)
-            return await self._forward(found[uri], "completion/complete", params, ctx)
-        # The parent's own handler explains what is wrong with the request.
-        return await self._forward(None, "completion/complete", params, ctx)
