@@ -171,7 +171,7 @@ class Server(Generic[StateT]):
         self.roots_changed_hooks: list[Callable[[Context], Any]] = []
         #: the servers mounted in this one, in mount order
         self.mounts: tuple[Mount, ...] = ()
-        # The servers mounted in this one, once ``mount`` is called.
+        # How requests reach them, once ``mount`` is called.
         self._mounts: Composition | None = None
         self._registry = Registry()
         self._handlers = Handlers(self, self._registry)
