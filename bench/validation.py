@@ -113,7 +113,7 @@ def validator() -> Any:
         """Search (never called here: only the validation step is timed)."""
         return ""
 
-    return server._tools["search"].input_validator
+    return server._registry.tools["search"].input_validator
 
 
 def per_call(fn: Callable[[], Any], calls: int) -> float:

@@ -37,9 +37,9 @@ def bench() -> ModuleType:
 
 
 def test_the_bench_server_registers_the_contract(bench: ModuleType) -> None:
-    assert set(bench.server._tools) == TOOLS
-    assert set(bench.server._resources) == {"bench://static"}
-    assert set(bench.server._prompts) == {"greet"}
+    assert set(bench.server._registry.tools) == TOOLS
+    assert set(bench.server._registry.resources) == {"bench://static"}
+    assert set(bench.server._registry.prompts) == {"greet"}
 
 
 async def test_the_bench_server_answers_initialize_over_stdio() -> None:

@@ -234,12 +234,7 @@ REVISION_TABLE = "mcpactor.protocol._revisions"
 REVISION_NAME = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 #: Revision names in strings outside the table that remain to be moved there, with where
 #: they should come from instead; none may be added.
-KNOWN_REVISION_STRINGS: dict[tuple[str, str], str] = {
-    ("mcpactor.server._context", "2025-11-25"): (
-        "the URL-mode elicitation error names the revision; it could name the first row "
-        "of the table with elicitation_url"
-    ),
-}
+KNOWN_REVISION_STRINGS: dict[tuple[str, str], str] = {}
 
 
 def docstrings(tree: ast.Module) -> set[int]:

@@ -105,22 +105,14 @@ def verifier_from(
             timeout=chosen_timeout,
         )
     introspection: IntrospectionVerifier | None = None
-    credentials = client_id is not None or client_secret is not None
-    if introspection_url is not None or credentials:
-        if not client_id or not client_secret:
-            raise ValueError("auth: introspection needs both the client id and the client secret")
-        if introspection_url is None and not names:
-            raise ValueError("auth: introspection needs its URL, or an issuer to discover it")
-        if not accepted and not introspection_without_audience:
-            raise ValueError("auth: introspection needs the resource (the audience tokens name)")
-        introspection = IntrospectionVerifier(
+    if introspection_url is not None or client_id is not None or client_secret is not None:
+        introspection = _introspection_verifier(
             introspection_url,
             client_id,
             client_secret,
-            audience=accepted or None,
-            require_audience=not introspection_without_audience,
-            issuers=names,
-            discover_from=names[0] if introspection_url is None else None,
+            names,
+            accepted,
+            without_audience=introspection_without_audience,
             leeway=chosen_leeway,
             max_age=DEFAULT_MAX_AGE if introspection_max_age is None else introspection_max_age,
             timeout=chosen_timeout,
@@ -134,4 +126,37 @@ def verifier_from(
     raise ValueError(
         "auth: nothing to verify tokens with: give the issuer(s), a JWKS file, "
         "or an introspection URL with client credentials"
+    )
+
+
+def _introspection_verifier(
+    url: str | None,
+    client_id: str | None,
+    client_secret: str | None,
+    issuers: list[str],
+    accepted: tuple[str, ...],
+    *,
+    without_audience: bool,
+    leeway: float,
+    max_age: float,
+    timeout: float,
+) -> IntrospectionVerifier:
+    # Introspection at ``url``, else at the first issuer's introspection_endpoint.
+    if not client_id or not client_secret:
+        raise ValueError("auth: introspection needs both the client id and the client secret")
+    if url is None and not issuers:
+        raise ValueError("auth: introspection needs its URL, or an issuer to discover it")
+    if not accepted and not without_audience:
+        raise ValueError("auth: introspection needs the resource (the audience tokens name)")
+    return IntrospectionVerifier(
+        url,
+        client_id,
+        client_secret,
+        audience=accepted or None,
+        require_audience=not without_audience,
+        issuers=issuers,
+        discover_from=issuers[0] if url is None else None,
+        leeway=leeway,
+        max_age=max_age,
+        timeout=timeout,
     )

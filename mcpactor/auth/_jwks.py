@@ -204,7 +204,7 @@ class IssuerKeys:
         """
         if self._static:
             return self._select(kid, alg)
-        now = self._now()
+        now = self._current_time()
         arrived = self._generation
         if self._keys is None or now >= self._fresh_until:
             await self._refresh(now)
@@ -242,7 +242,7 @@ class IssuerKeys:
             # the tokens waiting here wake together, and the first one's fetch serves all
             await trio.sleep(wait)
 
-    def _now(self) -> float:
+    def _current_time(self) -> float:
         # trio's clock starts anew (at a random offset) in every trio.run: deadlines kept
         # from another run mean nothing in this one, so a new run starts them over
         run = trio.lowlevel.current_trio_token()
@@ -269,9 +269,9 @@ class IssuerKeys:
         # Fetch, unless a fetch has ended since ``generation``: the coalescing of refreshes.
         async with self._lock:
             if self._generation == generation:
-                await self._fetch_now()
+                await self._fetch_keys()
 
-    async def _fetch_now(self) -> None:
+    async def _fetch_keys(self) -> None:
         self.fetches += 1
         try:
             url = self._jwks_url

@@ -160,18 +160,7 @@ class JwtVerifier:
             [OctKey.import_key(hmac_secret)] if hmac_secret is not None else []
         )
         fetcher = fetcher or Fetcher(timeout=timeout, max_bytes=max_jwks_bytes)
-        static: list[Key] | None = None
-        source = "the configuration"
-        if jwks_file is not None and jwks is None:
-            jwks = _read_jwks_file(jwks_file)
-            source = f"the file {os.fspath(jwks_file)}"
-        if jwks is not None:
-            try:
-                static = parse_jwks(jwks, source, max_keys)
-            except FetchError as exc:
-                raise ValueError(exc.reason) from None
-            if not static:
-                raise ValueError(f"the JWKS of {source} has no key that can verify signatures")
+        static = _configured_keys(jwks, jwks_file, max_keys)
         urls = jwks_urls or {}
         self._keys = {
             name: IssuerKeys(
@@ -294,6 +283,26 @@ def _check_algorithms(algorithms: Iterable[str], hmac_secret: bytes | None) -> t
     if hmac_secret is not None and len(hmac_secret) < 32:
         raise ValueError("an HMAC secret must be at least 32 bytes")
     return chosen
+
+
+def _configured_keys(
+    jwks: dict[str, Any] | None, jwks_file: str | os.PathLike[str] | None, max_keys: int
+) -> list[Key] | None:
+    # The keys given in the configuration (a JWKS document, else a JWKS file): they are
+    # never fetched. None when neither is given.
+    source = "the configuration"
+    if jwks_file is not None and jwks is None:
+        jwks = _read_jwks_file(jwks_file)
+        source = f"the file {os.fspath(jwks_file)}"
+    if jwks is None:
+        return None
+    try:
+        keys = parse_jwks(jwks, source, max_keys)
+    except FetchError as exc:
+        raise ValueError(exc.reason) from None
+    if not keys:
+        raise ValueError(f"the JWKS of {source} has no key that can verify signatures")
+    return keys
 
 
 def _read_jwks_file(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -94,7 +94,7 @@ class ProxyServer(Server):
         self._connect = connect
         self.protocol_version = protocol_version
         self.log_level = log_level
-        self._link = RemoteLink(name, self._changed, self.notify_resource_updated)
+        self._link = RemoteLink(name, self._changes.list_changed, self.notify_resource_updated)
         self.roots_changed_hooks.append(self._link.roots_changed)
 
     def __repr__(self) -> str:
@@ -200,12 +200,12 @@ class ProxyServer(Server):
                 "resources": link.resources,
                 "resourceTemplates": link.templates,
             }[key]
-            return self._page(key, ctx.negotiated.revision, params, entries.values())
+            return self._handlers.page(key, ctx.negotiated.revision, params, entries.values())
         if method == "resources/unsubscribe":
-            ctx._peer.unsubscribe(self._resource_uri(params))
+            ctx._peer.unsubscribe(self._handlers.resource_uri(params))
             return {}
         if method == "resources/subscribe":
-            uri = self._resource_uri(params)
+            uri = self._handlers.resource_uri(params)
             await self._link.subscribe(uri, params, ctx)
             ctx._peer.subscribe(uri)
             return {}

@@ -13,6 +13,7 @@ from ._body import classify_body as classify_body
 from ._body import owed_ids as owed_ids
 from ._body import unowed_errors as unowed_errors
 from ._bounded import MAX_DEPTH as MAX_DEPTH
+from ._bounded import MAX_DETAILS as MAX_DETAILS
 from ._bounded import bounded_value as bounded_value
 from ._bounded import clip as clip
 from ._bounded import clip_all as clip_all
@@ -40,21 +41,33 @@ from ._client_session import UnattributedError as UnattributedError
 from ._client_session import UnexpectedResponse as UnexpectedResponse
 from ._convert import structure as structure
 from ._convert import unstructure as unstructure
+from ._envelope import ALL_VERSIONS as ALL_VERSIONS
 from ._envelope import HEADER_MISMATCH as HEADER_MISMATCH
 from ._envelope import MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY
 from ._envelope import PROTOCOL_VERSION as PROTOCOL_VERSION
+from ._envelope import SERVER_INFO as SERVER_INFO
 from ._envelope import UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERSION
+from ._envelope import EnvelopeError as EnvelopeError
 from ._envelope import has_envelope as has_envelope
+from ._ext_tasks import AUGMENTABLE as AUGMENTABLE
+from ._ext_tasks import METHODS as TASK_EXTENSION_METHODS
+from ._ext_tasks import NAMED_BY as NAMED_BY
 from ._ext_tasks import TERMINAL as TERMINAL
 from ._ext_tasks import TRANSITIONS as TRANSITIONS
 from ._ext_tasks import Snapshot as Snapshot
 from ._ext_tasks import TaskStatus as TaskStatus
+from ._ext_tasks import TaskSupport as TaskSupport
 from ._ext_tasks import Update as Update
 from ._ext_tasks import acknowledgement as acknowledgement
 from ._ext_tasks import apply_update as apply_update
 from ._ext_tasks import create_task_result as create_task_result
 from ._ext_tasks import detailed_task as detailed_task
 from ._ext_tasks import get_task_result as get_task_result
+from ._ext_tasks import read_task_id as read_task_id
+from ._ext_tasks import read_update as read_update
+from ._ext_tasks import require_declared as require_declared
+from ._ext_tasks import runs_as_task as runs_as_task
+from ._ext_tasks import server_capability as server_capability
 from ._ext_tasks import task_not_found as task_not_found
 from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
 from ._framing import FrameTooLong as FrameTooLong
@@ -79,6 +92,10 @@ from ._mrtr import COMPLETE as COMPLETE
 from ._mrtr import INPUT_REQUIRED as INPUT_REQUIRED
 from ._mrtr import MAX_INPUT_KEY_LENGTH as MAX_INPUT_KEY_LENGTH
 from ._mrtr import MAX_INPUT_REQUESTS as MAX_INPUT_REQUESTS
+from ._mrtr import client_lacks as client_lacks
+from ._mrtr import input_required_result as input_required_result
+from ._mrtr import needed_capabilities as needed_capabilities
+from ._mrtr import read_retry as read_retry
 from ._revisions import HEADERLESS_HTTP as HEADERLESS_HTTP
 from ._revisions import LATEST as LATEST
 from ._revisions import REVISIONS as REVISIONS
@@ -86,6 +103,8 @@ from ._revisions import SESSION_REVISIONS as SESSION_REVISIONS
 from ._revisions import STATELESS_REVISIONS as STATELESS_REVISIONS
 from ._revisions import Revision as Revision
 from ._revisions import negotiate as negotiate
+from ._sealing import StateRefused as StateRefused
+from ._sealing import StateSealer as StateSealer
 from ._session import LOG_LEVELS as LOG_LEVELS
 from ._session import CancelRequested as CancelRequested
 from ._session import ErrorReceived as ErrorReceived
@@ -125,6 +144,8 @@ _CLIENT_TYPES = frozenset(
 )
 
 __all__ = [
+    "ALL_VERSIONS",
+    "AUGMENTABLE",
     "COMPLETE",
     "DEFAULT_MAX_LINE_BYTES",
     "HEADERLESS_HTTP",
@@ -134,13 +155,16 @@ __all__ = [
     "LOG_LEVELS",
     "MAX_INPUT_KEY_LENGTH",
     "MAX_INPUT_REQUESTS",
+    "MAX_DETAILS",
     "MAX_RESOURCE_SUBSCRIPTIONS",
     "MAX_SUBSCRIPTION_BYTES",
     "MAX_URI_BYTES",
     "MISSING_CLIENT_CAPABILITY",
     "MODERN_ERRORS",
     "PROTOCOL_VERSION",
+    "NAMED_BY",
     "REVISIONS",
+    "SERVER_INFO",
     "SESSION_REVISIONS",
     "STATELESS_REVISIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
@@ -154,6 +178,8 @@ __all__ = [
     "ClientSessionCore",
     "DiscoverRefused",
     "Discovered",
+    "TASK_EXTENSION_METHODS",
+    "EnvelopeError",
     "ErrorReceived",
     "ErrorResponse",
     "Event",
@@ -194,11 +220,15 @@ __all__ = [
     "TaskStatus",
     "Update",
     "acknowledgement",
+    "StateRefused",
+    "StateSealer",
+    "TaskSupport",
     "answered_ids",
     "apply_update",
     "batch_refusal",
     "classify",
     "classify_body",
+    "client_lacks",
     "converter",
     "create_task_result",
     "decode",
@@ -206,9 +236,17 @@ __all__ = [
     "encode",
     "has_envelope",
     "get_task_result",
+    "input_required_result",
+    "needed_capabilities",
     "negotiate",
     "over_limit",
     "owed_ids",
+    "read_retry",
+    "read_task_id",
+    "read_update",
+    "require_declared",
+    "runs_as_task",
+    "server_capability",
     "structure",
     "task_not_found",
     "unanswered_reply",

@@ -46,10 +46,17 @@ def wire_name(attribute: str) -> str:
 
 def _build() -> cattrs.Converter:
     import cattrs
-    from cattrs.cols import list_structure_factory
-    from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
     conv = cattrs.Converter(omit_if_default=True)
+    _rename_fields(conv)
+    _strict_json(conv)
+    _tagged_unions(conv)
+    return conv
+
+
+def _rename_fields(conv: cattrs.Converter) -> None:
+    # Every attrs class: snake_case attributes under their wire names, None omitted.
+    from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
     def unstructure_factory(cls: type) -> Any:
         overrides: dict[str, Any] = {}
@@ -79,6 +86,10 @@ def _build() -> cattrs.Converter:
 
     conv.register_unstructure_hook_factory(attrs.has, unstructure_factory)
     conv.register_structure_hook_factory(attrs.has, structure_factory)
+
+
+def _strict_json(conv: cattrs.Converter) -> None:
+    from cattrs.cols import list_structure_factory
 
     # cattrs structures scalars by calling the type (``str(5)``, ``bool("false")``),
     # which would turn a peer's wrong shape into a silently wrong value instead of -32602.
@@ -112,6 +123,10 @@ def _build() -> cattrs.Converter:
 
     conv.register_structure_hook_factory(is_list, list_factory)
 
+
+def _tagged_unions(conv: cattrs.Converter) -> None:
+    # The unions the wire tells apart: content blocks by ``type``, resource contents by
+    # whether they carry a ``blob``.
     content_kinds: dict[str, type] = {
         "text": _types.TextContent,
         "image": _types.ImageContent,
@@ -138,7 +153,6 @@ def _build() -> cattrs.Converter:
     ):
         conv.register_structure_hook(union, structure_content)
     conv.register_structure_hook(_types.ResourceContents, structure_resource_contents)
-    return conv
 
 
 _built: list[cattrs.Converter] = []

@@ -178,8 +178,8 @@ class StateSealer:
             "req": _b64(request_digest(method, params)),
             "sub": principal,
         }
-        # Imported on first use: loading the cipher costs a server that never seals
-        # ~90 ms of start-up and several MB of memory.
+        # Imported on first use: a server that never seals need not load the cipher
+        # (start-up time and memory).
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         nonce = os.urandom(_NONCE_BYTES)

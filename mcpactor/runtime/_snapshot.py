@@ -594,7 +594,7 @@ def _wire_id(request_id: RequestId) -> JSONValue:
 def _tool_timeout(server: Any, name: str, depth: int = 0) -> float | None:
     # The seconds a tool may run (its own timeout, else its server's): the deadline
     # ``call_handler`` gives it, found the way a call is routed through mounts.
-    entry = getattr(server, "_tools", {}).get(name)
+    entry = getattr(getattr(server, "_registry", None), "tools", {}).get(name)
     if entry is not None:
         timeout = entry.execution.timeout
         return timeout if timeout is not None else getattr(server, "tool_timeout", None)

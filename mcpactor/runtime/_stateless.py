@@ -384,9 +384,7 @@ class StatelessHost:
         if self.tasks is None or method not in AUGMENTABLE:
             return True
         server = self.server
-        return server._mounts is None and (
-            server._task_tools is False or not server._offers_tasks()
-        )
+        return server._mounts is None and not server._registry.offers_tasks()
 
     def _asked(
         self,

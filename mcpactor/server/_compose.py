@@ -11,13 +11,15 @@
 #   completion goes to the owner of the exact URI, else of the first template matching
 #   it (the parent's own first, then the children in mount order);
 # - capabilities are the union of everyone's; a child's list_changed and
-#   resources/updated reach the parent's sessions through a listener on the child.
+#   resources/updated reach the parent's sessions through a listener on the child (the
+#   parent's ``Changes``).
 #
-# The routing table (_routing.py) is built from the catalogues (``Server._catalog``) and
-# thrown away whenever one of them changes. A name or URI served by two owners is an
-# error naming both, raised by ``mount`` and again at start-up (when proxied servers
-# know their lists); one that appears while serving (a child registered a tool late) is
-# logged and the first owner keeps it — nothing is shadowed silently.
+# The request handlers that forward are in _routed.py. The routing table (_routing.py)
+# is built from the catalogues (``Server._catalog``) and thrown away whenever one of
+# them changes. A name or URI served by two owners is an error naming both, raised by
+# ``mount`` and again at start-up (when proxied servers know their lists); one that
+# appears while serving (a child registered a tool late) is logged and the first owner
+# keeps it — nothing is shadowed silently.
 #
 # Supervision. ``Composition.running`` starts each child's supervisor (_mount.py, where
 # a ``Mount`` and its state live) in mount order and stops them in reverse. A child whose
@@ -34,20 +36,15 @@ from typing import Any, Final
 
 import trio
 
-from .._exceptions import INVALID_PARAMS, PluginError, RequestError
-from ..auth._errors import InsufficientScope
-from ..protocol import (
-    LATEST,
-    JSONObject,
-    ResourceSubscriptions,
-    Revision,
-    bounded_value,
-    describe,
-)
+from .._exceptions import PluginError
+from ..auth import InsufficientScope
+from ..protocol import LATEST, JSONObject, Revision, describe
 from ._context import Context
-from ._dispatch import Composable, method_not_found, method_table, serves_family
+from ._dispatch import Composable, method_not_found, method_table
 from ._mount import Mount, MountState, MountStatistics, RootsHook, single_errors_bare, supervise
+from ._registered import serves_family
 from ._registry import Catalog
+from ._routed import RoutedHandlers
 from ._routing import Table, build_table, merge_into, problem_report
 from ._scopes import scope_error
 
@@ -63,31 +60,18 @@ _PREFIX_CHARS: Final = frozenset(
 )
 
 
-class _Forwarder:
-    # The parent's ear on one child: its changes become the parent's.
-
-    def __init__(self, composition: Composition) -> None:
-        self._composition = composition
-
-    def list_changed(self, kind: str) -> None:
-        self._composition.parent._changed(kind)
-
-    def resource_updated(self, uri: str) -> None:
-        self._composition.parent.notify_resource_updated(uri)
-
-
 class Composition:
     """The mounted children of one Server, and how requests reach them."""
 
     def __init__(self, parent: Composable) -> None:
         self.parent = parent
         self.mounts: list[Mount] = []
-        self._forwarder = _Forwarder(self)
         self._table: Table | None = None
         self._running = False
+        handlers = RoutedHandlers(parent, self._current)
         # Tasks belong to the session, whichever server's tool started them.
         self._routes: Mapping[str, Callable[[JSONObject, Context], Awaitable[JSONObject]]] = (
-            method_table(self, self._own)
+            method_table(handlers, handlers.own)
         )
 
     # --- mounting -------------------------------------------------------------------
@@ -129,15 +113,16 @@ class Composition:
         mount = Mount(server, name=label, prefix=prefix, max_concurrent=max_concurrent)
         self.mounts.append(mount)
         self._table = None
-        table = self._build()
+        table = build_table(self.parent, self.mounts)
         if table.problems:
             self.mounts.remove(mount)
             self._table = None
             raise PluginError(problem_report(label, table.problems))
-        server.add_listener(self._forwarder)
+        # The parent hears the child's changes as its own.
+        server.add_listener(self.parent._changes)
         self.parent.roots_changed_hooks.append(RootsHook(mount))
         for kind in ("tools", "resources", "prompts"):
-            self.parent._changed(kind)
+            self.parent._changes.list_changed(kind)
         return mount
 
     def invalidate(self) -> None:
@@ -161,13 +146,10 @@ class Composition:
                 merged[kind]["listChanged"] = True
         return merged
 
-    def _build(self) -> Table:
-        return build_table(self.parent, self.mounts)
-
     def _current(self) -> Table:
         table = self._table
         if table is None:
-            table = self._build()
+            table = build_table(self.parent, self.mounts)
             for problem in table.problems:
                 _log.error("%s; the first keeps it", problem)
             self._table = table
@@ -197,8 +179,8 @@ class Composition:
                             await nursery.start(supervise, mount, stop)
                             started.append((mount, stop))
                         for kind in ("tools", "resources", "prompts"):
-                            self.parent._changed(kind)  # drops list pages built before
-                        table = self._build()
+                            self.parent._changes.list_changed(kind)  # drops pages built before
+                        table = build_table(self.parent, self.mounts)
                         if table.problems:
                             problem = PluginError(problem_report(None, table.problems))
                         else:
@@ -235,17 +217,6 @@ class Composition:
         key = "completions" if family == "completion" else family
         return key in self.parent.capabilities(LATEST)
 
-    async def _forward(
-        self, mount: Mount | None, method: str, params: JSONObject, ctx: Context
-    ) -> JSONObject:
-        if mount is None:
-            result: JSONObject = await self.parent._methods[method](params, ctx)
-            return result
-        return await mount._call(method, params, ctx)
-
-    def _page(self, kind: str, params: JSONObject, ctx: Context, entries: Any) -> JSONObject:
-        return self.parent._page(kind, ctx.negotiated.revision, params, entries, ctx)
-
     def required_scopes(self, method: str, name: str) -> tuple[str, ...]:
         """The scopes a request needs, asked of the owner of its name or URI."""
         if type(name) is not str:
@@ -257,7 +228,7 @@ class Composition:
             if route is None:
                 return ()
             if route.mount is None:
-                return self.parent._own_scopes(method, route.name)
+                return self.parent._registry.scopes(method, route.name)
             return route.mount.server.required_scopes(method, route.name)
         if method == "resources/read" or method == "resources/subscribe":
             if name in table.resources:
@@ -269,7 +240,7 @@ class Composition:
                     return ()
                 owner = found
             if owner is None:
-                return self.parent._own_scopes(method, name)
+                return self.parent._registry.scopes(method, name)
             return owner.server.required_scopes(method, name)
         return ()
 
@@ -279,108 +250,5 @@ class Composition:
         if route is None:
             return structured
         if route.mount is None:
-            return self.parent._own_tool_output(route.name, structured)
+            return self.parent._registry.tool_output(route.name, structured)
         return route.mount.server.tool_output(route.name, structured)
-
-    async def _list_tools(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("tools", params, ctx, self._current().listed_tools.values())
-
-    async def _list_prompts(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("prompts", params, ctx, self._current().listed_prompts.values())
-
-    async def _list_resources(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("resources", params, ctx, self._current().listed_resources.values())
-
-    async def _list_templates(self, params: JSONObject, ctx: Context) -> JSONObject:
-        templates = self._current().listed_templates.values()
-        return self._page("resourceTemplates", params, ctx, templates)
-
-    async def _own(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
-        return await self._forward(None, method, params, ctx)
-
-    async def _call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
-        name = params.get("name")
-        route = self._current().tools.get(name) if isinstance(name, str) else None
-        if route is None:
-            raise RequestError(
-                INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": bounded_value(name)}
-            )
-        return await self._forward(route.mount, "tools/call", {**params, "name": route.name}, ctx)
-
-    async def _get_prompt(self, params: JSONObject, ctx: Context) -> JSONObject:
-        name = params.get("name")
-        route = self._current().prompts.get(name) if isinstance(name, str) else None
-        if route is None:
-            raise RequestError(
-                INVALID_PARAMS, f"unknown prompt: {describe(name)}", {"name": bounded_value(name)}
-            )
-        return await self._forward(route.mount, "prompts/get", {**params, "name": route.name}, ctx)
-
-    def _uri_owner(self, params: JSONObject, ctx: Context) -> Mount | None:
-        uri = params.get("uri")
-        if not isinstance(uri, str) or not uri:
-            raise RequestError(
-                INVALID_PARAMS, f"'uri' must be a non-empty string, got {describe(uri)}"
-            )
-        table = self._current()
-        if uri in table.resources:
-            return table.resources[uri]
-        for template, mount in table.matchers:
-            if template.match(uri) is not None:
-                return mount
-        raise RequestError(
-            ctx.negotiated.revision.resource_not_found_code,
-            f"resource not found: {describe(uri)}",
-            {"uri": bounded_value(uri)},
-        )
-
-    async def _read_resource(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return await self._forward(self._uri_owner(params, ctx), "resources/read", params, ctx)
-
-    async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
-        uri = params.get("uri")
-        if type(uri) is str and uri:
-            # Bounded before templates walk it, as the owner's own handler does.
-            ResourceSubscriptions.check_uri(uri)
-        mount = self._uri_owner(params, ctx)
-        return await self._forward(mount, "resources/subscribe", params, ctx)
-
-    async def _unsubscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
-        try:
-            mount = self._uri_owner(params, ctx)
-        except RequestError as exc:
-            if exc.code == INVALID_PARAMS:
-                raise
-            mount = None  # gone since: forgetting the subscription is all there is to do
-        if mount is not None and mount.failed:
-            mount = None
-        return await self._forward(mount, "resources/unsubscribe", params, ctx)
-
-    async def _complete(self, params: JSONObject, ctx: Context) -> JSONObject:
-        ref = params.get("ref")
-        table = self._current()
-        if isinstance(ref, dict) and ref.get("type") == "ref/prompt":
-            name = ref.get("name")
-            route = table.prompts.get(name) if isinstance(name, str) else None
-            if route is None:
-                raise RequestError(
-                    INVALID_PARAMS,
-                    f"unknown prompt: {describe(name)}",
-                    {"name": bounded_value(name)},
-                )
-            params = {**params, "ref": {**ref, "name": route.name}}
-            return await self._forward(route.mount, "completion/complete", params, ctx)
-        if isinstance(ref, dict) and ref.get("type") == "ref/resource":
-            uri = ref.get("uri")
-            owners = (table.templates, table.resources)
-            found = next((o for o in owners if isinstance(uri, str) and uri in o), None)
-            if found is None:
-                raise RequestError(
-                    INVALID_PARAMS,
-                    f"unknown resource template: {describe(uri)}",
-                    {"uri": bounded_value(uri)},
-                )
-            assert isinstance(uri, str)
-            return await self._forward(found[uri], "completion/complete", params, ctx)
-        # The parent's own handler explains what is wrong with the request.
-        return await self._forward(None, "completion/complete", params, ctx)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._exceptions import INVALID_REQUEST, CapabilityError, RequestError
 from ..protocol import (
+    REVISIONS,
     JSONObject,
     Negotiated,
     RequestId,
@@ -28,8 +29,8 @@ from ..protocol import (
 from ._rounds import InputNeeded, Rounds
 
 if TYPE_CHECKING:
-    from ..auth._principal import Principal
-    from ..protocol._client_types import (
+    from ..auth import Principal
+    from ..protocol import (
         CreateMessageResult,
         ElicitResult,
         Root,
@@ -256,7 +257,7 @@ class Context(Generic[StateT]):
         """
         principal = self._peer.principal
         if principal is not None and principal.missing(scopes):
-            from ..auth._errors import InsufficientScope
+            from ..auth import InsufficientScope
 
             raise InsufficientScope(scopes)
 
@@ -365,7 +366,7 @@ class Context(Generic[StateT]):
             RequestError: the client answered with an error, or did not answer in time.
         """
         # The wire types of server→client requests load the first time one is sent.
-        from ..protocol._client_types import CreateMessageResult, SamplingMessage
+        from ..protocol import CreateMessageResult, SamplingMessage
 
         if isinstance(messages, str):
             messages = [SamplingMessage(role="user", content=TextContent(text=messages))]
@@ -394,7 +395,7 @@ class Context(Generic[StateT]):
         ``requested_schema`` is a flat object schema of primitive properties, as the
         elicitation page allows. Raises CapabilityError without ``elicitation``.
         """
-        from ..protocol._client_types import ElicitResult
+        from ..protocol import ElicitResult
 
         params: JSONObject = {"message": message, "requestedSchema": requested_schema}
         if self.negotiated.revision.elicitation_url:
@@ -412,11 +413,12 @@ class Context(Generic[StateT]):
         self, message: str, url: str, elicitation_id: str, *, timeout: float | None = None
     ) -> ElicitResult:
         """Send the user to ``url`` for out-of-band input (URL mode, 2025-11-25)."""
-        from ..protocol._client_types import ElicitResult
+        from ..protocol import ElicitResult
 
         if not self.negotiated.revision.elicitation_url:
+            first = next(row.version for row in REVISIONS.values() if row.elicitation_url)
             raise CapabilityError(
-                f"URL-mode elicitation needs revision 2025-11-25, "
+                f"URL-mode elicitation needs revision {first}, "
                 f"the session negotiated {self.protocol_version}"
             )
         if not _supports_mode(self.negotiated, "url"):
@@ -434,7 +436,7 @@ class Context(Generic[StateT]):
 
     async def list_roots(self, *, timeout: float | None = None) -> list[Root]:
         """Ask the client for its roots (``roots/list``)."""
-        from ..protocol._client_types import Root
+        from ..protocol import Root
 
         result = await self._request("roots/list", {}, timeout)
         roots = result.get("roots")
@@ -465,7 +467,7 @@ class Context(Generic[StateT]):
     def _question(self, method: str, params: JSONObject) -> JSONObject:
         # A question asked in a result (multi round-trip requests, _rounds.py, or a parked
         # task): the input request, once the client is known to take it.
-        from ..protocol._mrtr import client_lacks, needed_capabilities
+        from ..protocol import client_lacks, needed_capabilities
 
         request: JSONObject = {"method": method, "params": params}
         lacking = client_lacks(self.negotiated, needed_capabilities(request))
@@ -479,7 +481,7 @@ class Context(Generic[StateT]):
 
     def _capability_code(self) -> int:
         # -32021 where the revision has the code (it asks in results), else as sessions do.
-        from ..protocol._envelope import MISSING_CLIENT_CAPABILITY
+        from ..protocol import MISSING_CLIENT_CAPABILITY
 
         return (
             MISSING_CLIENT_CAPABILITY

@@ -2,7 +2,8 @@
 #
 # A single Server and a composed one (``Composition``) serve the same methods. Each
 # names its handlers as ``HANDLERS`` says and builds its table with ``method_table``;
-# which families it serves right now is ``serves_family`` over what it lists. The
+# which families it serves right now is ``serves_family`` (_registered.py) over what it
+# lists. The
 # ``tasks/*`` methods are the session's, whichever server's tool started a task, so
 # each owner says how it answers them.
 #
@@ -12,7 +13,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Mapping, Sized
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
@@ -22,6 +23,8 @@ from ._tasks import METHODS as TASK_METHODS
 
 if TYPE_CHECKING:
     from ._context import Context
+    from ._handlers import Handlers
+    from ._registered import Registry
     from ._registry import Catalog
 
 __all__ = [
@@ -31,7 +34,6 @@ __all__ = [
     "ServerListener",
     "method_not_found",
     "method_table",
-    "serves_family",
 ]
 
 #: a request handler: the request's params and Context in, its result out
@@ -62,21 +64,6 @@ def method_table(
     return table
 
 
-def serves_family(
-    family: str, tools: Sized, prompts: Sized, resources: Sized, templates: Sized
-) -> bool:
-    """Whether what is listed serves the methods of ``family`` (tasks aside)."""
-    if family == "tools":
-        return bool(tools)
-    if family == "resources":
-        return bool(resources or templates)
-    if family == "prompts":
-        return bool(prompts)
-    if family == "completion":
-        return bool(prompts or templates)
-    return False
-
-
 def method_not_found(method: str) -> RequestError:
     """The -32601 error for a method that is not served."""
     data = {"method": bounded_value(method)}
@@ -94,10 +81,19 @@ class ServerListener(Protocol):
 
 
 class Composable(Protocol):
-    """What a composition needs of a Server: the parent, or a server it mounts."""
+    """What a composition needs of a Server: the parent, or a server it mounts.
+
+    Of a parent it also reads its own entries (``_registry``), its handlers (their
+    method table and list pages) and where its changes are announced (``_changes``).
+    """
 
     name: str
     roots_changed_hooks: list[Callable[[Context], Any]]
+    _registry: Registry
+    _handlers: Handlers
+
+    @property
+    def _changes(self) -> ServerListener: ...
 
     @property
     def _methods(self) -> Mapping[str, Callable[[JSONObject, Context], Any]]: ...
@@ -119,27 +115,10 @@ class Composable(Protocol):
     def notify_resource_updated(self, uri: str) -> None:
         """Tell every subscribed session that the resource at ``uri`` changed."""
 
-    def _changed(self, kind: str) -> None: ...
-
     def tool_output(self, name: str, structured: Any) -> Any:
         """The value tool ``name`` returned, rebuilt from its ``structuredContent``."""
 
-    def _own_tool_output(self, name: str, structured: Any) -> Any: ...
-
     def _catalog(self) -> Catalog: ...
-
-    def _own_catalog(self) -> Catalog: ...
-
-    def _page(
-        self,
-        kind: str,
-        revision: Revision,
-        params: JSONObject,
-        entries: Any,
-        ctx: Context | None = None,
-    ) -> JSONObject: ...
 
     def required_scopes(self, method: str, name: str) -> tuple[str, ...]:
         """The scopes a request of ``method`` for ``name`` needs (empty: none known)."""
-
-    def _own_scopes(self, method: str, name: str) -> tuple[str, ...]: ...

@@ -1,25 +1,26 @@
 # The request handlers of a Server: a method's params and Context in, its result out.
 #
-# ``Handlers`` holds one method per entry of ``_dispatch.HANDLERS`` (the method table is
-# built from those names) and what they share: finding an entry, running its function
+# ``Handlers`` holds one method per entry of ``_dispatch.HANDLERS`` (the Server builds its
+# method table from those names) and what they share: running an entry's function
 # (awaited, or through the Context's peer in a worker thread or process, with its
-# deadline), shaping its result (_results.py) and paging the lists (_paging.py). The
-# registry they read is the Server's, declared here and filled in by _server.py.
+# deadline), shaping its result (_results.py) and paging the lists (_paging.py, with the
+# pages it keeps until the lists change). They read the Server's ``Registry`` and, for
+# the settings an author may change at any time, the Server itself.
 
 from __future__ import annotations
 
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 import trio
 
 from .._exceptions import INVALID_PARAMS, CapabilityError, RequestError, ToolError
-from ..auth._errors import InsufficientScope
-from ..auth._principal import Principal
+from ..auth import InsufficientScope, Principal
 from ..protocol import (
+    MISSING_CLIENT_CAPABILITY,
     CallToolResult,
     JSONObject,
     ResourceSubscriptions,
@@ -30,12 +31,11 @@ from ..protocol import (
     describe_error,
     error_text,
 )
-from ..protocol._envelope import MISSING_CLIENT_CAPABILITY
 from . import _results, _tasks
 from ._context import Context
-from ._dispatch import serves_family
 from ._execution import HandlerTimeout
 from ._paging import Pages, paginate
+from ._registered import Registry
 from ._registry import (
     PromptEntry,
     ResourceEntry,
@@ -48,48 +48,53 @@ from ._rounds import InputNeeded, check_returned
 from ._scopes import check_scopes, merged, scope_error, scopes_of
 from ._validation import SchemaValidator
 
-__all__ = ["Completer", "Handlers"]
+__all__ = ["Handlers", "Settings"]
 
 #: list views kept per set of granted scopes (hiding lists); more are built afresh
 _SCOPED_VIEWS: Final = 64
 
 _log = logging.getLogger("mcpactor")
 
-#: a completion handler, with the name of its Context parameter or None
-Completer = Callable[..., Any]
 
-
-class Handlers:
-    """The request handlers of a Server, by the names the method table gives them."""
+class Settings(Protocol):
+    """What the handlers read of their Server on each request (authors may change it)."""
 
     page_size: int
     tool_timeout: float | None
-    _tools: dict[str, ToolEntry]
-    # whether some tool may run as a task (None: not known since the tools changed)
-    _task_tools: bool | None
-    _resources: dict[str, ResourceEntry]
-    _templates: dict[str, TemplateEntry]
-    _prompts: dict[str, PromptEntry]
-    # (kind, ref, argument) -> (completer, its Context parameter or None)
-    _completers: dict[tuple[str, str, str], tuple[Completer, str | None]]
-    _pages: Pages
     #: whether lists leave out what the caller's principal may not call
     hide_unauthorized: bool
-    # The pages of hiding lists, by the scopes (of those the entries need) a caller has.
-    _scoped_pages: dict[frozenset[str], Pages]
 
-    def _serves(self, method: str) -> bool:
-        family = method.partition("/")[0]
-        if family == "tasks":
-            return self._offers_tasks()
-        return serves_family(family, self._tools, self._prompts, self._resources, self._templates)
 
-    def _offers_tasks(self) -> bool:
-        if self._task_tools is None:
-            self._task_tools = any(
-                tool.execution.task_support != "forbidden" for tool in self._tools.values()
+class Handlers:
+    """The request handlers of one Server, by the names the method table gives them."""
+
+    def __init__(self, settings: Settings, registry: Registry) -> None:
+        self._settings = settings
+        self._registry = registry
+        # The registry's own dicts, read on every request.
+        self._tools = registry.tools
+        self._resources = registry.resources
+        self._templates = registry.templates
+        self._prompts = registry.prompts
+        self._pages: Pages = {}
+        # The pages of hiding lists, by the scopes (of those the entries need) a caller has.
+        self._scoped_pages: dict[frozenset[str], Pages] = {}
+
+    @staticmethod
+    def resource_uri(params: JSONObject) -> str:
+        """The ``uri`` of a resource request; -32602 unless it is a non-empty string."""
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise RequestError(
+                INVALID_PARAMS, f"'uri' must be a non-empty string, got {describe(uri)}"
             )
-        return self._task_tools
+        return uri
+
+    def forget_pages(self, kind: str) -> None:
+        """Drop the list pages built from ``kind`` (a resource change drops them all)."""
+        self._scoped_pages.clear()
+        for key in [key for key in self._pages if key[0] == kind or kind == "resources"]:
+            del self._pages[key]
 
     async def _invoke(
         self, fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any], ctx: Context
@@ -112,7 +117,9 @@ class Handlers:
 
     async def _invoke_tool(self, tool: ToolEntry, kwargs: dict[str, Any], ctx: Context) -> Any:
         execution = tool.execution
-        timeout = execution.timeout if execution.timeout is not None else self.tool_timeout
+        timeout = (
+            execution.timeout if execution.timeout is not None else self._settings.tool_timeout
+        )
         if execution.offload is None and timeout is None:
             return await self._invoke(tool.fn, tool.is_async, kwargs, ctx)
         # Deadlines and worker processes need the event loop: the runtime runs those.
@@ -122,7 +129,7 @@ class Handlers:
     # tools
 
     async def _list_tools(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("tools", ctx.negotiated.revision, params, self._tools.values(), ctx)
+        return self.page("tools", ctx.negotiated.revision, params, self._tools.values(), ctx)
 
     async def _call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = params.get("name")
@@ -139,7 +146,7 @@ class Handlers:
             tool=tool.name,
             support=tool.execution.task_support,
             revision=ctx.negotiated.revision,
-            offered=self._offers_tasks(),
+            offered=self._registry.offers_tasks(),
         )
         if task is not None:
             # Answered at once with a CreateTaskResult; the call runs on as a task.
@@ -211,36 +218,16 @@ class Handlers:
 
     async def _list_resources(self, params: JSONObject, ctx: Context) -> JSONObject:
         resources = self._resources.values()
-        return self._page("resources", ctx.negotiated.revision, params, resources, ctx)
+        return self.page("resources", ctx.negotiated.revision, params, resources, ctx)
 
     async def _list_templates(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page(
+        return self.page(
             "resourceTemplates", ctx.negotiated.revision, params, self._templates.values(), ctx
         )
 
-    def _find_resource(
-        self, uri: str
-    ) -> tuple[ResourceEntry | TemplateEntry, dict[str, Any]] | None:
-        entry = self._resources.get(uri)
-        if entry is not None:
-            return entry, {}
-        for template in self._templates.values():
-            values = template.template.match(uri)
-            if values is not None:
-                return template, template.arguments(values)
-        return None
-
-    def _resource_uri(self, params: JSONObject) -> str:
-        uri = params.get("uri")
-        if not isinstance(uri, str) or not uri:
-            raise RequestError(
-                INVALID_PARAMS, f"'uri' must be a non-empty string, got {describe(uri)}"
-            )
-        return uri
-
     async def _read_resource(self, params: JSONObject, ctx: Context) -> JSONObject:
-        uri = self._resource_uri(params)
-        found = self._find_resource(uri)
+        uri = self.resource_uri(params)
+        found = self._registry.find_resource(uri)
         if found is None:
             raise RequestError(
                 ctx.negotiated.revision.resource_not_found_code,
@@ -258,10 +245,10 @@ class Handlers:
         return {"contents": contents}
 
     async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
-        uri = self._resource_uri(params)
+        uri = self.resource_uri(params)
         # Bounded before templates walk it, with the words the session's table would use.
         ResourceSubscriptions.check_uri(uri)
-        found = self._find_resource(uri)
+        found = self._registry.find_resource(uri)
         if found is None:
             raise RequestError(
                 ctx.negotiated.revision.resource_not_found_code,
@@ -276,14 +263,14 @@ class Handlers:
         return {}
 
     async def _unsubscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
-        ctx._peer.unsubscribe(self._resource_uri(params))
+        ctx._peer.unsubscribe(self.resource_uri(params))
         await ctx._peer.subscriptions_changed()
         return {}
 
     # prompts
 
     async def _list_prompts(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return self._page("prompts", ctx.negotiated.revision, params, self._prompts.values(), ctx)
+        return self.page("prompts", ctx.negotiated.revision, params, self._prompts.values(), ctx)
 
     async def _get_prompt(self, params: JSONObject, ctx: Context) -> JSONObject:
         name = params.get("name")
@@ -369,7 +356,7 @@ class Handlers:
         context = params.get("context")
         context_args = context.get("arguments") if isinstance(context, dict) else None
         context_args = context_args if isinstance(context_args, dict) else {}
-        found = self._completers.get((kind, key, arg_name))
+        found = self._registry.completers.get((kind, key, arg_name))
         if found is not None:
             completer, context_param = found
             extra = {context_param: ctx} if context_param is not None else {}
@@ -383,7 +370,7 @@ class Handlers:
 
     # pagination
 
-    def _page(
+    def page(
         self,
         kind: str,
         revision: Revision,
@@ -391,11 +378,13 @@ class Handlers:
         entries: Any,
         ctx: Context | None = None,
     ) -> JSONObject:
-        if self.hide_unauthorized and ctx is not None:
+        """One page of a list of ``entries``, as ``ctx``'s principal may see it."""
+        settings = self._settings
+        if settings.hide_unauthorized and ctx is not None:
             principal = ctx.principal
             if principal is not None:
                 return self._scoped_page(kind, revision, params, entries, principal)
-        return paginate(self._pages, kind, revision, params, entries, self.page_size)
+        return paginate(self._pages, kind, revision, params, entries, settings.page_size)
 
     def _scoped_page(
         self, kind: str, revision: Revision, params: JSONObject, entries: Any, who: Principal
@@ -405,7 +394,7 @@ class Handlers:
         listed = list(entries)
         needed = {scope for entry in listed for scope in scopes_of(entry)}
         if not needed:
-            return paginate(self._pages, kind, revision, params, listed, self.page_size)
+            return paginate(self._pages, kind, revision, params, listed, self._settings.page_size)
         granted = frozenset(needed & who.scopes)
         pages = self._scoped_pages.get(granted)
         if pages is None:
@@ -413,7 +402,7 @@ class Handlers:
                 self._scoped_pages.clear()
             pages = self._scoped_pages[granted] = {}
         shown = [entry for entry in listed if granted.issuperset(scopes_of(entry))]
-        return paginate(pages, kind, revision, params, shown, self.page_size)
+        return paginate(pages, kind, revision, params, shown, self._settings.page_size)
 
 
 #: arguments larger than this (as JSON) that the fast check cannot settle are validated

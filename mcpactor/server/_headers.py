@@ -27,9 +27,7 @@ from typing import Any, Final
 import attrs
 
 from .._exceptions import SchemaError
-from ..protocol import JSONObject, describe
-from ..protocol._envelope import HEADER_MISMATCH, EnvelopeError
-from ..protocol._ext_tasks import NAMED_BY
+from ..protocol import HEADER_MISMATCH, NAMED_BY, EnvelopeError, JSONObject, describe
 
 __all__ = [
     "Header",

@@ -8,10 +8,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Container
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import SchemaError
-from ..protocol import CallToolResult, GetPromptResult, describe, unstructure
+from ..protocol import CallToolResult, GetPromptResult, JSONObject, describe, unstructure
 from . import _results
 from ._caching import CacheHint
 from ._context import Context
@@ -29,8 +29,11 @@ from ._registry import (
     is_async_callable,
     wire,
 )
-from ._schema import describe_function
+from ._schema import FunctionSchema, describe_function
 from ._scopes import validate_scopes
+
+if TYPE_CHECKING:
+    from ._uritemplate import UriTemplate
 
 __all__ = ["completer_context", "is_template", "prompt_entry", "resource_entry", "tool_entry"]
 
@@ -121,79 +124,93 @@ def resource_entry(
         SchemaError: the function does not fit the URI, or the URI is in ``resources``
             (``templates`` for a template) already.
     """
-    mime_type = options.get("mime_type")
-    icons = options.get("icons")
     # Only the parameters matter: what the handler returns (bytes, content blocks)
     # never becomes an output schema.
     signature = describe_function(fn, context_types=(Context,), skip_output_types=(object,))
+    icons = options.get("icons")
     common = {
         "name": options.get("name") or fn.__name__,
         "title": options.get("title"),
         "description": description_of(fn, options.get("description")),
-        "mimeType": mime_type,
+        "mimeType": options.get("mime_type"),
         "annotations": unstructure(options.get("annotations")),
         "icons": unstructure(list(icons)) if icons else None,
         "_meta": options.get("meta"),
     }
-    template_uri = is_template(uri)
-    scopes = validate_scopes(
-        options.get("scopes"),
-        what=f"resource template {describe(uri)}" if template_uri else f"resource {describe(uri)}",
+    if is_template(uri):
+        return _template_entry(fn, uri, options, signature, common, templates)
+    what = f"resource {describe(uri)}"
+    scopes = validate_scopes(options.get("scopes"), what=what)
+    if signature.input_schema.get("required"):
+        raise SchemaError(
+            f"{what}: {fn.__name__}() takes arguments but the URI has no "
+            "{variables}; use a URI template"
+        )
+    if uri in resources:
+        raise SchemaError(f"{what} is already registered")
+    return ResourceEntry(
+        uri=uri,
+        fn=fn,
+        is_async=is_async_callable(fn),
+        mime_type=options.get("mime_type"),
+        definition=wire({"uri": uri, "size": options.get("size"), **common}),
+        context_param=signature.context_param,
+        cache=_cache_option(options, what),
+        scopes=scopes,
     )
-    if template_uri:
-        from ._uritemplate import UriTemplate, UriTemplateError
 
-        try:
-            template = UriTemplate.parse(uri)
-        except UriTemplateError as exc:
-            # Every registration failure is a SchemaError, whatever found it.
-            raise SchemaError(f"resource template {describe(uri)}: {exc}") from exc
-        params = set(signature.input_schema.get("properties", {}))
-        missing = [v for v in template.variables if v not in params]
-        if missing:
-            raise SchemaError(
-                f"resource template {describe(uri)}: {fn.__name__}() has no parameter for "
-                f"{', '.join(map(repr, missing))}"
-            )
-        required = set(signature.input_schema.get("required", ()))
-        extra = sorted(required - set(template.variables))
-        if extra:
-            raise SchemaError(
-                f"resource template {describe(uri)}: parameters {extra} of {fn.__name__}() "
-                "are not template variables and have no default"
-            )
-        if uri in templates:
-            raise SchemaError(f"resource template {describe(uri)} is already registered")
-        return TemplateEntry(
-            template=template,
-            fn=fn,
-            is_async=is_async_callable(fn),
-            mime_type=mime_type,
-            definition=wire({"uriTemplate": uri, **common}),
-            context_param=signature.context_param,
-            binder=StringBinder.build(signature, what=f"resource template {describe(uri)}"),
-            cache=_cache_option(options, f"resource template {describe(uri)}"),
-            scopes=scopes,
+
+def _template_entry(
+    fn: Callable[..., Any],
+    uri: str,
+    options: ResourceOptions,
+    signature: FunctionSchema,
+    common: JSONObject,
+    templates: Container[str],
+) -> TemplateEntry:
+    what = f"resource template {describe(uri)}"
+    scopes = validate_scopes(options.get("scopes"), what=what)
+    template = _fitting_template(fn, uri, signature)
+    if uri in templates:
+        raise SchemaError(f"{what} is already registered")
+    return TemplateEntry(
+        template=template,
+        fn=fn,
+        is_async=is_async_callable(fn),
+        mime_type=options.get("mime_type"),
+        definition=wire({"uriTemplate": uri, **common}),
+        context_param=signature.context_param,
+        binder=StringBinder.build(signature, what=what),
+        cache=_cache_option(options, what),
+        scopes=scopes,
+    )
+
+
+def _fitting_template(fn: Callable[..., Any], uri: str, signature: FunctionSchema) -> UriTemplate:
+    # The parsed template, once every variable is a parameter of the function and every
+    # parameter without a default is a variable.
+    from ._uritemplate import UriTemplate, UriTemplateError
+
+    what = f"resource template {describe(uri)}"
+    try:
+        template = UriTemplate.parse(uri)
+    except UriTemplateError as exc:
+        # Every registration failure is a SchemaError, whatever found it.
+        raise SchemaError(f"{what}: {exc}") from exc
+    params = set(signature.input_schema.get("properties", {}))
+    missing = [v for v in template.variables if v not in params]
+    if missing:
+        raise SchemaError(
+            f"{what}: {fn.__name__}() has no parameter for {', '.join(map(repr, missing))}"
         )
-    else:
-        if signature.input_schema.get("required"):
-            raise SchemaError(
-                f"resource {describe(uri)}: {fn.__name__}() takes arguments but the "
-                "URI has no "
-                "{variables}; use a URI template"
-            )
-        if uri in resources:
-            raise SchemaError(f"resource {describe(uri)} is already registered")
-        return ResourceEntry(
-            uri=uri,
-            fn=fn,
-            is_async=is_async_callable(fn),
-            mime_type=mime_type,
-            definition=wire({"uri": uri, "size": options.get("size"), **common}),
-            context_param=signature.context_param,
-            cache=_cache_option(options, f"resource {describe(uri)}"),
-            scopes=scopes,
+    required = set(signature.input_schema.get("required", ()))
+    extra = sorted(required - set(template.variables))
+    if extra:
+        raise SchemaError(
+            f"{what}: parameters {extra} of {fn.__name__}() are not template variables and "
+            "have no default"
         )
+    return template
 
 
 def prompt_entry(fn: Callable[..., Any], name: str, options: PromptOptions) -> PromptEntry:

@@ -73,7 +73,7 @@ class Table:
 def build_table(parent: Composable, mounts: Sequence[Mount]) -> Table:
     """The routing table of ``parent`` and its ``mounts``, with every clash in ``problems``."""
     table = Table()
-    _add_catalog(table, parent.name, None, parent._own_catalog())
+    _add_catalog(table, parent.name, None, parent._registry.catalog())
     for mount in mounts:
         _add_catalog(table, parent.name, mount, mount.server._catalog())
     return table

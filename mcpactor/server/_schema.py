@@ -135,14 +135,42 @@ def describe_function(
     target = _annotated_target(fn)
     hints = _type_hints(target, where)
     docs = _docstring_args(getattr(target, "__doc__", None))
-
-    builder = _Builder()
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    plain: list[str] = []
-    converted: list[tuple[str, _Convert]] = []
-    context_param: str | None = None
+    inputs = _Inputs(where, hints, docs)
     for name, param in signature.parameters.items():
+        inputs.add(name, param, context_types)
+
+    output_schema, wraps_output, dump_output, load_output = _describe_output(
+        hints.get("return", _MISSING), skip_output_types, where
+    )
+    return FunctionSchema(
+        input_schema=_fresh(inputs.schema()),
+        output_schema=None if output_schema is None else _fresh(output_schema),
+        wraps_output=wraps_output,
+        context_param=inputs.context_param,
+        plain=tuple(inputs.plain),
+        converted=tuple(inputs.converted),
+        dump_output=dump_output,
+        load_output=load_output,
+    )
+
+
+class _Inputs:
+    # The input schema of a function, one parameter at a time, and how each parameter is
+    # loaded from its JSON (plain, or converted) or whether it takes the context.
+
+    def __init__(self, where: str, hints: dict[str, Any], docs: dict[str, str]) -> None:
+        self.where = where
+        self.hints = hints
+        self.docs = docs
+        self.builder = _Builder()
+        self.properties: dict[str, Any] = {}
+        self.required: list[str] = []
+        self.plain: list[str] = []
+        self.converted: list[tuple[str, _Convert]] = []
+        self.context_param: str | None = None
+
+    def add(self, name: str, param: inspect.Parameter, context_types: tuple[type, ...]) -> None:
+        where = self.where
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
             raise SchemaError(
@@ -154,52 +182,40 @@ def describe_function(
                 f"{where}: parameter {describe(name)} is positional-only, but MCP arguments are "
                 "passed by name; remove the '/' from the signature"
             )
-        annotation = hints.get(name, Any)
+        annotation = self.hints.get(name, Any)
         if _is_context(annotation, context_types):
-            if context_param is not None:
+            if self.context_param is not None:
                 raise SchemaError(
-                    f"{where}: parameters {describe(context_param)} and {describe(name)} "
+                    f"{where}: parameters {describe(self.context_param)} and {describe(name)} "
                     "both take the "
                     "context; expected at most one"
                 )
-            context_param = name
-            continue
+            self.context_param = name
+            return
         default = _MISSING if param.default is param.empty else param.default
-        shape, properties[name] = builder.property_schema(
+        shape, self.properties[name] = self.builder.property_schema(
             annotation,
-            description=docs.get(name),
+            description=self.docs.get(name),
             default=default,
             where=f"{where}: parameter {describe(name)}",
         )
         if default is _MISSING:
-            required.append(name)
+            self.required.append(name)
         if shape.load is None:
-            plain.append(name)
+            self.plain.append(name)
         else:
-            converted.append((name, shape.load))
+            self.converted.append((name, shape.load))
 
-    input_schema: dict[str, Any] = {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-    if builder.defs:
-        input_schema["$defs"] = builder.defs
-
-    output_schema, wraps_output, dump_output, load_output = _describe_output(
-        hints.get("return", _MISSING), skip_output_types, where
-    )
-    return FunctionSchema(
-        input_schema=_fresh(input_schema),
-        output_schema=None if output_schema is None else _fresh(output_schema),
-        wraps_output=wraps_output,
-        context_param=context_param,
-        plain=tuple(plain),
-        converted=tuple(converted),
-        dump_output=dump_output,
-        load_output=load_output,
-    )
+    def schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": self.properties,
+            "required": self.required,
+            "additionalProperties": False,
+        }
+        if self.builder.defs:
+            schema["$defs"] = self.builder.defs
+        return schema
 
 
 def _fresh(schema: dict[str, Any]) -> dict[str, Any]:

@@ -20,8 +20,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from .._exceptions import RequestError, SchemaError
-from ..auth._errors import INSUFFICIENT_SCOPE_CODE, InsufficientScope
-from ..auth._principal import Principal
+from ..auth import INSUFFICIENT_SCOPE_CODE, InsufficientScope, Principal
 from ..protocol import describe
 
 __all__ = [

@@ -3,45 +3,40 @@
 # The Server knows nothing of trio or transports. The runtime hands it one request at a
 # time (``handle_request``) with a Context; blocking handlers are run through the
 # Context's peer (``run_sync``), so the thread pool and its cancellation stay in the
-# runtime. Registry changes at run time drop cached list pages and tell every listening
-# session (``ServerListener``) so it can send ``list_changed``.
+# runtime.
 #
-# This module is the Server's own API: identity and capabilities, registration (entries
-# are built by _registration.py from the options of _options.py), lifespans, mounting
-# (_compose.py) and listeners. The handlers the method table (_dispatch.py) names are
-# inherited from ``Handlers`` (_handlers.py).
+# This module is the Server's own API: identity and capabilities, registration, lifespans,
+# mounting and listeners. The work is done by the pieces it is composed of:
 #
-# State. ``Server(lifespan=fn)`` makes a ``Server[State]`` of what ``fn`` yields; while
-# ``running()`` is entered it is ``server.state``, and ``ctx.state`` of every request the
-# server's handlers serve (``Context.server`` is always the handler's own server, a
-# mounted one's too). It lives on the Server, per running: the same for every session and
-# revision, and read only by handlers that ask for it.
+# - ``Registry`` (_registered.py): the entries registered on it, built by _registration.py
+#   from the options of _options.py;
+# - ``Handlers`` (_handlers.py): the request handlers its method table (_dispatch.py)
+#   names, and the list pages they keep;
+# - ``Changes`` (_changes.py): its listening sessions, and what a change invalidates;
+# - ``Lifespans`` (_lifespans.py): its lifespans, and the state the first one yields;
+# - ``Composition`` (_compose.py), once it mounts another server: then it serves the
+#   merged catalogue and routes each request to the owner of what it names.
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 
 from .._exceptions import SchemaError
-from ..auth._errors import InsufficientScope
+from ..auth import InsufficientScope
 from ..protocol import Icon, JSONObject, Revision, describe, unstructure
 from . import _tasks
 from ._caching import CacheHint
+from ._changes import Changes
 from ._context import Context, StateT
 from ._dispatch import ServerListener, method_not_found, method_table
-from ._handlers import Completer, Handlers
+from ._handlers import Handlers
+from ._lifespans import Lifespans
 from ._options import PromptOptions, ResourceOptions, ToolOptions, check_options, registrar
-from ._paging import Pages
+from ._registered import Registry
 from ._registration import completer_context, is_template, prompt_entry, resource_entry, tool_entry
-from ._registry import (
-    Catalog,
-    PromptEntry,
-    ResourceEntry,
-    TemplateEntry,
-    ToolEntry,
-    check_tool_name,
-)
+from ._registry import Catalog, TemplateEntry, check_tool_name
 from ._scopes import scope_error
 
 if TYPE_CHECKING:
@@ -78,7 +73,7 @@ class _InfoField(Generic[V]):
             built.clear()
 
 
-class Server(Handlers, Generic[StateT]):
+class Server(Generic[StateT]):
     """An MCP server: tools, resources and prompts registered with decorators.
 
     ``lifespan`` (an async context manager factory, called with the server) is entered
@@ -172,30 +167,25 @@ class Server(Handlers, Generic[StateT]):
         self.hide_unauthorized = hide_unauthorized
         # revision's version -> its serverInfo object
         self._info: dict[str, JSONObject] = {}
-        self._tools: dict[str, ToolEntry] = {}
-        # whether some tool may run as a task (cached until the tools change)
-        self._task_tools: bool | None = None
-        self._resources: dict[str, ResourceEntry] = {}
-        self._templates: dict[str, TemplateEntry] = {}
-        self._prompts: dict[str, PromptEntry] = {}
-        # (kind, ref, argument) -> (completer, its Context parameter or None)
-        self._completers: dict[tuple[str, str, str], tuple[Completer, str | None]] = {}
-        self._listeners: set[ServerListener] = set()
-        # The servers mounted in this one, once ``mount`` is called.
-        self._mounts: Composition | None = None
-        self._pages: Pages = {}
-        self._scoped_pages: dict[frozenset[str], Pages] = {}
-        # whether some template needs scopes (cached until the resources change)
-        self._scoped_templates: bool | None = None
-        self._state_lifespan = lifespan
-        self._lifespans: list[Callable[[Server], AbstractAsyncContextManager[Any]]] = []
-        # (token, state) of each running of the server, the latest last.
-        self._states: list[tuple[object, Any]] = []
         #: async callables run with a Context when a client says its roots changed
         self.roots_changed_hooks: list[Callable[[Context], Any]] = []
+        #: the servers mounted in this one, in mount order
+        self.mounts: tuple[Mount, ...] = ()
+        # How requests reach them, once ``mount`` is called.
+        self._mounts: Composition | None = None
+        self._registry = Registry()
+        self._handlers = Handlers(self, self._registry)
+        self._changes = Changes(self._registry, self._handlers)
+        self._lifespans = Lifespans(lifespan)
         self._methods: Mapping[str, Callable[[JSONObject, Context], Any]] = method_table(
-            self, _tasks.handle
+            self._handlers, _tasks.handle
         )
+        # The listening sessions are those ``Changes`` tells: adding one is adding it there.
+        listeners = self._changes.listeners
+        #: start telling a ``ServerListener`` about list changes and resource updates
+        self.add_listener: Callable[[ServerListener], None] = listeners.add
+        #: stop telling a ``ServerListener``; missing listeners are ignored
+        self.remove_listener: Callable[[ServerListener], None] = listeners.discard
 
     def __repr__(self) -> str:
         return f"<Server {describe(self.name)} {self.version}>"
@@ -209,37 +199,15 @@ class Server(Handlers, Generic[StateT]):
         do not change it.
         """
         # Built once per revision (assigning a field drops it): a stateless revision sends
-        # it on every result, and building it cost more than the rest of their shaping.
+        # it on every result.
         info = self._info.get(revision.version)
         if info is None:
-            info = self._info[revision.version] = self._build_info(revision)
+            info = self._info[revision.version] = _server_info(self, revision)
         return info
-
-    def _build_info(self, revision: Revision) -> JSONObject:
-        fields = {
-            "name": self.name,
-            "version": self.version,
-            "title": self.title,
-            "description": self.description,
-            "websiteUrl": self.website_url,
-            "icons": unstructure(self.icons),
-        }
-        allowed = revision.implementation_fields
-        return {k: v for k, v in fields.items() if v is not None and k in allowed}
 
     def capabilities(self, revision: Revision) -> JSONObject:
         """The server capabilities: exactly what this server serves."""
-        capabilities: JSONObject = {"logging": {}}
-        if self._tools:
-            capabilities["tools"] = {"listChanged": True}
-        if self._resources or self._templates:
-            capabilities["resources"] = {"subscribe": True, "listChanged": True}
-        if self._prompts:
-            capabilities["prompts"] = {"listChanged": True}
-        if revision.completions_capability and (self._prompts or self._templates):
-            capabilities["completions"] = {}
-        if revision.tasks and self._offers_tasks():
-            capabilities["tasks"] = _tasks.tasks_capability()
+        capabilities = self._registry.capabilities(revision)
         if self._mounts is not None:
             return self._mounts.capabilities(revision, capabilities)
         return capabilities
@@ -296,15 +264,16 @@ class Server(Handlers, Generic[StateT]):
         check_options("add_tool", ToolOptions, options)
         tool_name = name or fn.__name__
         check_tool_name(tool_name)
-        if tool_name in self._tools:
+        tools = self._registry.tools
+        if tool_name in tools:
             raise SchemaError(f"tool {describe(tool_name)} is already registered on {self!r}")
-        self._tools[tool_name] = tool_entry(fn, tool_name, options)
-        self._changed("tools")
+        tools[tool_name] = tool_entry(fn, tool_name, options)
+        self._changes.list_changed("tools")
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; KeyError if there is none of that name."""
-        del self._tools[name]
-        self._changed("tools")
+        del self._registry.tools[name]
+        self._changes.list_changed("tools")
 
     def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
         """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}``.
@@ -321,22 +290,23 @@ class Server(Handlers, Generic[StateT]):
     ) -> None:
         """Register a resource or resource template (the non-decorator form)."""
         check_options("add_resource", ResourceOptions, options)
-        entry = resource_entry(
-            fn, uri, options, resources=self._resources, templates=self._templates
-        )
+        registry = self._registry
+        resources, templates = registry.resources, registry.templates
+        entry = resource_entry(fn, uri, options, resources=resources, templates=templates)
         if isinstance(entry, TemplateEntry):
-            self._templates[uri] = entry
+            templates[uri] = entry
         else:
-            self._resources[uri] = entry
-        self._changed("resources")
+            resources[uri] = entry
+        self._changes.list_changed("resources")
 
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource or template by its URI; KeyError if there is none."""
-        if uri in self._resources:
-            del self._resources[uri]
+        registry = self._registry
+        if uri in registry.resources:
+            del registry.resources[uri]
         else:
-            del self._templates[uri]
-        self._changed("resources")
+            del registry.templates[uri]
+        self._changes.list_changed("resources")
 
     @overload
     def prompt(self, fn: F, /) -> F: ...
@@ -361,15 +331,16 @@ class Server(Handlers, Generic[StateT]):
         """Register a prompt (the non-decorator form)."""
         check_options("add_prompt", PromptOptions, options)
         prompt_name = name or fn.__name__
-        if prompt_name in self._prompts:
+        prompts = self._registry.prompts
+        if prompt_name in prompts:
             raise SchemaError(f"prompt {describe(prompt_name)} is already registered on {self!r}")
-        self._prompts[prompt_name] = prompt_entry(fn, prompt_name, options)
-        self._changed("prompts")
+        prompts[prompt_name] = prompt_entry(fn, prompt_name, options)
+        self._changes.list_changed("prompts")
 
     def remove_prompt(self, name: str) -> None:
         """Unregister a prompt; KeyError if there is none of that name."""
-        del self._prompts[name]
-        self._changed("prompts")
+        del self._registry.prompts[name]
+        self._changes.list_changed("prompts")
 
     def completion(self, ref: str, argument: str) -> Callable[[F], F]:
         """Register the completer for one argument of a prompt or resource template.
@@ -381,7 +352,7 @@ class Server(Handlers, Generic[StateT]):
 
         def register(fn: F) -> F:
             kind = "ref/resource" if is_template(ref) else "ref/prompt"
-            self._completers[(kind, ref, argument)] = (fn, completer_context(fn))
+            self._registry.completers[(kind, ref, argument)] = (fn, completer_context(fn))
             return fn
 
         return register
@@ -394,7 +365,7 @@ class Server(Handlers, Generic[StateT]):
         What it yields is not kept: the state handlers read is what the ``lifespan`` given
         to ``Server`` yields, entered before these.
         """
-        self._lifespans.append(fn)
+        self._lifespans.others.append(fn)
         return fn
 
     @property
@@ -407,17 +378,8 @@ class Server(Handlers, Generic[StateT]):
         Raises:
             RuntimeError: the server has a lifespan but is not running it.
         """
-        states = self._states
-        if states:
-            state: StateT = states[-1][1]
-            return state
-        if self._state_lifespan is None:
-            return None  # type: ignore[return-value]
-        raise RuntimeError(
-            f"{self!r} is not running, so its lifespan has yielded no state: the state "
-            "exists while the server is served (mcpactor serve, mcpactor.testing.client, "
-            "or inside 'async with server.running()')"
-        )
+        state: StateT = self._lifespans.state(self)
+        return state
 
     def on_roots_changed(self, fn: F) -> F:
         """Register ``async fn(ctx)``, run when a client sends roots/list_changed."""
@@ -433,23 +395,12 @@ class Server(Handlers, Generic[StateT]):
         lifespans, each supervised in a task of its own (see ``mount``), and stop before
         them.
         """
-        async with AsyncExitStack() as stack:
-            if self._state_lifespan is not None:
-                state = await stack.enter_async_context(self._state_lifespan(self))
-                token = object()
-                self._states.append((token, state))
-                # Left after the lifespans below, which may use the state to close.
-                stack.callback(self._forget_state, token)
-            for factory in self._lifespans:
-                await stack.enter_async_context(factory(self))
+        async with self._lifespans.running(self):
             if self._mounts is None:
                 yield self
             else:
                 async with self._mounts.running():
                     yield self
-
-    def _forget_state(self, token: object) -> None:
-        self._states = [entry for entry in self._states if entry[0] is not token]
 
     # --- composition ------------------------------------------------------------------
 
@@ -478,23 +429,16 @@ class Server(Handlers, Generic[StateT]):
         if self._mounts is None:
             from ._compose import Composition
 
-            self._mounts = Composition(self)
-        return self._mounts.add(server, prefix=prefix, name=name, max_concurrent=max_concurrent)
-
-    @property
-    def mounts(self) -> tuple[Mount, ...]:
-        """The servers mounted in this one, in mount order."""
-        return tuple(self._mounts.mounts) if self._mounts is not None else ()
+            self._mounts = self._changes.composition = Composition(self)
+        mount = self._mounts.add(server, prefix=prefix, name=name, max_concurrent=max_concurrent)
+        self.mounts = tuple(self._mounts.mounts)
+        return mount
 
     def _catalog(self) -> Catalog:
         # What this server lists (mounted servers included), for a server mounting it.
         if self._mounts is not None:
             return self._mounts.catalog()
-        return self._own_catalog()
-
-    def _own_catalog(self) -> Catalog:
-        # Only what is registered on this server itself, for its composition.
-        return Catalog(self._tools, self._prompts, self._resources, self._templates)
+        return self._registry.catalog()
 
     # --- what tools returned, for clients in the same process -------------------------
 
@@ -508,33 +452,13 @@ class Server(Handlers, Generic[StateT]):
         """
         if self._mounts is not None:
             return self._mounts.tool_output(name, structured)
-        return self._own_tool_output(name, structured)
-
-    def _own_tool_output(self, name: str, structured: Any) -> Any:
-        tool = self._tools.get(name)
-        if tool is None or tool.output_validator is None:
-            return structured
-        try:
-            return tool.signature.load_output(structured)
-        except Exception:
-            # Not what the annotation describes (the tool returned a CallToolResult of its
-            # own): the JSON is the value.
-            return structured
+        return self._registry.tool_output(name, structured)
 
     # --- notifications to live sessions -----------------------------------------
 
-    def add_listener(self, listener: ServerListener) -> None:
-        """Start telling ``listener`` about list changes and resource updates."""
-        self._listeners.add(listener)
-
-    def remove_listener(self, listener: ServerListener) -> None:
-        """Stop telling ``listener``; missing listeners are ignored."""
-        self._listeners.discard(listener)
-
     def notify_resource_updated(self, uri: str) -> None:
         """Tell every session subscribed to ``uri`` that the resource changed."""
-        for listener in list(self._listeners):
-            listener.resource_updated(uri)
+        self._changes.resource_updated(uri)
 
     # --- authorization ----------------------------------------------------------------
 
@@ -548,44 +472,7 @@ class Server(Handlers, Generic[StateT]):
         """
         if self._mounts is not None:
             return self._mounts.required_scopes(method, name)
-        return self._own_scopes(method, name)
-
-    def _own_scopes(self, method: str, name: str) -> tuple[str, ...]:
-        # What this server's own entry of ``name`` needs; its composition asks this.
-        if type(name) is not str:
-            return ()
-        if method == "tools/call":
-            tool = self._tools.get(name)
-            return tool.scopes if tool is not None else ()
-        if method == "prompts/get":
-            prompt = self._prompts.get(name)
-            return prompt.scopes if prompt is not None else ()
-        if method == "resources/read" or method == "resources/subscribe":
-            resource = self._resources.get(name)
-            if resource is not None:
-                return resource.scopes
-            if self._scoped_templates is None:
-                self._scoped_templates = any(t.scopes for t in self._templates.values())
-            if not self._scoped_templates:
-                return ()
-            # The first template matching it serves a read, as _find_resource routes.
-            for template in self._templates.values():
-                if template.template.match(name) is not None:
-                    return template.scopes
-        return ()
-
-    def _changed(self, kind: str) -> None:
-        self._scoped_pages.clear()
-        if kind == "tools":
-            self._task_tools = None
-        elif kind == "resources":
-            self._scoped_templates = None
-        if self._mounts is not None:
-            self._mounts.invalidate()
-        for key in [key for key in self._pages if key[0] == kind or kind == "resources"]:
-            del self._pages[key]
-        for listener in list(self._listeners):
-            listener.list_changed(kind)
+        return self._registry.scopes(method, name)
 
     # --- dispatch -------------------------------------------------------------------
 
@@ -600,7 +487,7 @@ class Server(Handlers, Generic[StateT]):
         if self._mounts is not None:
             return await self._mounts.handle_request(method, params or {}, ctx)
         handler = self._methods.get(method)
-        if handler is None or not self._serves(method):
+        if handler is None or not self._registry.serves(method):
             raise method_not_found(method)
         try:
             result: JSONObject = await handler(params or {}, ctx)
@@ -608,3 +495,16 @@ class Server(Handlers, Generic[StateT]):
             # A step-up where no entry is known (a completer): still a refusal for scope.
             raise scope_error(exc.scopes) from None
         return result
+
+
+def _server_info(server: Server[Any], revision: Revision) -> JSONObject:
+    fields = {
+        "name": server.name,
+        "version": server.version,
+        "title": server.title,
+        "description": server.description,
+        "websiteUrl": server.website_url,
+        "icons": unstructure(server.icons),
+    }
+    allowed = revision.implementation_fields
+    return {k: v for k, v in fields.items() if v is not None and k in allowed}

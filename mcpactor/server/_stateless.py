@@ -25,20 +25,25 @@ from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import LocalProtocolError
-from ..protocol import JSONObject, Revision
-from ..protocol._envelope import ALL_VERSIONS, SERVER_INFO
-from ..protocol._ext_tasks import (
+from ..protocol import (
+    ALL_VERSIONS,
     AUGMENTABLE,
+    COMPLETE,
+    SERVER_INFO,
+    TASK_EXTENSION_METHODS,
+    JSONObject,
+    Revision,
+    StateRefused,
+    StateSealer,
     TaskSupport,
+    input_required_result,
+    read_retry,
     read_task_id,
     read_update,
     require_declared,
     runs_as_task,
     server_capability,
 )
-from ..protocol._ext_tasks import METHODS as TASK_METHODS
-from ..protocol._mrtr import COMPLETE, input_required_result, read_retry
-from ..protocol._sealing import StateRefused, StateSealer
 from ._caching import CacheHint, combine
 from ._context import Context
 from ._dispatch import method_not_found
@@ -91,7 +96,7 @@ def direct_methods(revision: Revision) -> frozenset[str]:
         # Shaped in one step: a resultType and the serverInfo, nothing else to decide.
         shaped_at_once = revision.result_type and revision.server_info_meta
         direct = _DIRECT[revision.version] = (
-            revision.client_requests - revision.cacheable - {*TASK_METHODS, DISCOVER}
+            revision.client_requests - revision.cacheable - {*TASK_EXTENSION_METHODS, DISCOVER}
             if shaped_at_once
             else frozenset()
         )
@@ -236,14 +241,14 @@ def called_tool(server: Server, params: JSONObject | None) -> Any:
     name = (params or {}).get("name")
     if type(name) is not str:
         return None
-    tools = server._tools if server._mounts is None else server._catalog().tools
+    tools = server._registry.tools if server._mounts is None else server._catalog().tools
     return tools.get(name)
 
 
 def _runs_as_task(server: Server, method: str, params: JSONObject | None, ctx: Context) -> bool:
     if method not in AUGMENTABLE:
         return False
-    if server._mounts is None and not server._offers_tasks():
+    if server._mounts is None and not server._registry.offers_tasks():
         # None of the server's tools may run as a task: no lookup of the one called.
         return False
     execution = getattr(called_tool(server, params), "execution", None)
@@ -336,7 +341,7 @@ def route_stateless(
         raise LocalProtocolError(
             f"serve_stateless serves stateless revisions; {revision.version} has sessions"
         )
-    if tasks is not None and method in TASK_METHODS:
+    if tasks is not None and method in TASK_EXTENSION_METHODS:
         return _completed(
             server, method, ctx, _serve_task_method(method, params, ctx, tasks, principal)
         )

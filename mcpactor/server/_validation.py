@@ -14,10 +14,10 @@
 # jsonschema decides. Draft 4's few differences are followed (or left to jsonschema),
 # and tests hold the function to jsonschema's verdicts on the official test suite.
 #
-# Importing jsonschema and checking a schema against its metaschema costs tens of
-# milliseconds of start-up. ``well_formed`` checks a 2020-12 schema of the same subset
-# against the metaschema's rules for those keywords, so such a schema needs jsonschema
-# only once a value fails the fast check; anything it is unsure of goes to jsonschema's
+# Importing jsonschema and checking a schema against its metaschema weigh on start-up.
+# ``well_formed`` checks a 2020-12 schema of the same subset against the metaschema's
+# rules for those keywords, so such a schema needs jsonschema only once a value fails
+# the fast check; anything it is unsure of goes to jsonschema's
 # ``check_schema`` at registration, as before.
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from ..protocol import JSONObject, clip
-from ..protocol._bounded import MAX_DETAILS
+from ..protocol import MAX_DETAILS, JSONObject, clip
 
 if TYPE_CHECKING:
     import jsonschema.protocols
@@ -525,8 +524,8 @@ class SchemaValidator:
         return self
 
     def _compiled_on_first_use(self, compile_check: Callable[[], Check | None]) -> Check:
-        # Compiling a check costs from 50 µs to a millisecond: a tool's first call pays
-        # it, so that registering a plugin's tools at start-up stays as cheap as before.
+        # Compiling a check is not free: a tool's first call pays for it, so that
+        # registering a plugin's tools at start-up stays as cheap as before.
         def first_use(value: Any) -> bool:
             fast = self._fast = compile_check()
             return fast is not None and fast(value)

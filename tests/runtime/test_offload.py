@@ -385,7 +385,7 @@ def test_process_offload_is_checked_at_registration() -> None:
             server.add_tool(fn, name="checked", offload=offload)  # type: ignore[arg-type]
     with pytest.raises(mcpactor.SchemaError, match="task_support must be one of"):
         server.add_tool(offload_functions.add, task_support="sometimes")  # type: ignore[arg-type]
-    assert server._tools == {}
+    assert server._registry.tools == {}
 
 
 async def test_a_served_files_process_tool_runs_in_a_worker_that_loads_the_file(

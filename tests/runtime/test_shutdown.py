@@ -60,7 +60,7 @@ async def test_an_idle_session_ends_as_soon_as_the_inbox_closes(
         await expect_closed(h)
         assert h.actor.statistics().phase is Phase.CLOSED
         assert live_tasks() == before
-        assert not server._listeners  # the dead session hears no more changes
+        assert not server._changes.listeners  # the dead session hears no more changes
 
 
 async def test_running_handlers_finish_within_the_grace_period(

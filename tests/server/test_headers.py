@@ -53,7 +53,7 @@ def test_a_signature_declares_mirrored_parameters() -> None:
     ) -> str:
         return query
 
-    entry = server._tools["execute_sql"]
+    entry = server._registry.tools["execute_sql"]
     assert entry.headers == (
         HeaderParam("Dry-Run", ("dry_run",), "boolean"),
         HeaderParam("Region", ("region",), "string"),
@@ -78,7 +78,7 @@ def test_a_tool_without_headers_declares_none() -> None:
     def plain(a: str) -> str:
         return a
 
-    assert server._tools["plain"].headers == ()
+    assert server._registry.tools["plain"].headers == ()
 
 
 def test_nested_properties_may_be_mirrored_in_a_given_schema() -> None:
@@ -97,7 +97,9 @@ def test_nested_properties_may_be_mirrored_in_a_given_schema() -> None:
         return ""
 
     server.add_tool(t, input_schema=schema)
-    assert server._tools["t"].headers == (HeaderParam("Zone", ("target", "zone"), "string"),)
+    assert server._registry.tools["t"].headers == (
+        HeaderParam("Zone", ("target", "zone"), "string"),
+    )
 
 
 @pytest.mark.parametrize(
@@ -124,7 +126,7 @@ def test_invalid_declarations_are_refused_at_registration(annotation: Any, match
 
     with pytest.raises(SchemaError, match=match):
         server.add_tool(tool, name="t")
-    assert "t" not in server._tools
+    assert "t" not in server._registry.tools
 
 
 def test_names_are_unique_ignoring_case() -> None:

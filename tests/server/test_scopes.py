@@ -123,23 +123,23 @@ def test_scopes_refused_at_registration(scopes: Any, complaint: str) -> None:
     with pytest.raises(SchemaError, match=complaint):
         server.add_prompt(lambda: "x", name="p", scopes=scopes)
     # Nothing half-registered.
-    assert not server._tools
-    assert not server._resources
-    assert not server._templates
-    assert not server._prompts
+    assert not server._registry.tools
+    assert not server._registry.resources
+    assert not server._registry.templates
+    assert not server._registry.prompts
 
 
 def test_scopes_kept_on_the_entries() -> None:
     server = files_server()
-    assert server._tools["write_file"].scopes == ("files:read", "files:write")
-    assert server._tools["ping"].scopes == ()
-    assert server._resources["file:///readme"].scopes == ("files:read",)
-    assert server._templates["file:///logs/{name}"].scopes == ("logs",)
-    assert server._prompts["summarize"].scopes == ("prompts",)
+    assert server._registry.tools["write_file"].scopes == ("files:read", "files:write")
+    assert server._registry.tools["ping"].scopes == ()
+    assert server._registry.resources["file:///readme"].scopes == ("files:read",)
+    assert server._registry.templates["file:///logs/{name}"].scopes == ("logs",)
+    assert server._registry.prompts["summarize"].scopes == ("prompts",)
     # Every scope-token character of RFC 6749 is accepted, scopes are never on the wire.
     server.add_tool(lambda: "x", name="odd", scopes=["!#[]~:/.", "https://api.example/x"])
-    assert server._tools["odd"].scopes == ("!#[]~:/.", "https://api.example/x")
-    assert "scopes" not in server._tools["odd"].definition
+    assert server._registry.tools["odd"].scopes == ("!#[]~:/.", "https://api.example/x")
+    assert "scopes" not in server._registry.tools["odd"].definition
 
 
 # --- required_scopes --------------------------------------------------------------------

@@ -775,7 +775,7 @@ async def test_call_structured_output(
     [definition] = [t for t in listed["tools"] if t["name"] == tool]
     # The generator is tested on its own; here: its schema is what is sent, and results
     # match it (every result is validated against it by the server).
-    fn = server._tools[tool].fn
+    fn = server._registry.tools[tool].fn
     generated = describe_function(fn, context_types=(Context,)).output_schema
     assert generated is not None
     assert definition["outputSchema"] == generated
@@ -867,7 +867,7 @@ def test_tool_content_return_annotations_get_no_output_schema(annotation: Any) -
     handler.__annotations__["return"] = annotation
     server = Server("s")
     server.add_tool(handler, name="t")
-    assert "outputSchema" not in server._tools["t"].definition
+    assert "outputSchema" not in server._registry.tools["t"].definition
 
 
 # --- content a revision cannot carry ---------------------------------------------------
