@@ -26,8 +26,8 @@ from .._version import __version__
 from ..protocol._bounded import describe
 
 if TYPE_CHECKING:
-    from .._targets import TargetError as TargetError
-    from .._targets import load_server as load_server
+    from ..config import TargetError as TargetError
+    from ..config import load_server as load_server
     from ._call import _printable as _printable
     from ._call import _printable_json as _printable_json
     from ._http import _parse_bind as _parse_bind
@@ -36,8 +36,8 @@ __all__ = ["load_server", "main"]
 
 #: names kept importable from here, each from the module that now holds it
 _MOVED: Final = {
-    "load_server": "mcpactor._targets",
-    "TargetError": "mcpactor._targets",
+    "load_server": "mcpactor.config",
+    "TargetError": "mcpactor.config",
     "_parse_bind": "mcpactor.cli._http",
     "_printable": "mcpactor.cli._call",
     "_printable_json": "mcpactor.cli._call",
@@ -120,8 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _tell_supervisor(fd: int, exc: Exception, args: argparse.Namespace) -> int:
-    from .._workers import tell_supervisor
     from ._report import failure_lines
+    from ._workers import tell_supervisor
 
     status, lines, traceback_text = failure_lines(
         exc, debug=args.debug, listen=getattr(args, "listen", None)

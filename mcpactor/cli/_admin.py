@@ -69,7 +69,7 @@ def apply_admin_config(args: argparse.Namespace, config: Any) -> None:
     admin = getattr(config, "admin", None)
     if admin is None:
         return
-    from .._config_reader import line_of
+    from ..config import line_of
 
     if getattr(args, "admin", None) is None and admin.listen is not None:
         args.admin = admin.listen
@@ -193,7 +193,7 @@ async def with_admin(
     observatory = Observatory(replica=None if shared is None else shared.replicas.replica_id)
     observatory.install()
     observatory.serve(server)
-    from .._config_admin import DEFAULT_ADMIN_SCOPE
+    from ..admin import DEFAULT_ADMIN_SCOPE
 
     # The MCP endpoint's own ResourceServer (build_http_options made it), so an admin's
     # access token is checked by the same verifier and cache.

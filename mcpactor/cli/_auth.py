@@ -329,8 +329,8 @@ def _verifier(given: dict[str, Any], label: Any) -> Any:
 
 def _factory_verifier(reference: str, option: str) -> Any:
     from .._exceptions import ConfigError
-    from .._targets import load_hook
     from ..auth import TokenVerifier
+    from ..config import load_hook
 
     factory = load_hook(reference, option=option)
     try:

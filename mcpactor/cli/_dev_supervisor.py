@@ -145,8 +145,8 @@ class Supervisor:
 
         self.children = children = Children()
         if self.plan.bind is not None:
-            from .._workers import bind_sockets
             from ..transports.http import LISTEN_BACKLOG
+            from ._workers import bind_sockets
 
             host, port = self.plan.bind
             try:
@@ -423,9 +423,9 @@ class Supervisor:
             passed.append(told)
             command += ["--worker-status", str(told)]
         if self.listener is not None:
-            from .._workers import bind_sockets
             from ..client._http11 import Url
             from ..transports.http import LISTEN_BACKLOG
+            from ._workers import bind_sockets
 
             host, port = self.listener.getsockname()[:2]
             shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -71,7 +71,7 @@ def inspect(args: argparse.Namespace) -> int:
         )
     config = None
     if args.config:
-        from .._config import load_config
+        from ..config import load_config
 
         config = load_config(args.config)
     # A URL among the targets is proxied: that needs the http extra.

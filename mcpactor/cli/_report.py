@@ -12,7 +12,7 @@ import sys
 from typing import Final
 
 from .._exceptions import ConfigError, MCPActorError, PluginError
-from .._targets import TargetError
+from ..config import TargetError
 from ._extras import PURPOSES, ExtraMissing, extra_of
 
 __all__ = ["StartFailed", "failure_lines", "report", "say", "say_failure"]

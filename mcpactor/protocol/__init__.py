@@ -49,6 +49,9 @@ from ._revisions import REVISIONS as REVISIONS
 from ._revisions import SESSION_REVISIONS as SESSION_REVISIONS
 from ._revisions import Revision as Revision
 from ._revisions import negotiate as negotiate
+from ._sealing import KeyRing as KeyRing
+from ._sealing import SealingKey as SealingKey
+from ._sealing import StateSealer as StateSealer
 from ._session import LOG_LEVELS as LOG_LEVELS
 from ._session import CancelRequested as CancelRequested
 from ._session import ErrorReceived as ErrorReceived
@@ -107,6 +110,7 @@ __all__ = [
     "Initialized",
     "JSONObject",
     "JSONValue",
+    "KeyRing",
     "LineFramer",
     "LocalProtocolError",
     "Message",
@@ -124,8 +128,10 @@ __all__ = [
     "ResponseReceived",
     "Revision",
     "RootsChanged",
+    "SealingKey",
     "Send",
     "ServerSession",
+    "StateSealer",
     "answered_ids",
     "batch_refusal",
     "classify",

@@ -12,10 +12,14 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from ._config_reader import Reader
-from ._exceptions import ConfigError
-from .transports._forwarded import FORWARDED_HEADERS, parse_networks
-from .transports._http_options import _LIMITS, _POSITIVE_SECONDS
+from .._exceptions import ConfigError
+from ..transports import (
+    FORWARDED_HEADERS,
+    HTTP_LIMIT_OPTIONS,
+    HTTP_TIMEOUT_OPTIONS,
+    parse_networks,
+)
+from ._reader import Reader
 
 __all__ = ["HttpConfig", "read_http_config"]
 
@@ -85,8 +89,8 @@ class HttpConfig:
 
 #: the [http] keys that are HttpOptions fields, by kind
 _HTTP_PATH_KEYS: Final = ("health_path", "sse_path", "messages_path", "websocket_path")
-_HTTP_COUNT_KEYS: Final = _LIMITS
-_HTTP_SECONDS_KEYS: Final = _POSITIVE_SECONDS
+_HTTP_COUNT_KEYS: Final = HTTP_LIMIT_OPTIONS
+_HTTP_SECONDS_KEYS: Final = HTTP_TIMEOUT_OPTIONS
 _HTTP_OPTION_KEYS: Final = (
     "response_mode",
     "tls_cert",

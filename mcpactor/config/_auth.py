@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import attrs
 
-from ._config_reader import Reader
+from ._reader import Reader
 
 __all__ = ["AUTH_KEYS", "AuthConfig", "read_auth_config"]
 

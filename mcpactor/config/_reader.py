@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ._exceptions import ConfigError
+from .._exceptions import ConfigError
 
 __all__ = ["NOT_A_NAME", "Reader", "key_parts", "line_of"]
 

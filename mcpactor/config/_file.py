@@ -22,19 +22,19 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from .._exceptions import ConfigError
+from ..runtime import TaskOptions
+from ._admin import AdminConfig
+from ._admin import read_admin_config as _admin_config
 from ._assemble import MountConflict, ServerConfig, assemble, target_configs
-from ._config_admin import AdminConfig
-from ._config_admin import read_admin_config as _admin_config
-from ._config_auth import AuthConfig
-from ._config_auth import read_auth_config as _auth_config
-from ._config_http import HttpConfig
-from ._config_http import read_http_config as _http_config
-from ._config_reader import NOT_A_NAME
-from ._config_reader import Reader as _Reader
-from ._config_store import StoreConfig
-from ._config_store import read_store_config as _store_config
-from ._exceptions import ConfigError
-from .runtime import TaskOptions
+from ._auth import AuthConfig
+from ._auth import read_auth_config as _auth_config
+from ._http import HttpConfig
+from ._http import read_http_config as _http_config
+from ._reader import NOT_A_NAME
+from ._reader import Reader as _Reader
+from ._store import StoreConfig
+from ._store import read_store_config as _store_config
 
 __all__ = [
     "AdminConfig",
