@@ -87,6 +87,24 @@ def add_auth_arguments(serve: argparse.ArgumentParser) -> None:
     auth = serve.add_argument_group(
         "authorization (HTTP only: an OAuth 2.1 resource server; the [auth] table)"
     )
+    _add_trust_arguments(auth)
+    _add_token_arguments(auth)
+    auth.add_argument(
+        "--auth-hide-unauthorized",
+        action="store_true",
+        default=None,
+        help="tools/list, resources/list and prompts/list leave out what the caller's "
+        "token may not use",
+    )
+    auth.add_argument(
+        "--auth-verifier",
+        metavar="MODULE:FUNCTION",
+        help="FUNCTION() returns the TokenVerifier to use instead of the built-in ones",
+    )
+
+
+def _add_trust_arguments(auth: Any) -> None:
+    # Whose tokens are accepted, for which resource, with which scopes.
     auth.add_argument(
         "--auth-issuer",
         action="append",
@@ -122,6 +140,10 @@ def add_auth_arguments(serve: argparse.ArgumentParser) -> None:
         help="put before every scope named to clients (challenges, the metadata), as the "
         "authorization server knows them: Entra ID's api://CLIENT-ID/",
     )
+
+
+def _add_token_arguments(auth: Any) -> None:
+    # How the built-in verifiers check a token: its keys, introspection, its claims.
     auth.add_argument(
         "--auth-jwks-file",
         metavar="PATH",
@@ -173,18 +195,6 @@ def add_auth_arguments(serve: argparse.ArgumentParser) -> None:
         default=None,
         help="take introspection answers that name no audience (aud), if they call the "
         "token an access token: for authorization servers that never say aud",
-    )
-    auth.add_argument(
-        "--auth-hide-unauthorized",
-        action="store_true",
-        default=None,
-        help="tools/list, resources/list and prompts/list leave out what the caller's "
-        "token may not use",
-    )
-    auth.add_argument(
-        "--auth-verifier",
-        metavar="MODULE:FUNCTION",
-        help="FUNCTION() returns the TokenVerifier to use instead of the built-in ones",
     )
 
 
