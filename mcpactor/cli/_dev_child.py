@@ -34,7 +34,7 @@ from ..protocol import (
 )
 
 if TYPE_CHECKING:
-    from ..client._http11 import Url
+    from ..client import Url
 
 __all__ = [
     "CLOSING",

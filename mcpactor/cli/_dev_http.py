@@ -52,12 +52,12 @@ from ..protocol import (
     owed_ids,
     serialize,
 )
-from ..transports._sse import message_event
+from ..transports import message_event
 from ._dev_child import START_WAIT, STOPPED, Children, Failure, Generation, Opening
 
 if TYPE_CHECKING:
     # The http extra's (h11): imported where a child is first reached.
-    from ..client._http11 import HttpPool, HttpResponse
+    from ..client import HttpPool, HttpResponse
 
 __all__ = ["EventRelay", "HttpFront"]
 
@@ -422,7 +422,7 @@ class HttpFront:
         # One pool per child: a connection never outlives the child it went to.
         pool = self._pools.get(generation.number)
         if pool is None:
-            from ..client._http11 import HttpPool
+            from ..client import HttpPool
 
             pool = self._pools[generation.number] = HttpPool(ssl_context=self.child_ssl)
             for number in [number for number in self._pools if number < generation.number]:

@@ -274,7 +274,7 @@ class Supervisor:
 
         import trio
 
-        from ..transports._asgi import http_error_body
+        from ..transports import http_error_body
         from ..transports.h1 import H1Config, serve_h1
         from ..transports.http import LISTEN_BACKLOG
         from ._dev_http import HttpFront
@@ -423,7 +423,7 @@ class Supervisor:
             passed.append(told)
             command += ["--worker-status", str(told)]
         if self.listener is not None:
-            from ..client._http11 import Url
+            from ..client import Url
             from ..transports.http import LISTEN_BACKLOG
             from ._workers import bind_sockets
 

@@ -203,7 +203,7 @@ async def _open_store(
     import attrs
 
     from ..runtime import StatelessHost
-    from ..store._open import open_shared_store
+    from ..store import open_shared_store
     from ._workers import replica_id
 
     shared = await stack.enter_async_context(
@@ -260,7 +260,7 @@ def _serve_workers(
         if not keyed:
             # The workers share one key, so that a retry may land on any of them.
             from ..config import STATE_KEYS_ENV
-            from ..protocol._sealing import SealingKey
+            from ..protocol import SealingKey
 
             os.environ[STATE_KEYS_ENV] = SealingKey.generate("workers").to_text()
         command, environment = worker_command(args.argv)

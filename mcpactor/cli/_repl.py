@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 import trio
 
 from .._exceptions import MCPActorError, RequestError, TransportError
-from ..protocol._bounded import clip, error_text
+from ..protocol import clip, error_text
 
 if TYPE_CHECKING:
     from ..client import ClientSession

@@ -45,7 +45,7 @@ def resolve_store(args: argparse.Namespace, config: Any) -> None:
     """
     from .._exceptions import ConfigError
     from ..config import DEFAULT_PREFIX, prefix_problem
-    from ..store._url import parse_store_url
+    from ..store import parse_store_url
 
     table = config.store if config is not None else None
     url = None

@@ -6,10 +6,12 @@ from .stdio import serve_stdio as serve_stdio
 from .stdio import serve_streams as serve_streams
 
 if TYPE_CHECKING:
+    from ._asgi import http_error_body as http_error_body
     from ._forwarded import FORWARDED_HEADERS as FORWARDED_HEADERS
     from ._forwarded import parse_networks as parse_networks
     from ._http_options import _LIMITS as HTTP_LIMIT_OPTIONS
     from ._http_options import _POSITIVE_SECONDS as HTTP_TIMEOUT_OPTIONS
+    from ._sse import message_event as message_event
     from .http import EventStore as EventStore
     from .http import HttpOptions as HttpOptions
     from .http import McpHttpApp as McpHttpApp
@@ -26,6 +28,8 @@ __all__ = [
     "HttpOptions",
     "McpHttpApp",
     "MemoryEventStore",
+    "http_error_body",
+    "message_event",
     "open_http_app",
     "parse_networks",
     "serve_app",
@@ -36,9 +40,11 @@ __all__ = [
 
 # A stdio server never loads the HTTP stack: its names are imported on first use.
 _HTTP_NAMES = frozenset(__all__) - {"serve_stdio", "serve_streams"}
-#: what the command line and the deployment file check HTTP options with: from the
-#: modules that define the options, without the HTTP stack
+#: what the command line and the deployment file check HTTP options with, and the SSE and
+#: ASGI pieces its development front uses: from their modules, without the HTTP stack
 _OPTION_NAMES = {
+    "http_error_body": ("._asgi", "http_error_body"),
+    "message_event": ("._sse", "message_event"),
     "FORWARDED_HEADERS": ("._forwarded", "FORWARDED_HEADERS"),
     "parse_networks": ("._forwarded", "parse_networks"),
     "HTTP_LIMIT_OPTIONS": ("._http_options", "_LIMITS"),
