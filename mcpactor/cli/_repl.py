@@ -71,7 +71,7 @@ def repl(args: argparse.Namespace, progress_display: Callable[[TextIO, str], Any
     """
     terminal = sys.stdin.isatty()
     with terminal_kept(terminal):
-        lines = LineReader(terminal, COMMANDS)
+        lines = LineReader(terminal, list(COMMANDS))
         try:
             status = trio.run(_session, args, lines, progress_display)
         finally:
