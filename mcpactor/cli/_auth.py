@@ -50,8 +50,6 @@ _BUILT_IN: Final = (
     "introspection_cache_seconds",
     "introspection_without_audience",
 )
-#: the longest an introspection answer may be trusted, in seconds (as _config_auth says)
-_MAX_INTROSPECTION_CACHE: Final = 3600
 
 
 def _leeway(text: str) -> float:
@@ -65,13 +63,16 @@ def _leeway(text: str) -> float:
 
 
 def _cache_seconds(text: str) -> float:
+    # The flag's bound is the [auth] table's.
+    from ..config import MAX_INTROSPECTION_CACHE
+
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not 0 <= value <= _MAX_INTROSPECTION_CACHE:
+    if not 0 <= value <= MAX_INTROSPECTION_CACHE:
         raise argparse.ArgumentTypeError(
-            f"expected seconds from 0 to {_MAX_INTROSPECTION_CACHE}, got {text!r}"
+            f"expected seconds from 0 to {MAX_INTROSPECTION_CACHE}, got {text!r}"
         )
     return value
 

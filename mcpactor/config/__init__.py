@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._assemble import assemble as assemble
     from ._assemble import target_configs as target_configs
     from ._auth import AUTH_KEYS as AUTH_KEYS
+    from ._auth import MAX_INTROSPECTION_CACHE as MAX_INTROSPECTION_CACHE
     from ._auth import AuthConfig as AuthConfig
     from ._file import CONFIG_NAME as CONFIG_NAME
     from ._file import Config as Config
@@ -57,6 +58,7 @@ _NAMES = {
     "assemble": "._assemble",
     "target_configs": "._assemble",
     "AUTH_KEYS": "._auth",
+    "MAX_INTROSPECTION_CACHE": "._auth",
     "AuthConfig": "._auth",
     "CONFIG_NAME": "._file",
     "Config": "._file",
@@ -84,6 +86,7 @@ __all__ = [
     "AUTH_KEYS",
     "CONFIG_NAME",
     "DEFAULT_PREFIX",
+    "MAX_INTROSPECTION_CACHE",
     "NOT_A_NAME",
     "STATE_KEYS_ENV",
     "AdminConfig",
