@@ -13,9 +13,9 @@ import pytest
 import trio
 
 from mcpactor import Server
-from mcpactor._config import AuthConfig, ConfigError, load_config
 from mcpactor.auth import CombinedVerifier, JwtVerifier, ResourceServer
 from mcpactor.cli import main
+from mcpactor.config import AuthConfig, ConfigError, load_config
 from mcpactor.transports import HttpOptions
 
 GOOD: Final = """
@@ -554,8 +554,8 @@ def test_every_auth_key_is_documented_with_its_flag() -> None:
     import argparse
     import re
 
-    from mcpactor._config_auth import AUTH_KEYS
     from mcpactor.cli import _build_parser
+    from mcpactor.config import AUTH_KEYS
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
     section = text[text.index("## `[auth]`") :]

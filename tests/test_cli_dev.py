@@ -500,7 +500,7 @@ def test_what_is_watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 def test_a_config_and_what_it_names_are_watched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mcpactor._config import load_config
+    from mcpactor.config import load_config
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "served.py").write_text(SERVER)

@@ -269,7 +269,7 @@ def test_flags_win_over_the_config_file(tmp_path: Path, recorded: Recorded) -> N
     ],
 )
 def test_a_wrong_http_key_is_named(tmp_path: Path, text: str, expected: str) -> None:
-    from mcpactor._config import ConfigError, load_config
+    from mcpactor.config import ConfigError, load_config
 
     with pytest.raises(ConfigError) as info:
         load_config(write(tmp_path / "mcpactor.toml", f"[http]\n{text}\n"))
@@ -277,7 +277,7 @@ def test_a_wrong_http_key_is_named(tmp_path: Path, text: str, expected: str) -> 
 
 
 def test_relative_paths_in_http_are_the_files(tmp_path: Path) -> None:
-    from mcpactor._config import load_config
+    from mcpactor.config import load_config
 
     config = load_config(
         write(

@@ -8,10 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from mcpactor._config import parse_config
-from mcpactor._config_keys import STATE_KEYS_ENV, parse_state_keys, read_state_keys, state_sealer
 from mcpactor._exceptions import ConfigError
 from mcpactor.cli import _serve
+from mcpactor.config import (
+    STATE_KEYS_ENV,
+    parse_config,
+    parse_state_keys,
+    read_state_keys,
+    state_sealer,
+)
 
 
 def _key() -> str:

@@ -11,8 +11,9 @@ from typing import Any, Final
 
 import attrs
 
-from mcpactor._config import HttpConfig, _http_config, _Reader, parse_config
 from mcpactor.cli import _build_parser
+from mcpactor.config import HttpConfig, Reader, parse_config
+from mcpactor.config._http import read_http_config
 from mcpactor.transports import HttpOptions
 
 DOC: Final = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
@@ -98,6 +99,6 @@ def test_the_sample_reads_as_written() -> None:
 
 
 def test_an_empty_http_table_sets_no_option() -> None:
-    http = _http_config(_Reader(DOC, "http"), {})
+    http = read_http_config(Reader(DOC, "http"), {})
     assert http == HttpConfig()
     assert http.options() == {}

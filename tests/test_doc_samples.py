@@ -34,9 +34,8 @@ import trio.testing
 
 import mcpactor.testing
 from mcpactor import Server
-from mcpactor._config import parse_config
-from mcpactor._targets import load_server
 from mcpactor.client import connect_stdio
+from mcpactor.config import load_server, parse_config
 from tests.doc_includes import (
     BLOCK_LINE,
     INCLUDE,

@@ -241,11 +241,11 @@ def test_the_static_check_sees_the_store_package_importing_coredis() -> None:
     _modules()["mcpactor.store"] = (True, tree)
     _imported_at_import.cache_clear()
     try:
-        assert "coredis" in _reaches("mcpactor._config")
+        assert "coredis" in _reaches("mcpactor.config._file")
     finally:
         _modules.cache_clear()
         _imported_at_import.cache_clear()
-    assert "coredis" not in _reaches("mcpactor._config")
+    assert "coredis" not in _reaches("mcpactor.config._file")
 
 
 def test_every_package_outside_the_base_is_an_extras() -> None:

@@ -220,6 +220,21 @@ def test_imports_point_down_the_layers() -> None:
     assert not wrong, "imports against the layers (DESIGN.md):\n" + "\n".join(wrong)
 
 
+def test_only_the_command_line_imports_the_config() -> None:
+    # The deployment file's package sits at the top with the CLI: what it reads reaches
+    # the layers below as arguments (HttpOptions, TaskOptions, a Server), never as an
+    # import of the file's reader, which would drag tomllib and every table into them.
+    wrong = [
+        f"{name}:{line} imports {target}"
+        for name, module in modules().items()
+        if not name.startswith(("mcpactor.config", "mcpactor.cli"))
+        for target, line in imported(module)
+        if target == "mcpactor.config" or target.startswith("mcpactor.config.")
+    ]
+    assert "mcpactor.config" in modules()
+    assert not wrong, "imports of the config package from below it:\n" + "\n".join(wrong)
+
+
 def test_every_listed_exception_is_still_needed() -> None:
     used = {(layer(name), target_layer) for name, _, target_layer, _ in layer_imports()}
     stale = set(EXCEPTIONS) - used

@@ -38,7 +38,6 @@ import trio
 from quart import Response, g, make_response, redirect, request
 from quart_trio import QuartTrio
 
-from .._config_admin import DEFAULT_ADMIN_SCOPE
 from ..runtime import Observatory
 from ..transports.http import ConnectionLimits
 
@@ -55,6 +54,8 @@ __all__ = [
     "serve_admin",
 ]
 
+#: the scope a bearer token of the server's authorization must grant to be an admin's
+DEFAULT_ADMIN_SCOPE: Final = "mcpactor:admin"
 _log = logging.getLogger("mcpactor.admin")
 #: what operators did: each action and sign-in, with what it acted on, the credential
 #: and the remote address (shown at INFO whatever the level of the rest)

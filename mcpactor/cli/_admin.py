@@ -69,7 +69,7 @@ def apply_admin_config(args: argparse.Namespace, config: Any) -> None:
     admin = getattr(config, "admin", None)
     if admin is None:
         return
-    from .._config_reader import line_of
+    from ..config import line_of
 
     if getattr(args, "admin", None) is None and admin.listen is not None:
         args.admin = admin.listen
@@ -176,39 +176,24 @@ async def with_admin(
     if getattr(args, "admin", None) is None:
         await serve(task_status=task_status)
         return
-    from ..runtime import Observatory
-
     if getattr(args, "worker_number", None) not in (None, 0):
         # Of the workers of --workers, the first serves the page; the others publish
         # their counts to the store it lists them from.
         await _publish_only(args, server, serve, task_status=task_status)
         return
-    from ..admin import ADMIN_MAX_CONNECTIONS, create_admin_app, serve_admin
+    from ..admin import ADMIN_MAX_CONNECTIONS, DEFAULT_ADMIN_SCOPE, create_admin_app, serve_admin
 
     # What operators do is logged whatever --log-level says of the rest.
     logging.getLogger("mcpactor.admin.audit").setLevel(logging.INFO)
     host, port = admin_bind(args.admin, allow_remote=args.admin_allow_remote)
     token, made = admin_token(args.admin_token_file)
-    shared = getattr(args, "shared_store", None)
-    observatory = Observatory(replica=None if shared is None else shared.replicas.replica_id)
-    observatory.install()
-    observatory.serve(server)
-    from .._config_admin import DEFAULT_ADMIN_SCOPE
-
+    observatory = _observatory(args, server)
     # The MCP endpoint's own ResourceServer (build_http_options made it), so an admin's
     # access token is checked by the same verifier and cache.
     resource_server = getattr(args, "resource_server", None)
     scope = getattr(args, "admin_scope", None) or DEFAULT_ADMIN_SCOPE
-    snapshots = None
-    if shared is not None:
-        from ..store._snapshots import RedisSnapshots
-
-        # Every replica sharing the store publishes its counts; this page lists them.
-        snapshots = RedisSnapshots(
-            shared.client,
-            replica=shared.replicas.replica_id,
-            prefix=getattr(args, "store_prefix", None) or "mcpactor",
-        )
+    # Every replica sharing the store publishes its counts; this page lists them.
+    snapshots = _snapshots(args)
     app = create_admin_app(
         observatory,
         token=token,
@@ -236,18 +221,13 @@ async def with_admin(
 
         say(f"admin page http://{where}:{bound_port}/{said}")
         if snapshots is not None:
-            from ..store._snapshots import replica_summary
+            from ..store import replica_summary
 
             admin_url = f"http://{where}:{bound_port}/"
             nursery.start_soon(
                 snapshots.run, lambda: replica_summary(observatory, admin_url=admin_url)
             )
-
-        async def run(*, task_status: trio.TaskStatus[Any]) -> None:
-            await serve(task_status=task_status)
-            nursery.cancel_scope.cancel()
-
-        task_status.started(await nursery.start(run))
+        task_status.started(await nursery.start(_serve_then_stop, serve, nursery))
 
 
 async def _publish_only(
@@ -257,26 +237,49 @@ async def _publish_only(
     *,
     task_status: trio.TaskStatus[Any],
 ) -> None:
-    from ..runtime import Observatory
-    from ..store._snapshots import RedisSnapshots, replica_summary
+    from ..store import replica_summary
 
-    shared = getattr(args, "shared_store", None)
-    if shared is None:
+    snapshots = _snapshots(args)
+    if snapshots is None:
         await serve(task_status=task_status)
         return
-    observatory = Observatory(replica=shared.replicas.replica_id)
+    observatory = _observatory(args, server)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(snapshots.run, lambda: replica_summary(observatory))
+        task_status.started(await nursery.start(_serve_then_stop, serve, nursery))
+
+
+def _observatory(args: argparse.Namespace, server: Server) -> Any:
+    # The live tree of this process, named after its replica when a store is shared.
+    from ..runtime import Observatory
+
+    shared = getattr(args, "shared_store", None)
+    observatory = Observatory(replica=None if shared is None else shared.replicas.replica_id)
     observatory.install()
     observatory.serve(server)
-    snapshots = RedisSnapshots(
+    return observatory
+
+
+def _snapshots(args: argparse.Namespace) -> Any:
+    # This replica's counts, published to the store its replicas share; None: no store.
+    shared = getattr(args, "shared_store", None)
+    if shared is None:
+        return None
+    from ..store import RedisSnapshots
+
+    return RedisSnapshots(
         shared.client,
         replica=shared.replicas.replica_id,
         prefix=getattr(args, "store_prefix", None) or "mcpactor",
     )
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(snapshots.run, lambda: replica_summary(observatory))
 
-        async def run(*, task_status: trio.TaskStatus[Any]) -> None:
-            await serve(task_status=task_status)
-            nursery.cancel_scope.cancel()
 
-        task_status.started(await nursery.start(run))
+async def _serve_then_stop(
+    serve: Callable[..., Awaitable[Any]],
+    nursery: trio.Nursery,
+    *,
+    task_status: trio.TaskStatus[Any],
+) -> None:
+    # What runs beside the server (the listener, the publishing) ends when it does.
+    await serve(task_status=task_status)
+    nursery.cancel_scope.cancel()

@@ -50,8 +50,6 @@ _BUILT_IN: Final = (
     "introspection_cache_seconds",
     "introspection_without_audience",
 )
-#: the longest an introspection answer may be trusted, in seconds (as _config_auth says)
-_MAX_INTROSPECTION_CACHE: Final = 3600
 
 
 def _leeway(text: str) -> float:
@@ -65,13 +63,16 @@ def _leeway(text: str) -> float:
 
 
 def _cache_seconds(text: str) -> float:
+    # The flag's bound is the [auth] table's.
+    from ..config import MAX_INTROSPECTION_CACHE
+
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not 0 <= value <= _MAX_INTROSPECTION_CACHE:
+    if not 0 <= value <= MAX_INTROSPECTION_CACHE:
         raise argparse.ArgumentTypeError(
-            f"expected seconds from 0 to {_MAX_INTROSPECTION_CACHE}, got {text!r}"
+            f"expected seconds from 0 to {MAX_INTROSPECTION_CACHE}, got {text!r}"
         )
     return value
 
@@ -87,6 +88,24 @@ def add_auth_arguments(serve: argparse.ArgumentParser) -> None:
     auth = serve.add_argument_group(
         "authorization (HTTP only: an OAuth 2.1 resource server; the [auth] table)"
     )
+    _add_trust_arguments(auth)
+    _add_token_arguments(auth)
+    auth.add_argument(
+        "--auth-hide-unauthorized",
+        action="store_true",
+        default=None,
+        help="tools/list, resources/list and prompts/list leave out what the caller's "
+        "token may not use",
+    )
+    auth.add_argument(
+        "--auth-verifier",
+        metavar="MODULE:FUNCTION",
+        help="FUNCTION() returns the TokenVerifier to use instead of the built-in ones",
+    )
+
+
+def _add_trust_arguments(auth: Any) -> None:
+    # Whose tokens are accepted, for which resource, with which scopes.
     auth.add_argument(
         "--auth-issuer",
         action="append",
@@ -122,6 +141,10 @@ def add_auth_arguments(serve: argparse.ArgumentParser) -> None:
         help="put before every scope named to clients (challenges, the metadata), as the "
         "authorization server knows them: Entra ID's api://CLIENT-ID/",
     )
+
+
+def _add_token_arguments(auth: Any) -> None:
+    # How the built-in verifiers check a token: its keys, introspection, its claims.
     auth.add_argument(
         "--auth-jwks-file",
         metavar="PATH",
@@ -173,18 +196,6 @@ def add_auth_arguments(serve: argparse.ArgumentParser) -> None:
         default=None,
         help="take introspection answers that name no audience (aud), if they call the "
         "token an access token: for authorization servers that never say aud",
-    )
-    auth.add_argument(
-        "--auth-hide-unauthorized",
-        action="store_true",
-        default=None,
-        help="tools/list, resources/list and prompts/list leave out what the caller's "
-        "token may not use",
-    )
-    auth.add_argument(
-        "--auth-verifier",
-        metavar="MODULE:FUNCTION",
-        help="FUNCTION() returns the TokenVerifier to use instead of the built-in ones",
     )
 
 
@@ -329,8 +340,8 @@ def _verifier(given: dict[str, Any], label: Any) -> Any:
 
 def _factory_verifier(reference: str, option: str) -> Any:
     from .._exceptions import ConfigError
-    from .._targets import load_hook
     from ..auth import TokenVerifier
+    from ..config import load_hook
 
     factory = load_hook(reference, option=option)
     try:

@@ -7,7 +7,7 @@ import sys
 from typing import Any, Final, TextIO
 
 from .._exceptions import MCPActorError, RequestError
-from ..protocol._bounded import clip, describe, error_text
+from ..protocol import clip, describe, error_text
 
 __all__ = ["call"]
 

@@ -79,7 +79,7 @@ def dev(args: argparse.Namespace) -> int:
         raise ConfigError("--stdio and --http exclude each other")
     config = None
     if args.config:
-        from .._config import load_config
+        from ..config import load_config
 
         config = load_config(args.config)
         if args.stdio and config.transport == "http":

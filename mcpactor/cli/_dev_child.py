@@ -10,13 +10,17 @@ forward to it, or answer with its failure.
 The child says how its start went through a pipe (``serve --worker-status FD``, as the
 workers of ``serve --workers`` do): ``{"ready": true}`` once it serves over HTTP, or its
 report (``{"status", "lines", "traceback"}``) when it could not start. Both are read
-here, bounded; nothing of the served code is imported into this process.
+here, bounded; nothing of the served code is imported into this process. What a child
+is started with (its command line, that pipe, over HTTP its socket) is its ``Handover``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import attrs
 import trio
@@ -34,7 +38,9 @@ from ..protocol import (
 )
 
 if TYPE_CHECKING:
-    from ..client._http11 import Url
+    import socket
+
+    from ..client import Url
 
 __all__ = [
     "CLOSING",
@@ -43,7 +49,9 @@ __all__ = [
     "Children",
     "Failure",
     "Generation",
+    "Handover",
     "Opening",
+    "handover",
     "read_status",
 ]
 
@@ -208,6 +216,78 @@ class Children:
             await generation.settled.wait()
             if generation is self.current:
                 return generation
+
+
+class Handover(NamedTuple):
+    """What a child is started with."""
+
+    #: its command line
+    command: list[str]
+    #: the descriptors it inherits besides ``passed``
+    pass_fds: list[int]
+    #: the supervisor's copies of what only the child keeps, closed once it started
+    passed: list[int]
+    #: the read end of its status pipe (None: it says nothing)
+    status: int | None
+    #: the end of its lifeline the supervisor holds while it runs
+    held: int | None
+    #: the loopback socket it serves, closed by the supervisor once it started
+    internal: socket.socket | None
+
+
+def handover(
+    argv: Sequence[str],
+    listener: socket.socket | None,
+    generation: Generation,
+    *,
+    scheme: str,
+    path: str,
+) -> Handover:
+    """What the child of ``mcpactor`` ``argv`` is started with; sets ``generation.url``.
+
+    Its status pipe and, serving HTTP (``listener``), a loopback socket of its own, which
+    the supervisor forwards to, and its lifeline.
+    """
+    command = [sys.executable, "-m", "mcpactor", *argv]
+    pass_fds: list[int] = []
+    passed: list[int] = []  # the supervisor's copies of what only the child keeps
+    held = status = None
+    internal = None
+    if sys.platform != "win32":
+        status, told = os.pipe()
+        passed.append(told)
+        command += ["--worker-status", str(told)]
+    if listener is not None:
+        from ..client import Url
+        from ..transports.http import LISTEN_BACKLOG
+        from ._workers import bind_sockets
+
+        host, port = listener.getsockname()[:2]
+        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        # The child is told where clients reach it (its Host and Origin checks),
+        # and serves a socket of its own on loopback, which the supervisor forwards to.
+        command += ["--http", shown]
+        if sys.platform != "win32":
+            (internal,) = bind_sockets("127.0.0.1", 0, 1, backlog=LISTEN_BACKLOG)[:1]
+            lifeline, held = os.pipe()
+            pass_fds.append(internal.fileno())
+            passed.append(lifeline)
+            command += [
+                "--worker-socket",
+                str(internal.fileno()),
+                "--worker-lifeline",
+                str(lifeline),
+            ]
+            generation.url = Url(scheme, "127.0.0.1", internal.getsockname()[1], path)
+        else:  # pragma: no cover - the child binds a port picked here
+            import socket as socket_module
+
+            with socket_module.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                internal_port = probe.getsockname()[1]
+            command[command.index("--http") + 1] = f"127.0.0.1:{internal_port}"
+            generation.url = Url(scheme, "127.0.0.1", internal_port, path)
+    return Handover(command, pass_fds, passed, status, held, internal)
 
 
 async def read_status(fd: int, generation: Generation) -> None:

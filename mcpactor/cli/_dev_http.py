@@ -52,12 +52,12 @@ from ..protocol import (
     owed_ids,
     serialize,
 )
-from ..transports._sse import message_event
 from ._dev_child import START_WAIT, STOPPED, Children, Failure, Generation, Opening
+from ._dev_events import EventRelay
 
 if TYPE_CHECKING:
     # The http extra's (h11): imported where a child is first reached.
-    from ..client._http11 import HttpPool, HttpResponse
+    from ..client import HttpPool, HttpResponse
 
 __all__ = ["EventRelay", "HttpFront"]
 
@@ -422,77 +422,13 @@ class HttpFront:
         # One pool per child: a connection never outlives the child it went to.
         pool = self._pools.get(generation.number)
         if pool is None:
-            from ..client._http11 import HttpPool
+            from ..client import HttpPool
 
             pool = self._pools[generation.number] = HttpPool(ssl_context=self.child_ssl)
             for number in [number for number in self._pools if number < generation.number]:
                 # Busy connections close when their response is done.
                 await self._pools.pop(number).aclose()
         return pool
-
-
-class EventRelay:
-    """A child's SSE stream on its way to the client: event ids tagged with the generation.
-
-    While requests of the stream are unanswered, each event's data is read for the
-    answers it carries, so that those still owed when the stream ends can be told.
-    """
-
-    def __init__(self, generation: int, owed: Sequence[RequestId], limit: int) -> None:
-        self._tag = b"%d/" % generation
-        #: requests of the stream not answered yet
-        self.pending = set(owed)
-        self._limit = limit
-        self._buffer = bytearray()
-        self._data: list[bytes] = []
-        self._size = 0
-
-    def feed(self, chunk: bytes) -> bytes:
-        """Take a chunk of the child's stream; return what goes on to the client.
-
-        Raises:
-            RemoteProtocolError: a line longer than the limit (not a stream of ours).
-        """
-        buffer = self._buffer
-        buffer += chunk
-        out: list[bytes] = []
-        start = 0
-        while (end := buffer.find(b"\n", start)) >= 0:
-            out.append(self._line(bytes(buffer[start : end + 1])))
-            start = end + 1
-        del buffer[:start]
-        if len(buffer) > self._limit:
-            raise RemoteProtocolError(f"an SSE line exceeds {self._limit} bytes")
-        return b"".join(out)
-
-    def unanswered(self, failure: Failure) -> bytes:
-        """Events that answer each request still owed with ``failure``'s error."""
-        events = []
-        for request_id in sorted(self.pending, key=str):
-            data = serialize(failure.error(request_id).to_json())
-            if data is not None:
-                events.append(message_event(data))
-        self.pending.clear()
-        return b"".join(events)
-
-    def _line(self, line: bytes) -> bytes:
-        if line.startswith(b"id:"):
-            value = line[3:]
-            return b"id: " + self._tag + (value[1:] if value.startswith(b" ") else value)
-        if not self.pending:
-            return line
-        if line.startswith(b"data:"):
-            value = line[5:].rstrip(b"\r\n")
-            value = value[1:] if value.startswith(b" ") else value
-            self._size += len(value) + 1
-            if self._size <= self._limit:
-                self._data.append(value)
-        elif line in (b"\n", b"\r\n"):
-            data, self._data, self._size = b"\n".join(self._data), [], 0
-            if data:
-                for request_id in _answered(data):
-                    self.pending.discard(request_id)
-        return line
 
 
 class _Downstream:
@@ -506,22 +442,6 @@ class _Downstream:
     async def __call__(self, message: dict[str, Any]) -> None:
         self.started = True
         await self.send(message)
-
-
-def _answered(data: bytes) -> list[RequestId]:
-    # The ids an SSE event's message answers (a response, or a batch of them).
-    try:
-        value = decode(data)
-    except RemoteProtocolError:
-        return []
-    items = value if type(value) is list else [value]
-    return [
-        item["id"]
-        for item in items
-        if type(item) is dict
-        and "method" not in item
-        and (type(item.get("id")) is str or type(item.get("id")) is int)
-    ]
 
 
 def _classify(data: bytes) -> Body:

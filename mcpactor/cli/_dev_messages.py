@@ -429,62 +429,28 @@ async def serve_websocket_front(
     child_ssl: Any = None,
 ) -> None:
     """Serve one WebSocket of a client (an ASGI connection) to the children."""
-    import trio_websocket
-
     connect_message = await receive()
     if connect_message["type"] != "websocket.connect":
         return
-    query = scope.get("query_string", b"")
-    target = scope.get("raw_path") or scope["path"].encode()
-    target += b"?" + query if query else b""
-    offered = list(scope.get("subprotocols", ()))
-    headers = [
-        (name, value)
-        for name, value in scope["headers"]
-        if name.decode("latin-1").lower() not in _HANDSHAKE
-        and not name.lower().startswith(b"sec-websocket-")
-    ]
-    refused = trio.Event()
-
-    async def connect(generation: Generation) -> Link | None:
-        url = generation.url
-        assert url is not None
-        scheme = "wss" if url.scheme == "https" else "ws"
-        authority = url.authority
-        try:
-            socket = await trio_websocket.connect_websocket_url(
-                sockets,
-                f"{scheme}://{authority}{target.decode('latin-1')}",
-                ssl_context=child_ssl,
-                subprotocols=offered,
-                extra_headers=headers,
-                max_message_size=max_message_bytes,
-            )
-        except trio_websocket.HandshakeError:
-            refused.set()
-            return None
-        except OSError:
-            return None
-        return _SocketLink(socket)
-
     queue_send, queue = trio.open_memory_channel[bytes](_QUEUE)
 
     async def to_client(frame: bytes) -> None:
         await queue_send.send(frame)
 
     async with trio.open_nursery() as sockets, trio.open_nursery() as relays:
-        front = MessageFront(children, connect, to_client, relays)
+        dialer = _Dialer(scope, sockets, max_message_bytes=max_message_bytes, child_ssl=child_ssl)
+        front = MessageFront(children, dialer.connect, to_client, relays)
         # A child there now decides the handshake (its Host, Origin and token checks);
         # with none, the client is let in and told why at each request.
         await front.current()
-        if refused.is_set():
+        if dialer.refused:
             await send({"type": "websocket.close", "code": 1008})
             sockets.cancel_scope.cancel()
             return
         await send(
             {
                 "type": "websocket.accept",
-                "subprotocol": _SUBPROTOCOL if _SUBPROTOCOL in offered else None,
+                "subprotocol": _SUBPROTOCOL if _SUBPROTOCOL in dialer.offered else None,
             }
         )
         relays.start_soon(_write_messages, send, queue)
@@ -501,6 +467,58 @@ async def serve_websocket_front(
                 await _close(attached.link)
         relays.cancel_scope.cancel()
         sockets.cancel_scope.cancel()
+
+
+@final
+class _Dialer:
+    # Opens the client's WebSocket on a child as the client asked for it: the same
+    # target, subprotocols and headers (but the handshake's own), in ``sockets``.
+
+    def __init__(
+        self,
+        scope: dict[str, Any],
+        sockets: trio.Nursery,
+        *,
+        max_message_bytes: int,
+        child_ssl: Any,
+    ) -> None:
+        query = scope.get("query_string", b"")
+        target = scope.get("raw_path") or scope["path"].encode()
+        self._target = target + (b"?" + query if query else b"")
+        self.offered = list(scope.get("subprotocols", ()))
+        self._headers = [
+            (name, value)
+            for name, value in scope["headers"]
+            if name.decode("latin-1").lower() not in _HANDSHAKE
+            and not name.lower().startswith(b"sec-websocket-")
+        ]
+        self._sockets = sockets
+        self._max_message_bytes = max_message_bytes
+        self._child_ssl = child_ssl
+        #: a child refused the handshake (its answer is the client's)
+        self.refused = False
+
+    async def connect(self, generation: Generation) -> Link | None:
+        import trio_websocket
+
+        url = generation.url
+        assert url is not None
+        scheme = "wss" if url.scheme == "https" else "ws"
+        try:
+            socket = await trio_websocket.connect_websocket_url(
+                self._sockets,
+                f"{scheme}://{url.authority}{self._target.decode('latin-1')}",
+                ssl_context=self._child_ssl,
+                subprotocols=self.offered,
+                extra_headers=self._headers,
+                max_message_size=self._max_message_bytes,
+            )
+        except trio_websocket.HandshakeError:
+            self.refused = True
+            return None
+        except OSError:
+            return None
+        return _SocketLink(socket)
 
 
 async def _write_messages(

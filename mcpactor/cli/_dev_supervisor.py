@@ -145,8 +145,8 @@ class Supervisor:
 
         self.children = children = Children()
         if self.plan.bind is not None:
-            from .._workers import bind_sockets
             from ..transports.http import LISTEN_BACKLOG
+            from ._workers import bind_sockets
 
             host, port = self.plan.bind
             try:
@@ -274,7 +274,7 @@ class Supervisor:
 
         import trio
 
-        from ..transports._asgi import http_error_body
+        from ..transports import http_error_body
         from ..transports.h1 import H1Config, serve_h1
         from ..transports.http import LISTEN_BACKLOG
         from ._dev_http import HttpFront
@@ -413,47 +413,11 @@ class Supervisor:
 
         import trio
 
-        command = [sys.executable, "-m", "mcpactor", *self.plan.argv]
-        pass_fds: list[int] = []
-        passed: list[int] = []  # this process's copies of what only the child keeps
-        held = status = None
-        internal = None
-        if sys.platform != "win32":
-            status, told = os.pipe()
-            passed.append(told)
-            command += ["--worker-status", str(told)]
-        if self.listener is not None:
-            from .._workers import bind_sockets
-            from ..client._http11 import Url
-            from ..transports.http import LISTEN_BACKLOG
+        from ._dev_child import handover
 
-            host, port = self.listener.getsockname()[:2]
-            shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-            # The child is told where clients reach it (its Host and Origin checks),
-            # and serves a socket of its own on loopback, which this process forwards to.
-            command += ["--http", shown]
-            if sys.platform != "win32":
-                (internal,) = bind_sockets("127.0.0.1", 0, 1, backlog=LISTEN_BACKLOG)[:1]
-                lifeline, held = os.pipe()
-                pass_fds.append(internal.fileno())
-                passed.append(lifeline)
-                command += [
-                    "--worker-socket",
-                    str(internal.fileno()),
-                    "--worker-lifeline",
-                    str(lifeline),
-                ]
-                generation.url = Url(
-                    self.scheme, "127.0.0.1", internal.getsockname()[1], self.plan.path
-                )
-            else:  # pragma: no cover - the child binds a port picked here
-                import socket as socket_module
-
-                with socket_module.socket() as probe:
-                    probe.bind(("127.0.0.1", 0))
-                    internal_port = probe.getsockname()[1]
-                command[command.index("--http") + 1] = f"127.0.0.1:{internal_port}"
-                generation.url = Url(self.scheme, "127.0.0.1", internal_port, self.plan.path)
+        command, pass_fds, passed, status, held, internal = handover(
+            self.plan.argv, self.listener, generation, scheme=self.scheme, path=self.plan.path
+        )
         pass_fds += passed
         stdio = self.listener is None
         try:

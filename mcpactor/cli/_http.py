@@ -15,7 +15,7 @@ import sys
 from typing import Any, Final
 
 from .._exceptions import ConfigError
-from .._targets import load_hook
+from ..config import load_hook
 from ..server import Server
 from ._admin import with_admin
 from ._auth import build_resource_server
@@ -122,8 +122,8 @@ def serve_over_http(
 
     import trio
 
-    from .._workers import tell_supervisor, watch_lifeline
     from ..transports import serve_http
+    from ._workers import tell_supervisor, watch_lifeline
 
     host, port = _parse_bind(args.http)
     args.listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -202,9 +202,9 @@ async def _open_store(
     # records and relay, the SSE events, the tasks of both eras and the change bus.
     import attrs
 
-    from .._workers import replica_id
     from ..runtime import StatelessHost
-    from ..store._open import open_shared_store
+    from ..store import open_shared_store
+    from ._workers import replica_id
 
     shared = await stack.enter_async_context(
         open_shared_store(args.store_url, replica=replica_id(), prefix=args.store_prefix)
@@ -236,8 +236,8 @@ def _serve_workers(
 ) -> int:
     import trio
 
-    from .._workers import WorkerFailure, bind_sockets, supervise, worker_command, workers_refusal
     from ..transports.http import LISTEN_BACKLOG
+    from ._workers import WorkerFailure, bind_sockets, supervise, worker_command, workers_refusal
 
     store_url = getattr(args, "store_url", None)
     refusal = workers_refusal(
@@ -259,8 +259,8 @@ def _serve_workers(
         bound_host, bound_port = sockets[0].getsockname()[:2]
         if not keyed:
             # The workers share one key, so that a retry may land on any of them.
-            from .._config_keys import STATE_KEYS_ENV
-            from ..protocol._sealing import SealingKey
+            from ..config import STATE_KEYS_ENV
+            from ..protocol import SealingKey
 
             os.environ[STATE_KEYS_ENV] = SealingKey.generate("workers").to_text()
         command, environment = worker_command(args.argv)

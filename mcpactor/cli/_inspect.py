@@ -71,7 +71,7 @@ def inspect(args: argparse.Namespace) -> int:
         )
     config = None
     if args.config:
-        from .._config import load_config
+        from ..config import load_config
 
         config = load_config(args.config)
     # A URL among the targets is proxied: that needs the http extra.
@@ -119,8 +119,8 @@ async def _client(server: Server, version: str) -> AsyncIterator[ClientSession]:
     import trio
     import trio.testing
 
+    from ..client import open_client_session
     from ..client._connect import _read_lines, _write_lines
-    from ..client._session import open_client_session
     from ..protocol import JSONValue, ProtocolError
     from ..runtime import StatelessOptions
     from ..transports import serve_streams

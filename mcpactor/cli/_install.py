@@ -334,7 +334,7 @@ def default_name(targets: Sequence[str]) -> str:
     """The entry's name: the name ``serve`` gives its one target, else ``mcpactor``."""
     if len(targets) != 1:
         return "mcpactor"
-    from .._config import target_configs
+    from ..config import target_configs
 
     (config,) = target_configs(targets, plugins=[targets[0]] if _is_plugin(targets[0]) else [])
     return config.name

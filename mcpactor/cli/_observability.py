@@ -50,10 +50,7 @@ def configure_observability(args: argparse.Namespace, config: Any = None) -> Non
         otel = getattr(config, "otel", False)
     if otel:
         _enable_tracing()
-    if getattr(args, "admin", None) is not None:
-        from ..admin._metrics import install_metrics_route
-
-        install_metrics_route()
+    # /metrics needs nothing here: every admin app the admin package makes serves it.
 
 
 def _enable_tracing() -> None:

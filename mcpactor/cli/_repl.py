@@ -10,7 +10,8 @@ is told), and at the prompt a second Ctrl-C leaves, as Ctrl-D and ``quit`` do.
 Lines are read with readline where there is one, in a worker thread, so the trio run
 keeps serving the session while the prompt waits; the history is kept in a file of the
 user's state directory (``$XDG_STATE_HOME/mcpactor/call_history``). Everything printed
-that came from the server is escaped (no terminal control sequences) and bounded.
+that came from the server is escaped (no terminal control sequences) and bounded. The
+terminal's side of this is ``_repl_terminal``.
 """
 
 from __future__ import annotations
@@ -19,28 +20,29 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import trio
 
 from .._exceptions import MCPActorError, RequestError, TransportError
-from ..protocol._bounded import clip, error_text
+from ..protocol import clip, error_text
+from ._repl_terminal import (
+    Console,
+    LineReader,
+    escaped,
+    history_path,
+    in_main_thread,
+    terminal_kept,
+)
 
 if TYPE_CHECKING:
     from ..client import ClientSession
 
 __all__ = ["history_path", "repl"]
 
-#: the longest result printed, in characters (the rest is counted, not shown)
-_MAX_SHOWN: Final = 200_000
-#: lines kept in the history file
-_HISTORY_LENGTH: Final = 1000
 #: pages of a list followed at most
 _MAX_PAGES: Final = 100
-#: what the prompt says
-PROMPT: Final = "mcp> "
 
 #: command: (arguments, what it does)
 COMMANDS: Final = {
@@ -61,15 +63,6 @@ COMMANDS: Final = {
 }
 
 
-def history_path() -> Path:
-    """The history file, in the user's state directory."""
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    else:
-        base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    return base / "mcpactor" / "call_history"
-
-
 def repl(args: argparse.Namespace, progress_display: Callable[[TextIO, str], Any]) -> int:
     """Run the session ``args`` name, a line at a time; return the exit status.
 
@@ -77,8 +70,8 @@ def repl(args: argparse.Namespace, progress_display: Callable[[TextIO, str], Any
     display, passed in so that this module does not import that one back).
     """
     terminal = sys.stdin.isatty()
-    with _terminal_kept(terminal):
-        lines = _LineReader(terminal)
+    with terminal_kept(terminal):
+        lines = LineReader(terminal, list(COMMANDS))
         try:
             status = trio.run(_session, args, lines, progress_display)
         finally:
@@ -93,172 +86,19 @@ def repl(args: argparse.Namespace, progress_display: Callable[[TextIO, str], Any
     return status
 
 
-@contextlib.contextmanager
-def _terminal_kept(terminal: bool) -> Iterator[None]:
-    # Leaving while readline waits in its thread must not leave the terminal raw.
-    if not terminal:
-        yield
-        return
-    try:
-        import termios
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    fd = sys.stdin.fileno()
-    saved = termios.tcgetattr(fd)
-    try:
-        yield
-    finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
-
-
-class _LineReader:
-    """Lines from stdin: readline and its history on a terminal, plain lines elsewhere."""
-
-    def __init__(self, terminal: bool) -> None:
-        self.terminal = terminal
-        self.readline: Any = None
-        self.path = history_path()
-        #: the names to complete after a command (tools, resource URIs, prompts)
-        self.names: dict[str, list[str]] = {}
-        #: the lines entered, where there is no readline to keep them
-        self.entered: list[str] = []
-        #: whether a thread is waiting for a line
-        self.reading = False
-        if not terminal:
-            return
-        try:
-            import readline
-        except ImportError:  # pragma: no cover - no readline on this Python
-            return
-        self.readline = readline
-        readline.set_history_length(_HISTORY_LENGTH)
-        with contextlib.suppress(OSError):
-            readline.read_history_file(self.path)
-        readline.set_completer(self._complete)
-        readline.set_completer_delims(" \t")
-        if "libedit" in (readline.__doc__ or ""):  # pragma: no cover - macOS's readline
-            readline.parse_and_bind("bind ^I rl_complete")
-        else:
-            readline.parse_and_bind("tab: complete")
-
-    def read(self) -> str | None:
-        """One line (None at the end of input); blocks, so it runs in a worker thread."""
-        self.reading = True
-        try:
-            if self.terminal:
-                try:
-                    return input(PROMPT)
-                except EOFError:
-                    return None
-            line = sys.stdin.readline()
-            return line.rstrip("\n") if line else None
-        finally:
-            self.reading = False
-
-    def remember(self, line: str) -> None:
-        """Keep ``line`` in the history file at once, so a crash loses none of it."""
-        if self.readline is None:
-            self.entered = [*self.entered[-_HISTORY_LENGTH + 1 :], line]
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Arguments may hold secrets: the file is the user's alone.
-            self.path.touch(mode=0o600, exist_ok=True)
-            self.readline.append_history_file(1, self.path)
-        except OSError:
-            pass
-
-    def save(self) -> None:
-        """Write the history, cut to its length."""
-        if self.readline is None:
-            return
-        with contextlib.suppress(OSError):
-            self.readline.write_history_file(self.path)
-
-    def history(self) -> list[str]:
-        """The commands entered, oldest first."""
-        if self.readline is None:
-            return list(self.entered)
-        length = self.readline.get_current_history_length()
-        return [self.readline.get_history_item(i) for i in range(1, length + 1)]
-
-    def current(self) -> str:
-        """What the user has typed on the prompt's line so far."""
-        return self.readline.get_line_buffer() if self.readline is not None else ""
-
-    def _complete(self, text: str, state: int) -> str | None:
-        line = self.current()
-        words = line.split()
-        if not words or (len(words) == 1 and not line.endswith(" ")):
-            choices = list(COMMANDS)
-        else:
-            choices = self.names.get(words[0], [])
-        matches = [choice for choice in choices if choice.startswith(text)]
-        return matches[state] + " " if state < len(matches) else None
-
-
-class _Console:
-    """What the session prints: results on stdout; progress, notices and errors on stderr."""
-
-    def __init__(self, lines: _LineReader) -> None:
-        self.lines = lines
-        #: whether the prompt is on the screen, waiting for a line
-        self.prompting = False
-
-    def result(self, value: Any) -> None:
-        """A result, as indented JSON."""
-        import orjson
-
-        text = _escaped(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
-        self._write(sys.stdout, text)
-
-    def say(self, text: str) -> None:
-        """A line of ours (or one made of a server's words, already escaped)."""
-        self._write(sys.stdout, text)
-
-    def notice(self, text: str) -> None:
-        """A notification or an error: above the prompt when it is waiting."""
-        self._write(sys.stderr, text)
-
-    def _write(self, stream: TextIO, text: str) -> None:
-        if self.prompting and self.lines.terminal:
-            # Over the prompt's line, then the prompt again with what was typed.
-            sys.stdout.write("\r\x1b[K")
-            sys.stdout.flush()
-            stream.write(text + "\n")
-            stream.flush()
-            sys.stdout.write(PROMPT + self.lines.current())
-            sys.stdout.flush()
-            return
-        stream.write(text + "\n")
-        stream.flush()
-
-
-def _escaped(text: str, length: int = _MAX_SHOWN) -> str:
-    # A server's words reach a terminal: escape what could steer it, keep line ends, and
-    # say how much was left out.
-    shown = "".join(
-        ch if ch.isprintable() or ch == "\n" else repr(ch)[1:-1] for ch in text[: length + 1]
-    )
-    if len(text) > length:
-        return shown[:length] + f"\n… ({len(text) - length} more characters)"
-    return shown
-
-
 async def _session(
-    args: argparse.Namespace, lines: _LineReader, progress_display: Callable[[TextIO, str], Any]
+    args: argparse.Namespace, lines: LineReader, progress_display: Callable[[TextIO, str], Any]
 ) -> int:
     from ..protocol import LATEST
 
-    console = _Console(lines)
+    console = Console(lines)
     try:
         async with _connect(args, console) as client:
             await client.initialize(args.protocol_version or LATEST.version)
             info = client.server_info or {}
             console.say(
-                f"connected to {_escaped(clip(str(info.get('name', '?')), 200))} "
-                f"{_escaped(clip(str(info.get('version', '')), 50))} "
+                f"connected to {escaped(clip(str(info.get('name', '?')), 200))} "
+                f"{escaped(clip(str(info.get('version', '')), 50))} "
                 f"(protocol {client.protocol_version}); 'help' lists the commands"
             )
             mode = getattr(args, "progress", "auto")
@@ -268,7 +108,7 @@ async def _session(
             await repl.names()
             return await repl.run()
     except RequestError as exc:
-        console.notice(f"mcpactor call: error {exc.code}: {_escaped(clip(exc.message, 2000))}")
+        console.notice(f"mcpactor call: error {exc.code}: {escaped(clip(exc.message, 2000))}")
         return 1
     except trio.TooSlowError:
         console.notice(f"mcpactor call: no answer within {args.timeout} s")
@@ -279,7 +119,7 @@ async def _session(
 
 
 @contextlib.asynccontextmanager
-async def _connect(args: argparse.Namespace, console: _Console) -> AsyncIterator[ClientSession]:
+async def _connect(args: argparse.Namespace, console: Console) -> AsyncIterator[ClientSession]:
     from ..client import connect_http, connect_stdio
 
     def seen(message: Any, answering: str | None) -> None:
@@ -317,7 +157,7 @@ def _notification_text(message: dict[str, Any]) -> str | None:
         text = f"[resource updated] {params.get('uri')}"
     else:
         text = f"[{method}] {orjson.dumps(params).decode()}"
-    return _escaped(clip(text, 2000))
+    return escaped(clip(text, 2000))
 
 
 class _Repl:
@@ -326,8 +166,8 @@ class _Repl:
     def __init__(
         self,
         client: ClientSession,
-        console: _Console,
-        lines: _LineReader,
+        console: Console,
+        lines: LineReader,
         timeout: float | None,
         progress: Callable[[], Any],
     ) -> None:
@@ -347,7 +187,7 @@ class _Repl:
     async def run(self) -> int:
         """Serve lines until the input ends or ``quit``; return the exit status."""
         async with trio.open_nursery() as nursery:
-            if self.lines.terminal and _in_main_thread():
+            if self.lines.terminal and in_main_thread():
                 await nursery.start(self._watch_interrupts)
             with trio.CancelScope() as self.loop:
                 while not self.done:
@@ -395,9 +235,7 @@ class _Repl:
         rest = rest.strip()
         command = getattr(self, f"do_{name}", None)
         if name not in COMMANDS or command is None:
-            self.console.notice(
-                f"unknown command {_escaped(clip(name, 100))!r}; 'help' lists them"
-            )
+            self.console.notice(f"unknown command {escaped(clip(name, 100))!r}; 'help' lists them")
             return
         with trio.CancelScope() as scope:
             self.running = scope
@@ -408,8 +246,8 @@ class _Repl:
             except RequestError as exc:
                 detail = ""
                 if exc.data is not None:
-                    detail = f": {_escaped(clip(_json(exc.data), 2000))}"
-                message = _escaped(clip(exc.message, 2000))
+                    detail = f": {escaped(clip(_json(exc.data), 2000))}"
+                message = escaped(clip(exc.message, 2000))
                 self.console.notice(f"error {exc.code}: {message}{detail}")
             except trio.TooSlowError:
                 self.console.notice(f"no answer within {self.timeout} s (the server was told)")
@@ -427,7 +265,7 @@ class _Repl:
     async def do_help(self, rest: str) -> None:
         if rest:
             if rest not in COMMANDS:
-                raise _UsageError(f"no command {_escaped(clip(rest, 100))!r}")
+                raise _UsageError(f"no command {escaped(clip(rest, 100))!r}")
             usage, what = COMMANDS[rest]
             self.console.say(f"{rest} {usage}".rstrip() + f"\n    {what}")
             return
@@ -507,17 +345,17 @@ class _Repl:
     async def do_subscribe(self, rest: str) -> None:
         uri = _one_word(rest, "subscribe URI")
         await self.client.request("resources/subscribe", {"uri": uri}, timeout=self.timeout)
-        self.console.say(f"subscribed to {_escaped(clip(uri, 500))}")
+        self.console.say(f"subscribed to {escaped(clip(uri, 500))}")
 
     async def do_unsubscribe(self, rest: str) -> None:
         uri = _one_word(rest, "unsubscribe URI")
         await self.client.request("resources/unsubscribe", {"uri": uri}, timeout=self.timeout)
-        self.console.say(f"unsubscribed from {_escaped(clip(uri, 500))}")
+        self.console.say(f"unsubscribed from {escaped(clip(uri, 500))}")
 
     async def do_log(self, rest: str) -> None:
         level = _one_word(rest, "log LEVEL")
         await self.client.request("logging/setLevel", {"level": level}, timeout=self.timeout)
-        self.console.say(f"log level {_escaped(clip(level, 50))}")
+        self.console.say(f"log level {escaped(clip(level, 50))}")
 
     async def do_ping(self, rest: str) -> None:
         await self.client.request("ping", timeout=self.timeout)
@@ -584,12 +422,6 @@ class _UsageError(Exception):
     pass
 
 
-def _in_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
@@ -608,7 +440,7 @@ def _row(head: str, description: Any) -> str:
     if isinstance(description, str) and description.strip():
         first = description.strip().splitlines()[0]
         text += f"  {first}"
-    return _escaped(clip(text, 300))
+    return escaped(clip(text, 300))
 
 
 def _signature(schema: Any) -> str:

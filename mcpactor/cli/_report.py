@@ -12,7 +12,7 @@ import sys
 from typing import Final
 
 from .._exceptions import ConfigError, MCPActorError, PluginError
-from .._targets import TargetError
+from ..config import TargetError
 from ._extras import PURPOSES, ExtraMissing, extra_of
 
 __all__ = ["StartFailed", "failure_lines", "report", "say", "say_failure"]
@@ -37,7 +37,7 @@ def say(message: str, *, level: int = logging.INFO, exc_text: str | None = None)
     Lines after a message's first start with whitespace; ``exc_text`` (a traceback)
     follows as such lines, or in the JSON line's ``exc``.
     """
-    from ..observability._logs import escape_text, json_handler
+    from ..observability import escape_text, json_handler
 
     handler = json_handler()
     if handler is not None:
@@ -62,7 +62,7 @@ def report(exc: Exception, *, debug: bool, listen: str | None) -> int:
 
 def say_failure(lines: list[str], traceback_text: str | None = None) -> None:
     """Say what ``failure_lines`` made: the traceback, if any, then the short report."""
-    from ..observability._logs import escape_text, json_handler
+    from ..observability import escape_text, json_handler
 
     if traceback_text is not None and json_handler() is None:
         # As Python prints it, escaped; the short report closes it.

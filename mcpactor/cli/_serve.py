@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._exceptions import ConfigError
-from .._targets import TargetError, load_server
+from ..config import TargetError, load_server
 from ..server import Server
 from ._admin import check_admin, with_admin
 from ._auth import refuse_auth_on_stdio
@@ -37,7 +37,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     config = None
     if args.config:
-        from .._config import load_config
+        from ..config import load_config
 
         config = load_config(args.config)
         _apply_config(args, config, parser)
@@ -104,7 +104,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _stateless_options(args: argparse.Namespace) -> Any:
     # The sealing keys and listen keep-alive: the command line, the file, the environment.
-    from .._config_keys import state_sealer
+    from ..config import state_sealer
     from ..runtime import StatelessOptions
 
     options = StatelessOptions(sealer=state_sealer(args.state_key_file))
@@ -141,8 +141,8 @@ def _served_server(args: argparse.Namespace, config: Any) -> Server:
     if config is None and len(args.targets) == 1 and not overridden:
         (target,) = args.targets
         if "://" in target:
-            from .._config import target_configs
             from ..client import proxy_url
+            from ..config import target_configs
 
             (remote,) = target_configs([target], plugins=())
             try:
@@ -152,7 +152,7 @@ def _served_server(args: argparse.Namespace, config: Any) -> Server:
         if target in installed:
             return _load_plugin_in(entries, target, GROUP)
         return load_server(target)
-    from .._config import ServerConfig, assemble, target_configs
+    from ..config import ServerConfig, assemble, target_configs
 
     if config is not None:
         servers = list(config.servers)

@@ -43,9 +43,9 @@ def resolve_store(args: argparse.Namespace, config: Any) -> None:
     Raises:
         ConfigError: the URL or the prefix is not valid.
     """
-    from .._config_store import DEFAULT_PREFIX, prefix_problem
     from .._exceptions import ConfigError
-    from ..store._url import parse_store_url
+    from ..config import DEFAULT_PREFIX, prefix_problem
+    from ..store import parse_store_url
 
     table = config.store if config is not None else None
     url = None

@@ -7,6 +7,8 @@ async with connect_memory(server, initialize=True) as client:
 ```
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._connect import connect_memory as connect_memory
 from ._connect import connect_stdio as connect_stdio
 from ._errors import RequestCancelled as RequestCancelled
@@ -35,6 +37,11 @@ from ._stateless import AUTO as AUTO
 from ._subscription import Subscription as Subscription
 from ._websocket import connect_websocket as connect_websocket
 
+if TYPE_CHECKING:
+    from ._http11 import HttpPool as HttpPool
+    from ._http11 import HttpResponse as HttpResponse
+    from ._http11 import Url as Url
+
 __all__ = [
     "AUTO",
     "ClientArgs",
@@ -45,6 +52,8 @@ __all__ = [
     "Connector",
     "ElicitationHandler",
     "HeaderMismatch",
+    "HttpPool",
+    "HttpResponse",
     "MissingClientCapability",
     "NotificationPredicate",
     "ProgressHandler",
@@ -56,6 +65,7 @@ __all__ = [
     "Subscription",
     "ToolResult",
     "UnsupportedProtocolVersion",
+    "Url",
     "connect_http",
     "connect_memory",
     "connect_stdio",
@@ -79,3 +89,15 @@ for _name in (
 ):
     globals()[_name].__module__ = __name__
 del _name
+
+#: the HTTP/1.1 connection pool's names: it needs h11 (the http extra), so it is
+#: imported on first use
+_HTTP11 = frozenset({"HttpPool", "HttpResponse", "Url"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HTTP11:
+        from . import _http11
+
+        return getattr(_http11, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

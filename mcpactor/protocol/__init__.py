@@ -103,6 +103,8 @@ from ._revisions import SESSION_REVISIONS as SESSION_REVISIONS
 from ._revisions import STATELESS_REVISIONS as STATELESS_REVISIONS
 from ._revisions import Revision as Revision
 from ._revisions import negotiate as negotiate
+from ._sealing import KeyRing as KeyRing
+from ._sealing import SealingKey as SealingKey
 from ._sealing import StateRefused as StateRefused
 from ._sealing import StateSealer as StateSealer
 from ._session import LOG_LEVELS as LOG_LEVELS
@@ -188,6 +190,7 @@ __all__ = [
     "Initialized",
     "JSONObject",
     "JSONValue",
+    "KeyRing",
     "LineFramer",
     "LocalProtocolError",
     "MalformedReceived",
@@ -207,6 +210,7 @@ __all__ = [
     "ResponseReceived",
     "Revision",
     "RootsChanged",
+    "SealingKey",
     "Send",
     "ServerRequestReceived",
     "ServerSession",

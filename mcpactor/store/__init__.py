@@ -14,17 +14,25 @@ if TYPE_CHECKING:
     from ._bus import RedisBus as RedisBus
     from ._bus import open_redis_bus as open_redis_bus
     from ._events import RedisEventStore as RedisEventStore
+    from ._open import SharedStore as SharedStore
+    from ._open import open_shared_store as open_shared_store
     from ._relay import RedisRelay as RedisRelay
     from ._sessions import RedisSessionRecords as RedisSessionRecords
+    from ._snapshots import RedisSnapshots as RedisSnapshots
+    from ._snapshots import replica_summary as replica_summary
 
 __all__ = [
     "RedisBus",
     "RedisEventStore",
     "RedisRelay",
     "RedisSessionRecords",
+    "RedisSnapshots",
+    "SharedStore",
     "StoreURL",
     "open_redis_bus",
+    "open_shared_store",
     "parse_store_url",
+    "replica_summary",
 ]
 
 #: what needs coredis, by the module that holds it
@@ -34,6 +42,10 @@ _LAZY = {
     "RedisEventStore": "._events",
     "RedisRelay": "._relay",
     "RedisSessionRecords": "._sessions",
+    "RedisSnapshots": "._snapshots",
+    "replica_summary": "._snapshots",
+    "SharedStore": "._open",
+    "open_shared_store": "._open",
 }
 
 

@@ -13,9 +13,9 @@ import httpx
 import pytest
 import trio
 
-from mcpactor._config import AdminConfig, load_config
 from mcpactor._exceptions import ConfigError
 from mcpactor.cli import main
+from mcpactor.config import AdminConfig, load_config
 
 from .tokens import ISSUER, RESOURCE, Issuer
 

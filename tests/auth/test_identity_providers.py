@@ -22,9 +22,9 @@ from typing import Any, Final
 import pytest
 from joserfc import jwk, jws
 
-from mcpactor._config import parse_config
 from mcpactor.auth import InvalidToken, Principal, ResourceServer
 from mcpactor.cli._auth import build_resource_server
+from mcpactor.config import parse_config
 
 PAGE: Final = Path(__file__).resolve().parents[2] / "docs" / "authorization.md"
 RESOURCE: Final = "https://mcp.example.com/mcp"

@@ -114,7 +114,7 @@ def test_a_servers_words_reach_the_terminal_escaped_and_bounded() -> None:
 def test_arguments_nested_too_deeply_are_a_usage_error() -> None:
     import argparse
 
-    from mcpactor.cli import _json_object
+    from mcpactor.cli._arguments import json_object as _json_object
 
     with pytest.raises(argparse.ArgumentTypeError, match="nested too deeply"):
         _json_object('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")

@@ -16,11 +16,11 @@ import httpx
 import pytest
 import trio
 
-from mcpactor._config import parse_config
 from mcpactor._exceptions import ConfigError
 from mcpactor.cli import _build_parser
 from mcpactor.cli._extras import ExtraMissing
 from mcpactor.cli._observability import configure_observability
+from mcpactor.config import parse_config
 from mcpactor.observability import JsonFormatter
 from mcpactor.runtime._metrics import METRICS
 

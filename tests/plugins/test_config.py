@@ -15,7 +15,9 @@ import pytest
 import trio
 
 from mcpactor import PluginError, Server
-from mcpactor._config import (
+from mcpactor.cli import main
+from mcpactor.client import ClientSession, ProxyServer, connect_stdio, connect_websocket
+from mcpactor.config import (
     Config,
     ConfigError,
     HttpConfig,
@@ -25,8 +27,6 @@ from mcpactor._config import (
     load_config,
     target_configs,
 )
-from mcpactor.cli import main
-from mcpactor.client import ClientSession, ProxyServer, connect_stdio, connect_websocket
 from tests.client.conftest import text_of
 
 from .conftest import Site

@@ -14,8 +14,8 @@ import trio
 import trio.testing
 
 from mcpactor import TaskOptions
-from mcpactor._config import ConfigError, ServerConfig, assemble, load_config, parse_config
 from mcpactor.client import ProxyServer, connect_memory, connect_stdio
+from mcpactor.config import ConfigError, ServerConfig, assemble, load_config, parse_config
 from tests.client.conftest import text_of
 
 # Real processes, real time: generous, so only a hang trips it.

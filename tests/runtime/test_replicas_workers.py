@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from mcpactor._workers import replica_id, workers_refusal
+from mcpactor.cli._workers import replica_id, workers_refusal
 from mcpactor.runtime.http import Relayed, RelayKind
 
 

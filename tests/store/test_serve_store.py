@@ -18,8 +18,8 @@ import httpx
 import pytest
 import trio
 
-from mcpactor._config import load_config
 from mcpactor._exceptions import ConfigError
+from mcpactor.config import load_config
 
 from ..transports._cli import Served, server_file, serving
 from .conftest import free_port

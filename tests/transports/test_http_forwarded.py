@@ -22,9 +22,9 @@ import httpx
 import orjson
 import pytest
 
-from mcpactor._config import parse_config
 from mcpactor._exceptions import ConfigError
 from mcpactor.cli import _build_parser
+from mcpactor.config import parse_config
 from mcpactor.transports import HttpOptions
 from mcpactor.transports._forwarded import TrustedProxies, parse_networks
 from mcpactor.transports.http import HttpServerKind

@@ -18,9 +18,9 @@ from typing import Final
 import pytest
 import trio
 
-from mcpactor import _workers as workers_module
-from mcpactor._workers import WorkerFailure, bind_sockets, supervise
+from mcpactor.cli import _workers as workers_module
 from mcpactor.cli import main
+from mcpactor.cli._workers import WorkerFailure, bind_sockets, supervise
 
 from ._cli import Served, first_line, server_file, serving
 from ._http_client import McpClient, SocketClient
@@ -283,7 +283,7 @@ def test_the_config_file_can_ask_for_workers(
         on_ready()
         return 0
 
-    monkeypatch.setattr("mcpactor._workers.supervise", fake_supervise)
+    monkeypatch.setattr("mcpactor.cli._workers.supervise", fake_supervise)
     config = tmp_path / "mcpactor.toml"
     server = _server_file(tmp_path)
     config.write_text(

@@ -12,9 +12,9 @@ from typing import Any, Final
 
 import attrs
 
-from ._config_reader import Reader
-from ._exceptions import ConfigError
-from .store._url import StoreURL, parse_store_url
+from .._exceptions import ConfigError
+from ..store import StoreURL, parse_store_url
+from ._reader import Reader
 
 __all__ = ["DEFAULT_PREFIX", "StoreConfig", "prefix_problem", "read_store_config"]
 

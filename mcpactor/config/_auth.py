@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import attrs
 
-from ._config_reader import Reader
+from ._reader import Reader
 
 __all__ = ["AUTH_KEYS", "AuthConfig", "read_auth_config"]
 
@@ -87,37 +87,16 @@ def read_auth_config(reader: Reader, table: Mapping[str, Any]) -> AuthConfig:
     resource = reader.optional(table, "resource", str)
     if resource is not None:
         _url(reader, "resource", resource)
-    audiences = reader.string_list(table, "audiences") or ()
-    for audience in audiences:
-        if not audience or len(audience) > 2048 or not audience.isprintable() or " " in audience:
-            raise reader.error("audiences", "expected names without spaces", audience)
+    audiences = _audiences(reader, table)
     introspection_url = reader.optional(table, "introspection_url", str)
     if introspection_url is not None:
         _url(reader, "introspection_url", introspection_url)
-    scopes: dict[str, tuple[str, ...] | None] = {}
-    for key in ("required_scopes", "scopes_supported", "algorithms"):
-        values = reader.string_list(table, key)
-        for value in values or ():
-            if not value or any(c in value for c in ' "\\') or not value.isprintable():
-                raise reader.error(
-                    key, "expected names without spaces, quotes or backslashes", value
-                )
-        scopes[key] = values
-    algorithms = scopes["algorithms"]
-    if algorithms is not None:
-        if not algorithms:
-            raise reader.error("algorithms", "expected at least one algorithm", [])
-        if any(name.lower() == "none" for name in algorithms):
-            raise reader.error("algorithms", "'none' is never accepted", list(algorithms))
+    names = _names(reader, table)
     leeway = reader.optional(table, "leeway_seconds", (int, float))
     if leeway is not None and not 0 <= leeway <= 600:
         raise reader.error("leeway_seconds", "expected seconds from 0 to 600", leeway)
     scope_prefix = reader.optional(table, "scope_prefix", str)
-    if scope_prefix is not None and (
-        not scope_prefix
-        or any(c in scope_prefix for c in ' "\\')
-        or not scope_prefix.isprintable()
-    ):
+    if scope_prefix is not None and not _is_name(scope_prefix):
         raise reader.error(
             "scope_prefix", "expected text without spaces, quotes or backslashes", scope_prefix
         )
@@ -132,25 +111,19 @@ def read_auth_config(reader: Reader, table: Mapping[str, Any]) -> AuthConfig:
     for key in ("jwks_file", "client_secret_file"):
         file = reader.optional(table, key, str)
         files[key] = str(reader.directory / file) if file is not None else None
-    verifier = reader.optional(table, "verifier", str)
-    if verifier is not None:
-        spec, colon, function = verifier.partition(":")
-        if not colon or not spec or not function:
-            raise reader.error("verifier", "expected 'module:function'", verifier)
-        if spec.endswith(".py") or "/" in spec:
-            verifier = f"{reader.directory / spec}:{function}"
+    verifier = reader.reference(table, "verifier")
     return AuthConfig(
         issuers=issuers,
         resource=resource,
         audiences=audiences,
-        required_scopes=scopes["required_scopes"] or (),
-        scopes_supported=scopes["scopes_supported"],
+        required_scopes=names["required_scopes"] or (),
+        scopes_supported=names["scopes_supported"],
         scope_prefix=scope_prefix,
         jwks_file=files["jwks_file"],
         introspection_url=introspection_url,
         client_id=reader.optional(table, "client_id", str),
         client_secret_file=files["client_secret_file"],
-        algorithms=algorithms,
+        algorithms=names["algorithms"],
         leeway_seconds=float(leeway) if leeway is not None else None,
         require_at_jwt=reader.optional(table, "require_at_jwt", bool, False),
         introspection_cache_seconds=float(cache) if cache is not None else None,
@@ -160,6 +133,38 @@ def read_auth_config(reader: Reader, table: Mapping[str, Any]) -> AuthConfig:
         hide_unauthorized=reader.optional(table, "hide_unauthorized", bool, False),
         verifier=verifier,
     )
+
+
+def _audiences(reader: Reader, table: Mapping[str, Any]) -> tuple[str, ...]:
+    audiences = reader.string_list(table, "audiences") or ()
+    for audience in audiences:
+        if not audience or len(audience) > 2048 or not audience.isprintable() or " " in audience:
+            raise reader.error("audiences", "expected names without spaces", audience)
+    return audiences
+
+
+def _names(reader: Reader, table: Mapping[str, Any]) -> dict[str, tuple[str, ...] | None]:
+    # The lists of scopes and algorithms: names that go into headers and metadata.
+    names: dict[str, tuple[str, ...] | None] = {}
+    for key in ("required_scopes", "scopes_supported", "algorithms"):
+        values = reader.string_list(table, key)
+        for value in values or ():
+            if not _is_name(value):
+                raise reader.error(
+                    key, "expected names without spaces, quotes or backslashes", value
+                )
+        names[key] = values
+    algorithms = names["algorithms"]
+    if algorithms is not None:
+        if not algorithms:
+            raise reader.error("algorithms", "expected at least one algorithm", [])
+        if any(name.lower() == "none" for name in algorithms):
+            raise reader.error("algorithms", "'none' is never accepted", list(algorithms))
+    return names
+
+
+def _is_name(value: str) -> bool:
+    return bool(value) and not any(c in value for c in ' "\\') and value.isprintable()
 
 
 def _url(reader: Reader, key: str, value: str) -> None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any, Final
 
-from ._exceptions import ConfigError
+from .._exceptions import ConfigError
 
 __all__ = ["NOT_A_NAME", "Reader", "key_parts", "line_of"]
 
@@ -42,7 +42,7 @@ class Reader:
         full = self._key(key)
         return ConfigError(f"{self.source}: {full}: {expected}, got {got!r}{self._line(full)}")
 
-    def known(self, table: Mapping[str, Any], keys: set[str]) -> None:
+    def known(self, table: Mapping[str, Any], keys: Set[str]) -> None:
         for key in table:
             if key not in keys:
                 full = self._key(key)
@@ -94,6 +94,18 @@ class Reader:
             if not isinstance(item, str):
                 raise self.nested(key).error(name, "expected a string", item)
         return dict(value)
+
+    def reference(self, table: Mapping[str, Any], key: str) -> str | None:
+        """A ``module:function`` value; a ``path/file.py:function`` path is the file's."""
+        value = self.optional(table, key, str)
+        if value is None:
+            return None
+        spec, colon, function = value.partition(":")
+        if not colon or not spec or not function:
+            raise self.error(key, "expected 'module:function'", value)
+        if spec.endswith(".py") or "/" in spec:
+            return f"{self.directory / spec}:{function}"
+        return str(value)
 
     def string_list(self, table: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
         if key not in table:

@@ -14,8 +14,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-from ._exceptions import MCPActorError
-from .server import Server
+from .._exceptions import MCPActorError
+from ..server import Server
 
 __all__ = ["TargetError", "load_hook", "load_server"]
 
@@ -64,7 +64,7 @@ def load_server(target: str) -> Server:
 
 
 def _not_found(target: str) -> str:
-    from .plugins import plugin_names
+    from ..plugins import plugin_names
 
     installed = plugin_names()
     return "\n".join(
@@ -99,7 +99,7 @@ def load_hook(reference: str, *, option: str) -> Callable[..., Any]:
 
 
 def _import_target(target: str, spec: str) -> ModuleType:
-    from .plugins import _describe_failure
+    from ..plugins import _describe_failure
 
     if spec.endswith(".py") or "/" in spec:
         return _import_file(target, Path(spec))
@@ -131,7 +131,7 @@ def _import_target(target: str, spec: str) -> ModuleType:
 def _import_file(target: str, path: Path) -> ModuleType:
     from importlib.util import module_from_spec, spec_from_file_location
 
-    from .plugins import _describe_failure
+    from ..plugins import _describe_failure
 
     if not path.is_file():
         raise TargetError(f"{target!r}: no such file {str(path)!r}")

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from ._exceptions import ConfigError
-from .protocol._sealing import KeyRing, SealingKey, StateSealer
+from .._exceptions import ConfigError
+from ..protocol import KeyRing, SealingKey, StateSealer
 
 __all__ = ["STATE_KEYS_ENV", "parse_state_keys", "read_state_keys", "state_sealer"]
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import attrs
 
-from ._config_reader import NOT_A_NAME
-from ._exceptions import ConfigError, PluginError
+from .._exceptions import ConfigError, PluginError
+from .._version import __version__
+from ..server import Server
+from ._reader import NOT_A_NAME
 from ._targets import TargetError, load_server
-from ._version import __version__
-from .server import Server
 
 __all__ = ["MountConflict", "ServerConfig", "assemble", "target_configs"]
 
@@ -109,8 +109,8 @@ def assemble(
             or two servers serve the same name or URI (the message names both).
         ConfigError: two servers have the same name.
     """
-    from .client import proxy_stdio, proxy_url
-    from .plugins import discover
+    from ..client import proxy_stdio, proxy_url
+    from ..plugins import discover
 
     seen: set[str] = set()
     for spec in servers:
@@ -172,7 +172,7 @@ def assemble(
 def _failed(config: ServerConfig, exc: BaseException) -> PluginError:
     if isinstance(exc, PluginError):
         return exc
-    from .plugins import _describe_failure
+    from ..plugins import _describe_failure
 
     origin = config.target or config.url or " ".join(config.command or ())
     # A TargetError already says what and where; another error is described here.

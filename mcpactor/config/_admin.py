@@ -11,14 +11,12 @@ from typing import Any, Final
 
 import attrs
 
-from ._config_reader import Reader
+from ._reader import Reader
 
-__all__ = ["ADMIN_KEYS", "DEFAULT_ADMIN_SCOPE", "AdminConfig", "read_admin_config"]
+__all__ = ["ADMIN_KEYS", "AdminConfig", "read_admin_config"]
 
 #: every key of the table
 ADMIN_KEYS: Final = ("listen", "token_file", "allow_remote", "scope")
-#: the scope a bearer token of the server's authorization must grant to be an admin's
-DEFAULT_ADMIN_SCOPE: Final = "mcpactor:admin"
 
 
 @attrs.frozen

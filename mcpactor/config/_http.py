@@ -12,10 +12,14 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from ._config_reader import Reader
-from ._exceptions import ConfigError
-from .transports._forwarded import FORWARDED_HEADERS, parse_networks
-from .transports._http_options import _LIMITS, _POSITIVE_SECONDS
+from .._exceptions import ConfigError
+from ..transports import (
+    FORWARDED_HEADERS,
+    HTTP_LIMIT_OPTIONS,
+    HTTP_TIMEOUT_OPTIONS,
+    parse_networks,
+)
+from ._reader import Reader
 
 __all__ = ["HttpConfig", "read_http_config"]
 
@@ -85,8 +89,8 @@ class HttpConfig:
 
 #: the [http] keys that are HttpOptions fields, by kind
 _HTTP_PATH_KEYS: Final = ("health_path", "sse_path", "messages_path", "websocket_path")
-_HTTP_COUNT_KEYS: Final = _LIMITS
-_HTTP_SECONDS_KEYS: Final = _POSITIVE_SECONDS
+_HTTP_COUNT_KEYS: Final = HTTP_LIMIT_OPTIONS
+_HTTP_SECONDS_KEYS: Final = HTTP_TIMEOUT_OPTIONS
 _HTTP_OPTION_KEYS: Final = (
     "response_mode",
     "tls_cert",
@@ -103,23 +107,26 @@ _HTTP_OPTION_KEYS: Final = (
 )
 
 
+#: every key of the table
+_HTTP_KEYS: Final = frozenset(
+    {
+        "host",
+        "port",
+        "path",
+        "stateless",
+        "json_response",
+        "allowed_hosts",
+        "allowed_origins",
+        "server",
+        "workers",
+        *_HTTP_OPTION_KEYS,
+    }
+)
+
+
 def read_http_config(reader: Reader, table: Mapping[str, Any]) -> HttpConfig:
     """Check and convert the ``[http]`` table."""
-    reader.known(
-        table,
-        {
-            "host",
-            "port",
-            "path",
-            "stateless",
-            "json_response",
-            "allowed_hosts",
-            "allowed_origins",
-            "server",
-            "workers",
-            *_HTTP_OPTION_KEYS,
-        },
-    )
+    reader.known(table, _HTTP_KEYS)
     port = reader.optional(table, "port", int, 8000)
     if isinstance(port, bool) or not 0 <= port <= 65535:
         raise reader.error("port", "expected a port number from 0 to 65535", port)
@@ -139,52 +146,10 @@ def read_http_config(reader: Reader, table: Mapping[str, Any]) -> HttpConfig:
                 "expected 'json' or nothing with json_response = true",
                 response_mode,
             )
-    given: dict[str, Any] = {}
-    for key in ("tls_cert", "tls_key"):
-        file = reader.optional(table, key, str)
-        if file is not None:
-            given[key] = str(reader.directory / file)
-    if ("tls_cert" in given) != ("tls_key" in given):
-        key = "tls_key" if "tls_cert" in given else "tls_cert"
-        raise ConfigError(
-            f"{reader.source}: {reader._key(key)}: missing; HTTPS needs tls_cert and tls_key"
-        )
-    authenticate = reader.optional(table, "authenticate", str)
-    if authenticate is not None:
-        spec, colon, function = authenticate.partition(":")
-        if not colon or not spec or not function:
-            raise reader.error("authenticate", "expected 'module:function'", authenticate)
-        if spec.endswith(".py") or "/" in spec:
-            authenticate = f"{reader.directory / spec}:{function}"
-    for key in _HTTP_PATH_KEYS:
-        if key in table:
-            value = table[key]
-            if value is not False and not (isinstance(value, str) and value.startswith("/")):
-                raise reader.error(key, "expected a path starting with '/', or false", value)
-            given[key] = value
-    for key in _HTTP_COUNT_KEYS:
-        count = reader.optional(table, key, int)
-        if count is not None:
-            if count < 1:
-                raise reader.error(key, "expected a positive integer", count)
-            given[key] = count
-    for key in _HTTP_SECONDS_KEYS:
-        seconds = reader.seconds(table, key)
-        if seconds is not None:
-            given[key] = seconds
-    proxies = reader.string_list(table, "forwarded_allow_ips")
-    if proxies is not None:
-        try:
-            parse_networks(proxies, option="forwarded_allow_ips")
-        except ValueError:
-            raise reader.error(
-                "forwarded_allow_ips", "expected IP addresses or networks", proxies
-            ) from None
-        given["forwarded_allow_ips"] = proxies
-    if "forwarded_header" in table:
-        given["forwarded_header"] = reader.choice(
-            table, "forwarded_header", FORWARDED_HEADERS, "x-forwarded-for"
-        )
+    given = _tls(reader, table)
+    authenticate = reader.reference(table, "authenticate")
+    given.update(_limits(reader, table))
+    given.update(_forwarded(reader, table))
     return HttpConfig(
         host=reader.optional(table, "host", str, "127.0.0.1"),
         port=port,
@@ -202,3 +167,59 @@ def read_http_config(reader: Reader, table: Mapping[str, Any]) -> HttpConfig:
         access_log=reader.optional(table, "access_log", bool),
         **given,
     )
+
+
+def _tls(reader: Reader, table: Mapping[str, Any]) -> dict[str, Any]:
+    # Both files or neither; a relative path is the config file's neighbour.
+    given: dict[str, Any] = {}
+    for key in ("tls_cert", "tls_key"):
+        file = reader.optional(table, key, str)
+        if file is not None:
+            given[key] = str(reader.directory / file)
+    if ("tls_cert" in given) != ("tls_key" in given):
+        key = "tls_key" if "tls_cert" in given else "tls_cert"
+        raise ConfigError(
+            f"{reader.source}: {reader._key(key)}: missing; HTTPS needs tls_cert and tls_key"
+        )
+    return given
+
+
+def _limits(reader: Reader, table: Mapping[str, Any]) -> dict[str, Any]:
+    # The endpoints' paths (false: switched off), the counts and the timeouts.
+    given: dict[str, Any] = {}
+    for key in _HTTP_PATH_KEYS:
+        if key in table:
+            value = table[key]
+            if value is not False and not (isinstance(value, str) and value.startswith("/")):
+                raise reader.error(key, "expected a path starting with '/', or false", value)
+            given[key] = value
+    for key in _HTTP_COUNT_KEYS:
+        count = reader.optional(table, key, int)
+        if count is not None:
+            if count < 1:
+                raise reader.error(key, "expected a positive integer", count)
+            given[key] = count
+    for key in _HTTP_SECONDS_KEYS:
+        seconds = reader.seconds(table, key)
+        if seconds is not None:
+            given[key] = seconds
+    return given
+
+
+def _forwarded(reader: Reader, table: Mapping[str, Any]) -> dict[str, Any]:
+    # The reverse proxies whose forwarded client address is honoured, and its header.
+    given: dict[str, Any] = {}
+    proxies = reader.string_list(table, "forwarded_allow_ips")
+    if proxies is not None:
+        try:
+            parse_networks(proxies, option="forwarded_allow_ips")
+        except ValueError:
+            raise reader.error(
+                "forwarded_allow_ips", "expected IP addresses or networks", proxies
+            ) from None
+        given["forwarded_allow_ips"] = proxies
+    if "forwarded_header" in table:
+        given["forwarded_header"] = reader.choice(
+            table, "forwarded_header", FORWARDED_HEADERS, "x-forwarded-for"
+        )
+    return given

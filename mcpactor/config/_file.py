@@ -5,36 +5,36 @@
 # ``module:attr`` or a ``.py`` path, remote servers as a stdio ``command`` or a ``url``;
 # their prefixes, limits and tool timeouts; the sessions' task limits; the keys of
 # stateless requests' sealed states (``[stateless]``); and the transport,
-# with the HTTP server's settings (the ``[http]`` table, _config_http.py) and its
-# authorization (the ``[auth]`` table, _config_auth.py) and the admin listener (the
-# ``[admin]`` table, _config_admin.py), and the Redis store replicas share (the
-# ``[store]`` table, _config_store.py). Parsing checks
-# every key and names the one that is wrong (_config_reader.py). The servers read here
+# with the HTTP server's settings (the ``[http]`` table, _http.py) and its
+# authorization (the ``[auth]`` table, _auth.py) and the admin listener (the
+# ``[admin]`` table, _admin.py), and the Redis store replicas share (the
+# ``[store]`` table, _store.py). Parsing checks
+# every key and names the one that is wrong (_reader.py). The servers read here
 # become one Server in _assemble.py, which the command line shares.
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 
+from .._exceptions import ConfigError
+from ..runtime import TaskOptions
+from ._admin import AdminConfig
+from ._admin import read_admin_config as _admin_config
 from ._assemble import MountConflict, ServerConfig, assemble, target_configs
-from ._config_admin import AdminConfig
-from ._config_admin import read_admin_config as _admin_config
-from ._config_auth import AuthConfig
-from ._config_auth import read_auth_config as _auth_config
-from ._config_http import HttpConfig
-from ._config_http import read_http_config as _http_config
-from ._config_reader import NOT_A_NAME
-from ._config_reader import Reader as _Reader
-from ._config_store import StoreConfig
-from ._config_store import read_store_config as _store_config
-from ._exceptions import ConfigError
-from .runtime import TaskOptions
+from ._auth import AuthConfig
+from ._auth import read_auth_config as _auth_config
+from ._http import HttpConfig
+from ._http import read_http_config as _http_config
+from ._reader import NOT_A_NAME
+from ._reader import Reader as _Reader
+from ._store import StoreConfig
+from ._store import read_store_config as _store_config
 
 __all__ = [
     "AdminConfig",
@@ -54,6 +54,27 @@ __all__ = [
 
 CONFIG_NAME: Final = "mcpactor.toml"
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: every key of the file's top table
+_KEYS: Final = frozenset(
+    {
+        "servers",
+        "transport",
+        "http",
+        "prefix",
+        "strict",
+        "env",
+        "log_level",
+        "grace",
+        "tasks",
+        "stateless",
+        "auth",
+        "log_format",
+        "observability",
+        "admin",
+        "store",
+    }
+)
+_T = TypeVar("_T")
 
 
 @attrs.frozen
@@ -86,9 +107,9 @@ class Config:
     log_format: str | None = None
     #: ``[observability] otel``: an OpenTelemetry span per request
     otel: bool = False
-    #: ``[admin]``: the admin listener (_config_admin.py); None: no table
+    #: ``[admin]``: the admin listener (_admin.py); None: no table
     admin: AdminConfig | None = None
-    #: ``[store]``: the Redis store shared by replicas (_config_store.py); None: no table
+    #: ``[store]``: the Redis store shared by replicas (_store.py); None: no table
     store: StoreConfig | None = None
 
 
@@ -154,26 +175,7 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
         ConfigError: a key is unknown or its value is wrong; the message names it.
     """
     reader = _Reader(source, key)
-    reader.known(
-        data,
-        {
-            "servers",
-            "transport",
-            "http",
-            "prefix",
-            "strict",
-            "env",
-            "log_level",
-            "grace",
-            "tasks",
-            "stateless",
-            "auth",
-            "log_format",
-            "observability",
-            "admin",
-            "store",
-        },
-    )
+    reader.known(data, _KEYS)
     transport = reader.choice(data, "transport", ("stdio", "http"), "stdio")
     log_level = reader.optional(data, "log_level", str)
     if log_level is not None and log_level.upper() not in _LOG_LEVELS:
@@ -204,11 +206,7 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
         env=reader.strings(data, "env"),
         log_level=log_level.upper() if log_level is not None else None,
         grace=float(grace) if grace is not None else None,
-        tasks=(
-            _tasks_config(reader.nested("tasks"), reader.table(data, "tasks"))
-            if "tasks" in data
-            else None
-        ),
+        tasks=_table(reader, data, "tasks", _tasks_config),
         # A relative path is the config file's neighbour, as ``target`` files are.
         state_keys_file=source.parent / keys_file if keys_file is not None else None,
         keepalive=keepalive,
@@ -218,22 +216,20 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
             else None
         ),
         otel=observability_reader.optional(observability, "otel", bool, False),
-        auth=(
-            _auth_config(reader.nested("auth"), reader.table(data, "auth"))
-            if "auth" in data
-            else None
-        ),
-        admin=(
-            _admin_config(reader.nested("admin"), reader.table(data, "admin"))
-            if "admin" in data
-            else None
-        ),
-        store=(
-            _store_config(reader.nested("store"), reader.table(data, "store"))
-            if "store" in data
-            else None
-        ),
+        auth=_table(reader, data, "auth", _auth_config),
+        admin=_table(reader, data, "admin", _admin_config),
+        store=_table(reader, data, "store", _store_config),
     )
+
+
+def _table(
+    reader: _Reader,
+    data: Mapping[str, Any],
+    key: str,
+    read: Callable[[_Reader, Mapping[str, Any]], _T],
+) -> _T | None:
+    # A table the file may leave out: None then, not a table of defaults.
+    return read(reader.nested(key), reader.table(data, key)) if key in data else None
 
 
 def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
