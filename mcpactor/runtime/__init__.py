@@ -31,13 +31,23 @@ from ._tasks import TaskManager as TaskManager
 from ._tasks import TaskOptions as TaskOptions
 from ._tasks import TaskStatistics as TaskStatistics
 from ._threads import check_cancelled as check_cancelled
+from ._views import HostView as HostView
+from ._views import HttpSessionView as HttpSessionView
+from ._views import ManagerView as ManagerView
+from ._views import RequestView as RequestView
+from ._views import SessionView as SessionView
+from ._views import StreamView as StreamView
+from ._views import TaskView as TaskView
 
 __all__ = [
     "ChangeBus",
     "ChangeEvent",
     "ConflictDetector",
+    "HostView",
+    "HttpSessionView",
     "InMemoryBus",
     "Listener",
+    "ManagerView",
     "Observatory",
     "OffloadError",
     "Outbound",
@@ -46,17 +56,21 @@ __all__ = [
     "ProcessPool",
     "ProcessPoolStatistics",
     "Received",
+    "RequestView",
     "SessionActor",
     "SessionOptions",
     "SessionStatistics",
+    "SessionView",
     "StartGate",
     "StatelessHost",
     "StatelessOptions",
     "StatelessStatistics",
     "StreamSignal",
+    "StreamView",
     "TaskManager",
     "TaskOptions",
     "TaskStatistics",
+    "TaskView",
     "check_cancelled",
     "collect_when_quiet",
     "current_observatory",

@@ -88,6 +88,7 @@ from ._bus import ChangeEvent
 from ._metrics import CANCELLED, ERROR, METRICS, OK
 from ._peer_base import Relay, Sessionless
 from ._task_store import TaskCommand, TaskRecord, TaskStore
+from ._views import TaskView
 
 if TYPE_CHECKING:
     from ..server._tasks import SessionTaskHost, TaskHost
@@ -590,6 +591,21 @@ class _TaskTable:
         finally:
             self._reaping = False
             self._wake_reaper = None
+
+    def view(self, limit: int | None = None) -> tuple[TaskView, ...]:
+        """The first ``limit`` tasks (all by default), in the order they were made."""
+        return tuple(
+            TaskView(
+                id=task.state.task_id,
+                status=task.state.status,
+                created=task.state.created_at,
+                expires=task.state.expires_at,
+                message=task.state.status_message,
+                terminal=task.state.terminal,
+                principal=task.principal,
+            )
+            for task in list(self._tasks.values())[: None if limit is None else max(0, limit)]
+        )
 
 
 class TaskManager(_TaskTable):
