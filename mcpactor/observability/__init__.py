@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..runtime._metrics import METRICS as METRICS
-from ..runtime._metrics import Metrics as Metrics
+from ..runtime import METRICS as METRICS
+from ..runtime import Metrics as Metrics
 from ._logs import JsonFormatter as JsonFormatter
 from ._logs import TextFormatter as TextFormatter
+from ._logs import escape_text as escape_text
+from ._logs import json_handler as json_handler
 from ._logs import use_json_logs as use_json_logs
 from ._logs import use_text_logs as use_text_logs
 
@@ -35,6 +37,8 @@ __all__ = [
     "TextFormatter",
     "disable_tracing",
     "enable_tracing",
+    "escape_text",
+    "json_handler",
     "render_metrics",
     "use_json_logs",
     "use_text_logs",

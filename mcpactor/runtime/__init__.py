@@ -13,6 +13,13 @@ from ._messages import Outbox as Outbox
 from ._messages import SessionOptions as SessionOptions
 from ._messages import SessionStatistics as SessionStatistics
 from ._messages import StreamSignal as StreamSignal
+from ._metrics import BUCKETS as BUCKETS
+from ._metrics import CANCELLED as CANCELLED
+from ._metrics import ERROR as ERROR
+from ._metrics import LOG_CONTEXT as LOG_CONTEXT
+from ._metrics import METRICS as METRICS
+from ._metrics import Metrics as Metrics
+from ._metrics import RequestTrace as RequestTrace
 from ._offload import OffloadError as OffloadError
 from ._offload import ProcessPool as ProcessPool
 from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
@@ -40,6 +47,11 @@ from ._views import StreamView as StreamView
 from ._views import TaskView as TaskView
 
 __all__ = [
+    "BUCKETS",
+    "CANCELLED",
+    "ERROR",
+    "LOG_CONTEXT",
+    "METRICS",
     "ChangeBus",
     "ChangeEvent",
     "ConflictDetector",
@@ -48,6 +60,7 @@ __all__ = [
     "InMemoryBus",
     "Listener",
     "ManagerView",
+    "Metrics",
     "Observatory",
     "OffloadError",
     "Outbound",
@@ -56,6 +69,7 @@ __all__ = [
     "ProcessPool",
     "ProcessPoolStatistics",
     "Received",
+    "RequestTrace",
     "RequestView",
     "SessionActor",
     "SessionOptions",
