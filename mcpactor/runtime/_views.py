@@ -3,13 +3,14 @@
 # Each actor that the Observatory watches says what it holds at one instant through one
 # method at the end of its class: ``SessionActor.view``, ``HttpSession.view``,
 # ``SessionManager.view``, ``StatelessHost.view`` and the task tables' ``view``. The
-# snapshot (``_snapshot.py``) reads these values and nothing else of the actors, so an
+# snapshot (``_snapshot.py``) reads these values, never the actors' attributes, so an
 # actor may keep its state however it likes as long as its ``view`` still says it.
 #
 # A view holds plain values (ids, times on trio's clock, counts) and, where the tree goes
 # on or an action needs one, the live object to go through (a session's actor and task
 # table, a table's sessions): the snapshot asks those for their own views, and the
-# actions use their public methods, never their insides. The actors' modules import this
+# actions use their public methods (a stateless request's ``cancel``, found in its
+# host's public ``flights``), never their insides. The actors' modules import this
 # one, so it names their classes in comments only (a type would be an import cycle).
 
 from __future__ import annotations
