@@ -14,11 +14,11 @@ from quart_trio import QuartTrio
 
 from ..runtime import Observatory
 from . import _app
-from ._app import ADMIN_COOKIE as ADMIN_COOKIE
 from ._app import ADMIN_MAX_CONNECTIONS as ADMIN_MAX_CONNECTIONS
 from ._app import DEFAULT_ADMIN_SCOPE as DEFAULT_ADMIN_SCOPE
 from ._app import add_routes as add_routes
 from ._app import serve_admin as serve_admin
+from ._credentials import ADMIN_COOKIE as ADMIN_COOKIE
 
 if TYPE_CHECKING:
     from ..auth import ResourceServer

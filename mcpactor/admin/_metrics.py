@@ -9,7 +9,7 @@ from __future__ import annotations
 from quart import Response
 from quart_trio import QuartTrio
 
-from ..observability._prometheus import CONTENT_TYPE, render_metrics
+from ..observability import CONTENT_TYPE, render_metrics
 from ..runtime import Observatory
 from ._app import add_routes
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._jwt import JwtVerifier as JwtVerifier
     from ._resource import METADATA_PATH as METADATA_PATH
     from ._resource import ResourceServer as ResourceServer
+    from ._resource import bearer_token as bearer_token
     from ._verifier import TokenVerifier as TokenVerifier
 
 # Every server imports the errors and Principal (its handlers see them); the resource
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 _CORE = {
     "METADATA_PATH": "._resource",
     "ResourceServer": "._resource",
+    "bearer_token": "._resource",
     "TokenVerifier": "._verifier",
 }
 #: what needs the ``auth`` extra
@@ -59,6 +61,7 @@ __all__ = [
     "ResourceServer",
     "TokenVerifier",
     "VerifierUnavailable",
+    "bearer_token",
     "verifier_from",
 ]
 

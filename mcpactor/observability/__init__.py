@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..runtime._metrics import METRICS as METRICS
-from ..runtime._metrics import Metrics as Metrics
+from ..runtime import METRICS as METRICS
+from ..runtime import Metrics as Metrics
 from ._logs import JsonFormatter as JsonFormatter
 from ._logs import TextFormatter as TextFormatter
 from ._logs import escape_text as escape_text

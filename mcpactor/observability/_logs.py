@@ -27,8 +27,8 @@ from typing import Any, Final, TextIO
 
 import orjson
 
-from ..protocol._bounded import describe, error_text
-from ..runtime._metrics import LOG_CONTEXT, METRICS
+from ..protocol import describe, error_text
+from ..runtime import LOG_CONTEXT, METRICS
 
 __all__ = [
     "MAX_ARGUMENT",

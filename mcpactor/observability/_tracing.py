@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from ..protocol._bounded import describe
-from ..runtime._metrics import CANCELLED, ERROR, METRICS, RequestTrace
+from ..protocol import describe
+from ..runtime import CANCELLED, ERROR, METRICS, RequestTrace
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context as OtelContext

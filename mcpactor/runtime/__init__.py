@@ -13,6 +13,13 @@ from ._messages import Outbox as Outbox
 from ._messages import SessionOptions as SessionOptions
 from ._messages import SessionStatistics as SessionStatistics
 from ._messages import StreamSignal as StreamSignal
+from ._metrics import BUCKETS as BUCKETS
+from ._metrics import CANCELLED as CANCELLED
+from ._metrics import ERROR as ERROR
+from ._metrics import LOG_CONTEXT as LOG_CONTEXT
+from ._metrics import METRICS as METRICS
+from ._metrics import Metrics as Metrics
+from ._metrics import RequestTrace as RequestTrace
 from ._offload import OffloadError as OffloadError
 from ._offload import ProcessPool as ProcessPool
 from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
@@ -28,16 +35,32 @@ from ._stateless import StatelessHost as StatelessHost
 from ._stateless import StatelessOptions as StatelessOptions
 from ._stateless import StatelessStatistics as StatelessStatistics
 from ._threads import check_cancelled as check_cancelled
+from ._views import HostView as HostView
+from ._views import HttpSessionView as HttpSessionView
+from ._views import ManagerView as ManagerView
+from ._views import RequestView as RequestView
+from ._views import SessionView as SessionView
+from ._views import StreamView as StreamView
+from ._views import TaskView as TaskView
 from .tasks import TaskManager as TaskManager
 from .tasks import TaskOptions as TaskOptions
 from .tasks import TaskStatistics as TaskStatistics
 
 __all__ = [
+    "BUCKETS",
+    "CANCELLED",
+    "ERROR",
+    "LOG_CONTEXT",
+    "METRICS",
     "ChangeBus",
     "ChangeEvent",
     "ConflictDetector",
+    "HostView",
+    "HttpSessionView",
     "InMemoryBus",
     "Listener",
+    "ManagerView",
+    "Metrics",
     "Observatory",
     "OffloadError",
     "Outbound",
@@ -46,17 +69,22 @@ __all__ = [
     "ProcessPool",
     "ProcessPoolStatistics",
     "Received",
+    "RequestTrace",
+    "RequestView",
     "SessionActor",
     "SessionOptions",
     "SessionStatistics",
+    "SessionView",
     "StartGate",
     "StatelessHost",
     "StatelessOptions",
     "StatelessStatistics",
     "StreamSignal",
+    "StreamView",
     "TaskManager",
     "TaskOptions",
     "TaskStatistics",
+    "TaskView",
     "check_cancelled",
     "collect_when_quiet",
     "current_observatory",

@@ -83,6 +83,7 @@ from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
 from ._offload import ProcessPool
 from ._peer import PrincipalHolder, _Pending
 from ._starts import StartGate, current_start_gate
+from ._views import RequestView, SessionView
 from .tasks import TaskManager
 
 __all__ = ["Received", "SessionActor"]
@@ -673,3 +674,28 @@ class SessionActor(ChangeNotices):
             await hook(ctx)
         except Exception:
             _log.exception("roots-changed hook %r failed", hook)
+
+    def view(self) -> SessionView:
+        """What the session is serving at this instant, for the live tree."""
+        requests = []
+        for request_id, scope in self._scopes.items():
+            flight = self._flights.get(request_id)
+            if flight is None:
+                # Opened in this very step, its actor not started yet.
+                started, method, params, progress = None, None, None, None
+            else:
+                started, request, ctx = flight
+                method, params, progress = request.method, request.params, ctx._last_progress
+            deadline, cancelled = scope.deadline, scope.cancel_called
+            requests.append(
+                RequestView(request_id, method, params, started, progress, deadline, cancelled)
+            )
+        negotiated = self.core.negotiated
+        return SessionView(
+            requests=tuple(requests),
+            revision=negotiated.revision.version if negotiated is not None else None,
+            client_info=negotiated.client_info if negotiated is not None else None,
+            server=self.server,
+            tasks=self.tasks,
+            processes=self._processes,
+        )

@@ -62,6 +62,7 @@ from ._messages import SessionOptions
 from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
 from ._offload import ProcessPool, call_handler
 from ._peer_base import Sessionless, principal_of
+from ._views import HostView, RequestView
 
 if TYPE_CHECKING:
     from ..auth._principal import Principal
@@ -493,6 +494,26 @@ class StatelessHost:
         if pool is None:
             pool = self._processes = ProcessPool()
         return pool
+
+    def view(self) -> HostView:
+        """The requests being served at this instant, the task table and worker pool."""
+        requests = []
+        for key, flight in self.flights.items():
+            request, scope = flight.served, flight.scope
+            requests.append(
+                RequestView(
+                    id=request.id,
+                    method=request.method,
+                    params=request.params,
+                    started=flight.started,
+                    progress=flight.progress,
+                    deadline=scope.deadline if scope is not None else float("inf"),
+                    cancelled=scope is not None and scope.cancel_called,
+                    key=key,
+                    principal=flight.principal,
+                )
+            )
+        return HostView(requests=tuple(requests), tasks=self.tasks, processes=self._processes)
 
 
 def _notice(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from trio.testing import MockClock, wait_all_tasks_blocked
 
 from mcpactor import Context, RequestError, Server
 from mcpactor.client import ClientSession, connect_memory
-from mcpactor.runtime import Observatory, current_observatory, observed
+from mcpactor.runtime import Observatory, SessionActor, current_observatory, observed
 
 
 def _server() -> Server:
@@ -216,3 +217,25 @@ async def test_extensions_add_sections(autojump_clock: MockClock) -> None:
     assert observatory.snapshot()["counters"] == {"requests": 7}
     with pytest.raises(TypeError, match="cannot watch"):
         observatory._add(object())
+
+
+async def test_an_actors_view_is_a_value_of_that_instant() -> None:
+    # The snapshot reads views, never the actors: a view says what the actor holds
+    # when it is taken, and does not change with the actor afterwards.
+    server = _server()
+    actor = SessionActor(server, None)
+    before = actor.view()
+    assert before.requests == ()
+    assert before.revision is None
+    assert before.client_info is None
+    assert before.server is server
+    assert before.tasks is actor.tasks
+    assert actor.tasks.view() == ()
+
+    actor.core.adopt("2025-11-25", {"name": "viewer", "version": "2"})
+    after = actor.view()
+    assert after.revision == "2025-11-25"
+    assert after.client_info == {"name": "viewer", "version": "2"}
+    assert before.revision is None
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        after.revision = "2024-11-05"  # type: ignore[misc]

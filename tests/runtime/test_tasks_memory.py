@@ -195,7 +195,7 @@ async def test_a_thousand_tasks_leave_no_task_actor_and_no_memory(
         finally:
             tracemalloc.stop()
         assert live_tasks() == tasks_before
-        assert actor.tasks._tasks == {}
+        assert actor.tasks.view() == ()
         assert not actor.tasks._expiry
         assert_idle(actor)
         total = (WAVES + 1) * WAVE

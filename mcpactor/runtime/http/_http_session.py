@@ -74,6 +74,7 @@ from ...protocol import (
 )
 from .._messages import RESPONSE, Outbound, Outbox, SessionOptions
 from .._session_actor import SessionActor
+from .._views import HttpSessionView, StreamView
 from ._follow import Followers, ends_stream
 from ._relay import MAX_RELAYED_BYTES, Relayed, RelayKind, Replicas
 from ._routing import STANDALONE, Routing
@@ -869,3 +870,30 @@ class HttpSession(Routing):
                 return self._retain_now(stream)
             self._forget_now(stream)
         return True
+
+    def view(self) -> HttpSessionView:
+        """How the session is held at this instant: state, connections, streams."""
+        standalone = self.standalone
+        streams = [
+            StreamView(
+                stream.id,
+                stream is standalone,
+                len(stream.pending),
+                len(stream.conn._items) if stream.conn is not None else 0,
+                stream.conn is not None,
+                stream.delivered,
+            )
+            for stream in self._streams.values()
+        ]
+        return HttpSessionView(
+            id=self.id,
+            kind=self.kind.value,
+            awake=self.awake,
+            closing=self.closing,
+            created=self.created,
+            last_active=self.last_active,
+            connections=self.connections,
+            principal=self.principal,
+            actor=self.actor,
+            streams=tuple(streams),
+        )

@@ -72,6 +72,7 @@ from .._messages import SessionOptions
 from .._offload import ProcessPool
 from .._snapshot import observed
 from .._stateless import StatelessHost, StatelessOptions
+from .._views import ManagerView
 from ._event_store import EventStore
 from ._follow import Followers
 from ._http_session import HttpSession, SessionKind
@@ -786,6 +787,15 @@ class SessionManager:
                     self._drop_copy(session)
                 else:
                     self.close_session(session)
+
+    def view(self) -> ManagerView:
+        """The table at this instant: its sessions, stateless host and worker pools."""
+        pools = (self._stateless_pool, self.effective_session_options.process_pool)
+        return ManagerView(
+            sessions=tuple(self._live),
+            stateless=self.stateless,
+            pools=tuple(pool for pool in pools if pool is not None),
+        )
 
 
 async def _contained(fn: Callable[[], Awaitable[None]]) -> None:

@@ -31,6 +31,7 @@ from ...protocol import (
 )
 from ...server import Context
 from .._bus import ChangeEvent
+from .._views import TaskView
 from ._expiry import TaskExpiry
 from ._input import TaskAsker, TaskInput
 from ._options import TaskOptions, TaskStatistics
@@ -100,10 +101,9 @@ class TaskRegistry:
             tool_errors_fail=False,
         )
 
-    @property
-    def _tasks(self) -> Mapping[str, TaskEntry]:
-        # The table's entries by id, read by the admin snapshot.
-        return self._table.tasks
+    def view(self, limit: int | None = None) -> tuple[TaskView, ...]:
+        """A read-only view of the first ``limit`` tasks (all by default)."""
+        return self._table.view(limit)
 
     def statistics(self) -> TaskStatistics:
         """Return how many tasks run, are stored, and are being waited for."""

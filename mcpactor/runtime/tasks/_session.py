@@ -20,6 +20,7 @@ import trio
 from ..._exceptions import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RequestError
 from ...protocol import TERMINAL, JSONObject, RequestId, clip, describe
 from ...server import Context, Peer, TaskMetadata, encode_cursor, with_related_task
+from .._views import TaskView
 from ._expiry import TaskExpiry
 from ._options import TaskOptions, TaskStatistics
 from ._peers import SessionTaskPeer
@@ -87,10 +88,9 @@ class TaskManager:
         )
         self._nursery: trio.Nursery | None = None
 
-    @property
-    def _tasks(self) -> Mapping[str, TaskEntry]:
-        # The table's entries by id, read by the admin snapshot.
-        return self._table.tasks
+    def view(self, limit: int | None = None) -> tuple[TaskView, ...]:
+        """A read-only view of the first ``limit`` tasks (all by default)."""
+        return self._table.view(limit)
 
     def statistics(self) -> TaskStatistics:
         """Return how many tasks run, are stored, and are being waited for."""

@@ -19,6 +19,7 @@ from ..._exceptions import INTERNAL_ERROR, INVALID_PARAMS, RequestError
 from ...protocol import JSONObject, RequestId, TaskStatus, describe
 from ...server import TaskState, isoformat
 from .._metrics import METRICS
+from .._views import TaskView
 from ._options import TaskOptions, ms
 
 __all__ = ["Announce", "TaskEntry", "TaskTable", "cancel_error"]
@@ -224,3 +225,19 @@ class TaskTable:
         """Fix the task as cancelled, then cancel its actor's scope."""
         self.finish(entry, "cancelled", message)
         entry.scope.cancel(reason)
+
+    def view(self, limit: int | None = None) -> tuple[TaskView, ...]:
+        """The first ``limit`` tasks (all by default), in the order they were made."""
+        entries = list(self.tasks.values())[: None if limit is None else max(0, limit)]
+        return tuple(
+            TaskView(
+                id=entry.state.task_id,
+                status=entry.state.status,
+                created=entry.state.created_at,
+                expires=entry.state.expires_at,
+                message=entry.state.status_message,
+                terminal=entry.state.terminal,
+                principal=entry.principal,
+            )
+            for entry in entries
+        )

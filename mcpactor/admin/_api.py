@@ -1,0 +1,86 @@
+# The tree as JSON: one snapshot, the replicas sharing a store, and the SSE stream of
+# snapshots a page reads while it is open. Query parameters are clipped and parsed with
+# limits before use.
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final
+
+import orjson
+import trio
+from quart import Response, make_response, request
+from quart_trio import QuartTrio
+
+from ..runtime import Observatory
+from ._responses import MAX_PARAM, json_response
+
+__all__ = ["MIN_INTERVAL", "install_api"]
+
+#: the shortest time between two snapshots of the SSE stream (at most 4 a second)
+MIN_INTERVAL: Final = 0.25
+_DEFAULT_INTERVAL: Final = 0.5
+_MAX_LIMIT: Final = 1000
+
+
+def _number(text: str | None, default: float) -> float:
+    if text is None or len(text) > 32:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        return default
+    return value if math.isfinite(value) and value >= 0 else default
+
+
+def _filters() -> dict[str, Any]:
+    # The snapshot's filters, from the query string.
+    args = request.args
+    slow_ms = _number(args.get("slow_ms"), -1.0)
+    limit = int(_number(args.get("limit"), 200))
+    return {
+        "limit": max(1, min(limit, _MAX_LIMIT)),
+        "tool": (args.get("tool") or "")[:MAX_PARAM] or None,
+        "client": (args.get("client") or "")[:MAX_PARAM] or None,
+        "slow": slow_ms / 1000 if slow_ms >= 0 else None,
+    }
+
+
+def install_api(
+    app: QuartTrio,
+    observatory: Observatory,
+    replicas: Callable[[], Awaitable[dict[str, Any]]] | None,
+) -> None:
+    """Serve ``/api/tree``, ``/api/replicas`` and ``/api/stream`` from ``observatory``."""
+
+    @app.get("/api/tree")
+    async def tree() -> Response:
+        return json_response(observatory.snapshot(**_filters()))
+
+    @app.get("/api/replicas")
+    async def replica_list() -> Response:
+        if replicas is None:
+            return json_response({"shared": False, "unavailable": False, "replicas": []})
+        return json_response(await replicas())
+
+    @app.get("/api/stream")
+    async def stream() -> Response:
+        interval = _number(request.args.get("interval"), _DEFAULT_INTERVAL)
+        interval = max(MIN_INTERVAL, min(interval, 60.0))
+        filters = _filters()
+
+        async def events() -> AsyncIterator[bytes]:
+            # Runs only while a page is connected: the response ends with it.
+            while True:
+                data = orjson.dumps(observatory.snapshot(**filters))
+                yield b"event: tree\ndata: " + data + b"\n\n"
+                await trio.sleep(interval)
+
+        response = await make_response(
+            events(),
+            200,
+            {"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"},
+        )
+        response.timeout = None  # type: ignore[union-attr]
+        return response  # type: ignore[return-value]
