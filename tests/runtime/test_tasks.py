@@ -664,7 +664,7 @@ async def test_a_thousand_tasks_leave_nothing_behind(
         assert (stats.running, stats.stored) == (0, 1000)
         statuses = [t["status"] for t in await list_all(h)]
         assert sorted(set(statuses)) == ["cancelled", "completed", "failed"]
-        records = [weakref.ref(task) for task in h.actor.tasks._tasks.values()]
+        records = [weakref.ref(task) for task in h.actor.tasks._table.tasks.values()]
         await h.pending()  # drain the status notifications
         await trio.sleep(60)
         await trio.testing.wait_all_tasks_blocked()
