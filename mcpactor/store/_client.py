@@ -4,6 +4,7 @@
 # so an outage is seen by the commands made during it. Those must fail, not wait: the
 # connect and read timeouts are set, so a command during an outage raises within a few
 # seconds and the store that made it says StoreUnavailable instead of hanging a request.
+# The PING at the start raises the same StoreUnavailable: an outage found earlier.
 
 from __future__ import annotations
 
@@ -14,14 +15,13 @@ import coredis
 import coredis.exceptions
 import trio
 
-from .._exceptions import MCPActorError
+from ..runtime.http import StoreUnavailable
 from ._url import StoreURL
 
 __all__ = [
     "CONNECT_TIMEOUT",
     "REACH_DEADLINE",
     "READ_TIMEOUT",
-    "StoreUnreachable",
     "check_reachable",
     "connect",
 ]
@@ -32,10 +32,6 @@ CONNECT_TIMEOUT: Final = 3.0
 READ_TIMEOUT: Final = 10.0
 #: seconds ``check_reachable`` waits for its PING
 REACH_DEADLINE: Final = 5.0
-
-
-class StoreUnreachable(MCPActorError):
-    """The shared store did not answer when the process started."""
 
 
 def _ssl_context(url: StoreURL) -> ssl.SSLContext:
@@ -77,7 +73,7 @@ async def check_reachable(
     """PING the store once, within ``deadline`` seconds.
 
     Raises:
-        StoreUnreachable: no answer in time, a refused connection, or a refused login;
+        StoreUnavailable: no answer in time, a refused connection, or a refused login;
             the message names the URL without its password.
     """
     why: str | None = None
@@ -91,4 +87,4 @@ async def check_reachable(
     except (coredis.exceptions.RedisError, OSError) as exc:
         why = str(exc)[:200] or type(exc).__name__
     if why is not None:
-        raise StoreUnreachable(f"the store {url.redacted()} is unreachable: {why}")
+        raise StoreUnavailable(f"the store {url.redacted()} is unreachable: {why}")
