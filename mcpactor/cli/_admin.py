@@ -201,10 +201,10 @@ async def with_admin(
     scope = getattr(args, "admin_scope", None) or DEFAULT_ADMIN_SCOPE
     snapshots = None
     if shared is not None:
-        from ..store._snapshots import RedisSnapshots
+        from ..store import RedisReplicaSummaries
 
         # Every replica sharing the store publishes its counts; this page lists them.
-        snapshots = RedisSnapshots(
+        snapshots = RedisReplicaSummaries(
             shared.client,
             replica=shared.replicas.replica_id,
             prefix=getattr(args, "store_prefix", None) or "mcpactor",
@@ -236,7 +236,7 @@ async def with_admin(
 
         say(f"admin page http://{where}:{bound_port}/{said}")
         if snapshots is not None:
-            from ..store._snapshots import replica_summary
+            from ..store import replica_summary
 
             admin_url = f"http://{where}:{bound_port}/"
             nursery.start_soon(
@@ -258,7 +258,7 @@ async def _publish_only(
     task_status: trio.TaskStatus[Any],
 ) -> None:
     from ..runtime import Observatory
-    from ..store._snapshots import RedisSnapshots, replica_summary
+    from ..store import RedisReplicaSummaries, replica_summary
 
     shared = getattr(args, "shared_store", None)
     if shared is None:
@@ -267,7 +267,7 @@ async def _publish_only(
     observatory = Observatory(replica=shared.replicas.replica_id)
     observatory.install()
     observatory.serve(server)
-    snapshots = RedisSnapshots(
+    snapshots = RedisReplicaSummaries(
         shared.client,
         replica=shared.replicas.replica_id,
         prefix=getattr(args, "store_prefix", None) or "mcpactor",

@@ -16,15 +16,19 @@ if TYPE_CHECKING:
     from ._events import RedisEventStore as RedisEventStore
     from ._relay import RedisRelay as RedisRelay
     from ._sessions import RedisSessionRecords as RedisSessionRecords
+    from ._summaries import RedisReplicaSummaries as RedisReplicaSummaries
+    from ._summaries import replica_summary as replica_summary
 
 __all__ = [
     "RedisBus",
     "RedisEventStore",
     "RedisRelay",
+    "RedisReplicaSummaries",
     "RedisSessionRecords",
     "StoreURL",
     "open_redis_bus",
     "parse_store_url",
+    "replica_summary",
 ]
 
 #: what needs coredis, by the module that holds it
@@ -34,6 +38,8 @@ _LAZY = {
     "RedisEventStore": "._events",
     "RedisRelay": "._relay",
     "RedisSessionRecords": "._sessions",
+    "RedisReplicaSummaries": "._summaries",
+    "replica_summary": "._summaries",
 }
 
 

@@ -54,7 +54,7 @@ from ..runtime._task_store import (
     stopped,
 )
 from ._sessions import store_location
-from ._subscription import Subscription
+from ._subscription import RedisSubscription
 
 __all__ = ["RedisTaskStore", "open_redis_task_store"]
 
@@ -149,7 +149,7 @@ class RedisTaskStore:
         self._handlers: dict[str, CommandHandler] = {}
         self._watchers = TaskWatchers()
         #: the subscription to changes and this replica's commands (``listen`` runs it)
-        self.subscription = Subscription(
+        self.subscription = RedisSubscription(
             client,
             [self._changed, self._commands],
             self._dispatch,
