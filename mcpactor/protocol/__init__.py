@@ -24,6 +24,7 @@ from ._bounded import over_limit as over_limit
 from ._bounded import utf8_size as utf8_size
 from ._convert import structure as structure
 from ._convert import unstructure as unstructure
+from ._ext_tasks import MAX_TASK_ID_LENGTH as MAX_TASK_ID_LENGTH
 from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
 from ._framing import FrameTooLong as FrameTooLong
 from ._framing import LineFramer as LineFramer
@@ -94,6 +95,7 @@ __all__ = [
     "LOG_LEVELS",
     "MAX_RESOURCE_SUBSCRIPTIONS",
     "MAX_SUBSCRIPTION_BYTES",
+    "MAX_TASK_ID_LENGTH",
     "MAX_URI_BYTES",
     "REVISIONS",
     "SESSION_REVISIONS",

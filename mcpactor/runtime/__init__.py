@@ -1,5 +1,6 @@
 """The trio actors: sessions, their requests, and how they are run."""
 
+from ._bus import DEFAULT_BUFFER as DEFAULT_BUFFER
 from ._bus import ChangeBus as ChangeBus
 from ._bus import ChangeEvent as ChangeEvent
 from ._bus import InMemoryBus as InMemoryBus
@@ -27,14 +28,23 @@ from ._starts import current_start_gate as current_start_gate
 from ._stateless import StatelessHost as StatelessHost
 from ._stateless import StatelessOptions as StatelessOptions
 from ._stateless import StatelessStatistics as StatelessStatistics
+from ._task_store import CommandHandler as CommandHandler
+from ._task_store import StoppedHook as StoppedHook
+from ._task_store import TaskCommand as TaskCommand
+from ._task_store import TaskRecord as TaskRecord
+from ._task_store import TaskWatch as TaskWatch
+from ._task_store import TaskWatchers as TaskWatchers
+from ._task_store import stopped as stopped
 from ._tasks import TaskManager as TaskManager
 from ._tasks import TaskOptions as TaskOptions
 from ._tasks import TaskStatistics as TaskStatistics
 from ._threads import check_cancelled as check_cancelled
 
 __all__ = [
+    "DEFAULT_BUFFER",
     "ChangeBus",
     "ChangeEvent",
+    "CommandHandler",
     "ConflictDetector",
     "InMemoryBus",
     "Listener",
@@ -53,10 +63,15 @@ __all__ = [
     "StatelessHost",
     "StatelessOptions",
     "StatelessStatistics",
+    "StoppedHook",
     "StreamSignal",
+    "TaskCommand",
     "TaskManager",
     "TaskOptions",
+    "TaskRecord",
     "TaskStatistics",
+    "TaskWatch",
+    "TaskWatchers",
     "check_cancelled",
     "collect_when_quiet",
     "current_observatory",
@@ -64,4 +79,5 @@ __all__ = [
     "observed",
     "open_process_pool",
     "settle_heap",
+    "stopped",
 ]

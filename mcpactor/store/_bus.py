@@ -29,7 +29,7 @@ import orjson
 import trio
 
 from ..protocol import describe_error
-from ..runtime._bus import DEFAULT_BUFFER, ChangeEvent, InMemoryBus, Listener
+from ..runtime import DEFAULT_BUFFER, ChangeEvent, InMemoryBus, Listener
 from ._sessions import store_location
 from ._subscription import RedisSubscription
 

@@ -50,14 +50,14 @@ import orjson
 from coredis.exceptions import RedisError
 
 from ..protocol import RequestId, describe_error
-from ..runtime.http._event_store import (
+from ..runtime.http import (
     DEFAULT_MAX_EVENTS_PER_STREAM,
     EventStore,
     Replay,
+    StoreUnavailable,
     StreamKey,
     StreamLease,
 )
-from ..runtime.http._session_records import StoreUnavailable
 
 __all__ = [
     "MAX_BLOCK",

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import coredis
 
-from ..runtime._bus import ChangeBus
+from ..runtime import ChangeBus
 from ..runtime.http import EventStore, Replicas, StoreUnavailable
 from ._client import check_reachable, connect
 from ._tasks import RedisTaskStore, open_redis_task_store

@@ -28,7 +28,7 @@ import coredis
 import trio
 
 from ..protocol import describe, describe_error
-from ..runtime.http._relay import MAX_RELAYED_BYTES, Relayed, RelayKind
+from ..runtime.http import MAX_RELAYED_BYTES, Relayed, RelayKind
 from ._sessions import reach, store_location
 from ._subscription import RedisSubscription
 

@@ -16,7 +16,7 @@ import coredis
 import coredis.exceptions
 
 from ..protocol import describe, describe_error
-from ..runtime.http._session_records import (
+from ..runtime.http import (
     MAX_RECORD_BYTES,
     SessionRecord,
     StoreUnavailable,

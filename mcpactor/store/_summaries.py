@@ -26,7 +26,7 @@ import trio
 from coredis.tokens import PureToken
 
 from ..protocol import describe_error
-from ..runtime.http._session_records import StoreUnavailable
+from ..runtime.http import StoreUnavailable
 from ._sessions import reach, store_location
 
 if TYPE_CHECKING:

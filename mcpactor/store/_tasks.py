@@ -42,9 +42,8 @@ import orjson
 import trio
 from coredis.tokens import PureToken
 
-from ..protocol import describe, describe_error
-from ..protocol._ext_tasks import MAX_TASK_ID_LENGTH
-from ..runtime._task_store import (
+from ..protocol import MAX_TASK_ID_LENGTH, describe, describe_error
+from ..runtime import (
     CommandHandler,
     StoppedHook,
     TaskCommand,
