@@ -17,9 +17,7 @@
 #   a lease.
 #
 # An append is one Lua script (XADD, the expiries, the set of streams, and for a first
-# event its lease): one command where a MULTI pipeline was six, which measured a fifth
-# less of the client's CPU per append, so a leased first event costs less than a plain
-# one did.
+# event its lease): one command, so that an event and its lease are written together.
 #
 # An event id is ``{stream}.{entry}.{tag}``: the stream, the Redis entry id (``ms-seq``,
 # increasing even across a key that expired and came back) and a short digest of the
@@ -32,8 +30,7 @@
 # Every call is a round trip, so ``append_now`` and ``forget_stream_now`` keep the base
 # class's answers ("wait for the async one"). ``wait_after`` blocks in XREAD, on a
 # connection of its own (coredis gives a blocking command one), so it holds up no other
-# command. Any failure to reach Redis is
-# ``StoreUnavailable``.
+# command. Any failure to reach Redis is ``StoreUnavailable``.
 
 from __future__ import annotations
 
