@@ -4,8 +4,8 @@
 #
 # - ``{p}:events:{session}:{stream}``: a Redis stream per SSE stream of a session, one
 #   entry per event (field ``d``: the message bytes, empty for a priming event), trimmed
-#   exactly to ``max_events_per_stream`` on every XADD and expiring ``ttl`` seconds after
-#   its last append.
+#   to ``max_events_per_stream`` and ``max_bytes_per_stream`` on every append and
+#   expiring ``ttl`` seconds after its last append.
 # - ``{p}:event-streams:{session}``: the set of a session's stream ids, so that
 #   ``forget_session`` finds every key; it expires with the newest of them.
 # - ``{p}:event-owed:{session}:{stream}``: the JSON array of the request ids a leased
@@ -16,8 +16,11 @@
 #   and dropped (DEL) by one pipeline of the replica running the requests every third of
 #   a lease.
 #
-# An append is one Lua script (XADD, the expiries, the set of streams, and for a first
-# event its lease): one command, so that an event and its lease are written together.
+# An append is one Lua script (_event_scripts.py: XADD, the expiries, the set of streams,
+# for a first event its lease, and the byte counts): one command, so that an event, its
+# lease and its bytes are written together. The bounds are MemoryEventStore's: past a
+# session's bytes the oldest events of its oldest streams go, past the total those of
+# the sessions holding the most; each stream's newest event is always kept.
 #
 # An event id is ``{stream}.{entry}.{tag}``: the stream, the Redis entry id (``ms-seq``,
 # increasing even across a key that expired and came back) and a short digest of the
@@ -38,6 +41,7 @@ import base64
 import contextlib
 import hashlib
 import re
+import time
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Final
 
@@ -48,6 +52,9 @@ from coredis.exceptions import RedisError
 
 from ..protocol import RequestId, describe_error
 from ..runtime.http import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_BYTES_PER_SESSION,
+    DEFAULT_MAX_BYTES_PER_STREAM,
     DEFAULT_MAX_EVENTS_PER_STREAM,
     EventStore,
     Replay,
@@ -55,6 +62,7 @@ from ..runtime.http import (
     StreamKey,
     StreamLease,
 )
+from ._event_scripts import APPEND, FORGET_SESSION, FORGET_STREAM
 
 __all__ = [
     "MAX_BLOCK",
@@ -74,20 +82,6 @@ MAX_LEASED_IDS_BYTES: Final = 64 * 1024
 # A canonical Redis entry id, as XADD returns it (no leading zeros, ASCII digits only).
 _ENTRY: Final = re.compile(r"(?:0|[1-9][0-9]{0,19})-(?:0|[1-9][0-9]{0,19})", re.ASCII)
 _FIELD: Final = b"d"
-
-# KEYS: stream, the session's set of streams, owed ids, lease. ARGV: data, ttl ms, most
-# events kept, stream id, owed ids ('' for none: no lease), lease ms. -> the entry id.
-_APPEND: Final = """
-local entry = redis.call('XADD', KEYS[1], 'MAXLEN', '=', ARGV[3], '*', 'd', ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('SADD', KEYS[2], ARGV[4])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-if ARGV[5] ~= '' then
-  redis.call('SET', KEYS[3], ARGV[5], 'PX', ARGV[2])
-  redis.call('SET', KEYS[4], '1', 'PX', ARGV[6])
-end
-return entry
-"""
 
 
 def _text(value: Any) -> str:
@@ -115,7 +109,15 @@ class RedisEventStoreStatistics:
 
 
 class RedisEventStore(EventStore):
-    """An EventStore in Redis streams, shared by every replica naming the same prefix."""
+    """An EventStore in Redis streams, shared by every replica naming the same prefix.
+
+    Bounded as a MemoryEventStore is, over all the replicas: a stream keeps at most
+    ``max_events_per_stream`` events and ``max_bytes_per_stream`` bytes, a session's
+    streams together ``max_bytes_per_session``, all sessions ``max_bytes`` (past it down
+    to nine tenths, the sessions holding the most first). The newest event of every
+    stream is always kept; a client resuming from before what was dropped is told its
+    id is unknown.
+    """
 
     def __init__(
         self,
@@ -123,21 +125,41 @@ class RedisEventStore(EventStore):
         *,
         prefix: str = "mcpactor",
         max_events_per_stream: int = DEFAULT_MAX_EVENTS_PER_STREAM,
+        max_bytes_per_stream: int = DEFAULT_MAX_BYTES_PER_STREAM,
+        max_bytes_per_session: int = DEFAULT_MAX_BYTES_PER_SESSION,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         ttl: float = 3600.0,
     ) -> None:
-        if max_events_per_stream < 1:
-            raise ValueError(
-                f"max_events_per_stream must be at least 1, got {max_events_per_stream!r}"
-            )
+        for name, value in (
+            ("max_events_per_stream", max_events_per_stream),
+            ("max_bytes_per_stream", max_bytes_per_stream),
+            ("max_bytes_per_session", max_bytes_per_session),
+            ("max_bytes", max_bytes),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value!r}")
         if not ttl > 0:
             raise ValueError(f"a ttl is a positive number of seconds, got {ttl!r}")
         self.max_events_per_stream = max_events_per_stream
+        self.max_bytes_per_stream = max_bytes_per_stream
+        self.max_bytes_per_session = max_bytes_per_session
+        self.max_bytes = max_bytes
         self.ttl = ttl
         self._client = client
         self._prefix = prefix
         self._ttl_ms = max(1, round(ttl * 1000))
-        self._append_script = client.register_script(_APPEND)
+        self._append_script = client.register_script(APPEND)
+        self._forget_stream_script = client.register_script(FORGET_STREAM)
+        self._forget_session_script = client.register_script(FORGET_SESSION)
         self._ttl_arg = str(self._ttl_ms)
+        # What every script is told first (the prefix and the total), and an append after
+        # the session and stream: its bounds.
+        self._max_arg = str(max_bytes)
+        self._bounds = (
+            str(max_events_per_stream),
+            str(max_bytes_per_stream),
+            str(max_bytes_per_session),
+        )
         self._operations = 0
         self._failures = 0
         self._appends = 0
@@ -156,6 +178,9 @@ class RedisEventStore(EventStore):
 
     def _lease_key(self, session_id: str, stream_id: str) -> str:
         return f"{self._prefix}:event-lease:{session_id}:{stream_id}"
+
+    def _bytes_key(self, session_id: str) -> str:
+        return f"{self._prefix}:event-bytes:{session_id}"
 
     @contextlib.contextmanager
     def _round_trip(self, what: str) -> Iterator[None]:
@@ -200,12 +225,17 @@ class RedisEventStore(EventStore):
                     self._streams_key(session_id),
                     self._owed_key(session_id, stream_id),
                     self._lease_key(session_id, stream_id),
+                    self._bytes_key(session_id),
                 ],
                 args=[
+                    self._prefix,
+                    self._max_arg,
+                    session_id,
+                    stream_id,
                     data,
                     self._ttl_arg,
-                    str(self.max_events_per_stream),
-                    stream_id,
+                    str(int(time.time() * 1000)),
+                    *self._bounds,
                     b"" if ids is None else ids,
                     str(_ms(seconds)),
                 ],
@@ -313,15 +343,16 @@ class RedisEventStore(EventStore):
     async def forget_stream(self, session_id: str, stream_id: str) -> None:
         """Drop what is stored for one stream."""
         with self._round_trip("forget a stream"):
-            async with self._client.pipeline(transaction=True) as pipeline:
-                pipeline.delete(
-                    [
-                        self._stream_key(session_id, stream_id),
-                        self._owed_key(session_id, stream_id),
-                        self._lease_key(session_id, stream_id),
-                    ]
-                )
-                pipeline.srem(self._streams_key(session_id), [stream_id])
+            await self._forget_stream_script(
+                keys=[
+                    self._stream_key(session_id, stream_id),
+                    self._owed_key(session_id, stream_id),
+                    self._lease_key(session_id, stream_id),
+                    self._streams_key(session_id),
+                    self._bytes_key(session_id),
+                ],
+                args=[self._prefix, self._max_arg, session_id, stream_id],
+            )
 
     async def forget_session(self, session_id: str) -> None:
         """Drop what is stored for every stream of a session."""
@@ -334,7 +365,10 @@ class RedisEventStore(EventStore):
             for key in (self._stream_key, self._owed_key, self._lease_key)
         ]
         with self._round_trip("forget a session"):
-            await self._client.delete([*keys, streams])
+            await self._forget_session_script(
+                keys=[*keys, streams, self._bytes_key(session_id)],
+                args=[self._prefix, self._max_arg, session_id],
+            )
 
     def statistics(self) -> RedisEventStoreStatistics:
         """Return the counts of operations, failures, appends and replays so far."""

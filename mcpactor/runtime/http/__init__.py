@@ -4,6 +4,9 @@ The transports (``mcpactor.transports``) turn HTTP requests into calls on these;
 here knows about HTTP framing, headers or ASGI.
 """
 
+from ._event_store import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
+from ._event_store import DEFAULT_MAX_BYTES_PER_SESSION as DEFAULT_MAX_BYTES_PER_SESSION
+from ._event_store import DEFAULT_MAX_BYTES_PER_STREAM as DEFAULT_MAX_BYTES_PER_STREAM
 from ._event_store import DEFAULT_MAX_EVENTS_PER_STREAM as DEFAULT_MAX_EVENTS_PER_STREAM
 from ._event_store import EventStore as EventStore
 from ._event_store import EventStoreStatistics as EventStoreStatistics
@@ -43,6 +46,9 @@ from ._streams import Stream as Stream
 
 __all__ = [
     "COALESCE_SECONDS",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_BYTES_PER_SESSION",
+    "DEFAULT_MAX_BYTES_PER_STREAM",
     "DEFAULT_MAX_EVENTS_PER_STREAM",
     "MAX_RECORD_BYTES",
     "MAX_RELAYED_BYTES",

@@ -1,0 +1,224 @@
+# The Lua scripts of the Redis event store (_events.py): its appends, and the byte counts
+# that bound it as MemoryEventStore (runtime/http/_event_store.py) is bounded.
+#
+# Keys, under a prefix ``p``, besides the events, the streams and the leases (_events.py):
+#
+# - ``{p}:event-bytes:{session}``: a hash of the bytes of events each of the session's
+#   streams holds, and under the field ``""`` (no stream id is empty) the session's sum.
+#   It expires with the session's newest stream.
+# - ``{p}:event-sessions``: a sorted set of the sessions by the bytes they hold, so that
+#   past the total the sessions holding the most give way first.
+# - ``{p}:event-total``: a hash of the bytes all sessions hold (``bytes``) and, while a
+#   shrink left more than ``max_bytes`` (each stream's newest event cannot go), the total
+#   past which the next shrink starts (``shrink-at``); absent, it is ``max_bytes``.
+# - ``{p}:event-expiry``: a sorted set of the sessions by when their counts expire (ms),
+#   so that the bytes of a session whose keys Redis expired leave the total: each append
+#   looks at a few sessions due.
+#
+# A session holding no bytes (priming events only) has none of these. A stream whose key
+# expired while its session lived is found by the next append to it, or by a shrink of
+# its session, and its bytes leave the counts then. The scripts name the keys of other
+# sessions (a shrink), so they need one Redis, not a Cluster.
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["APPEND", "FORGET_SESSION", "FORGET_STREAM"]
+
+# ARGV[1]: the prefix, ARGV[2]: max_bytes; ARGV[3]: the session id (every script).
+_COUNTS: Final = """
+local P, MAX, SESSION = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local SESSIONS, TOTAL, EXPIRY = P .. ':event-sessions', P .. ':event-total', P .. ':event-expiry'
+
+local function events_key(session, stream) return P .. ':events:' .. session .. ':' .. stream end
+local function bytes_key(session) return P .. ':event-bytes:' .. session end
+
+local function add_total(n)
+  if n == 0 then return end
+  local total = redis.call('HINCRBY', TOTAL, 'bytes', n)
+  if total <= 0 then
+    redis.call('DEL', TOTAL)
+  elseif total <= MAX then
+    redis.call('HDEL', TOTAL, 'shrink-at')
+  end
+end
+
+-- n bytes more (fewer, if negative) held by a session whose count exists.
+local function add_session(session, n)
+  if n == 0 then return end
+  local key = bytes_key(session)
+  if redis.call('HINCRBY', key, '', n) <= 0 then redis.call('HDEL', key, '') end
+  if tonumber(redis.call('ZINCRBY', SESSIONS, n, session)) <= 0 then
+    redis.call('ZREM', SESSIONS, session)
+  end
+  add_total(n)
+end
+
+-- A session's count is gone (expired, or forgotten): what the total counted for it goes.
+local function forget_count(session)
+  local score = tonumber(redis.call('ZSCORE', SESSIONS, session) or '0')
+  redis.call('ZREM', SESSIONS, session)
+  redis.call('ZREM', EXPIRY, session)
+  add_total(-score)
+  return score
+end
+
+local function drop_oldest(key)
+  local first = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)[1]
+  redis.call('XDEL', key, first[1])
+  return string.len(first[2][2] or '')
+end
+
+-- Drop the oldest events of a session's oldest streams (never a stream's newest) until
+-- ``excess`` bytes are gone or nothing more may go; the bytes gone.
+local function shrink(session, excess)
+  local key = bytes_key(session)
+  local fields = redis.call('HGETALL', key)
+  if #fields == 0 then return forget_count(session) end
+  local streams, freed = {}, 0
+  for i = 1, #fields, 2 do
+    local stream, held = fields[i], tonumber(fields[i + 1])
+    if stream ~= '' then
+      local events = events_key(session, stream)
+      local first = redis.call('XRANGE', events, '-', '+', 'COUNT', 1)[1]
+      if first then
+        local ms, seq = string.match(first[1], '^(%d+)-(%d+)$')
+        streams[#streams + 1] = {tonumber(ms), tonumber(seq), stream, events}
+      else
+        -- The stream expired on its own: its bytes are held no more.
+        redis.call('HDEL', key, stream)
+        freed = freed + held
+      end
+    end
+  end
+  -- Oldest first: by their oldest event's entry id, and streams whose oldest events
+  -- Redis stored at once (the same entry id in two streams) by stream id.
+  table.sort(streams, function(a, b)
+    if a[1] ~= b[1] then return a[1] < b[1] end
+    if a[2] ~= b[2] then return a[2] < b[2] end
+    return a[3] < b[3]
+  end)
+  for _, stream in ipairs(streams) do
+    if freed >= excess then break end
+    local length, gone = redis.call('XLEN', stream[4]), 0
+    while freed + gone < excess and length > 1 do
+      gone = gone + drop_oldest(stream[4])
+      length = length - 1
+    end
+    if gone > 0 then redis.call('HINCRBY', key, stream[3], -gone) end
+    freed = freed + gone
+  end
+  add_session(session, -freed)
+  return freed
+end
+
+-- Past the total, the sessions holding the most give way, down to nine tenths of it.
+local function shrink_all()
+  local excess = tonumber(redis.call('HGET', TOTAL, 'bytes') or '0') - math.floor(MAX * 9 / 10)
+  for _, session in ipairs(redis.call('ZREVRANGE', SESSIONS, 0, -1)) do
+    if excess <= 0 then break end
+    excess = excess - shrink(session, excess)
+  end
+  -- What could not go is not looked through again until another tenth was added.
+  local total = tonumber(redis.call('HGET', TOTAL, 'bytes') or '0')
+  if total > MAX then
+    redis.call('HSET', TOTAL, 'shrink-at', total + math.floor(MAX / 10))
+  end
+end
+
+-- The counts of sessions due to expire by ``now``: gone with their keys, or due later.
+local function sweep(now)
+  for _, session in ipairs(redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', now, 'LIMIT', 0, 16)) do
+    local left = redis.call('PTTL', bytes_key(session))
+    if left == -2 then
+      forget_count(session)
+    elseif left == -1 then
+      redis.call('ZREM', EXPIRY, session)
+    else
+      redis.call('ZADD', EXPIRY, now + left, session)
+    end
+  end
+end
+"""
+
+# KEYS: the stream, the session's set of streams, owed ids, lease, the session's bytes.
+# ARGV (after the three above): stream id, data, ttl ms, now ms, most events kept, most
+# bytes of a stream, most bytes of a session, owed ids ('' for none: no lease), lease ms.
+# -> the entry id.
+APPEND: Final = (
+    _COUNTS
+    + """
+local stream, data, ttl, now = ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local max_events, max_stream = tonumber(ARGV[8]), tonumber(ARGV[9])
+local max_session = tonumber(ARGV[10])
+local BYTES = KEYS[5]
+sweep(now)
+if redis.call('EXISTS', BYTES) == 0 then
+  forget_count(SESSION)
+elseif redis.call('EXISTS', KEYS[1]) == 0 then
+  -- The stream expired while its session lived: its old bytes are held no more.
+  local stale = tonumber(redis.call('HGET', BYTES, stream) or '0')
+  redis.call('HDEL', BYTES, stream)
+  add_session(SESSION, -stale)
+end
+local entry = redis.call('XADD', KEYS[1], '*', 'd', data)
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('SADD', KEYS[2], stream)
+redis.call('PEXPIRE', KEYS[2], ttl)
+if ARGV[11] ~= '' then
+  redis.call('SET', KEYS[3], ARGV[11], 'PX', ttl)
+  redis.call('SET', KEYS[4], '1', 'PX', ARGV[12])
+end
+local before = tonumber(redis.call('HGET', BYTES, stream) or '0')
+local held, length = before + string.len(data), redis.call('XLEN', KEYS[1])
+while length > 1 and (length > max_events or held > max_stream) do
+  held = held - drop_oldest(KEYS[1])
+  length = length - 1
+end
+if held ~= before then
+  if held > 0 then
+    redis.call('HSET', BYTES, stream, held)
+  else
+    redis.call('HDEL', BYTES, stream)
+  end
+  add_session(SESSION, held - before)
+end
+if redis.call('EXISTS', BYTES) == 0 then
+  redis.call('ZREM', EXPIRY, SESSION)
+  return entry
+end
+redis.call('PEXPIRE', BYTES, ttl)
+redis.call('ZADD', EXPIRY, now + ttl, SESSION)
+local size = tonumber(redis.call('HGET', BYTES, '') or '0')
+if size > max_session then shrink(SESSION, size - max_session) end
+local counts = redis.call('HMGET', TOTAL, 'bytes', 'shrink-at')
+if tonumber(counts[1] or '0') > tonumber(counts[2] or MAX) then shrink_all() end
+return entry
+"""
+)
+
+# KEYS: the stream, owed ids, lease, the session's set of streams, the session's bytes.
+# ARGV (after the three above): the stream id.
+FORGET_STREAM: Final = (
+    _COUNTS
+    + """
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('SREM', KEYS[4], ARGV[4])
+local held = redis.call('HGET', KEYS[5], ARGV[4])
+if held then
+  redis.call('HDEL', KEYS[5], ARGV[4])
+  add_session(SESSION, -tonumber(held))
+end
+if redis.call('EXISTS', KEYS[5]) == 0 then redis.call('ZREM', EXPIRY, SESSION) end
+"""
+)
+
+# KEYS: every key of the session (its bytes among them). ARGV: the three above.
+FORGET_SESSION: Final = (
+    _COUNTS
+    + """
+redis.call('DEL', unpack(KEYS))
+forget_count(SESSION)
+"""
+)
