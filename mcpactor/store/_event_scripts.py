@@ -39,7 +39,8 @@ local function add_total(n)
   local total = redis.call('HINCRBY', TOTAL, 'bytes', n)
   if total <= 0 then
     redis.call('DEL', TOTAL)
-  elseif total <= MAX then
+  elseif n < 0 and total <= MAX then
+    -- Back under the total: the next shrink starts past it again.
     redis.call('HDEL', TOTAL, 'shrink-at')
   end
 end
@@ -218,7 +219,9 @@ if redis.call('EXISTS', KEYS[5]) == 0 then redis.call('ZREM', EXPIRY, SESSION) e
 FORGET_SESSION: Final = (
     _COUNTS
     + """
-redis.call('DEL', unpack(KEYS))
+for first = 1, #KEYS, 1000 do
+  redis.call('DEL', unpack(KEYS, first, math.min(first + 999, #KEYS)))
+end
 forget_count(SESSION)
 """
 )

@@ -189,3 +189,13 @@ def test_the_bounds_are_checked() -> None:
     ):
         with pytest.raises(ValueError, match=name):
             RedisEventStore(coredis.Redis(), **{name: 0})  # type: ignore[arg-type]
+
+
+async def test_a_session_of_many_streams_is_forgotten_whole(redis: coredis.Redis[bytes]) -> None:
+    # More keys than one Lua call may be handed at once.
+    store = RedisEventStore(redis, prefix="p")
+    for n in range(3000):
+        await store.append("s", str(n), b"x")
+    assert await _held(redis) == {"s": 3000}
+    await store.forget_session("s")
+    assert not await redis.keys("p:*")
