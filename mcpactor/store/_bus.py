@@ -30,7 +30,7 @@ import trio
 
 from ..protocol import describe_error
 from ..runtime import DEFAULT_BUFFER, ChangeEvent, InMemoryBus, Listener
-from ._sessions import store_location
+from ._client import store_location
 from ._subscription import RedisSubscription
 
 __all__ = [

@@ -48,7 +48,6 @@ from typing import Any, Final
 import attrs
 import coredis
 import orjson
-from coredis.exceptions import RedisError
 
 from ..protocol import RequestId, describe_error
 from ..runtime.http import (
@@ -62,6 +61,7 @@ from ..runtime.http import (
     StreamKey,
     StreamLease,
 )
+from ._client import UNREACHABLE
 from ._event_scripts import APPEND, FORGET_SESSION, FORGET_STREAM
 
 __all__ = [
@@ -188,7 +188,7 @@ class RedisEventStore(EventStore):
         self._operations += 1
         try:
             yield
-        except (RedisError, OSError) as exc:
+        except UNREACHABLE as exc:
             self._failures += 1
             raise StoreUnavailable(f"cannot {what} in Redis: {describe_error(exc)}") from exc
 

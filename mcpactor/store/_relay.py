@@ -29,7 +29,7 @@ import trio
 
 from ..protocol import describe, describe_error
 from ..runtime.http import MAX_RELAYED_BYTES, Relayed, RelayKind
-from ._sessions import reach, store_location
+from ._client import reach, store_location
 from ._subscription import RedisSubscription
 
 __all__ = ["RedisRelay"]

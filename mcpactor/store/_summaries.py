@@ -27,7 +27,7 @@ from coredis.tokens import PureToken
 
 from ..protocol import describe_error
 from ..runtime.http import StoreUnavailable
-from ._sessions import reach, store_location
+from ._client import reach, store_location
 
 if TYPE_CHECKING:
     from ..runtime import Observatory

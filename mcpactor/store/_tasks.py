@@ -52,7 +52,7 @@ from ..runtime import (
     TaskWatchers,
     stopped,
 )
-from ._sessions import store_location
+from ._client import store_location
 from ._subscription import RedisSubscription
 
 __all__ = ["RedisTaskStore", "open_redis_task_store"]
