@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from ._bus import RedisBus as RedisBus
     from ._bus import open_redis_bus as open_redis_bus
     from ._events import RedisEventStore as RedisEventStore
+    from ._open import SharedStore as SharedStore
+    from ._open import open_shared_store as open_shared_store
     from ._relay import RedisRelay as RedisRelay
     from ._sessions import RedisSessionRecords as RedisSessionRecords
     from ._summaries import RedisReplicaSummaries as RedisReplicaSummaries
@@ -25,8 +27,10 @@ __all__ = [
     "RedisRelay",
     "RedisReplicaSummaries",
     "RedisSessionRecords",
+    "SharedStore",
     "StoreURL",
     "open_redis_bus",
+    "open_shared_store",
     "parse_store_url",
     "replica_summary",
 ]
@@ -36,6 +40,8 @@ _LAZY = {
     "RedisBus": "._bus",
     "open_redis_bus": "._bus",
     "RedisEventStore": "._events",
+    "SharedStore": "._open",
+    "open_shared_store": "._open",
     "RedisRelay": "._relay",
     "RedisSessionRecords": "._sessions",
     "RedisReplicaSummaries": "._summaries",
