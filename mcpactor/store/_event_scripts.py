@@ -177,6 +177,8 @@ while length > 1 and (length > max_events or held > max_stream) do
   held = held - drop_oldest(KEYS[1])
   length = length - 1
 end
+-- Below nothing only for events an older version stored without counting them.
+held = math.max(held, 0)
 if held ~= before then
   if held > 0 then
     redis.call('HSET', BYTES, stream, held)
