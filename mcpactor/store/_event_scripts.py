@@ -4,10 +4,9 @@
 # Keys, under a prefix ``p``, besides the events, the streams and the leases (_events.py):
 #
 # - ``{p}:event-bytes:{session}``: a hash of the bytes of events each of the session's
-#   streams holds, and under the field ``""`` (no stream id is empty) the session's sum.
-#   It expires with the session's newest stream.
-# - ``{p}:event-sessions``: a sorted set of the sessions by the bytes they hold, so that
-#   past the total the sessions holding the most give way first.
+#   streams holds. It expires with the session's newest stream.
+# - ``{p}:event-sessions``: a sorted set of the sessions by the bytes they hold (the
+#   session's bytes), so that past the total the sessions holding the most give way first.
 # - ``{p}:event-total``: a hash of the bytes all sessions hold (``bytes``) and, while a
 #   shrink left more than ``max_bytes`` (each stream's newest event cannot go), the total
 #   past which the next shrink starts (``shrink-at``); absent, it is ``max_bytes``.
@@ -26,43 +25,53 @@ from typing import Final
 
 __all__ = ["APPEND", "FORGET_SESSION", "FORGET_STREAM"]
 
-# ARGV[1]: the prefix, ARGV[2]: max_bytes; ARGV[3]: the session id (every script).
+# ARGV[1]: the store's settings, ``"max_bytes ttl_ms max_events_per_stream
+# max_bytes_per_stream max_bytes_per_session prefix"``; ARGV[2]: the session id.
 _COUNTS: Final = """
-local P, MAX, SESSION = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local MAX, TTL, MAX_EVENTS, MAX_STREAM, MAX_SESSION, P =
+  string.match(ARGV[1], '^(%d+) (%d+) (%d+) (%d+) (%d+) (.*)$')
+MAX, TTL, MAX_EVENTS = tonumber(MAX), tonumber(TTL), tonumber(MAX_EVENTS)
+MAX_STREAM, MAX_SESSION = tonumber(MAX_STREAM), tonumber(MAX_SESSION)
+local SESSION = ARGV[2]
 local SESSIONS, TOTAL, EXPIRY = P .. ':event-sessions', P .. ':event-total', P .. ':event-expiry'
+-- the total as the last change left it (nil: unchanged)
+local total_now = nil
 
 local function events_key(session, stream) return P .. ':events:' .. session .. ':' .. stream end
 local function bytes_key(session) return P .. ':event-bytes:' .. session end
 
+local function now()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
 local function add_total(n)
   if n == 0 then return end
-  local total = redis.call('HINCRBY', TOTAL, 'bytes', n)
-  if total <= 0 then
+  total_now = redis.call('HINCRBY', TOTAL, 'bytes', n)
+  if total_now <= 0 then
     redis.call('DEL', TOTAL)
-  elseif n < 0 and total <= MAX then
+  elseif n < 0 and total_now <= MAX then
     -- Back under the total: the next shrink starts past it again.
     redis.call('HDEL', TOTAL, 'shrink-at')
   end
 end
 
--- n bytes more (fewer, if negative) held by a session whose count exists.
+-- n bytes more (fewer, if negative) held by a session; its bytes now.
 local function add_session(session, n)
-  if n == 0 then return end
-  local key = bytes_key(session)
-  if redis.call('HINCRBY', key, '', n) <= 0 then redis.call('HDEL', key, '') end
-  if tonumber(redis.call('ZINCRBY', SESSIONS, n, session)) <= 0 then
-    redis.call('ZREM', SESSIONS, session)
-  end
+  local size = tonumber(redis.call('ZINCRBY', SESSIONS, n, session))
+  if size <= 0 then redis.call('ZREM', SESSIONS, session) end
   add_total(n)
+  return size
 end
 
 -- A session's count is gone (expired, or forgotten): what the total counted for it goes.
 local function forget_count(session)
-  local score = tonumber(redis.call('ZSCORE', SESSIONS, session) or '0')
-  redis.call('ZREM', SESSIONS, session)
+  local score = redis.call('ZSCORE', SESSIONS, session)
   redis.call('ZREM', EXPIRY, session)
-  add_total(-score)
-  return score
+  if not score then return 0 end
+  redis.call('ZREM', SESSIONS, session)
+  add_total(-tonumber(score))
+  return tonumber(score)
 end
 
 local function drop_oldest(key)
@@ -80,17 +89,15 @@ local function shrink(session, excess)
   local streams, freed = {}, 0
   for i = 1, #fields, 2 do
     local stream, held = fields[i], tonumber(fields[i + 1])
-    if stream ~= '' then
-      local events = events_key(session, stream)
-      local first = redis.call('XRANGE', events, '-', '+', 'COUNT', 1)[1]
-      if first then
-        local ms, seq = string.match(first[1], '^(%d+)-(%d+)$')
-        streams[#streams + 1] = {tonumber(ms), tonumber(seq), stream, events}
-      else
-        -- The stream expired on its own: its bytes are held no more.
-        redis.call('HDEL', key, stream)
-        freed = freed + held
-      end
+    local events = events_key(session, stream)
+    local first = redis.call('XRANGE', events, '-', '+', 'COUNT', 1)[1]
+    if first then
+      local ms, seq = string.match(first[1], '^(%d+)-(%d+)$')
+      streams[#streams + 1] = {tonumber(ms), tonumber(seq), stream, events}
+    else
+      -- The stream expired on its own: its bytes are held no more.
+      redis.call('HDEL', key, stream)
+      freed = freed + held
     end
   end
   -- Oldest first: by their oldest event's entry id, and streams whose oldest events
@@ -107,10 +114,12 @@ local function shrink(session, excess)
       gone = gone + drop_oldest(stream[4])
       length = length - 1
     end
-    if gone > 0 then redis.call('HINCRBY', key, stream[3], -gone) end
+    if gone > 0 and redis.call('HINCRBY', key, stream[3], -gone) <= 0 then
+      redis.call('HDEL', key, stream[3])
+    end
     freed = freed + gone
   end
-  add_session(session, -freed)
+  if freed > 0 then add_session(session, -freed) end
   return freed
 end
 
@@ -128,96 +137,93 @@ local function shrink_all()
   end
 end
 
--- The counts of sessions due to expire by ``now``: gone with their keys, or due later.
-local function sweep(now)
-  for _, session in ipairs(redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', now, 'LIMIT', 0, 16)) do
+-- The counts of sessions due to expire by now: gone with their keys, or due later.
+local function sweep()
+  local at = now()
+  for _, session in ipairs(redis.call('ZRANGEBYSCORE', EXPIRY, '-inf', at, 'LIMIT', 0, 16)) do
     local left = redis.call('PTTL', bytes_key(session))
     if left == -2 then
       forget_count(session)
     elseif left == -1 then
       redis.call('ZREM', EXPIRY, session)
     else
-      redis.call('ZADD', EXPIRY, now + left, session)
+      redis.call('ZADD', EXPIRY, at + left, session)
     end
   end
 end
 """
 
 # KEYS: the stream, the session's set of streams, owed ids, lease, the session's bytes.
-# ARGV (after the three above): stream id, data, ttl ms, now ms, most events kept, most
-# bytes of a stream, most bytes of a session, owed ids ('' for none: no lease), lease ms.
-# -> the entry id.
+# ARGV (after the two above): stream id, data, owed ids ('' for none: no lease), lease
+# ms. -> the entry id.
 APPEND: Final = (
     _COUNTS
     + """
-local stream, data, ttl, now = ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
-local max_events, max_stream = tonumber(ARGV[8]), tonumber(ARGV[9])
-local max_session = tonumber(ARGV[10])
-local BYTES = KEYS[5]
-sweep(now)
-if redis.call('EXISTS', BYTES) == 0 then
+local stream, data, BYTES = ARGV[3], ARGV[4], KEYS[5]
+local counted = redis.call('PEXPIRE', BYTES, TTL) == 1
+local before = 0
+if counted then
+  before = tonumber(redis.call('HGET', BYTES, stream) or '0')
+else
+  -- A session holding no bytes: new, or its count expired (what the total still counts
+  -- of it goes). Sessions due to expire are looked at now.
   forget_count(SESSION)
-elseif redis.call('EXISTS', KEYS[1]) == 0 then
-  -- The stream expired while its session lived: its old bytes are held no more.
-  local stale = tonumber(redis.call('HGET', BYTES, stream) or '0')
-  redis.call('HDEL', BYTES, stream)
-  add_session(SESSION, -stale)
+  sweep()
 end
 local entry = redis.call('XADD', KEYS[1], '*', 'd', data)
-redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[1], TTL)
 redis.call('SADD', KEYS[2], stream)
-redis.call('PEXPIRE', KEYS[2], ttl)
-if ARGV[11] ~= '' then
-  redis.call('SET', KEYS[3], ARGV[11], 'PX', ttl)
-  redis.call('SET', KEYS[4], '1', 'PX', ARGV[12])
+redis.call('PEXPIRE', KEYS[2], TTL)
+if ARGV[5] ~= '' then
+  redis.call('SET', KEYS[3], ARGV[5], 'PX', TTL)
+  redis.call('SET', KEYS[4], '1', 'PX', ARGV[6])
 end
-local before = tonumber(redis.call('HGET', BYTES, stream) or '0')
-local held, length = before + string.len(data), redis.call('XLEN', KEYS[1])
-while length > 1 and (length > max_events or held > max_stream) do
+local length = redis.call('XLEN', KEYS[1])
+-- A stream of one event is new, or expired while its session lived: what it held before
+-- is held no more.
+local held = string.len(data) + (length > 1 and before or 0)
+while length > 1 and (length > MAX_EVENTS or held > MAX_STREAM) do
   held = held - drop_oldest(KEYS[1])
   length = length - 1
 end
 -- Below nothing only for events an older version stored without counting them.
 held = math.max(held, 0)
-if held ~= before then
-  if held > 0 then
-    redis.call('HSET', BYTES, stream, held)
-  else
-    redis.call('HDEL', BYTES, stream)
-  end
-  add_session(SESSION, held - before)
+if held == before then return entry end
+if held > 0 then
+  redis.call('HSET', BYTES, stream, held)
+else
+  redis.call('HDEL', BYTES, stream)
 end
-if redis.call('EXISTS', BYTES) == 0 then
-  redis.call('ZREM', EXPIRY, SESSION)
-  return entry
+local size = add_session(SESSION, held - before)
+if not counted then
+  redis.call('PEXPIRE', BYTES, TTL)
+  redis.call('ZADD', EXPIRY, now() + TTL, SESSION)
 end
-redis.call('PEXPIRE', BYTES, ttl)
-redis.call('ZADD', EXPIRY, now + ttl, SESSION)
-local size = tonumber(redis.call('HGET', BYTES, '') or '0')
-if size > max_session then shrink(SESSION, size - max_session) end
-local counts = redis.call('HMGET', TOTAL, 'bytes', 'shrink-at')
-if tonumber(counts[1] or '0') > tonumber(counts[2] or MAX) then shrink_all() end
+if size > MAX_SESSION then shrink(SESSION, size - MAX_SESSION) end
+if total_now and total_now > MAX then
+  if total_now > tonumber(redis.call('HGET', TOTAL, 'shrink-at') or MAX) then shrink_all() end
+end
 return entry
 """
 )
 
 # KEYS: the stream, owed ids, lease, the session's set of streams, the session's bytes.
-# ARGV (after the three above): the stream id.
+# ARGV (after the two above): the stream id.
 FORGET_STREAM: Final = (
     _COUNTS
     + """
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-redis.call('SREM', KEYS[4], ARGV[4])
-local held = redis.call('HGET', KEYS[5], ARGV[4])
+redis.call('SREM', KEYS[4], ARGV[3])
+local held = redis.call('HGET', KEYS[5], ARGV[3])
 if held then
-  redis.call('HDEL', KEYS[5], ARGV[4])
+  redis.call('HDEL', KEYS[5], ARGV[3])
   add_session(SESSION, -tonumber(held))
 end
 if redis.call('EXISTS', KEYS[5]) == 0 then redis.call('ZREM', EXPIRY, SESSION) end
 """
 )
 
-# KEYS: every key of the session (its bytes among them). ARGV: the three above.
+# KEYS: every key of the session (its bytes among them). ARGV: the two above.
 FORGET_SESSION: Final = (
     _COUNTS
     + """

@@ -41,7 +41,6 @@ import base64
 import contextlib
 import hashlib
 import re
-import time
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Final
 
@@ -151,14 +150,10 @@ class RedisEventStore(EventStore):
         self._append_script = client.register_script(APPEND)
         self._forget_stream_script = client.register_script(FORGET_STREAM)
         self._forget_session_script = client.register_script(FORGET_SESSION)
-        self._ttl_arg = str(self._ttl_ms)
-        # What every script is told first (the prefix and the total), and an append after
-        # the session and stream: its bounds.
-        self._max_arg = str(max_bytes)
-        self._bounds = (
-            str(max_events_per_stream),
-            str(max_bytes_per_stream),
-            str(max_bytes_per_session),
+        # What every script is told first: the bounds, the ttl and the prefix.
+        self._settings = (
+            f"{max_bytes} {self._ttl_ms} {max_events_per_stream} {max_bytes_per_stream}"
+            f" {max_bytes_per_session} {prefix}"
         )
         self._operations = 0
         self._failures = 0
@@ -228,14 +223,10 @@ class RedisEventStore(EventStore):
                     self._bytes_key(session_id),
                 ],
                 args=[
-                    self._prefix,
-                    self._max_arg,
+                    self._settings,
                     session_id,
                     stream_id,
                     data,
-                    self._ttl_arg,
-                    str(int(time.time() * 1000)),
-                    *self._bounds,
                     b"" if ids is None else ids,
                     str(_ms(seconds)),
                 ],
@@ -351,7 +342,7 @@ class RedisEventStore(EventStore):
                     self._streams_key(session_id),
                     self._bytes_key(session_id),
                 ],
-                args=[self._prefix, self._max_arg, session_id, stream_id],
+                args=[self._settings, session_id, stream_id],
             )
 
     async def forget_session(self, session_id: str) -> None:
@@ -367,7 +358,7 @@ class RedisEventStore(EventStore):
         with self._round_trip("forget a session"):
             await self._forget_session_script(
                 keys=[*keys, streams, self._bytes_key(session_id)],
-                args=[self._prefix, self._max_arg, session_id],
+                args=[self._settings, session_id],
             )
 
     def statistics(self) -> RedisEventStoreStatistics:

@@ -33,7 +33,8 @@ async def _held(redis: coredis.Redis[bytes], prefix: str = "p") -> dict[str, int
     scores = await redis.zrange(f"{prefix}:event-sessions", 0, -1, withscores=True)
     assert {m.member.decode(): int(m.score) for m in scores} == held  # type: ignore[union-attr]
     for session, size in held.items():
-        assert await redis.hget(f"{prefix}:event-bytes:{session}", "") == str(size).encode()
+        streams = await redis.hgetall(f"{prefix}:event-bytes:{session}")
+        assert sum(int(n) for n in streams.values()) == size
     total = await redis.hget(f"{prefix}:event-total", "bytes")
     assert int(total or 0) == sum(held.values())
     return held
