@@ -265,9 +265,9 @@ def _snapshots(args: argparse.Namespace) -> Any:
     shared = getattr(args, "shared_store", None)
     if shared is None:
         return None
-    from ..store import RedisSnapshots
+    from ..store import RedisReplicaSummaries
 
-    return RedisSnapshots(
+    return RedisReplicaSummaries(
         shared.client,
         replica=shared.replicas.replica_id,
         prefix=getattr(args, "store_prefix", None) or "mcpactor",

@@ -50,6 +50,7 @@ from ._envelope import UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERS
 from ._envelope import EnvelopeError as EnvelopeError
 from ._envelope import has_envelope as has_envelope
 from ._ext_tasks import AUGMENTABLE as AUGMENTABLE
+from ._ext_tasks import MAX_TASK_ID_LENGTH as MAX_TASK_ID_LENGTH
 from ._ext_tasks import METHODS as TASK_EXTENSION_METHODS
 from ._ext_tasks import NAMED_BY as NAMED_BY
 from ._ext_tasks import TERMINAL as TERMINAL
@@ -160,6 +161,7 @@ __all__ = [
     "MAX_DETAILS",
     "MAX_RESOURCE_SUBSCRIPTIONS",
     "MAX_SUBSCRIPTION_BYTES",
+    "MAX_TASK_ID_LENGTH",
     "MAX_URI_BYTES",
     "MISSING_CLIENT_CAPABILITY",
     "MODERN_ERRORS",

@@ -1,5 +1,6 @@
 """The trio actors: sessions, their requests, and how they are run."""
 
+from ._bus import DEFAULT_BUFFER as DEFAULT_BUFFER
 from ._bus import ChangeBus as ChangeBus
 from ._bus import ChangeEvent as ChangeEvent
 from ._bus import InMemoryBus as InMemoryBus
@@ -42,18 +43,27 @@ from ._views import RequestView as RequestView
 from ._views import SessionView as SessionView
 from ._views import StreamView as StreamView
 from ._views import TaskView as TaskView
+from .tasks import CommandHandler as CommandHandler
+from .tasks import StoppedHook as StoppedHook
+from .tasks import TaskCommand as TaskCommand
 from .tasks import TaskManager as TaskManager
 from .tasks import TaskOptions as TaskOptions
+from .tasks import TaskRecord as TaskRecord
 from .tasks import TaskStatistics as TaskStatistics
+from .tasks import TaskWatch as TaskWatch
+from .tasks import TaskWatchers as TaskWatchers
+from .tasks import stopped as stopped
 
 __all__ = [
     "BUCKETS",
     "CANCELLED",
+    "DEFAULT_BUFFER",
     "ERROR",
     "LOG_CONTEXT",
     "METRICS",
     "ChangeBus",
     "ChangeEvent",
+    "CommandHandler",
     "ConflictDetector",
     "HostView",
     "HttpSessionView",
@@ -79,12 +89,17 @@ __all__ = [
     "StatelessHost",
     "StatelessOptions",
     "StatelessStatistics",
+    "StoppedHook",
     "StreamSignal",
     "StreamView",
+    "TaskCommand",
     "TaskManager",
     "TaskOptions",
+    "TaskRecord",
     "TaskStatistics",
     "TaskView",
+    "TaskWatch",
+    "TaskWatchers",
     "check_cancelled",
     "collect_when_quiet",
     "current_observatory",
@@ -92,4 +107,5 @@ __all__ = [
     "observed",
     "open_process_pool",
     "settle_heap",
+    "stopped",
 ]

@@ -18,15 +18,15 @@ if TYPE_CHECKING:
     from ._open import open_shared_store as open_shared_store
     from ._relay import RedisRelay as RedisRelay
     from ._sessions import RedisSessionRecords as RedisSessionRecords
-    from ._snapshots import RedisSnapshots as RedisSnapshots
-    from ._snapshots import replica_summary as replica_summary
+    from ._summaries import RedisReplicaSummaries as RedisReplicaSummaries
+    from ._summaries import replica_summary as replica_summary
 
 __all__ = [
     "RedisBus",
     "RedisEventStore",
     "RedisRelay",
+    "RedisReplicaSummaries",
     "RedisSessionRecords",
-    "RedisSnapshots",
     "SharedStore",
     "StoreURL",
     "open_redis_bus",
@@ -40,12 +40,12 @@ _LAZY = {
     "RedisBus": "._bus",
     "open_redis_bus": "._bus",
     "RedisEventStore": "._events",
-    "RedisRelay": "._relay",
-    "RedisSessionRecords": "._sessions",
-    "RedisSnapshots": "._snapshots",
-    "replica_summary": "._snapshots",
     "SharedStore": "._open",
     "open_shared_store": "._open",
+    "RedisRelay": "._relay",
+    "RedisSessionRecords": "._sessions",
+    "RedisReplicaSummaries": "._summaries",
+    "replica_summary": "._summaries",
 }
 
 

@@ -29,9 +29,9 @@ import orjson
 import trio
 
 from ..protocol import describe_error
-from ..runtime._bus import DEFAULT_BUFFER, ChangeEvent, InMemoryBus, Listener
-from ._sessions import store_location
-from ._subscription import Subscription
+from ..runtime import DEFAULT_BUFFER, ChangeEvent, InMemoryBus, Listener
+from ._client import store_location
+from ._subscription import RedisSubscription
 
 __all__ = [
     "MAX_CHANGE_BYTES",
@@ -154,7 +154,7 @@ class RedisBus:
         self._received = 0
         self._rejected = 0
         self._reconnects = 0
-        self._subscription = Subscription(
+        self._subscription = RedisSubscription(
             client,
             [self.channel],
             self._dispatch,

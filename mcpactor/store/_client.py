@@ -4,26 +4,31 @@
 # so an outage is seen by the commands made during it. Those must fail, not wait: the
 # connect and read timeouts are set, so a command during an outage raises within a few
 # seconds and the store that made it says StoreUnavailable instead of hanging a request.
+# The PING at the start raises the same StoreUnavailable: an outage found earlier.
 
 from __future__ import annotations
 
 import ssl
-from typing import Any, Final
+from collections.abc import Awaitable
+from typing import Any, Final, TypeVar
 
 import coredis
 import coredis.exceptions
 import trio
 
-from .._exceptions import MCPActorError
+from ..protocol import describe_error
+from ..runtime.http import StoreUnavailable
 from ._url import StoreURL
 
 __all__ = [
     "CONNECT_TIMEOUT",
     "REACH_DEADLINE",
     "READ_TIMEOUT",
-    "StoreUnreachable",
+    "UNREACHABLE",
     "check_reachable",
     "connect",
+    "reach",
+    "store_location",
 ]
 
 #: seconds a connection to Redis may take to open
@@ -32,10 +37,13 @@ CONNECT_TIMEOUT: Final = 3.0
 READ_TIMEOUT: Final = 10.0
 #: seconds ``check_reachable`` waits for its PING
 REACH_DEADLINE: Final = 5.0
+#: what a failure to reach the store looks like: coredis's own errors (a lost or refused
+#: connection, a server that answers with an error) and the sockets' beneath them
+UNREACHABLE: Final = (coredis.exceptions.RedisError, OSError, TimeoutError)
+# How much of the store's location an error message shows.
+_MAX_LOCATION: Final = 200
 
-
-class StoreUnreachable(MCPActorError):
-    """The shared store did not answer when the process started."""
+T = TypeVar("T")
 
 
 def _ssl_context(url: StoreURL) -> ssl.SSLContext:
@@ -48,6 +56,27 @@ def _ssl_context(url: StoreURL) -> ssl.SSLContext:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
+
+
+def store_location(client: coredis.Redis[Any]) -> str:
+    """Where ``client`` connects (host:port or socket path, never a password), bounded."""
+    location = str(getattr(client.connection_pool, "location", "") or "redis")
+    return location[:_MAX_LOCATION]
+
+
+async def reach(what: str, location: str, call: Awaitable[T]) -> T:
+    """Await ``call``; a failure to reach the store is a StoreUnavailable naming it (bounded).
+
+    The error is raised without coredis's beneath it: that one holds the frames of the
+    connection that failed, which a logged StoreUnavailable would otherwise keep alive.
+    """
+    try:
+        return await call
+    except UNREACHABLE as exc:
+        error = StoreUnavailable(
+            f"the {what} at {location} cannot be reached: {describe_error(exc)}"
+        )
+    raise error
 
 
 def connect(url: StoreURL) -> coredis.Redis[Any]:
@@ -77,7 +106,7 @@ async def check_reachable(
     """PING the store once, within ``deadline`` seconds.
 
     Raises:
-        StoreUnreachable: no answer in time, a refused connection, or a refused login;
+        StoreUnavailable: no answer in time, a refused connection, or a refused login;
             the message names the URL without its password.
     """
     why: str | None = None
@@ -88,7 +117,7 @@ async def check_reachable(
         why = f"no answer to PING within {deadline:g} s"
     except coredis.exceptions.AuthenticationError as exc:
         why = f"the login was refused ({str(exc)[:200]})"
-    except (coredis.exceptions.RedisError, OSError) as exc:
+    except UNREACHABLE as exc:
         why = str(exc)[:200] or type(exc).__name__
     if why is not None:
-        raise StoreUnreachable(f"the store {url.redacted()} is unreachable: {why}")
+        raise StoreUnavailable(f"the store {url.redacted()} is unreachable: {why}")

@@ -4,8 +4,8 @@
 #
 # - ``{p}:events:{session}:{stream}``: a Redis stream per SSE stream of a session, one
 #   entry per event (field ``d``: the message bytes, empty for a priming event), trimmed
-#   exactly to ``max_events_per_stream`` on every XADD and expiring ``ttl`` seconds after
-#   its last append.
+#   to ``max_events_per_stream`` and ``max_bytes_per_stream`` on every append and
+#   expiring ``ttl`` seconds after its last append.
 # - ``{p}:event-streams:{session}``: the set of a session's stream ids, so that
 #   ``forget_session`` finds every key; it expires with the newest of them.
 # - ``{p}:event-owed:{session}:{stream}``: the JSON array of the request ids a leased
@@ -16,10 +16,11 @@
 #   and dropped (DEL) by one pipeline of the replica running the requests every third of
 #   a lease.
 #
-# An append is one Lua script (XADD, the expiries, the set of streams, and for a first
-# event its lease): one command where a MULTI pipeline was six, which measured a fifth
-# less of the client's CPU per append, so a leased first event costs less than a plain
-# one did.
+# An append is one Lua script (_event_scripts.py: XADD, the expiries, the set of streams,
+# for a first event its lease, and the byte counts): one command, so that an event, its
+# lease and its bytes are written together. The bounds are MemoryEventStore's: past a
+# session's bytes the oldest events of its oldest streams go, past the total those of
+# the sessions holding the most; each stream's newest event is always kept.
 #
 # An event id is ``{stream}.{entry}.{tag}``: the stream, the Redis entry id (``ms-seq``,
 # increasing even across a key that expired and came back) and a short digest of the
@@ -32,8 +33,7 @@
 # Every call is a round trip, so ``append_now`` and ``forget_stream_now`` keep the base
 # class's answers ("wait for the async one"). ``wait_after`` blocks in XREAD, on a
 # connection of its own (coredis gives a blocking command one), so it holds up no other
-# command. Any failure to reach Redis is
-# ``StoreUnavailable``.
+# command. Any failure to reach Redis is ``StoreUnavailable``.
 
 from __future__ import annotations
 
@@ -47,17 +47,21 @@ from typing import Any, Final
 import attrs
 import coredis
 import orjson
-from coredis.exceptions import RedisError
 
 from ..protocol import RequestId, describe_error
-from ..runtime.http._event_store import (
+from ..runtime.http import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_BYTES_PER_SESSION,
+    DEFAULT_MAX_BYTES_PER_STREAM,
     DEFAULT_MAX_EVENTS_PER_STREAM,
     EventStore,
     Replay,
+    StoreUnavailable,
     StreamKey,
     StreamLease,
 )
-from ..runtime.http._session_records import StoreUnavailable
+from ._client import UNREACHABLE
+from ._event_scripts import APPEND, FORGET_SESSION, FORGET_STREAM
 
 __all__ = [
     "MAX_BLOCK",
@@ -77,20 +81,6 @@ MAX_LEASED_IDS_BYTES: Final = 64 * 1024
 # A canonical Redis entry id, as XADD returns it (no leading zeros, ASCII digits only).
 _ENTRY: Final = re.compile(r"(?:0|[1-9][0-9]{0,19})-(?:0|[1-9][0-9]{0,19})", re.ASCII)
 _FIELD: Final = b"d"
-
-# KEYS: stream, the session's set of streams, owed ids, lease. ARGV: data, ttl ms, most
-# events kept, stream id, owed ids ('' for none: no lease), lease ms. -> the entry id.
-_APPEND: Final = """
-local entry = redis.call('XADD', KEYS[1], 'MAXLEN', '=', ARGV[3], '*', 'd', ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('SADD', KEYS[2], ARGV[4])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-if ARGV[5] ~= '' then
-  redis.call('SET', KEYS[3], ARGV[5], 'PX', ARGV[2])
-  redis.call('SET', KEYS[4], '1', 'PX', ARGV[6])
-end
-return entry
-"""
 
 
 def _text(value: Any) -> str:
@@ -118,7 +108,15 @@ class RedisEventStoreStatistics:
 
 
 class RedisEventStore(EventStore):
-    """An EventStore in Redis streams, shared by every replica naming the same prefix."""
+    """An EventStore in Redis streams, shared by every replica naming the same prefix.
+
+    Bounded as a MemoryEventStore is, over all the replicas: a stream keeps at most
+    ``max_events_per_stream`` events and ``max_bytes_per_stream`` bytes, a session's
+    streams together ``max_bytes_per_session``, all sessions ``max_bytes`` (past it down
+    to nine tenths, the sessions holding the most first). The newest event of every
+    stream is always kept; a client resuming from before what was dropped is told its
+    id is unknown.
+    """
 
     def __init__(
         self,
@@ -126,21 +124,37 @@ class RedisEventStore(EventStore):
         *,
         prefix: str = "mcpactor",
         max_events_per_stream: int = DEFAULT_MAX_EVENTS_PER_STREAM,
+        max_bytes_per_stream: int = DEFAULT_MAX_BYTES_PER_STREAM,
+        max_bytes_per_session: int = DEFAULT_MAX_BYTES_PER_SESSION,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         ttl: float = 3600.0,
     ) -> None:
-        if max_events_per_stream < 1:
-            raise ValueError(
-                f"max_events_per_stream must be at least 1, got {max_events_per_stream!r}"
-            )
+        for name, value in (
+            ("max_events_per_stream", max_events_per_stream),
+            ("max_bytes_per_stream", max_bytes_per_stream),
+            ("max_bytes_per_session", max_bytes_per_session),
+            ("max_bytes", max_bytes),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value!r}")
         if not ttl > 0:
             raise ValueError(f"a ttl is a positive number of seconds, got {ttl!r}")
         self.max_events_per_stream = max_events_per_stream
+        self.max_bytes_per_stream = max_bytes_per_stream
+        self.max_bytes_per_session = max_bytes_per_session
+        self.max_bytes = max_bytes
         self.ttl = ttl
         self._client = client
         self._prefix = prefix
         self._ttl_ms = max(1, round(ttl * 1000))
-        self._append_script = client.register_script(_APPEND)
-        self._ttl_arg = str(self._ttl_ms)
+        self._append_script = client.register_script(APPEND)
+        self._forget_stream_script = client.register_script(FORGET_STREAM)
+        self._forget_session_script = client.register_script(FORGET_SESSION)
+        # What every script is told first: the bounds, the ttl and the prefix.
+        self._settings = (
+            f"{max_bytes} {self._ttl_ms} {max_events_per_stream} {max_bytes_per_stream}"
+            f" {max_bytes_per_session} {prefix}"
+        )
         self._operations = 0
         self._failures = 0
         self._appends = 0
@@ -160,13 +174,16 @@ class RedisEventStore(EventStore):
     def _lease_key(self, session_id: str, stream_id: str) -> str:
         return f"{self._prefix}:event-lease:{session_id}:{stream_id}"
 
+    def _bytes_key(self, session_id: str) -> str:
+        return f"{self._prefix}:event-bytes:{session_id}"
+
     @contextlib.contextmanager
     def _round_trip(self, what: str) -> Iterator[None]:
         # One counted operation; Redis's failures become the store's one error.
         self._operations += 1
         try:
             yield
-        except (RedisError, OSError) as exc:
+        except UNREACHABLE as exc:
             self._failures += 1
             raise StoreUnavailable(f"cannot {what} in Redis: {describe_error(exc)}") from exc
 
@@ -203,12 +220,13 @@ class RedisEventStore(EventStore):
                     self._streams_key(session_id),
                     self._owed_key(session_id, stream_id),
                     self._lease_key(session_id, stream_id),
+                    self._bytes_key(session_id),
                 ],
                 args=[
-                    data,
-                    self._ttl_arg,
-                    str(self.max_events_per_stream),
+                    self._settings,
+                    session_id,
                     stream_id,
+                    data,
                     b"" if ids is None else ids,
                     str(_ms(seconds)),
                 ],
@@ -316,15 +334,16 @@ class RedisEventStore(EventStore):
     async def forget_stream(self, session_id: str, stream_id: str) -> None:
         """Drop what is stored for one stream."""
         with self._round_trip("forget a stream"):
-            async with self._client.pipeline(transaction=True) as pipeline:
-                pipeline.delete(
-                    [
-                        self._stream_key(session_id, stream_id),
-                        self._owed_key(session_id, stream_id),
-                        self._lease_key(session_id, stream_id),
-                    ]
-                )
-                pipeline.srem(self._streams_key(session_id), [stream_id])
+            await self._forget_stream_script(
+                keys=[
+                    self._stream_key(session_id, stream_id),
+                    self._owed_key(session_id, stream_id),
+                    self._lease_key(session_id, stream_id),
+                    self._streams_key(session_id),
+                    self._bytes_key(session_id),
+                ],
+                args=[self._settings, session_id, stream_id],
+            )
 
     async def forget_session(self, session_id: str) -> None:
         """Drop what is stored for every stream of a session."""
@@ -337,7 +356,10 @@ class RedisEventStore(EventStore):
             for key in (self._stream_key, self._owed_key, self._lease_key)
         ]
         with self._round_trip("forget a session"):
-            await self._client.delete([*keys, streams])
+            await self._forget_session_script(
+                keys=[*keys, streams, self._bytes_key(session_id)],
+                args=[self._settings, session_id],
+            )
 
     def statistics(self) -> RedisEventStoreStatistics:
         """Return the counts of operations, failures, appends and replays so far."""

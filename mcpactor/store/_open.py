@@ -15,9 +15,9 @@ from typing import Any
 import attrs
 import coredis
 
-from ..runtime._bus import ChangeBus
-from ..runtime.http import EventStore, Replicas
-from ._client import StoreUnreachable, check_reachable, connect
+from ..runtime import ChangeBus
+from ..runtime.http import EventStore, Replicas, StoreUnavailable
+from ._client import check_reachable, connect
 from ._tasks import RedisTaskStore, open_redis_task_store
 from ._url import StoreURL
 
@@ -49,7 +49,7 @@ async def open_shared_store(
     """Connect to ``url`` and yield the shared pieces, as replica ``replica``.
 
     Raises:
-        StoreUnreachable: the store does not answer a PING at the start.
+        StoreUnavailable: the store does not answer a PING at the start.
     """
     client = connect(url)
     reached = False
@@ -79,14 +79,14 @@ async def open_shared_store(
                     client=client,
                     location=url.redacted(),
                 )
-    except (StoreUnreachable, BaseExceptionGroup) as exc:
+    except (StoreUnavailable, BaseExceptionGroup) as exc:
         if reached:
             raise
         # The client's task group wraps the refusal; it is said alone, as raised here,
         # so that a start that fails names the store and not the client's internals.
-        found = exc.split(StoreUnreachable)[0] if isinstance(exc, BaseExceptionGroup) else exc
+        found = exc.split(StoreUnavailable)[0] if isinstance(exc, BaseExceptionGroup) else exc
         if found is None:
             raise
         while isinstance(found, BaseExceptionGroup):
             found = found.exceptions[0]
-        raise StoreUnreachable(str(found)) from None
+        raise StoreUnavailable(str(found)) from None

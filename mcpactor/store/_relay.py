@@ -28,9 +28,9 @@ import coredis
 import trio
 
 from ..protocol import describe, describe_error
-from ..runtime.http._relay import MAX_RELAYED_BYTES, Relayed, RelayKind
-from ._sessions import reach, store_location
-from ._subscription import Subscription
+from ..runtime.http import MAX_RELAYED_BYTES, Relayed, RelayKind
+from ._client import reach, store_location
+from ._subscription import RedisSubscription
 
 __all__ = ["RedisRelay"]
 
@@ -80,7 +80,7 @@ class RedisRelay:
         self._queued = 0
         self._overflowing = False
         #: the subscription of the running ``serve`` (tests count its reconnects)
-        self.subscription: Subscription | None = None
+        self.subscription: RedisSubscription | None = None
 
     def _channel(self, replica_id: str) -> str:
         return f"{self._prefix}:relay:{replica_id}"
@@ -105,7 +105,7 @@ class RedisRelay:
         # Unbounded in count, bounded in bytes by ``_take``.
         inbox, outbox = trio.open_memory_channel[tuple[Relayed, int]](math.inf)
         self._queued = 0
-        subscription = self.subscription = Subscription(
+        subscription = self.subscription = RedisSubscription(
             self._client,
             [self._shared, self._own],
             lambda message: self._take(message, inbox),

@@ -10,50 +10,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import coredis
-import coredis.exceptions
 
 from ..protocol import describe, describe_error
-from ..runtime.http._session_records import (
-    MAX_RECORD_BYTES,
-    SessionRecord,
-    StoreUnavailable,
-)
+from ..runtime.http import MAX_RECORD_BYTES, SessionRecord
+from ._client import reach, store_location
 
 __all__ = ["RedisSessionRecords"]
 
 _log = logging.getLogger("mcpactor.store")
 
 T = TypeVar("T")
-
-# What a failure to reach the store looks like: coredis's own errors (a lost or refused
-# connection, a server that answers with an error) and the sockets' beneath them.
-_UNREACHABLE: Final = (coredis.exceptions.RedisError, OSError, TimeoutError)
-# How much of the store's location an error message shows.
-_MAX_LOCATION: Final = 200
-
-
-def store_location(client: coredis.Redis[Any]) -> str:
-    """Where ``client`` connects (host:port or socket path, never a password), bounded."""
-    location = str(getattr(client.connection_pool, "location", "") or "redis")
-    return location[:_MAX_LOCATION]
-
-
-async def reach(what: str, location: str, call: Awaitable[T]) -> T:
-    """Await ``call``; a failure to reach the store is a StoreUnavailable naming it (bounded).
-
-    The error is raised without coredis's beneath it: that one holds the frames of the
-    connection that failed, which a logged StoreUnavailable would otherwise keep alive.
-    """
-    try:
-        return await call
-    except _UNREACHABLE as exc:
-        error = StoreUnavailable(
-            f"the {what} at {location} cannot be reached: {describe_error(exc)}"
-        )
-    raise error
 
 
 class RedisSessionRecords:

@@ -3,7 +3,7 @@
 #
 # A subscription breaks when Redis restarts, goes away or stops answering, and coredis
 # says so in one of two ways: it raises (inside exception groups), or its iteration just
-# ends, quietly, as if nothing more would ever come. Either way ``Subscription.run``
+# ends, quietly, as if nothing more would ever come. Either way ``RedisSubscription.run``
 # subscribes again with a growing pause (``FIRST_RETRY`` doubling up to ``MAX_RETRY``),
 # for as long as it runs; coredis's own retries are off, so that this loop sees every
 # break. An outage is logged once when it starts and once when it ends, not once per
@@ -24,7 +24,7 @@ from coredis.retry import NoRetryPolicy
 
 from ..protocol import describe_error
 
-__all__ = ["FIRST_RETRY", "MAX_RETRY", "Subscription"]
+__all__ = ["FIRST_RETRY", "MAX_RETRY", "RedisSubscription"]
 
 _log = logging.getLogger("mcpactor.store")
 
@@ -40,7 +40,7 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-class Subscription:
+class RedisSubscription:
     """A subscription to ``channels`` that is made again whenever it breaks.
 
     ``deliver`` takes each message (coredis's dict) in the subscribing task, without

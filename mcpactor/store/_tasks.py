@@ -42,9 +42,8 @@ import orjson
 import trio
 from coredis.tokens import PureToken
 
-from ..protocol import describe, describe_error
-from ..protocol._ext_tasks import MAX_TASK_ID_LENGTH
-from ..runtime.tasks import (
+from ..protocol import MAX_TASK_ID_LENGTH, describe, describe_error
+from ..runtime import (
     CommandHandler,
     StoppedHook,
     TaskCommand,
@@ -53,8 +52,8 @@ from ..runtime.tasks import (
     TaskWatchers,
     stopped,
 )
-from ._sessions import store_location
-from ._subscription import Subscription
+from ._client import store_location
+from ._subscription import RedisSubscription
 
 __all__ = ["RedisTaskStore", "open_redis_task_store"]
 
@@ -149,7 +148,7 @@ class RedisTaskStore:
         self._handlers: dict[str, CommandHandler] = {}
         self._watchers = TaskWatchers()
         #: the subscription to changes and this replica's commands (``listen`` runs it)
-        self.subscription = Subscription(
+        self.subscription = RedisSubscription(
             client,
             [self._changed, self._commands],
             self._dispatch,

@@ -19,9 +19,9 @@ import trio
 
 from mcpactor.admin import create_admin_app
 from mcpactor.runtime import Observatory
-from mcpactor.store._snapshots import (
+from mcpactor.store._summaries import (
     MAX_ENTRY_BYTES,
-    RedisSnapshots,
+    RedisReplicaSummaries,
     replica_summary,
 )
 
@@ -42,8 +42,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 async def test_published_summaries_are_listed_and_expire(
     redis: coredis.Redis[bytes],  # noqa: F811
 ) -> None:
-    one = RedisSnapshots(redis, replica="host-a:1:x", ttl=0.4)
-    two = RedisSnapshots(redis, replica="host-b:2:y", ttl=30)
+    one = RedisReplicaSummaries(redis, replica="host-a:1:x", ttl=0.4)
+    two = RedisReplicaSummaries(redis, replica="host-b:2:y", ttl=30)
     await one.publish({"counts": {"sessions": 3}})
     await two.publish({"counts": {"sessions": 5}})
     listed = await two.replicas()
@@ -65,7 +65,7 @@ async def test_published_summaries_are_listed_and_expire(
 async def test_damaged_and_oversized_entries_are_skipped(
     redis: coredis.Redis[bytes],  # noqa: F811
 ) -> None:
-    reader = RedisSnapshots(redis, replica="reader")
+    reader = RedisReplicaSummaries(redis, replica="reader")
     await reader.publish({"counts": {}})
     index = "mcpactor:admin-replicas"
     now_ms = int(time.time() * 1000)
@@ -95,7 +95,7 @@ async def test_a_store_that_cannot_be_reached_lists_nothing_unavailable() -> Non
         client: coredis.Redis[bytes] = coredis.Redis(
             host="127.0.0.1", port=port, connect_timeout=1, stream_timeout=1
         )
-        snapshots = RedisSnapshots(client, replica="alone")
+        snapshots = RedisReplicaSummaries(client, replica="alone")
         async with client:
             with running_redis("--port", str(port), "--bind", "127.0.0.1"):
                 await snapshots.publish({"counts": {}})

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import trio
 
+from mcpactor.runtime.http import StoreUnavailable
 from mcpactor.store import parse_store_url
-from mcpactor.store._client import StoreUnreachable, _ssl_context, check_reachable, connect
+from mcpactor.store._client import _ssl_context, check_reachable, connect
 
 from .conftest import free_port, needs_redis, running_redis
 
@@ -50,7 +51,7 @@ async def test_a_password_is_sent_and_a_wrong_one_is_said_without_it() -> None:
         bad = parse_store_url(f"redis://:wrong-one@127.0.0.1:{port}")
         client = connect(bad)
         async with client:
-            with pytest.raises(StoreUnreachable) as caught:
+            with pytest.raises(StoreUnavailable) as caught:
                 await check_reachable(client, bad)
     message = str(caught.value)
     assert f"redis://:***@127.0.0.1:{port}/0" in message
@@ -64,7 +65,7 @@ async def test_nobody_listening_is_said_with_the_redacted_url() -> None:
     url = parse_store_url(f"redis://user:pw-xyz@127.0.0.1:{free_port()}/2")
     client = connect(url)
     async with client:
-        with pytest.raises(StoreUnreachable) as caught:
+        with pytest.raises(StoreUnavailable) as caught:
             await check_reachable(client, url)
     message = str(caught.value)
     assert message.startswith(f"the store {url.redacted()} is unreachable: ")
@@ -83,7 +84,7 @@ async def test_a_store_that_never_answers_fails_within_the_deadline() -> None:
         client = connect(url)
         started = trio.current_time()
         async with client:
-            with pytest.raises(StoreUnreachable, match=r"no answer to PING within 0\.5 s"):
+            with pytest.raises(StoreUnavailable, match=r"no answer to PING within 0\.5 s"):
                 await check_reachable(client, url, deadline=0.5)
         assert trio.current_time() - started < 5
 

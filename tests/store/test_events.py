@@ -125,8 +125,19 @@ async def test_forgetting_a_stream_or_a_session_deletes_its_keys(
     assert await redis.smembers("p:event-streams:s") == {b"2", b"3"}
     await store.forget_session("s")
     assert await store.replay_after("s", two) is None
-    assert sorted(await redis.keys("p:*")) == [b"p:event-streams:t", b"p:events:t:1"]
+    # What is left is t's, and the byte counts (_event_scripts.py) say t's one byte.
+    assert sorted(await redis.keys("p:*")) == [
+        b"p:event-bytes:t",
+        b"p:event-expiry",
+        b"p:event-sessions",
+        b"p:event-streams:t",
+        b"p:event-total",
+        b"p:events:t:1",
+    ]
+    assert await redis.hget("p:event-total", "bytes") == b"1"
     assert await store.replay_after("t", kept) is not None
+    await store.forget_session("t")
+    assert not await redis.keys("p:*")
 
 
 async def test_a_wait_ends_at_the_next_append_of_another_replica(

@@ -4,10 +4,15 @@ The transports (``mcpactor.transports``) turn HTTP requests into calls on these;
 here knows about HTTP framing, headers or ASGI.
 """
 
+from ._event_store import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
+from ._event_store import DEFAULT_MAX_BYTES_PER_SESSION as DEFAULT_MAX_BYTES_PER_SESSION
+from ._event_store import DEFAULT_MAX_BYTES_PER_STREAM as DEFAULT_MAX_BYTES_PER_STREAM
+from ._event_store import DEFAULT_MAX_EVENTS_PER_STREAM as DEFAULT_MAX_EVENTS_PER_STREAM
 from ._event_store import EventStore as EventStore
 from ._event_store import EventStoreStatistics as EventStoreStatistics
 from ._event_store import MemoryEventStore as MemoryEventStore
 from ._event_store import Replay as Replay
+from ._event_store import StreamKey as StreamKey
 from ._event_store import StreamLease as StreamLease
 from ._http_session import DuplicateRequestId as DuplicateRequestId
 from ._http_session import HttpSession as HttpSession
@@ -26,6 +31,7 @@ from ._session_manager import WATCH_AFTER as WATCH_AFTER
 from ._session_manager import ManagerStatistics as ManagerStatistics
 from ._session_manager import SessionLimitReached as SessionLimitReached
 from ._session_manager import SessionManager as SessionManager
+from ._session_records import MAX_RECORD_BYTES as MAX_RECORD_BYTES
 from ._session_store import MemorySessionRecords as MemorySessionRecords
 from ._session_store import MemorySessionStore as MemorySessionStore
 from ._session_store import SessionRecord as SessionRecord
@@ -40,6 +46,11 @@ from ._streams import Stream as Stream
 
 __all__ = [
     "COALESCE_SECONDS",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_BYTES_PER_SESSION",
+    "DEFAULT_MAX_BYTES_PER_STREAM",
+    "DEFAULT_MAX_EVENTS_PER_STREAM",
+    "MAX_RECORD_BYTES",
     "MAX_RELAYED_BYTES",
     "SLEEP_AFTER",
     "WATCH_AFTER",
@@ -70,6 +81,7 @@ __all__ = [
     "SessionStore",
     "StoreUnavailable",
     "Stream",
+    "StreamKey",
     "StreamLease",
     "principal_identity",
 ]

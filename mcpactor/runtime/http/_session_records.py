@@ -12,6 +12,7 @@ import attrs
 import orjson
 import trio
 
+from ..._exceptions import MCPActorError
 from ...protocol import (
     MAX_RESOURCE_SUBSCRIPTIONS,
     MAX_SUBSCRIPTION_BYTES,
@@ -44,7 +45,7 @@ MAX_RECORD_BYTES: Final = (
 )
 
 
-class StoreUnavailable(ConnectionError):
+class StoreUnavailable(MCPActorError, ConnectionError):
     """A store shared between replicas cannot be reached now (it may be again later).
 
     Shared implementations of SessionRecords and Relay raise it for every failure to

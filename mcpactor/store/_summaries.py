@@ -26,8 +26,8 @@ import trio
 from coredis.tokens import PureToken
 
 from ..protocol import describe_error
-from ..runtime.http._session_records import StoreUnavailable
-from ._sessions import reach, store_location
+from ..runtime.http import StoreUnavailable
+from ._client import reach, store_location
 
 if TYPE_CHECKING:
     from ..runtime import Observatory
@@ -35,9 +35,9 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_ENTRY_BYTES",
     "MAX_REPLICAS",
-    "SNAPSHOT_INTERVAL",
-    "SNAPSHOT_TTL",
-    "RedisSnapshots",
+    "SUMMARY_INTERVAL",
+    "SUMMARY_TTL",
+    "RedisReplicaSummaries",
     "replica_summary",
 ]
 
@@ -50,9 +50,9 @@ MAX_ENTRY_BYTES: Final = 64 * 1024
 #: the longest replica id listed, in bytes
 MAX_ID: Final = 200
 #: seconds between two summaries of a replica
-SNAPSHOT_INTERVAL: Final = 2.0
+SUMMARY_INTERVAL: Final = 2.0
 #: seconds a summary lives unless renewed
-SNAPSHOT_TTL: Final = 10.0
+SUMMARY_TTL: Final = 10.0
 # The counts a summary carries (the Observatory's names); anything else is left out.
 _COUNTS: Final = (
     "sessions",
@@ -86,7 +86,7 @@ def replica_summary(observatory: Observatory, *, admin_url: str | None = None) -
     }
 
 
-class RedisSnapshots:
+class RedisReplicaSummaries:
     """The replicas' summaries in Redis: this replica publishes, any replica lists."""
 
     def __init__(
@@ -95,7 +95,7 @@ class RedisSnapshots:
         *,
         replica: str,
         prefix: str = "mcpactor",
-        ttl: float = SNAPSHOT_TTL,
+        ttl: float = SUMMARY_TTL,
     ) -> None:
         if not replica or len(replica.encode()) > MAX_ID:
             raise ValueError(f"a replica id is 1 to {MAX_ID} bytes, got {replica[:MAX_ID]!r}")
@@ -211,7 +211,7 @@ class RedisSnapshots:
     async def run(
         self,
         summary: Callable[[], dict[str, Any]],
-        interval: float = SNAPSHOT_INTERVAL,
+        interval: float = SUMMARY_INTERVAL,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
