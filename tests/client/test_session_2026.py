@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 import trio
 
-from mcpactor._exceptions import RemoteProtocolError, RequestError, TransportError
+from mcpactor._exceptions import (
+    LocalProtocolError,
+    RemoteProtocolError,
+    RequestError,
+    TransportError,
+)
 from mcpactor.client import (
     ClientSession,
     HeaderMismatch,
@@ -179,6 +184,27 @@ async def test_a_forced_session_revision_initializes_and_a_stateless_one_discove
         assert client.server.stateless
         assert client.server.info == {"name": "scripted", "version": "1"}
     assert wire.methods() == ["server/discover"]
+
+
+async def test_start_without_discovery_speaks_the_revision_at_once() -> None:
+    async with scripted(modern) as (client, wire):
+        assert await client.start(STATELESS, discover=False) == {}
+        assert client.server.stateless
+        assert client.server.protocol_version == STATELESS
+        assert wire.sent == []
+        assert await client.list_tools() == []
+    [listed] = wire.sent
+    assert listed["method"] == "tools/list"
+    assert listed["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == STATELESS
+
+
+async def test_start_without_discovery_refuses_a_session_revision() -> None:
+    async with scripted(modern) as (client, wire):
+        for version in ("2025-11-25", "auto"):
+            with pytest.raises(LocalProtocolError, match="not a revision served request"):
+                await client.start(version, discover=False)
+        assert not client.server.stateless
+    assert wire.sent == []
 
 
 async def test_discover_refuses_a_session_revision() -> None:
