@@ -67,7 +67,7 @@ async def cancel_once(
 
     nursery.start_soon(call)
     pid, _ = await reports.next("started")
-    (request_id,) = client.pending_requests()
+    (request_id,) = client.statistics().requests_pending
     cancelled_at = time.monotonic()
     await client.cancel(request_id, "measuring")
     return pid, cancelled_at

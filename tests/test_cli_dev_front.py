@@ -151,9 +151,9 @@ async def test_a_session_lives_through_a_broken_child_and_a_fixed_one() -> None:
                     "grow",
                 }
                 # Its GET stream, held while no server ran, follows to the new one.
-                client.clear_notifications()
+                client.notifications.clear()
                 await client.call_tool("grow", {})
-                await client.wait_for_notification("notifications/tools/list_changed")
+                await client.notifications.wait_for("notifications/tools/list_changed")
 
 
 @pytest.mark.parametrize("transport", ["http", "websocket"])
@@ -177,11 +177,11 @@ async def test_what_a_session_set_is_set_again_on_the_next_child(
                 # Its first request reaches the new server, which is told first what the
                 # session had set: debug messages, and the note's updates.
                 assert (await client.call_tool("whisper", {})).data == {"result": "whispered"}
-                logged = await client.wait_for_notification("notifications/message")
+                logged = await client.notifications.wait_for("notifications/message")
                 assert logged.params is not None
                 assert logged.params["level"] == "debug"
                 fixed.notify_resource_updated("memo://note")
-                updated = await client.wait_for_notification("notifications/resources/updated")
+                updated = await client.notifications.wait_for("notifications/resources/updated")
                 assert updated.params == {"uri": "memo://note"}
     # The front's own requests were answered to the front alone.
     strays = [r for r in caplog.records if "which is not pending" in r.getMessage()]

@@ -58,7 +58,7 @@ async def test_json_is_what_a_client_is_told() -> None:
         async with testing.client(load_plugin("clock"), protocol_version="2025-11-25") as client:
             assert offered["tools"] == await client.list_tools()
             assert offered["prompts"] == await client.list_prompts()
-            assert offered["capabilities"] == client.server_capabilities
+            assert offered["capabilities"] == client.server.capabilities
 
 
 def test_one_revision(capsys: pytest.CaptureFixture[str]) -> None:

@@ -318,7 +318,7 @@ async def test_the_tasks_client_sample_crawls_as_tasks(
     sample = load("tasks_client")
     async with mcpactor.testing.client(server) as client:
         assert await sample.crawl_two(client) == "crawled 4 pages"
-        statuses = sorted(task["status"] for task in await client.list_tasks())
+        statuses = sorted(task["status"] for task in await client.tasks.list())
     assert statuses == ["cancelled", "completed"]
     assert trio.current_time() == pytest.approx(2.0)
 

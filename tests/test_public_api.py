@@ -61,3 +61,11 @@ def test_the_task_host_protocol_is_exported_by_the_server_layer() -> None:
 
     assert TaskHost is defined
     assert "TaskHost" in mcpactor.server.__all__
+
+
+@pytest.mark.parametrize("name", ["ClientTasks", "NotificationInbox", "RemoteLink", "ServerView"])
+def test_the_clients_feature_objects_are_exported(name: str) -> None:
+    import mcpactor.client
+
+    assert name in mcpactor.client.__all__
+    assert getattr(mcpactor.client, name).__module__ == "mcpactor.client"

@@ -161,7 +161,7 @@ async def _call_server(args: argparse.Namespace) -> int:
         finally:
             progress.close()
         listing: dict[str, Any] = {}
-        capabilities = client.server_capabilities
+        capabilities = client.server.capabilities
         if "tools" in capabilities:
             listing["tools"] = await client.list_tools()
         if "resources" in capabilities:

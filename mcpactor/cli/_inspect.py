@@ -95,9 +95,9 @@ async def inspect_server(server: Server, revisions: Sequence[str]) -> dict[str, 
     async with server.running():
         for version in revisions:
             async with _client(server, version) as client:
-                capabilities = client.server_capabilities
+                capabilities = client.server.capabilities
                 offered: dict[str, Any] = {
-                    "serverInfo": client.server_info,
+                    "serverInfo": client.server.info,
                     "capabilities": capabilities,
                 }
                 if "tools" in capabilities:
@@ -107,7 +107,7 @@ async def inspect_server(server: Server, revisions: Sequence[str]) -> dict[str, 
                     offered["resourceTemplates"] = await client.list_resource_templates()
                 if "prompts" in capabilities:
                     offered["prompts"] = await client.list_prompts()
-                info = client.server_info
+                info = client.server.info
                 per_revision[version] = offered
     return {"server": info, "instructions": server.instructions, "revisions": per_revision}
 

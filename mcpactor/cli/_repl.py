@@ -95,11 +95,11 @@ async def _session(
     try:
         async with _connect(args, console) as client:
             await client.initialize(args.protocol_version or LATEST.version)
-            info = client.server_info or {}
+            info = client.server.info or {}
             console.say(
                 f"connected to {escaped(clip(str(info.get('name', '?')), 200))} "
                 f"{escaped(clip(str(info.get('version', '')), 50))} "
-                f"(protocol {client.protocol_version}); 'help' lists the commands"
+                f"(protocol {client.server.protocol_version}); 'help' lists the commands"
             )
             mode = getattr(args, "progress", "auto")
             repl = _Repl(
@@ -364,9 +364,9 @@ class _Repl:
     async def do_info(self, rest: str) -> None:
         self.console.result(
             {
-                "serverInfo": self.client.server_info,
-                "protocolVersion": self.client.protocol_version,
-                "capabilities": self.client.server_capabilities,
+                "serverInfo": self.client.server.info,
+                "protocolVersion": self.client.server.protocol_version,
+                "capabilities": self.client.server.capabilities,
             }
         )
 
@@ -399,7 +399,7 @@ class _Repl:
 
     async def names(self) -> None:
         """Learn the names to complete (what the server offers, when it says so)."""
-        capabilities = self.client.server_capabilities
+        capabilities = self.client.server.capabilities
         names = self.lines.names
         with contextlib.suppress(MCPActorError):
             if "tools" in capabilities:

@@ -20,21 +20,25 @@ from ._handlers import RootsSource as RootsSource
 from ._handlers import SamplingHandler as SamplingHandler
 from ._handlers import ServerMessageHook as ServerMessageHook
 from ._http import connect_http as connect_http
+from ._notifications import NotificationInbox as NotificationInbox
 from ._notifications import NotificationPredicate as NotificationPredicate
 from ._proxy import Connector as Connector
 from ._proxy import ProxyServer as ProxyServer
 from ._proxy import proxy_stdio as proxy_stdio
 from ._proxy import proxy_url as proxy_url
+from ._proxy_link import RemoteLink as RemoteLink
 from ._results import ToolResult as ToolResult
 from ._rounds import HeaderMismatch as HeaderMismatch
 from ._rounds import MissingClientCapability as MissingClientCapability
 from ._rounds import UnsupportedProtocolVersion as UnsupportedProtocolVersion
+from ._server_view import ServerView as ServerView
 from ._session import ClientArgs as ClientArgs
 from ._session import ClientSession as ClientSession
 from ._session import ClientStatistics as ClientStatistics
 from ._session import open_client_session as open_client_session
 from ._stateless import AUTO as AUTO
 from ._subscription import Subscription as Subscription
+from ._tasks import ClientTasks as ClientTasks
 from ._websocket import connect_websocket as connect_websocket
 
 if TYPE_CHECKING:
@@ -49,19 +53,23 @@ __all__ = [
     "ClientMessageHook",
     "ClientSession",
     "ClientStatistics",
+    "ClientTasks",
     "Connector",
     "ElicitationHandler",
     "HeaderMismatch",
     "HttpPool",
     "HttpResponse",
     "MissingClientCapability",
+    "NotificationInbox",
     "NotificationPredicate",
     "ProgressHandler",
     "ProxyServer",
+    "RemoteLink",
     "RequestCancelled",
     "RootsSource",
     "SamplingHandler",
     "ServerMessageHook",
+    "ServerView",
     "Subscription",
     "ToolResult",
     "UnsupportedProtocolVersion",
@@ -79,10 +87,14 @@ for _name in (
     "ClientHandlers",
     "ClientSession",
     "ClientStatistics",
+    "ClientTasks",
     "HeaderMismatch",
     "MissingClientCapability",
+    "NotificationInbox",
     "ProxyServer",
+    "RemoteLink",
     "RequestCancelled",
+    "ServerView",
     "Subscription",
     "ToolResult",
     "UnsupportedProtocolVersion",

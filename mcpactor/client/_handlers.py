@@ -13,6 +13,7 @@ import attrs
 
 from .._exceptions import METHOD_NOT_FOUND, RequestError
 from ..protocol import (
+    LATEST,
     CreateMessageResult,
     ElicitResult,
     JSONObject,
@@ -63,7 +64,7 @@ class ClientHandlers:
     elicitation: ElicitationHandler | None = None
     roots: RootsSource | None = None
 
-    def capabilities(self, revision: Revision) -> JSONObject:
+    def capabilities(self, revision: Revision = LATEST) -> JSONObject:
         """The capabilities to declare at ``revision``: one per handler present."""
         capabilities: JSONObject = {}
         if self.sampling is not None:

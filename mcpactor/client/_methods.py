@@ -1,19 +1,22 @@
 # The typed MCP methods of a client session: one per request the spec defines (tools,
-# resources, prompts, completion, tasks), each building its params and sending them with
+# resources, prompts, completion), each building its params and sending them with
 # ``request``. ``ClientSession`` inherits them; what they share with it is that method,
-# ``notify``, the handlers, the ``initialize`` result and what the session knows of the
-# tools' outputs (``ToolOutputs``, _results.py). ``set_logging_level`` differs by era
-# and is in _stateless.py.
+# ``notify``, the handlers, what the session knows of the server (``ServerView``) and of
+# the tools' outputs (``ToolOutputs``, _results.py). ``set_logging_level`` differs by
+# era and is in _stateless.py; the tasks extension is ``ClientTasks`` (_tasks.py).
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import INVALID_REQUEST, CapabilityError, RemoteProtocolError
+from .._exceptions import INVALID_REQUEST, RemoteProtocolError
 from ..protocol import JSONObject, describe
 from ._handlers import ClientHandlers, ProgressHandler, RootsSource
 from ._results import ToolOutputs, ToolResult
+
+if TYPE_CHECKING:
+    from ._server_view import ServerView
 
 __all__ = ["ClientMethods"]
 
@@ -22,14 +25,12 @@ class ClientMethods:
     """The MCP requests a client sends, as methods; the base of ``ClientSession``."""
 
     handlers: ClientHandlers
+    server: ServerView
     # How ``ToolResult.data`` is rebuilt (the connection may give the server's decoder).
     _tools: ToolOutputs
 
     if TYPE_CHECKING:
         # Provided by ClientSession, which owns the connection.
-
-        @property
-        def initialize_result(self) -> JSONObject | None: ...
 
         async def request(
             self,
@@ -106,73 +107,6 @@ class ClientMethods:
         )
         return self._tools.result(result, name)
 
-    # Tasks (2025-11-25): a task-augmented call is answered at once; the work goes on in
-    # the server and these methods poll, wait for, list and cancel it.
-
-    async def call_tool_as_task(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        ttl: int | None = None,
-        meta: JSONObject | None = None,
-    ) -> JSONObject:
-        """Call a tool as a task; return the ``Task`` of the server's ``CreateTaskResult``.
-
-        ``ttl`` is the lifetime asked for, in milliseconds as on the wire (the server may
-        grant less); None leaves it to the server. ``meta`` becomes ``params._meta`` (a
-        ``progressToken`` there stays valid for the task's life).
-
-        Raises:
-            CapabilityError: the server did not declare ``tasks.requests.tools.call``.
-            RemoteProtocolError: the server answered without a task.
-        """
-        if self.initialize_result is not None and not _declares_task_calls(
-            self.initialize_result.get("capabilities") or {}
-        ):
-            raise CapabilityError(
-                f"cannot call {describe(name)} as a task: the server did not declare the "
-                "'tasks.requests.tools.call' capability"
-            )
-        params: JSONObject = {
-            "name": name,
-            "arguments": dict(arguments or {}),
-            "task": {} if ttl is None else {"ttl": ttl},
-        }
-        if meta is not None:
-            params["_meta"] = meta
-        result = await self.request("tools/call", params)
-        task = result.get("task")
-        if not isinstance(task, dict) or not isinstance(task.get("taskId"), str):
-            raise RemoteProtocolError(
-                f"a task-augmented tools/call was answered without a task: {describe(result)}",
-                code=INVALID_REQUEST,
-            )
-        self._tools.started(task["taskId"], name)
-        return task
-
-    async def get_task(self, task_id: str) -> JSONObject:
-        """Return a task's current state (``tasks/get``)."""
-        return await self.request("tasks/get", {"taskId": task_id})
-
-    async def get_task_result(self, task_id: str, *, timeout: float | None = None) -> ToolResult:
-        """Wait until a task is finished and return its result (``tasks/result``).
-
-        The result is what the plain call would have returned, a ``ToolResult`` as
-        ``call_tool``'s is; a task that failed with a JSON-RPC error, or was cancelled,
-        raises ``RequestError``.
-        """
-        result = await self.request("tasks/result", {"taskId": task_id}, timeout=timeout)
-        return self._tools.task_result(result, task_id)
-
-    async def list_tasks(self) -> list[JSONObject]:
-        """Return every task of this session, following ``nextCursor``."""
-        return await self.list_all("tasks/list", "tasks")
-
-    async def cancel_task(self, task_id: str) -> JSONObject:
-        """Cancel a task (``tasks/cancel``); return it, now ``cancelled``."""
-        return await self.request("tasks/cancel", {"taskId": task_id})
-
     async def list_resources(self) -> list[JSONObject]:
         """Return every resource, following ``nextCursor``."""
         return await self.list_all("resources/list", "resources")
@@ -226,14 +160,5 @@ class ClientMethods:
     async def set_roots(self, roots: RootsSource | None) -> None:
         """Replace the roots and, once initialized, tell the server they changed."""
         self.handlers.roots = roots
-        if self.initialize_result is not None:
+        if self.server.initialize_result is not None:
             await self.notify("notifications/roots/list_changed")
-
-
-def _declares_task_calls(capabilities: JSONObject) -> bool:
-    node: Any = capabilities
-    for key in ("tasks", "requests", "tools", "call"):
-        if not isinstance(node, dict) or node.get(key) is None:
-            return False
-        node = node[key]
-    return True

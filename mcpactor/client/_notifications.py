@@ -3,18 +3,21 @@
 # Every notification is appended; a waiter registered by ``wait_for`` claims the first
 # one that matches. A logged notification is returned at most once by ``wait_for``, so
 # "it arrived before I started waiting" and "wait for the second one" both just work.
+# The reader writes to the ``NotificationLog``; callers read ``ClientSession.notifications``,
+# the ``NotificationInbox`` in front of it.
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable
+from typing import final
 
 import attrs
 import trio
 
 from ..protocol import Notification
 
-__all__ = ["NotificationLog", "NotificationPredicate"]
+__all__ = ["NotificationInbox", "NotificationLog", "NotificationPredicate"]
 
 #: ``fn(notification) -> bool`` choosing which notification to wait for
 NotificationPredicate = Callable[[Notification], bool]
@@ -99,3 +102,44 @@ class NotificationLog:
             raise waiter.error
         assert waiter.found is not None
         return waiter.found
+
+
+@final
+class NotificationInbox:
+    """The notifications a client received, and waiting for the next one."""
+
+    __slots__ = ("_check_open", "_log")
+
+    def __init__(self, log: NotificationLog, check_open: Callable[[], None]) -> None:
+        self._log = log
+        self._check_open = check_open
+
+    def __repr__(self) -> str:
+        return f"<NotificationInbox of {len(self._log)}>"
+
+    @property
+    def received(self) -> list[Notification]:
+        """The notifications received, oldest first (at most ``max_notifications``)."""
+        return self._log.notifications()
+
+    async def wait_for(
+        self, method: str, predicate: NotificationPredicate | None = None
+    ) -> Notification:
+        """Wait for a notification of ``method`` (matching ``predicate``, if given).
+
+        Returns the oldest received match that no earlier call returned, so a
+        notification that arrived before the call is not missed and none is returned
+        twice.
+
+        Raises:
+            TransportError: the connection closed first.
+        """
+        found = self._log.claim(method, predicate)
+        if found is not None:
+            return found
+        self._check_open()
+        return await self._log.wait_for(method, predicate)
+
+    def clear(self) -> None:
+        """Forget every notification received so far."""
+        self._log.clear()

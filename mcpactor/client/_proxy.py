@@ -1,11 +1,12 @@
 # Proxying: a remote MCP server served as a local one.
 #
 # ``ProxyServer`` is a Server whose lists and answers come from a remote server, through
-# this package's client. While it runs (its lifespan) it holds one connection, a
-# ``RemoteLink`` (_proxy_link.py): it initializes, fetches every list, fetches a list
-# again when the remote says it changed (then tells its own sessions, or the server it
-# is mounted in), and forwards requests in the caller's task, so cancelling the
-# caller's request cancels the remote one. ``ProxyServer`` itself answers as a Server:
+# this package's client. While it runs (its lifespan) it holds one connection, its
+# ``remote`` (a ``RemoteLink``, _proxy_link.py): it initializes, fetches every list,
+# fetches a list again when the remote says it changed (then tells its own sessions, or
+# the server it is mounted in), and forwards requests in the caller's task, so
+# cancelling the caller's request cancels the remote one; ``remote.info`` and
+# ``remote.connected`` say what it reached. ``ProxyServer`` itself answers as a Server:
 # its lists from the link's, the rest forwarded and adapted to the caller's revision.
 #
 # What the remote sends while it serves a forwarded request goes back through that
@@ -94,21 +95,12 @@ class ProxyServer(Server):
         self._connect = connect
         self.protocol_version = protocol_version
         self.log_level = log_level
-        self._link = RemoteLink(name, self._changes.list_changed, self.notify_resource_updated)
-        self.roots_changed_hooks.append(self._link.roots_changed)
+        #: the connection to the remote while the proxy runs, and what the remote told it
+        self.remote = RemoteLink(name, self._changes.list_changed, self.notify_resource_updated)
+        self.roots_changed_hooks.append(self.remote.roots_changed)
 
     def __repr__(self) -> str:
         return f"<ProxyServer {describe(self.name)}>"
-
-    @property
-    def remote_info(self) -> JSONObject | None:
-        """The remote's ``serverInfo``, once connected."""
-        return self._link.info
-
-    @property
-    def connected(self) -> bool:
-        """Whether the proxy is running and connected to the remote."""
-        return self._link.client is not None
 
     def mount(
         self,
@@ -125,7 +117,7 @@ class ProxyServer(Server):
 
     def capabilities(self, revision: Revision) -> JSONObject:
         """The remote's capabilities, as served through the proxy."""
-        remote = self._link.capabilities
+        remote = self.remote.capabilities
         capabilities: JSONObject = {"logging": {}}
         for kind in ("tools", "resources", "prompts"):
             declared = remote.get(kind)
@@ -137,7 +129,7 @@ class ProxyServer(Server):
         return capabilities
 
     def _catalog(self) -> Catalog:
-        return self._link.catalog()
+        return self.remote.catalog()
 
     # --- the connection -----------------------------------------------------------------
 
@@ -149,7 +141,7 @@ class ProxyServer(Server):
             TransportError: the remote went away (while starting or serving).
             RequestError: the remote refused ``initialize``.
         """
-        link = self._link
+        link = self.remote
         async with super().running():
             with unwrap_single_errors():
                 async with (
@@ -187,13 +179,13 @@ class ProxyServer(Server):
         listing = LISTS.get(method)
         if listing is not None:
             capability, key = listing
-            if capability not in self._link.capabilities:
+            if capability not in self.remote.capabilities:
                 raise RequestError(
                     METHOD_NOT_FOUND,
                     f"method not found: {describe(method)}",
                     {"method": bounded_value(method)},
                 )
-            link = self._link
+            link = self.remote
             entries = {
                 "tools": link.tools,
                 "prompts": link.prompts,
@@ -206,7 +198,7 @@ class ProxyServer(Server):
             return {}
         if method == "resources/subscribe":
             uri = self._handlers.resource_uri(params)
-            await self._link.subscribe(uri, params, ctx)
+            await self.remote.subscribe(uri, params, ctx)
             ctx._peer.subscribe(uri)
             return {}
         if method not in _FORWARDED:
@@ -223,7 +215,7 @@ class ProxyServer(Server):
             )
         timeout = self.tool_timeout if method == "tools/call" else None
         try:
-            result = await self._link.forward(method, params, ctx, timeout=timeout)
+            result = await self.remote.forward(method, params, ctx, timeout=timeout)
         except trio.TooSlowError:
             # As a local tool's deadline: the remote was told to cancel, the client
             # gets a tool error.
@@ -299,4 +291,4 @@ def proxy_url(
 async def _watch_connection(client: ClientSession) -> None:
     # No notification matches, so this returns only by raising, when the connection is
     # lost: the proxy's lifespan then fails (and its supervisor marks it failed).
-    await client.wait_for_notification("notifications/message", lambda _: False)
+    await client.notifications.wait_for("notifications/message", lambda _: False)

@@ -69,6 +69,11 @@ class RemoteLink:
         self._stale: set[str] = set()
         self._stale_event = trio.Event()
 
+    @property
+    def connected(self) -> bool:
+        """Whether the proxy is running and connected to the remote."""
+        return self.client is not None
+
     def catalog(self) -> Catalog:
         """The remote's lists, as the proxy's catalog."""
         return Catalog(self.tools, self.prompts, self.resources, self.templates)
@@ -78,8 +83,8 @@ class RemoteLink:
     ) -> JSONObject:
         """Initialize the remote, fetch every list; return the ``initialize`` result."""
         result = await client.initialize(protocol_version, capabilities=_CLIENT_CAPABILITIES)
-        self.capabilities = client.server_capabilities
-        self.info = client.server_info
+        self.capabilities = client.server.capabilities
+        self.info = client.server.info
         if log_level is not None and "logging" in self.capabilities:
             await client.set_logging_level(log_level)
         self._subscribed.clear()

@@ -9,8 +9,8 @@
 # - a progress notification goes, by token, to a small per-request channel that the
 #   *caller's* task drains into its progress handler (so a slow or failing handler
 #   blocks or fails its own call only, never the reader);
-# - every notification is kept in a bounded log (_notifications.py) that
-#   ``wait_for_notification`` reads;
+# - every notification is kept in a bounded log (_notifications.py) that the session's
+#   ``notifications`` inbox reads;
 # - a listen stream's acknowledgment and notifications go to its ``Subscription``;
 # - a server→client request (ping, sampling, elicitation, roots) is answered by the
 #   handlers (_handlers.py) in its own task with its own CancelScope, registered by id,

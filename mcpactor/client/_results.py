@@ -103,7 +103,7 @@ class ToolOutputs:
         # The tools whose outputSchema (in the last tools/list) says their structured
         # content only wraps the value ({"result": value}): unwrapped over a connection.
         self._wrapped: frozenset[str] = frozenset()
-        # taskId -> the tool it runs, for ``get_task_result``
+        # taskId -> the tool it runs, for ``ClientTasks.result``
         self._task_tools: dict[str, str] = {}
 
     def listed(self, tools: list[JSONObject]) -> None:

@@ -14,12 +14,14 @@
 #   channel they write to, cancelling and timing out;
 # - ``Reader`` (_reader.py): the one task that reads the server's messages, feeds them
 #   to the core and acts on its events, and the answering of the server's requests;
-# - ``NotificationLog`` (_notifications.py): every notification, for
-#   ``wait_for_notification``.
+# - ``NotificationLog`` (_notifications.py): every notification, for the inbox.
 #
 # The session itself is the public face: the lifecycle, ``request`` and ``notify``, the
 # typed MCP methods (``list_tools``, ``call_tool`` …, inherited from _methods.py) and
 # the stateless revision's discovery and listen streams (inherited from _stateless.py).
+# Three attributes group the rest by feature: ``server`` (what the server said of
+# itself and the revision agreed, _server_view.py), ``notifications`` (the inbox,
+# _notifications.py) and ``tasks`` (the tasks extension, _tasks.py).
 # At a revision without sessions there is no handshake and no server→client request:
 # every request carries the envelope (the core stamps it), and a request the server may
 # answer ``input_required`` is run in rounds (``run_rounds``, _stateless.py).
@@ -42,9 +44,7 @@ from ..protocol import (
     ClientSessionCore,
     JSONObject,
     JSONValue,
-    Notification,
     RequestId,
-    Revision,
 )
 from ._errors import unwrap_single_errors
 from ._handlers import (
@@ -57,11 +57,13 @@ from ._handlers import (
     ServerMessageHook,
 )
 from ._methods import ClientMethods
-from ._notifications import NotificationLog, NotificationPredicate
+from ._notifications import NotificationInbox, NotificationLog
 from ._reader import Reader
 from ._requests import Requests
 from ._results import ToolOutputs
+from ._server_view import ServerView
 from ._stateless import DEFAULT_MAX_INPUT_ROUNDS, StatelessMethods, run_rounds
+from ._tasks import ClientTasks
 
 __all__ = ["ClientArgs", "ClientSession", "ClientStatistics", "open_client_session"]
 
@@ -86,8 +88,8 @@ class ClientArgs(TypedDict, total=False):
 class ClientStatistics:
     """A snapshot of one client session, for tests and debug output."""
 
-    #: our requests still waiting for a response
-    requests_pending: int
+    #: our requests still waiting for a response: the method of each, by id
+    requests_pending: dict[RequestId, str]
     #: server→client requests being answered right now
     requests_serving: int
     #: notifications in the log
@@ -131,55 +133,22 @@ class ClientSession(StatelessMethods, ClientMethods):
             receive_channel, self._core, self._requests, self.handlers, self._log, self
         )
         self._tools = ToolOutputs()
-
-    # --- what initialize told us ------------------------------------------------
-
-    @property
-    def initialize_result(self) -> JSONObject | None:
-        """The ``initialize`` result, once initialized."""
-        return self._core.initialize_result
-
-    @property
-    def discover_result(self) -> JSONObject | None:
-        """The ``server/discover`` result, once a stateless revision was chosen by it."""
-        return self._core.discover_result
-
-    @property
-    def stateless(self) -> bool:
-        """Whether a revision without sessions is in use (each request carries its envelope)."""
-        return self._core.stateless
-
-    @property
-    def protocol_version(self) -> str | None:
-        """The revision in use (chosen by ``initialize`` or discovery), or None before."""
-        revision = self._core.revision
-        return None if revision is None else revision.version
-
-    @property
-    def server_capabilities(self) -> JSONObject:
-        """The capabilities the server declared (empty before ``initialize``)."""
-        return self._core.server_capabilities
-
-    @property
-    def server_info(self) -> JSONObject | None:
-        """The server's ``serverInfo``, or None before ``initialize``."""
-        return self._core.server_info
-
-    def capabilities(self, revision: Revision = LATEST) -> JSONObject:
-        """The capabilities this client declares at ``revision``: one per handler it has."""
-        return self.handlers.capabilities(revision)
+        #: what the server said of itself, and the revision in use
+        self.server = ServerView(self._core)
+        #: the notifications received, and waiting for one
+        self.notifications = NotificationInbox(self._log, self._requests.check_open)
+        #: the tasks extension: tool calls run as tasks, followed and cancelled
+        self.tasks = ClientTasks(self, self._tools)
 
     def statistics(self) -> ClientStatistics:
         """Return how busy the client is right now."""
         return ClientStatistics(
-            requests_pending=len(self._requests.pending),
+            requests_pending={
+                request_id: slot.method for request_id, slot in self._requests.pending.items()
+            },
             requests_serving=len(self._reader.serving),
             notifications_logged=len(self._log),
         )
-
-    def pending_requests(self) -> dict[RequestId, str]:
-        """Return the id and method of every request still waiting for its response."""
-        return {request_id: slot.method for request_id, slot in self._requests.pending.items()}
 
     # --- the lifecycle ----------------------------------------------------------
 
@@ -197,7 +166,7 @@ class ClientSession(StatelessMethods, ClientMethods):
         Raises:
             RemoteProtocolError: the server chose a revision this client does not know.
         """
-        declared = self.capabilities(REVISIONS.get(protocol_version, LATEST))
+        declared = self.handlers.capabilities(REVISIONS.get(protocol_version, LATEST))
         declared.update(capabilities or {})
         self._requests.check_open()
         request = self._core.initialize(
@@ -273,34 +242,6 @@ class ClientSession(StatelessMethods, ClientMethods):
         Returns False (and sends nothing) if the request is not pending any more.
         """
         return await self._requests.cancel(request_id, reason)
-
-    # --- notifications ----------------------------------------------------------
-
-    @property
-    def notifications(self) -> list[Notification]:
-        """The notifications received, oldest first (at most ``max_notifications``)."""
-        return self._log.notifications()
-
-    async def wait_for_notification(
-        self, method: str, predicate: NotificationPredicate | None = None
-    ) -> Notification:
-        """Wait for a notification of ``method`` (matching ``predicate``, if given).
-
-        Returns the oldest logged match that no earlier call returned, so a notification
-        that arrived before the call is not missed and none is returned twice.
-
-        Raises:
-            TransportError: the connection closed first.
-        """
-        found = self._log.claim(method, predicate)
-        if found is not None:
-            return found
-        self._requests.check_open()
-        return await self._log.wait_for(method, predicate)
-
-    def clear_notifications(self) -> None:
-        """Forget every logged notification."""
-        self._log.clear()
 
 
 @contextlib.asynccontextmanager

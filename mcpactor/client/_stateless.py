@@ -73,8 +73,6 @@ class StatelessMethods:
     if TYPE_CHECKING:
         # Provided by ClientSession, which owns the connection.
 
-        def capabilities(self, revision: Revision = LATEST) -> JSONObject: ...
-
         async def initialize(
             self,
             protocol_version: str = LATEST.version,
@@ -91,22 +89,30 @@ class StatelessMethods:
             progress_handler: ProgressHandler | None = None,
         ) -> JSONObject: ...
 
-    async def start(self, protocol_version: str = AUTO) -> JSONObject:
+    async def start(self, protocol_version: str = AUTO, *, discover: bool = True) -> JSONObject:
         """Open the conversation at ``protocol_version``; return the server's answer.
 
         A session revision is ``initialize``'s. A stateless revision is asked with
-        ``server/discover`` and used if the server lists it (no fallback). ``"auto"``
-        probes with ``server/discover`` at our newest stateless revision and falls back
-        to ``initialize`` (our newest session revision) when the server answers with
-        anything but a result listing one we speak or an error of the stateless era
-        (or is silent for the probe's timeout), as the transports pages say. Returns
-        the ``server/discover`` or ``initialize`` result.
+        ``server/discover`` and used if the server lists it (no fallback); with
+        ``discover=False`` it is spoken at once, for a server known to speak it (nothing
+        is sent and ``{}`` is returned). ``"auto"`` probes with ``server/discover`` at
+        our newest stateless revision and falls back to ``initialize`` (our newest
+        session revision) when the server answers with anything but a result listing
+        one we speak or an error of the stateless era (or is silent for the probe's
+        timeout), as the transports pages say. Returns the ``server/discover`` or
+        ``initialize`` result.
 
         Raises:
             RequestError: the server refused (for a stateless server of other revisions:
                 ``UnsupportedProtocolVersion``).
             RemoteProtocolError: the server lists no revision this client speaks.
+            LocalProtocolError: ``discover=False`` with a revision that has sessions, or
+                with ``"auto"``.
         """
+        if not discover:
+            declared = self.handlers.capabilities(REVISIONS.get(protocol_version, LATEST))
+            self._core.use_envelope(protocol_version, declared, self.client_info)
+            return {}
         if protocol_version in SESSION_REVISIONS:
             return await self.initialize(protocol_version)
         if protocol_version != AUTO:
@@ -159,33 +165,13 @@ class StatelessMethods:
                 f"{describe(version)} is not a revision without sessions; those are "
                 f"{', '.join(STATELESS_REVISIONS)}"
             )
-        declared = self.capabilities(row)
+        declared = self.handlers.capabilities(row)
         declared.update(capabilities or {})
         self._requests.check_open()
         request = self._core.discover(
             version, declared, client_info or self.client_info, self._core.log_level
         )
         return await self._requests.call(request, timeout, None)
-
-    def use_revision(
-        self,
-        protocol_version: str,
-        capabilities: JSONObject | None = None,
-        client_info: JSONObject | None = None,
-    ) -> None:
-        """Speak a stateless revision without asking the server first.
-
-        Raises:
-            LocalProtocolError: it is not a revision without sessions.
-        """
-        declared = self.capabilities(REVISIONS.get(protocol_version, LATEST))
-        declared.update(capabilities or {})
-        self._core.use_envelope(protocol_version, declared, client_info or self.client_info)
-
-    @property
-    def log_level(self) -> str | None:
-        """The log level every request asks for at a stateless revision (None: no logs)."""
-        return self._core.log_level
 
     async def set_logging_level(self, level: str) -> JSONObject:
         """Ask for log messages at ``level`` and above.

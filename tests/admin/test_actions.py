@@ -115,12 +115,12 @@ async def test_cancelling_a_task_over_http_brings_the_count_back() -> None:
         connect_http(served.mcp_url, initialize=True, protocol_version="2025-11-25") as client,
     ):
         baseline = (await _tree(admin))["counts"]["tasks_running"]
-        task = await client.call_tool_as_task("job", {})
+        task = await client.tasks.call_tool("job", {})
         tree = await _tree(admin)
         assert tree["counts"]["tasks_running"] == baseline + 1
         response = await _act(admin, "cancel-task", {"task": task["taskId"]})
         assert response.json()["done"] is True
-        assert (await client.get_task(task["taskId"]))["status"] == "cancelled"
+        assert (await client.tasks.get(task["taskId"]))["status"] == "cancelled"
         # The task actor ends in its own task, after the cancel: once everything is blocked.
         await wait_all_tasks_blocked()
         assert (await _tree(admin))["counts"]["tasks_running"] == baseline

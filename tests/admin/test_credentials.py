@@ -97,12 +97,12 @@ async def test_an_access_token_with_the_admin_scope_is_an_admin(issuer: Issuer) 
         event = await _first_event(served, token)
         assert b"event: tree\ndata: {" in event
         # An action done with it has its effect.
-        task = await client.call_tool_as_task("job", {})
+        task = await client.tasks.call_tool("job", {})
         response = await admin.post(
             "api/actions/cancel-task", json={"task": task["taskId"]}, headers=auth
         )
         assert response.json() == {"action": "cancel-task", "done": True}
-        assert (await client.get_task(task["taskId"]))["status"] == "cancelled"
+        assert (await client.tasks.get(task["taskId"]))["status"] == "cancelled"
         # The admin token still works beside it.
         assert (
             await _status(admin, "GET", "api/tree", None, Authorization=f"Bearer {TOKEN}") == 200

@@ -111,7 +111,7 @@ async def _busy_neighbours(url: str, *, task_status: trio.TaskStatus[None]) -> N
         connect_http(url, initialize=True, protocol_version="2026-07-28") as stateless,
         trio.open_nursery() as nursery,
     ):
-        await tasks.call_tool_as_task("job", {})
+        await tasks.tasks.call_tool("job", {})
         nursery.start_soon(_call_slow, stateless, {})
         task_status.started()
         await trio.sleep_forever()

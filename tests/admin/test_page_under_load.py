@@ -126,7 +126,7 @@ async def test_the_page_under_load_and_a_cancel_from_it() -> None:
         trio.open_nursery() as nursery,
     ):
         baseline = await _count(served, "tasks_running")
-        task = await task_client.call_tool_as_task("job", {})
+        task = await task_client.tasks.call_tool("job", {})
         nursery.start_soon(_call_slow, slow_client, outcome)
         for number in range(CLIENTS):
             nursery.start_soon(_load, served.mcp_url, number, calls, stop)
@@ -138,7 +138,7 @@ async def test_the_page_under_load_and_a_cancel_from_it() -> None:
         # The load went on while the page was open and the request was cancelled.
         assert all(count > 0 for count in during), during
         assert await _count(served, "tasks_running") == baseline + 1
-        await task_client.cancel_task(task["taskId"])
+        await task_client.tasks.cancel(task["taskId"])
         stop.set()
     # The slow call's client saw the cancellation, as the answer to its call.
     assert "result" not in outcome

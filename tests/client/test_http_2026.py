@@ -183,7 +183,7 @@ async def test_each_request_is_a_post_naming_itself_in_headers() -> None:
     sent = ClientMessages()
     with trio.fail_after(GUARD):
         async with serving() as (url, scripted), client_of(url, sent) as client:
-            assert client.protocol_version == STATELESS
+            assert client.server.protocol_version == STATELESS
             assert [tool["name"] for tool in await client.list_tools()] == ["regional"]
             result = await client.call_tool("regional", {"region": "ünï", "n": 7})
             assert result["content"][0]["text"] == "ok"

@@ -162,8 +162,8 @@ def probe() -> Probe:
 async def test_initialize_opens_a_session_and_later_requests_carry_it(probe: Probe) -> None:
     async with serving(probe) as served:
         async with client_of(served) as client:
-            assert client.protocol_version == "2025-11-25"
-            assert client.server_info == {"name": "http-test", "version": "1.0.0"}
+            assert client.server.protocol_version == "2025-11-25"
+            assert client.server.info == {"name": "http-test", "version": "1.0.0"}
             assert served.app.manager.statistics().named_sessions == 1
             result = await client.call_tool("add", {"a": 2, "b": 40})
             assert result["structuredContent"] == {"result": 42}
@@ -214,7 +214,7 @@ async def test_json_only_servers_send_progress_on_the_get_stream(probe: Probe) -
         result = await client.call_tool("count", {"steps": 2}, progress_handler=progress)
         assert text_of(result) == "counted 2"
         # The GET stream may lag behind the answer; every update still arrives.
-        last = await client.wait_for_notification(
+        last = await client.notifications.wait_for(
             "notifications/progress", lambda n: (n.params or {}).get("progress") == 2
         )
         [call] = served.app.posted("tools/call")
@@ -267,7 +267,7 @@ async def test_cancelling_the_caller_cancels_the_handler(probe: Probe) -> None:
         assert probe.cancelled.is_set()
         [call] = served.app.posted("tools/call")
         [cancelled] = served.app.posted("notifications/cancelled")
-        assert client.pending_requests() == {}
+        assert client.statistics().requests_pending == {}
         # The session goes on.
         assert (await client.call_tool("add", {"a": 1, "b": 1}))["structuredContent"] == {
             "result": 2
@@ -324,7 +324,7 @@ async def test_server_messages_outside_requests_come_on_the_get_stream(probe: Pr
     async with serving(probe) as served, client_of(served) as client:
         await client.call_tool("change_tools")
         with trio.fail_after(GUARD):
-            await client.wait_for_notification("notifications/tools/list_changed")
+            await client.notifications.wait_for("notifications/tools/list_changed")
         [listen] = served.app.of("GET")
     assert listen.status == 200
     assert listen.content_type == "text/event-stream"
@@ -369,7 +369,7 @@ async def test_a_session_the_server_ended_ends_the_connection(probe: Probe) -> N
         assert (await raw.delete()).status == 204
         with pytest.raises(TransportError):
             # Nothing matches: returns only by raising once the connection is over.
-            await client.wait_for_notification("notifications/message", lambda _: False)
+            await client.notifications.wait_for("notifications/message", lambda _: False)
         with pytest.raises(TransportError):
             await client.ping()
         await raw.http.aclose()  # type: ignore[union-attr]
@@ -490,8 +490,8 @@ async def test_the_official_sdks_server_is_understood(tmp_path: Path) -> None:
             url = await _reference_url(process.stderr)
             nursery.start_soon(_drain, process.stderr)
             async with connect_http(url, initialize=True) as client:
-                assert client.server_info is not None
-                assert client.server_info["name"] == "reference"
+                assert client.server.info is not None
+                assert client.server.info["name"] == "reference"
                 result = await client.call_tool("add", {"a": 2, "b": 3})
                 assert result["structuredContent"] == {"result": 5}
                 result = await client.call_tool("steps", {"n": 3}, progress_handler=progress)

@@ -62,14 +62,14 @@ async def test_initialize_negotiates_each_revision(
     revision: str, autojump_clock: trio.testing.MockClock
 ) -> None:
     async with connect(tool_server(), protocol_version=revision, initialize=False) as client:
-        assert client.protocol_version is None
-        assert client.server_capabilities == {}
+        assert client.server.protocol_version is None
+        assert client.server.capabilities == {}
         result = await client.initialize(revision)
         assert result["protocolVersion"] == revision
-        assert client.protocol_version == revision
-        assert client.server_info is not None
-        assert client.server_info["name"] == "tools"
-        assert "tools" in client.server_capabilities
+        assert client.server.protocol_version == revision
+        assert client.server.info is not None
+        assert client.server.info["name"] == "tools"
+        assert "tools" in client.server.capabilities
         assert result["instructions"] == "Be nice."
         answer = await client.call_tool("whoami")
         seen = answer.get("structuredContent") or json.loads(text_of(answer))
@@ -95,7 +95,7 @@ async def test_every_method_at_each_revision_is_valid_on_the_wire(
         pass
 
     async with connect(server, protocol_version=revision) as client:
-        assert client.protocol_version == revision
+        assert client.server.protocol_version == revision
         assert await client.ping() == {}
         assert await client.set_logging_level("debug") == {}
         assert [t["name"] for t in await client.list_tools()] == ["add"]
@@ -124,7 +124,7 @@ async def test_initialize_sends_initialized_so_the_server_may_notify(
         # list_changed is only sent once the server saw notifications/initialized.
         server.add_tool(lambda: "new", name="late", description="Added late.")
         with trio.fail_after(GUARD):
-            note = await client.wait_for_notification("notifications/tools/list_changed")
+            note = await client.notifications.wait_for("notifications/tools/list_changed")
         assert note == Notification("notifications/tools/list_changed", {})
 
 
@@ -161,12 +161,12 @@ async def test_ping_and_logging_level(autojump_clock: trio.testing.MockClock) ->
     async with connect(server) as client:
         assert await client.ping() == {}
         await client.call_tool("chatty")
-        levels = [n.params["level"] for n in client.notifications if n.params]
+        levels = [n.params["level"] for n in client.notifications.received if n.params]
         assert levels == ["error"]
         assert await client.set_logging_level("debug") == {}
-        client.clear_notifications()
+        client.notifications.clear()
         await client.call_tool("chatty")
-        levels = [n.params["level"] for n in client.notifications if n.params]
+        levels = [n.params["level"] for n in client.notifications.received if n.params]
         assert levels == ["debug", "error"]
         with pytest.raises(RequestError) as info:
             await client.set_logging_level("loudest")
@@ -179,7 +179,7 @@ async def test_leaving_the_block_closes_the_client(autojump_clock: trio.testing.
     with pytest.raises(TransportClosed):
         await client.ping()
     with pytest.raises(TransportClosed):
-        await client.wait_for_notification("notifications/message")
+        await client.notifications.wait_for("notifications/message")
 
 
 async def test_an_error_leaving_the_block_is_not_wrapped_in_a_group(
@@ -294,12 +294,12 @@ async def test_progress_goes_to_the_calls_handler_in_order(
         assert text_of(result) == "counted"
         assert updates == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
         # Progress is logged like every notification, under the call's token.
-        tokens = {n.params["progressToken"] for n in client.notifications if n.params}
+        tokens = {n.params["progressToken"] for n in client.notifications.received if n.params}
         assert len(tokens) == 1
         # Without a handler the client asks for no progress, and none comes.
-        client.clear_notifications()
+        client.notifications.clear()
         await client.call_tool("count", {"n": 2})
-        assert client.notifications == []
+        assert client.notifications.received == []
 
 
 async def test_a_failing_progress_handler_fails_its_call_only(
@@ -328,7 +328,7 @@ async def test_a_failing_progress_handler_fails_its_call_only(
         with trio.fail_after(GUARD):
             await cancelled.wait()
         assert await client.ping() == {}
-        assert client.statistics().requests_pending == 0
+        assert client.statistics().requests_pending == {}
 
 
 def blocking_server() -> tuple[Server, trio.Event, list[str]]:
@@ -366,7 +366,7 @@ async def test_cancelling_the_callers_scope_cancels_the_request(
             while not finished:
                 await trio.testing.wait_all_tasks_blocked()
         assert finished == ["first"]
-        assert client.pending_requests() == {}
+        assert client.statistics().requests_pending == {}
         # The session is intact.
         assert text_of(await client.call_tool("quick")) == "quick"
 
@@ -403,7 +403,7 @@ async def test_cancel_by_request_id(autojump_clock: trio.testing.MockClock) -> N
         nursery.start_soon(call)
         with trio.fail_after(GUARD):
             await entered.wait()
-        [(request_id, method)] = client.pending_requests().items()
+        [(request_id, method)] = client.statistics().requests_pending.items()
         assert method == "tools/call"
         assert await client.cancel(request_id, "enough") is True
         assert await client.cancel(request_id, "again") is False
@@ -484,7 +484,7 @@ async def test_subscriptions_deliver_updates_until_unsubscribed(
         assert await client.subscribe_resource("file:///readme") == {}
         server.notify_resource_updated("file:///readme")
         with trio.fail_after(GUARD):
-            note = await client.wait_for_notification(
+            note = await client.notifications.wait_for(
                 "notifications/resources/updated",
                 lambda n: (n.params or {}).get("uri") == "file:///readme",
             )
@@ -492,7 +492,7 @@ async def test_subscriptions_deliver_updates_until_unsubscribed(
         assert await client.unsubscribe_resource("file:///readme") == {}
         server.notify_resource_updated("file:///readme")
         await trio.testing.wait_all_tasks_blocked()
-        updates = [n for n in client.notifications if n.method == note.method]
+        updates = [n for n in client.notifications.received if n.method == note.method]
         assert len(updates) == 1
 
 
@@ -646,7 +646,7 @@ async def test_sampling_is_answered_by_the_handler(autojump_clock: trio.testing.
         )
 
     async with connect(asking_server(), sampling_handler=sample) as client:
-        assert client.capabilities()["sampling"] == {}
+        assert client.handlers.capabilities()["sampling"] == {}
         result = await client.call_tool("haiku", {"topic": "autumn"})
         assert text_of(result) == "test-model: leaves fall"
         [params] = seen
@@ -699,7 +699,7 @@ async def test_roots_from_a_list_and_from_callables(
     async with connect(
         asking_server(), roots=[Root(uri="file:///a", name="a"), {"uri": "file:///b"}]
     ) as client:
-        assert client.capabilities()["roots"] == {"listChanged": True}
+        assert client.handlers.capabilities()["roots"] == {"listChanged": True}
         result = await client.call_tool("roots")
         assert result["structuredContent"] == {"result": ["file:///a", "file:///b"]}
 
@@ -740,7 +740,7 @@ async def test_missing_capability_gives_the_tool_a_clear_error(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with connect(asking_server()) as client:
-        assert client.capabilities() == {}
+        assert client.handlers.capabilities() == {}
         for name, arguments, capability in [
             ("haiku", {"topic": "x"}, "sampling"),
             ("ask_name", {}, "elicitation"),
@@ -811,7 +811,7 @@ async def test_server_giving_up_cancels_the_handler(
             await handler_cancelled.wait()
         await trio.testing.wait_all_tasks_blocked()
         assert client.statistics().requests_serving == 0
-        cancelled = await client.wait_for_notification("notifications/cancelled")
+        cancelled = await client.notifications.wait_for("notifications/cancelled")
         assert cancelled.params is not None
         assert "no answer within 10" in cancelled.params["reason"]
 
@@ -819,7 +819,7 @@ async def test_server_giving_up_cancels_the_handler(
 # --- notifications -------------------------------------------------------------------
 
 
-async def test_wait_for_notification_misses_nothing_and_repeats_nothing(
+async def test_waiting_for_a_notification_misses_nothing_and_repeats_nothing(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     server = Server("notes")
@@ -834,15 +834,15 @@ async def test_wait_for_notification_misses_nothing_and_repeats_nothing(
     async with connect(server) as client:
         await client.call_tool("say", {"words": ["one", "two", "three"]})
         # All three arrived before anyone waited.
-        first = await client.wait_for_notification("notifications/message")
+        first = await client.notifications.wait_for("notifications/message")
         assert first.params is not None
         assert first.params["data"] == "one"
-        third = await client.wait_for_notification(
+        third = await client.notifications.wait_for(
             "notifications/message", lambda n: (n.params or {}).get("data") == "three"
         )
         assert third.params is not None
         assert third.params["data"] == "three"
-        second = await client.wait_for_notification("notifications/message")
+        second = await client.notifications.wait_for("notifications/message")
         assert second.params is not None
         assert second.params["data"] == "two"
         # One that has not arrived yet is waited for.
@@ -850,14 +850,14 @@ async def test_wait_for_notification_misses_nothing_and_repeats_nothing(
             got: list[Notification] = []
 
             async def wait() -> None:
-                got.append(await client.wait_for_notification("notifications/message"))
+                got.append(await client.notifications.wait_for("notifications/message"))
 
             nursery.start_soon(wait)
             await trio.testing.wait_all_tasks_blocked()
             assert got == []
             await client.call_tool("say", {"words": ["four"]})
         assert got[0].params == {"level": "info", "data": "four"}
-        assert len(client.notifications) == 4
+        assert len(client.notifications.received) == 4
 
 
 async def test_the_notification_log_is_bounded(autojump_clock: trio.testing.MockClock) -> None:
@@ -872,7 +872,7 @@ async def test_the_notification_log_is_bounded(autojump_clock: trio.testing.Mock
 
     async with connect(server, max_notifications=3) as client:
         await client.call_tool("say", {"n": 10})
-        assert [n.params["data"] for n in client.notifications if n.params] == [7, 8, 9]
+        assert [n.params["data"] for n in client.notifications.received if n.params] == [7, 8, 9]
         assert client.statistics().notifications_logged == 3
 
 
@@ -898,6 +898,6 @@ async def test_nothing_outlives_the_connection(autojump_clock: trio.testing.Mock
         # Only the reader is left in the client's nursery.
         assert client._reader.nursery is not None
         assert [t.name.rpartition(".")[2] for t in client._reader.nursery.child_tasks] == ["_read"]
-        assert client.statistics() == ClientStatistics(0, 0, 0)
+        assert client.statistics() == ClientStatistics({}, 0, 0)
         assert len(live_tasks()) > len(before)
     assert live_tasks() == before

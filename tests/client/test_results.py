@@ -278,8 +278,8 @@ async def test_a_tasks_result_decodes_as_the_calls_would(monkeypatch: pytest.Mon
     monkeypatch.setattr("mcpactor.client._results._TASK_TOOLS", 2)
     with trio.fail_after(GUARD):
         async with mcpactor.testing.client(task_server(), protocol_version="2025-11-25") as c:
-            tasks = [await c.call_tool_as_task("locate", {"name": n}) for n in "abc"]
-            results = [await c.get_task_result(task["taskId"]) for task in tasks]
+            tasks = [await c.tasks.call_tool("locate", {"name": n}) for n in "abc"]
+            results = [await c.tasks.result(task["taskId"]) for task in tasks]
     assert [(result.tool, result.data) for result in results] == [
         ("", {"name": "a", "at": {"x": 7, "y": 8}}),
         ("locate", Place("b", Point(7, 8))),

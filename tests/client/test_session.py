@@ -74,13 +74,13 @@ async def test_responses_are_matched_by_id_in_any_order(
         nursery.start_soon(call, "second")
         second = await server.receive()
         assert first["id"] != second["id"]
-        assert client.pending_requests() == {first["id"]: "tools/call", second["id"]: "tools/call"}
-        assert client.statistics().requests_pending == 2
+        pending = client.statistics().requests_pending
+        assert pending == {first["id"]: "tools/call", second["id"]: "tools/call"}
         await server.answer(second, {"content": [], "n": 2})
         await server.answer(first, {"content": [], "n": 1})
         await trio.testing.wait_all_tasks_blocked()
         assert results == {"first": {"content": [], "n": 1}, "second": {"content": [], "n": 2}}
-        assert client.pending_requests() == {}
+        assert client.statistics().requests_pending == {}
 
 
 async def test_errors_become_request_errors(autojump_clock: trio.testing.MockClock) -> None:
@@ -289,9 +289,9 @@ async def test_initialize_sends_capabilities_then_initialized(
                 "jsonrpc": "2.0",
                 "method": "notifications/initialized",
             }
-        assert client.protocol_version == "2025-06-18"
-        assert client.server_capabilities == {"tools": {}}
-        assert client.server_info == {"name": "fake", "version": "1"}
+        assert client.server.protocol_version == "2025-06-18"
+        assert client.server.capabilities == {"tools": {}}
+        assert client.server.info == {"name": "fake", "version": "1"}
         await client.set_roots([{"uri": "file:///new"}])
         assert await server.receive() == {
             "jsonrpc": "2.0",
@@ -314,7 +314,7 @@ async def test_initialize_refuses_a_revision_it_does_not_know(
             request, {"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {}}
         )
         await server.nothing_more()
-        assert client.protocol_version is None
+        assert client.server.protocol_version is None
 
 
 async def test_roots_changes_before_initialize_are_not_announced(
@@ -340,7 +340,7 @@ async def test_the_server_closing_fails_everything_waiting(
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(expect_broken, client.ping)
-            nursery.start_soon(expect_broken, client.wait_for_notification, "notifications/x")
+            nursery.start_soon(expect_broken, client.notifications.wait_for, "notifications/x")
             await server.receive()
             await trio.testing.wait_all_tasks_blocked()
             await server.outbox.aclose()
@@ -348,7 +348,7 @@ async def test_the_server_closing_fails_everything_waiting(
         with pytest.raises(TransportBroken):
             await client.ping()
         with pytest.raises(TransportBroken):
-            await client.wait_for_notification("notifications/x")
+            await client.notifications.wait_for("notifications/x")
 
 
 async def test_the_hook_sees_every_message_with_the_method_it_answers(
@@ -506,8 +506,8 @@ async def test_cancelling_initialize_fails_its_caller_and_tells_the_server_nothi
         request = await server.receive()
         assert await client.cancel(request["id"], "impatient") is True
         await server.nothing_more()
-        assert client.pending_requests() == {}
-        assert client.protocol_version is None
+        assert client.statistics().requests_pending == {}
+        assert client.server.protocol_version is None
 
 
 async def test_server_requests_beyond_the_limit_are_refused(

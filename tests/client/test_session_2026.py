@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 import trio
 
-from mcpactor._exceptions import RemoteProtocolError, RequestError, TransportError
+from mcpactor._exceptions import (
+    LocalProtocolError,
+    RemoteProtocolError,
+    RequestError,
+    TransportError,
+)
 from mcpactor.client import (
     ClientSession,
     HeaderMismatch,
@@ -129,10 +134,10 @@ async def test_auto_falls_back_to_initialize_on_a_session_servers_error() -> Non
     async with scripted(legacy) as (client, wire):
         answer = await client.start()
         assert answer["protocolVersion"] == "2025-11-25"
-        assert client.protocol_version == "2025-11-25"
-        assert not client.stateless
-        assert client.server_info == {"name": "legacy", "version": "1"}
-        assert client.discover_result is None
+        assert client.server.protocol_version == "2025-11-25"
+        assert not client.server.stateless
+        assert client.server.info == {"name": "legacy", "version": "1"}
+        assert client.server.discover_result is None
         # Session requests carry no envelope.
         await client.notify("notifications/roots/list_changed")
     assert wire.methods()[:3] == ["server/discover", "initialize", "notifications/initialized"]
@@ -145,7 +150,7 @@ async def test_auto_falls_back_when_discovery_goes_unanswered(autojump_clock: An
 
     async with scripted(silent) as (client, wire):
         await client.start()
-        assert client.protocol_version == "2025-11-25"
+        assert client.server.protocol_version == "2025-11-25"
     # The unanswered probe was given up before the handshake.
     assert wire.methods()[:3] == ["server/discover", "notifications/cancelled", "initialize"]
 
@@ -172,13 +177,34 @@ async def test_a_forced_session_revision_initializes_and_a_stateless_one_discove
 
     async with scripted(both) as (client, wire):
         await client.start("2025-11-25")
-        assert not client.stateless
+        assert not client.server.stateless
     assert wire.methods()[0] == "initialize"
     async with scripted(both) as (client, wire):
         await client.start(STATELESS)
-        assert client.stateless
-        assert client.server_info == {"name": "scripted", "version": "1"}
+        assert client.server.stateless
+        assert client.server.info == {"name": "scripted", "version": "1"}
     assert wire.methods() == ["server/discover"]
+
+
+async def test_start_without_discovery_speaks_the_revision_at_once() -> None:
+    async with scripted(modern) as (client, wire):
+        assert await client.start(STATELESS, discover=False) == {}
+        assert client.server.stateless
+        assert client.server.protocol_version == STATELESS
+        assert wire.sent == []
+        assert await client.list_tools() == []
+    [listed] = wire.sent
+    assert listed["method"] == "tools/list"
+    assert listed["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == STATELESS
+
+
+async def test_start_without_discovery_refuses_a_session_revision() -> None:
+    async with scripted(modern) as (client, wire):
+        for version in ("2025-11-25", "auto"):
+            with pytest.raises(LocalProtocolError, match="not a revision served request"):
+                await client.start(version, discover=False)
+        assert not client.server.stateless
+    assert wire.sent == []
 
 
 async def test_discover_refuses_a_session_revision() -> None:
@@ -230,7 +256,7 @@ async def test_every_round_is_a_new_request_carrying_the_answers_and_the_state()
         await client.start()
         answer = await client.call_tool("t", {"a": 1}, meta={"progressToken": "p"})
         assert answer["content"][0]["text"] == "ok"
-        assert client.pending_requests() == {}
+        assert client.statistics().requests_pending == {}
 
     first, second, third = rounds
     assert len({first["id"], second["id"], third["id"]}) == 3
@@ -337,7 +363,7 @@ async def test_the_log_level_goes_with_every_later_request() -> None:
     async with scripted(modern) as (client, wire):
         await client.start()
         assert await client.set_logging_level("info") == {}
-        assert client.log_level == "info"
+        assert client.server.log_level == "info"
         assert await client.list_tools() == []
     sent = wire.sent[-1]
     assert sent["method"] == "tools/list"
@@ -373,7 +399,7 @@ async def test_a_stream_the_server_ends_gracefully_stops_the_iteration() -> None
             methods = [n.method async for n in s]
             assert s.result == {"resultType": "complete", "_meta": {}}
         assert methods == ["notifications/tools/list_changed"] * 2
-        assert client.pending_requests() == {}
+        assert client.statistics().requests_pending == {}
     listen = wire.sent[1]
     assert listen["params"]["notifications"] == {
         "toolsListChanged": True,

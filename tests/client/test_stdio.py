@@ -34,7 +34,7 @@ async def test_a_stdio_server_serves_every_kind_of_request() -> None:
     checker = ServerMessages("2025-11-25")
     with trio.fail_after(GUARD):
         async with connect_stdio(SERVER, initialize=True, on_server_message=checker) as client:
-            assert client.server_info == {"name": "stdio-test", "version": "1.0.0"}
+            assert client.server.info == {"name": "stdio-test", "version": "1.0.0"}
             names = [tool["name"] for tool in await client.list_tools()]
             assert names == ["add", "pid", "wait_forever", "was_cancelled", "ask"]
             result = await client.call_tool("add", {"a": 20, "b": 22})
@@ -112,7 +112,7 @@ time.sleep(3600)
 async def test_a_server_that_will_not_exit_is_killed(caplog: pytest.LogCaptureFixture) -> None:
     with trio.fail_after(GUARD):
         async with connect_stdio(script(STUBBORN), shutdown_timeout=0.1) as client:
-            note = await client.wait_for_notification("notifications/message")
+            note = await client.notifications.wait_for("notifications/message")
     assert note.params is not None
     with pytest.raises(ProcessLookupError):
         os.kill(note.params["data"], 0)

@@ -84,7 +84,7 @@ def status_is(task_id: str, status: str) -> Any:
 
 async def wait_status(client: ClientSession, task_id: str, status: str) -> JSONObject:
     with trio.fail_after(GUARD):
-        note = await client.wait_for_notification(
+        note = await client.notifications.wait_for(
             "notifications/tasks/status", status_is(task_id, status)
         )
     assert note.params is not None
@@ -95,22 +95,22 @@ async def test_a_task_is_created_polled_announced_and_its_result_fetched(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with connect(jobs_server([])) as client:
-        task = await client.call_tool_as_task(
+        task = await client.tasks.call_tool(
             "slow", {"seconds": 3}, ttl=60_000, meta={"progressToken": "p"}
         )
         task_id = task["taskId"]
         assert task["status"] == "working"
         assert task["ttl"] == 60_000
         assert trio.current_time() == 0
-        assert (await client.get_task(task_id))["status"] == "working"
-        assert [t["taskId"] for t in await client.list_tasks()] == [task_id]
+        assert (await client.tasks.get(task_id))["status"] == "working"
+        assert [t["taskId"] for t in await client.tasks.list()] == [task_id]
 
         done = await wait_status(client, task_id, "completed")
         assert trio.current_time() == 3
-        polled = await client.get_task(task_id)
+        polled = await client.tasks.get(task_id)
         assert polled["status"] == "completed"
         assert polled["lastUpdatedAt"] == done["lastUpdatedAt"]
-        result = await client.get_task_result(task_id)
+        result = await client.tasks.result(task_id)
         plain = await client.call_tool("slow", {"seconds": 3})
         assert result == {**plain, "_meta": {RELATED: {"taskId": task_id}}}
         assert text_of(result) == "slept 3"
@@ -129,46 +129,46 @@ async def test_a_task_is_created_polled_announced_and_its_result_fetched(
         ]
 
 
-async def test_get_task_result_waits_for_a_running_task(
+async def test_a_task_result_waits_for_a_running_task(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with connect(jobs_server([])) as client:
-        task_id = (await client.call_tool_as_task("slow", {"seconds": 5}))["taskId"]
-        result = await client.get_task_result(task_id)
+        task_id = (await client.tasks.call_tool("slow", {"seconds": 5}))["taskId"]
+        result = await client.tasks.result(task_id)
         assert trio.current_time() == 5
         assert text_of(result) == "slept 5"
 
 
-async def test_a_get_task_result_that_times_out_leaves_the_task_running(
+async def test_a_task_result_that_times_out_leaves_the_task_running(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with connect(jobs_server([])) as client:
-        task_id = (await client.call_tool_as_task("slow", {"seconds": 5}))["taskId"]
+        task_id = (await client.tasks.call_tool("slow", {"seconds": 5}))["taskId"]
         with pytest.raises(trio.TooSlowError):
-            await client.get_task_result(task_id, timeout=2)
-        assert (await client.get_task(task_id))["status"] == "working"
-        assert text_of(await client.get_task_result(task_id)) == "slept 5"
+            await client.tasks.result(task_id, timeout=2)
+        assert (await client.tasks.get(task_id))["status"] == "working"
+        assert text_of(await client.tasks.result(task_id)) == "slept 5"
         assert trio.current_time() == 5
 
 
-async def test_cancel_task_stops_the_handler_and_its_result_is_an_error(
+async def test_cancelling_a_task_stops_the_handler_and_its_result_is_an_error(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     log: list[str] = []
     async with connect(jobs_server(log)) as client:
-        task_id = (await client.call_tool_as_task("forever"))["taskId"]
+        task_id = (await client.tasks.call_tool("forever"))["taskId"]
         await trio.sleep(4)
-        cancelled = await client.cancel_task(task_id)
+        cancelled = await client.tasks.cancel(task_id)
         assert cancelled["taskId"] == task_id
         assert cancelled["status"] == "cancelled"
         await wait_status(client, task_id, "cancelled")
         assert log == ["forever ended at 4"]
         with pytest.raises(RequestError) as result_error:
-            await client.get_task_result(task_id)
+            await client.tasks.result(task_id)
         assert result_error.value.code == -32602
         assert result_error.value.data == {"taskId": task_id, "status": "cancelled"}
         with pytest.raises(RequestError, match="already in terminal status") as again:
-            await client.cancel_task(task_id)
+            await client.tasks.cancel(task_id)
         assert again.value.code == -32602
 
 
@@ -176,16 +176,16 @@ async def test_a_failed_tasks_result_is_what_the_plain_call_gives(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with connect(jobs_server([])) as client:
-        tool_task = (await client.call_tool_as_task("fail", {"how": "tool"}))["taskId"]
+        tool_task = (await client.tasks.call_tool("fail", {"how": "tool"}))["taskId"]
         failed = await wait_status(client, tool_task, "failed")
         assert failed["statusMessage"] == "the disk is full"
-        result = await client.get_task_result(tool_task)
+        result = await client.tasks.result(tool_task)
         assert result["isError"] is True
         assert text_of(result) == "the disk is full"
 
-        rpc_task = (await client.call_tool_as_task("fail", {"how": "rpc"}))["taskId"]
+        rpc_task = (await client.tasks.call_tool("fail", {"how": "rpc"}))["taskId"]
         with pytest.raises(RequestError) as from_task:
-            await client.get_task_result(rpc_task)
+            await client.tasks.result(rpc_task)
         with pytest.raises(RequestError) as from_call:
             await client.call_tool("fail", {"how": "rpc"})
         for error in (from_task.value, from_call.value):
@@ -196,15 +196,15 @@ async def test_a_failed_tasks_result_is_what_the_plain_call_gives(
             )
 
 
-async def test_list_tasks_follows_every_page(autojump_clock: trio.testing.MockClock) -> None:
+async def test_the_tasks_list_follows_every_page(autojump_clock: trio.testing.MockClock) -> None:
     options = SessionOptions(tasks=TaskOptions(page_size=2))
     async with connect(jobs_server([]), options=options) as client:
-        created = [(await client.call_tool_as_task("forever"))["taskId"] for _ in range(5)]
-        listed = await client.list_tasks()
+        created = [(await client.tasks.call_tool("forever"))["taskId"] for _ in range(5)]
+        listed = await client.tasks.list()
         assert [t["taskId"] for t in listed] == created
         assert checker_of(client).answered()[-3:] == ["tasks/list"] * 3
         for task_id in created:
-            await client.cancel_task(task_id)
+            await client.tasks.cancel(task_id)
 
 
 async def test_another_session_can_neither_see_nor_cancel_a_task(
@@ -212,13 +212,13 @@ async def test_another_session_can_neither_see_nor_cancel_a_task(
 ) -> None:
     server = jobs_server([])
     async with connect(server) as owner, connect(server) as other:
-        task_id = (await owner.call_tool_as_task("slow", {"seconds": 3}))["taskId"]
-        for attempt in (other.get_task, other.get_task_result, other.cancel_task):
+        task_id = (await owner.tasks.call_tool("slow", {"seconds": 3}))["taskId"]
+        for attempt in (other.tasks.get, other.tasks.result, other.tasks.cancel):
             with pytest.raises(RequestError, match="Task not found") as error:
                 await attempt(task_id)
             assert error.value.code == -32602
-        assert await other.list_tasks() == []
-        assert text_of(await owner.get_task_result(task_id)) == "slept 3"
+        assert await other.tasks.list() == []
+        assert text_of(await owner.tasks.result(task_id)) == "slept 3"
 
 
 @pytest.mark.parametrize("revision", ["2025-06-18", "2025-11-25"])
@@ -233,9 +233,9 @@ async def test_no_task_is_asked_of_a_server_that_did_not_declare_tasks(
         return "plain"
 
     async with connect(server, protocol_version=revision) as client:
-        assert "tasks" not in client.server_capabilities
+        assert "tasks" not in client.server.capabilities
         with pytest.raises(CapabilityError, match=r"'tasks\.requests\.tools\.call'"):
-            await client.call_tool_as_task("plain")
+            await client.tasks.call_tool("plain")
         # Refused before anything was sent.
         assert checker_of(client).answered() == ["initialize", "ping"]
 
@@ -244,12 +244,12 @@ async def test_the_status_notification_is_logged_like_any_other(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     async with connect(jobs_server([])) as client:
-        task_id = (await client.call_tool_as_task("slow", {"seconds": 1}))["taskId"]
-        await client.get_task_result(task_id)
+        task_id = (await client.tasks.call_tool("slow", {"seconds": 1}))["taskId"]
+        await client.tasks.result(task_id)
         await trio.testing.wait_all_tasks_blocked()
         statuses = [
             n.params
-            for n in client.notifications
+            for n in client.notifications.received
             if n.method == "notifications/tasks/status" and n.params is not None
         ]
         assert [(s["taskId"], s["status"]) for s in statuses] == [(task_id, "completed")]
@@ -276,7 +276,7 @@ async def test_a_create_task_answer_without_a_task_is_a_protocol_error(
     ):
         nursery.start_soon(plain_server)
         with pytest.raises(RemoteProtocolError, match="answered without a task"):
-            await client.call_tool_as_task("anything", ttl=5)
+            await client.tasks.call_tool("anything", ttl=5)
 
 
 async def test_the_client_sample_of_the_tasks_page_runs(
@@ -294,7 +294,7 @@ async def test_the_client_sample_of_the_tasks_page_runs(
         async with connect(server) as client:
             assert await namespace["crawl_two"](client) == "crawled 4 pages"
             assert trio.current_time() == 2
-            statuses = [t["status"] for t in await client.list_tasks()]
+            statuses = [t["status"] for t in await client.tasks.list()]
             assert statuses == ["completed", "cancelled"]
     finally:
         sys.modules.pop("_mcpactor_target_long_jobs", None)

@@ -27,7 +27,7 @@ async def test_client_is_initialized_at_the_requested_revision() -> None:
     async with mcpactor.testing.client(
         make_server(), protocol_version="2025-03-26", on_server_message=checker
     ) as client:
-        assert client.protocol_version == "2025-03-26"
+        assert client.server.protocol_version == "2025-03-26"
         result = await client.call_tool("version")
         assert result["content"][0]["text"] == "2025-03-26"
     # Initialized, then pinged: the server has seen notifications/initialized.
@@ -50,11 +50,11 @@ async def test_a_parametrized_fixture_runs_once_per_revision(
 ) -> None:
     revision = request.node.callspec.params["every_revision"]
     assert revision in mcpactor.testing.SESSION_REVISIONS
-    assert every_revision.protocol_version == revision
+    assert every_revision.server.protocol_version == revision
     result = await every_revision.call_tool("version")
     assert result["content"][0]["text"] == revision
 
 
 async def test_a_fixture_of_one_server(latest: ClientSession) -> None:
-    assert latest.protocol_version == "2025-11-25"
-    assert latest.server_info == {"name": "under-test", "version": "0.1.0"}
+    assert latest.server.protocol_version == "2025-11-25"
+    assert latest.server.info == {"name": "under-test", "version": "0.1.0"}

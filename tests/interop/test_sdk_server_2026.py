@@ -142,14 +142,14 @@ async def test_discover_chooses_the_stateless_revision(
 ) -> None:
     sent = ClientMessages()
     async with connect(sent=sent, protocol_version=protocol_version) as client:
-        assert client.stateless
-        assert client.protocol_version == STATELESS
-        assert client.initialize_result is None
-        assert client.server_info is not None
-        assert client.server_info["name"] == "sdk-2026"
-        assert client.server_capabilities["tools"] == {"listChanged": True}
-        assert client.discover_result is not None
-        assert STATELESS in client.discover_result["supportedVersions"]
+        assert client.server.stateless
+        assert client.server.protocol_version == STATELESS
+        assert client.server.initialize_result is None
+        assert client.server.info is not None
+        assert client.server.info["name"] == "sdk-2026"
+        assert client.server.capabilities["tools"] == {"listChanged": True}
+        assert client.server.discover_result is not None
+        assert STATELESS in client.server.discover_result["supportedVersions"]
     assert sent.methods() == ["server/discover"]
 
 
@@ -250,7 +250,7 @@ async def test_a_listen_stream_delivers_list_changes_until_it_is_left(
             assert changed.params is not None
             meta = changed.params["_meta"]
             assert meta["io.modelcontextprotocol/subscriptionId"] == stream.id
-        assert client.pending_requests() == {}
+        assert client.statistics().requests_pending == {}
         # The connection goes on after the stream ended.
         names = {tool["name"] for tool in await client.list_tools()}
         assert f"added_{transport}" in names

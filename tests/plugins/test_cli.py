@@ -116,8 +116,8 @@ async def test_serve_with_no_target_serves_every_plugin_and_reports_the_broken(
         async with connect_stdio(
             SERVE, env=child_env(site, tmp_path), initialize=True, on_server_message=checker
         ) as client:
-            assert client.server_info is not None
-            assert client.server_info["name"] == "mcpactor"
+            assert client.server.info is not None
+            assert client.server.info["name"] == "mcpactor"
             tools = [tool["name"] for tool in await client.list_tools()]
             assert {"alpha_echo", "beta_echo"} <= set(tools)
             assert not any(name.startswith(("broken_", "odd_")) for name in tools)
@@ -153,7 +153,7 @@ async def test_serve_one_plugin_serves_it_as_it_is(site: Site, tmp_path: Path) -
         async with connect_stdio(
             [*SERVE, "alpha"], env=child_env(site, tmp_path), initialize=True
         ) as client:
-            assert client.server_info == {"name": "alpha", "version": "3.1.4"}
+            assert client.server.info == {"name": "alpha", "version": "3.1.4"}
             assert [tool["name"] for tool in await client.list_tools()] == ["echo"]
 
 

@@ -135,7 +135,7 @@ async def test_cancelling_a_task_brings_the_count_back_to_baseline(
     server = _server()
     async with connect_memory(server, initialize=True, protocol_version="2025-11-25") as client:
         baseline = observatory.snapshot()["counts"]["tasks_running"]
-        task = await client.call_tool_as_task("job", {})
+        task = await client.tasks.call_tool("job", {})
         await wait_all_tasks_blocked()
         tree = observatory.snapshot()
         assert tree["counts"]["tasks_running"] == baseline + 1
@@ -148,7 +148,7 @@ async def test_cancelling_a_task_brings_the_count_back_to_baseline(
         assert not await observatory.cancel_task("no-such-task")
         await wait_all_tasks_blocked()
         assert observatory.snapshot()["counts"]["tasks_running"] == baseline
-        state = await client.get_task(task["taskId"])
+        state = await client.tasks.get(task["taskId"])
         assert state["status"] == "cancelled"
 
 

@@ -189,13 +189,13 @@ async def test_subscriptions_go_to_the_owner_and_its_updates_reach_the_client() 
         await client.subscribe_resource("clock://zones")
         notes.notify_resource_updated("notes://3")
         with trio.fail_after(GUARD):
-            updated = await client.wait_for_notification("notifications/resources/updated")
+            updated = await client.notifications.wait_for("notifications/resources/updated")
         assert updated.params == {"uri": "notes://3"}
         await client.unsubscribe_resource("notes://3")
         notes.notify_resource_updated("notes://3")
         clock.notify_resource_updated("clock://zones")
         with trio.fail_after(GUARD):
-            updated = await client.wait_for_notification("notifications/resources/updated")
+            updated = await client.notifications.wait_for("notifications/resources/updated")
         assert updated.params == {"uri": "clock://zones"}
         with pytest.raises(RequestError) as info:
             await client.subscribe_resource("nowhere://1")
@@ -213,7 +213,7 @@ async def test_capabilities_are_merged() -> None:
     app.mount(tools_only, "t")
     app.mount(prompts_only, "p")
     async with connect(app) as client:
-        assert client.server_capabilities == {
+        assert client.server.capabilities == {
             "logging": {},
             "tools": {"listChanged": True},
             "prompts": {"listChanged": True},
@@ -350,12 +350,12 @@ async def test_a_childs_registry_change_reaches_the_client() -> None:
         assert "clock_later" not in names(await client.list_tools())
         clock.add_tool(lambda: "later", name="later")
         with trio.fail_after(GUARD):
-            await client.wait_for_notification("notifications/tools/list_changed")
+            await client.notifications.wait_for("notifications/tools/list_changed")
         assert "clock_later" in names(await client.list_tools())
         assert text_of(await client.call_tool("clock_later")) == "later"
         notes.remove_resource("notes://{number}")
         with trio.fail_after(GUARD):
-            await client.wait_for_notification("notifications/resources/list_changed")
+            await client.notifications.wait_for("notifications/resources/list_changed")
         assert names(await client.list_resource_templates(), "uriTemplate") == [
             "clock://now/{zone}"
         ]
@@ -375,7 +375,7 @@ async def test_a_collision_that_appears_while_serving_is_logged_and_the_first_ke
         with caplog.at_level(logging.ERROR, logger="mcpactor"):
             second.add_tool(lambda: "second", name="shared")
             with trio.fail_after(GUARD):
-                await client.wait_for_notification("notifications/tools/list_changed")
+                await client.notifications.wait_for("notifications/tools/list_changed")
             assert names(await client.list_tools()) == ["shared"]
         assert text_of(await client.call_tool("shared")) == "first"
     assert any(
@@ -415,7 +415,7 @@ async def test_tasks_of_a_mounted_servers_tools_are_served_by_the_composed_serve
     app = Server("app")
     app.mount(jobs, "jobs")
     async with connect(app) as client:
-        assert "tasks" in client.server_capabilities
+        assert "tasks" in client.server.capabilities
         created = await client.request(
             "tools/call", {"name": "jobs_work", "arguments": {"n": 3}, "task": {"ttl": 60_000}}
         )
@@ -432,7 +432,7 @@ async def test_tasks_of_a_mounted_servers_tools_are_served_by_the_composed_serve
 async def test_without_tasks_the_composed_server_has_no_tasks_methods() -> None:
     app, _, _ = make_app()
     async with connect(app) as client:
-        assert "tasks" not in client.server_capabilities
+        assert "tasks" not in client.server.capabilities
         with pytest.raises(RequestError) as info:
             await client.request("tasks/list")
         assert info.value.code == -32601

@@ -68,14 +68,14 @@ async def listing(client: ClientSession) -> dict[str, Any]:
 async def test_the_proxy_lists_exactly_what_the_remote_lists() -> None:
     async with through(proxied_server.server) as local:
         expected = await listing(local)
-        local_capabilities = local.server_capabilities
+        local_capabilities = local.server.capabilities
     proxy = remote()
     async with through(proxy) as client:
         assert await listing(client) == expected
         assert all("execution" not in tool for tool in await client.list_tools())
         del local_capabilities["tasks"]
-        assert client.server_capabilities == local_capabilities
-    assert proxy.remote_info == {"name": "proxied", "version": "1.2.3"}
+        assert client.server.capabilities == local_capabilities
+    assert proxy.remote.info == {"name": "proxied", "version": "1.2.3"}
     # Taken from the remote, for sessions opened once the proxy runs.
     assert proxy.instructions == "a server behind a proxy"
 
@@ -133,7 +133,9 @@ async def test_progress_and_log_messages_reach_the_real_client() -> None:
         await client.set_logging_level("info")
         result = await client.call_tool("remote_steps", {"n": 3}, progress_handler=progress)
         assert text_of(result) == "3 steps"
-        logged = [n.params for n in client.notifications if n.method == "notifications/message"]
+        logged = [
+            n.params for n in client.notifications.received if n.method == "notifications/message"
+        ]
     assert updates == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     # Every log line the remote sent while serving the call arrived before its result.
     assert logged == [
@@ -145,7 +147,9 @@ async def test_the_real_clients_log_level_filters_the_remotes_messages() -> None
     async with through(remote()) as client:
         await client.set_logging_level("error")
         await client.call_tool("steps", {"n": 2})
-        assert [n for n in client.notifications if n.method == "notifications/message"] == []
+        assert [
+            n for n in client.notifications.received if n.method == "notifications/message"
+        ] == []
 
 
 async def test_a_cancelled_call_is_cancelled_on_the_remote() -> None:
@@ -194,7 +198,7 @@ async def test_the_remotes_list_changes_reach_the_real_client() -> None:
     app.mount(remote(), "remote")
     async with through(app) as client:
         assert text_of(await client.call_tool("remote_grow")) == "grew"
-        await client.wait_for_notification("notifications/tools/list_changed")
+        await client.notifications.wait_for("notifications/tools/list_changed")
         assert "remote_grown" in [tool["name"] for tool in await client.list_tools()]
         assert text_of(await client.call_tool("remote_grown")) == "grown"
 
@@ -205,7 +209,7 @@ async def test_the_remotes_resource_updates_reach_subscribers() -> None:
     async with through(app) as client:
         await client.subscribe_resource("proxied://greeting")
         await client.call_tool("remote_touch")
-        updated = await client.wait_for_notification("notifications/resources/updated")
+        updated = await client.notifications.wait_for("notifications/resources/updated")
         assert updated.params == {"uri": "proxied://greeting"}
 
 
@@ -240,7 +244,7 @@ async def test_a_remote_that_does_not_start_fails_only_its_mount() -> None:
 
 async def test_an_unconnected_proxy_says_so() -> None:
     async with connect(remote(), lifespan=False) as client:
-        assert client.server_capabilities == {"logging": {}}
+        assert client.server.capabilities == {"logging": {}}
         with pytest.raises(RequestError, match="'remote' is not connected"):
             await client.request("tools/call", {"name": "add", "arguments": {}})
 
@@ -266,7 +270,7 @@ def test_a_websocket_url_makes_a_proxy() -> None:
     proxy = proxy_url("ws://127.0.0.1:1/ws", name="ws")
     assert isinstance(proxy, ProxyServer)
     assert proxy.name == "ws"
-    assert not proxy.connected
+    assert not proxy.remote.connected
 
 
 async def test_a_server_behind_a_websocket_url_is_proxied() -> None:

@@ -67,12 +67,12 @@ async def mounted(**client: Any) -> AsyncIterator[tuple[ClientSession, Server]]:
 async def test_the_proxy_lists_exactly_what_the_remote_lists() -> None:
     async with through(fresh()) as local:
         expected = await listing(local)
-        local_capabilities = local.server_capabilities
+        local_capabilities = local.server.capabilities
     async with remote() as proxy, through(proxy) as client:
         assert await listing(client) == expected
         del local_capabilities["tasks"]
-        assert client.server_capabilities == local_capabilities
-    assert proxy.remote_info == {"name": "proxied", "version": "1.2.3"}
+        assert client.server.capabilities == local_capabilities
+    assert proxy.remote.info == {"name": "proxied", "version": "1.2.3"}
     assert proxy.instructions == "a server behind a proxy"
 
 
@@ -127,7 +127,9 @@ async def test_progress_and_log_messages_reach_the_real_client() -> None:
         await client.set_logging_level("info")
         result = await client.call_tool("remote_steps", {"n": 3}, progress_handler=progress)
         assert text_of(result) == "3 steps"
-        logged = [n.params for n in client.notifications if n.method == "notifications/message"]
+        logged = [
+            n.params for n in client.notifications.received if n.method == "notifications/message"
+        ]
     assert updates == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     # The remote's log lines came on the call's SSE stream, ahead of its result.
     assert logged == [
@@ -168,7 +170,7 @@ async def test_the_remotes_requests_go_back_to_the_real_client() -> None:
 async def test_the_remotes_list_changes_reach_the_real_client() -> None:
     async with mounted() as (client, _):
         assert text_of(await client.call_tool("remote_grow")) == "grew"
-        await client.wait_for_notification("notifications/tools/list_changed")
+        await client.notifications.wait_for("notifications/tools/list_changed")
         assert "remote_grown" in [tool["name"] for tool in await client.list_tools()]
         assert text_of(await client.call_tool("remote_grown")) == "grown"
 
@@ -177,7 +179,7 @@ async def test_the_remotes_resource_updates_reach_subscribers() -> None:
     async with mounted() as (client, _):
         await client.subscribe_resource("proxied://greeting")
         await client.call_tool("remote_touch")
-        updated = await client.wait_for_notification("notifications/resources/updated")
+        updated = await client.notifications.wait_for("notifications/resources/updated")
         assert updated.params == {"uri": "proxied://greeting"}
 
 
@@ -228,4 +230,4 @@ def test_an_http_url_makes_a_proxy() -> None:
     proxy = proxy_url("https://example.com/mcp", name="web", headers={"Authorization": "x"})
     assert isinstance(proxy, ProxyServer)
     assert proxy.name == "web"
-    assert not proxy.connected
+    assert not proxy.remote.connected

@@ -207,8 +207,8 @@ async def test_a_task_sees_the_state_of_the_server_that_started_it() -> None:
 
     with trio.fail_after(GUARD):
         async with mcpactor.testing.client(server, protocol_version="2025-11-25") as client:
-            task = await client.call_tool_as_task("slow_count")
-            result = await client.get_task_result(task["taskId"])
+            task = await client.tasks.call_tool("slow_count")
+            result = await client.tasks.result(task["taskId"])
             assert result.data == 10
             assert server.state.calls == 10
 
@@ -277,6 +277,6 @@ async def test_sessions_and_stateless_requests_share_one_state_over_http() -> No
                 assert _text(await s.call_tool("count")) == "app 1"
                 assert _text(await s.call_tool("notes_count")) == "notes 1"
             async with connect_http(url, initialize=True, protocol_version="2026-07-28") as c:
-                assert c.stateless
+                assert c.server.stateless
                 assert _text(await c.call_tool("count")) == "app 2"
                 assert _text(await c.call_tool("notes_count")) == "notes 2"

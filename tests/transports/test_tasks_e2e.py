@@ -67,8 +67,8 @@ async def stdio_client() -> AsyncIterator[tuple[ClientSession, Checked]]:
         async with connect_stdio(
             COMMAND, initialize=True, protocol_version=REVISION, on_server_message=checked
         ) as client:
-            assert client.protocol_version == REVISION
-            assert client.server_capabilities["tasks"] == TASKS
+            assert client.server.protocol_version == REVISION
+            assert client.server.capabilities["tasks"] == TASKS
             yield client, checked
 
 
@@ -77,29 +77,29 @@ async def wait_status(client: ClientSession, task_id: str, status: str) -> dict[
         params = note.params or {}
         return params.get("taskId") == task_id and params.get("status") == status
 
-    note = await client.wait_for_notification("notifications/tasks/status", matches)
+    note = await client.notifications.wait_for("notifications/tasks/status", matches)
     assert note.params is not None
     return note.params
 
 
 async def test_over_stdio_a_task_is_polled_announced_and_its_result_fetched() -> None:
     async with stdio_client() as (client, checked):
-        task = await client.call_tool_as_task(
+        task = await client.tasks.call_tool(
             "job", {"key": "a"}, ttl=600_000, meta={"progressToken": "a"}
         )
         task_id = task["taskId"]
         assert task["status"] == "working"
         assert task["ttl"] == 600_000
         assert text_of(await client.call_tool("wait_started", {"key": "a"})) == "started"
-        polled = await client.get_task(task_id)
+        polled = await client.tasks.get(task_id)
         assert polled["status"] == "working"
-        assert [t["taskId"] for t in await client.list_tasks()] == [task_id]
+        assert [t["taskId"] for t in await client.tasks.list()] == [task_id]
 
         await client.call_tool("release", {"key": "a"})
         done = await wait_status(client, task_id, "completed")
         assert done["createdAt"] == task["createdAt"]
-        assert (await client.get_task(task_id))["status"] == "completed"
-        result = await client.get_task_result(task_id)
+        assert (await client.tasks.get(task_id))["status"] == "completed"
+        result = await client.tasks.result(task_id)
         # The job is released for good, so the plain call answers at once.
         plain = await client.call_tool("job", {"key": "a"})
         assert result == {**plain, "_meta": {RELATED: {"taskId": task_id}}}
@@ -111,23 +111,23 @@ async def test_over_stdio_a_task_is_polled_announced_and_its_result_fetched() ->
 
 async def test_over_stdio_a_cancelled_task_runs_its_finally() -> None:
     async with stdio_client() as (client, _):
-        task_id = (await client.call_tool_as_task("job", {"key": "b"}))["taskId"]
-        other_id = (await client.call_tool_as_task("job", {"key": "c"}))["taskId"]
+        task_id = (await client.tasks.call_tool("job", {"key": "b"}))["taskId"]
+        other_id = (await client.tasks.call_tool("job", {"key": "c"}))["taskId"]
         await client.call_tool("wait_started", {"key": "b"})
-        cancelled = await client.cancel_task(task_id)
+        cancelled = await client.tasks.cancel(task_id)
         assert (cancelled["taskId"], cancelled["status"]) == (task_id, "cancelled")
         assert text_of(await client.call_tool("wait_ended", {"key": "b"})) == "cancelled"
         await wait_status(client, task_id, "cancelled")
         with pytest.raises(RequestError) as error:
-            await client.get_task_result(task_id)
+            await client.tasks.result(task_id)
         assert error.value.code == -32602
         assert error.value.data == {"taskId": task_id, "status": "cancelled"}
         with pytest.raises(RequestError, match="already in terminal status"):
-            await client.cancel_task(task_id)
+            await client.tasks.cancel(task_id)
         # The other task was left alone.
-        assert (await client.get_task(other_id))["status"] == "working"
+        assert (await client.tasks.get(other_id))["status"] == "working"
         await client.call_tool("release", {"key": "c"})
-        assert text_of(await client.get_task_result(other_id)) == "job c done"
+        assert text_of(await client.tasks.result(other_id)) == "job c done"
 
 
 # --- HTTP -----------------------------------------------------------------------------

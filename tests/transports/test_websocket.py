@@ -48,7 +48,7 @@ async def test_a_session_round_trip_with_progress_and_sampling(
         async with connect_websocket(
             url, initialize=True, sampling_handler=sample, on_server_message=record
         ) as client:
-            assert client.protocol_version == "2025-11-25"
+            assert client.server.protocol_version == "2025-11-25"
             result = await client.call_tool("add", {"a": 20, "b": 22})
             assert result["structuredContent"] == {"result": 42}
             steps: list[float] = []

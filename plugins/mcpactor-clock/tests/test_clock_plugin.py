@@ -253,7 +253,7 @@ async def test_countdown_stops_the_moment_it_is_cancelled(
 
     # The tool's finally tells the client where it stopped, without any more time passing.
     with trio.fail_after(GUARD):
-        logged = await client.wait_for_notification("notifications/message")
+        logged = await client.notifications.wait_for("notifications/message")
     assert logged.params == {
         "level": "info",
         "logger": "clock",
@@ -263,8 +263,8 @@ async def test_countdown_stops_the_moment_it_is_cancelled(
     assert "countdown stopped after 3 of 10 s" in caplog.messages
     # No more progress and no response: the request is over.
     await trio.testing.wait_all_tasks_blocked()
-    assert client.pending_requests() == {}
-    progress = [n for n in client.notifications if n.method == "notifications/progress"]
+    assert client.statistics().requests_pending == {}
+    progress = [n for n in client.notifications.received if n.method == "notifications/progress"]
     assert len(progress) == 3
     # The session carries on.
     assert (await call_ok(client, "now"))["timezone"] == "UTC"
@@ -354,7 +354,7 @@ RELATED: Final = "io.modelcontextprotocol/related-task"
 
 
 async def test_the_countdown_is_offered_as_a_task(client: ClientSession) -> None:
-    assert client.server_capabilities["tasks"]["requests"] == {"tools": {"call": {}}}
+    assert client.server.capabilities["tasks"]["requests"] == {"tools": {"call": {}}}
     tools = {tool["name"]: tool for tool in await client.list_tools()}
     assert tools["countdown"]["execution"] == {"taskSupport": "optional"}
     # The other tools are quick: they stay plain calls.
@@ -366,7 +366,7 @@ async def test_a_countdown_task_reports_progress_and_ends_with_the_plain_result(
     client: ClientSession, autojump_clock: trio.testing.MockClock
 ) -> None:
     start = trio.current_time()
-    task = await client.call_tool_as_task(
+    task = await client.tasks.call_tool(
         "countdown", {"seconds": 3}, ttl=60_000, meta={"progressToken": "tick"}
     )
     task_id = task["taskId"]
@@ -374,12 +374,14 @@ async def test_a_countdown_task_reports_progress_and_ends_with_the_plain_result(
     assert task["status"] == "working"
     assert trio.current_time() == start
 
-    result = await client.get_task_result(task_id)
+    result = await client.tasks.result(task_id)
     assert trio.current_time() - start == 3
     assert text_of(result) == "countdown of 3 s finished"
     assert result["_meta"] == {RELATED: {"taskId": task_id}}
-    assert (await client.get_task(task_id))["status"] == "completed"
-    progress = [n.params for n in client.notifications if n.method == "notifications/progress"]
+    assert (await client.tasks.get(task_id))["status"] == "completed"
+    progress = [
+        n.params for n in client.notifications.received if n.method == "notifications/progress"
+    ]
     assert [(p["progressToken"], p["progress"], p["total"]) for p in progress if p] == [
         ("tick", 1, 3),
         ("tick", 2, 3),
@@ -391,19 +393,19 @@ async def test_cancelling_a_countdown_task_stops_it_at_once(
     client: ClientSession, autojump_clock: trio.testing.MockClock
 ) -> None:
     start = trio.current_time()
-    task_id = (await client.call_tool_as_task("countdown", {"seconds": 10}))["taskId"]
+    task_id = (await client.tasks.call_tool("countdown", {"seconds": 10}))["taskId"]
     await trio.sleep(3.5)
-    cancelled = await client.cancel_task(task_id)
+    cancelled = await client.tasks.cancel(task_id)
     assert cancelled["status"] == "cancelled"
 
     with trio.fail_after(GUARD):
-        logged = await client.wait_for_notification("notifications/message")
+        logged = await client.notifications.wait_for("notifications/message")
     assert logged.params is not None
     assert logged.params["data"] == "countdown stopped after 3 of 10 s"
     assert logged.params["_meta"] == {RELATED: {"taskId": task_id}}
     assert trio.current_time() - start == 3.5
     with pytest.raises(RequestError) as info:
-        await client.get_task_result(task_id)
+        await client.tasks.result(task_id)
     assert info.value.data == {"taskId": task_id, "status": "cancelled"}
     # The session carries on.
     assert (await call_ok(client, "now"))["timezone"] == "UTC"

@@ -257,8 +257,8 @@ def test_media_fixtures_are_well_formed() -> None:
 async def test_initialize_declares_what_the_suite_uses() -> None:
     async with connect() as harness:
         session = harness.session
-        assert session.protocol_version == "2025-11-25"
-        assert session.server_capabilities == {
+        assert session.server.protocol_version == "2025-11-25"
+        assert session.server.capabilities == {
             "logging": {},
             "tools": {"listChanged": True},
             "resources": {"subscribe": True, "listChanged": True},
@@ -267,8 +267,8 @@ async def test_initialize_declares_what_the_suite_uses() -> None:
             # some fixtures may run as tasks
             "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
         }
-        assert session.server_info is not None
-        assert session.server_info["name"] == "mcpactor-conformance"
+        assert session.server.info is not None
+        assert session.server.info["name"] == "mcpactor-conformance"
 
 
 async def test_ping_and_set_level_answer_an_empty_object() -> None:
@@ -862,7 +862,7 @@ async def test_watched_resource_can_be_subscribed_and_unsubscribed() -> None:
 
         assert await session.subscribe_resource(uri) == {}
         server.notify_resource_updated(uri)
-        updated = await session.wait_for_notification("notifications/resources/updated")
+        updated = await session.notifications.wait_for("notifications/resources/updated")
         assert updated.params == {"uri": uri}
 
         assert await session.unsubscribe_resource(uri) == {}
@@ -1041,7 +1041,7 @@ async def test_every_fixture_answers_at_every_revision(
             ("test_prompt_with_image", None),
         ]:
             assert (await session.get_prompt(name, prompt_arguments))["messages"]
-        if "completions" in session.server_capabilities:
+        if "completions" in session.server.capabilities:
             await session.complete(
                 {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
                 {"name": "arg1", "value": "t"},

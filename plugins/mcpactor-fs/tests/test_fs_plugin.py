@@ -542,7 +542,7 @@ async def test_client_roots_are_bounded_before_they_are_resolved(
 
 async def test_a_client_without_roots_is_not_asked(client: ClientSession, tree: Tree) -> None:
     assert (await call(client, "roots"))["structuredContent"] == {"result": [str(tree.root)]}
-    sent = [n.method for n in client.notifications]
+    sent = [n.method for n in client.notifications.received]
     assert "roots/list" not in sent
 
 
@@ -600,7 +600,7 @@ async def test_roots_are_resources(client: ClientSession, tree: Tree) -> None:
     # Configuring new roots replaces the resources and tells the session.
     mcpactor_fs.configure([tree.root, tree.sibling])
     with trio.fail_after(GUARD):
-        await client.wait_for_notification("notifications/resources/list_changed")
+        await client.notifications.wait_for("notifications/resources/list_changed")
     uris = [r["uri"] for r in await client.list_resources()]
     assert uris == [tree.root.as_uri(), tree.sibling.as_uri()]
 
@@ -749,4 +749,4 @@ async def test_a_search_stops_at_its_next_check_once_cancelled(
         assert scope.cancelled_caught
         # The check the search was held at raised: it visited nothing more.
         assert gate.calls == 1
-        assert client.pending_requests() == {}
+        assert client.statistics().requests_pending == {}

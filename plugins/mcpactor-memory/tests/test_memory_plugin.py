@@ -377,7 +377,7 @@ async def test_subscribers_hear_when_the_graph_changes(client: ClientSession) ->
     await client.subscribe_resource("memory://graph")
     await call(client, "create_entities", entities=[{"name": "Eve", "entityType": "person"}])
     with trio.fail_after(GUARD):
-        updated = await client.wait_for_notification("notifications/resources/updated")
+        updated = await client.notifications.wait_for("notifications/resources/updated")
     assert updated.params == {"uri": "memory://graph"}
 
 

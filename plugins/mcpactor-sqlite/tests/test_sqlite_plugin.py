@@ -302,7 +302,7 @@ async def test_a_long_query_stops_when_its_request_is_cancelled(
                     pass
         assert scope.cancelled_caught
         assert time.monotonic() - start < GUARD
-        assert client.pending_requests() == {}
+        assert client.statistics().requests_pending == {}
         # The session carries on.
         assert (await query(client, "SELECT 1"))["rows"] == [[1]]
 
@@ -348,7 +348,7 @@ async def test_a_cancelled_query_is_interrupted_inside_sqlite(
                 async with limiter:  # the query's thread has returned
                     pass
         assert scope.cancelled_caught
-        assert client.pending_requests() == {}
+        assert client.statistics().requests_pending == {}
         assert (await query(client, "SELECT 1"))["rows"] == [[1]]
 
 
