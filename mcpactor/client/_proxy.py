@@ -12,7 +12,7 @@
 # What the remote sends while it serves a forwarded request goes back through that
 # request's Context: progress by the token the client gave the forwarded request, log
 # messages, and the remote's own requests (sampling, elicitation, roots); which client
-# gets them is _proxy_relay.py's business. The lists as kept, and the adapting of
+# gets them is _proxy_forwarded.py's business. The lists as kept, and the adapting of
 # definitions and answers to each client's revision, are in _proxy_catalog.py.
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 # client's notifications/cancelled, a timeout, shutdown) cancels the remote request:
 # the client sends notifications/cancelled on its way out. What the remote sends while
 # it serves a forwarded request goes back through that request's Context, by the relay
-# _proxy_relay.py opens for it.
+# _proxy_forwarded.py opens for it.
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ..protocol import JSONObject, JSONValue, describe
 from ..server import Catalog, Context
 from ._errors import unwrap_single_errors
 from ._proxy_catalog import LIST_CHANGED, Remote, by_key, templates, without_progress_token
-from ._proxy_relay import Relays, report_progress
+from ._proxy_forwarded import ForwardedRequests, report_progress
 from ._session import ClientSession
 
 __all__ = ["RemoteLink"]
@@ -64,7 +64,7 @@ class RemoteLink:
         self.resources: dict[str, Remote] = {}
         self.templates: dict[str, Remote] = {}
         #: who answers the remote's own requests and hears its log messages
-        self.relays = Relays(name)
+        self.relays = ForwardedRequests(name)
         self._subscribed: set[str] = set()
         self._stale: set[str] = set()
         self._stale_event = trio.Event()

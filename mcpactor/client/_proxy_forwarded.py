@@ -27,7 +27,7 @@ from .._exceptions import (
 from ..protocol import JSONObject, describe
 from ..server import Context
 
-__all__ = ["Relay", "Relays", "detached", "report_progress"]
+__all__ = ["ForwardedRequest", "ForwardedRequests", "detached", "report_progress"]
 
 _log = logging.getLogger("mcpactor.proxy")
 
@@ -46,7 +46,7 @@ _PYTHON_LEVELS: Final = {
 }
 
 
-class Relay:
+class ForwardedRequest:
     """One forwarded request: where the remote's log messages for it go."""
 
     def __init__(self, ctx: Context) -> None:
@@ -79,32 +79,32 @@ class Relay:
                     )
 
 
-class Relays:
+class ForwardedRequests:
     """The requests a proxy is forwarding, and the client it used last."""
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._relays: list[Relay] = []
+        self._relays: list[ForwardedRequest] = []
         self._last_ctx: Context | None = None
 
     def remember(self, ctx: Context) -> None:
         """Make the client of ``ctx`` the one asked when no request is in flight."""
         self._last_ctx = detached(ctx)
 
-    def open(self, ctx: Context) -> Relay:
+    def open(self, ctx: Context) -> ForwardedRequest:
         """Start relaying to the request of ``ctx``; end it with ``close``."""
         self.remember(ctx)
-        relay = Relay(ctx)
+        relay = ForwardedRequest(ctx)
         self._relays.append(relay)
         return relay
 
-    def close(self, relay: Relay) -> None:
+    def close(self, relay: ForwardedRequest) -> None:
         """The request of ``relay`` is answered: relay nothing more to it."""
         self._relays.remove(relay)
 
     def log(self, params: JSONObject) -> None:
         """Pass a remote's log message to each client with a request in flight."""
-        by_client: dict[object, Relay] = {}
+        by_client: dict[object, ForwardedRequest] = {}
         for relay in self._relays:
             by_client.setdefault(relay.ctx._peer, relay)
         if not by_client:
