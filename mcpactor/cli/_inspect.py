@@ -119,16 +119,12 @@ async def _client(server: Server, version: str) -> AsyncIterator[ClientSession]:
     import trio
     import trio.testing
 
-    from ..client import open_client_session
-    from ..client._connect import _read_lines, _write_lines
-    from ..protocol import JSONValue, ProtocolError
+    from ..client import connect_streams
     from ..runtime import StatelessOptions
     from ..transports import serve_streams
 
     to_server, server_input = trio.testing.memory_stream_one_way_pair()
     server_output, from_server = trio.testing.memory_stream_one_way_pair()
-    requests_send, requests = trio.open_memory_channel[JSONValue](64)
-    answers, answers_receive = trio.open_memory_channel[JSONValue | ProtocolError](64)
     async with trio.open_nursery() as nursery:
         serving = functools.partial(
             serve_streams,
@@ -139,9 +135,7 @@ async def _client(server: Server, version: str) -> AsyncIterator[ClientSession]:
             stateless=StatelessOptions(),
         )
         nursery.start_soon(serving)
-        nursery.start_soon(_write_lines, to_server, requests)
-        nursery.start_soon(_read_lines, from_server, answers, _MAX_MESSAGE)
-        async with open_client_session(requests_send, answers_receive) as session:
+        async with connect_streams(to_server, from_server, max_line_bytes=_MAX_MESSAGE) as session:
             await session.start(version)
             yield session
         # serve_streams leaves its output open to its owner: nothing more will come.

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._connect import connect_memory as connect_memory
 from ._connect import connect_stdio as connect_stdio
+from ._connect import connect_streams as connect_streams
 from ._errors import RequestCancelled as RequestCancelled
 from ._handlers import ClientHandlers as ClientHandlers
 from ._handlers import ClientMessageHook as ClientMessageHook
@@ -77,6 +78,7 @@ __all__ = [
     "connect_http",
     "connect_memory",
     "connect_stdio",
+    "connect_streams",
     "connect_websocket",
     "open_client_session",
     "proxy_stdio",

@@ -42,7 +42,7 @@ from ..server import Server
 from ._errors import unwrap_single_errors
 from ._session import ClientArgs, ClientSession, open_client_session
 
-__all__ = ["connect_memory", "connect_stdio"]
+__all__ = ["connect_memory", "connect_stdio", "connect_streams"]
 
 _log = logging.getLogger("mcpactor.client")
 
@@ -186,28 +186,23 @@ async def connect_stdio(
     stdin, stdout = process.stdin, process.stdout
     assert stdin is not None
     assert stdout is not None
-    to_server_send, to_server_receive = trio.open_memory_channel[JSONValue](_CHANNEL_SIZE)
-    to_client_send, to_client_receive = trio.open_memory_channel[JSONValue | ProtocolError](
-        _CHANNEL_SIZE
-    )
     try:
-        with unwrap_single_errors():
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_write_lines, stdin, to_server_receive)
-                nursery.start_soon(_read_lines, stdout, to_client_send, max_line_bytes)
-                try:
-                    async with open_client_session(
-                        to_server_send, to_client_receive, **client
-                    ) as session:
-                        if initialize:
-                            await session.start(protocol_version)
-                        yield session
-                finally:
-                    # The session closed its channel, so the writer closes stdin: the
-                    # server's end of input.
-                    with trio.CancelScope(shield=True):
-                        await _stop(process, shutdown_timeout)
-                    nursery.cancel_scope.cancel("the server process exited")
+        async with connect_streams(
+            stdin,
+            stdout,
+            initialize=initialize,
+            protocol_version=protocol_version,
+            max_line_bytes=max_line_bytes,
+            **client,
+        ) as session:
+            try:
+                yield session
+            finally:
+                # Closing the session closes its channel, so the writer closes stdin:
+                # the server's end of input.
+                with trio.CancelScope(shield=True):
+                    await session.aclose()
+                    await _stop(process, shutdown_timeout)
     finally:
         if process.returncode is None:
             process.kill()  # only when startup failed before the graceful stop
@@ -215,6 +210,42 @@ async def connect_stdio(
             await process.wait()
             await stdin.aclose()
             await stdout.aclose()
+
+
+@contextlib.asynccontextmanager
+async def connect_streams(
+    to_server: trio.abc.SendStream,
+    from_server: trio.abc.ReceiveStream,
+    *,
+    initialize: bool = False,
+    protocol_version: str = LATEST.version,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    **client: Unpack[ClientArgs],
+) -> AsyncIterator[ClientSession]:
+    """Yield a client speaking newline-delimited JSON over a pair of byte streams.
+
+    What ``connect_stdio`` speaks over a child's pipes, over any streams: a socket, or
+    trio's memory streams to a server in the same process. ``to_server`` is closed when
+    the client closes; ``initialize`` and ``protocol_version`` are as for
+    ``connect_memory``.
+    """
+    to_server_send, to_server_receive = trio.open_memory_channel[JSONValue](_CHANNEL_SIZE)
+    to_client_send, to_client_receive = trio.open_memory_channel[JSONValue | ProtocolError](
+        _CHANNEL_SIZE
+    )
+    with unwrap_single_errors():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_write_lines, to_server, to_server_receive)
+            nursery.start_soon(_read_lines, from_server, to_client_send, max_line_bytes)
+            try:
+                async with open_client_session(
+                    to_server_send, to_client_receive, **client
+                ) as session:
+                    if initialize:
+                        await session.start(protocol_version)
+                    yield session
+            finally:
+                nursery.cancel_scope.cancel("the connection closed")
 
 
 async def _write_lines(
