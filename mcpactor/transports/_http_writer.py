@@ -177,8 +177,9 @@ async def _open_sse(
         chunk.append(_sse.message_event(data, event_id, retry_ms=retry_ms))
         if event_id is not None:
             stream.delivered = event_id
-    if chunk:
-        await send_body(send, b"".join(chunk))
+    # Even with nothing to write yet (a GET resuming after its last event): the head
+    # must leave now, or the client waits for the status of a stream that is open.
+    await send_body(send, b"".join(chunk))
 
 
 async def _write_items(
