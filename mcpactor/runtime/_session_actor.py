@@ -65,7 +65,6 @@ from ..protocol import (
     Send,
     ServerSession,
     describe,
-    describe_error,
 )
 from ..server import Context, Server
 from ._changes import ChangeNotices
@@ -79,9 +78,10 @@ from ._messages import (
     StreamSignal,
     closed_outbox,
 )
-from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
+from ._metrics import METRICS
 from ._offload import ProcessPool
 from ._peer import PrincipalHolder, _Pending
+from ._request import handled
 from ._starts import StartGate, current_start_gate
 from ._tasks import TaskManager
 
@@ -102,7 +102,7 @@ class Received:
 
     #: False: the actor is mid-message; queue the message on the inbox
     taken: bool
-    #: at rest: what the core answered alone, to send now
+    #: what the core answered alone (or refused), for the caller to send, in order
     replies: tuple[Outbound, ...] = ()
     #: at rest: events that need a running actor, for the next ``run``
     backlog: tuple[Event, ...] = ()
@@ -376,8 +376,9 @@ class SessionActor(ChangeNotices):
           there the same way, in order (``Received.taken`` is False);
         - running and idle — the shortcut: the actor has taken everything from its inbox,
           so acting now overtakes nothing: the core takes the message in the caller's
-          task, its requests start in the actor's nursery and its replies are queued on
-          the outbox without waiting (a full outbox hands them to a task that waits);
+          task, its requests start in the actor's nursery, and what the core answers
+          (and refusals) come back as ``replies`` for the caller to send, in order, on
+          the actor's outbox;
         - at rest (not running): what the core answers alone is settled now and comes
           back as ``replies`` to send; if anything needs a running actor (a request to
           serve, roots hooks to run), nothing is sent and every event, in order, comes
@@ -390,21 +391,23 @@ class SessionActor(ChangeNotices):
         events = self.core.receive(item)
         if self._nursery is None:
             return self._settle_at_rest(events)
+        replies = None
         for event in events:
             kind = type(event)
             if kind is RequestReceived:
                 assert isinstance(event, RequestReceived)
                 refusal = self._open_request(event.request, event.negotiated)
                 if refusal is not None:
-                    self._send_soon(refusal)
+                    replies = [*(replies or ()), refusal]
             elif kind is Send:
                 assert isinstance(event, Send)
-                self._send_soon(Outbound(RESPONSE, event.payload, event.request_id))
+                reply = Outbound(RESPONSE, event.payload, event.request_id)
+                replies = [*(replies or ()), reply]
             elif kind is RootsChanged:
                 self._start_hooks(self.server.roots_changed_hooks)
             else:
                 self._settle(event)
-        return _TAKEN
+        return Received(True, tuple(replies)) if replies else _TAKEN
 
     def _settle_at_rest(self, events: list[Event]) -> Received:
         for event in events:
@@ -421,15 +424,6 @@ class SessionActor(ChangeNotices):
             elif type(event) is not RootsChanged:
                 self._settle(event)
         return Received(True, tuple(replies)) if replies else _TAKEN
-
-    def _send_soon(self, item: Outbound) -> None:
-        try:
-            self._outbox.send_nowait(item)
-        except trio.WouldBlock:
-            assert self._nursery is not None
-            self._nursery.start_soon(self._outbox.send, item)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            _log.debug("the session ended before a reply could be queued")
 
     async def _receive(self, item: JSONValue | Body) -> None:
         # A message from the inbox: what ``receive`` does while running, but waiting for
@@ -528,64 +522,36 @@ class SessionActor(ChangeNotices):
         self._flights[request_id] = (started, request, ctx)
         reply: JSONValue | None = None
         abandoned = False
-        metrics = METRICS
-        tracer = metrics.tracer
-        trace = (
-            tracer.start(
-                request.method, params, request_id, self.session_id, negotiated.revision.version
-            )
-            if tracer is not None
-            else None
-        )
-        if metrics.log_context:
-            LOG_CONTEXT.set((self.session_id, request_id, request.method))
-        # Cancelled unless it is answered: a cancellation from outside the request's own
-        # scope (the session's nursery) goes straight through.
-        outcome = CANCELLED
-        error: str | None = None
         try:
             try:
                 with scope:
-                    try:
-                        result = await self.server.handle_request(request.method, params, ctx)
-                        reply = self.core.respond(request_id, result)
-                        outcome = OK
-                        if result.get("isError") is True:
-                            outcome, error = ERROR, "tool"
-                    except (RequestError, ProtocolError) as exc:
-                        outcome, error = ERROR, "request"
+                    answer = await handled(
+                        self.server.handle_request(request.method, params, ctx),
+                        request.method,
+                        params,
+                        request_id,
+                        self.session_id,
+                        negotiated.revision.version,
+                        clock,
+                        started,
+                    )
+                    if type(answer) is dict:
+                        reply = self.core.respond(request_id, answer)
+                    else:
+                        assert isinstance(answer, RequestError | ProtocolError)
                         reply = self.core.respond_error(
-                            request_id, exc.code, exc.message, exc.data
-                        )
-                    except Exception as exc:
-                        outcome, error = ERROR, "internal"
-                        # The one place a failing handler becomes an error response.
-                        method = describe(request.method)
-                        _log.exception("%s failed (request %s)", method, describe(request_id))
-                        reply = self.core.respond_error(
-                            request_id,
-                            INTERNAL_ERROR,
-                            f"internal error in {method}: {describe_error(exc)}",
+                            request_id, answer.code, answer.message, answer.data
                         )
                 if scope.cancelled_caught:
-                    outcome, error = CANCELLED, None
                     reply = self._cancelled_reply(request_id)
                     abandoned = reply is None
             finally:
                 del self._scopes[request_id]
                 del self._flights[request_id]
-                metrics.request_ended(
-                    request.method, params, outcome, clock.current_time() - started, error
-                )
-                if trace is not None:
-                    trace.end(outcome, error)
             if reply is not None:
-                # The request is over: queue its reply without another trip through the
-                # scheduler unless the outbox is full (then wait, as backpressure).
-                try:
-                    self._outbox.send_nowait(Outbound(RESPONSE, reply, request_id))
-                except trio.WouldBlock:
-                    await self._outbox.send(Outbound(RESPONSE, reply, request_id))
+                # The request is over: its reply goes out from here when the outbox is
+                # free, else queues (waiting while it is full, as backpressure).
+                await self._outbox.send(Outbound(RESPONSE, reply, request_id))
             elif abandoned and self._stream_signals:
                 await self._outbox.send(Outbound(SIGNAL, None, request_id, StreamSignal.ABANDONED))
         finally:

@@ -130,9 +130,8 @@ async def write_stream(
             finally:
                 attachment.abandon()
         finally:
-            if not session.release_now(attachment):
-                with trio.CancelScope(shield=True):
-                    await session.finish_release(attachment)
+            # Waits only on an event store that must be awaited, and shields that.
+            await session.release(attachment)
 
 
 async def _reply_sse(
