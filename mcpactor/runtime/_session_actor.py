@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Final
 
 import attrs
 import trio
@@ -82,6 +82,7 @@ from ._metrics import METRICS
 from ._offload import ProcessPool
 from ._peer import PrincipalHolder, _Pending
 from ._request import handled
+from ._roots import RootsHooks
 from ._starts import StartGate, current_start_gate
 from ._tasks import TaskManager
 
@@ -153,11 +154,9 @@ class SessionActor(ChangeNotices):
         self._idle: trio.Event | None = None
         # Request actors not yet done (their reply may still be waiting for the outbox).
         self._serving = 0
-        # Roots hooks and change notices running in the nursery.
+        # Change notices running in the nursery (the roots hooks: ``_roots``).
         self._helpers = 0
-        # A round of roots hooks is running; another is owed after it.
-        self._roots_round = False
-        self._roots_again = False
+        self._roots = RootsHooks(self)
         self._closing = False
         # The actor task is acting on a message (it may be waiting for outbox room).
         self._acting = False
@@ -213,6 +212,7 @@ class SessionActor(ChangeNotices):
             not self._serving
             and not self._pending
             and not self._helpers
+            and not self._roots.running
             and not self.tasks.statistics().running
         )
 
@@ -404,7 +404,7 @@ class SessionActor(ChangeNotices):
                 reply = Outbound(RESPONSE, event.payload, event.request_id)
                 replies = [*(replies or ()), reply]
             elif kind is RootsChanged:
-                self._start_hooks(self.server.roots_changed_hooks)
+                self._roots.start(self._nursery)
             else:
                 self._settle(event)
         return Received(True, tuple(replies)) if replies else _TAKEN
@@ -444,7 +444,7 @@ class SessionActor(ChangeNotices):
                 assert isinstance(event, Send)
                 await self._outbox.send(Outbound(RESPONSE, event.payload, event.request_id))
             elif kind is RootsChanged:
-                self._start_hooks(self.server.roots_changed_hooks)
+                self._roots.start(self._nursery)
             else:
                 self._settle(event)
 
@@ -597,45 +597,3 @@ class SessionActor(ChangeNotices):
             _log.exception("serving request %s failed; the session ends", describe(request.id))
             assert self._on_failure is not None
             self._on_failure()
-
-    def _start_hooks(self, hooks: list[Callable[[Context], Any]]) -> None:
-        # Each notifications/roots/list_changed would start every hook again, and each
-        # hook may ask roots/list: a client sending them in a loop would grow tasks and
-        # pending requests without bound. One round runs at a time; what arrives during
-        # it asks for one more round, which sees every change before it.
-        if not hooks or self.core.negotiated is None or self._nursery is None:
-            return
-        if self._roots_round:
-            self._roots_again = True
-            return
-        self._roots_round = True
-        self._helpers += 1
-        self._nursery.start_soon(self._run_hooks)
-
-    async def _run_hooks(self) -> None:
-        try:
-            while True:
-                self._roots_again = False
-                negotiated = self.core.negotiated
-                assert negotiated is not None
-                async with trio.open_nursery() as hooks:
-                    for hook in list(self.server.roots_changed_hooks):
-                        ctx = Context(
-                            peer=self,
-                            request_id=None,
-                            negotiated=negotiated,
-                            meta=None,
-                            server=self.server,
-                        )
-                        hooks.start_soon(self._run_hook, hook, ctx)
-                if not self._roots_again:
-                    return
-        finally:
-            self._roots_round = False
-            self._helpers -= 1
-
-    async def _run_hook(self, hook: Callable[[Context], Any], ctx: Context) -> None:
-        try:
-            await hook(ctx)
-        except Exception:
-            _log.exception("roots-changed hook %r failed", hook)
