@@ -169,8 +169,13 @@ class Outbox:
                 return
             except trio.WouldBlock:
                 pass
-        elif self.closed:
-            raise trio.ClosedResourceError("the session's outbox is closed")
+        else:
+            if self.closed:
+                raise trio.ClosedResourceError("the session's outbox is closed")
+            through = self._through
+            if through is not None and not self.queued and through(value):
+                await trio.lowlevel.checkpoint()
+                return
         deliver = self._deliver
         if deliver is not None and not self.queued and not self._busy:
             # Nothing before it: this task delivers, and whoever comes meanwhile queues.
