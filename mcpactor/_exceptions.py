@@ -81,10 +81,9 @@ class ProtocolError(MCPActorError):
 
     def to_response(self) -> dict[str, Any]:
         """Return the JSON-RPC error response for this failure, naming its request if known."""
-        # The core builds every message; imported here, as the core imports this module.
-        from .protocol import ErrorResponse
-
-        return ErrorResponse(self.request_id, self.code, self.message, self.data).to_json()
+        if self.request_id is None:
+            return {"jsonrpc": "2.0", "error": self.to_error()}
+        return {"jsonrpc": "2.0", "id": self.request_id, "error": self.to_error()}
 
 
 class LocalProtocolError(ProtocolError):

@@ -4,26 +4,36 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import trio
 
 from .._exceptions import METHOD_NOT_FOUND, CapabilityError, RequestError
 from ..protocol import JSONObject, Notification, Request, RequestId, describe
-from ._offload import call_handler
+from ._messages import SessionOptions
+from ._offload import ProcessPool, call_handler
 from ._peer_base import Sessionless, principal_of
 
 if TYPE_CHECKING:
     from ..auth import Principal
     from ..server._execution import Offload
-    from ._stateless import StatelessHost
 
-__all__ = ["Emit", "Flight"]
+__all__ = ["Emit", "Flight", "FlightHost"]
 
 T = TypeVar("T")
 
 #: how a stateless request's notifications reach its transport
 Emit = Callable[[JSONObject], Awaitable[None]]
+
+
+class FlightHost(Protocol):
+    """What a Flight needs of the host serving it (``StatelessHost`` is one)."""
+
+    session_options: SessionOptions
+
+    def _pool(self) -> ProcessPool:
+        """The worker processes of offloaded tools."""
+        ...
 
 
 class Flight(Sessionless):
@@ -37,7 +47,7 @@ class Flight(Sessionless):
 
     def __init__(
         self,
-        host: StatelessHost,
+        host: FlightHost,
         request: Request,
         emit: Emit,
         admitted: object,

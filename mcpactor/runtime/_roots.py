@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
-from ..server import Context
-
-if TYPE_CHECKING:
-    from ._session_actor import SessionActor
+from ..protocol import ServerSession
+from ..server import Context, Peer, Server
 
 __all__ = ["RootsHooks"]
 
@@ -27,18 +25,20 @@ _log = logging.getLogger("mcpactor")
 class RootsHooks:
     """One session's rounds of the Server's roots-changed hooks."""
 
-    __slots__ = ("_again", "_session", "running")
+    __slots__ = ("_again", "_core", "_peer", "_server", "running")
 
-    def __init__(self, session: SessionActor) -> None:
-        self._session = session
+    def __init__(self, server: Server, core: ServerSession, peer: Peer) -> None:
+        self._server = server
+        self._core = core
+        # The session, as its hooks' Context sees it.
+        self._peer = peer
         #: a round is running (the session is not at rest)
         self.running = False
         self._again = False
 
     def start(self, nursery: trio.Nursery | None) -> None:
         """Run a round in ``nursery``, or one more after the round that runs now."""
-        session = self._session
-        if not session.server.roots_changed_hooks or session.core.negotiated is None:
+        if not self._server.roots_changed_hooks or self._core.negotiated is None:
             return
         if nursery is None:
             return
@@ -49,20 +49,20 @@ class RootsHooks:
         nursery.start_soon(self._rounds)
 
     async def _rounds(self) -> None:
-        session = self._session
+        server = self._server
         try:
             while True:
                 self._again = False
-                negotiated = session.core.negotiated
+                negotiated = self._core.negotiated
                 assert negotiated is not None
                 async with trio.open_nursery() as hooks:
-                    for hook in list(session.server.roots_changed_hooks):
+                    for hook in list(server.roots_changed_hooks):
                         ctx = Context(
-                            peer=session,
+                            peer=self._peer,
                             request_id=None,
                             negotiated=negotiated,
                             meta=None,
-                            server=session.server,
+                            server=server,
                         )
                         hooks.start_soon(_run_hook, hook, ctx)
                 if not self._again:

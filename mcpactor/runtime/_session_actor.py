@@ -156,7 +156,7 @@ class SessionActor(ChangeNotices):
         self._serving = 0
         # Change notices running in the nursery (the roots hooks: ``_roots``).
         self._helpers = 0
-        self._roots = RootsHooks(self)
+        self._roots = RootsHooks(server, self.core, self)
         self._closing = False
         # The actor task is acting on a message (it may be waiting for outbox room).
         self._acting = False
