@@ -37,14 +37,7 @@ from .._exceptions import (
     ProtocolError,
     RequestError,
 )
-from ..protocol import (
-    ErrorResponse,
-    JSONObject,
-    Request,
-    RequestId,
-    Response,
-    Revision,
-)
+from ..protocol import JSONObject, Request, RequestId, Revision, error_message, result_message
 from ..protocol._envelope import Envelope, EnvelopeError, read_envelope
 from ..protocol._ext_tasks import (
     AUGMENTABLE,
@@ -281,7 +274,7 @@ class StatelessHost:
                         flight.started,
                     )
                     if type(result) is dict:
-                        answer = Response(request_id, result).to_json()
+                        answer = result_message(request_id, result)
                     else:
                         assert isinstance(result, RequestError | ProtocolError)
                         answer = _error(request_id, result.code, result.message, result.data)
@@ -464,7 +457,7 @@ class StatelessHost:
         finally:
             self._listening -= 1
         result = subscription.closing_result(self.server.info(revision))
-        return Response(request_id, result).to_json()
+        return result_message(request_id, result)
 
     def _known_tasks(self, task_ids: tuple[str, ...] | None, principal: object) -> frozenset[str]:
         known = getattr(self.tasks, "known", None)
@@ -511,4 +504,4 @@ async def _handed(done: Done | None, request_id: RequestId, answer: JSONObject) 
 
 
 def _error(request_id: RequestId, code: int, message: str, data: Any = None) -> JSONObject:
-    return ErrorResponse(request_id, code, message, data).to_json()
+    return error_message(request_id, code, message, data)

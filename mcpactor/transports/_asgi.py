@@ -9,7 +9,7 @@ import orjson
 import trio
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
-from ..protocol import ErrorResponse, RequestId
+from ..protocol import RequestId, error_message
 from ..runtime._metrics import METRICS
 from . import _sse
 
@@ -73,7 +73,7 @@ def client_address(scope: Scope) -> str | None:
 
 def error_body(code: int, message: str, request_id: RequestId | None = None) -> bytes:
     """A JSON-RPC error response for an HTTP error body (no id unless one was read)."""
-    return orjson.dumps(ErrorResponse(request_id, code, message).to_json())
+    return orjson.dumps(error_message(request_id, code, message))
 
 
 def http_error_body(status: int, message: str) -> tuple[bytes, bytes]:

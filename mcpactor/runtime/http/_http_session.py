@@ -718,7 +718,7 @@ class HttpSession(Routing):
                     if sink is not None:
                         await sink.send(item)
                     else:
-                        await self._route(item)
+                        await self.route(item)
                 return True
             inbox = self._inbox
             assert inbox is not None  # only a running actor is mid-message

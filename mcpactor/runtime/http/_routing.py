@@ -266,7 +266,9 @@ class Routing:
         # A finished SSE stream of a resumable session is kept a while (the newest
         # _MAX_RETAINED); any other is forgotten at once.
         if not (self.resumable and stream.sse):
-            await self._forget(stream)
+            # Nothing of it is in the event store.
+            self._streams.pop(stream.id, None)
+            self._retained.pop(stream.id, None)
             return
         retained = self._retained
         retained[stream.id] = None
@@ -291,13 +293,6 @@ class Routing:
             return Outbox(None, deliver=self._route_direct, max_message_bytes=limit)
         return Outbox(channel, deliver=self.route, max_message_bytes=limit)
 
-    async def route(self, item: Outbound) -> None:
-        """Route one message the session sends to the stream it belongs on."""
-        if item.kind is SIGNAL:
-            await self._signal(item)
-        else:
-            await self._route(item)
-
     async def _route_direct(self, item: Outbound) -> None:
         if item.signal is StreamSignal.ABANDONED and self.closing:
             # Cancelled because the session closed: the session's end answers it with an
@@ -319,7 +314,11 @@ class Routing:
                     except (trio.WouldBlock, trio.EndOfChannel):
                         item = None
 
-    async def _route(self, item: Outbound) -> None:
+    async def route(self, item: Outbound) -> None:
+        """Route one message the session sends to the stream it belongs on."""
+        if item.kind is SIGNAL:
+            await self._signal(item)
+            return
         payload = item.payload
         data = serialize(payload, self.max_message_bytes)
         if data is None:
