@@ -11,6 +11,7 @@ load on first use too: a server on stdio needs only the errors and ``Principal``
 
 from typing import TYPE_CHECKING, Any
 
+from ._errors import INSUFFICIENT_SCOPE_CODE as INSUFFICIENT_SCOPE_CODE
 from ._errors import AuthError as AuthError
 from ._errors import InsufficientScope as InsufficientScope
 from ._errors import InvalidRequest as InvalidRequest
@@ -44,6 +45,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "INSUFFICIENT_SCOPE_CODE",
     "METADATA_PATH",
     "AuthError",
     "CombinedVerifier",

@@ -31,8 +31,7 @@ from typing import Any, Final
 import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
-from ..auth import AuthError, InsufficientScope, Principal, ResourceServer
-from ..auth._errors import INSUFFICIENT_SCOPE_CODE
+from ..auth import INSUFFICIENT_SCOPE_CODE, AuthError, InsufficientScope, Principal, ResourceServer
 from ..protocol import ErrorResponse, RequestId
 from ..runtime.http import SessionManager
 from ._asgi import (
