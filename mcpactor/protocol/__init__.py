@@ -85,6 +85,8 @@ from ._jsonrpc import Request as Request
 from ._jsonrpc import RequestId as RequestId
 from ._jsonrpc import Response as Response
 from ._jsonrpc import classify as classify
+from ._jsonrpc import error_message as error_message
+from ._jsonrpc import result_message as result_message
 from ._listen import MAX_RESOURCE_SUBSCRIPTIONS as MAX_RESOURCE_SUBSCRIPTIONS
 from ._listen import MAX_SUBSCRIPTION_BYTES as MAX_SUBSCRIPTION_BYTES
 from ._listen import MAX_URI_BYTES as MAX_URI_BYTES
@@ -233,6 +235,8 @@ __all__ = [
     "apply_update",
     "batch_refusal",
     "classify",
+    "error_message",
+    "result_message",
     "classify_body",
     "client_lacks",
     "converter",

@@ -111,6 +111,23 @@ class ErrorResponse:
 Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
 
+def result_message(request_id: RequestId, result: JSONObject) -> JSONObject:
+    """The wire form of a response: ``Response(...).to_json()`` without the record."""
+    return {"jsonrpc": _VERSION, "id": request_id, "result": result}
+
+
+def error_message(
+    request_id: RequestId | None, code: int, message: str, data: JSONValue = None
+) -> JSONObject:
+    """The wire form of an error response, as ``ErrorResponse(...).to_json()`` gives it."""
+    error: JSONObject = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    if request_id is None:
+        return {"jsonrpc": _VERSION, "error": error}
+    return {"jsonrpc": _VERSION, "id": request_id, "error": error}
+
+
 def error_response(request_id: RequestId | None, exc: Any) -> ErrorResponse:
     """Build the error response for a ProtocolError or RequestError."""
     return ErrorResponse(request_id, exc.code, exc.message, exc.data)

@@ -79,23 +79,24 @@ class Outbound:
 
 
 class Outbox:
-    """Where a session's messages go: the one queue to the task that writes them out.
+    """Where a session's messages go: the one queue to the destination's writer.
 
-    ``send_nowait`` raises ``trio.WouldBlock`` when the queue is full; ``send`` then
-    waits (that is backpressure); both raise ``trio.ClosedResourceError`` (or the
-    channel's ``trio.BrokenResourceError``) once closed. Closing it tells the writer
-    nothing more will come. ``queued`` counts what was handed to the writer and not yet
-    dealt with; the writer lowers it (``done``).
+    ``send`` hands over one message, waiting while the outbox is full (backpressure);
+    ``send_nowait`` raises ``trio.WouldBlock`` instead. Both raise
+    ``trio.ClosedResourceError`` (or the channel's ``trio.BrokenResourceError``) once
+    closed. Closing it tells the writer nothing more will come. ``queued`` counts what
+    was handed over and not yet dealt with; the writer lowers it (``done``).
 
-    The shortcut: with ``through``, a message that finds nothing queued is offered to it
-    first, in the sender's task; ``through`` delivers it at once and says True, or says
-    False and the message queues, so messages still leave in the order they were sent.
-    Stdio writes a frame straight to the pipe that way, HTTP routes a request's final
-    answer to its stream. With ``eager``, ``send`` is no schedule point unless it has to
-    wait (stdio: the reader and writer loops already pass through the scheduler).
-    Without a ``channel`` the sender is the writer: a message ``through`` does not take
-    is handed to ``deliver`` in the sender's task, in order, under a lock
-    (``send_nowait`` raises ``trio.WouldBlock`` instead).
+    With ``deliver`` (the destination's route), one task at a time delivers, in order:
+    a sender that finds the outbox free (nothing queued, nobody delivering) delivers its
+    message itself, in its own task; otherwise the message queues on ``channel`` for the
+    owner's drain task, which delivers each through ``deliver_queued``, or, without a
+    channel, the sender waits its turn. ``send_nowait`` only ever queues.
+
+    ``through`` is a pipe's shortcut: a message that finds nothing queued is offered to
+    it first, in the sender's task; it writes it at once and says True, or says False
+    and the message queues. With ``eager``, ``send`` is no schedule point unless it has
+    to wait (stdio: the reader and writer loops already pass through the scheduler).
 
     ``max_message_bytes`` is the largest message the transport writes (its peer is held
     to the same): the writer turns a longer response into an error response, and a
@@ -103,11 +104,12 @@ class Outbox:
     """
 
     __slots__ = (
+        "_busy",
         "_channel",
         "_deliver",
         "_eager",
-        "_lock",
         "_through",
+        "_turns",
         "closed",
         "max_message_bytes",
         "queued",
@@ -128,7 +130,9 @@ class Outbox:
         self._through = through
         self._deliver = deliver
         self._eager = eager
-        self._lock: trio.StrictFIFOLock | None = None
+        # Someone is delivering; who waits for the next turn (made when first needed).
+        self._busy = False
+        self._turns: trio.lowlevel.ParkingLot | None = None
         self.queued = 0
         self.closed = False
 
@@ -138,7 +142,7 @@ class Outbox:
         return outbox if isinstance(outbox, Outbox) else cls(outbox)
 
     def send_nowait(self, value: Outbound, /) -> None:
-        """Hand over one message without waiting."""
+        """Queue one message without waiting (a pipe's ``through`` may write it at once)."""
         if self.closed:
             raise trio.ClosedResourceError("the session's outbox is closed")
         through = self._through
@@ -157,7 +161,7 @@ class Outbox:
         self.queued += 1
 
     async def send(self, value: Outbound, /) -> None:
-        """Hand over one message, waiting while the outbox is full."""
+        """Hand over one message: delivered now if the outbox is free, else queued."""
         if self._eager:
             await trio.lowlevel.checkpoint_if_cancelled()
             try:
@@ -172,23 +176,60 @@ class Outbox:
             if through is not None and not self.queued and through(value):
                 await trio.lowlevel.checkpoint()
                 return
+        deliver = self._deliver
+        if deliver is not None and not self.queued and not self._busy:
+            # Nothing before it: this task delivers, and whoever comes meanwhile queues.
+            self._busy = True
+            try:
+                await deliver(value)
+            finally:
+                self._next_turn()
+            return
         self.queued += 1
         try:
             channel = self._channel
             if channel is not None:
                 await channel.send(value)
                 return
-            deliver = self._deliver
             assert deliver is not None
-            lock = self._lock
-            if lock is None:
-                lock = self._lock = trio.StrictFIFOLock()
-            async with lock:
+            await self._take_turn()
+            try:
                 await deliver(value)
+            finally:
+                self._next_turn()
             self.queued -= 1
         except BaseException:
             self.queued -= 1
             raise
+
+    async def deliver_queued(self, value: Outbound, /) -> None:
+        """Deliver a message the drain task took from the channel (in its turn)."""
+        deliver = self._deliver
+        assert deliver is not None
+        try:
+            await self._take_turn()
+            try:
+                await deliver(value)
+            finally:
+                self._next_turn()
+        finally:
+            self.queued -= 1
+
+    async def _take_turn(self) -> None:
+        if not self._busy:
+            self._busy = True
+            return
+        if self._turns is None:
+            self._turns = trio.lowlevel.ParkingLot()
+        # Woken with the turn handed over: ``_busy`` stays set.
+        await self._turns.park()
+
+    def _next_turn(self) -> None:
+        turns = self._turns
+        if turns:
+            turns.unpark()
+        else:
+            self._busy = False
 
     def done(self, count: int = 1) -> None:
         """The writer dealt with ``count`` queued items."""

@@ -45,7 +45,7 @@ from ._offload import ProcessPool, call_handler
 from ._peer_base import principal_of
 
 if TYPE_CHECKING:
-    from ..auth._principal import Principal
+    from ..auth import Principal
     from ..server._execution import Offload
 
 __all__ = ["Peer", "PrincipalHolder"]

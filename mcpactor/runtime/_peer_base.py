@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..auth._principal import Principal
+from ..auth import Principal
 from ..protocol import JSONObject, RequestId
 
 if TYPE_CHECKING:

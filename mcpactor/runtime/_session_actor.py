@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Final
 
 import attrs
 import trio
@@ -65,7 +65,6 @@ from ..protocol import (
     Send,
     ServerSession,
     describe,
-    describe_error,
 )
 from ..server import Context, Server
 from ._changes import ChangeNotices
@@ -79,9 +78,11 @@ from ._messages import (
     StreamSignal,
     closed_outbox,
 )
-from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
+from ._metrics import METRICS
 from ._offload import ProcessPool
 from ._peer import PrincipalHolder, _Pending
+from ._request import handled
+from ._roots import RootsHooks
 from ._starts import StartGate, current_start_gate
 from ._views import RequestView, SessionView
 from .tasks import TaskManager
@@ -103,7 +104,7 @@ class Received:
 
     #: False: the actor is mid-message; queue the message on the inbox
     taken: bool
-    #: at rest: what the core answered alone, to send now
+    #: what the core answered alone (or refused), for the caller to send, in order
     replies: tuple[Outbound, ...] = ()
     #: at rest: events that need a running actor, for the next ``run``
     backlog: tuple[Event, ...] = ()
@@ -154,11 +155,9 @@ class SessionActor(ChangeNotices):
         self._idle: trio.Event | None = None
         # Request actors not yet done (their reply may still be waiting for the outbox).
         self._serving = 0
-        # Roots hooks and change notices running in the nursery.
+        # Change notices running in the nursery (the roots hooks: ``_roots``).
         self._helpers = 0
-        # A round of roots hooks is running; another is owed after it.
-        self._roots_round = False
-        self._roots_again = False
+        self._roots = RootsHooks(server, self.core, self)
         self._closing = False
         # The actor task is acting on a message (it may be waiting for outbox room).
         self._acting = False
@@ -214,6 +213,7 @@ class SessionActor(ChangeNotices):
             not self._serving
             and not self._pending
             and not self._helpers
+            and not self._roots.running
             and not self.tasks.statistics().running
         )
 
@@ -377,8 +377,9 @@ class SessionActor(ChangeNotices):
           there the same way, in order (``Received.taken`` is False);
         - running and idle — the shortcut: the actor has taken everything from its inbox,
           so acting now overtakes nothing: the core takes the message in the caller's
-          task, its requests start in the actor's nursery and its replies are queued on
-          the outbox without waiting (a full outbox hands them to a task that waits);
+          task, its requests start in the actor's nursery, and what the core answers
+          (and refusals) come back as ``replies`` for the caller to send, in order, on
+          the actor's outbox;
         - at rest (not running): what the core answers alone is settled now and comes
           back as ``replies`` to send; if anything needs a running actor (a request to
           serve, roots hooks to run), nothing is sent and every event, in order, comes
@@ -391,21 +392,23 @@ class SessionActor(ChangeNotices):
         events = self.core.receive(item)
         if self._nursery is None:
             return self._settle_at_rest(events)
+        replies = None
         for event in events:
             kind = type(event)
             if kind is RequestReceived:
                 assert isinstance(event, RequestReceived)
                 refusal = self._open_request(event.request, event.negotiated)
                 if refusal is not None:
-                    self._send_soon(refusal)
+                    replies = [*(replies or ()), refusal]
             elif kind is Send:
                 assert isinstance(event, Send)
-                self._send_soon(Outbound(RESPONSE, event.payload, event.request_id))
+                reply = Outbound(RESPONSE, event.payload, event.request_id)
+                replies = [*(replies or ()), reply]
             elif kind is RootsChanged:
-                self._start_hooks(self.server.roots_changed_hooks)
+                self._roots.start(self._nursery)
             else:
                 self._settle(event)
-        return _TAKEN
+        return Received(True, tuple(replies)) if replies else _TAKEN
 
     def _settle_at_rest(self, events: list[Event]) -> Received:
         for event in events:
@@ -422,15 +425,6 @@ class SessionActor(ChangeNotices):
             elif type(event) is not RootsChanged:
                 self._settle(event)
         return Received(True, tuple(replies)) if replies else _TAKEN
-
-    def _send_soon(self, item: Outbound) -> None:
-        try:
-            self._outbox.send_nowait(item)
-        except trio.WouldBlock:
-            assert self._nursery is not None
-            self._nursery.start_soon(self._outbox.send, item)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            _log.debug("the session ended before a reply could be queued")
 
     async def _receive(self, item: JSONValue | Body) -> None:
         # A message from the inbox: what ``receive`` does while running, but waiting for
@@ -451,7 +445,7 @@ class SessionActor(ChangeNotices):
                 assert isinstance(event, Send)
                 await self._outbox.send(Outbound(RESPONSE, event.payload, event.request_id))
             elif kind is RootsChanged:
-                self._start_hooks(self.server.roots_changed_hooks)
+                self._roots.start(self._nursery)
             else:
                 self._settle(event)
 
@@ -529,64 +523,36 @@ class SessionActor(ChangeNotices):
         self._flights[request_id] = (started, request, ctx)
         reply: JSONValue | None = None
         abandoned = False
-        metrics = METRICS
-        tracer = metrics.tracer
-        trace = (
-            tracer.start(
-                request.method, params, request_id, self.session_id, negotiated.revision.version
-            )
-            if tracer is not None
-            else None
-        )
-        if metrics.log_context:
-            LOG_CONTEXT.set((self.session_id, request_id, request.method))
-        # Cancelled unless it is answered: a cancellation from outside the request's own
-        # scope (the session's nursery) goes straight through.
-        outcome = CANCELLED
-        error: str | None = None
         try:
             try:
                 with scope:
-                    try:
-                        result = await self.server.handle_request(request.method, params, ctx)
-                        reply = self.core.respond(request_id, result)
-                        outcome = OK
-                        if result.get("isError") is True:
-                            outcome, error = ERROR, "tool"
-                    except (RequestError, ProtocolError) as exc:
-                        outcome, error = ERROR, "request"
+                    answer = await handled(
+                        self.server.handle_request(request.method, params, ctx),
+                        request.method,
+                        params,
+                        request_id,
+                        self.session_id,
+                        negotiated.revision.version,
+                        clock,
+                        started,
+                    )
+                    if type(answer) is dict:
+                        reply = self.core.respond(request_id, answer)
+                    else:
+                        assert isinstance(answer, RequestError | ProtocolError)
                         reply = self.core.respond_error(
-                            request_id, exc.code, exc.message, exc.data
-                        )
-                    except Exception as exc:
-                        outcome, error = ERROR, "internal"
-                        # The one place a failing handler becomes an error response.
-                        method = describe(request.method)
-                        _log.exception("%s failed (request %s)", method, describe(request_id))
-                        reply = self.core.respond_error(
-                            request_id,
-                            INTERNAL_ERROR,
-                            f"internal error in {method}: {describe_error(exc)}",
+                            request_id, answer.code, answer.message, answer.data
                         )
                 if scope.cancelled_caught:
-                    outcome, error = CANCELLED, None
                     reply = self._cancelled_reply(request_id)
                     abandoned = reply is None
             finally:
                 del self._scopes[request_id]
                 del self._flights[request_id]
-                metrics.request_ended(
-                    request.method, params, outcome, clock.current_time() - started, error
-                )
-                if trace is not None:
-                    trace.end(outcome, error)
             if reply is not None:
-                # The request is over: queue its reply without another trip through the
-                # scheduler unless the outbox is full (then wait, as backpressure).
-                try:
-                    self._outbox.send_nowait(Outbound(RESPONSE, reply, request_id))
-                except trio.WouldBlock:
-                    await self._outbox.send(Outbound(RESPONSE, reply, request_id))
+                # The request is over: its reply goes out from here when the outbox is
+                # free, else queues (waiting while it is full, as backpressure).
+                await self._outbox.send(Outbound(RESPONSE, reply, request_id))
             elif abandoned and self._stream_signals:
                 await self._outbox.send(Outbound(SIGNAL, None, request_id, StreamSignal.ABANDONED))
         finally:
@@ -632,48 +598,6 @@ class SessionActor(ChangeNotices):
             _log.exception("serving request %s failed; the session ends", describe(request.id))
             assert self._on_failure is not None
             self._on_failure()
-
-    def _start_hooks(self, hooks: list[Callable[[Context], Any]]) -> None:
-        # Each notifications/roots/list_changed would start every hook again, and each
-        # hook may ask roots/list: a client sending them in a loop would grow tasks and
-        # pending requests without bound. One round runs at a time; what arrives during
-        # it asks for one more round, which sees every change before it.
-        if not hooks or self.core.negotiated is None or self._nursery is None:
-            return
-        if self._roots_round:
-            self._roots_again = True
-            return
-        self._roots_round = True
-        self._helpers += 1
-        self._nursery.start_soon(self._run_hooks)
-
-    async def _run_hooks(self) -> None:
-        try:
-            while True:
-                self._roots_again = False
-                negotiated = self.core.negotiated
-                assert negotiated is not None
-                async with trio.open_nursery() as hooks:
-                    for hook in list(self.server.roots_changed_hooks):
-                        ctx = Context(
-                            peer=self,
-                            request_id=None,
-                            negotiated=negotiated,
-                            meta=None,
-                            server=self.server,
-                        )
-                        hooks.start_soon(self._run_hook, hook, ctx)
-                if not self._roots_again:
-                    return
-        finally:
-            self._roots_round = False
-            self._helpers -= 1
-
-    async def _run_hook(self, hook: Callable[[Context], Any], ctx: Context) -> None:
-        try:
-            await hook(ctx)
-        except Exception:
-            _log.exception("roots-changed hook %r failed", hook)
 
     def view(self) -> SessionView:
         """What the session is serving at this instant, for the live tree."""

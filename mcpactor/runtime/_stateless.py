@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
@@ -34,11 +34,10 @@ import trio
 from .._exceptions import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
-    CapabilityError,
     ProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, Request, RequestId, Revision, describe, describe_error
+from ..protocol import JSONObject, Request, RequestId, Revision, error_message, result_message
 from ..protocol._envelope import Envelope, EnvelopeError, read_envelope
 from ..protocol._ext_tasks import (
     AUGMENTABLE,
@@ -58,15 +57,14 @@ from ..server._stateless import (
     serve_stateless,
 )
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
+from ._flight import Emit, Flight
 from ._messages import SessionOptions
-from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
-from ._offload import ProcessPool, call_handler
-from ._peer_base import Sessionless, principal_of
+from ._offload import ProcessPool
+from ._request import handled
 from ._views import HostView, RequestView
 
 if TYPE_CHECKING:
-    from ..auth._principal import Principal
-    from ..server._execution import Offload
+    pass
 
 __all__ = [
     "LISTEN",
@@ -79,14 +77,12 @@ __all__ = [
     "random_sealer",
 ]
 
-T = TypeVar("T")
 
 _log = logging.getLogger("mcpactor")
 
 LISTEN: Final = "subscriptions/listen"
 
 #: what the transport does with a notification made while a request runs
-Emit = Callable[[JSONObject], Awaitable[None]]
 #: what hears a request's end: its id and answer (None: cancelled); returns what to
 #: await, if anything, before the request is over (room for the answer)
 Done = Callable[[RequestId, JSONObject | None], Awaitable[None] | None]
@@ -234,36 +230,22 @@ class StatelessHost:
         awaited (room for the answer). So a transport that spawns a task per request
         runs ``serve`` as that task, with nothing between its handler and the scheduler.
         """
-        # Its coroutine is kept under 512 bytes (obmalloc's limit: larger objects come
-        # from the system allocator, measurably slower): what is rare is in helpers.
         request_id = request.id
         params = request.params
         meta = params.get("_meta") if params is not None else None
         if envelope is None:
-            # A client sends the same envelope on every request: one equal to the last
-            # one read is that Envelope again.
-            last = self._last_envelope
-            if last is not None and meta == last[0]:
-                envelope = last[1]
-            else:
-                try:
-                    envelope = self._read_envelope(request, meta)
-                except EnvelopeError as exc:
-                    return await _handed(
-                        done, request_id, _error(request_id, exc.code, exc.message, exc.data)
-                    )
+            try:
+                envelope = self._read_envelope(request, meta)
+            except EnvelopeError as exc:
+                refusal = _error(request_id, exc.code, exc.message, exc.data)
+                return await _handed(done, request_id, refusal)
         if (self.stopping and not admitted) or self._in_flight >= self._max_in_flight:
             return await _handed(done, request_id, self._busy(request_id, admitted))
         if scope is None:
             scope = trio.CancelScope()
-        self._in_flight += 1
-        # What the live tree shows of the request, and the scope its cancel action uses.
         # The run's clock, asked twice (trio.current_time is three calls down to it).
         clock = trio.lowlevel.current_clock()
-        flight = Flight(self, request, emit, principal, scope, clock.current_time())
-        key = self._next_flight
-        self._next_flight = key + 1
-        self.flights[key] = flight
+        key, flight = self._take_off(request, emit, principal, scope, clock.current_time())
         method = request.method
         answer: JSONObject | None = None
         waiting = None
@@ -274,8 +256,6 @@ class StatelessHost:
                         request, envelope, flight.emit, keepalive, principal
                     )
                 else:
-                    # Served here, not one more coroutine down: every stateless request's
-                    # path.
                     # By position: a class called with keywords costs twice as much.
                     ctx = Context(
                         flight,
@@ -284,66 +264,21 @@ class StatelessHost:
                         meta if type(meta) is dict else None,
                         self.server,
                     )
-                    metrics = METRICS
-                    trace = (
-                        None
-                        if metrics.tracer is None
-                        else metrics.tracer.start(
-                            method, params, request_id, None, envelope.revision.version
-                        )
+                    result = await handled(
+                        self._call(method, params, ctx, envelope, principal),
+                        method,
+                        params,
+                        request_id,
+                        None,
+                        envelope.revision.version,
+                        clock,
+                        flight.started,
                     )
-                    # In the caller's task: the log context is put back when it is over.
-                    token = (
-                        LOG_CONTEXT.set((None, request_id, method))
-                        if metrics.log_context
-                        else None
-                    )
-                    # Cancelled unless it is answered (trio.Cancelled goes through).
-                    outcome = CANCELLED
-                    error: str | None = None
-                    try:
-                        if self._direct_call(method, params, envelope.revision):
-                            # Most requests: the handler, then the result's shaping (a
-                            # plain result's inline: a resultType and the serverInfo).
-                            try:
-                                result = await self.server.handle_request(method, params, ctx)
-                                if "resultType" not in result and "_meta" not in result:
-                                    result = plain_complete(
-                                        result, self.server.info(envelope.revision)
-                                    )
-                                else:
-                                    result = finish_stateless(
-                                        self.server, method, params, ctx, result
-                                    )
-                            except InputNeeded as exc:
-                                result = finish_stateless(
-                                    self.server,
-                                    method,
-                                    params,
-                                    ctx,
-                                    self._asked(exc, method, params, ctx, principal),
-                                )
-                        else:
-                            result = await self._routed(method, params, ctx, principal)
-                        outcome = OK
-                        if result.get("isError") is True:
-                            outcome, error = ERROR, "tool"
-                        answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
-                    except (RequestError, ProtocolError) as exc:
-                        outcome, error = ERROR, "request"
-                        answer = _error(request_id, exc.code, exc.message, exc.data)
-                    except Exception as exc:
-                        # The one place a failing handler becomes an error response.
-                        outcome, error = ERROR, "internal"
-                        answer = _failed(request_id, method, exc)
-                    finally:
-                        metrics.request_ended(
-                            method, params, outcome, clock.current_time() - flight.started, error
-                        )
-                        if trace is not None:
-                            trace.end(outcome, error)
-                        if token is not None:
-                            LOG_CONTEXT.reset(token)
+                    if type(result) is dict:
+                        answer = result_message(request_id, result)
+                    else:
+                        assert isinstance(result, RequestError | ProtocolError)
+                        answer = _error(request_id, result.code, result.message, result.data)
         finally:
             del self.flights[key]
             self._in_flight -= 1
@@ -352,6 +287,45 @@ class StatelessHost:
         if waiting is not None:
             await waiting
         return answer
+
+    async def _call(
+        self,
+        method: str,
+        params: JSONObject | None,
+        ctx: Context,
+        envelope: Envelope,
+        principal: object,
+    ) -> JSONObject:
+        # The handler of a request other than subscriptions/listen, and its result shaped
+        # for 2026-07-28.
+        if not self._direct_call(method, params, envelope.revision):
+            return await self._routed(method, params, ctx, principal)
+        # Most requests: the handler, then the result's shaping (a plain result's
+        # inline: a resultType and the serverInfo).
+        try:
+            result = await self.server.handle_request(method, params, ctx)
+        except InputNeeded as exc:
+            asked = self._asked(exc, method, params, ctx, principal)
+            return finish_stateless(self.server, method, params, ctx, asked)
+        if "resultType" not in result and "_meta" not in result:
+            return plain_complete(result, self.server.info(envelope.revision))
+        return finish_stateless(self.server, method, params, ctx, result)
+
+    def _take_off(
+        self,
+        request: Request,
+        emit: Emit,
+        principal: object,
+        scope: trio.CancelScope,
+        started: float,
+    ) -> tuple[int, Flight]:
+        # What the live tree shows of a request, and the scope its cancel action uses.
+        self._in_flight += 1
+        flight = Flight(self, request, emit, principal, scope, started)
+        key = self._next_flight
+        self._next_flight = key + 1
+        self.flights[key] = flight
+        return key, flight
 
     def _busy(self, request_id: RequestId, admitted: bool) -> JSONObject:
         # Why a request is refused before it is served.
@@ -362,8 +336,12 @@ class StatelessHost:
         return _error(request_id, INTERNAL_ERROR, why, {"limit": limit})
 
     def _read_envelope(self, request: Request, meta: object) -> Envelope:
-        # An envelope unlike the last one: read, checked, and kept with a copy of what
-        # it was read from (a handler may change its request's _meta, not this copy).
+        # A client sends the same envelope on every request: one equal to the last one
+        # read is that Envelope again. Another is read, checked, and kept with a copy of
+        # what it was read from (a handler may change its request's _meta, not this copy).
+        last = self._last_envelope
+        if last is not None and meta == last[0]:
+            return last[1]
         envelope = read_envelope(request)
         if type(meta) is dict:
             self._last_envelope = (dict(meta), envelope)
@@ -478,7 +456,7 @@ class StatelessHost:
         finally:
             self._listening -= 1
         result = subscription.closing_result(self.server.info(revision))
-        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+        return result_message(request_id, result)
 
     def _known_tasks(self, task_ids: tuple[str, ...] | None, principal: object) -> frozenset[str]:
         known = getattr(self.tasks, "known", None)
@@ -544,111 +522,5 @@ async def _handed(done: Done | None, request_id: RequestId, answer: JSONObject) 
     return answer
 
 
-def _failed(request_id: RequestId, method: str, exc: Exception) -> JSONObject:
-    shown = describe(method)
-    _log.exception("%s failed (request %s)", shown, describe(request_id))
-    return _error(request_id, INTERNAL_ERROR, f"internal error in {shown}: {describe_error(exc)}")
-
-
 def _error(request_id: RequestId, code: int, message: str, data: Any = None) -> JSONObject:
-    error: JSONObject = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
-
-
-class Flight(Sessionless):
-    """One stateless request being served, and the Peer of its Context.
-
-    The live tree reads what it is, since when, its progress and its cancel scope;
-    its handler's notifications go to the request's own stream through it.
-    """
-
-    __slots__ = ("_admitted", "_emit", "_host", "progress", "scope", "served", "started")
-
-    def __init__(
-        self,
-        host: StatelessHost,
-        request: Request,
-        emit: Emit,
-        admitted: object,
-        scope: trio.CancelScope | None,
-        started: float,
-    ) -> None:
-        self._host = host
-        #: the request (``request`` is the Peer's way to ask the client)
-        self.served = request
-        self._emit = emit
-        # What the transport admitted the request as; read as a Principal on demand.
-        self._admitted = admitted
-        #: the caller's scope around the request (a scope of our own would cost more than
-        #: the rest of this record: this is the protocol's own way to end the request)
-        self.scope = scope
-        self.started = started
-        #: the last progress its handler reported
-        self.progress: float | None = None
-
-    @property
-    def principal(self) -> Principal | None:
-        """The principal the HTTP layer admitted this request as (None: no authorization)."""
-        return principal_of(self._admitted)
-
-    async def emit(self, message: JSONObject) -> None:
-        """Pass a notification on to the transport, noting the request's progress."""
-        if message.get("method") == "notifications/progress":
-            params = message.get("params")
-            if type(params) is dict:
-                progress = params.get("progress")
-                if isinstance(progress, int | float):
-                    self.progress = float(progress)
-        await self._emit(message)
-
-    async def notify(
-        self, method: str, params: JSONObject, *, related_request_id: RequestId | None
-    ) -> None:
-        """Send a notification on the request's own stream."""
-        await self.emit({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def cancel(self, reason: str) -> bool:
-        """End the request as its client leaving would; False if it cannot be cancelled."""
-        scope = self.scope
-        if scope is None or scope.cancel_called:
-            return False
-        scope.cancel(reason)
-        return True
-
-    def _refusal(self, method: str) -> Exception:
-        # At a stateless revision questions are asked in results (MRTR).
-        return CapabilityError(
-            f"cannot send {describe(method)} to the client: a stateless request asks in "
-            "its result (input_required)"
-        )
-
-    async def run_sync(self, fn: Callable[[], T]) -> T:
-        """Run a blocking handler in a worker thread under the shared limiter."""
-        limiter = self._host.session_options.thread_limiter
-        return await trio.to_thread.run_sync(fn, limiter=limiter)
-
-    async def call(
-        self,
-        fn: Callable[..., Any],
-        kwargs: Mapping[str, Any],
-        *,
-        offload: Offload,
-        timeout: float | None,
-    ) -> Any:
-        """Run a tool's function as ``offload`` says, cancelled after ``timeout`` seconds."""
-        host = self._host
-        return await call_handler(
-            fn,
-            kwargs,
-            offload=offload,
-            timeout=timeout,
-            limiter=host.session_options.thread_limiter,
-            processes=host._pool(),
-        )
-
-    @property
-    def tasks(self) -> Any:
-        """The session era's task table: a stateless request has none."""
-        raise RequestError(METHOD_NOT_FOUND, "tasks of a session are not served here")
+    return error_message(request_id, code, message, data)

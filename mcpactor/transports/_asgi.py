@@ -9,7 +9,7 @@ import orjson
 import trio
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
-from ..protocol import JSONValue, RequestId
+from ..protocol import RequestId, error_message
 from ..runtime._metrics import METRICS
 from . import _sse
 
@@ -73,11 +73,7 @@ def client_address(scope: Scope) -> str | None:
 
 def error_body(code: int, message: str, request_id: RequestId | None = None) -> bytes:
     """A JSON-RPC error response for an HTTP error body (no id unless one was read)."""
-    error: dict[str, JSONValue] = {"jsonrpc": "2.0"}
-    if request_id is not None:
-        error["id"] = request_id
-    error["error"] = {"code": code, "message": message}
-    return orjson.dumps(error)
+    return orjson.dumps(error_message(request_id, code, message))
 
 
 def http_error_body(status: int, message: str) -> tuple[bytes, bytes]:

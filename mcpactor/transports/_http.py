@@ -31,9 +31,8 @@ from typing import Any, Final
 import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
-from ..auth import AuthError, InsufficientScope, Principal, ResourceServer
-from ..auth._errors import INSUFFICIENT_SCOPE_CODE
-from ..protocol import RequestId
+from ..auth import INSUFFICIENT_SCOPE_CODE, AuthError, InsufficientScope, Principal, ResourceServer
+from ..protocol import ErrorResponse, RequestId
 from ..runtime.http import SessionManager
 from ._asgi import (
     ClientGone,
@@ -415,19 +414,13 @@ _STEP_UP_CODE: Final = str(INSUFFICIENT_SCOPE_CODE).encode()
 def _auth_error_body(error: AuthError, request_id: RequestId | None) -> bytes:
     # The JSON-RPC error an HTTP refusal carries: -32010 with the scopes for 403, as a
     # handler's refusal is; the usual codes for the rest.
-    body: dict[str, Any] = {"jsonrpc": "2.0"}
-    if request_id is not None:
-        body["id"] = request_id
     if isinstance(error, InsufficientScope):
-        body["error"] = {
-            "code": INSUFFICIENT_SCOPE_CODE,
-            "message": error.reason,
-            "data": {"requiredScopes": list(error.scopes)},
-        }
+        data = {"requiredScopes": list(error.scopes)}
+        reply = ErrorResponse(request_id, INSUFFICIENT_SCOPE_CODE, error.reason, data)
     else:
         code = INTERNAL_ERROR if error.status >= 500 else INVALID_REQUEST
-        body["error"] = {"code": code, "message": error.reason}
-    return orjson.dumps(body)
+        reply = ErrorResponse(request_id, code, error.reason)
+    return orjson.dumps(reply.to_json())
 
 
 def _refused_scopes(message: object) -> tuple[str, ...] | None:

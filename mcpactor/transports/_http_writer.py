@@ -58,60 +58,14 @@ async def write_stream(
     """
     with attachment.writer:
         try:
-            first = None
+            items: list[Item] = []
             if not started:
-                # Most answers are one JSON document: wait for it without watching for a
-                # disconnect (that is a task per request); a client that leaves now loses
-                # nothing it could have resumed.
-                try:
-                    first = await attachment.get()
-                except trio.EndOfChannel:
-                    first = None
-                if first is not None and first[2] and not attachment.stream.sse:
-                    challenge = step_up(first[1]) if step_up is not None else None
-                    if challenge is not None:
-                        await reply(send, 403, first[1], [*headers, *challenge])
-                    else:
-                        await reply(send, 200, first[1], headers)
+                whole = await _whole_response(
+                    send, session, attachment, headers, retry_ms, json_only, preamble, step_up
+                )
+                if whole is None:
                     return
-                if first is not None and first[2] and not preamble and not attachment.replay:
-                    # The stream's one event (no priming event: an older revision, or no
-                    # session to resume): one complete response.
-                    await _reply_sse(send, attachment, headers, [first], retry_ms)
-                    return
-                if first is None and json_only:
-                    # Over before it began (the request was cancelled): nothing to say, and
-                    # this server promised never to stream.
-                    await reply(send, 202, b"", headers, content_type=None)
-                    return
-            items = [first] if first is not None else []
-            if first is not None and not first[1] and not preamble and not attachment.replay:
-                # A priming event: what follows it within COALESCE_SECONDS goes in the
-                # same write. (Inline, not a helper coroutine: this is the path of the
-                # common SSE answer.)
-                try:
-                    second = attachment.next_nowait()
-                    if second is None:
-                        session.manager.coalescing.nudge_later(attachment)
-                        second = await attachment.get_unless_nudged()
-                except trio.EndOfChannel:
-                    second = None
-                if second is not None:
-                    if second[2]:
-                        # The answer: priming event and answer framed in one piece.
-                        priming_id = first[0]
-                        assert priming_id is not None  # a priming event has an id
-                        event_id, data, _ = second
-                        attachment.stream.delivered = priming_id if event_id is None else event_id
-                        await reply(
-                            send,
-                            200,
-                            _sse.primed_message(priming_id, data, event_id, retry_ms=retry_ms),
-                            [_NO_CACHE, *headers],
-                            content_type=_sse.CONTENT_TYPE,
-                        )
-                        return
-                    items.append(second)
+                items = whole
             try:
                 if not started:
                     # A POST's stream: most end within WATCH_AFTER, so it starts unwatched.
@@ -130,9 +84,75 @@ async def write_stream(
             finally:
                 attachment.abandon()
         finally:
-            if not session.release_now(attachment):
-                with trio.CancelScope(shield=True):
-                    await session.finish_release(attachment)
+            # Waits only on an event store that must be awaited, and shields that.
+            await session.release(attachment)
+
+
+async def _whole_response(
+    send: Send,
+    session: HttpSession,
+    attachment: Attachment,
+    headers: list[tuple[bytes, bytes]],
+    retry_ms: int,
+    json_only: bool,
+    preamble: bytes,
+    step_up: Callable[[bytes], list[tuple[bytes, bytes]] | None] | None,
+) -> list[Item] | None:
+    # A POST's stream before its response started: None once it went out as one whole
+    # response (most do), else the items to open an SSE response with.
+    # Most answers are one JSON document: wait for it without watching for a
+    # disconnect (that is a task per request); a client that leaves now loses
+    # nothing it could have resumed.
+    try:
+        first = await attachment.get()
+    except trio.EndOfChannel:
+        first = None
+    if first is not None and first[2] and not attachment.stream.sse:
+        challenge = step_up(first[1]) if step_up is not None else None
+        if challenge is not None:
+            await reply(send, 403, first[1], [*headers, *challenge])
+        else:
+            await reply(send, 200, first[1], headers)
+        return None
+    if first is not None and first[2] and not preamble and not attachment.replay:
+        # The stream's one event (no priming event: an older revision, or no
+        # session to resume): one complete response.
+        await _reply_sse(send, attachment, headers, [first], retry_ms)
+        return None
+    if first is None:
+        if json_only:
+            # Over before it began (the request was cancelled): nothing to say, and
+            # this server promised never to stream.
+            await reply(send, 202, b"", headers, content_type=None)
+            return None
+        return []
+    if first[1] or preamble or attachment.replay:
+        return [first]
+    # A priming event: what follows it within COALESCE_SECONDS goes in the same write.
+    try:
+        second = attachment.next_nowait()
+        if second is None:
+            session.manager.coalescing.nudge_later(attachment)
+            second = await attachment.get_unless_nudged()
+    except trio.EndOfChannel:
+        second = None
+    if second is None:
+        return [first]
+    if not second[2]:
+        return [first, second]
+    # The answer: priming event and answer framed in one piece.
+    priming_id = first[0]
+    assert priming_id is not None  # a priming event has an id
+    event_id, data, _ = second
+    attachment.stream.delivered = priming_id if event_id is None else event_id
+    await reply(
+        send,
+        200,
+        _sse.primed_message(priming_id, data, event_id, retry_ms=retry_ms),
+        [_NO_CACHE, *headers],
+        content_type=_sse.CONTENT_TYPE,
+    )
+    return None
 
 
 async def _reply_sse(
@@ -177,8 +197,9 @@ async def _open_sse(
         chunk.append(_sse.message_event(data, event_id, retry_ms=retry_ms))
         if event_id is not None:
             stream.delivered = event_id
-    if chunk:
-        await send_body(send, b"".join(chunk))
+    # Even with nothing to write yet (a GET resuming after its last event): the head
+    # must leave now, or the client waits for the status of a stream that is open.
+    await send_body(send, b"".join(chunk))
 
 
 async def _write_items(

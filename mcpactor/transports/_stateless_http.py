@@ -23,8 +23,7 @@ import orjson
 import trio
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
-from ..auth import InsufficientScope
-from ..auth._errors import INSUFFICIENT_SCOPE_CODE
+from ..auth import INSUFFICIENT_SCOPE_CODE, InsufficientScope
 from ..protocol import Batch, Body, JSONObject, Notification, Request, describe, serialize
 from ..protocol._envelope import (
     HEADER_MISMATCH,

@@ -20,7 +20,7 @@ from typing import Final
 import trio
 
 from .._exceptions import ProtocolError
-from ..protocol import JSONObject, JSONValue, Request, RequestId, describe
+from ..protocol import JSONObject, JSONValue, Request, RequestId, describe, error_message
 from ..protocol._envelope import PROTOCOL_VERSION
 from ..runtime import Outbound, Outbox
 from ..runtime._messages import NOTIFICATION, RESPONSE
@@ -148,4 +148,4 @@ class PipeRouter:
 
 
 def _error(request_id: RequestId, code: int, message: str) -> JSONObject:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return error_message(request_id, code, message)

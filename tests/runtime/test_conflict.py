@@ -37,8 +37,8 @@ async def test_two_writers_of_one_http_stream_raise() -> None:
     from mcpactor.transports._http_writer import write_stream
 
     class Session:
-        def release_now(self, attachment: Attachment) -> bool:
-            return True
+        async def release(self, attachment: Attachment) -> None:
+            return
 
     blocked = trio.Event()
 

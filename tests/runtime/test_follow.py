@@ -13,7 +13,7 @@ from mcpactor.runtime.http._follow import Followers, ends_stream
 
 async def test_a_wait_ends_at_the_next_append() -> None:
     store = MemoryEventStore()
-    first = store.append_now("s", "2", b"")
+    first = await store.append("s", "2", b"")
     waited: list[Replay | None] = []
 
     async def wait() -> None:
@@ -23,7 +23,7 @@ async def test_a_wait_ends_at_the_next_append() -> None:
         nursery.start_soon(wait)
         await trio.testing.wait_all_tasks_blocked()
         assert waited == []
-        second = store.append_now("s", "2", b'{"id":1,"result":{}}')
+        second = await store.append("s", "2", b'{"id":1,"result":{}}')
     assert waited == [Replay("2", [(second, b'{"id":1,"result":{}}')])]
 
 
@@ -31,7 +31,7 @@ async def test_a_wait_with_nothing_appended_ends_empty_after_its_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     store = MemoryEventStore()
-    first = store.append_now("s", "2", b"")
+    first = await store.append("s", "2", b"")
     started = trio.current_time()
     assert await store.wait_after("s", first, 7.0) == Replay("2", [])
     assert trio.current_time() - started == pytest.approx(7.0)
@@ -39,7 +39,7 @@ async def test_a_wait_with_nothing_appended_ends_empty_after_its_timeout(
 
 async def test_a_wait_on_a_stream_forgotten_meanwhile_ends_with_none() -> None:
     store = MemoryEventStore()
-    first = store.append_now("s", "2", b"")
+    first = await store.append("s", "2", b"")
     waited: list[Replay | None] = [Replay("2", [])]
 
     async def wait() -> None:

@@ -59,10 +59,50 @@ async def test_without_a_channel_the_senders_deliver_in_order() -> None:
         for n in range(1, 4):
             nursery.start_soon(outbox.send, reply(n))
             await trio.testing.wait_all_tasks_blocked()
-        assert outbox.queued == 3
+        # The first sender found it free and delivers; the others wait their turn.
+        assert outbox.queued == 2
         gate.set()
     assert delivered == [1, 2, 3]
     assert outbox.queued == 0
+
+
+async def test_a_free_outbox_is_delivered_by_its_sender_a_busy_one_queues() -> None:
+    delivered: list[tuple[int, str]] = []
+    gate = trio.Event()
+
+    async def deliver(item: Outbound) -> None:
+        if item.payload["id"] == 1:
+            await gate.wait()
+        delivered.append((item.payload["id"], trio.lowlevel.current_task().name))
+
+    send, receive = trio.open_memory_channel[Outbound](8)
+    outbox = Outbox(send, deliver=deliver)
+
+    async def drain() -> None:
+        async for item in receive:
+            await outbox.deliver_queued(item)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(drain, name="drain")
+        nursery.start_soon(outbox.send, reply(1), name="first")
+        await trio.testing.wait_all_tasks_blocked()
+        # The first sender delivers and is held: what comes meanwhile queues for the
+        # drain task, which waits for its turn.
+        await outbox.send(reply(2))
+        outbox.send_nowait(reply(3))
+        await trio.testing.wait_all_tasks_blocked()
+        assert delivered == []
+        assert outbox.queued == 2
+        gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert [n for n, _ in delivered] == [1, 2, 3]
+        assert [who for _, who in delivered] == ["first", "drain", "drain"]
+        assert outbox.queued == 0
+        # Free again: the sender delivers in its own task.
+        await outbox.send(reply(4))
+        assert delivered[-1][0] == 4
+        assert delivered[-1][1] != "drain"
+        outbox.close()
 
 
 async def test_a_bare_channel_becomes_an_outbox() -> None:

@@ -82,15 +82,15 @@ async def test_a_session_counts_its_request_actors_until_their_first_step() -> N
     actor = SessionActor(server, None)
     gate = current_start_gate()
     _inbox_send, inbox_receive = trio.open_memory_channel[object](8)
-    outbox_send, outbox_receive = trio.open_memory_channel[object](8)
+    outbox_send, _outbox_receive = trio.open_memory_channel[object](8)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(
             lambda: actor.run(inbox_receive, outbox=outbox_send)  # type: ignore[arg-type]
         )
         await trio.testing.wait_all_tasks_blocked()
-        for message in (initialize(1), notification("notifications/initialized")):
-            assert actor.receive(message).taken
-        await outbox_receive.receive()
+        answered = actor.receive(initialize(1))
+        assert [reply.related_request_id for reply in answered.replies] == [1]
+        assert actor.receive(notification("notifications/initialized")).taken
         assert actor.receive(request(2, "tools/call", {"name": "wait"})).taken
         assert gate.waiting == 1
         await trio.testing.wait_all_tasks_blocked()

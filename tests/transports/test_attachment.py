@@ -1,5 +1,5 @@
-"""The queue between a session's router and one HTTP connection's writer, and the
-shortcut that routes a request's final answer (JSON or SSE) without the router."""
+"""The queue between a session's routing and one HTTP connection's writer, and the one
+route: a request's final answer (JSON or SSE) is routed in its own task, not the router's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 import trio
 import trio.testing
 
-from mcpactor.runtime.http import COALESCE_SECONDS, HttpSession
+from mcpactor.runtime import Outbox
+from mcpactor.runtime.http import COALESCE_SECONDS
 from mcpactor.runtime.http._later import TICK as _TICK
 from mcpactor.runtime.http._streams import _CAPACITY, Attachment, Item, Stream
 from mcpactor.transports import EventStore, HttpOptions, McpHttpApp, MemoryEventStore
@@ -211,15 +212,17 @@ async def test_an_abandoned_queue_drops_what_it_held_and_refuses_more() -> None:
 
 
 class RouterCalls:
+    """Counts the messages the router task routes (queued, not routed by their sender)."""
+
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        route = HttpSession._route
+        deliver_queued = Outbox.deliver_queued
 
-        async def counted(session: HttpSession, item: Any) -> None:
+        async def counted(outbox: Outbox, item: Any) -> None:
             self.count += 1
-            await route(session, item)
+            await deliver_queued(outbox, item)
 
-        monkeypatch.setattr(HttpSession, "_route", counted)
+        monkeypatch.setattr(Outbox, "deliver_queued", counted)
 
 
 async def test_a_final_json_answer_skips_the_router(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -243,8 +246,7 @@ async def test_a_final_json_answer_skips_the_router(monkeypatch: pytest.MonkeyPa
 async def test_an_answer_behind_a_notification_keeps_its_place(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Progress first makes the stream SSE: the answer must go through the router, after it.
-    calls = RouterCalls(monkeypatch)
+    # Progress first makes the stream SSE: the answer must follow it on the stream.
     options = HttpOptions(response_mode="sse")
     async with asgi_client(make_server(Probe()), options=options) as (app, http):
         client = await initialized(http)
@@ -259,7 +261,6 @@ async def test_an_answer_behind_a_notification_keeps_its_place(
             None,
         ]
         assert messages[-1]["result"]["content"][0]["text"] == "counted 3"
-        assert calls.count >= 4
         app.manager.stop()
 
 
@@ -357,7 +358,7 @@ class AwaitedStore(EventStore):
         await self.memory.forget_session(session_id)
 
 
-async def test_answers_take_the_router_when_the_event_store_must_be_awaited(
+async def test_answers_are_routed_by_their_requests_when_the_store_must_be_awaited(
     monkeypatch: pytest.MonkeyPatch, mock_clock: trio.testing.MockClock
 ) -> None:
     store = AwaitedStore()
@@ -366,7 +367,7 @@ async def test_answers_take_the_router_when_the_event_store_must_be_awaited(
         answers = 20  # more than a session retains finished streams of
         for a in range(answers):
             events = await add_over_sse(client, a)
-        assert calls.count == before + answers
+        assert calls.count == before
         await trio.testing.wait_all_tasks_blocked()
         # Only the newest 16 finished streams are kept (initialize's was the first): the
         # rest were forgotten, awaited.

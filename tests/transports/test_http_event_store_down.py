@@ -27,10 +27,6 @@ class SwitchedEventStore(MemoryEventStore):
         #: events stored so far (a stream's are forgotten once it is delivered)
         self.stored = 0
 
-    def append_now(self, session_id: str, stream_id: str, data: bytes) -> str | None:
-        # A shared store has no synchronous path: every append waits for it.
-        return None
-
     async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
         if self.down:
             raise StoreUnavailable("the event store at test cannot be reached: connection refused")

@@ -196,3 +196,29 @@ def test_bind_addresses_parse() -> None:
     with pytest.raises(ValueError, match="HOST"):
         _parse_bind("localhost:http")
     assert _parse_bind(":1") == ("127.0.0.1", 1)
+
+
+@pytest.mark.parametrize("http_server", ["builtin", "hypercorn"])
+async def test_a_get_resuming_right_after_its_dropped_predecessor_is_answered(
+    probe: Probe, http_server: HttpServerKind
+) -> None:
+    # Nothing was sent on the GET stream after its priming event, so the resumed stream
+    # has nothing to replay: its status and headers must still leave at once.
+    async with socket_client(make_server(probe), http_server=http_server) as http:
+        client = await initialized(http)
+        listening = await client.get()
+        assert listening.status == 200
+        priming = await listening.next_event()
+        assert priming is not None
+        assert priming.id
+        await listening.disconnect()
+        with trio.fail_after(5):
+            resumed = await client.get(last_event_id=priming.id)
+        assert resumed.status == 200
+        assert resumed.content_type == "text/event-stream"
+        await client.call("tools/call", {"name": "change_tools", "arguments": {}})
+        with trio.fail_after(5):
+            event = await resumed.next_event()
+        assert event is not None
+        assert event.message()["method"] == "notifications/tools/list_changed"
+        await resumed.disconnect()

@@ -290,15 +290,15 @@ async def test_stateless_posts_share_one_pool_of_worker_processes() -> None:
 async def test_a_request_actor_that_fails_ends_only_its_session(
     probe: Probe, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    route_now = HttpSession.route_now
+    route = HttpSession.route
     failures = ["the router broke"]
 
-    def breaks_once(self: HttpSession, item: Outbound) -> bool:
+    async def breaks_once(self: HttpSession, item: Outbound) -> None:
         if failures:
             raise RuntimeError(failures.pop())
-        return route_now(self, item)
+        await route(self, item)
 
-    monkeypatch.setattr(HttpSession, "route_now", breaks_once)
+    monkeypatch.setattr(HttpSession, "route", breaks_once)
     async with asgi_client(make_server(probe), options=STATELESS) as (app, http):
         client = McpClient(http)
         client.protocol_version = "2025-11-25"

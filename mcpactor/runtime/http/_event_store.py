@@ -8,10 +8,7 @@
 #
 # The interface is keyed by (session id, stream id) and is async, so that a store shared
 # between processes (Redis streams: one key per session and stream, XADD/XRANGE) can be
-# dropped in later; the in-memory store below is the default and never blocks. A store
-# that can append or forget without waiting says so through ``append_now`` and
-# ``forget_stream_now``: then a request's answer on an SSE stream is routed in the
-# request's own task, as a JSON answer is, instead of taking the session's router.
+# dropped in later; the in-memory store below is the default and never blocks.
 #
 # ``wait_after`` is what a replica uses to follow a stream another replica is still
 # writing (_follow.py): the events after an id, waiting a while for one if none is there
@@ -134,13 +131,6 @@ class EventStore(abc.ABC):
                 return replay
             await trio.sleep(min(left, _POLL_INTERVAL))
 
-    def append_now(self, session_id: str, stream_id: str, data: bytes) -> str | None:
-        """Store one event without waiting and return its id; None if this store must wait.
-
-        The default is None: every append goes through ``append``.
-        """
-        return None
-
     async def append_leased(
         self,
         session_id: str,
@@ -168,13 +158,6 @@ class EventStore(abc.ABC):
     async def lease(self, session_id: str, stream_id: str) -> StreamLease | None:
         """The lease of a stream; None if none was taken (or this store keeps none)."""
         return None
-
-    def forget_stream_now(self, session_id: str, stream_id: str) -> bool:
-        """Drop one stream's events without waiting; False if this store must wait.
-
-        The default is False: every stream is forgotten through ``forget_stream``.
-        """
-        return False
 
 
 class _Log:
@@ -240,10 +223,10 @@ class MemoryEventStore(EventStore):
 
     async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
         """Store one event of a stream; return its event id (``<stream>.<n>``)."""
-        return self.append_now(session_id, stream_id, data)
+        # Never waits: the session routes in the sender's task, and this is its path.
+        return self._add(session_id, stream_id, data)
 
-    def append_now(self, session_id: str, stream_id: str, data: bytes) -> str:
-        """Store one event of a stream at once; return its event id (``<stream>.<n>``)."""
+    def _add(self, session_id: str, stream_id: str, data: bytes) -> str:
         streams = self._sessions.get(session_id)
         if streams is None:
             streams = self._sessions[session_id] = {}
@@ -280,7 +263,7 @@ class MemoryEventStore(EventStore):
     ) -> str:
         """Store a request stream's first event and take its lease (the trio clock's)."""
         await trio.lowlevel.checkpoint()
-        event_id = self.append_now(session_id, stream_id, data)
+        event_id = self._add(session_id, stream_id, data)
         log = self._sessions[session_id][stream_id]
         log.requests = tuple(requests)
         log.leased_until = trio.current_time() + seconds
@@ -369,10 +352,6 @@ class MemoryEventStore(EventStore):
 
     async def forget_stream(self, session_id: str, stream_id: str) -> None:
         """Drop what is stored for one stream."""
-        self.forget_stream_now(session_id, stream_id)
-
-    def forget_stream_now(self, session_id: str, stream_id: str) -> bool:
-        """Drop what is stored for one stream at once; always True."""
         streams = self._sessions.get(session_id)
         if streams is not None:
             log = streams.pop(stream_id, None)
@@ -381,7 +360,6 @@ class MemoryEventStore(EventStore):
                 self._forgot(log.size)
                 if log.arrived is not None:
                     log.wake()
-        return True
 
     async def forget_session(self, session_id: str) -> None:
         """Drop what is stored for every stream of a session."""

@@ -200,6 +200,7 @@ class HttpSession(Routing):
         "_record_ttl",
         "_refused",
         "_settled",
+        "_sink",
         "_state",
         "_written",
         "kind",
@@ -253,6 +254,8 @@ class HttpSession(Routing):
         # The awake session's channels: the inbox to the actor, the outbox to the router.
         self._inbox: trio.MemorySendChannel[JSONValue | ProtocolError] | None = None
         self._outbox: trio.MemoryReceiveChannel[Outbound] | None = None
+        # The actor's Outbox while it runs (awake, or lent to a stateless POST).
+        self._sink: Outbox | None = None
         # Made when a message must wait for the session to finish falling asleep.
         self._settled: trio.Event | None = None
         #: the replicas this session is shared with; None: it lives in this process only
@@ -291,7 +294,8 @@ class HttpSession(Routing):
 
     def serve_in_place(self, nursery: trio.Nursery) -> None:
         """Serve a stateless session's requests in ``nursery``, without a session task."""
-        self.actor.serve_in(nursery, self.outbox(None), on_failure=self.close)
+        self._sink = self.outbox(None)
+        self.actor.serve_in(nursery, self._sink, on_failure=self.close)
         self._state = _State.LENT
 
     def close(self) -> None:
@@ -359,6 +363,7 @@ class HttpSession(Routing):
         outbox_send, outbox_receive = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
         self._inbox = inbox_send
         self._outbox = outbox_receive
+        self._sink = self.outbox(outbox_send)
         self._state = _State.AWAKE
         # Until the actor's task runs, messages queue behind the backlog.
         self.actor.expect_run()
@@ -367,7 +372,7 @@ class HttpSession(Routing):
             functools.partial(
                 self._run_awake,
                 inbox_receive,
-                self.outbox(outbox_send),
+                self._sink,
                 outbox_receive,
                 backlog,
             ),
@@ -394,6 +399,7 @@ class HttpSession(Routing):
         finally:
             self._inbox = None
             self._outbox = None
+            self._sink = None
             if rested and not self.closing:
                 self._state = _State.ASLEEP
                 self._settle()
@@ -706,8 +712,14 @@ class HttpSession(Routing):
                     self._refused = True
                 if received.backlog:
                     self._wake(list(received.backlog))
+                # Running, through the actor's Outbox, in order; at rest nothing else
+                # routes, and the session's streams take them straight.
+                sink = self._sink
                 for item in replies:
-                    await self._route(item)
+                    if sink is not None:
+                        await sink.send(item)
+                    else:
+                        await self.route(item)
                 return True
             inbox = self._inbox
             assert inbox is not None  # only a running actor is mid-message
@@ -845,19 +857,10 @@ class HttpSession(Routing):
         return self.closing
 
     async def release(self, attachment: Attachment) -> None:
-        """The connection of ``attachment`` is done (finished, cut or gone)."""
-        if not self.release_now(attachment):
-            await self.finish_release(attachment)
+        """The connection of ``attachment`` is done (finished, cut or gone).
 
-    async def finish_release(self, attachment: Attachment) -> None:
-        """Do the part of releasing ``attachment`` that ``release_now`` left."""
-        await self._retain_or_forget(attachment.stream)
-
-    def release_now(self, attachment: Attachment) -> bool:
-        """Release ``attachment`` as far as that needs no waiting.
-
-        False if ``finish_release`` must follow: a completed SSE stream, which the event
-        store keeps a while.
+        A completed stream is forgotten, or, if it was SSE in a resumable session, kept
+        a while for a client that missed its end.
         """
         self.connections -= 1
         self.touch()
@@ -866,10 +869,7 @@ class HttpSession(Routing):
         if stream.conn is attachment:
             stream.conn = None
         if stream is not self.standalone and stream.complete and stream.conn is None:
-            if self.resumable and stream.sse:
-                return self._retain_now(stream)
-            self._forget_now(stream)
-        return True
+            await self._retain_or_forget(stream)
 
     def view(self) -> HttpSessionView:
         """How the session is held at this instant: state, connections, streams."""

@@ -23,13 +23,12 @@
 # The router never waits on a stuck client for long: after ``_PUSH_TIMEOUT`` seconds the
 # connection is cut, and what it missed stays in the store.
 #
-# The shortcut: a request's final answer that finds the router idle, with nothing queued
-# for it, is routed in the request actor's own task (``route_now``, the ``through`` of
-# the session's Outbox) — the common POST then costs no trip through the router, in
-# JSON and in SSE. Anything that could need to wait (an event store that must be
-# awaited, a full or missing connection) takes the router, in order. A stateless
-# session has no router task at all: what its requests send is routed in their own
-# tasks (an Outbox without a channel).
+# One route: whoever finds the session's Outbox free routes a message in its own task —
+# the request actor with its answer, the actor with what the core answered — so the
+# common POST costs no trip through the router, in JSON and in SSE. What is sent while
+# another message is being routed queues, and the router task routes it in turn, the
+# same way. A stateless session has no router task at all: its senders wait their turn
+# (an Outbox without a channel).
 #
 # Leases: in a session shared by replicas, a request stream's first event is appended with
 # a lease on its requests (_leases.py), which the stream gives back when it completes, so
@@ -174,14 +173,6 @@ class Routing:
     async def _append(self, stream_id: str, data: bytes) -> str | None:
         # Store one event of a resumable session's stream; return its id.
         assert self.id is not None
-        event_id = self._store.append_now(self.id, stream_id, data)
-        if event_id is None:
-            event_id = await self._append_waiting(stream_id, data)
-        return event_id
-
-    async def _append_waiting(self, stream_id: str, data: bytes) -> str | None:
-        # _append in a store that must be awaited.
-        assert self.id is not None
         return await self._stored(self._store.append(self.id, stream_id, data))
 
     async def _append_leased(self, stream: Stream, data: bytes) -> str | None:
@@ -252,87 +243,62 @@ class Routing:
             if event_id is None:
                 return
         else:
-            event_id = self._store.append_now(self.id, stream.id, b"")
+            event_id = await self._append(stream.id, b"")
             if event_id is None:
-                event_id = await self._append_waiting(stream.id, b"")
-                if event_id is None:
-                    return
-        item = (event_id, b"", False)
-        if not self._push_now(stream, item):
-            await self._push_waiting(stream, item)
-
-    def _forget_now(self, stream: Stream) -> None:
-        self._streams.pop(stream.id, None)
-        self._retained.pop(stream.id, None)
+                return
+        await self._push(stream, (event_id, b"", False))
 
     async def _forget(self, stream: Stream) -> None:
-        self._forget_now(stream)
+        self._streams.pop(stream.id, None)
+        self._retained.pop(stream.id, None)
         if self.resumable and stream.sse:
             assert self.id is not None
             try:
-                await self._store.forget_stream(self.id, stream.id)
+                # Also when the connection that released it was cut: a store that must
+                # be awaited would otherwise keep the events until its ttl.
+                with trio.CancelScope(shield=True):
+                    await self._store.forget_stream(self.id, stream.id)
             except StoreUnavailable as exc:
                 # Its events expire with the store's ttl.
                 _log.debug("stream %s kept in the event store: %s", stream.id, exc)
 
-    def _retain_now(self, stream: Stream) -> bool:
-        # Retain a finished SSE stream, making room as far as the store forgets at once;
-        # False if it must be awaited for the rest (``_retain_or_forget`` does that).
+    async def _retain_or_forget(self, stream: Stream) -> None:
+        # A finished SSE stream of a resumable session is kept a while (the newest
+        # _MAX_RETAINED); any other is forgotten at once.
+        if not (self.resumable and stream.sse):
+            # Nothing of it is in the event store.
+            self._streams.pop(stream.id, None)
+            self._retained.pop(stream.id, None)
+            return
         retained = self._retained
         retained[stream.id] = None
-        store = self._store
         while len(retained) > _MAX_RETAINED:
             oldest_id = next(iter(retained))
             oldest = self._streams.get(oldest_id)
             if oldest is None:
                 del retained[oldest_id]
-                continue
-            if oldest.sse:
-                assert self.id is not None
-                if not store.forget_stream_now(self.id, oldest_id):
-                    return False
-            # _forget_now, unrolled: a retained stream is forgotten on almost every call.
-            del retained[oldest_id]
-            del self._streams[oldest_id]
-        return True
-
-    async def _retain_or_forget(self, stream: Stream) -> None:
-        if not (self.resumable and stream.sse):
-            await self._forget(stream)
-            return
-        if self._retain_now(stream):
-            return
-        while len(self._retained) > _MAX_RETAINED:
-            oldest = self._streams.get(next(iter(self._retained)))
-            self._retained.pop(next(iter(self._retained)))
-            if oldest is not None:
+            else:
                 await self._forget(oldest)
 
     # --- the router -----------------------------------------------------------------------
 
     def outbox(self, channel: trio.MemorySendChannel[Outbound] | None) -> Outbox:
-        """The actor's Outbox: to the router over ``channel``, or, without, to the sender.
+        """The actor's Outbox: routed by a sender that finds it free, else by the router.
 
-        Either way a request's final answer that finds nothing queued is routed at once,
-        in the sending task (``route_now``). Without a router (a stateless session),
-        whatever else is sent is routed by its sender, in order.
+        What is sent while another message is routed queues on ``channel`` for the
+        router. Without one (a stateless session, no router) the sender waits its turn.
         """
         limit = self.max_message_bytes
         if channel is None:
-            return Outbox(
-                None, through=self.route_now, deliver=self._route_direct, max_message_bytes=limit
-            )
-        return Outbox(channel, through=self.route_now, max_message_bytes=limit)
+            return Outbox(None, deliver=self._route_direct, max_message_bytes=limit)
+        return Outbox(channel, deliver=self.route, max_message_bytes=limit)
 
     async def _route_direct(self, item: Outbound) -> None:
         if item.signal is StreamSignal.ABANDONED and self.closing:
             # Cancelled because the session closed: the session's end answers it with an
             # error, as the end of every session does.
             return
-        if item.kind is SIGNAL:
-            await self._signal(item)
-        else:
-            await self._route(item)
+        await self.route(item)
 
     async def _route_all(
         self, outbox: trio.MemoryReceiveChannel[Outbound], sender: Outbox
@@ -342,19 +308,17 @@ class Routing:
                 item: Outbound | None = first
                 # Route what is already queued in this turn, not one message per turn.
                 while item is not None:
-                    try:
-                        if item.kind is SIGNAL:
-                            await self._signal(item)
-                        else:
-                            await self._route(item)
-                    finally:
-                        sender.done()
+                    await sender.deliver_queued(item)
                     try:
                         item = outbox.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
                         item = None
 
-    async def _route(self, item: Outbound) -> None:
+    async def route(self, item: Outbound) -> None:
+        """Route one message the session sends to the stream it belongs on."""
+        if item.kind is SIGNAL:
+            await self._signal(item)
+            return
         payload = item.payload
         data = serialize(payload, self.max_message_bytes)
         if data is None:
@@ -399,67 +363,6 @@ class Routing:
         if self.resumable:
             await self._anchor_standalone()
         await self._deliver(self.standalone, data, final=False)
-
-    def route_now(self, item: Outbound) -> bool:
-        """Route a request's final JSON answer right away, if nothing needs waiting for.
-
-        The caller made sure that nothing is queued for the router (order is kept).
-        Returns False, having done nothing, when the item must take the router.
-        """
-        payload = item.payload
-        related = item.related_request_id
-        if (
-            item.kind is not RESPONSE
-            or related is None
-            or self._single_stream
-            # A batch's array: the router finds every request it answers.
-            or type(payload) is not dict
-        ):
-            return False
-        stream = self._by_request.get(related)
-        if stream is None or len(stream.pending) != 1:
-            return False
-        conn = stream.conn
-        if stream.sse:
-            # The answer as the stream's last event, stored: only for a connection that
-            # takes it now, and from a store that gives an id now (the router would store
-            # it again otherwise).
-            if conn is None or not conn.takes_now:
-                return False
-            data = serialize(payload, self.max_message_bytes)
-            if data is None:
-                return False
-            event_id = None
-            if self.resumable:
-                assert self.id is not None
-                data = b"%s" % data  # exact size, as in _deliver
-                event_id = self._store.append_now(self.id, stream.id, data)
-                if event_id is None:
-                    return False
-            conn.put_nowait((event_id, data, True))
-        elif conn is not None:
-            data = serialize(payload, self.max_message_bytes)
-            if data is None:
-                return False
-            try:
-                conn.put_nowait((None, data, True))
-            except trio.WouldBlock:
-                return False
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                stream.conn = None
-        del self._by_request[related]
-        stream.pending.clear()
-        stream.complete = True
-        if stream.leased:
-            self._unlease(stream)
-        self.touch()
-        conn = stream.conn
-        if conn is not None:
-            self._detach(stream, conn)
-        else:
-            # Not an SSE stream: nothing of it is in the event store.
-            self._forget_now(stream)
-        return True
 
     def _stream_of_batch(self, payload: list[JSONValue]) -> Stream | None:
         for request_id in answered_ids(payload):
@@ -519,27 +422,19 @@ class Routing:
         await self._push(stream, (event_id, data, final))
 
     async def _push(self, stream: Stream, item: Item) -> None:
-        if not self._push_now(stream, item):
-            await self._push_waiting(stream, item)
-
-    def _push_now(self, stream: Stream, item: Item) -> bool:
-        # Queue an item for the stream's connection, if any; False if the connection is
-        # full (then _push_waiting waits for room).
+        # Queue an item for the stream's connection, if any, waiting a while for room.
         conn = stream.conn
         if conn is None:
-            return True
+            return
         try:
             conn.put_nowait(item)
+            return
         except trio.WouldBlock:
-            return False
+            pass
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             if stream.conn is conn:
                 stream.conn = None
-        return True
-
-    async def _push_waiting(self, stream: Stream, item: Item) -> None:
-        conn = stream.conn
-        assert conn is not None  # _push_now found it full
+            return
         try:
             with trio.move_on_after(_PUSH_TIMEOUT) as waited:
                 await conn.put(item)

@@ -163,18 +163,11 @@ class SessionManager:
         #: the longest message a session writes: the transport's limit (None: none)
         self.max_message_bytes = max_message_bytes
         self.session_options = session_options
-        # A stateless session lives for one POST: a task would end with it, so none is
-        # offered, and worker processes for offloaded tools would start and stop with
-        # every POST, so they share one pool. Worked out once here, not on every POST.
         base = (session_options or SessionOptions()).with_message_limit(max_message_bytes)
         #: what every session gets (one shared record, not one per session)
         self.effective_session_options = base
         self._stateless_pool = ProcessPool() if base.process_pool is None else None
-        self.stateless_session_options = attrs.evolve(
-            base,
-            tasks=attrs.evolve(base.tasks, enabled=False),
-            process_pool=base.process_pool or self._stateless_pool,
-        )
+        self.stateless_session_options = _stateless_options(base, self._stateless_pool)
         #: serves the requests of stateless revisions, beside the sessions
         self.stateless = (
             stateless
@@ -796,6 +789,17 @@ class SessionManager:
             stateless=self.stateless,
             pools=tuple(pool for pool in pools if pool is not None),
         )
+
+
+def _stateless_options(base: SessionOptions, pool: ProcessPool | None) -> SessionOptions:
+    # A stateless session lives for one POST: a task would end with it, so none is
+    # offered, and worker processes for offloaded tools would start and stop with every
+    # POST, so they share one pool. Worked out once per manager, not on every POST.
+    return attrs.evolve(
+        base,
+        tasks=attrs.evolve(base.tasks, enabled=False),
+        process_pool=base.process_pool or pool,
+    )
 
 
 async def _contained(fn: Callable[[], Awaitable[None]]) -> None:

@@ -145,11 +145,6 @@ class Attachment:
         """Whether nothing more can be put: ended, or its writer left."""
         return self._ended or self._abandoned
 
-    @property
-    def takes_now(self) -> bool:
-        """Whether ``put_nowait`` would queue an item (neither ended, abandoned nor full)."""
-        return not (self._ended or self._abandoned) and len(self._items) < _CAPACITY
-
     # --- the writer's side ------------------------------------------------------------
 
     def get_nowait(self) -> Item:
