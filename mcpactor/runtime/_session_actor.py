@@ -224,11 +224,11 @@ class SessionActor(ChangeNotices):
         session starts, so that changes reach a resting session too. ``close`` undoes it.
         """
         self._token = trio.lowlevel.current_trio_token()
-        self.server.add_listener(self)
+        self.server.listeners.add(self)
 
     def close(self) -> None:
         """End a session that is not running: forget the Server, close the core."""
-        self.server.remove_listener(self)
+        self.server.listeners.discard(self)
         if self.core.phase is not Phase.CLOSED:
             # An owner may close an actor whose run already did.
             METRICS.session_closed()

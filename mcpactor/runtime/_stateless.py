@@ -171,7 +171,7 @@ class StatelessHost:
         """Start publishing the Server's change notices on the bus (in the event loop)."""
         if not self._attached:
             self._feed.attach()
-            self.server.add_listener(self._feed)
+            self.server.listeners.add(self._feed)
             self._attached = True
 
     def open_tasks(self, nursery: trio.Nursery) -> None:
@@ -195,7 +195,7 @@ class StatelessHost:
         """Detach from the Server and stop the host's worker processes, if any."""
         self.stop()
         if self._attached:
-            self.server.remove_listener(self._feed)
+            self.server.listeners.discard(self._feed)
             self._attached = False
         processes, self._processes = self._processes, None
         if processes is not None:

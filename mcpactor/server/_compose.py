@@ -119,7 +119,7 @@ class Composition:
             self._table = None
             raise PluginError(problem_report(label, table.problems))
         # The parent hears the child's changes as its own.
-        server.add_listener(self.parent._changes)
+        server.listeners.add(self.parent._changes)
         self.parent.roots_changed_hooks.append(RootsHook(mount))
         for kind in ("tools", "resources", "prompts"):
             self.parent._changes.list_changed(kind)

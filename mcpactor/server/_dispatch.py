@@ -109,8 +109,8 @@ class Composable(Protocol):
     def running(self) -> AbstractAsyncContextManager[Any]:
         """Run the server's lifespans around serving."""
 
-    def add_listener(self, listener: ServerListener) -> None:
-        """Start telling ``listener`` about list changes and resource updates."""
+    #: the listeners told about list changes and resource updates
+    listeners: set[ServerListener]
 
     def notify_resource_updated(self, uri: str) -> None:
         """Tell every subscribed session that the resource at ``uri`` changed."""

@@ -180,12 +180,9 @@ class Server(Generic[StateT]):
         self._methods: Mapping[str, Callable[[JSONObject, Context], Any]] = method_table(
             self._handlers, _tasks.handle
         )
-        # The listening sessions are those ``Changes`` tells: adding one is adding it there.
-        listeners = self._changes.listeners
-        #: start telling a ``ServerListener`` about list changes and resource updates
-        self.add_listener: Callable[[ServerListener], None] = listeners.add
-        #: stop telling a ``ServerListener``; missing listeners are ignored
-        self.remove_listener: Callable[[ServerListener], None] = listeners.discard
+        #: the ``ServerListener``\ s told about list changes and resource updates: add
+        #: one to start telling it, discard it to stop
+        self.listeners: set[ServerListener] = self._changes.listeners
 
     def __repr__(self) -> str:
         return f"<Server {describe(self.name)} {self.version}>"

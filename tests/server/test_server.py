@@ -292,7 +292,7 @@ async def test_pages_are_per_revision() -> None:
 def test_listeners_hear_list_changes() -> None:
     server = Server("s")
     listener = RecordingListener()
-    server.add_listener(listener)
+    server.listeners.add(listener)
     server.add_tool(lambda: None, name="t")
     server.add_resource(lambda: "", "memo://x")
     server.add_resource(lambda v: v, "memo://{v}")
@@ -309,7 +309,7 @@ def test_listeners_hear_list_changes() -> None:
         "resources",
         "prompts",
     ]
-    server.remove_listener(listener)
+    server.listeners.discard(listener)
     server.add_tool(lambda: None, name="u")
     assert len(listener.changes) == 7
 
@@ -317,7 +317,7 @@ def test_listeners_hear_list_changes() -> None:
 def test_failed_registration_tells_no_listener() -> None:
     server = Server("s")
     listener = RecordingListener()
-    server.add_listener(listener)
+    server.listeners.add(listener)
     with pytest.raises(ValueError, match="invalid tool name"):
         server.add_tool(lambda: None, name="bad name")
     assert listener.changes == []

@@ -142,7 +142,7 @@ def test_prompt_duplicate_name_is_refused() -> None:
 async def test_prompt_remove() -> None:
     server = _described_server()
     listener = RecordingListener()
-    server.add_listener(listener)
+    server.listeners.add(listener)
     server.remove_prompt("summarise")
     assert listener.changes == ["prompts"]
     error = await call_error(server, "prompts/list")

@@ -406,7 +406,7 @@ async def test_templates_list_is_empty_with_only_static_resources() -> None:
 async def test_remove_resource_and_template() -> None:
     server = _described_server()
     listener = RecordingListener()
-    server.add_listener(listener)
+    server.listeners.add(listener)
     server.remove_resource("docs://guide")
     server.remove_resource("docs://pages/{page}")
     assert listener.changes == ["resources", "resources"]
@@ -468,11 +468,11 @@ async def test_subscribe_without_uri_is_invalid_params() -> None:
 def test_notify_resource_updated_reaches_listeners() -> None:
     server = _described_server()
     first, second = RecordingListener(), RecordingListener()
-    server.add_listener(first)
-    server.add_listener(second)
+    server.listeners.add(first)
+    server.listeners.add(second)
     server.notify_resource_updated("docs://guide")
-    server.remove_listener(second)
-    server.remove_listener(second)  # removing twice is harmless
+    server.listeners.discard(second)
+    server.listeners.discard(second)  # removing twice is harmless
     server.notify_resource_updated("docs://pages/a")
     assert first.updated == ["docs://guide", "docs://pages/a"]
     assert second.updated == ["docs://guide"]

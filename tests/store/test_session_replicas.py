@@ -274,7 +274,7 @@ async def separate_replicas(
                 )
                 feed = BusFeed(bus)
                 feed.attach()
-                server.add_listener(feed)
+                server.listeners.add(feed)
                 relay = RedisRelay(client, replica_id=name, prefix="separate")
                 hub.relays.append(relay)
                 replicas = Replicas(
