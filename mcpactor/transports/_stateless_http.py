@@ -24,17 +24,22 @@ import trio
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 from ..auth import INSUFFICIENT_SCOPE_CODE, InsufficientScope
-from ..protocol import Batch, Body, JSONObject, Notification, Request, describe, serialize
-from ..protocol._envelope import (
+from ..protocol import (
     HEADER_MISMATCH,
     MISSING_CLIENT_CAPABILITY,
     PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
+    Batch,
+    Body,
     EnvelopeError,
+    JSONObject,
+    Notification,
+    Request,
+    describe,
+    serialize,
 )
-from ..runtime._stateless import StatelessHost
-from ..server._headers import check_param_headers, check_standard_headers
-from ..server._stateless import called_tool
+from ..runtime import StatelessHost
+from ..server import called_tool, check_param_headers, check_standard_headers
 from . import _sse
 from ._asgi import (
     Headers,

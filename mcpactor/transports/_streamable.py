@@ -29,10 +29,10 @@ from ..protocol import (
     classify_body,
     decode,
     describe,
+    has_envelope,
     owed_ids,
     unowed_errors,
 )
-from ..protocol._envelope import has_envelope
 from ..runtime.http import (
     DuplicateRequestId,
     HttpSession,
