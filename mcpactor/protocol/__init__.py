@@ -47,6 +47,7 @@ from ._envelope import MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY
 from ._envelope import PROTOCOL_VERSION as PROTOCOL_VERSION
 from ._envelope import SERVER_INFO as SERVER_INFO
 from ._envelope import UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERSION
+from ._envelope import Envelope as Envelope
 from ._envelope import EnvelopeError as EnvelopeError
 from ._envelope import has_envelope as has_envelope
 from ._ext_tasks import AUGMENTABLE as AUGMENTABLE
@@ -185,6 +186,7 @@ __all__ = [
     "DiscoverRefused",
     "Discovered",
     "TASK_EXTENSION_METHODS",
+    "Envelope",
     "EnvelopeError",
     "ErrorReceived",
     "ErrorResponse",
