@@ -24,7 +24,6 @@ from ..protocol import (
     Batch,
     Body,
     Request,
-    RequestId,
     batch_refusal,
     classify_body,
     decode,
@@ -145,7 +144,7 @@ def _scope_refusal(
 ) -> InsufficientScope | None:
     # A call whose target needs scopes the token lacks: 403 before any session work (a
     # batch is left to the dispatcher, which refuses item by item).
-    if kind is not Request or app.resource_server is None:
+    if kind is not Request:
         return None
     request: Request = body  # type: ignore[assignment]
     key = _NAMED.get(request.method)
@@ -199,29 +198,27 @@ async def _post(
     body = _classified(raw)
     kind = type(body)
     if kind is RemoteProtocolError:
-        # Nothing for a session to do.
         await reply(send, 400, orjson.dumps(body.to_response()))  # type: ignore[union-attr]
         return
     version = _body_version(headers, body, kind)
     if version == _STATELESS:
         await serve_stateless_post(app, receive, send, headers, principal, body, client)
         return
-    initialize = _initializes(body, kind)
-    if version is None and not initialize:
+    if version is None and not _initializes(body, kind):
         await _unsupported_version(send, headers)
         return
-    denied = _scope_refusal(app, principal, body, kind)
-    if denied is not None:
-        await app.refuse(send, headers, denied, body.id)  # type: ignore[union-attr]
-        return
-    request_ids = owed_ids(body)
+    if app.resource_server is not None:
+        denied = _scope_refusal(app, principal, body, kind)
+        if denied is not None:
+            await app.refuse(send, headers, denied, body.id)  # type: ignore[union-attr]
+            return
     if options.stateless:
-        await _post_stateless(
-            app, receive, send, headers, principal, body, request_ids, initialize, version, client
-        )
+        await _post_stateless(app, receive, send, headers, principal, body, version, client)
         return
     # A lone initialize without a session id opens a session; anything else names one.
-    new_session = initialize and kind is not Batch and "mcp-session-id" not in headers
+    new_session = (
+        "mcp-session-id" not in headers and kind is not Batch and _initializes(body, kind)
+    )
     session, status, why = await _session(app, headers, principal, client, new_session)
     if session is None:
         await _refuse(send, status, why)
@@ -230,6 +227,7 @@ async def _post(
     if refused is not None:
         await reply_error(send, 400, INVALID_REQUEST, refused)
         return
+    request_ids = owed_ids(body)
     if not request_ids:
         await _accept_unowed(send, session, body)
         return
@@ -335,12 +333,12 @@ async def _post_stateless(
     headers: Headers,
     principal: object,
     body: Body,
-    request_ids: tuple[RequestId, ...],
-    initialize: bool,
     version: str | None,
     client: str | None,
 ) -> None:
+    initialize = _initializes(body, type(body))
     assert version is not None or initialize
+    request_ids = owed_ids(body)
     if type(body) is Batch:
         refusal = batch_refusal(body, REVISIONS[version] if version is not None else None)
         if refusal is not None:
