@@ -112,10 +112,10 @@ async def serve_stateless_post(
         await reply(send, 503, error_body(INTERNAL_ERROR, why, request.id), cors)
         return
     limit = app.options.max_body_bytes
-    events = _Events(send, cors, limit)
     stream = app.options.response_mode != "json" and accepts(
         headers.get("accept"), json=False, event_stream=True
     )
+    events = _Events(send, cors, limit) if stream else None
     # The client leaving cancels the request, and nothing more is sent for it. Served in
     # this task, unwatched: only a request still running a moment later gets a watch.
     scope = trio.CancelScope()
@@ -123,10 +123,10 @@ async def serve_stateless_post(
     try:
         answer = await host.serve(
             request,
-            events.emit if stream else _drop,
+            events.emit if events is not None else _drop,
             envelope=envelope,
             principal=principal,
-            keepalive=events.keepalive if stream else None,
+            keepalive=events.keepalive if events is not None else None,
             scope=scope,
         )
     finally:
@@ -136,7 +136,7 @@ async def serve_stateless_post(
     if answer is None:
         return
     data = serialize(answer, limit) or b""
-    if events.started:
+    if events is not None and events.started:
         await send(
             {"type": "http.response.body", "body": _sse.message_event(data), "more_body": False}
         )
@@ -199,7 +199,7 @@ _NAMED: Final = {"tools/call": "name", "resources/read": "uri", "prompts/get": "
 
 
 def _scope_refusal(app: Endpoint, principal: object, request: Request) -> InsufficientScope | None:
-    # The target Mcp-Name names: _check_headers has found it equal to the body's (after
+    # The target Mcp-Name names: _read_envelope has found it equal to the body's (after
     # decoding a base64 value), so the body's is read.
     key = _NAMED.get(request.method)
     params = request.params
@@ -212,14 +212,6 @@ async def _disconnected(receive: Receive) -> None:
     # Returns once the client has gone (the request's body was read already).
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-def _read_envelope(host: StatelessHost, request: Request, headers: Mapping[str, str]) -> Envelope:
-    # The request's envelope, once the headers are found to say what the body says.
-    _check_version_header(request, headers)
-    envelope = host.envelope(request)
-    _check_headers(host, request, headers)
-    return envelope
 
 
 def _check_version_header(request: Request, headers: Mapping[str, str]) -> None:
@@ -263,8 +255,11 @@ class _AnyCase(Mapping[str, str]):
         return len(self._headers)
 
 
-def _check_headers(host: StatelessHost, request: Request, headers: Mapping[str, str]) -> None:
-    # The headers must say what the body says (-32020 on any difference).
+def _read_envelope(host: StatelessHost, request: Request, headers: Mapping[str, str]) -> Envelope:
+    # The request's envelope; the headers must say what the body says (-32020 on any
+    # difference).
+    _check_version_header(request, headers)
+    envelope = host.envelope(request)
     headers = _AnyCase(headers)
     params = request.params
     try:
@@ -280,3 +275,4 @@ def _check_headers(host: StatelessHost, request: Request, headers: Mapping[str, 
     except EnvelopeError as exc:
         exc.request_id = request.id
         raise
+    return envelope
