@@ -47,6 +47,7 @@ from ._envelope import MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY
 from ._envelope import PROTOCOL_VERSION as PROTOCOL_VERSION
 from ._envelope import SERVER_INFO as SERVER_INFO
 from ._envelope import UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERSION
+from ._envelope import Envelope as Envelope
 from ._envelope import EnvelopeError as EnvelopeError
 from ._envelope import has_envelope as has_envelope
 from ._ext_tasks import AUGMENTABLE as AUGMENTABLE
@@ -99,6 +100,7 @@ from ._mrtr import client_lacks as client_lacks
 from ._mrtr import input_required_result as input_required_result
 from ._mrtr import needed_capabilities as needed_capabilities
 from ._mrtr import read_retry as read_retry
+from ._negotiated import Negotiated as Negotiated
 from ._revisions import HEADERLESS_HTTP as HEADERLESS_HTTP
 from ._revisions import LATEST as LATEST
 from ._revisions import REVISIONS as REVISIONS
@@ -111,19 +113,18 @@ from ._sealing import SealingKey as SealingKey
 from ._sealing import StateRefused as StateRefused
 from ._sealing import StateSealer as StateSealer
 from ._session import LOG_LEVELS as LOG_LEVELS
-from ._session import CancelRequested as CancelRequested
-from ._session import ErrorReceived as ErrorReceived
-from ._session import Event as Event
-from ._session import Initialized as Initialized
-from ._session import Negotiated as Negotiated
-from ._session import NotificationReceived as NotificationReceived
 from ._session import Phase as Phase
-from ._session import RequestReceived as RequestReceived
-from ._session import ResponseReceived as ResponseReceived
-from ._session import RootsChanged as RootsChanged
-from ._session import Send as Send
 from ._session import ServerSession as ServerSession
 from ._session import unanswered_reply as unanswered_reply
+from ._session_events import CancelRequested as CancelRequested
+from ._session_events import ErrorReceived as ErrorReceived
+from ._session_events import Event as Event
+from ._session_events import Initialized as Initialized
+from ._session_events import NotificationReceived as NotificationReceived
+from ._session_events import RequestReceived as RequestReceived
+from ._session_events import ResponseReceived as ResponseReceived
+from ._session_events import RootsChanged as RootsChanged
+from ._session_events import Send as Send
 from ._types import *  # noqa: F403
 from ._types import __all__ as _types_all
 
@@ -185,6 +186,7 @@ __all__ = [
     "DiscoverRefused",
     "Discovered",
     "TASK_EXTENSION_METHODS",
+    "Envelope",
     "EnvelopeError",
     "ErrorReceived",
     "ErrorResponse",

@@ -18,7 +18,7 @@ from ._jsonrpc import (
     Response,
 )
 from ._revisions import Revision
-from ._session import (
+from ._session_events import (
     CancelRequested,
     ErrorReceived,
     NotificationReceived,

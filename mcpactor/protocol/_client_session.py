@@ -92,7 +92,7 @@ from ._jsonrpc import (
     classify,
 )
 from ._revisions import REVISIONS, STATELESS_REVISIONS, Revision
-from ._session import (
+from ._session_events import (
     CancelRequested,
     ErrorReceived,
     NotificationReceived,

@@ -26,7 +26,7 @@ from ._client_events import (
 from ._envelope import PROTOCOL_VERSION
 from ._jsonrpc import ErrorResponse, JSONObject, Notification, Request, RequestId
 from ._revisions import REVISIONS, SESSION_REVISIONS, STATELESS_REVISIONS
-from ._session import Send
+from ._session_events import Send
 
 __all__ = ["Listening", "Outstanding", "Serving", "judge_discover", "judge_initialize"]
 

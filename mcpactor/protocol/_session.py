@@ -3,10 +3,10 @@
 # Theory of operation
 # -------------------
 # The owner feeds every decoded JSON value the peer sent to ``receive`` and gets back a
-# list of events; it never does I/O. Events are either things that happened
-# (``RequestReceived``, ``CancelRequested``, ``ResponseReceived``, …) or ``Send``: a
-# reply the machine produced itself (errors for bad input, ``initialize``, ``ping``,
-# ``logging/setLevel``), which the owner writes to the peer as it is.
+# list of events (_session_events.py); it never does I/O. Events are either things that
+# happened (``RequestReceived``, ``CancelRequested``, ``ResponseReceived``, …) or
+# ``Send``: a reply the machine produced itself (errors for bad input, ``initialize``,
+# ``ping``, ``logging/setLevel``), which the owner writes to the peer as it is.
 #
 # Phases (``PHASE_RULES`` below): before ``initialize`` only ``initialize`` and ``ping``
 # are served. After answering ``initialize`` the session is operating as far as the
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Final
 
 import attrs
 import orjson
@@ -52,7 +52,19 @@ from ._jsonrpc import (
     RequestId,
     Response,
 )
+from ._negotiated import Negotiated
 from ._revisions import SESSION_REVISIONS, Revision, negotiate
+from ._session_events import (
+    CancelRequested,
+    ErrorReceived,
+    Event,
+    Initialized,
+    NotificationReceived,
+    RequestReceived,
+    ResponseReceived,
+    RootsChanged,
+    Send,
+)
 
 __all__ = [
     "LOG_LEVELS",
@@ -126,101 +138,6 @@ _OUTGOING_GATES: Final[dict[str, tuple[str, ...]]] = {
     "elicitation/create": ("elicitation",),
     "roots/list": ("roots",),
 }
-
-
-@attrs.frozen
-class Negotiated:
-    """What a request is served under: the revision and what the client declared.
-
-    A session builds one at ``initialize``; a stateless request (2026-07-28) will build one
-    from its own ``_meta``. Handlers read it from their context, never from a session.
-    """
-
-    revision: Revision
-    client_capabilities: JSONObject = attrs.field(factory=dict)
-    client_info: JSONObject | None = None
-
-    def client_has(self, *path: str) -> bool:
-        """Return whether the client declared the capability at ``path``."""
-        node: Any = self.client_capabilities
-        for key in path:
-            if not isinstance(node, dict) or key not in node:
-                return False
-            node = node[key]
-        return node is not None and node is not False
-
-
-# --- events -------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Send:
-    """A reply the machine produced itself; write it to the peer unchanged."""
-
-    payload: JSONValue
-    #: the request it answers; None for a batch's array or an unreadable id
-    request_id: RequestId | None = None
-
-
-@attrs.frozen
-class RequestReceived:
-    """The peer asked for something; serve it and answer with ``respond``."""
-
-    request: Request
-    negotiated: Negotiated
-
-
-@attrs.frozen
-class NotificationReceived:
-    """The peer sent a notification the machine does not handle itself."""
-
-    notification: Notification
-
-
-@attrs.frozen
-class Initialized:
-    """The client sent ``notifications/initialized``: the session is fully operating."""
-
-
-@attrs.frozen
-class CancelRequested:
-    """The peer cancelled one of its in-flight requests."""
-
-    request_id: RequestId
-    reason: str | None
-
-
-@attrs.frozen
-class RootsChanged:
-    """The client's roots changed."""
-
-
-@attrs.frozen
-class ResponseReceived:
-    """The peer answered one of our requests."""
-
-    request_id: RequestId
-    result: JSONObject
-
-
-@attrs.frozen
-class ErrorReceived:
-    """The peer answered one of our requests with an error."""
-
-    request_id: RequestId
-    error: ErrorResponse
-
-
-Event = (
-    Send
-    | RequestReceived
-    | NotificationReceived
-    | Initialized
-    | CancelRequested
-    | RootsChanged
-    | ResponseReceived
-    | ErrorReceived
-)
 
 
 class _Batch:

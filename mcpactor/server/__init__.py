@@ -9,6 +9,8 @@ from ._context import Peer as Peer
 from ._context import SessionTaskHost as SessionTaskHost
 from ._execution import TaskMetadata as TaskMetadata
 from ._headers import Header as Header
+from ._headers import check_param_headers as check_param_headers
+from ._headers import check_standard_headers as check_standard_headers
 from ._registry import Catalog as Catalog
 from ._results import Audio as Audio
 from ._results import Image as Image
@@ -20,6 +22,7 @@ from ._rounds import InputRequired as InputRequired
 from ._rounds import Rounds as Rounds
 from ._server import Server as Server
 from ._server import ServerListener as ServerListener
+from ._stateless import called_tool as called_tool
 from ._tasks import TaskHost as TaskHost
 from ._tasks import TaskState as TaskState
 from ._tasks import encode_cursor as encode_cursor
@@ -56,6 +59,9 @@ __all__ = [
     "UriTemplateError",
     "adapt_content",
     "adapt_tool_result",
+    "called_tool",
+    "check_param_headers",
+    "check_standard_headers",
     "encode_cursor",
     "error_result",
     "failure_message",

@@ -10,7 +10,7 @@ import trio
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
 from ..protocol import RequestId, error_message
-from ..runtime._metrics import METRICS
+from ..runtime import METRICS
 from . import _sse
 
 __all__ = [

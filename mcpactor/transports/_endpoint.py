@@ -9,7 +9,7 @@ from typing import Protocol
 
 from ..auth import AuthError, InsufficientScope, ResourceServer
 from ..protocol import RequestId
-from ..runtime._stateless import StatelessHost
+from ..runtime import StatelessHost
 from ..runtime.http import SessionManager
 from ._asgi import Send
 from ._http_options import HttpOptions

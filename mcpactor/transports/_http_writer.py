@@ -24,7 +24,7 @@ from typing import Final
 
 import trio
 
-from ..runtime._metrics import METRICS
+from ..runtime import METRICS
 from ..runtime.http import Attachment, HttpSession, Item
 from . import _sse
 from ._asgi import Receive, Send, cancel_on_disconnect, reply, send_body, start_sse

@@ -25,8 +25,7 @@ import trio
 
 from .._exceptions import ProtocolError, RemoteProtocolError
 from ..protocol import FrameTooLong, JSONValue, LineFramer, decode, describe, encode
-from ..runtime import Outbound, Outbox
-from ..runtime._metrics import METRICS
+from ..runtime import METRICS, Outbound, Outbox
 
 __all__ = ["NonBlockingWriter", "WriteThrough", "read_frames", "write_frames"]
 

@@ -24,17 +24,23 @@ import trio
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 from ..auth import INSUFFICIENT_SCOPE_CODE, InsufficientScope
-from ..protocol import Batch, Body, JSONObject, Notification, Request, describe, serialize
-from ..protocol._envelope import (
+from ..protocol import (
     HEADER_MISMATCH,
     MISSING_CLIENT_CAPABILITY,
     PROTOCOL_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
+    Batch,
+    Body,
+    Envelope,
     EnvelopeError,
+    JSONObject,
+    Notification,
+    Request,
+    describe,
+    serialize,
 )
-from ..runtime._stateless import StatelessHost
-from ..server._headers import check_param_headers, check_standard_headers
-from ..server._stateless import called_tool
+from ..runtime import StatelessHost
+from ..server import called_tool, check_param_headers, check_standard_headers
 from . import _sse
 from ._asgi import (
     Headers,
@@ -83,14 +89,11 @@ async def serve_stateless_post(
             send, 400, INVALID_REQUEST, f"the body must be a single JSON-RPC request, not {what}"
         )
         return
-    assert isinstance(body, Request)
-    request = body
+    request: Request = body  # type: ignore[assignment]
     host = app.stateless
     cors = app.cors(headers)
     try:
-        _check_version_header(request, headers)
-        envelope = host.envelope(request)
-        _check_headers(host, request, headers)
+        envelope = _read_envelope(host, request, headers)
     except EnvelopeError as exc:
         await reply(send, exc.http_status, orjson.dumps(exc.to_response()), cors)
         return
@@ -99,31 +102,6 @@ async def serve_stateless_post(
         if refusal is not None:
             await app.refuse(send, headers, refusal, request.id)
             return
-    limit = app.options.max_body_bytes
-    stream = app.options.response_mode != "json" and accepts(
-        headers.get("accept"), json=False, event_stream=True
-    )
-    # Whether the SSE response has started (a list: the closures below set it).
-    started = [False]
-
-    async def emit(message: JSONObject) -> None:
-        if not stream:
-            # This client takes one JSON document: what comes before it is dropped.
-            return
-        data = serialize(message, limit)
-        if data is None:
-            return
-        if not started[0]:
-            await start_sse(send, cors)
-            started[0] = True
-        await send_body(send, _sse.message_event(data))
-
-    async def keepalive() -> None:
-        if not started[0]:
-            await start_sse(send, cors)
-            started[0] = True
-        await send_body(send, _KEEPALIVE)
-
     counted = counted_client(client)
     shares = app.stateless_shares
     if counted is not None and not shares.take(counted):
@@ -133,6 +111,11 @@ async def serve_stateless_post(
         )
         await reply(send, 503, error_body(INTERNAL_ERROR, why, request.id), cors)
         return
+    limit = app.options.max_body_bytes
+    stream = app.options.response_mode != "json" and accepts(
+        headers.get("accept"), json=False, event_stream=True
+    )
+    events = _Events(send, cors, limit) if stream else None
     # The client leaving cancels the request, and nothing more is sent for it. Served in
     # this task, unwatched: only a request still running a moment later gets a watch.
     scope = trio.CancelScope()
@@ -140,10 +123,10 @@ async def serve_stateless_post(
     try:
         answer = await host.serve(
             request,
-            emit,
+            events.emit if events is not None else _drop,
             envelope=envelope,
             principal=principal,
-            keepalive=keepalive if stream else None,
+            keepalive=events.keepalive if events is not None else None,
             scope=scope,
         )
     finally:
@@ -153,23 +136,62 @@ async def serve_stateless_post(
     if answer is None:
         return
     data = serialize(answer, limit) or b""
-    if started[0]:
+    if events is not None and events.started:
         await send(
-            {
-                "type": "http.response.body",
-                "body": _sse.message_event(data),
-                "more_body": False,
-            }
+            {"type": "http.response.body", "body": _sse.message_event(data), "more_body": False}
         )
         return
+    # The JSON answer: one document, its HTTP status read from its error.
     error = answer.get("error")
-    status = _STATUS.get(error.get("code"), 200) if type(error) is dict else 200  # type: ignore[arg-type]
-    if type(error) is dict and error.get("code") == INSUFFICIENT_SCOPE_CODE:
+    status = 200
+    if type(error) is dict:
+        status, cors = _error_status(app, error, data, cors)
+    await reply(send, status, data, cors)
+
+
+class _Events:
+    # The SSE answer: the notifications a handler makes before its answer, each an event
+    # without an id (nothing is resumable); the response starts with the first of them.
+    __slots__ = ("_cors", "_limit", "_send", "started")
+
+    def __init__(self, send: Send, cors: list[tuple[bytes, bytes]], limit: int) -> None:
+        self._send = send
+        self._cors = cors
+        self._limit = limit
+        self.started = False
+
+    async def emit(self, message: JSONObject) -> None:
+        data = serialize(message, self._limit)
+        if data is None:
+            return
+        if not self.started:
+            await start_sse(self._send, self._cors)
+            self.started = True
+        await send_body(self._send, _sse.message_event(data))
+
+    async def keepalive(self) -> None:
+        if not self.started:
+            await start_sse(self._send, self._cors)
+            self.started = True
+        await send_body(self._send, _KEEPALIVE)
+
+
+async def _drop(message: JSONObject) -> None:
+    # A client that takes one JSON document: what comes before it is dropped.
+    pass
+
+
+def _error_status(
+    app: Endpoint, error: JSONObject, data: bytes, cors: list[tuple[bytes, bytes]]
+) -> tuple[int, list[tuple[bytes, bytes]]]:
+    # An error answered before anything was streamed: its status, and the headers with a
+    # step-up challenge when a token lacked the scopes a call needs.
+    code = error.get("code")
+    if code == INSUFFICIENT_SCOPE_CODE:
         challenge = app.step_up(data)
         if challenge is not None:
-            status = 403
-            cors = [*cors, *challenge]
-    await reply(send, status, data, cors)
+            return 403, [*cors, *challenge]
+    return _STATUS.get(code, 200), cors  # type: ignore[arg-type]
 
 
 # The methods whose target may need scopes of its own, and the param that names it.
@@ -177,7 +199,7 @@ _NAMED: Final = {"tools/call": "name", "resources/read": "uri", "prompts/get": "
 
 
 def _scope_refusal(app: Endpoint, principal: object, request: Request) -> InsufficientScope | None:
-    # The target Mcp-Name names: _check_headers has found it equal to the body's (after
+    # The target Mcp-Name names: _read_envelope has found it equal to the body's (after
     # decoding a base64 value), so the body's is read.
     key = _NAMED.get(request.method)
     params = request.params
@@ -233,8 +255,11 @@ class _AnyCase(Mapping[str, str]):
         return len(self._headers)
 
 
-def _check_headers(host: StatelessHost, request: Request, headers: Mapping[str, str]) -> None:
-    # The headers must say what the body says (-32020 on any difference).
+def _read_envelope(host: StatelessHost, request: Request, headers: Mapping[str, str]) -> Envelope:
+    # The request's envelope; the headers must say what the body says (-32020 on any
+    # difference).
+    _check_version_header(request, headers)
+    envelope = host.envelope(request)
     headers = _AnyCase(headers)
     params = request.params
     try:
@@ -250,3 +275,4 @@ def _check_headers(host: StatelessHost, request: Request, headers: Mapping[str, 
     except EnvelopeError as exc:
         exc.request_id = request.id
         raise
+    return envelope

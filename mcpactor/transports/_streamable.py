@@ -24,15 +24,14 @@ from ..protocol import (
     Batch,
     Body,
     Request,
-    RequestId,
     batch_refusal,
     classify_body,
     decode,
     describe,
+    has_envelope,
     owed_ids,
     unowed_errors,
 )
-from ..protocol._envelope import has_envelope
 from ..runtime.http import (
     DuplicateRequestId,
     HttpSession,
@@ -60,6 +59,8 @@ __all__ = ["serve_streamable"]
 
 # What a request without ``MCP-Protocol-Version`` speaks (the revision table says).
 _HEADERLESS_VERSION: Final = HEADERLESS_HTTP.version
+# What _body_version says of a POST of a revision without sessions (no revision's name).
+_STATELESS: Final = ""
 # The methods whose target may need scopes of its own, and the param that names it.
 _NAMED: Final = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
 
@@ -93,12 +94,27 @@ async def serve_streamable(
 
 
 async def _session(
-    app: Endpoint, headers: Mapping[str, str], principal: object
+    app: Endpoint,
+    headers: Mapping[str, str],
+    principal: object,
+    client: str | None = None,
+    new: bool = False,
 ) -> tuple[HttpSession | None, int, str]:
+    # The session a request is for: a ``new`` one (for a lone initialize, ``client``'s
+    # address held to its share) or the one its Mcp-Session-Id names; else the status
+    # and why.
+    manager = app.manager
+    if new:
+        try:
+            created = await manager.create(
+                SessionKind.STREAMABLE, principal=principal, client=counted_client(client)
+            )
+        except SessionLimitReached as exc:
+            return None, 503, str(exc)
+        return created, 200, ""
     session_id = headers.get("mcp-session-id")
     if session_id is None:
         return None, 400, "Mcp-Session-Id header required: only initialize may omit it"
-    manager = app.manager
     try:
         # With replicas, a session another replica opened is adopted here.
         session = await manager.find(session_id, principal)
@@ -123,7 +139,14 @@ async def _session(
     return session, 200, ""
 
 
-def _scope_refusal(app: Endpoint, principal: object, request: Request) -> InsufficientScope | None:
+def _scope_refusal(
+    app: Endpoint, principal: object, body: Body, kind: type
+) -> InsufficientScope | None:
+    # A call whose target needs scopes the token lacks: 403 before any session work (a
+    # batch is left to the dispatcher, which refuses item by item).
+    if kind is not Request:
+        return None
+    request: Request = body  # type: ignore[assignment]
     key = _NAMED.get(request.method)
     params = request.params
     if key is None or params is None:
@@ -162,107 +185,51 @@ async def _post(
 ) -> None:
     options = app.options
     json_only = options.response_mode == "json"
-    if not accepts(headers.get("accept"), json=True, event_stream=not json_only):
-        wanted = "application/json" if json_only else "application/json and text/event-stream"
-        await reply_error(send, 406, INVALID_REQUEST, f"the Accept header must list {wanted}")
-        return
-    content_type = headers.get("content-type", "")
-    if content_type.split(";", 1)[0].strip().lower() != "application/json":
-        await reply_error(send, 415, INVALID_REQUEST, "the Content-Type must be application/json")
+    refusal = _framing_refusal(headers, json_only)
+    if refusal is not None:
+        await reply_error(send, refusal[0], INVALID_REQUEST, refusal[1])
         return
     raw = await read_body(receive, options.max_body_bytes, headers)
     if raw is None:
-        await reply_error(
-            send,
-            413,
-            INVALID_REQUEST,
-            f"the body exceeds {options.max_body_bytes} bytes",
-            # The rest of the body is not read: the connection cannot go on.
-            close=True,
-        )
+        # The rest of the body is not read: the connection cannot go on.
+        why = f"the body exceeds {options.max_body_bytes} bytes"
+        await reply_error(send, 413, INVALID_REQUEST, why, close=True)
         return
-    try:
-        body = classify_body(decode(raw))
-    except RemoteProtocolError as exc:
-        # Not JSON, or nested deeper than the framer takes: the error names the
-        # request's id when one could be read.
-        await reply(send, 400, orjson.dumps(exc.to_response()))
-        return
+    body = _classified(raw)
     kind = type(body)
     if kind is RemoteProtocolError:
-        # One malformed message: nothing for a session to do.
-        assert isinstance(body, RemoteProtocolError)
-        await reply(send, 400, orjson.dumps(body.to_response()))
+        await reply(send, 400, orjson.dumps(body.to_response()))  # type: ignore[union-attr]
         return
-    named = headers.get("mcp-protocol-version")
-    if named is not None:
-        named = named.strip()
-    row = REVISIONS.get(named) if named is not None else None
-    if (
-        row is None
-        # No revision we know, yet the body carries an envelope: the stateless revision's
-        # own errors say what is wrong (an unknown version, a missing header).
-        and kind is Request
-        and has_envelope(body.params)  # type: ignore[union-attr]
-    ) or (row is not None and not row.sessions):
+    version = _body_version(headers, body, kind)
+    if version == _STATELESS:
         await serve_stateless_post(app, receive, send, headers, principal, body, client)
         return
-    request_ids = owed_ids(body)
-    if kind is Batch:
-        assert isinstance(body, Batch)
-        initialize = body.initialize
-    else:
-        initialize = kind is Request and body.method == "initialize"  # type: ignore[union-attr]
-    # What _header_version says, from the header already read: past the branch above
-    # a revision we know is one with sessions.
-    version = _HEADERLESS_VERSION if named is None else named if row is not None else None
-    if version is None and not initialize:
+    if version is None and not _initializes(body, kind):
         await _unsupported_version(send, headers)
         return
-    if kind is Request and app.resource_server is not None:
-        # A call whose target needs scopes the token lacks: 403 before any session work
-        # (a batch is left to the dispatcher, which refuses item by item).
-        assert isinstance(body, Request)
-        denied = _scope_refusal(app, principal, body)
+    if app.resource_server is not None:
+        denied = _scope_refusal(app, principal, body, kind)
         if denied is not None:
-            await app.refuse(send, headers, denied, body.id)
+            await app.refuse(send, headers, denied, body.id)  # type: ignore[union-attr]
             return
     if options.stateless:
-        await _post_stateless(
-            app, receive, send, headers, principal, body, request_ids, initialize, version, client
-        )
+        await _post_stateless(app, receive, send, headers, principal, body, version, client)
         return
-    new_session = False
-    if initialize and kind is not Batch and "mcp-session-id" not in headers:
-        try:
-            session = await app.manager.create(
-                SessionKind.STREAMABLE, principal=principal, client=counted_client(client)
-            )
-        except SessionLimitReached as exc:
-            await reply_error(send, 503, INTERNAL_ERROR, str(exc))
-            return
-        new_session = True
-    else:
-        found, status, why = await _session(app, headers, principal)
-        if found is None:
-            await _refuse(send, status, why)
-            return
-        session = found
-    if kind is Batch:
-        assert isinstance(body, Batch)
-        refusal = batch_refusal(body, session.revision)
-        if refusal is not None:
-            await reply_error(send, 400, INVALID_REQUEST, refusal)
-            return
+    # A lone initialize without a session id opens a session; anything else names one.
+    new_session = (
+        "mcp-session-id" not in headers and kind is not Batch and _initializes(body, kind)
+    )
+    session, status, why = await _session(app, headers, principal, client, new_session)
+    if session is None:
+        await _refuse(send, status, why)
+        return
+    refused = batch_refusal(body, session.revision) if kind is Batch else None  # type: ignore[arg-type]
+    if refused is not None:
+        await reply_error(send, 400, INVALID_REQUEST, refused)
+        return
+    request_ids = owed_ids(body)
     if not request_ids:
-        rest, errors = unowed_errors(body)
-        if rest is not None and not await session.feed(rest):
-            await reply_error(send, 404, INVALID_REQUEST, "session not found")
-            return
-        if errors:
-            await _reply_errors(send, errors)
-            return
-        await reply(send, 202, b"", content_type=None)
+        await _accept_unowed(send, session, body)
         return
     try:
         attachment = await session.post(body, request_ids, sse=options.response_mode == "sse")
@@ -274,13 +241,7 @@ async def _post(
         return
     extra = app.cors(headers)
     if new_session:
-        if session.opened:
-            assert session.id is not None
-            extra.append((b"mcp-session-id", session.id.encode()))
-        else:
-            # initialize was refused (bad params, or the session could not be recorded):
-            # its error goes out, and nothing else of the session stays or counts.
-            app.manager.close_session(session, everywhere=False)
+        _introduce(app, session, extra)
     await write_stream(
         receive,
         send,
@@ -294,6 +255,77 @@ async def _post(
     )
 
 
+def _classified(raw: bytes) -> Body:
+    # The body, classified: a RemoteProtocolError for one malformed message, or for a
+    # body that is not JSON or nests deeper than the framer takes (naming the request's
+    # id when one could be read).
+    try:
+        return classify_body(decode(raw))
+    except RemoteProtocolError as exc:
+        return exc
+
+
+def _framing_refusal(headers: Mapping[str, str], json_only: bool) -> tuple[int, str] | None:
+    # A POST's Accept and Content-Type, checked before its body is read.
+    if not accepts(headers.get("accept"), json=True, event_stream=not json_only):
+        wanted = "application/json" if json_only else "application/json and text/event-stream"
+        return 406, f"the Accept header must list {wanted}"
+    content_type = headers.get("content-type", "")
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        return 415, "the Content-Type must be application/json"
+    return None
+
+
+def _body_version(headers: Mapping[str, str], body: Body, kind: type) -> str | None:
+    # The session-era revision the POST speaks (None: one we do not speak), or _STATELESS
+    # when it is one of a revision without sessions: the header's, or none we know while
+    # the body carries an envelope (so the stateless revision's own errors say what is
+    # wrong: an unknown version, a missing header).
+    named = headers.get("mcp-protocol-version")
+    if named is None:
+        if kind is Request and has_envelope(body.params):  # type: ignore[union-attr]
+            return _STATELESS
+        return _HEADERLESS_VERSION
+    named = named.strip()
+    row = REVISIONS.get(named)
+    if row is None:
+        if kind is Request and has_envelope(body.params):  # type: ignore[union-attr]
+            return _STATELESS
+        return None
+    return named if row.sessions else _STATELESS
+
+
+def _initializes(body: Body, kind: type) -> bool:
+    # Whether the body is, or (a batch) holds, an initialize request.
+    if kind is Batch:
+        return body.initialize  # type: ignore[union-attr]
+    return kind is Request and body.method == "initialize"  # type: ignore[union-attr]
+
+
+def _introduce(app: Endpoint, session: HttpSession, extra: list[tuple[bytes, bytes]]) -> None:
+    # The answer to the initialize that opened ``session``: it names the session, or,
+    # refused (bad params, or the session could not be recorded), its error goes out
+    # and nothing else of the session stays or counts.
+    if session.opened:
+        assert session.id is not None
+        extra.append((b"mcp-session-id", session.id.encode()))
+    else:
+        app.manager.close_session(session, everywhere=False)
+
+
+async def _accept_unowed(send: Send, session: HttpSession, body: Body) -> None:
+    # A body that owes no answer by id (notifications, responses): the session hears what
+    # is well formed, and malformed items get their errors.
+    rest, errors = unowed_errors(body)
+    if rest is not None and not await session.feed(rest):
+        await reply_error(send, 404, INVALID_REQUEST, "session not found")
+        return
+    if errors:
+        await _reply_errors(send, errors)
+        return
+    await reply(send, 202, b"", content_type=None)
+
+
 async def _post_stateless(
     app: Endpoint,
     receive: Receive,
@@ -301,12 +333,12 @@ async def _post_stateless(
     headers: Headers,
     principal: object,
     body: Body,
-    request_ids: tuple[RequestId, ...],
-    initialize: bool,
     version: str | None,
     client: str | None,
 ) -> None:
+    initialize = _initializes(body, type(body))
     assert version is not None or initialize
+    request_ids = owed_ids(body)
     if type(body) is Batch:
         refusal = batch_refusal(body, REVISIONS[version] if version is not None else None)
         if refusal is not None:

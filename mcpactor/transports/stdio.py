@@ -29,11 +29,12 @@ from ..runtime import (
     Outbox,
     SessionActor,
     SessionOptions,
+    StatelessHost,
+    StatelessOptions,
     collect_when_quiet,
+    observed,
     settle_heap,
 )
-from ..runtime._snapshot import observed
-from ..runtime._stateless import StatelessHost, StatelessOptions
 from ..server import Server
 from ._pump import WriteThrough, read_frames, write_frames
 from ._stdio_stateless import PipeRouter

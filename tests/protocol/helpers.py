@@ -10,7 +10,7 @@ from mcpactor.protocol import (
     Send,
     ServerSession,
 )
-from mcpactor.protocol._session import Event
+from mcpactor.protocol._session_events import Event
 from tests.spec_schema import check_server_message
 
 #: the session revisions, oldest first
