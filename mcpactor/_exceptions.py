@@ -79,12 +79,6 @@ class ProtocolError(MCPActorError):
             error["data"] = self.data
         return error
 
-    def to_response(self) -> dict[str, Any]:
-        """Return the JSON-RPC error response for this failure, naming its request if known."""
-        if self.request_id is None:
-            return {"jsonrpc": "2.0", "error": self.to_error()}
-        return {"jsonrpc": "2.0", "id": self.request_id, "error": self.to_error()}
-
 
 class LocalProtocolError(ProtocolError):
     """We were about to send something the protocol forbids (our bug or a handler's)."""

@@ -36,6 +36,7 @@ from ..protocol import (
     Response,
     classify_body,
     decode,
+    error_message_for,
     owed_ids,
     serialize,
 )
@@ -257,7 +258,7 @@ class MessageFront:
 
     async def _refuse(self, body: Body, owed: tuple[RequestId, ...], failure: Failure) -> None:
         if type(body) is RemoteProtocolError and not owed:
-            await self._to_client(_frame(body.to_response()))
+            await self._to_client(_frame(error_message_for(body)))
             return
         await self._answer(owed, failure)
 
@@ -363,7 +364,7 @@ async def _take(
         await front.from_client(frame)
     else:
         assert isinstance(frame, FrameTooLong)
-        await send.send(_frame(frame.to_exception().to_response()))
+        await send.send(_frame(error_message_for(frame.to_exception())))
 
 
 async def _write_lines(

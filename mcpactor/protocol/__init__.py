@@ -87,6 +87,7 @@ from ._jsonrpc import RequestId as RequestId
 from ._jsonrpc import Response as Response
 from ._jsonrpc import classify as classify
 from ._jsonrpc import error_message as error_message
+from ._jsonrpc import error_message_for as error_message_for
 from ._jsonrpc import result_message as result_message
 from ._listen import MAX_RESOURCE_SUBSCRIPTIONS as MAX_RESOURCE_SUBSCRIPTIONS
 from ._listen import MAX_SUBSCRIPTION_BYTES as MAX_SUBSCRIPTION_BYTES
@@ -238,6 +239,7 @@ __all__ = [
     "batch_refusal",
     "classify",
     "error_message",
+    "error_message_for",
     "result_message",
     "classify_body",
     "client_lacks",

@@ -22,7 +22,7 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 
-from .._exceptions import INVALID_PARAMS, INVALID_REQUEST, RemoteProtocolError
+from .._exceptions import INVALID_PARAMS, INVALID_REQUEST, ProtocolError, RemoteProtocolError
 from ._bounded import describe
 
 __all__ = [
@@ -126,6 +126,11 @@ def error_message(
     if request_id is None:
         return {"jsonrpc": _VERSION, "error": error}
     return {"jsonrpc": _VERSION, "id": request_id, "error": error}
+
+
+def error_message_for(exc: ProtocolError) -> JSONObject:
+    """The error response owed for ``exc``, naming its request when one could be read."""
+    return error_message(exc.request_id, exc.code, exc.message, exc.data)
 
 
 def error_response(request_id: RequestId | None, exc: Any) -> ErrorResponse:

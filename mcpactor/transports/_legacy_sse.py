@@ -13,7 +13,7 @@ import urllib.parse
 import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
-from ..protocol import decode
+from ..protocol import decode, error_message_for
 from ..runtime.http import SessionKind, SessionLimitReached
 from . import _sse
 from ._asgi import Headers, Receive, Scope, Send, client_address, read_body, reply, reply_error
@@ -100,7 +100,7 @@ async def serve_legacy_post(
     try:
         value = decode(body)
     except RemoteProtocolError as exc:
-        await reply(send, 400, orjson.dumps(exc.to_response()))
+        await reply(send, 400, orjson.dumps(error_message_for(exc)))
         return
     if not await session.feed(value):
         await reply_error(send, 404, INVALID_REQUEST, "session not found")

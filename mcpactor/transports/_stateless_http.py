@@ -37,6 +37,7 @@ from ..protocol import (
     Notification,
     Request,
     describe,
+    error_message_for,
     serialize,
 )
 from ..runtime import StatelessHost
@@ -95,7 +96,7 @@ async def serve_stateless_post(
     try:
         envelope = _read_envelope(host, request, headers)
     except EnvelopeError as exc:
-        await reply(send, exc.http_status, orjson.dumps(exc.to_response()), cors)
+        await reply(send, exc.http_status, orjson.dumps(error_message_for(exc)), cors)
         return
     if app.resource_server is not None:
         refusal = _scope_refusal(app, principal, request)

@@ -28,6 +28,7 @@ from ..protocol import (
     classify_body,
     decode,
     describe,
+    error_message_for,
     has_envelope,
     owed_ids,
     unowed_errors,
@@ -198,7 +199,7 @@ async def _post(
     body = _classified(raw)
     kind = type(body)
     if kind is RemoteProtocolError:
-        await reply(send, 400, orjson.dumps(body.to_response()))  # type: ignore[union-attr]
+        await reply(send, 400, orjson.dumps(error_message_for(body)))  # type: ignore[arg-type]
         return
     version = _body_version(headers, body, kind)
     if version == _STATELESS:
@@ -446,7 +447,7 @@ async def _delete(app: Endpoint, send: Send, headers: Headers, principal: object
 async def _reply_errors(send: Send, errors: tuple[RemoteProtocolError, ...]) -> None:
     # A batch that owes no answer by id but its malformed items' errors: 400, as a lone
     # malformed message gets, with each error in the batch's order.
-    await reply(send, 400, orjson.dumps([error.to_response() for error in errors]))
+    await reply(send, 400, orjson.dumps([error_message_for(error) for error in errors]))
 
 
 async def _refuse(send: Send, status: int, why: str) -> None:

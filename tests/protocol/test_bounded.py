@@ -19,6 +19,7 @@ from mcpactor.protocol import (
     describe,
     describe_error,
     encode,
+    error_message_for,
     error_text,
     exceeds_depth,
     over_limit,
@@ -291,7 +292,7 @@ def test_over_limit_has_the_one_shape_of_every_limit() -> None:
         "data": {"limit": 10},
     }
     other = over_limit("busy", 3, code=-32603, request_id=7)
-    assert other.to_response() == {
+    assert error_message_for(other) == {
         "jsonrpc": "2.0",
         "id": 7,
         "error": {"code": -32603, "message": "busy", "data": {"limit": 3}},

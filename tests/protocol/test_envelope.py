@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcpactor.protocol import REVISIONS, Negotiated, Request
+from mcpactor.protocol import REVISIONS, Negotiated, Request, error_message_for
 from mcpactor.protocol._envelope import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES,
@@ -46,7 +46,7 @@ def refusal(req: Request, **kwargs: Any) -> EnvelopeError:
     assert error.http_status == 400
     assert error.request_id == 7
     # every refusal is a valid error response at the revision
-    check(error.to_response(), MODERN, "JSONRPCErrorResponse")
+    check(error_message_for(error), MODERN, "JSONRPCErrorResponse")
     return error
 
 
@@ -148,7 +148,7 @@ def test_an_unserved_version_names_what_is_served(version: str) -> None:
     error = refusal(request({"_meta": meta(**{PROTOCOL_VERSION: version})}))
     assert error.code == UNSUPPORTED_PROTOCOL_VERSION == -32022
     assert error.data == {"supported": list(ALL_VERSIONS), "requested": version}
-    check(error.to_response(), MODERN, "UnsupportedProtocolVersionError")
+    check(error_message_for(error), MODERN, "UnsupportedProtocolVersionError")
 
 
 def test_a_server_may_serve_fewer_revisions() -> None:
@@ -187,7 +187,7 @@ def test_a_method_that_needs_a_capability_refuses_a_client_without_it() -> None:
     error = refusal(request({"_meta": meta()}, "tools/call"), requires=requires)
     assert error.code == MISSING_CLIENT_CAPABILITY == -32021
     assert error.data == {"requiredCapabilities": {"elicitation": {}}}
-    check(error.to_response(), MODERN, "MissingRequiredClientCapabilityError")
+    check(error_message_for(error), MODERN, "MissingRequiredClientCapabilityError")
     caps = {"elicitation": {}}
     served = read_envelope(
         request({"_meta": meta(**{CLIENT_CAPABILITIES: caps})}, "tools/call"), requires=requires

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mcpactor._exceptions import CapabilityError, LocalProtocolError
-from mcpactor.protocol import REVISIONS, Negotiated
+from mcpactor.protocol import REVISIONS, Negotiated, error_message_for
 from mcpactor.protocol._envelope import EnvelopeError
 from mcpactor.protocol._mrtr import (
     INPUT_REQUIRED,
@@ -195,7 +195,7 @@ def test_only_kinds_the_client_declared_are_asked(
     error = info.value
     assert error.code == -32021
     assert error.data == {"requiredCapabilities": required}
-    check(error.to_response(), MODERN, "MissingRequiredClientCapabilityError")
+    check(error_message_for(error), MODERN, "MissingRequiredClientCapabilityError")
 
 
 def test_an_elicitation_capability_without_modes_is_form_mode() -> None:
@@ -255,4 +255,4 @@ def test_a_malformed_retry_is_invalid_params(params: dict[str, Any]) -> None:
     assert error.code == -32602
     assert error.http_status == 400
     assert len(error.message) < 700
-    check(error.to_response(), MODERN, "JSONRPCErrorResponse")
+    check(error_message_for(error), MODERN, "JSONRPCErrorResponse")

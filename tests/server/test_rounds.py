@@ -10,7 +10,7 @@ import pytest
 
 from mcpactor import RequestError
 from mcpactor._exceptions import CapabilityError, LocalProtocolError
-from mcpactor.protocol import Request
+from mcpactor.protocol import Request, error_message_for
 from mcpactor.protocol._envelope import SERVER_INFO, read_envelope
 from mcpactor.protocol._mrtr import elicitation_request, roots_request
 from mcpactor.protocol._sealing import KeyRing, SealingKey, StateRefused, StateSealer
@@ -224,7 +224,7 @@ async def test_only_what_the_client_declared_is_asked(
         )
     assert info.value.code == -32021
     assert info.value.data == {"requiredCapabilities": required}
-    check(info.value.to_response(), MODERN, "MissingRequiredClientCapabilityError")
+    check(error_message_for(info.value), MODERN, "MissingRequiredClientCapabilityError")
 
 
 async def test_sampling_is_asked_as_a_create_message_request() -> None:
