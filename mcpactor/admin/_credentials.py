@@ -75,7 +75,7 @@ class Credentials:
 
     async def check(self) -> Response | None:
         """None if the request may go on, else the refusal (or the way to the form)."""
-        if request.path in ("/login", "/static/style.css"):
+        if request.path in ("/login", "/static/style.css", "/favicon.ico"):
             return None
         how = self._by_token_or_cookie()
         if how is None:

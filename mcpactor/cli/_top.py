@@ -141,7 +141,12 @@ def _request_line(request: dict[str, Any]) -> str:
         label += " " + _text(request["name"], 40)
     parts = [f"request #{_text(request.get('id'), 20)}", label, _age(request.get("age"))]
     if request.get("progress") is not None:
-        parts.append(f"progress {_text(request['progress'], 12)}")
+        progress = f"progress {_text(request['progress'], 12)}"
+        if request.get("total") is not None:
+            progress += f" of {_text(request['total'], 12)}"
+        parts.append(progress)
+    if request.get("message"):
+        parts.append(_text(request["message"], 60))
     if request.get("deadline_in") is not None:
         parts.append(f"deadline in {_age(request['deadline_in'])}")
     if request.get("cancelled"):
@@ -158,15 +163,26 @@ def _task_line(task: dict[str, Any]) -> str:
 
 
 def _stream_line(stream: dict[str, Any]) -> str:
+    kind = "server messages (GET)" if stream.get("kind") == "GET" else "a response (POST)"
     parts = [
-        f"stream {_text(stream.get('kind'), 6)} {_text(stream.get('id'), 10)}",
-        "attached" if stream.get("attached") else "detached",
-        f"{_text(stream.get('pending'), 8)} owed",
-        f"{_text(stream.get('buffered'), 8)} buffered",
+        f"stream {_text(stream.get('id'), 10)}: {kind}",
+        "connected" if stream.get("attached") else "waiting for its client",
     ]
-    if stream.get("last_event_id"):
-        parts.append(f"last {_text(stream['last_event_id'], 20)}")
+    if stream.get("pending"):
+        parts.append(f"{_text(stream['pending'], 8)} answers to come")
+    if stream.get("buffered"):
+        parts.append(f"{_text(stream['buffered'], 8)} queued")
     return "  ".join(parts)
+
+
+def _opened(stream: dict[str, Any]) -> bool:
+    # The GET stream of a client that never asked for it is not shown.
+    return bool(
+        stream.get("attached")
+        or stream.get("pending")
+        or stream.get("buffered")
+        or stream.get("last_event_id")
+    )
 
 
 def _branches(lines: list[str]) -> Iterator[str]:
@@ -209,12 +225,16 @@ def render(tree: dict[str, Any], *, width: int = 100, color: bool = False) -> st
             f"  {_text(session.get('id'), 14):<14} {_text(session.get('transport'), 16):<16} "
             f"{_text(session.get('state'), 8):<8} {_text(session.get('client') or '-', 24):<24} "
             f"{_text(session.get('revision') or '-', 10):<10} age {_age(session.get('age'))}"
-            + (f" idle {_age(session['idle'])}" if session.get("idle") is not None else "")
+            + (
+                f" idle {_age(session['idle'])}"
+                if session.get("idle") is not None and not session.get("requests")
+                else ""
+            )
             + (f"  {_text(session['principal'], 40)}" if session.get("principal") else "")
         )
         children = [_request_line(r) for r in session.get("requests", [])]
         children += [_task_line(t) for t in session.get("tasks", [])]
-        children += [_stream_line(s) for s in session.get("streams", [])]
+        children += [_stream_line(s) for s in session.get("streams", []) if _opened(s)]
         more = session.get("more", {})
         hidden = sum(v for v in more.values() if isinstance(v, int))
         if hidden:

@@ -1,6 +1,12 @@
 // The live tree: snapshots over SSE (api/stream), drawn as a collapsible tree, and the
 // actions (cancel a request or a task, close a session) behind a confirmation.
 // Everything from the server is put in the page as text, never as markup.
+//
+// The page holds still: each snapshot patches the tree by key (a row, its buttons and
+// its text stay the same elements while what they show changes), and no snapshot is
+// drawn while a pointer is pressed or text in the page is selected; the last one waits
+// and is drawn when the press or the selection ends. So a button under a person's
+// pointer is the button they release on, however long they hold it.
 "use strict";
 
 const csrf = document.querySelector('meta[name="csrf"]').content;
@@ -12,12 +18,20 @@ const dialog = document.getElementById("confirm");
 const toggled = new Set();
 let source = null;
 let lastTree = null;
+// A snapshot that came while the page was held, drawn when it is let go.
+let waiting = null;
+let pressed = false;
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
   if (text !== undefined && text !== null) node.textContent = String(text);
   return node;
+}
+
+function setText(node, text) {
+  const value = text === undefined || text === null ? "" : String(text);
+  if (node.textContent !== value) node.textContent = value;
 }
 
 function age(seconds) {
@@ -30,6 +44,11 @@ function age(seconds) {
   return `${hours}h ${String(minutes % 60).padStart(2, "0")}m`;
 }
 
+function shorten(id, length = 12) {
+  const text = String(id);
+  return text.length > length + 2 ? text.slice(0, length) + "…" : text;
+}
+
 function slowThreshold() {
   const value = Number(filters.elements.slow_ms.value);
   return value > 0 ? value / 1000 : 5;
@@ -39,88 +58,213 @@ function isFolded(key) {
   return toggled.has(key);
 }
 
-// One tree node: a row (toggle, kind, title, badges, meta, age, buttons) and children.
-function node(key, { kind, title, badge, meta, seconds, slow, buttons, children, attrs }) {
+// --- holding still -------------------------------------------------------------------
+
+function selecting() {
+  const selection = document.getSelection();
+  return Boolean(selection && !selection.isCollapsed && selection.rangeCount > 0);
+}
+
+function held() {
+  return pressed || selecting();
+}
+
+function show(data) {
+  if (held()) {
+    waiting = data;
+    statusLine.className = "status paused";
+    statusLine.textContent = "held while you click or select";
+    return;
+  }
+  waiting = null;
+  statusLine.className = "status live";
+  statusLine.textContent = `live · ${new Date().toLocaleTimeString()}`;
+  render(data);
+}
+
+function letGo() {
+  // After the click this release makes has been dispatched, not before it.
+  setTimeout(() => {
+    if (waiting && !held()) show(waiting);
+  }, 0);
+}
+
+document.addEventListener("pointerdown", () => { pressed = true; }, true);
+document.addEventListener("pointerup", () => { pressed = false; letGo(); }, true);
+document.addEventListener("pointercancel", () => { pressed = false; letGo(); }, true);
+document.addEventListener("selectionchange", () => { if (!selecting()) letGo(); });
+
+// --- the tree, patched by key ----------------------------------------------------------
+//
+// A spec says what one node shows: {key, kind, title, badge, meta, seconds, slow,
+// buttons, children, attrs, section, tip} or {key, more}. patchList makes a list's items
+// match the specs, reusing the item of each key.
+
+function patchList(list, specs) {
+  const existing = new Map();
+  for (const child of list.children) existing.set(child.dataset.key, child);
+  specs.forEach((spec, index) => {
+    let item = existing.get(spec.key);
+    existing.delete(spec.key);
+    if (!item) item = spec.more === undefined ? newItem(spec.key) : el("li", "more");
+    item.dataset.key = spec.key;
+    if (spec.more !== undefined) setText(item, spec.more);
+    else patchItem(item, spec);
+    if (list.children[index] !== item) list.insertBefore(item, list.children[index] || null);
+  });
+  for (const gone of existing.values()) gone.remove();
+}
+
+function newItem(key) {
   const item = el("li");
   const row = el("div", "node");
-  if (attrs) for (const [name, value] of Object.entries(attrs)) row.setAttribute(name, value);
-  const hasChildren = children && children.length > 0;
-  const toggle = el("span", "toggle", hasChildren ? (isFolded(key) ? "▸" : "▾") : "·");
+  const toggle = el("span", "toggle");
+  toggle.addEventListener("click", () => {
+    if (!toggle.classList.contains("can-fold")) return;
+    const own = item.dataset.key;
+    if (toggled.has(own)) toggled.delete(own);
+    else toggled.add(own);
+    if (lastTree) render(lastTree);
+  });
+  row.append(
+    toggle, el("span", "kind"), el("span", "title"), el("span", "badge"),
+    el("span", "metas"), el("span", "spacer"), el("span", "age"), el("span", "buttons"),
+  );
+  item.dataset.key = key;
+  item.append(row);
+  return item;
+}
+
+function patchItem(item, spec) {
+  const row = item.firstChild;
+  const [toggle, kind, title, badge, metas, , ageBox, buttons] = row.children;
+  const hasChildren = Boolean(spec.children && spec.children.length);
+  const folded = hasChildren && isFolded(spec.key);
+  row.className = "node" + (spec.section ? " section" : "") + (spec.slow ? " slow" : "");
+  for (const [name, value] of Object.entries(spec.attrs || {})) {
+    if (row.getAttribute(name) !== value) row.setAttribute(name, value);
+  }
+  if (spec.tip) row.title = spec.tip;
+  toggle.classList.toggle("can-fold", hasChildren);
+  setText(toggle, hasChildren ? (folded ? "▸" : "▾") : "·");
   if (hasChildren) {
     toggle.setAttribute("role", "button");
     toggle.setAttribute("aria-label", "fold or unfold");
-    toggle.addEventListener("click", () => {
-      if (toggled.has(key)) toggled.delete(key);
-      else toggled.add(key);
-      if (lastTree) render(lastTree);
-    });
   }
-  row.append(toggle, el("span", "kind", kind), el("span", "title", title));
-  if (badge) row.append(el("span", `badge ${badge}`, badge.replace("_", " ")));
-  for (const part of meta || []) {
-    if (part instanceof Node) row.append(part);
-    else if (part) row.append(el("span", "meta", part));
+  setText(kind, spec.kind);
+  setText(title, spec.title);
+  badge.hidden = !spec.badge;
+  badge.className = spec.badge ? `badge ${spec.badge}` : "badge";
+  setText(badge, spec.badge ? spec.badge.replace("_", " ") : "");
+  patchMeta(metas, spec.meta || []);
+  setText(ageBox, spec.seconds === undefined ? "" : age(spec.seconds));
+  patchButtons(buttons, spec.buttons || []);
+  let list = item.children[1];
+  if (hasChildren && !folded) {
+    if (!list) item.append((list = el("ul")));
+    patchList(list, spec.children);
+  } else if (list) {
+    list.remove();
   }
-  row.append(el("span", "spacer"));
-  if (seconds !== undefined) row.append(el("span", "age", age(seconds)));
-  if (slow) row.classList.add("slow");
-  for (const button of buttons || []) row.append(button);
-  item.append(row);
-  if (hasChildren && !isFolded(key)) {
-    const list = el("ul");
-    list.append(...children);
-    item.append(list);
-  }
-  return item;
 }
 
-function section(key, title, children, meta) {
-  const item = node(key, { kind: "", title, meta, children });
-  item.firstChild.classList.add("section");
-  return item;
+// Meta parts are text or a progress value ({progress, total}); each keeps its element.
+function patchMeta(box, parts) {
+  const wanted = parts.filter((part) => part !== null && part !== undefined && part !== "");
+  while (box.children.length > wanted.length) box.lastChild.remove();
+  wanted.forEach((part, index) => {
+    const kind = typeof part === "object" ? "progress-wrap" : "meta";
+    let child = box.children[index];
+    if (!child || child.className !== kind) {
+      const made = kind === "meta" ? el("span", "meta") : progressBar();
+      if (child) child.replaceWith(made);
+      else box.append(made);
+      child = made;
+    }
+    if (kind === "meta") setText(child, part);
+    else patchProgress(child, part);
+  });
 }
 
-function more(count, what) {
-  const item = el("li", "more", `… and ${count} more ${what}`);
-  return item;
-}
-
-function progressBar(progress) {
+function progressBar() {
   const wrap = el("span", "progress-wrap");
   const bar = el("span", "progress");
-  const fill = el("i");
-  bar.append(fill);
-  if (progress === null || progress === undefined) {
-    bar.classList.add("unknown");
-    wrap.append(bar);
-    return wrap;
-  }
-  if (progress <= 1) fill.style.width = `${Math.max(2, progress * 100)}%`;
-  else bar.classList.add("unknown");
-  const text = el("span", "progress-text", progress <= 1 ? `${Math.round(progress * 100)}%` : progress);
-  text.setAttribute("data-progress", String(progress));
-  wrap.append(bar, text);
+  bar.append(el("i"));
+  wrap.append(bar, el("span", "progress-text"));
   return wrap;
 }
 
-function actionButton(label, title, text, action, body) {
-  const button = el("button", "danger", label);
-  button.type = "button";
-  button.addEventListener("click", () => confirmThen(title, text, () => act(action, body)));
-  return button;
+function patchProgress(wrap, { progress, total }) {
+  const [bar, text] = wrap.children;
+  const fill = bar.firstChild;
+  let fraction = null;
+  if (progress !== null && progress !== undefined) {
+    if (total) fraction = Math.min(1, progress / total);
+    else if (progress <= 1) fraction = progress;
+  }
+  bar.classList.toggle("unknown", fraction === null);
+  fill.style.width = fraction === null ? "" : `${Math.max(2, fraction * 100)}%`;
+  let shown = "";
+  if (progress !== null && progress !== undefined) {
+    if (total) shown = `${progress} of ${total}`;
+    else shown = progress <= 1 ? `${Math.round(progress * 100)}%` : `${progress}`;
+  }
+  setText(text, shown);
+  text.hidden = !shown;
+  if (progress === null || progress === undefined) text.removeAttribute("data-progress");
+  else text.setAttribute("data-progress", String(progress));
 }
 
-function requestNode(sessionId, request) {
+// A button keeps its element while its label stays; what it asks and does is read when
+// it is pressed, so a snapshot drawn meanwhile changes nothing under the pointer.
+function patchButtons(box, specs) {
+  while (box.children.length > specs.length) box.lastChild.remove();
+  specs.forEach((spec, index) => {
+    let button = box.children[index];
+    if (!button || button.textContent !== spec.label) {
+      const made = el("button", "danger", spec.label);
+      made.type = "button";
+      made.addEventListener("click", () => {
+        const { title, text, action, body } = made.action;
+        confirmThen(title, text, () => act(action, body));
+      });
+      if (button) button.replaceWith(made);
+      else box.append(made);
+      button = made;
+    }
+    button.action = spec;
+  });
+}
+
+function button(label, title, text, action, body) {
+  return { label, title, text, action, body };
+}
+
+// --- what each node shows ----------------------------------------------------------------
+
+function progressParts(item) {
+  const parts = [];
+  if (item.progress !== null && item.progress !== undefined) {
+    parts.push({ progress: item.progress, total: item.total ?? null });
+  }
+  if (item.message) parts.push(item.message);
+  return parts;
+}
+
+function requestNode(session, request) {
   const threshold = slowThreshold();
   const label = request.name ? `${request.method} ${request.name}` : request.method;
-  const meta = [`#${request.id}`, progressBar(request.progress)];
+  const meta = [`#${request.id}`, ...progressParts(request)];
   if (request.deadline_in !== null) meta.push(`deadline in ${age(request.deadline_in)}`);
+  const client = session.client || "an unnamed client";
   const buttons = request.cancelled
     ? []
-    : [actionButton("Cancel", "Cancel this request?",
-        `${label} (request ${request.id}) stops now; its client is answered with an error.`,
-        "cancel-request", { session: sessionId, request: request.id })];
-  return node(`request:${sessionId}:${request.id}`, {
+    : [button("Cancel", "Cancel this request?",
+        `${label} (request ${request.id} of ${client}, session ${shorten(session.id)}) ` +
+        "stops now; its client is answered with an error.",
+        "cancel-request", { session: session.id, request: request.id })];
+  return {
+    key: `request:${session.id}:${request.id}`,
     kind: "request",
     title: label,
     badge: request.cancelled ? "cancelled" : "running",
@@ -128,99 +272,155 @@ function requestNode(sessionId, request) {
     seconds: request.age,
     slow: request.age >= threshold,
     buttons,
-    attrs: { "data-request": String(request.id), "data-session": sessionId },
-  });
+    attrs: { "data-request": String(request.id), "data-session": session.id },
+  };
 }
 
-function taskNode(task) {
+function taskNode(task, session) {
   const meta = [];
-  if (task.ttl_left !== null) meta.push(`ttl ${age(task.ttl_left)} left`);
+  if (task.ttl_left !== null) meta.push(`kept ${age(task.ttl_left)} more`);
   if (task.message) meta.push(task.message);
   if (task.principal) meta.push(task.principal);
   const terminal = ["completed", "failed", "cancelled"].includes(task.status);
+  const where = session
+    ? ` of ${session.client || "an unnamed client"}, session ${shorten(session.id)}`
+    : task.principal ? ` of ${task.principal}` : "";
   const buttons = terminal
     ? []
-    : [actionButton("Cancel", "Cancel this task?",
-        `Task ${task.id} is cancelled as tasks/cancel would.`, "cancel-task", { task: task.id })];
-  return node(`task:${task.id}`, {
-    kind: "task", title: task.id.slice(0, 12) + "…", badge: task.status, meta,
-    seconds: task.age, buttons, attrs: { "data-task": task.id },
-  });
+    : [button("Cancel", "Cancel this task?",
+        `Task ${task.id}${where} is cancelled as tasks/cancel would.`,
+        "cancel-task", { task: task.id })];
+  return {
+    key: `task:${task.id}`,
+    kind: "task", title: shorten(task.id), badge: task.status, meta,
+    seconds: task.age, buttons, attrs: { "data-task": task.id }, tip: task.id,
+  };
+}
+
+// A stream the client never opened (the GET stream of a client that never asked for it)
+// is not shown at all; the others only when asked for.
+function streamOpened(stream) {
+  return stream.attached || stream.pending || stream.buffered || stream.last_event_id;
 }
 
 function streamNode(sessionId, stream) {
-  const meta = [
-    stream.attached ? "attached" : "detached",
-    `${stream.pending} owed`,
-    `${stream.buffered} buffered`,
-  ];
-  if (stream.last_event_id) meta.push(`last event ${stream.last_event_id}`);
-  return node(`stream:${sessionId}:${stream.id}`, {
-    kind: "stream", title: `${stream.kind} ${stream.id}`, meta,
-  });
+  const meta = [stream.attached ? "connected" : "waiting for its client to come back"];
+  if (stream.pending) meta.push(`${stream.pending} ${stream.pending === 1 ? "answer" : "answers"} to come`);
+  if (stream.buffered) meta.push(`${stream.buffered} queued to send`);
+  return {
+    key: `stream:${sessionId}:${stream.id}`,
+    kind: "stream",
+    title: stream.kind === "GET" ? "server messages (GET)" : "a response (POST)",
+    meta,
+    tip: stream.last_event_id ? `last event sent: ${stream.last_event_id}` : "",
+  };
 }
 
 function sessionNode(session) {
-  const children = session.requests.map((r) => requestNode(session.id, r));
-  if (session.more.requests) children.push(more(session.more.requests, "requests"));
-  children.push(...session.tasks.map(taskNode));
-  if (session.more.tasks) children.push(more(session.more.tasks, "tasks"));
-  children.push(...session.streams.map((s) => streamNode(session.id, s)));
-  if (session.more.streams) children.push(more(session.more.streams, "streams"));
+  const children = session.requests.map((r) => requestNode(session, r));
+  if (session.more.requests) {
+    children.push({ key: `more:requests:${session.id}`, more: `… and ${session.more.requests} more requests` });
+  }
+  children.push(...session.tasks.map((t) => taskNode(t, session)));
+  if (session.more.tasks) {
+    children.push({ key: `more:tasks:${session.id}`, more: `… and ${session.more.tasks} more tasks` });
+  }
+  if (filters.elements.streams.checked) {
+    children.push(...session.streams.filter(streamOpened).map((s) => streamNode(session.id, s)));
+    if (session.more.streams) {
+      children.push({ key: `more:streams:${session.id}`, more: `… and ${session.more.streams} more streams` });
+    }
+  }
   const meta = [session.transport, session.client || "unnamed client"];
   if (session.revision) meta.push(session.revision);
   if (session.principal) meta.push(session.principal);
-  if (session.idle !== null) meta.push(`idle ${age(session.idle)}`);
+  if (session.requests.length) {
+    meta.push(`${session.requests.length} running`);
+  } else if (session.idle !== null) {
+    meta.push(`idle for ${age(session.idle)}`);
+  }
   // Only HTTP sessions can be closed from here (they have an idle time).
   const buttons = session.idle === null || session.state === "closing"
     ? []
-    : [actionButton("Close", "Close this session?",
-        "Its requests get the grace period, then the session is gone; the client must start a new one.",
+    : [button("Close", "Close this session?",
+        `Session ${shorten(session.id)} of ${session.client || "an unnamed client"}: its requests ` +
+        "get the grace period, then the session is gone; the client must start a new one.",
         "close-session", { session: session.id })];
-  const shortId = session.id.length > 14 ? session.id.slice(0, 12) + "…" : session.id;
-  return node(`session:${session.id}`, {
-    kind: "session", title: shortId, badge: session.state, meta,
+  return {
+    key: `session:${session.id}`,
+    kind: "session", title: shorten(session.id), badge: session.state, meta,
     seconds: session.age, children, buttons, attrs: { "data-session-id": session.id },
-  });
+    tip: session.id,
+  };
 }
 
 function statelessNode(flight, listen) {
   const label = flight.name ? `${flight.method} ${flight.name}` : flight.method;
   const meta = [`#${flight.id}`];
-  if (!listen) meta.push(progressBar(flight.progress));
+  if (!listen) meta.push(...progressParts(flight));
   if (flight.principal) meta.push(flight.principal);
+  const who = flight.principal ? ` of ${flight.principal}` : "";
   const buttons = flight.cancelled
     ? []
-    : [actionButton(listen ? "End" : "Cancel", listen ? "End this listen stream?" : "Cancel this request?",
-        `${label} stops now; its client is answered with an error.`,
+    : [button(listen ? "End" : "Cancel", listen ? "End this listen stream?" : "Cancel this request?",
+        `${label} (request ${flight.id}${who}, no session) stops now; its client is answered with an error.`,
         "cancel-stateless", { key: flight.key })];
-  return node(`stateless:${flight.key}`, {
+  return {
+    key: `stateless:${flight.key}`,
     kind: listen ? "listen" : "request", title: label,
     badge: flight.cancelled ? "cancelled" : "running", meta, seconds: flight.age,
     slow: !listen && flight.age >= slowThreshold(), buttons,
     attrs: { "data-request": String(flight.id), "data-stateless": String(flight.key) },
+  };
+}
+
+function section(key, title, children, meta) {
+  return { key, kind: "", title, meta, children, section: true };
+}
+
+// The cards: a feature nobody uses (no listen streams, no worker processes, no tasks)
+// has no card.
+function cards(data) {
+  const counts = data.counts;
+  const workers = data.workers.busy + data.workers.idle;
+  return [
+    ["sessions", counts.sessions, true],
+    ["awake", counts.awake, true],
+    ["requests", counts.requests + counts.stateless, true],
+    ["tasks running", counts.tasks_running, counts.tasks_running || counts.tasks_stored],
+    ["streams", counts.streams, filters.elements.streams.checked],
+    ["connections", counts.connections, true],
+    ["listens", counts.listens, counts.listens],
+    ["workers busy", `${data.workers.busy}/${workers}`, workers || data.workers.started],
+  ].filter(([, , used]) => used);
+}
+
+function renderCounts(data) {
+  const box = document.getElementById("counts");
+  const existing = new Map();
+  for (const card of box.children) existing.set(card.dataset.key, card);
+  cards(data).forEach(([label, value], index) => {
+    let card = existing.get(label);
+    existing.delete(label);
+    if (!card) {
+      card = el("div", "count");
+      card.dataset.key = label;
+      card.append(el("b"), el("span", null, label));
+    }
+    setText(card.firstChild, value);
+    if (box.children[index] !== card) box.insertBefore(card, box.children[index] || null);
   });
+  for (const gone of existing.values()) gone.remove();
 }
 
 function render(data) {
   lastTree = data;
-  document.getElementById("replica").textContent =
-    `${data.replica.id} · pid ${data.replica.pid} · up ${age(data.replica.uptime)}`;
-  const counts = document.getElementById("counts");
-  counts.replaceChildren(...[
-    ["sessions", data.counts.sessions], ["awake", data.counts.awake],
-    ["requests", data.counts.requests + data.counts.stateless],
-    ["tasks running", data.counts.tasks_running], ["streams", data.counts.streams],
-    ["connections", data.counts.connections], ["listens", data.counts.listens],
-    ["workers busy", `${data.workers.busy}/${data.workers.busy + data.workers.idle}`],
-  ].map(([label, value]) => {
-    const box = el("div", "count");
-    box.append(el("b", null, value), el("span", null, label));
-    return box;
-  }));
-
+  setText(document.getElementById("replica"),
+    `${data.replica.id} · pid ${data.replica.pid} · up ${age(data.replica.uptime)}`);
+  renderCounts(data);
   const top = [];
-  top.push(section("plugins", "Servers", data.plugins.map((plugin) => node(`plugin:${plugin.name}`, {
+  const plugins = data.plugins.map((plugin) => ({
+    key: `plugin:${plugin.name}`,
     kind: "server", title: plugin.prefix ? `${plugin.name} (${plugin.prefix}_)` : plugin.name,
     badge: plugin.state,
     meta: [
@@ -230,21 +430,25 @@ function render(data) {
       plugin.max_concurrent ? `limit ${plugin.max_concurrent}` : null,
       plugin.error,
     ],
-  }))));
+  }));
+  top.push(section("plugins", "Servers", plugins));
   const sessions = data.sessions.items.map(sessionNode);
   const hidden = data.sessions.total - data.sessions.shown;
   if (hidden > 0) {
-    sessions.push(more(hidden, `sessions (${data.sessions.hidden_requests} requests in them)`));
+    sessions.push({
+      key: "more:sessions",
+      more: `… and ${hidden} more sessions (${data.sessions.hidden_requests} requests in them)`,
+    });
   }
   top.push(section("sessions", "Sessions", sessions, [`${data.sessions.total} listed of ${data.counts.sessions}`]));
   const stateless = [
     ...data.stateless.requests.map((f) => statelessNode(f, false)),
     ...data.stateless.listens.map((f) => statelessNode(f, true)),
   ];
-  if (data.stateless.more) stateless.push(more(data.stateless.more, "requests"));
+  if (data.stateless.more) stateless.push({ key: "more:stateless", more: `… and ${data.stateless.more} more requests` });
   if (stateless.length) top.push(section("stateless", "Stateless requests (2026-07-28)", stateless));
-  const tasks = data.tasks.items.map(taskNode);
-  if (data.tasks.more) tasks.push(more(data.tasks.more, "tasks"));
+  const tasks = data.tasks.items.map((t) => taskNode(t, null));
+  if (data.tasks.more) tasks.push({ key: "more:tasks", more: `… and ${data.tasks.more} more tasks` });
   if (tasks.length) top.push(section("tasks", "Tasks (tasks extension)", tasks));
   if (data.workers.started) {
     top.push(section("workers", "Worker processes", [], [
@@ -252,7 +456,7 @@ function render(data) {
       `${data.workers.started} started`, `${data.workers.killed} killed`,
     ]));
   }
-  tree.replaceChildren(...top);
+  patchList(tree, top);
   const filtered = ["tool", "client", "slow_ms"].some((name) => filters.elements[name].value);
   document.getElementById("empty").hidden = !(filtered && sessions.length === 0 && stateless.length === 0);
 }
@@ -273,6 +477,8 @@ async function refreshReplicas() {
 function renderReplicas(data) {
   const note = document.getElementById("replicas-note");
   const table = document.getElementById("replicas-table");
+  // One process has no replicas to list: the section is not shown at all.
+  document.getElementById("replicas").hidden = !data.shared;
   if (!data.shared) {
     note.textContent = "one process (no shared store)";
     table.hidden = true;
@@ -318,10 +524,8 @@ function connect() {
   const q = query();
   source = new EventSource(`api/stream?interval=0.5${q ? "&" + q : ""}`);
   source.addEventListener("tree", (event) => {
-    statusLine.className = "status live";
-    statusLine.textContent = `live · ${new Date().toLocaleTimeString()}`;
-    render(JSON.parse(event.data));
-    refreshReplicas();
+    show(JSON.parse(event.data));
+    if (!held()) refreshReplicas();
   });
   source.addEventListener("error", async () => {
     statusLine.className = "status down";
@@ -362,7 +566,11 @@ async function act(action, body) {
 }
 
 let typing = null;
-filters.addEventListener("input", () => {
+filters.addEventListener("input", (event) => {
+  if (event.target.name === "streams") {
+    if (lastTree) render(lastTree);
+    return;
+  }
   clearTimeout(typing);
   typing = setTimeout(connect, 300);
 });
