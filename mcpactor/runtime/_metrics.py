@@ -14,14 +14,19 @@
 # The module also holds the switches the request actors read on their way: a tracer
 # (OpenTelemetry, set by ``mcpactor.observability.enable_tracing``) and whether log
 # records want the request's ids (JSON logs). Both are off unless something turns them
-# on, and cost one attribute read each when off.
+# on, and cost one attribute read each when off. So does the history of requests that
+# ended (``_history.py``), which ``keep_history`` turns on for the admin page.
 
 from __future__ import annotations
 
 import contextvars
 from bisect import bisect_left
 from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from time import time as _now
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+if TYPE_CHECKING:
+    from ._history import History
 
 __all__ = [
     "BUCKETS",
@@ -138,6 +143,10 @@ class Metrics:
         self.tracer: RequestTracer | None = None
         #: set when log records want the request's ids (``LOG_CONTEXT``)
         self.log_context = False
+        #: the requests that ended lately; None: not kept (see ``keep_history``)
+        self.history: History | None = None
+        self._history_users = 0
+        self._log_context_before = False
         self._methods: set[str] = set()
         self._names: set[str] = set()
 
@@ -172,10 +181,12 @@ class Metrics:
         outcome: str,
         seconds: float,
         error: str | None = None,
+        detail: str | None = None,
     ) -> None:
         """Count one request that ended with ``outcome`` after ``seconds``.
 
-        ``error`` is the kind of error it was answered with, when it was.
+        ``error`` is the kind of error it was answered with, when it was, and ``detail``
+        its message, when the caller has it (the history shows it).
         """
         name: object = ""
         if method in _NAMED and params is not None:
@@ -194,6 +205,36 @@ class Metrics:
             self.errors[kind] = self.errors.get(kind, 0) + 1
         elif outcome == CANCELLED:
             self.cancelled("request")
+        history = self.history
+        if history is not None:
+            # One tuple: the rest is worked out when someone reads the history.
+            history.append(
+                (_now(), method, name, outcome, seconds, error, detail, LOG_CONTEXT.get())
+            )
+
+    def keep_history(self, size: int | None = None) -> History:
+        """Keep the requests that end from now on in a ring (``size`` of them at most).
+
+        Each request's ids come from ``LOG_CONTEXT``, which this turns on until the last
+        caller calls ``drop_history``. Asked again, it returns the ring already kept.
+        """
+        from ._history import DEFAULT_HISTORY, History
+
+        if self.history is None:
+            self.history = History(size or DEFAULT_HISTORY)
+            self._log_context_before = self.log_context
+            self.log_context = True
+        self._history_users += 1
+        return self.history
+
+    def drop_history(self) -> None:
+        """Undo one ``keep_history``: the last one stops keeping the history."""
+        if self._history_users == 0:
+            return
+        self._history_users -= 1
+        if self._history_users == 0:
+            self.history = None
+            self.log_context = self._log_context_before
 
     def _admit(self, method: str, name: object, outcome: str) -> list[float]:
         # The first request of its kind: the series of its labels (made if new).
