@@ -7,17 +7,22 @@ findable in ``/api/history`` after they ended, with their session, client, outco
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import shutil
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 import trio
 
-from mcpactor.client import connect_http
+from mcpactor.client import ClientSession, connect_http
 from mcpactor.runtime import METRICS, History
 
-from .harness import TOKEN, open_served
+from .harness import TOKEN, Served, open_served
 from .test_actions import _call_slow
+from .test_page_chromium import ARGS, ARTIFACTS, CHROMIUM
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -28,8 +33,35 @@ async def _history(admin: httpx.AsyncClient, **params: str) -> dict[str, Any]:
     return response.json()  # type: ignore[no-any-return]
 
 
-async def test_ended_requests_and_the_operators_cancel_stay_in_the_history() -> None:
+async def _end_three(
+    served: Served, admin: httpx.AsyncClient, client: ClientSession
+) -> tuple[str, Any]:
+    # An echo, a failing call and a slow call the operator cancels: (session, its id).
     outcome: dict[str, Any] = {}
+    tree = (await admin.get("api/tree", headers=AUTH)).json()
+    items = tree["sessions"]["items"]
+    (session,) = [s["id"] for s in items if s["client"] == "history client 2.0"]
+    await client.call_tool("echo", {"text": "hello"})
+    failed = await client.call_tool("fail", {"why": "the disk is full"})
+    assert failed["isError"] is True
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_call_slow, client, outcome)
+        with trio.fail_after(10):
+            await served.started.wait()
+        tree = await admin.get("api/tree", params={"tool": "slow"}, headers=AUTH)
+        (request,) = tree.json()["sessions"]["items"][0]["requests"]
+        response = await admin.post(
+            "api/actions/cancel-request",
+            json={"session": session, "request": request["id"]},
+            headers=AUTH,
+        )
+        assert response.json()["done"] is True
+    assert "error" in outcome
+    return session, request["id"]
+
+
+@contextlib.asynccontextmanager
+async def _served() -> AsyncIterator[tuple[Served, httpx.AsyncClient, ClientSession]]:
     async with (
         open_served() as served,
         httpx.AsyncClient(base_url=served.admin_url, timeout=10) as admin,
@@ -40,26 +72,13 @@ async def test_ended_requests_and_the_operators_cancel_stay_in_the_history() -> 
             client_info={"name": "history client", "version": "2.0"},
         ) as client,
     ):
-        tree = (await admin.get("api/tree", headers=AUTH)).json()
-        (session,) = [
-            s["id"] for s in tree["sessions"]["items"] if s["client"] == "history client 2.0"
-        ]
-        await client.call_tool("echo", {"text": "hello"})
-        failed = await client.call_tool("fail", {"why": "the disk is full"})
-        assert failed["isError"] is True
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_call_slow, client, outcome)
-            with trio.fail_after(10):
-                await served.started.wait()
-            tree = await admin.get("api/tree", params={"tool": "slow"}, headers=AUTH)
-            (request,) = tree.json()["sessions"]["items"][0]["requests"]
-            response = await admin.post(
-                "api/actions/cancel-request",
-                json={"session": session, "request": request["id"]},
-                headers=AUTH,
-            )
-            assert response.json()["done"] is True
-        assert "error" in outcome
+        yield served, admin, client
+
+
+async def test_ended_requests_and_the_operators_cancel_stay_in_the_history() -> None:
+    async with _served() as (served, admin, client):
+        session, request_id = await _end_three(served, admin, client)
+        request = {"id": request_id}
         mine = await _history(admin, find=session.lower())
         assert mine["kept"] is True
         by_name = {item["name"]: item for item in mine["items"] if item["method"] == "tools/call"}
@@ -123,3 +142,53 @@ def test_the_history_is_kept_while_someone_asks_for_it() -> None:
     assert METRICS.log_context is before
     with pytest.raises(ValueError, match="at least one"):
         History(0)
+
+
+def _open_link(admin_url: str, link: str, seen: dict[str, Any]) -> None:
+    # In a worker thread: sign in, then open the link as a person pasting it would.
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(15_000)
+            page.goto(admin_url)
+            page.fill("input[name=token]", TOKEN)
+            page.click("button[type=submit]")
+            page.locator("#tree .node").first.wait_for()
+            page.goto(admin_url + link)
+            row = page.locator("#history-table tbody tr").first
+            row.wait_for()
+            seen["rows"] = page.locator("#history-table tbody tr").all_inner_texts()
+            seen["find"] = page.input_value("input[name=find]")
+            seen["outcome"] = page.input_value("select[name=outcome]")
+            seen["audit"] = page.locator("#audit-table tbody tr").all_inner_texts()
+            # Choosing another outcome keeps the filters in the address.
+            page.select_option("select[name=outcome]", "ok")
+            page.wait_for_function("() => location.search.includes('outcome=ok')")
+            seen["url"] = page.url
+            page.screenshot(path=str(ARTIFACTS / "admin-history.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+@pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason=f"no Chromium at {CHROMIUM}")
+async def test_a_link_reopens_the_history_with_its_filters() -> None:
+    pytest.importorskip("playwright.sync_api")
+    seen: dict[str, Any] = {}
+    async with _served() as (served, admin, client):
+        session, _ = await _end_three(served, admin, client)
+        link = f"?find={session}&outcome=cancelled"
+        with trio.fail_after(90):
+            await trio.to_thread.run_sync(
+                functools.partial(_open_link, served.admin_url, link, seen)
+            )
+    (row,) = seen["rows"]
+    assert "tools/call slow" in row
+    assert "cancelled by the operator" in row
+    assert session in row
+    assert seen["find"] == session
+    assert seen["outcome"] == "cancelled"
+    assert any("cancel-request" in entry and session in entry for entry in seen["audit"])
+    assert f"find={session}" in seen["url"]

@@ -97,7 +97,8 @@ document.addEventListener("selectionchange", () => { if (!selecting()) letGo(); 
 // --- the tree, patched by key ----------------------------------------------------------
 //
 // A spec says what one node shows: {key, kind, title, badge, meta, seconds, slow,
-// buttons, children, attrs, section, tip} or {key, more}. patchList makes a list's items
+// buttons, children, attrs, section, tip, id} or {key, more}; an id's title is the
+// whole id, cut short on screen and selected whole by one click. patchList makes a list's items
 // match the specs, reusing the item of each key.
 
 function patchList(list, specs) {
@@ -152,6 +153,7 @@ function patchItem(item, spec) {
     toggle.setAttribute("aria-label", "fold or unfold");
   }
   setText(kind, spec.kind);
+  title.className = spec.id ? "title id" : "title";
   setText(title, spec.title);
   badge.hidden = !spec.badge;
   badge.className = spec.badge ? `badge ${spec.badge}` : "badge";
@@ -292,7 +294,7 @@ function taskNode(task, session) {
         "cancel-task", { task: task.id })];
   return {
     key: `task:${task.id}`,
-    kind: "task", title: shorten(task.id), badge: task.status, meta,
+    kind: "task", title: task.id, id: true, badge: task.status, meta,
     seconds: task.age, buttons, attrs: { "data-task": task.id }, tip: task.id,
   };
 }
@@ -348,7 +350,7 @@ function sessionNode(session) {
         "close-session", { session: session.id })];
   return {
     key: `session:${session.id}`,
-    kind: "session", title: shorten(session.id), badge: session.state, meta,
+    kind: "session", title: session.id, id: true, badge: session.state, meta,
     seconds: session.age, children, buttons, attrs: { "data-session-id": session.id },
     tip: session.id,
   };
@@ -413,8 +415,25 @@ function renderCounts(data) {
   for (const gone of existing.values()) gone.remove();
 }
 
+// Find: a part of an id, a client's name or a principal, in what the tree lists.
+function finding() {
+  return filters.elements.find.value.trim().toLowerCase();
+}
+
+function found(wanted, ...values) {
+  return values.some((value) => value !== null && value !== undefined &&
+    String(value).toLowerCase().includes(wanted));
+}
+
+function sessionFound(wanted, session) {
+  return !wanted || found(wanted, session.id, session.client, session.principal) ||
+    session.requests.some((r) => found(wanted, r.id)) ||
+    session.tasks.some((t) => found(wanted, t.id));
+}
+
 function render(data) {
   lastTree = data;
+  const wanted = finding();
   setText(document.getElementById("replica"),
     `${data.replica.id} · pid ${data.replica.pid} · up ${age(data.replica.uptime)}`);
   renderCounts(data);
@@ -432,7 +451,7 @@ function render(data) {
     ],
   }));
   top.push(section("plugins", "Servers", plugins));
-  const sessions = data.sessions.items.map(sessionNode);
+  const sessions = data.sessions.items.filter((s) => sessionFound(wanted, s)).map(sessionNode);
   const hidden = data.sessions.total - data.sessions.shown;
   if (hidden > 0) {
     sessions.push({
@@ -441,13 +460,16 @@ function render(data) {
     });
   }
   top.push(section("sessions", "Sessions", sessions, [`${data.sessions.total} listed of ${data.counts.sessions}`]));
+  const flightFound = (f) => !wanted || found(wanted, f.id, f.principal);
   const stateless = [
-    ...data.stateless.requests.map((f) => statelessNode(f, false)),
-    ...data.stateless.listens.map((f) => statelessNode(f, true)),
+    ...data.stateless.requests.filter(flightFound).map((f) => statelessNode(f, false)),
+    ...data.stateless.listens.filter(flightFound).map((f) => statelessNode(f, true)),
   ];
   if (data.stateless.more) stateless.push({ key: "more:stateless", more: `… and ${data.stateless.more} more requests` });
   if (stateless.length) top.push(section("stateless", "Stateless requests (2026-07-28)", stateless));
-  const tasks = data.tasks.items.map((t) => taskNode(t, null));
+  const tasks = data.tasks.items
+    .filter((t) => !wanted || found(wanted, t.id, t.principal))
+    .map((t) => taskNode(t, null));
   if (data.tasks.more) tasks.push({ key: "more:tasks", more: `… and ${data.tasks.more} more tasks` });
   if (tasks.length) top.push(section("tasks", "Tasks (tasks extension)", tasks));
   if (data.workers.started) {
@@ -457,7 +479,7 @@ function render(data) {
     ]));
   }
   patchList(tree, top);
-  const filtered = ["tool", "client", "slow_ms"].some((name) => filters.elements[name].value);
+  const filtered = ["tool", "client", "slow_ms", "find"].some((name) => filters.elements[name].value);
   document.getElementById("empty").hidden = !(filtered && sessions.length === 0 && stateless.length === 0);
 }
 
@@ -504,6 +526,101 @@ function renderReplicas(data) {
   }));
 }
 
+// What ended lately and what operators did: asked for beside the tree, at most every
+// 2 seconds, and redrawn only when it changed.
+let historyAsked = 0;
+let historyShown = "";
+async function refreshHistory(force) {
+  const now = Date.now();
+  if (!force && now - historyAsked < 2000) return;
+  historyAsked = now;
+  const params = new URLSearchParams({ limit: "100" });
+  for (const name of ["tool", "client", "find", "outcome"]) {
+    const value = filters.elements[name].value.trim();
+    if (value) params.set(name, value);
+  }
+  const response = await fetch(`api/history?${params}`, { credentials: "same-origin" }).catch(() => null);
+  if (!response || !response.ok) return;
+  const text = await response.text().catch(() => "");
+  if (text === historyShown || held()) return;
+  historyShown = text;
+  renderHistory(JSON.parse(text));
+}
+
+function clock(at) {
+  return new Date(at * 1000).toLocaleTimeString();
+}
+
+function cell(text, className) {
+  return el("td", className, text === null || text === undefined ? "" : text);
+}
+
+function outcomeText(item) {
+  if (item.outcome === "error") return item.error === "tool" ? "failed (tool error)" : "failed";
+  return item.outcome;
+}
+
+function whyText(item) {
+  if (item.cancelled_by) return `cancelled by ${item.cancelled_by}`;
+  return item.detail || "";
+}
+
+function renderHistory(data) {
+  const note = document.getElementById("history-note");
+  note.textContent = data.kept
+    ? `the last ${data.items.length} that match, of up to ${data.size} kept`
+    : "not kept in this process";
+  document.getElementById("history-table").tBodies[0].replaceChildren(...data.items.map((item) => {
+    const row = el("tr");
+    row.dataset.request = String(item.request ?? "");
+    row.append(
+      cell(clock(item.at)),
+      cell(outcomeText(item), `outcome-${item.outcome.replace(" ", "-")}`),
+      cell(item.name ? `${item.method} ${item.name}` : item.method),
+      cell(item.request, "id"),
+      cell(item.session, "id"),
+      cell(item.client),
+      cell(item.principal),
+      cell(item.seconds < 0.01 ? `${(item.seconds * 1000).toFixed(2)} ms` : age(item.seconds)),
+      cell(whyText(item)),
+    );
+    return row;
+  }));
+  document.getElementById("audit-table").tBodies[0].replaceChildren(...(data.audit || []).map((entry) => {
+    const row = el("tr");
+    const on = Object.entries(entry.target || {}).map(([k, v]) => `${k} ${v}`).join(", ");
+    row.append(
+      cell(clock(entry.at)), cell(entry.action), cell(on, "id"), cell(entry.who),
+      cell(entry.from), cell(entry.result),
+    );
+    return row;
+  }));
+}
+
+// The filters live in the address too, so that a link reopens the same view.
+const linked = ["tool", "client", "find", "slow_ms", "outcome"];
+function saveLink() {
+  const params = new URLSearchParams();
+  for (const name of linked) {
+    const value = filters.elements[name].value.trim();
+    if (value) params.set(name, value);
+  }
+  if (filters.elements.streams.checked) params.set("streams", "1");
+  if (!filters.elements.live.checked) params.set("live", "0");
+  const q = params.toString();
+  window.history.replaceState(null, "", q ? `?${q}` : window.location.pathname);
+}
+
+function loadLink() {
+  const params = new URLSearchParams(window.location.search);
+  for (const name of linked) {
+    const value = params.get(name);
+    if (value !== null) filters.elements[name].value = value.slice(0, 200);
+  }
+  filters.elements.streams.checked = params.get("streams") === "1";
+  filters.elements.live.checked = params.get("live") !== "0";
+}
+
 function query() {
   const params = new URLSearchParams();
   for (const name of ["tool", "client", "slow_ms"]) {
@@ -525,7 +642,10 @@ function connect() {
   source = new EventSource(`api/stream?interval=0.5${q ? "&" + q : ""}`);
   source.addEventListener("tree", (event) => {
     show(JSON.parse(event.data));
-    if (!held()) refreshReplicas();
+    if (!held()) {
+      refreshReplicas();
+      refreshHistory(false);
+    }
   });
   source.addEventListener("error", async () => {
     statusLine.className = "status down";
@@ -567,12 +687,21 @@ async function act(action, body) {
 
 let typing = null;
 filters.addEventListener("input", (event) => {
+  saveLink();
   if (event.target.name === "streams") {
     if (lastTree) render(lastTree);
     return;
   }
+  if (event.target.name === "find") {
+    if (lastTree) render(lastTree);
+    refreshHistory(true);
+    return;
+  }
   clearTimeout(typing);
-  typing = setTimeout(connect, 300);
+  typing = setTimeout(() => {
+    connect();
+    refreshHistory(true);
+  }, 300);
 });
 filters.addEventListener("submit", (event) => event.preventDefault());
 document.getElementById("expand").addEventListener("click", () => {
@@ -584,5 +713,11 @@ document.getElementById("collapse").addEventListener("click", () => {
   toggled.add("plugins");
   if (lastTree) render(lastTree);
 });
+filters.elements.outcome.addEventListener("input", () => {
+  saveLink();
+  refreshHistory(true);
+});
+loadLink();
 connect();
 refreshReplicas();
+refreshHistory(true);
