@@ -165,8 +165,11 @@ def _open_link(admin_url: str, link: str, seen: dict[str, Any]) -> None:
             seen["outcome"] = page.input_value("select[name=outcome]")
             seen["audit"] = page.locator("#audit-table tbody tr").all_inner_texts()
             # Choosing another outcome keeps the filters in the address.
-            page.select_option("select[name=outcome]", "ok")
-            page.wait_for_function("() => location.search.includes('outcome=ok')")
+            page.select_option("select[name=outcome]", "")
+            page.wait_for_function("() => !location.search.includes('outcome')")
+            page.wait_for_function(
+                "() => document.querySelectorAll('#history-table tbody tr').length >= 3"
+            )
             seen["url"] = page.url
             page.screenshot(path=str(ARTIFACTS / "admin-history.png"), full_page=True)
         finally:
