@@ -26,6 +26,7 @@ from time import time as _now
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
+    from ..server import TaskState
     from ._history import History
 
 __all__ = [
@@ -79,6 +80,9 @@ OK: Final = "ok"
 ERROR: Final = "error"
 #: cancelled before it was answered
 CANCELLED: Final = "cancelled"
+
+# A task's terminal status as a request's outcome.
+_TASK_OUTCOMES: Final = {"completed": OK, "failed": ERROR, "cancelled": CANCELLED}
 
 # Methods whose ``params.name`` says what was called (the name label).
 _NAMED: Final = frozenset({"tools/call", "prompts/get"})
@@ -275,12 +279,19 @@ class Metrics:
         """Count a task that was created."""
         self.tasks_created += 1
 
-    def task_finished(self, status: str) -> None:
-        """Count a task that reached the terminal ``status``."""
+    def task_finished(self, status: str, task: TaskState | None = None) -> None:
+        """Count a task that reached the terminal ``status``; the history keeps ``task``'s
+        id, time and status message too."""
         finished = self.tasks_finished
         finished[status] = finished.get(status, 0) + 1
         if status == "cancelled":
             self.cancelled("task")
+        history = self.history
+        if history is not None and task is not None:
+            outcome = _TASK_OUTCOMES.get(status, status)
+            seconds = task.updated_at - task.created_at
+            entry = (_now(), "task", task.task_id, outcome, seconds, None, task.status_message)
+            history.append((*entry, None))
 
     def stream_opened(self) -> None:
         """Count a response stream that was opened."""

@@ -164,6 +164,7 @@ def _open_link(admin_url: str, link: str, seen: dict[str, Any]) -> None:
             seen["find"] = page.input_value("input[name=find]")
             seen["outcome"] = page.input_value("select[name=outcome]")
             seen["audit"] = page.locator("#audit-table tbody tr").all_inner_texts()
+            seen["picked"] = page.locator(".node.picked").get_attribute("data-session-id")
             # Choosing another outcome keeps the filters in the address.
             page.select_option("select[name=outcome]", "")
             page.wait_for_function("() => !location.search.includes('outcome')")
@@ -182,7 +183,7 @@ async def test_a_link_reopens_the_history_with_its_filters() -> None:
     seen: dict[str, Any] = {}
     async with _served() as (served, admin, client):
         session, _ = await _end_three(served, admin, client)
-        link = f"?find={session}&outcome=cancelled"
+        link = f"?find={session}&outcome=cancelled&pick=session:{session}"
         with trio.fail_after(90):
             await trio.to_thread.run_sync(
                 functools.partial(_open_link, served.admin_url, link, seen)
@@ -195,3 +196,21 @@ async def test_a_link_reopens_the_history_with_its_filters() -> None:
     assert seen["outcome"] == "cancelled"
     assert any("cancel-request" in entry and session in entry for entry in seen["audit"])
     assert f"find={session}" in seen["url"]
+    # The picked row is marked, and stays in the address.
+    assert seen["picked"] == session
+    assert "pick=session" in seen["url"]
+
+
+async def test_a_cancelled_task_stays_in_the_history() -> None:
+    async with _served() as (_, admin, client):
+        task = await client.tasks.call_tool("job", {})
+        task_id = task["taskId"]
+        response = await admin.post(
+            "api/actions/cancel-task", json={"task": task_id}, headers=AUTH
+        )
+        assert response.json()["done"] is True
+        (item,) = (await _history(admin, find=task_id.lower()))["items"]
+        assert item["method"] == "task"
+        assert item["name"] == task_id
+        assert item["outcome"] == "cancelled"
+        assert item["seconds"] >= 0

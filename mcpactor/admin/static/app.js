@@ -21,6 +21,9 @@ let lastTree = null;
 // A snapshot that came while the page was held, drawn when it is let go.
 let waiting = null;
 let pressed = false;
+// The row the user picked (by key): kept in the address, shown marked, scrolled to once.
+let picked = null;
+let scrolledTo = null;
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -131,6 +134,12 @@ function newItem(key) {
     toggle, el("span", "kind"), el("span", "title"), el("span", "badge"),
     el("span", "metas"), el("span", "spacer"), el("span", "age"), el("span", "buttons"),
   );
+  row.addEventListener("click", (event) => {
+    if (event.target.closest("button, .toggle")) return;
+    picked = picked === item.dataset.key ? null : item.dataset.key;
+    saveLink();
+    if (lastTree) render(lastTree);
+  });
   item.dataset.key = key;
   item.append(row);
   return item;
@@ -141,7 +150,12 @@ function patchItem(item, spec) {
   const [toggle, kind, title, badge, metas, , ageBox, buttons] = row.children;
   const hasChildren = Boolean(spec.children && spec.children.length);
   const folded = hasChildren && isFolded(spec.key);
-  row.className = "node" + (spec.section ? " section" : "") + (spec.slow ? " slow" : "");
+  row.className = "node" + (spec.section ? " section" : "") + (spec.slow ? " slow" : "") +
+    (spec.key === picked ? " picked" : "");
+  if (spec.key === picked && scrolledTo !== picked) {
+    scrolledTo = picked;
+    requestAnimationFrame(() => row.scrollIntoView({ block: "center" }));
+  }
   for (const [name, value] of Object.entries(spec.attrs || {})) {
     if (row.getAttribute(name) !== value) row.setAttribute(name, value);
   }
@@ -607,6 +621,7 @@ function saveLink() {
   }
   if (filters.elements.streams.checked) params.set("streams", "1");
   if (!filters.elements.live.checked) params.set("live", "0");
+  if (picked) params.set("pick", picked);
   const q = params.toString();
   window.history.replaceState(null, "", q ? `?${q}` : window.location.pathname);
 }
@@ -619,6 +634,7 @@ function loadLink() {
   }
   filters.elements.streams.checked = params.get("streams") === "1";
   filters.elements.live.checked = params.get("live") !== "0";
+  picked = params.get("pick");
 }
 
 function query() {
