@@ -63,13 +63,18 @@ function isFolded(key) {
 
 // --- holding still -------------------------------------------------------------------
 
+// Text selected in the page, not in the filters (typing there must not stop the page).
 function selecting() {
   const selection = document.getSelection();
-  return Boolean(selection && !selection.isCollapsed && selection.rangeCount > 0);
+  if (!selection || selection.isCollapsed || selection.rangeCount === 0) return false;
+  return !filters.contains(selection.anchorNode);
 }
 
+// A press is a press for a few seconds at most: a release the page never heard of (let
+// go outside the window) must not stop it for good.
+const LONGEST_PRESS = 5000;
 function held() {
-  return pressed || selecting();
+  return (pressed !== false && Date.now() - pressed < LONGEST_PRESS) || selecting();
 }
 
 function show(data) {
@@ -92,7 +97,7 @@ function letGo() {
   }, 0);
 }
 
-document.addEventListener("pointerdown", () => { pressed = true; }, true);
+document.addEventListener("pointerdown", () => { pressed = Date.now(); }, true);
 document.addEventListener("pointerup", () => { pressed = false; letGo(); }, true);
 document.addEventListener("pointercancel", () => { pressed = false; letGo(); }, true);
 document.addEventListener("selectionchange", () => { if (!selecting()) letGo(); });
