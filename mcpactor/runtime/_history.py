@@ -13,6 +13,7 @@ import collections
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from ._snapshot_items import _client_name as client_name
 from ._snapshot_items import text
 
 __all__ = ["DEFAULT_HISTORY", "Ended", "History"]
@@ -22,8 +23,9 @@ DEFAULT_HISTORY: Final = 1000
 #: session ids whose client and principal are remembered after they were seen
 _KNOWN_SESSIONS: Final = 1000
 
-#: one request that ended: (Unix time, method, name or "", outcome, seconds, error kind,
-#: what it failed with, its ``LOG_CONTEXT``: (session id, request id, method) or None)
+#: one request that ended: (Unix time, method, name or "" (an initialize's clientInfo),
+#: outcome, seconds, error kind, what it failed with, its ``LOG_CONTEXT``: (session id,
+#: request id, method) or None)
 Ended = tuple[float, str, object, str, float, str | None, str | None, Any]
 
 
@@ -68,6 +70,7 @@ class History:
         the client's name, and of an id, client or principal; ``cancelled_by`` names who
         cancelled a (session, request id) when it was not the client.
         """
+        self._learn_clients()
         found: list[dict[str, Any]] = []
         for entry in reversed(self._ring):
             item = self._item(entry, cancelled_by or {})
@@ -77,8 +80,18 @@ class History:
                     break
         return found
 
+    def _learn_clients(self) -> None:
+        # The client of a session that ended before anyone read its name: its initialize
+        # kept the clientInfo in its name's place.
+        known = self._known
+        for _, method, info, _, _, _, _, context in self._ring:
+            if method == "initialize" and context is not None and context[0] not in known:
+                known[context[0]] = (client_name(info), None)
+
     def _item(self, entry: Ended, cancelled_by: Mapping[tuple[str, str], str]) -> dict[str, Any]:
         at, method, name, outcome, seconds, error, detail, context = entry
+        if method == "initialize":
+            name = None  # its clientInfo: the client's name says it
         session, request = (context[0], context[1]) if context is not None else (None, None)
         who, principal = self._known.get(session, (None, None)) if session else (None, None)
         by = None

@@ -211,7 +211,10 @@ class Metrics:
             self.cancelled("request")
         history = self.history
         if history is not None:
-            # One tuple: the rest is worked out when someone reads the history.
+            # One tuple: the rest is worked out when someone reads the history. An
+            # initialize keeps the clientInfo its client sent, for the session's name.
+            if method == "initialize" and params is not None:
+                name = params.get("clientInfo")
             history.append(
                 (_now(), method, name, outcome, seconds, error, detail, LOG_CONTEXT.get())
             )

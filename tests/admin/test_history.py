@@ -214,3 +214,18 @@ async def test_a_cancelled_task_stays_in_the_history() -> None:
         assert item["name"] == task_id
         assert item["outcome"] == "cancelled"
         assert item["seconds"] >= 0
+
+
+def test_a_session_that_ended_unwatched_is_named_by_its_initialize() -> None:
+    history = History(4)
+    info = {"name": "short-lived", "version": "1.2"}
+    context = ("s2", 0, "initialize")
+    history.append((1.0, "initialize", info, "ok", 0.001, None, None, context))
+    history.append((2.0, "tools/list", "", "ok", 0.001, None, None, ("s2", 1, "tools/list")))
+    listed, initialized = history.items()
+    assert listed["client"] == "short-lived 1.2"
+    assert initialized["name"] is None
+    assert [item["method"] for item in history.items(client="short")] == [
+        "tools/list",
+        "initialize",
+    ]
