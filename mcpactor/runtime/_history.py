@@ -1,11 +1,12 @@
-# What ended lately: a bounded ring of the requests this process answered.
+# What ended lately: a bounded ring of the requests and tasks this process finished.
 #
-# The ring is off until something asks for it (the admin listener does, when it is
-# made): then ``METRICS.request_ended`` appends one small tuple per request, of what it
-# was given and the request's ``LOG_CONTEXT`` (its session and request id), and nothing
-# else happens on the request's way. Everything a reader wants (text clipped,
-# the client and principal of the session, filters) is worked out when it is read,
-# from the tuples and the names of sessions the reader passes in.
+# The ring is off until something asks for it (``METRICS.keep_history``: the admin
+# listener, while it serves): then ``METRICS.request_ended`` appends one small tuple per
+# request, of what it was given and the request's ``LOG_CONTEXT`` (its session and
+# request id), and nothing else happens on the request's way; ``task_finished`` does
+# likewise for a task. Everything a reader wants (text clipped, the client and principal
+# of the session, filters) is worked out when it is read, from the tuples and the names
+# of live sessions the reader passes in (``learn``).
 
 from __future__ import annotations
 
