@@ -164,7 +164,7 @@ function patchItem(item, spec) {
   for (const [name, value] of Object.entries(spec.attrs || {})) {
     if (row.getAttribute(name) !== value) row.setAttribute(name, value);
   }
-  if (spec.tip) row.title = spec.tip;
+  if (row.title !== (spec.tip || "")) row.title = spec.tip || "";
   toggle.classList.toggle("can-fold", hasChildren);
   setText(toggle, hasChildren ? (folded ? "▸" : "▾") : "·");
   if (hasChildren) {
