@@ -11,7 +11,7 @@ from quart import Response, g, request
 from quart_trio import QuartTrio
 
 from ..runtime import Observatory
-from ._responses import MAX_PARAM, audit, json_response, remote
+from ._responses import MAX_PARAM, audit, json_response, remember, remote
 
 __all__ = ["ACTIONS", "install_actions"]
 
@@ -87,4 +87,6 @@ def install_actions(app: QuartTrio, observatory: Observatory) -> None:
             remote(),
             "done" if done else "nothing to do",
         )
+        target = {name: given.get(name) for name in _TARGETS.get(action, ())}
+        remember(action, target, "done" if done else "nothing to do")
         return json_response({"action": action, "done": done}, 200 if done else 409)

@@ -1,6 +1,7 @@
-# The tree as JSON: one snapshot, the replicas sharing a store, and the SSE stream of
-# snapshots a page reads while it is open. Query parameters are clipped and parsed with
-# limits before use.
+# The tree as JSON: one snapshot, the replicas sharing a store, the SSE stream of
+# snapshots a page reads while it is open, and the history of what ended (requests and
+# the operators' actions). Query parameters are clipped and parsed with limits before
+# use.
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from quart import Response, make_response, request
 from quart_trio import QuartTrio
 
 from ..runtime import Observatory
-from ._responses import MAX_PARAM, json_response
+from ._responses import MAX_PARAM, audit_trail, json_response
 
-__all__ = ["MIN_INTERVAL", "install_api"]
+__all__ = ["MIN_INTERVAL", "OUTCOMES", "install_api"]
+
+#: the outcomes the history is filtered by
+OUTCOMES: Final = ("ok", "error", "cancelled", "timed out")
 
 #: the shortest time between two snapshots of the SSE stream (at most 4 a second)
 MIN_INTERVAL: Final = 0.25
@@ -47,16 +51,58 @@ def _filters() -> dict[str, Any]:
     }
 
 
+def _text(name: str) -> str | None:
+    return (request.args.get(name) or "")[:MAX_PARAM].lower() or None
+
+
+def _history_filters() -> dict[str, Any]:
+    outcome = request.args.get("outcome")
+    return {
+        "limit": max(1, min(int(_number(request.args.get("limit"), 200)), _MAX_LIMIT)),
+        "outcome": outcome if outcome in OUTCOMES else None,
+        "tool": _text("tool"),
+        "client": _text("client"),
+        "find": _text("find"),
+    }
+
+
+def _history(observatory: Observatory) -> dict[str, Any]:
+    # The requests that ended and the audit trail, filtered as the query asks.
+    filters = _history_filters()
+    trail = list(audit_trail())
+    cancelled_by = {
+        (str(entry["target"].get("session")), str(entry["target"].get("request"))): (
+            f"the operator ({entry['who']}, from {entry['from']})"
+        )
+        for entry in trail
+        if entry["action"] == "cancel-request" and entry["result"] == "done"
+    }
+    answer = observatory.history(cancelled_by=cancelled_by, **filters)
+    find = filters["find"]
+    actions = [
+        entry
+        for entry in reversed(trail)
+        if find is None or find in orjson.dumps(entry["target"]).decode().lower()
+    ]
+    answer["audit"] = actions[: filters["limit"]]
+    return answer
+
+
 def install_api(
     app: QuartTrio,
     observatory: Observatory,
     replicas: Callable[[], Awaitable[dict[str, Any]]] | None,
 ) -> None:
-    """Serve ``/api/tree``, ``/api/replicas`` and ``/api/stream`` from ``observatory``."""
+    """Serve ``/api/tree``, ``/api/replicas``, ``/api/stream`` and ``/api/history``
+    from ``observatory``."""
 
     @app.get("/api/tree")
     async def tree() -> Response:
         return json_response(observatory.snapshot(**_filters()))
+
+    @app.get("/api/history")
+    async def history() -> Response:
+        return json_response(_history(observatory))
 
     @app.get("/api/replicas")
     async def replica_list() -> Response:

@@ -36,7 +36,7 @@ import trio
 from quart import Response
 from quart_trio import QuartTrio
 
-from ..runtime import Observatory
+from ..runtime import METRICS, Observatory
 from ..transports.http import ConnectionLimits
 from ._actions import install_actions
 from ._api import install_api
@@ -89,7 +89,8 @@ def create_admin_app(
     an access token it verifies that grants ``scope`` (see the module comment).
 
     ``replicas`` lists the replicas sharing a store (``/api/replicas``); without it the
-    listing says this is one process.
+    listing says this is one process. ``/api/history`` lists the requests that ended
+    while ``serve_admin`` serves it.
     """
     if not token:
         raise ValueError("the admin token must not be empty")
@@ -133,6 +134,9 @@ async def serve_admin(
 ) -> None:
     """Serve the admin app on ``host:port`` until cancelled, each connection contained.
 
+    Meanwhile the process keeps the requests that end in its history
+    (``METRICS.keep_history``), which the app's ``/api/history`` lists.
+
     It runs on the worker ``--http-server hypercorn`` uses (``serve_asgi``): nothing a
     client sends ends the listener. ``limits`` hold its connections (default: the
     defaults, with at most ``ADMIN_MAX_CONNECTIONS`` open). Reports the bound (host,
@@ -140,12 +144,16 @@ async def serve_admin(
     """
     from ..transports.http import serve_asgi
 
-    await serve_asgi(
-        app,
-        host=host,
-        port=port,
-        limits=limits or ConnectionLimits(max_connections=ADMIN_MAX_CONNECTIONS),
-        lifespan=True,
-        error_body=_admin_error_body,
-        task_status=task_status,
-    )
+    METRICS.keep_history()
+    try:
+        await serve_asgi(
+            app,
+            host=host,
+            port=port,
+            limits=limits or ConnectionLimits(max_connections=ADMIN_MAX_CONNECTIONS),
+            lifespan=True,
+            error_body=_admin_error_body,
+            task_status=task_status,
+        )
+    finally:
+        METRICS.drop_history()

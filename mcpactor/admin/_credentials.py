@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Final
 from quart import Response, g, redirect, request
 from quart_trio import QuartTrio
 
-from ._responses import MAX_PARAM, audit, html_response, json_response, remote
+from ._responses import MAX_PARAM, audit, html_response, json_response, remember, remote
 
 if TYPE_CHECKING:
     from ..auth import ResourceServer
@@ -75,7 +75,7 @@ class Credentials:
 
     async def check(self) -> Response | None:
         """None if the request may go on, else the refusal (or the way to the form)."""
-        if request.path in ("/login", "/static/style.css"):
+        if request.path in ("/login", "/static/style.css", "/favicon.ico"):
             return None
         how = self._by_token_or_cookie()
         if how is None:
@@ -106,11 +106,13 @@ class Credentials:
         given = form.get("token", "")[: MAX_PARAM * 4]
         if not hmac.compare_digest(given.strip().encode(), self._token.encode()):
             audit.warning("admin sign-in refused (wrong token) from %s", remote())
+            remember("sign-in", {}, "refused: wrong token")
             return html_response(
                 _LOGIN_PAGE.format(error='<p class="error">That is not the admin token.</p>'),
                 403,
             )
         audit.info("admin sign-in with the admin token from %s", remote())
+        remember("sign-in", {}, "signed in with the admin token")
         response: Response = redirect("./")  # type: ignore[assignment]
         response.set_cookie(
             ADMIN_COOKIE,

@@ -18,6 +18,13 @@ _STATIC_TYPES: Final = {
     "style.css": "text/css; charset=utf-8",
 }
 
+# The page's icon (the logo's diamond), answered without the credential so that no
+# page, the login form included, logs a failed request for it.
+_FAVICON: Final = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    b'<path d="M8 1 15 8 8 15 1 8z" fill="#5fb3f9"/></svg>'
+)
+
 
 def _static(name: str) -> bytes:
     return importlib.resources.files("mcpactor.admin").joinpath("static", name).read_bytes()
@@ -43,6 +50,10 @@ def install_pages(app: QuartTrio, csrf: str) -> None:
     async def page() -> Response:
         html = _static("index.html").replace(b"{{csrf}}", csrf.encode())
         return Response(html, status=200, content_type="text/html; charset=utf-8")
+
+    @app.get("/favicon.ico")
+    async def favicon() -> Response:
+        return Response(_FAVICON, status=200, content_type="image/svg+xml")
 
     @app.get("/static/<name>")
     async def static(name: str) -> Response:

@@ -1,7 +1,8 @@
 """``mcpactor top URL --token-file F``: the live tree of a running server, in the terminal.
 
 Reads the admin listener's ``/api/tree`` (``mcpactor serve --admin``) once a second and
-redraws it with plain ANSI sequences; ``--once`` prints one frame and exits. What the
+redraws it with plain ANSI sequences; ``--once`` prints one frame and exits; ``--history
+N`` adds the last N requests and tasks that ended (``/api/history``). What the
 server sends is shown as text with control characters removed, so a client's name
 cannot move the cursor or change colours.
 """
@@ -21,7 +22,7 @@ import orjson
 
 from .._exceptions import ConfigError
 
-__all__ = ["add_top_parser", "render", "top"]
+__all__ = ["add_top_parser", "render", "render_history", "top"]
 
 #: the largest tree read from the server, in bytes
 MAX_TREE_BYTES: Final = 8 * 1024 * 1024
@@ -60,6 +61,13 @@ def add_top_parser(commands: Any, add_global_arguments: Callable[..., None]) -> 
     top.add_argument(
         "--limit", type=int, default=50, metavar="N", help="at most N sessions (default: 50)"
     )
+    top.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also list the last N requests and tasks that ended (default: none)",
+    )
 
 
 def _token(path: str) -> str:
@@ -86,6 +94,17 @@ def _tree_url(args: argparse.Namespace) -> str:
     if args.slow_ms is not None:
         query["slow_ms"] = str(args.slow_ms)
     return urllib.parse.urljoin(base, "api/tree") + "?" + urllib.parse.urlencode(query)
+
+
+def _history_url(args: argparse.Namespace) -> str:
+    # The history beside the tree, with the same tool and client filters.
+    tree = urllib.parse.urlsplit(_tree_url(args))
+    query: dict[str, str] = {"limit": str(max(1, min(args.history, 1000)))}
+    for name in ("tool", "client"):
+        if getattr(args, name):
+            query[name] = str(getattr(args, name))
+    path = tree.path.removesuffix("api/tree") + "api/history"
+    return urllib.parse.urlunsplit(tree._replace(path=path, query=urllib.parse.urlencode(query)))
 
 
 def fetch_tree(url: str, token: str, *, timeout: float = 5.0) -> dict[str, Any]:
@@ -141,7 +160,12 @@ def _request_line(request: dict[str, Any]) -> str:
         label += " " + _text(request["name"], 40)
     parts = [f"request #{_text(request.get('id'), 20)}", label, _age(request.get("age"))]
     if request.get("progress") is not None:
-        parts.append(f"progress {_text(request['progress'], 12)}")
+        progress = f"progress {_text(request['progress'], 12)}"
+        if request.get("total") is not None:
+            progress += f" of {_text(request['total'], 12)}"
+        parts.append(progress)
+    if request.get("message"):
+        parts.append(_text(request["message"], 60))
     if request.get("deadline_in") is not None:
         parts.append(f"deadline in {_age(request['deadline_in'])}")
     if request.get("cancelled"):
@@ -158,15 +182,26 @@ def _task_line(task: dict[str, Any]) -> str:
 
 
 def _stream_line(stream: dict[str, Any]) -> str:
+    kind = "server messages (GET)" if stream.get("kind") == "GET" else "a response (POST)"
     parts = [
-        f"stream {_text(stream.get('kind'), 6)} {_text(stream.get('id'), 10)}",
-        "attached" if stream.get("attached") else "detached",
-        f"{_text(stream.get('pending'), 8)} owed",
-        f"{_text(stream.get('buffered'), 8)} buffered",
+        f"stream {_text(stream.get('id'), 10)}: {kind}",
+        "connected" if stream.get("attached") else "waiting for its client",
     ]
-    if stream.get("last_event_id"):
-        parts.append(f"last {_text(stream['last_event_id'], 20)}")
+    if stream.get("pending"):
+        parts.append(f"{_text(stream['pending'], 8)} answers to come")
+    if stream.get("buffered"):
+        parts.append(f"{_text(stream['buffered'], 8)} queued")
     return "  ".join(parts)
+
+
+def _opened(stream: dict[str, Any]) -> bool:
+    # The GET stream of a client that never asked for it is not shown.
+    return bool(
+        stream.get("attached")
+        or stream.get("pending")
+        or stream.get("buffered")
+        or stream.get("last_event_id")
+    )
 
 
 def _branches(lines: list[str]) -> Iterator[str]:
@@ -209,12 +244,16 @@ def render(tree: dict[str, Any], *, width: int = 100, color: bool = False) -> st
             f"  {_text(session.get('id'), 14):<14} {_text(session.get('transport'), 16):<16} "
             f"{_text(session.get('state'), 8):<8} {_text(session.get('client') or '-', 24):<24} "
             f"{_text(session.get('revision') or '-', 10):<10} age {_age(session.get('age'))}"
-            + (f" idle {_age(session['idle'])}" if session.get("idle") is not None else "")
+            + (
+                f" idle {_age(session['idle'])}"
+                if session.get("idle") is not None and not session.get("requests")
+                else ""
+            )
             + (f"  {_text(session['principal'], 40)}" if session.get("principal") else "")
         )
         children = [_request_line(r) for r in session.get("requests", [])]
         children += [_task_line(t) for t in session.get("tasks", [])]
-        children += [_stream_line(s) for s in session.get("streams", [])]
+        children += [_stream_line(s) for s in session.get("streams", []) if _opened(s)]
         more = session.get("more", {})
         hidden = sum(v for v in more.values() if isinstance(v, int))
         if hidden:
@@ -238,22 +277,62 @@ def render(tree: dict[str, Any], *, width: int = 100, color: bool = False) -> st
     return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in out)
 
 
+def _ended_line(item: dict[str, Any]) -> str:
+    label = _text(item.get("method", "?"), 30)
+    if item.get("name"):
+        label += " " + _text(item["name"], 40)
+    at = item.get("at")
+    when = time.strftime("%H:%M:%S", time.localtime(at)) if isinstance(at, int | float) else "—"
+    parts = [when, f"{_text(item.get('outcome'), 10):<10}", label]
+    if item.get("request") is not None:
+        parts.append(f"#{_text(item['request'], 20)}")
+    if item.get("session"):
+        parts.append(f"session {_text(item['session'], 14)}")
+    if item.get("client"):
+        parts.append(_text(item["client"], 24))
+    parts.append(_age(item.get("seconds")))
+    if item.get("cancelled_by"):
+        parts.append(f"by {_text(item['cancelled_by'], 60)}")
+    elif item.get("detail"):
+        parts.append(_text(item["detail"], 60))
+    return "  ".join(parts)
+
+
+def render_history(history: dict[str, Any], *, width: int = 120, color: bool = False) -> str:
+    """The requests and tasks that ended lately (``/api/history``), as text lines."""
+    bold, reset = ("\x1b[1m", "\x1b[0m") if color else ("", "")
+    items = history.get("items", [])
+    if not history.get("kept"):
+        out = [f"{bold}ENDED LATELY{reset} (not kept by this server)"]
+    else:
+        out = [f"{bold}ENDED LATELY{reset} ({len(items)} of up to {history.get('size', 0)} kept)"]
+    out += [f"  {_ended_line(item)}" for item in items if isinstance(item, dict)]
+    return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in out)
+
+
+def _frame(args: argparse.Namespace, token: str, width: int, color: bool) -> str:
+    frame = render(fetch_tree(_tree_url(args), token), width=width, color=color)
+    if args.history > 0:
+        history = fetch_tree(_history_url(args), token)
+        frame += "\n\n" + render_history(history, width=width, color=color)
+    return frame
+
+
 def top(args: argparse.Namespace) -> int:
     """Run ``mcpactor top`` as ``args`` say; return the exit status."""
     token = _token(args.token_file)
-    url = _tree_url(args)
+    _tree_url(args)  # a wrong URL is an error before anything is drawn
     interval = max(0.25, args.interval)
     tty = sys.stdout.isatty()
     if args.once:
         width = shutil.get_terminal_size((120, 40)).columns if tty else 200
-        print(render(fetch_tree(url, token), width=width, color=tty))
+        print(_frame(args, token, width, tty))
         return 0
     sys.stdout.write("\x1b[2J")
     try:
         while True:
-            tree = fetch_tree(url, token)
             size = shutil.get_terminal_size((120, 40))
-            frame = render(tree, width=size.columns, color=tty)
+            frame = _frame(args, token, size.columns, tty)
             lines = frame.split("\n")[: max(1, size.lines - 1)]
             # Home, the frame, then clear what the last frame left below it.
             sys.stdout.write("\x1b[H" + "\x1b[K\n".join(lines) + "\x1b[K\n\x1b[J")

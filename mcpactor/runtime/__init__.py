@@ -8,6 +8,7 @@ from ._bus import Listener as Listener
 from ._conflict import ConflictDetector as ConflictDetector
 from ._heap import collect_when_quiet as collect_when_quiet
 from ._heap import settle_heap as settle_heap
+from ._history import History as History
 from ._messages import Outbound as Outbound
 from ._messages import OutboundKind as OutboundKind
 from ._messages import Outbox as Outbox
@@ -65,6 +66,7 @@ __all__ = [
     "ChangeEvent",
     "CommandHandler",
     "ConflictDetector",
+    "History",
     "HostView",
     "HttpSessionView",
     "InMemoryBus",

@@ -14,14 +14,20 @@
 # The module also holds the switches the request actors read on their way: a tracer
 # (OpenTelemetry, set by ``mcpactor.observability.enable_tracing``) and whether log
 # records want the request's ids (JSON logs). Both are off unless something turns them
-# on, and cost one attribute read each when off.
+# on, and cost one attribute read each when off. So does the history of requests that
+# ended (``_history.py``), which ``keep_history`` turns on for the admin page.
 
 from __future__ import annotations
 
 import contextvars
 from bisect import bisect_left
 from collections.abc import Mapping
-from typing import Any, Final, Protocol
+from time import time as _now
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+if TYPE_CHECKING:
+    from ..server import TaskState
+    from ._history import History
 
 __all__ = [
     "BUCKETS",
@@ -74,6 +80,9 @@ OK: Final = "ok"
 ERROR: Final = "error"
 #: cancelled before it was answered
 CANCELLED: Final = "cancelled"
+
+# A task's terminal status as a request's outcome.
+_TASK_OUTCOMES: Final = {"completed": OK, "failed": ERROR, "cancelled": CANCELLED}
 
 # Methods whose ``params.name`` says what was called (the name label).
 _NAMED: Final = frozenset({"tools/call", "prompts/get"})
@@ -138,6 +147,10 @@ class Metrics:
         self.tracer: RequestTracer | None = None
         #: set when log records want the request's ids (``LOG_CONTEXT``)
         self.log_context = False
+        #: the requests that ended lately; None: not kept (see ``keep_history``)
+        self.history: History | None = None
+        self._history_users = 0
+        self._log_context_before = False
         self._methods: set[str] = set()
         self._names: set[str] = set()
 
@@ -172,10 +185,12 @@ class Metrics:
         outcome: str,
         seconds: float,
         error: str | None = None,
+        detail: str | None = None,
     ) -> None:
         """Count one request that ended with ``outcome`` after ``seconds``.
 
-        ``error`` is the kind of error it was answered with, when it was.
+        ``error`` is the kind of error it was answered with, when it was, and ``detail``
+        its message, when the caller has it (the history shows it).
         """
         name: object = ""
         if method in _NAMED and params is not None:
@@ -194,6 +209,39 @@ class Metrics:
             self.errors[kind] = self.errors.get(kind, 0) + 1
         elif outcome == CANCELLED:
             self.cancelled("request")
+        history = self.history
+        if history is not None:
+            # One tuple: the rest is worked out when someone reads the history. An
+            # initialize keeps the clientInfo its client sent, for the session's name.
+            if method == "initialize" and params is not None:
+                name = params.get("clientInfo")
+            history.append(
+                (_now(), method, name, outcome, seconds, error, detail, LOG_CONTEXT.get())
+            )
+
+    def keep_history(self, size: int | None = None) -> History:
+        """Keep the requests that end from now on in a ring (``size`` of them at most).
+
+        Each request's ids come from ``LOG_CONTEXT``, which this turns on until the last
+        caller calls ``drop_history``. Asked again, it returns the ring already kept.
+        """
+        from ._history import DEFAULT_HISTORY, History
+
+        if self.history is None:
+            self.history = History(size or DEFAULT_HISTORY)
+            self._log_context_before = self.log_context
+            self.log_context = True
+        self._history_users += 1
+        return self.history
+
+    def drop_history(self) -> None:
+        """Undo one ``keep_history``: the last one stops keeping the history."""
+        if self._history_users == 0:
+            return
+        self._history_users -= 1
+        if self._history_users == 0:
+            self.history = None
+            self.log_context = self._log_context_before
 
     def _admit(self, method: str, name: object, outcome: str) -> list[float]:
         # The first request of its kind: the series of its labels (made if new).
@@ -234,12 +282,19 @@ class Metrics:
         """Count a task that was created."""
         self.tasks_created += 1
 
-    def task_finished(self, status: str) -> None:
-        """Count a task that reached the terminal ``status``."""
+    def task_finished(self, status: str, task: TaskState | None = None) -> None:
+        """Count a task that reached the terminal ``status``; the history keeps ``task``'s
+        id, time and status message too."""
         finished = self.tasks_finished
         finished[status] = finished.get(status, 0) + 1
         if status == "cancelled":
             self.cancelled("task")
+        history = self.history
+        if history is not None and task is not None:
+            outcome = _TASK_OUTCOMES.get(status, status)
+            seconds = task.updated_at - task.created_at
+            entry = (_now(), "task", task.task_id, outcome, seconds, None, task.status_message)
+            history.append((*entry, None))
 
     def stream_opened(self) -> None:
         """Count a response stream that was opened."""

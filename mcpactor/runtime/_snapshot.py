@@ -26,14 +26,14 @@
 #                 "max_concurrent"}],
 #    "sessions": {"total", "shown", "hidden_requests", "items": [
 #        {"id", "transport", "state", "revision", "client", "age", "idle", "principal",
-#         "requests": [{"id", "method", "name", "age", "progress", "deadline_in",
-#                       "cancelled"}],
+#         "requests": [{"id", "method", "name", "age", "progress", "total", "message",
+#                       "deadline_in", "cancelled"}],
 #         "tasks": [{"id", "status", "age", "ttl_left", "message"}],
 #         "streams": [{"id", "kind", "pending", "buffered", "attached",
 #                      "last_event_id"}],
 #         "more": {"requests", "tasks", "streams"}}]},
 #    "stateless": {"requests": [{"key", "id", "method", "name", "age", "progress",
-#                                "cancelled", "principal"}],
+#                                "total", "message", "cancelled", "principal"}],
 #                  "listens": [...same...], "more"},
 #    "tasks": {"items": [{"id", "status", "age", "ttl_left", "message", "principal"}],
 #              "more"},
@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import trio
 
 from ..protocol import JSONValue, RequestId
+from ._metrics import METRICS
 from ._snapshot_items import (
     MAX_ITEMS,
     MAX_TEXT,
@@ -70,6 +71,8 @@ from ._snapshot_items import (
     text,
     worker_totals,
 )
+from ._snapshot_items import _client_name as client_name
+from ._snapshot_items import _principal_text as principal_text
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -296,6 +299,28 @@ class Observatory:
             "started": round(self.started_wall, 3),
             "uptime": seconds(now - self._started) if self._started is not None else 0.0,
         }
+
+    def history(
+        self, *, cancelled_by: dict[tuple[str, str], str] | None = None, **filters: Any
+    ) -> dict[str, Any]:
+        """The requests that ended lately (kept once ``METRICS.keep_history`` was called),
+        the newest first, with their sessions' client and principal where known.
+
+        ``filters`` go to ``History.items`` (limit, outcome, tool, client, find).
+        """
+        history = METRICS.history
+        if history is None:
+            return {"kept": False, "size": 0, "items": []}
+        history.learn(
+            (
+                key,
+                client_name(actor.view().client_info),
+                principal_text(http.principal if http is not None else None),
+            )
+            for key, _, _, actor, http in self._sessions(self._tables())
+        )
+        items = history.items(cancelled_by=cancelled_by, **filters)
+        return {"kept": True, "size": history.size, "items": items}
 
     # --- actions -----------------------------------------------------------------------
 

@@ -172,6 +172,8 @@ def _request_item(
         "name": name,
         "age": seconds(now - started),
         "progress": request.progress,
+        "total": request.total,
+        "message": text(request.message),
         "deadline_in": seconds(deadline - now) if math.isfinite(deadline) else None,
         "cancelled": request.cancelled,
     }
@@ -275,6 +277,8 @@ def stateless_item(request: RequestView, name: str | None, now: float) -> dict[s
         "name": name,
         "age": seconds(now - request.started),
         "progress": request.progress,
+        "total": request.total,
+        "message": text(request.message),
         "cancelled": request.cancelled,
         "principal": _principal_text(request.principal),
     }

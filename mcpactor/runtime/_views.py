@@ -58,6 +58,10 @@ class RequestView:
     key: int | None = None
     #: what a stateless request was admitted as (a session's is the session's)
     principal: object = None
+    #: the total its handler gave with its last progress, if any
+    total: float | None = None
+    #: the message its handler gave with its last progress, if any
+    message: str | None = None
 
 
 @attrs.frozen

@@ -33,8 +33,8 @@ class Served:
 
 
 def slow_server(served: list[Served]) -> Server:
-    """A server with ``slow`` (progress every ``every`` seconds until cancelled), ``echo``
-    and ``job`` (a task that runs until cancelled)."""
+    """A server with ``slow`` (progress every ``every`` seconds until cancelled), ``echo``,
+    ``fail`` (always raises) and ``job`` (a task that runs until cancelled)."""
     server = Server("watched", "1.0.0")
 
     @server.tool()
@@ -53,6 +53,11 @@ def slow_server(served: list[Served]) -> Server:
     async def echo(text: str) -> str:
         """Return ``text``: the quick tool of the load."""
         return text
+
+    @server.tool()
+    async def fail(why: str) -> str:
+        """Raise ``why``: the failing tool."""
+        raise ValueError(why)
 
     @server.tool(task_support="optional")
     async def job() -> str:

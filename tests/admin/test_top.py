@@ -59,6 +59,35 @@ async def test_top_once_prints_the_tree(
     assert "\x1b" not in out
 
 
+async def test_top_lists_what_ended_with_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    async with (
+        open_served() as served,
+        connect_http(
+            served.mcp_url,
+            initialize=True,
+            client_info={"name": "top history client", "version": "4"},
+        ) as client,
+    ):
+        await client.call_tool("echo", {"text": "top"})
+        await client.call_tool("fail", {"why": "no"})
+        argv = ["top", served.admin_url, "--token-file", str(token_file), "--once"]
+        argv += ["--history", "5", "--client", "top history"]
+        status = await trio.to_thread.run_sync(main, argv)
+    out = capsys.readouterr().out
+    assert status == 0
+    ended = out[out.index("ENDED LATELY") :].splitlines()
+    assert "of up to 1000 kept" in ended[0]
+    assert "tools/call fail" in ended[1]
+    assert "error" in ended[1]
+    assert "top history client 4" in ended[1]
+    assert "tools/call echo" in ended[2]
+    assert " ok " in ended[2]
+
+
 async def test_top_with_a_wrong_token_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

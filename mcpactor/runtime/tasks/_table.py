@@ -212,7 +212,7 @@ class TaskTable:
         """Move the task to a terminal ``status`` with its outcome; wake its waiters."""
         entry.state.move(status, message, trio.current_time())
         self._active -= 1
-        METRICS.task_finished(status)
+        METRICS.task_finished(status, entry.state)
         if status == "cancelled":
             error = cancel_error(entry.state.task_id, message)
             result = None

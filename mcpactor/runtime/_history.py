@@ -1,0 +1,135 @@
+# What ended lately: a bounded ring of the requests and tasks this process finished.
+#
+# The ring is off until something asks for it (``METRICS.keep_history``: the admin
+# listener, while it serves): then ``METRICS.request_ended`` appends one small tuple per
+# request, of what it was given and the request's ``LOG_CONTEXT`` (its session and
+# request id), and nothing else happens on the request's way; ``task_finished`` does
+# likewise for a task. Everything a reader wants (text clipped, the client and principal
+# of the session, filters) is worked out when it is read, from the tuples and the names
+# of live sessions the reader passes in (``learn``).
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from ._snapshot_items import _client_name as client_name
+from ._snapshot_items import text
+
+__all__ = ["DEFAULT_HISTORY", "Ended", "History"]
+
+#: requests the ring keeps by default (the oldest go first)
+DEFAULT_HISTORY: Final = 1000
+#: session ids whose client and principal are remembered after they were seen
+_KNOWN_SESSIONS: Final = 1000
+
+#: one request that ended: (Unix time, method, name or "" (an initialize's clientInfo),
+#: outcome, seconds, error kind, what it failed with, its ``LOG_CONTEXT``: (session id,
+#: request id, method) or None)
+Ended = tuple[float, str, object, str, float, str | None, str | None, Any]
+
+
+class History:
+    """The ring of the requests that ended lately, and the way to read it."""
+
+    def __init__(self, size: int = DEFAULT_HISTORY) -> None:
+        if size < 1:
+            raise ValueError(f"the history must keep at least one request, not {size}")
+        self._ring: collections.deque[Ended] = collections.deque(maxlen=size)
+        #: session id -> (client, principal), as last seen by a reader
+        self._known: dict[str, tuple[str | None, str | None]] = {}
+        self.size = size
+        #: keep one ``Ended`` (the only call on a request's way)
+        self.append = self._ring.append
+
+    def __len__(self) -> int:
+        return len(self._ring)
+
+    def learn(self, sessions: Iterable[tuple[str, str | None, str | None]]) -> None:
+        """Remember the client and principal of live sessions (id, client, principal)."""
+        known = self._known
+        for session, client, principal in sessions:
+            known.pop(session, None)
+            known[session] = (client, principal)
+        while len(known) > _KNOWN_SESSIONS:
+            del known[next(iter(known))]
+
+    def items(
+        self,
+        *,
+        limit: int = 200,
+        outcome: str | None = None,
+        tool: str | None = None,
+        client: str | None = None,
+        find: str | None = None,
+        cancelled_by: Mapping[tuple[str, str], str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The latest ``limit`` requests that pass the filters, the newest first.
+
+        ``tool``, ``client`` and ``find`` are lowercase parts of the method or name, of
+        the client's name, and of an id, client or principal; ``cancelled_by`` names who
+        cancelled a (session, request id) when it was not the client.
+        """
+        self._learn_clients()
+        found: list[dict[str, Any]] = []
+        for entry in reversed(self._ring):
+            item = self._item(entry, cancelled_by or {})
+            if _wanted(item, outcome, tool, client, find):
+                found.append(item)
+                if len(found) >= limit:
+                    break
+        return found
+
+    def _learn_clients(self) -> None:
+        # The client of a session that ended before anyone read its name: its initialize
+        # kept the clientInfo in its name's place.
+        known = self._known
+        for _, method, info, _, _, _, _, context in self._ring:
+            if method == "initialize" and context is not None and context[0] not in known:
+                known[context[0]] = (client_name(info), None)
+
+    def _item(self, entry: Ended, cancelled_by: Mapping[tuple[str, str], str]) -> dict[str, Any]:
+        at, method, name, outcome, seconds, error, detail, context = entry
+        if method == "initialize":
+            name = None  # its clientInfo: the client's name says it
+        session, request = (context[0], context[1]) if context is not None else (None, None)
+        who, principal = self._known.get(session, (None, None)) if session else (None, None)
+        by = None
+        if outcome == "cancelled" and session is not None:
+            by = cancelled_by.get((session, str(request)))
+        if outcome == "error" and detail is not None and "timed out" in detail:
+            outcome = "timed out"
+        return {
+            "at": round(at, 3),
+            "method": text(method),
+            "name": text(name) if name else None,
+            "outcome": outcome,
+            "seconds": round(seconds, 6),
+            "error": error,
+            "detail": text(detail),
+            "session": text(session),
+            "request": request if isinstance(request, int) else text(request),
+            "client": who,
+            "principal": principal,
+            "cancelled_by": by,
+        }
+
+
+def _wanted(
+    item: dict[str, Any],
+    outcome: str | None,
+    tool: str | None,
+    client: str | None,
+    find: str | None,
+) -> bool:
+    if outcome is not None and item["outcome"] != outcome:
+        return False
+    if tool is not None and not any(tool in (item[k] or "").lower() for k in ("method", "name")):
+        return False
+    if client is not None and client not in (item["client"] or "").lower():
+        return False
+    if find is not None:
+        places = ("session", "request", "client", "principal", "name")
+        return any(find in str(item[k] or "").lower() for k in places)
+    return True
