@@ -234,18 +234,29 @@ class StatelessHost:
         params = request.params
         meta = params.get("_meta") if params is not None else None
         if envelope is None:
-            try:
-                envelope = self._read_envelope(request, meta)
-            except EnvelopeError as exc:
-                refusal = _error(request_id, exc.code, exc.message, exc.data)
-                return await _handed(done, request_id, refusal)
+            # A client sends the same envelope on every request: one equal to the last
+            # one read is that Envelope again.
+            last = self._last_envelope
+            if last is not None and meta == last[0]:
+                envelope = last[1]
+            else:
+                try:
+                    envelope = self._read_envelope(request, meta)
+                except EnvelopeError as exc:
+                    refusal = _error(request_id, exc.code, exc.message, exc.data)
+                    return await _handed(done, request_id, refusal)
         if (self.stopping and not admitted) or self._in_flight >= self._max_in_flight:
             return await _handed(done, request_id, self._busy(request_id, admitted))
         if scope is None:
             scope = trio.CancelScope()
         # The run's clock, asked twice (trio.current_time is three calls down to it).
         clock = trio.lowlevel.current_clock()
-        key, flight = self._take_off(request, emit, principal, scope, clock.current_time())
+        # What the live tree shows of the request, and the scope its cancel action uses.
+        self._in_flight += 1
+        flight = Flight(self, request, emit, principal, scope, clock.current_time())
+        key = self._next_flight
+        self._next_flight = key + 1
+        self.flights[key] = flight
         method = request.method
         answer: JSONObject | None = None
         waiting = None
@@ -299,7 +310,18 @@ class StatelessHost:
         # The handler of a request other than subscriptions/listen, and its result shaped
         # for 2026-07-28.
         if not self._direct_call(method, params, envelope.revision):
-            return await self._routed(method, params, ctx, principal)
+            # What route_stateless decides (a retry's round, the tasks extension,
+            # discovery, cache hints), then the handler and the shaping.
+            return await serve_stateless(
+                self.server,
+                method,
+                params,
+                ctx,
+                sealer=self.sealer,
+                now=time.time(),
+                principal=_principal(principal),
+                tasks=self.tasks,
+            )
         # Most requests: the handler, then the result's shaping (a plain result's
         # inline: a resultType and the serverInfo).
         try:
@@ -311,22 +333,6 @@ class StatelessHost:
             return plain_complete(result, self.server.info(envelope.revision))
         return finish_stateless(self.server, method, params, ctx, result)
 
-    def _take_off(
-        self,
-        request: Request,
-        emit: Emit,
-        principal: object,
-        scope: trio.CancelScope,
-        started: float,
-    ) -> tuple[int, Flight]:
-        # What the live tree shows of a request, and the scope its cancel action uses.
-        self._in_flight += 1
-        flight = Flight(self, request, emit, principal, scope, started)
-        key = self._next_flight
-        self._next_flight = key + 1
-        self.flights[key] = flight
-        return key, flight
-
     def _busy(self, request_id: RequestId, admitted: bool) -> JSONObject:
         # Why a request is refused before it is served.
         if self.stopping and not admitted:
@@ -336,12 +342,8 @@ class StatelessHost:
         return _error(request_id, INTERNAL_ERROR, why, {"limit": limit})
 
     def _read_envelope(self, request: Request, meta: object) -> Envelope:
-        # A client sends the same envelope on every request: one equal to the last one
-        # read is that Envelope again. Another is read, checked, and kept with a copy of
-        # what it was read from (a handler may change its request's _meta, not this copy).
-        last = self._last_envelope
-        if last is not None and meta == last[0]:
-            return last[1]
+        # An envelope unlike the last one: read, checked, and kept with a copy of what
+        # it was read from (a handler may change its request's _meta, not this copy).
         envelope = read_envelope(request)
         if type(meta) is dict:
             self._last_envelope = (dict(meta), envelope)
@@ -382,22 +384,6 @@ class StatelessHost:
             sealer=self.sealer,
             now=time.time(),
             principal=_principal(principal),
-        )
-
-    async def _routed(
-        self, method: str, params: JSONObject | None, ctx: Context, principal: object
-    ) -> JSONObject:
-        # What route_stateless decides (a retry's round, the tasks extension, discovery,
-        # cache hints), then the handler and the shaping.
-        return await serve_stateless(
-            self.server,
-            method,
-            params,
-            ctx,
-            sealer=self.sealer,
-            now=time.time(),
-            principal=_principal(principal),
-            tasks=self.tasks,
         )
 
     # --- listen streams -----------------------------------------------------------
