@@ -64,8 +64,8 @@ class Flight(Sessionless):
         #: the rest of this record: this is the protocol's own way to end the request)
         self.scope = scope
         self.started = started
-        #: the last progress its handler reported
-        self.progress: float | None = None
+        #: the last progress its handler reported, with its total and message
+        self.progress: tuple[float, float | None, str | None] | None = None
 
     @property
     def principal(self) -> Principal | None:
@@ -77,9 +77,14 @@ class Flight(Sessionless):
         if message.get("method") == "notifications/progress":
             params = message.get("params")
             if type(params) is dict:
-                progress = params.get("progress")
+                progress, total = params.get("progress"), params.get("total")
+                note = params.get("message")
                 if isinstance(progress, int | float):
-                    self.progress = float(progress)
+                    self.progress = (
+                        float(progress),
+                        float(total) if isinstance(total, int | float) else None,
+                        note if isinstance(note, str) else None,
+                    )
         await self._emit(message)
 
     async def notify(

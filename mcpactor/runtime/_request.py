@@ -45,25 +45,28 @@ async def handled(
     token = LOG_CONTEXT.set((session_id, request_id, method)) if metrics.log_context else None
     outcome = CANCELLED
     error: str | None = None
+    detail: str | None = None
     try:
         try:
             result = await handler
         except (RequestError, ProtocolError) as exc:
-            outcome, error = ERROR, "request"
+            outcome, error, detail = ERROR, "request", exc.message
             return exc
         except Exception as exc:
             outcome, error = ERROR, "internal"
             # The one place a failing handler becomes an error response.
             shown = describe(method)
             _log.exception("%s failed (request %s)", shown, describe(request_id))
-            why = f"internal error in {shown}: {describe_error(exc)}"
+            why = detail = f"internal error in {shown}: {describe_error(exc)}"
             return RequestError(INTERNAL_ERROR, why)
         outcome = OK
         if result.get("isError") is True:
             outcome, error = ERROR, "tool"
         return result
     finally:
-        metrics.request_ended(method, params, outcome, clock.current_time() - started, error)
+        metrics.request_ended(
+            method, params, outcome, clock.current_time() - started, error, detail
+        )
         if trace is not None:
             trace.end(outcome, error)
         if token is not None:

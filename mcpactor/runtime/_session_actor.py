@@ -606,13 +606,24 @@ class SessionActor(ChangeNotices):
             flight = self._flights.get(request_id)
             if flight is None:
                 # Opened in this very step, its actor not started yet.
-                started, method, params, progress = None, None, None, None
+                started, method, params, last = None, None, None, None
             else:
                 started, request, ctx = flight
-                method, params, progress = request.method, request.params, ctx._last_progress
+                method, params, last = request.method, request.params, ctx.last_progress
+            progress, total, message = last if last is not None else (None, None, None)
             deadline, cancelled = scope.deadline, scope.cancel_called
             requests.append(
-                RequestView(request_id, method, params, started, progress, deadline, cancelled)
+                RequestView(
+                    request_id,
+                    method,
+                    params,
+                    started,
+                    progress,
+                    deadline,
+                    cancelled,
+                    total=total,
+                    message=message,
+                )
             )
         negotiated = self.core.negotiated
         return SessionView(

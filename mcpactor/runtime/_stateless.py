@@ -464,17 +464,21 @@ class StatelessHost:
         requests = []
         for key, flight in self.flights.items():
             request, scope = flight.served, flight.scope
+            last = flight.progress
+            progress, total, message = last if last is not None else (None, None, None)
             requests.append(
                 RequestView(
                     id=request.id,
                     method=request.method,
                     params=request.params,
                     started=flight.started,
-                    progress=flight.progress,
+                    progress=progress,
                     deadline=scope.deadline if scope is not None else float("inf"),
                     cancelled=scope is not None and scope.cancel_called,
                     key=key,
                     principal=flight.principal,
+                    total=total,
+                    message=message,
                 )
             )
         return HostView(requests=tuple(requests), tasks=self.tasks, processes=self._processes)

@@ -157,9 +157,9 @@ class Context(Generic[StateT]):
 
     __slots__ = (
         "_asker",
-        "_last_progress",
         "_peer",
         "_rounds",
+        "last_progress",
         "meta",
         "negotiated",
         "request_id",
@@ -183,7 +183,8 @@ class Context(Generic[StateT]):
         self.meta: Mapping[str, Any] = meta or {}
         #: the Server the handler belongs to (a mounted server's own, in a mounted one)
         self.server = server
-        self._last_progress: float | None = None
+        #: the last progress reported, with its total and message: (progress, total, message)
+        self.last_progress: tuple[float, float | None, str | None] | None = None
         # This round of a multi round-trip request (stateless revisions); set by
         # serve_stateless from the retry, else made on the first question.
         self._rounds: Rounds | None = None
@@ -280,15 +281,16 @@ class Context(Generic[StateT]):
         token = self.progress_token
         if token is None:
             return
-        if self._last_progress is not None and progress <= self._last_progress:
+        last = self.last_progress
+        if last is not None and progress <= last[0]:
             _log.warning(
                 "progress must increase: dropped %r after %r (request %s)",
                 progress,
-                self._last_progress,
+                last[0],
                 describe(self.request_id),
             )
             return
-        self._last_progress = progress
+        self.last_progress = (progress, total, message)
         params: JSONObject = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
