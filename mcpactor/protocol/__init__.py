@@ -111,6 +111,7 @@ from ._sealing import SealingKey as SealingKey
 from ._sealing import StateRefused as StateRefused
 from ._sealing import StateSealer as StateSealer
 from ._session import LOG_LEVELS as LOG_LEVELS
+from ._session import MAX_CLIENT_DECLARATION_BYTES as MAX_CLIENT_DECLARATION_BYTES
 from ._session import CancelRequested as CancelRequested
 from ._session import ErrorReceived as ErrorReceived
 from ._session import Event as Event
@@ -158,6 +159,7 @@ __all__ = [
     "INPUT_REQUIRED",
     "LATEST",
     "LOG_LEVELS",
+    "MAX_CLIENT_DECLARATION_BYTES",
     "MAX_INPUT_KEY_LENGTH",
     "MAX_INPUT_REQUESTS",
     "MAX_DETAILS",
