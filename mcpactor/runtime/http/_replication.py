@@ -28,6 +28,7 @@ from ._http_session import HttpSession, SessionHost, SessionKind
 from ._leases import LeaseKeeper
 from ._relay import Relayed, RelayKind, RemoteChanges, Replicas
 from ._session_store import SessionRecord, SessionStore, StoreUnavailable, principal_identity
+from ._shared_copy import SharedCopy
 
 __all__ = ["TOUCH_INTERVAL", "Replication", "SessionTable"]
 
@@ -126,12 +127,13 @@ class Replication:
                 session = await self._read_and_adopt(session_id, principal)
                 if session is None:
                     return None
-        if session.replicas is not None:
+        shared = session.shared
+        if shared is not None:
             now = trio.current_time()
             # A subscription changed by the last request reaches the other copies now.
-            if now - session.written_at >= self.touch_interval or session.state_changed():
-                session.written_at = now
-                manager.spawn(functools.partial(self._write_record, session))
+            if now - shared.written_at >= self.touch_interval or shared.state_changed():
+                shared.written_at = now
+                manager.spawn(functools.partial(self._write_record, session, shared))
         return session
 
     def end_soon(self, session_id: str) -> None:
@@ -179,14 +181,14 @@ class Replication:
         _log.debug("session %s adopted from replica %s", record.id, record.touched_by)
         return session
 
-    async def _write_record(self, session: HttpSession) -> None:
+    async def _write_record(self, session: HttpSession, shared: SharedCopy) -> None:
         if session.closing:
             return  # an ended session's record must not come back
         try:
-            await session.write_record()
+            await shared.write_record()
         except Exception:
             # The session goes on here; the next request writes it again.
-            session.written_at = -float("inf")
+            shared.written_at = -float("inf")
             _log.exception("could not write the record of session %s", session.id)
 
     async def _end_everywhere(self, session_id: str) -> None:
@@ -244,13 +246,13 @@ class Replication:
 
     async def _take_relayed(self, message: Relayed) -> None:
         session = self._manager.sessions.get(message.session_id)
-        if session is None or session.closing or session.replicas is None:
+        if session is None or session.closing or session.shared is None:
             return  # not a session this replica holds a copy of
         if message.kind is RelayKind.CLOSED:
             self._manager.close_session(session, everywhere=False)
             return
         try:
-            await session.take_relayed(message)
+            await session.shared.take_relayed(message)
         except Exception:
             _log.exception(
                 "session %s failed on a message from replica %s", session.id, message.origin
