@@ -44,8 +44,8 @@ import enum
 import functools
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Final, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -59,20 +59,18 @@ from ...protocol import (
     Revision,
     describe,
 )
-from .._messages import Outbound, Outbox, SessionOptions
+from .._messages import Outbound, Outbox
 from .._session_actor import SessionActor
 from .._views import HttpSessionView, StreamView
-from ._follow import Followers
 from ._relay import Replicas
-from ._resume import replay_attached, resume_elsewhere
+from ._resume import replay_into, resume_elsewhere, resume_here
 from ._routing import STANDALONE, Routing
+from ._session_kinds import DuplicateRequestId, SessionHost, SessionKind
 from ._session_records import SessionRecord, StoreUnavailable
 from ._shared_copy import SharedCopy
-from ._streams import Attachment, Item, NudgeTimer
+from ._streams import Attachment, Item
 
 if TYPE_CHECKING:
-    from ...server import Server
-    from ._event_store import EventStore
     from ._leases import LeaseKeeper
 
 __all__ = [
@@ -102,56 +100,11 @@ _COPY_DROPPED: Final = (
 )
 
 
-class SessionKind(enum.Enum):
-    """Which transport a session serves; decides ids, routing and resumability."""
-
-    STREAMABLE = "streamable HTTP"
-    STATELESS = "stateless HTTP"
-    LEGACY_SSE = "HTTP+SSE"
-    WEBSOCKET = "WebSocket"
-
-
 class _State(enum.Enum):
     ASLEEP = "asleep"  # state only: no task, no channel
     AWAKE = "awake"  # the actor and the router run in the manager's nursery
     FALLING_ASLEEP = "falling asleep"  # the inbox closed for a rest; the task is ending
     LENT = "lent"  # stateless: requests run in the manager's nursery, no session task
-
-
-class SessionHost(Protocol):
-    """What a session needs of the manager that owns it (``SessionManager`` is one)."""
-
-    server: Server
-    response_mode: str
-    effective_session_options: SessionOptions
-    stateless_session_options: SessionOptions
-    event_store: EventStore
-    #: the longest message a session writes (None: no limit)
-    max_message_bytes: int | None
-    #: ends a priming event's wait for the answer behind it
-    coalescing: NudgeTimer
-    #: ends a streamed POST's time without a watch for its client leaving
-    watch_delay: NudgeTimer
-
-    def wake(self, session: HttpSession, run: Callable[[], Awaitable[None]]) -> None:
-        """Run an awake period of ``session`` (``run``) in the manager's nursery."""
-
-    #: the streams this process follows for resumptions of other replicas' streams
-    followers: Followers
-
-    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        """Run a piece of a session's work in the manager's nursery (a teardown, a follower)."""
-
-    def ended(self, session: HttpSession) -> None:
-        """``session`` has ended: forget it."""
-
-
-class DuplicateRequestId(Exception):
-    """A POST reuses the id of a request still in flight in its session."""
-
-    def __init__(self, request_id: RequestId) -> None:
-        super().__init__(f"request id {describe(request_id)} is already in flight in this session")
-        self.request_id = request_id
 
 
 class HttpSession(Routing):
@@ -174,7 +127,7 @@ class HttpSession(Routing):
 
     def __init__(
         self,
-        manager: SessionHost,
+        manager: SessionHost[HttpSession],
         kind: SessionKind,
         session_id: str | None,
         principal: object,
@@ -571,10 +524,7 @@ class HttpSession(Routing):
                 await self._anchor_standalone()
                 await self._append(STANDALONE, b"")
             if stream.delivered is not None:
-                replay = await replay_attached(self._store, self.id, stream.delivered)
-                if replay is not None:
-                    attachment.replay = replay.events
-                    attachment.skip = frozenset(event_id for event_id, _ in replay.events)
+                await replay_into(attachment, self._store, self.id, stream.delivered)
         return attachment
 
     async def resume(self, last_event_id: str) -> Attachment | None:
@@ -591,32 +541,12 @@ class HttpSession(Routing):
             if self.replicas is None:
                 return None
             manager = self.manager
-            return resume_elsewhere(
-                self,
-                store,
-                first,
-                last_event_id,
-                manager.followers,
-                manager.spawn,
-                lambda: self.closing,
-            )
+            return resume_elsewhere(self, first, last_event_id, manager.followers, manager.spawn)
         if not stream.complete:
             # Something is still routed to it (the standalone stream, or a request's
             # stream while the request runs): the router must be there to do it.
             await self._ensure_awake()
-        attachment = self._attach(stream)
-        # Events appended between the first look and attaching are in neither the first
-        # replay nor the live channel: look again from where the first replay ended.
-        cursor = first.events[-1][0] if first.events else last_event_id
-        second = await replay_attached(store, self.id, cursor)
-        events = first.events + (second.events if second is not None else [])
-        attachment.replay = events
-        attachment.skip = frozenset(event_id for event_id, _ in events)
-        if stream.complete:
-            # Nothing more will be routed to it: the replay is all there is.
-            self._detach(stream, attachment)
-        self._retained.pop(stream.id, None)
-        return attachment
+        return await resume_here(self, stream, first, last_event_id)
 
     async def release(self, attachment: Attachment) -> None:
         """The connection of ``attachment`` is done (finished, cut or gone).

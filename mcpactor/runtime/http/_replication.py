@@ -40,7 +40,7 @@ TOUCH_INTERVAL: Final = 30.0
 _MAX_SESSION_ID: Final = 128
 
 
-class SessionTable(SessionHost, Protocol):
+class SessionTable(SessionHost[HttpSession], Protocol):
     """What the replication needs of the manager whose sessions it shares."""
 
     idle_timeout: float

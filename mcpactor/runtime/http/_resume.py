@@ -17,7 +17,7 @@ from ._streams import Attachment, Stream
 if TYPE_CHECKING:
     from ._event_store import EventStore, Replay
 
-__all__ = ["replay_attached", "resume_elsewhere"]
+__all__ = ["replay_attached", "replay_into", "resume_elsewhere", "resume_here"]
 
 _log = logging.getLogger("mcpactor.http")
 
@@ -33,14 +33,42 @@ async def replay_attached(store: EventStore, session_id: str, event_id: str) -> 
         return None
 
 
+async def replay_into(
+    attachment: Attachment, store: EventStore, session_id: str, event_id: str
+) -> None:
+    """Give a connection just attached what its stream sent after ``event_id``."""
+    replay = await replay_attached(store, session_id, event_id)
+    if replay is not None:
+        attachment.replay = replay.events
+        attachment.skip = frozenset(event_id for event_id, _ in replay.events)
+
+
+async def resume_here(
+    session: Routing, stream: Stream, first: Replay, last_event_id: str
+) -> Attachment:
+    """Re-attach to one of the session's own streams, ``first`` replayed from the store."""
+    assert session.id is not None
+    attachment = session._attach(stream)
+    # Events appended between the first look and attaching are in neither the first
+    # replay nor the live channel: look again from where the first replay ended.
+    cursor = first.events[-1][0] if first.events else last_event_id
+    second = await replay_attached(session._store, session.id, cursor)
+    events = first.events + (second.events if second is not None else [])
+    attachment.replay = events
+    attachment.skip = frozenset(event_id for event_id, _ in events)
+    if stream.complete:
+        # Nothing more will be routed to it: the replay is all there is.
+        session._detach(stream, attachment)
+    session._retained.pop(stream.id, None)
+    return attachment
+
+
 def resume_elsewhere(
     session: Routing,
-    store: EventStore,
     replay: Replay,
     last_event_id: str,
     followers: Followers,
     spawn: Callable[[Callable[[], Awaitable[None]]], None],
-    closing: Callable[[], bool],
 ) -> Attachment:
     """Attach to a stream of another replica's copy, in the store they share.
 
@@ -61,5 +89,11 @@ def resume_elsewhere(
         return attachment
     assert session.id is not None
     after = replay.events[-1][0] if replay.events else last_event_id
-    spawn(functools.partial(followers.follow, store, session.id, attachment, after, closing))
+
+    def closing() -> bool:
+        return session.closing
+
+    spawn(
+        functools.partial(followers.follow, session._store, session.id, attachment, after, closing)
+    )
     return attachment

@@ -27,11 +27,11 @@
 # contained (invariant 10). A store that cannot be reached leaves what would have been
 # cleaned up to its ttl, and never ends the process.
 #
-# Two more timers end waits of SSE writers (see transports/_http_writer.py): the short one of a
-# priming event held back for the answer behind it, and the longer one before a
+# Two more timers end waits of SSE writers (see transports/_http_writer.py): the short
+# one of a priming event held back for the answer behind it, and the longer one before a
 # streamed POST starts watching for its client leaving. Each is a deque of (deadline,
-# attachment, ticket), in time order for the same reason. One timer for every writer,
-# rather than a cancel scope with a deadline per POST.
+# attachment, ticket), in time order as the delay is the same for every writer. One
+# timer for every writer, rather than a cancel scope with a deadline per POST.
 
 from __future__ import annotations
 
