@@ -278,7 +278,8 @@ class SessionManager:
         """
         if self._stopping.is_set() or self._nursery is None:
             raise SessionLimitReached("the server is shutting down")
-        self.make_room()
+        if len(self._open) >= self.max_sessions:
+            self.make_room()
         if client is not None and self._per_client.get(client, 0) >= self.max_sessions_per_client:
             # No sweep here: a client at its limit must not make every refusal walk the
             # whole table. Its idle sessions expire on their timers.
