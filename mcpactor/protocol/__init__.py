@@ -114,6 +114,7 @@ from ._sealing import SealingKey as SealingKey
 from ._sealing import StateRefused as StateRefused
 from ._sealing import StateSealer as StateSealer
 from ._session import LOG_LEVELS as LOG_LEVELS
+from ._session import MAX_CLIENT_DECLARATION_BYTES as MAX_CLIENT_DECLARATION_BYTES
 from ._session import Phase as Phase
 from ._session import ServerSession as ServerSession
 from ._session import unanswered_reply as unanswered_reply
@@ -160,6 +161,7 @@ __all__ = [
     "INPUT_REQUIRED",
     "LATEST",
     "LOG_LEVELS",
+    "MAX_CLIENT_DECLARATION_BYTES",
     "MAX_INPUT_KEY_LENGTH",
     "MAX_INPUT_REQUESTS",
     "MAX_DETAILS",

@@ -814,7 +814,8 @@ async def test_a_message_too_large_to_relay_is_dropped_and_the_session_goes_on()
         copy = c.copy(0, client.session_id)
         assert copy is not None
         before = dict(c.hub.sent)
-        await copy.relay(RelayKind.STANDALONE, b"x" * MAX_RELAYED_BYTES)
+        assert copy.shared is not None
+        await copy.shared.relay(RelayKind.STANDALONE, b"x" * MAX_RELAYED_BYTES)
         assert c.hub.sent == before
         reply = await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
         assert _sum(reply) == 2

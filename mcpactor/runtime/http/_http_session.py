@@ -31,18 +31,12 @@
 # (nobody can resume).
 #
 # Replicas (``share``): when several processes serve the same sessions, each holds a
-# copy of a session it was named, adopted from the session's record (_session_store.py),
-# and the copies keep the record current: the one that answers initialize writes it
-# before the answer leaves (so that the client's next request finds it anywhere), and a
-# copy writes it again when the log level changes. What a copy cannot act on goes to
-# the others through the relay (_relay.py): a client's answer to a server→client request
-# this copy did not send, a ``notifications/cancelled`` for a request not running here,
-# and — to every copy — any other notification (``initialized``, roots changed). A
-# message for the GET stream while no GET is attached here goes to the copy holding
-# it. Copies number their server→client requests and POST streams in ranges of their
-# own, drawn at random, so that ids never collide between replicas. A client resuming a
-# POST stream on a copy other than the one running its request gets the stored events
-# and then follows the stream in the store until its answer (_follow.py).
+# copy (_shared_copy.py) of a session it was named, which keeps the session's record
+# current and relays what it cannot act on to the other copies. Copies number their
+# server→client requests and POST streams in ranges of their own, drawn at random, so
+# that ids never collide between replicas. A client resuming a POST stream on a copy
+# other than the one running its request gets the stored events and then follows the
+# stream in the store until its answer (_follow.py).
 
 from __future__ import annotations
 
@@ -50,40 +44,33 @@ import enum
 import functools
 import logging
 import secrets
-import time
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Final, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final
 
-import orjson
 import trio
 
-from ..._exceptions import INTERNAL_ERROR, ProtocolError
+from ..._exceptions import ProtocolError
 from ...protocol import (
     Body,
-    ErrorResponse,
     Event,
     JSONValue,
-    Notification,
     Phase,
     RequestId,
-    Response,
     Revision,
-    classify_body,
-    decode,
     describe,
 )
-from .._messages import RESPONSE, Outbound, Outbox, SessionOptions
+from .._messages import Outbound, Outbox
 from .._session_actor import SessionActor
 from .._views import HttpSessionView, StreamView
-from ._follow import Followers, ends_stream
-from ._relay import MAX_RELAYED_BYTES, Relayed, RelayKind, Replicas
+from ._relay import Replicas
+from ._resume import replay_into, resume_elsewhere, resume_here
 from ._routing import STANDALONE, Routing
-from ._session_records import SessionRecord, StoreUnavailable, principal_identity
-from ._streams import Attachment, Item, NudgeTimer, Stream
+from ._session_kinds import DuplicateRequestId, SessionHost, SessionKind
+from ._session_records import SessionRecord, StoreUnavailable
+from ._shared_copy import SharedCopy
+from ._streams import Attachment, Item
 
 if TYPE_CHECKING:
-    from ...server import Server
-    from ._event_store import EventStore, Replay
     from ._leases import LeaseKeeper
 
 __all__ = [
@@ -103,8 +90,6 @@ _INBOX_SIZE: Final = 64
 # everywhere) and coincide with odds of one in two million.
 _ID_RANGES: Final = 2**21
 _ID_RANGE: Final = 2**32
-# What a relayed message may carry, its header aside.
-_MAX_RELAYED_DATA: Final = MAX_RELAYED_BYTES - 4096
 _OUTBOX_SIZE: Final = 256
 _STATELESS_REASON: Final = (
     "the server runs in stateless mode, so the client's answer could not reach this request"
@@ -113,37 +98,6 @@ _STATELESS_REASON: Final = (
 _COPY_DROPPED: Final = (
     "the server stopped before the request was answered; the session goes on elsewhere"
 )
-_UNRECORDED: Final = (
-    "the session store is unavailable, so no session can be opened now: try again later"
-)
-
-# What a Server's change notices (runtime/_changes.py) are called on the wire.
-_CHANGE_METHODS: Final = frozenset(
-    {
-        "notifications/tools/list_changed",
-        "notifications/prompts/list_changed",
-        "notifications/resources/list_changed",
-        "notifications/resources/updated",
-    }
-)
-
-
-def is_change_notice(data: bytes) -> bool:
-    """Whether a message for the GET stream is a list change or resource update."""
-    try:
-        message = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    return type(message) is dict and message.get("method") in _CHANGE_METHODS
-
-
-class SessionKind(enum.Enum):
-    """Which transport a session serves; decides ids, routing and resumability."""
-
-    STREAMABLE = "streamable HTTP"
-    STATELESS = "stateless HTTP"
-    LEGACY_SSE = "HTTP+SSE"
-    WEBSOCKET = "WebSocket"
 
 
 class _State(enum.Enum):
@@ -153,42 +107,6 @@ class _State(enum.Enum):
     LENT = "lent"  # stateless: requests run in the manager's nursery, no session task
 
 
-class SessionHost(Protocol):
-    """What a session needs of the manager that owns it (``SessionManager`` is one)."""
-
-    server: Server
-    response_mode: str
-    effective_session_options: SessionOptions
-    stateless_session_options: SessionOptions
-    event_store: EventStore
-    #: the longest message a session writes (None: no limit)
-    max_message_bytes: int | None
-    #: ends a priming event's wait for the answer behind it
-    coalescing: NudgeTimer
-    #: ends a streamed POST's time without a watch for its client leaving
-    watch_delay: NudgeTimer
-
-    def wake(self, session: HttpSession, run: Callable[[], Awaitable[None]]) -> None:
-        """Run an awake period of ``session`` (``run``) in the manager's nursery."""
-
-    #: the streams this process follows for resumptions of other replicas' streams
-    followers: Followers
-
-    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        """Run a piece of a session's work in the manager's nursery (a teardown, a follower)."""
-
-    def ended(self, session: HttpSession) -> None:
-        """``session`` has ended: forget it."""
-
-
-class DuplicateRequestId(Exception):
-    """A POST reuses the id of a request still in flight in its session."""
-
-    def __init__(self, request_id: RequestId) -> None:
-        super().__init__(f"request id {describe(request_id)} is already in flight in this session")
-        self.request_id = request_id
-
-
 class HttpSession(Routing):
     """One MCP session served over HTTP (or WebSocket): the actor, its router, streams."""
 
@@ -196,23 +114,20 @@ class HttpSession(Routing):
         "_copy_only",
         "_inbox",
         "_outbox",
-        "_owner",
-        "_record_ttl",
         "_refused",
         "_settled",
         "_sink",
         "_state",
-        "_written",
         "kind",
         "manager",
         "principal",
         "replicas",
-        "written_at",
+        "shared",
     )
 
     def __init__(
         self,
-        manager: SessionHost,
+        manager: SessionHost[HttpSession],
         kind: SessionKind,
         session_id: str | None,
         principal: object,
@@ -260,13 +175,8 @@ class HttpSession(Routing):
         self._settled: trio.Event | None = None
         #: the replicas this session is shared with; None: it lives in this process only
         self.replicas: Replicas | None = None
-        self._owner = ""
-        self._record_ttl = 0.0
-        # What this copy last wrote to the record (log level, subscriptions); None: the
-        # record is not written yet.
-        self._written: tuple[str, frozenset[str]] | None = None
-        #: when this copy last wrote the record (the runtime's clock)
-        self.written_at = -float("inf")
+        #: this process's copy of the shared session; None: it lives here only
+        self.shared: SharedCopy | None = None
         # Ending this copy leaves the session to the other replicas: its stored events
         # are theirs too.
         self._copy_only = False
@@ -490,191 +400,26 @@ class HttpSession(Routing):
             LocalProtocolError: the record names a revision this server does not speak.
         """
         self.replicas = replicas
-        self._record_ttl = ttl
+        standalone = super()._to_standalone
+        self.shared = shared = SharedCopy(self, standalone, replicas, ttl, record)
         self._leases = leases
-        self.actor.share_subscriptions = self._share_subscriptions
+        self.actor.share_subscriptions = shared.share_subscriptions
         core = self.actor.core
         core.number_requests_from(secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1)
         self._next_stream = secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1
-        if record is None:
-            self._owner = replicas.replica_id
-            return
-        self._owner = record.owner
-        core.adopt(record.protocol_version, record.client_info, record.client_capabilities)
-        self.apply_record(record)
-        self._written = (record.log_level, record.subscriptions)
-
-    def apply_record(self, record: SessionRecord) -> None:
-        """Take the log level and subscriptions another copy wrote."""
-        actor = self.actor
-        actor.core.log_level = record.log_level
-        current = self._subscriptions()
-        for uri in current - record.subscriptions:
-            actor.unsubscribe(uri)
-        for uri in record.subscriptions - current:
-            actor.subscribe(uri)
-        if self._written is not None:
-            self._written = (record.log_level, record.subscriptions)
-
-    def _subscriptions(self) -> frozenset[str]:
-        # The actor keeps them for its change notices; a record carries a copy.
-        return frozenset(self.actor._subscriptions or ())
-
-    def state_changed(self) -> bool:
-        """Whether the subscriptions differ from what this copy last wrote."""
-        written = self._written
-        return written is not None and self._subscriptions() != written[1]
+        if record is not None:
+            shared.adopt(record)
 
     def record(self) -> SessionRecord | None:
         """This copy's state as a record; None before initialize or if not shared."""
-        negotiated = self.actor.core.negotiated
-        replicas = self.replicas
-        if negotiated is None or replicas is None or self.id is None:
-            return None
-        return SessionRecord(
-            id=self.id,
-            protocol_version=negotiated.revision.version,
-            client_capabilities=negotiated.client_capabilities,
-            client_info=negotiated.client_info,
-            log_level=self.actor.core.log_level,
-            subscriptions=self._subscriptions(),
-            principal=principal_identity(self.principal),
-            owner=self._owner,
-            touched_by=replicas.replica_id,
-            last_active=time.time(),
-        )
-
-    async def _share_subscriptions(self) -> None:
-        # resources/(un)subscribe served here: the record, and through it the copy
-        # holding the GET stream, has it before the answer leaves.
-        if not self.state_changed():
-            return
-        try:
-            await self.write_record()
-        except StoreUnavailable as exc:
-            # The next request's ``find`` writes it again.
-            _log.warning("could not write the subscriptions of session %s: %s", self.id, exc)
-
-    async def write_record(self) -> bool:
-        """Write this copy's record (a request was served here); False if not shared.
-
-        Tells the other copies when the log level or subscriptions changed.
-        """
-        record = self.record()
-        replicas = self.replicas
-        if record is None or replicas is None:
-            return False
-        state = (record.log_level, record.subscriptions)
-        changed = self._written is not None and state != self._written
-        self._written = state
-        self.written_at = trio.current_time()
-        await replicas.records.put(record, ttl=self._record_ttl)
-        if changed:
-            await self.relay(RelayKind.STATE)
-        return True
-
-    async def relay(self, kind: RelayKind, data: bytes = b"") -> None:
-        """Send the other replicas a message about this session.
-
-        If the store is unavailable the message is lost, as one to a replica that died.
-        """
-        replicas = self.replicas
-        assert replicas is not None
-        assert self.id is not None
-        if len(data) > _MAX_RELAYED_DATA:
-            _log.warning(
-                "dropped a %s message of session %s: %d bytes, more than a relay carries",
-                kind.value,
-                self.id,
-                len(data),
-            )
-            return
-        try:
-            await replicas.relay.send(Relayed(kind, self.id, replicas.replica_id, data))
-        except StoreUnavailable as exc:
-            _log.warning(
-                "could not relay a %s message of session %s: %s", kind.value, self.id, exc
-            )
-
-    async def _share_in(self, value: JSONValue | Body) -> JSONValue | Body | None:
-        # What this copy keeps of a client's message (None: nothing, it went elsewhere).
-        body = classify_body(value)
-        kind = type(body)
-        core = self.actor.core
-        if kind is Response or kind is ErrorResponse:
-            assert isinstance(body, Response | ErrorResponse)
-            if body.id is None or core.expects(body.id):
-                return body
-            await self.relay(RelayKind.CLIENT, orjson.dumps(body.to_json()))
-            return None
-        if kind is Notification:
-            assert isinstance(body, Notification)
-            if body.method == "notifications/cancelled":
-                request_id = (body.params or {}).get("requestId")
-                if (
-                    isinstance(request_id, str | int)
-                    and not isinstance(request_id, bool)
-                    and request_id in core.in_flight()
-                ):
-                    return body
-                await self.relay(RelayKind.CLIENT, orjson.dumps(body.to_json()))
-                return None
-            # Every copy hears the client's other notifications (initialized, roots).
-            await self.relay(RelayKind.CLIENT, orjson.dumps(body.to_json()))
-        return body
-
-    async def _share_out(self) -> bool:
-        # After the core took a client's message: a record to write for a session just
-        # initialized here, or for a log level just changed. False if a session just
-        # initialized could not be recorded: no other replica would know it.
-        written = self._written
-        try:
-            if written is None:
-                if self.actor.core.negotiated is not None:
-                    await self.write_record()
-            elif self.actor.core.log_level != written[0]:
-                await self.write_record()
-        except StoreUnavailable as exc:
-            _log.warning("could not write the record of session %s: %s", self.id, exc)
-            return written is not None
-        return True
-
-    @staticmethod
-    def _unrecorded(item: Outbound) -> Outbound:
-        # The answer to initialize when the session could not be recorded.
-        request_id = item.related_request_id
-        error = ErrorResponse(request_id, INTERNAL_ERROR, _UNRECORDED).to_json()
-        return Outbound(RESPONSE, error, request_id)
-
-    async def take_relayed(self, message: Relayed) -> None:
-        """Act on what another replica relayed about this session."""
-        kind = message.kind
-        if kind is RelayKind.CLIENT:
-            try:
-                value = decode(message.data)
-            except ProtocolError:
-                _log.warning("dropped a relayed client message that is not JSON")
-                return
-            await self.feed(value, relayed=True)
-        elif kind is RelayKind.STANDALONE:
-            # Only the copy holding the GET stream takes it; the others never relay it on.
-            if self.standalone.conn is not None and not self.closing:
-                await Routing._to_standalone(self, message.data)
-        elif kind is RelayKind.STATE:
-            replicas = self.replicas
-            if replicas is not None:
-                record = await replicas.records.get(message.session_id)
-                if record is not None:
-                    self.apply_record(record)
+        shared = self.shared
+        return None if shared is None else shared.record()
 
     async def _to_standalone(self, data: bytes) -> None:
-        replicas = self.replicas
-        if replicas is not None and self.standalone.conn is None and not self.closing:
-            # The GET stream, if the client holds one, is on another replica. A change
-            # notice reached that replica's copy too, through the shared changes.
-            if replicas.changes is not None and is_change_notice(data):
-                return
-            await self.relay(RelayKind.STANDALONE, bytes(memoryview(data)))
+        shared = self.shared
+        if shared is not None and self.standalone.conn is None and not self.closing:
+            # The GET stream, if the client holds one, is on another replica.
+            await shared.relay_standalone(data)
             return
         await Routing._to_standalone(self, data)
 
@@ -691,9 +436,9 @@ class HttpSession(Routing):
         ``relayed``: it came from another replica, which could not act on it.
         """
         self.touch()
-        shared = self.replicas is not None and not relayed
-        if shared:
-            kept = await self._share_in(value)
+        shared = None if relayed else self.shared
+        if shared is not None:
+            kept = await shared.share_in(value)
             if kept is None:
                 return not self.closing
             value = kept
@@ -707,8 +452,8 @@ class HttpSession(Routing):
             if received.taken:
                 replies = received.replies
                 # Before the replies leave: the client's next request may go anywhere.
-                if shared and not await self._share_out():
-                    replies = tuple(self._unrecorded(item) for item in replies)
+                if shared is not None and not await shared.share_out():
+                    replies = tuple(shared.unrecorded(item) for item in replies)
                     self._refused = True
                 if received.backlog:
                     self._wake(list(received.backlog))
@@ -779,10 +524,7 @@ class HttpSession(Routing):
                 await self._anchor_standalone()
                 await self._append(STANDALONE, b"")
             if stream.delivered is not None:
-                replay = await self._replay_attached(stream.delivered)
-                if replay is not None:
-                    attachment.replay = replay.events
-                    attachment.skip = frozenset(event_id for event_id, _ in replay.events)
+                await replay_into(attachment, self._store, self.id, stream.delivered)
         return attachment
 
     async def resume(self, last_event_id: str) -> Attachment | None:
@@ -798,63 +540,13 @@ class HttpSession(Routing):
         if stream is None:
             if self.replicas is None:
                 return None
-            return self._resume_elsewhere(first, last_event_id)
+            manager = self.manager
+            return resume_elsewhere(self, first, last_event_id, manager.followers, manager.spawn)
         if not stream.complete:
             # Something is still routed to it (the standalone stream, or a request's
             # stream while the request runs): the router must be there to do it.
             await self._ensure_awake()
-        attachment = self._attach(stream)
-        # Events appended between the first look and attaching are in neither the first
-        # replay nor the live channel: look again from where the first replay ended.
-        cursor = first.events[-1][0] if first.events else last_event_id
-        second = await self._replay_attached(cursor)
-        events = first.events + (second.events if second is not None else [])
-        attachment.replay = events
-        attachment.skip = frozenset(event_id for event_id, _ in events)
-        if stream.complete:
-            # Nothing more will be routed to it: the replay is all there is.
-            self._detach(stream, attachment)
-        self._retained.pop(stream.id, None)
-        return attachment
-
-    async def _replay_attached(self, event_id: str) -> Replay | None:
-        # A replay for a connection already attached: a store that cannot be reached
-        # costs it the replay (live events still come), never the attachment.
-        assert self.id is not None
-        try:
-            return await self._store.replay_after(self.id, event_id)
-        except StoreUnavailable as exc:
-            _log.warning("session %s: a stream goes on without its replay: %s", self.id, exc)
-            return None
-
-    def _resume_elsewhere(self, replay: Replay, last_event_id: str) -> Attachment:
-        # A stream of another replica's copy, in the store they share: what is stored,
-        # then, while its request runs there, what is appended (_follow.py).
-        stream = Stream(replay.stream_id)
-        stream.sse = True
-        attachment = self._attach(stream)
-        attachment.replay = replay.events
-        attachment.skip = frozenset(event_id for event_id, _ in replay.events)
-        followers = self.manager.followers
-        if (
-            attachment.gone
-            or any(ends_stream(data) for _, data in replay.events)
-            or not followers.take()
-        ):
-            stream.complete = True
-            self._detach(stream, attachment)
-            return attachment
-        assert self.id is not None
-        after = replay.events[-1][0] if replay.events else last_event_id
-        self.manager.spawn(
-            functools.partial(
-                followers.follow, self._store, self.id, attachment, after, self._is_closing
-            )
-        )
-        return attachment
-
-    def _is_closing(self) -> bool:
-        return self.closing
+        return await resume_here(self, stream, first, last_event_id)
 
     async def release(self, attachment: Attachment) -> None:
         """The connection of ``attachment`` is done (finished, cut or gone).

@@ -14,13 +14,13 @@ import trio
 
 from ..._exceptions import MCPActorError
 from ...protocol import (
+    MAX_CLIENT_DECLARATION_BYTES,
     MAX_RESOURCE_SUBSCRIPTIONS,
     MAX_SUBSCRIPTION_BYTES,
     JSONObject,
     RemoteProtocolError,
     ResourceSubscriptions,
 )
-from ...protocol._session import MAX_CLIENT_DECLARATION_BYTES
 
 __all__ = [
     "MAX_RECORD_BYTES",
