@@ -15,12 +15,12 @@ from collections.abc import Callable
 import trio
 
 from ..protocol import Phase
-from ._peer import Peer
+from ._peer import SessionPeer
 
 __all__ = ["ChangeNotices"]
 
 
-class ChangeNotices(Peer):
+class ChangeNotices(SessionPeer):
     """The Server's listener: queues change notices and sends them, coalesced."""
 
     _changed_lists: set[str] | None

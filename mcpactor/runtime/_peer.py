@@ -1,4 +1,5 @@
-# The half of a session actor that handlers talk to: the ``Peer`` every Context calls.
+# The half of a session actor that handlers talk to: ``SessionPeer``, the Peer every
+# Context of a session calls.
 #
 # Notifications and server→client requests from a Context come here and go out through
 # the actor's outbox, built by the protocol core. A server→client request waits on a
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from ..auth import Principal
     from ..server._execution import Offload
 
-__all__ = ["Peer", "PrincipalHolder"]
+__all__ = ["PrincipalHolder", "SessionPeer"]
 
 T = TypeVar("T")
 
@@ -71,7 +72,7 @@ class PrincipalHolder(Protocol):
     principal: object
 
 
-class Peer:
+class SessionPeer:
     """What handlers reach through their Context: notifications, client requests, offload.
 
     ``SessionActor`` is one; the attributes below are its state.

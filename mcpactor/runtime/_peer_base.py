@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..server import Peer
     from ..server._execution import Offload
 
-__all__ = ["Relay", "Sessionless", "principal_of"]
+__all__ = ["Delegating", "Sessionless", "principal_of"]
 
 T = TypeVar("T")
 
@@ -74,7 +74,7 @@ class Sessionless:
         """Nothing to tell."""
 
 
-class Relay:
+class Delegating:
     """The Peer methods that hand a Context's work (threads, processes) to ``_peer``."""
 
     __slots__ = ()

@@ -14,7 +14,7 @@ import trio
 from ..._exceptions import LocalProtocolError
 from ...protocol import JSONObject, RequestId
 from ...server import Peer, with_related_task
-from .._peer_base import Relay, Sessionless
+from .._peer_base import Delegating, Sessionless
 from ._table import Announce, TaskEntry
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["ExtensionTaskPeer", "SessionTaskPeer"]
 
 
-class SessionTaskPeer(Relay):
+class SessionTaskPeer(Delegating):
     """The peer of a session task's Context: the session's, with the task's ``_meta``."""
 
     __slots__ = ("_announce", "_entry", "_host", "_peer")
@@ -121,7 +121,7 @@ class SessionTaskPeer(Relay):
         await self._peer.subscriptions_changed()
 
 
-class ExtensionTaskPeer(Sessionless, Relay):
+class ExtensionTaskPeer(Sessionless, Delegating):
     """The peer of a task's Context (tasks extension): the request it came from is over.
 
     Its notifications have no stream to go on (a task reaches the client only through
