@@ -1,29 +1,24 @@
 """How a serving process treats its heap: fewer, cheaper passes of the cycle collector."""
 
 # Most of what a request allocates dies by reference counting as soon as the request
-# ends; the cycle collector only matters for cycles, and serving makes almost none
-# (over four bursts of 1 000 calls, each pass found a few dozen objects to free). A pass over
-# the youngest generation runs after every N net allocations, whatever they are, and
-# requests in flight are net allocations: with 1 000 sleep(1) calls in flight — ~55
-# live container objects each, coroutine frames mostly — every pass walked tens of
-# thousands of live objects at ~0.5 µs each, 40–45 ms per burst of 1 000 calls with a
-# threshold of 20 000 or 50 000 (the default 700 also ran full passes: worse still),
-# 15 ms with 100 000. The cost of a high threshold is memory: cyclic garbage, when a
-# handler makes some, waits for up to that many net allocations (~10–20 MB) before a
-# pass frees it. Freezing start-up's objects keeps full passes from walking them.
+# ends; the cycle collector only matters for cycles, and serving makes almost none. A
+# pass over the youngest generation runs after every N net allocations, whatever they
+# are, and requests in flight are net allocations (their coroutine frames mostly): with
+# many calls in flight, every pass walks tens of thousands of live objects and frees
+# nothing. A high threshold makes those passes rare; its cost is memory, since cyclic
+# garbage a handler makes waits that many net allocations before a pass frees it.
+# Freezing start-up's objects keeps full passes from walking them.
 #
-# What a quiet spell builds counts towards the next pass too: 1 000 idle keep-alive
-# connections are ~38 000 young containers (task, coroutines, cancel scope, parser), so
-# the first burst over them crossed the threshold mid-burst and walked ~100 000 live
-# objects, ~70 ms of a burst that otherwise takes 300–400 ms of CPU. ``collect_when_quiet``
-# takes that pass while nothing happens instead: once the young generation has stopped
-# growing for a moment, the same connections cost a ~20 ms pass that no request waits
-# on, the next burst starts from an empty young generation, and cyclic garbage made
-# before the quiet spell is freed then rather than after another 100 000 allocations.
-# While requests are in flight the young generation is mostly their live frames, which
-# die by reference counting when they end; a pass then (in a burst of sleep(1) calls, a
-# ~50 ms walk of ~100 000 live objects) would free nothing and hold up the replies
-# whose timers fall inside it, so it waits until they are done.
+# What a quiet spell builds counts towards the next pass too: idle keep-alive
+# connections are many young containers (task, coroutines, cancel scope, parser), so the
+# first burst over them would cross the threshold mid-burst and walk them all while
+# requests wait. ``collect_when_quiet`` takes that pass while nothing happens instead:
+# once the young generation has stopped growing for a moment, a pass that no request
+# waits on, so the next burst starts from an empty young generation. While requests are
+# in flight the young generation is mostly their live frames, which die by reference
+# counting when they end; a pass then would free nothing and hold up the replies whose
+# timers fall inside it, so it waits until they are done. The measurements behind the
+# threshold are in docs/performance.md.
 
 from __future__ import annotations
 

@@ -1,13 +1,12 @@
 """Request actors waiting for their first step, and the gate that lets intake wait for them."""
 
 # trio runs what became runnable during one pass of its scheduler in the next pass. When
-# 1 000 requests arrive at once, their 1 000 connection tasks are woken in one pass, and
+# a burst of requests arrives at once, their connection tasks are woken in one pass, and
 # every request actor they spawn waits for the next: each handler starts only after all
-# 1 000 requests have been parsed, checked and decoded (~100 ms), the handlers start
-# together, and 1 000 sleep(1) calls then end together, so their answers queue behind one
-# another (another ~100 ms). A server taking in one request after another would start
-# each handler as its request arrives and answer each as it ends: the burst ends ~1 s
-# after its last request arrived instead. The gate gives that order back: HTTP intake
+# of the burst's requests have been parsed, checked and decoded, the handlers start
+# together, and calls of equal length then end together, so their answers queue behind
+# one another. A server taking in one request after another would start each handler as
+# its request arrives and answer each as it ends. The gate gives that order back: HTTP intake
 # waits while ``limit`` request actors are spawned but not yet started, and each actor
 # that starts lets one waiting connection go on.
 

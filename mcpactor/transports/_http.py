@@ -2,12 +2,9 @@
 #
 # Why a hand-written ASGI app and not quart-trio: the MCP endpoint is one path with
 # three methods and no templates, forms or blueprints, and every request is on the hot
-# path. Measured on a shared 2-core machine (hypercorn trio worker, one keep-alive
-# HTTP/1.1 client, 3 000 sequential ``ping`` requests in an initialized session, three
-# rounds), the server spent 0.57–0.72 ms of CPU per request behind this app and
-# 0.90–0.96 ms behind a quart-trio route calling the same session code (1.4–1.5x the
-# throughput here); a bare hypercorn ASGI app that answers canned JSON spends
-# 0.48–0.63 ms. Quart's cost is its request/response objects and contexts.
+# path: a quart-trio route calling the same session code cost markedly more CPU per
+# request than this app (its request/response objects and contexts; the measurement is
+# in docs/performance.md).
 #
 # A request goes through: the Host header's framing (400 and close when it is missing in
 # HTTP/1.1, repeated or malformed, RFC 9112 §3.2) → the health endpoint, which needs

@@ -34,11 +34,10 @@ _log = logging.getLogger("mcpactor")
 _RECEIVE_SIZE: Final = 65536
 _MAX_BATCH: Final = 256
 # Frames of one read handed on before the reader lets the scheduler run what they
-# started. A pipelining client's read holds its whole window (64 requests in the
-# benchmark); handed on at once, every answer waited for the last request, the client
-# refilled its window only then, and the server idled meanwhile (84 % busy). In runs of
-# 16 the first answers leave while the rest are served and the client's next requests
-# overlap them: 1.28-1.32x the throughput and 6-13 % less CPU per call, both eras.
+# started. A pipelining client's read holds its whole window; handed on at once, every
+# answer waited for the last request, the client refilled its window only then, and the
+# server idled meanwhile. In runs the first answers leave while the rest are served and
+# the client's next requests overlap them (docs/performance.md has the measurements).
 _DISPATCH_RUN: Final = 16
 # How long one write may take once started; a client that reads nothing for this long is
 # treated as gone.
