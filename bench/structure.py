@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -84,10 +84,15 @@ def imports(modules: dict[str, Source]) -> Iterator[tuple[str, str, int]]:
 
 
 def cycles(modules: dict[str, Source]) -> list[frozenset[str]]:
-    """The import cycles: strongly connected components of more than one module (Tarjan)."""
+    """The import cycles: strongly connected components of more than one module."""
     edges: dict[str, set[str]] = {name: set() for name in modules}
     for importer, target, _ in imports(modules):
         edges[importer].add(target)
+    return strongly_connected(edges)
+
+
+def strongly_connected(edges: Mapping[str, Collection[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one node of a graph (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
