@@ -26,7 +26,6 @@ from ._offload import OffloadError as OffloadError
 from ._offload import ProcessPool as ProcessPool
 from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
 from ._offload import open_process_pool as open_process_pool
-from ._session_actor import Received as Received
 from ._session_actor import SessionActor as SessionActor
 from ._snapshot import Observatory as Observatory
 from ._snapshot import current_observatory as current_observatory
@@ -80,7 +79,6 @@ __all__ = [
     "Outbox",
     "ProcessPool",
     "ProcessPoolStatistics",
-    "Received",
     "RequestTrace",
     "RequestView",
     "SessionActor",

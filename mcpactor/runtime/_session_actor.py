@@ -9,30 +9,21 @@
 # writer drains it. The actor is also the handlers' ``Peer`` (_peer.py) and the Server's
 # change listener (_changes.py); this module is the loop and the request actors.
 #
-# Intake: messages come in one way. A transport with a reader task of its own (stdio,
-# the in-memory connection) queues them on the inbox that ``run`` reads. An owner whose
-# callers already run in tasks of their own (HTTP handlers) hands each message to
-# ``receive``, which acts on it in the caller's task when the actor can — running and
-# idle, so nothing queued earlier is overtaken — and otherwise says to queue it: that
-# shortcut is ``run``'s own step, taken early. While the actor is not running,
-# ``receive`` settles what the core answers alone and hands back what needs a run.
+# Intake: messages come in one way, the inbox that ``run`` reads. Whoever has a message
+# for the session (a transport's reader task, an HTTP request handler) queues it there;
+# only the actor's own task acts on it, in order.
 #
 # Shutdown: when the inbox closes (EOF, signal, HTTP session ended) the actor stops
 # reading, fails requests still waiting on the client, gives running handlers
 # ``shutdown_grace`` seconds, then cancels them. Nothing it started outlives ``run``.
 #
-# Rest (HTTP sessions hibernate): an owner may run the actor in periods. While it is not
-# running the object keeps only state — the core, subscriptions, pending change notices,
-# task records — and ``receive`` feeds the core directly: what the core answers alone
-# (initialize, ping, logging/setLevel, notifications) is settled there and then, without
-# a task; anything that needs a running actor (a request to serve, roots hooks) comes
-# back as a backlog for the next ``run``. A period ends as a rest when the owner closes
-# the inbox while ``resting()`` and its ``rest`` callback agrees; only the final end
-# closes the core. Change notices from the Server that arrive while the actor rests are
-# kept (coalesced) and sent when it next runs.
-#
-# Lent (stateless HTTP): ``serve_in`` runs the actor without a task of its own: its
-# requests start in the owner's nursery, and ``receive`` always takes the shortcut.
+# Rest (HTTP sessions hibernate): a session with nothing running needs no task. An
+# owner that lets it rest passes ``rest`` to ``run``: the actor asks it whenever it has
+# acted and finds its inbox empty with nothing running, and when its inbox closes; a
+# yes ends the run without closing the core. Between runs the object keeps only state
+# — the core, subscriptions, pending change notices, task records — and the owner
+# starts the next ``run`` when a message arrives. Change notices from the Server that
+# arrive meanwhile are kept (coalesced) and sent when it next runs.
 
 from __future__ import annotations
 
@@ -40,12 +31,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Final
 
-import attrs
 import trio
 
 from .._exceptions import INTERNAL_ERROR, ProtocolError, RequestError
 from ..protocol import (
-    Body,
     CancelRequested,
     ErrorReceived,
     Event,
@@ -87,7 +76,7 @@ from ._starts import StartGate, current_start_gate
 from ._views import RequestView, SessionView
 from .tasks import TaskManager
 
-__all__ = ["Received", "SessionActor"]
+__all__ = ["SessionActor"]
 
 _log = logging.getLogger("mcpactor")
 
@@ -96,23 +85,6 @@ _REQUEST_TASK_NAME: Final = "mcpactor.request"
 
 # Until ``run``: requests start only while the actor runs, so nothing counts on it.
 _NO_GATE: Final = StartGate()
-
-
-@attrs.frozen(slots=True)
-class Received:
-    """What ``SessionActor.receive`` did with a message."""
-
-    #: False: the actor is mid-message; queue the message on the inbox
-    taken: bool
-    #: what the core answered alone (or refused), for the caller to send, in order
-    replies: tuple[Outbound, ...] = ()
-    #: at rest: events that need a running actor, for the next ``run``
-    backlog: tuple[Event, ...] = ()
-
-
-# The common answers, made once: the shortcut allocates nothing.
-_TAKEN: Final = Received(True)
-_QUEUED: Final = Received(False)
 
 
 class SessionActor(ChangeNotices):
@@ -159,8 +131,6 @@ class SessionActor(ChangeNotices):
         self._helpers = 0
         self._roots = RootsHooks(server, self.core, self)
         self._closing = False
-        # The actor task is acting on a message (it may be waiting for outbox room).
-        self._acting = False
         self._token: trio.lowlevel.TrioToken | None = None
         # Transports with per-request streams (HTTP) want to hear when a stream should be
         # cut or is over without a response; a transport that cannot carry server→client
@@ -178,8 +148,6 @@ class SessionActor(ChangeNotices):
         self._processes: ProcessPool | None = None
         # This trio run's counts of request actors, started and in flight (set by ``run``).
         self._starts = _NO_GATE
-        # What an actor without a task of its own (``serve_in``) does when one fails.
-        self._on_failure: Callable[[], None] | None = None
         #: the transport's id of the session (HTTP's Mcp-Session-Id), for traces and logs
         self.session_id: str | None = None
         METRICS.session_opened()
@@ -241,17 +209,16 @@ class SessionActor(ChangeNotices):
         inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
         *,
         outbox: Outbox | trio.MemorySendChannel[Outbound] | None = None,
-        backlog: Iterable[Event] = (),
         rest: Callable[[], bool] | None = None,
         task_status: trio.TaskStatus[SessionActor] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve the session until its inbox closes, then shut down gracefully.
+        """Serve the session until its inbox closes (or it may rest), then stop.
 
-        An owner that lets the session rest between periods passes ``rest``, and for each
-        period a fresh ``outbox`` and the ``backlog`` that ``receive`` at rest left. When
-        the inbox closes and ``rest()`` is true, the period ends at once and the session
-        keeps its state for the next ``run``; the owner closes the inbox for a rest only
-        while ``resting()``. Otherwise the session ends as without ``rest``.
+        Without ``rest`` the end of the inbox ends the session: requests still running
+        get ``shutdown_grace`` seconds. An owner that lets the session rest passes
+        ``rest`` (and a fresh ``outbox`` for each run): asked whenever the actor has
+        acted and finds its inbox empty with nothing running, and when the inbox closes;
+        true ends this run at once and the session keeps its state for the next.
         """
         if outbox is not None:
             self._outbox = Outbox.of(outbox)
@@ -264,33 +231,12 @@ class SessionActor(ChangeNotices):
                 # Changes the Server announced while the actor was not running.
                 self._schedule_changes()
                 task_status.started(self)
-                self._acting = True
-                try:
-                    await self._act(backlog)
-                finally:
-                    self._acting = False
-                async with inbox:
-                    while True:
-                        # What is queued is taken without a trip through the scheduler,
-                        # so the inbox is empty whenever the actor is not acting: a
-                        # ``receive`` that found a message would yield with it in hand,
-                        # and ``receive`` could then act on a later one first.
-                        try:
-                            item = inbox.receive_nowait()
-                        except trio.WouldBlock:
-                            try:
-                                item = await inbox.receive()
-                            except trio.EndOfChannel:
-                                break
-                        except trio.EndOfChannel:
-                            break
-                        await self._receive(item)
-                final = rest is None or not rest()
+                final = not await self._take(inbox, rest)
                 if final:
                     await self._wind_down()
                     nursery.cancel_scope.cancel("the session ended")
                 else:
-                    # From here on, changes wait for the next period.
+                    # From here on, changes wait for the next run.
                     self._nursery = None
         finally:
             self._nursery = None
@@ -298,35 +244,29 @@ class SessionActor(ChangeNotices):
                 self.close()
             await self.close_processes()
 
-    def serve_in(
-        self, nursery: trio.Nursery, outbox: Outbox, *, on_failure: Callable[[], None]
-    ) -> None:
-        """Serve without a task of the actor's own: requests start in ``nursery``.
-
-        For an owner whose session lasts one exchange (stateless HTTP): it hands every
-        message to ``receive``, which always takes the shortcut here, what the session sends
-        goes to ``outbox``, and ``retire`` ends it. A request actor that fails calls
-        ``on_failure`` instead of failing the nursery it borrowed. Nothing is registered
-        with the Server: such a session has nobody to tell about changes.
-        """
-        self._outbox = outbox
-        self._starts = current_start_gate()
-        self._nursery = nursery
-        self._on_failure = on_failure
-
-    def retire(self, grace: float) -> bool:
-        """Take no more requests; cancel those still running after ``grace`` seconds.
-
-        For an actor that ``serve_in`` started. Returns whether nothing is running (the
-        owner may close it now); otherwise ``wait_idle`` tells when it may.
-        """
-        self._closing = True
-        if not self._serving:
-            return True
-        deadline = trio.current_time() + grace
-        for scope in self._scopes.values():
-            scope.deadline = min(scope.deadline, deadline)
-        return False
+    async def _take(
+        self,
+        inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
+        rest: Callable[[], bool] | None,
+    ) -> bool:
+        # Act on each message in turn until the inbox closes; return whether to rest.
+        acted = False
+        async with inbox:
+            while True:
+                try:
+                    item = inbox.receive_nowait()
+                except trio.WouldBlock:
+                    if acted and rest is not None and self.resting() and rest():
+                        return True
+                    try:
+                        item = await inbox.receive()
+                    except trio.EndOfChannel:
+                        break
+                except trio.EndOfChannel:
+                    break
+                await self._act(self.core.receive(item))
+                acted = True
+        return rest is not None and rest()
 
     @property
     def has_processes(self) -> bool:
@@ -358,83 +298,6 @@ class SessionActor(ChangeNotices):
             self._idle = trio.Event()
         await self._idle.wait()
 
-    def expect_run(self) -> None:
-        """Say that a ``run`` is on its way: messages from now on queue on its inbox.
-
-        An owner that wakes a resting actor calls this when it decides to, before the
-        task that runs it starts, so that what arrives meanwhile waits behind the backlog
-        instead of being taken at rest.
-        """
-        self._acting = True
-
-    def receive(self, item: JSONValue | Body) -> Received:
-        """Take one message from the client: the one way in, besides the inbox of ``run``.
-
-        What it does depends on where the actor is, and it never waits:
-
-        - acting on an earlier message (or about to run, ``expect_run``): nothing; the
-          caller queues the message on the inbox, and the actor's task takes it from
-          there the same way, in order (``Received.taken`` is False);
-        - running and idle — the shortcut: the actor has taken everything from its inbox,
-          so acting now overtakes nothing: the core takes the message in the caller's
-          task, its requests start in the actor's nursery, and what the core answers
-          (and refusals) come back as ``replies`` for the caller to send, in order, on
-          the actor's outbox;
-        - at rest (not running): what the core answers alone is settled now and comes
-          back as ``replies`` to send; if anything needs a running actor (a request to
-          serve, roots hooks to run), nothing is sent and every event, in order, comes
-          back as the ``backlog`` to start the next ``run`` with.
-        """
-        if self._acting:
-            # Mid-message, the actor may not have opened that message's requests yet: a
-            # notifications/cancelled acted on now could miss the scope it cancels.
-            return _QUEUED
-        events = self.core.receive(item)
-        if self._nursery is None:
-            return self._settle_at_rest(events)
-        replies = None
-        for event in events:
-            kind = type(event)
-            if kind is RequestReceived:
-                assert isinstance(event, RequestReceived)
-                refusal = self._open_request(event.request, event.negotiated)
-                if refusal is not None:
-                    replies = [*(replies or ()), refusal]
-            elif kind is Send:
-                assert isinstance(event, Send)
-                reply = Outbound(RESPONSE, event.payload, event.request_id)
-                replies = [*(replies or ()), reply]
-            elif kind is RootsChanged:
-                self._roots.start(self._nursery)
-            else:
-                self._settle(event)
-        return Received(True, tuple(replies)) if replies else _TAKEN
-
-    def _settle_at_rest(self, events: list[Event]) -> Received:
-        for event in events:
-            kind = type(event)
-            if kind is RequestReceived or (
-                kind is RootsChanged and self.server.roots_changed_hooks
-            ):
-                return Received(True, (), tuple(events))
-        replies = []
-        for event in events:
-            if type(event) is Send:
-                assert isinstance(event, Send)
-                replies.append(Outbound(RESPONSE, event.payload, event.request_id))
-            elif type(event) is not RootsChanged:
-                self._settle(event)
-        return Received(True, tuple(replies)) if replies else _TAKEN
-
-    async def _receive(self, item: JSONValue | Body) -> None:
-        # A message from the inbox: what ``receive`` does while running, but waiting for
-        # room in the outbox (backpressure reaches the inbox's sender).
-        self._acting = True
-        try:
-            await self._act(self.core.receive(item))
-        finally:
-            self._acting = False
-
     async def _act(self, events: Iterable[Event]) -> None:
         for event in events:
             kind = type(event)
@@ -450,7 +313,7 @@ class SessionActor(ChangeNotices):
                 self._settle(event)
 
     def _settle(self, event: Event) -> None:
-        # The events that need no task: running or at rest alike.
+        # The events the actor settles in its own step, starting nothing.
         kind = type(event)
         if kind is CancelRequested:
             assert isinstance(event, CancelRequested)
@@ -500,8 +363,9 @@ class SessionActor(ChangeNotices):
         scope = trio.CancelScope()
         self._scopes[request.id] = scope
         self._serving += 1
-        serve = self._serve_request if self._on_failure is None else self._serve_contained
-        nursery.start_soon(serve, request, negotiated, scope, name=_REQUEST_TASK_NAME)
+        nursery.start_soon(
+            self._serve_request, request, negotiated, scope, name=_REQUEST_TASK_NAME
+        )
         self._starts.spawned()
         return None
 
@@ -586,18 +450,6 @@ class SessionActor(ChangeNotices):
         if reason is None:
             return self.core.abandon(request_id)
         return self.core.respond_error(request_id, INTERNAL_ERROR, reason, {"cancelled": True})
-
-    async def _serve_contained(
-        self, request: Request, negotiated: Negotiated, scope: trio.CancelScope
-    ) -> None:
-        # In a borrowed nursery, a failure would end everything else in it (invariant 3):
-        # the owner ends this session instead, as a failing actor task ends its own.
-        try:
-            await self._serve_request(request, negotiated, scope)
-        except Exception:
-            _log.exception("serving request %s failed; the session ends", describe(request.id))
-            assert self._on_failure is not None
-            self._on_failure()
 
     def view(self) -> SessionView:
         """What the session is serving at this instant, for the live tree."""

@@ -242,7 +242,7 @@ async def _post(
         return
     extra = app.cors(headers)
     if new_session:
-        _introduce(app, session, extra)
+        await _introduce(app, session, extra)
     await write_stream(
         receive,
         send,
@@ -303,11 +303,13 @@ def _initializes(body: Body, kind: type) -> bool:
     return kind is Request and body.method == "initialize"  # type: ignore[union-attr]
 
 
-def _introduce(app: Endpoint, session: HttpSession, extra: list[tuple[bytes, bytes]]) -> None:
+async def _introduce(
+    app: Endpoint, session: HttpSession, extra: list[tuple[bytes, bytes]]
+) -> None:
     # The answer to the initialize that opened ``session``: it names the session, or,
     # refused (bad params, or the session could not be recorded), its error goes out
     # and nothing else of the session stays or counts.
-    if session.opened:
+    if await session.introduce():
         assert session.id is not None
         extra.append((b"mcp-session-id", session.id.encode()))
     else:

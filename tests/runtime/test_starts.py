@@ -6,7 +6,8 @@ import trio
 import trio.testing
 
 from mcpactor import Server
-from mcpactor.runtime import SessionActor, StartGate, current_start_gate
+from mcpactor.runtime import SessionActor, StartGate
+from mcpactor.runtime._starts import _GATE
 
 from ..protocol.helpers import initialize, notification, request
 
@@ -79,24 +80,34 @@ async def test_a_session_counts_its_request_actors_until_their_first_step() -> N
         await trio.sleep_forever()
         return "never"
 
+    class NotingGate(StartGate):
+        # What ``waiting`` was right after each spawn.
+        noted: list[int] = []  # noqa: RUF012
+
+        def spawned(self) -> None:
+            super().spawned()
+            self.noted.append(self.waiting)
+
+    gate = NotingGate()
+    _GATE.set(gate)
     actor = SessionActor(server, None)
-    gate = current_start_gate()
-    _inbox_send, inbox_receive = trio.open_memory_channel[object](8)
-    outbox_send, _outbox_receive = trio.open_memory_channel[object](8)
+    inbox_send, inbox_receive = trio.open_memory_channel[object](8)
+    outbox_send, outbox_receive = trio.open_memory_channel[object](8)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(
             lambda: actor.run(inbox_receive, outbox=outbox_send)  # type: ignore[arg-type]
         )
+        await inbox_send.send(initialize(1))
+        answered = await outbox_receive.receive()
+        assert answered.related_request_id == 1  # type: ignore[attr-defined]
+        await inbox_send.send(notification("notifications/initialized"))
+        await inbox_send.send(request(2, "tools/call", {"name": "wait"}))
         await trio.testing.wait_all_tasks_blocked()
-        answered = actor.receive(initialize(1))
-        assert [reply.related_request_id for reply in answered.replies] == [1]
-        assert actor.receive(notification("notifications/initialized")).taken
-        assert actor.receive(request(2, "tools/call", {"name": "wait"})).taken
-        assert gate.waiting == 1
-        await trio.testing.wait_all_tasks_blocked()
+        # Counted when spawned, until its first step.
+        assert gate.noted == [1]
         assert gate.waiting == 0
         assert gate.in_flight == actor.requests_in_flight == 1
-        actor.receive(notification("notifications/cancelled", {"requestId": 2}))
+        await inbox_send.send(notification("notifications/cancelled", {"requestId": 2}))
         await trio.testing.wait_all_tasks_blocked()
         assert gate.in_flight == actor.requests_in_flight == 0
         nursery.cancel_scope.cancel()

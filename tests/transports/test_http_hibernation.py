@@ -345,12 +345,15 @@ async def test_a_request_while_the_session_falls_asleep_wakes_it_again(
         await trio.testing.wait_all_tasks_blocked()
         assert session.awake
 
-        # Falling asleep again, what the core answers alone waits for the sleep to end.
+        # Falling asleep again, a message waits for the sleep to end, then wakes the
+        # session just for what the core answers alone.
         await settle()
         await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
         await trio.testing.wait_all_tasks_blocked()
         session.sleep()
         assert await session.feed({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert session.awake
+        await trio.testing.wait_all_tasks_blocked()
         assert not session.awake
         assert (await client.call("ping"))["result"] == {}
         await trio.testing.wait_all_tasks_blocked()
@@ -462,7 +465,7 @@ async def test_cancelling_the_manager_ends_sleeping_sessions_too(probe: Probe) -
         assert app.manager.statistics().sessions == 0
 
 
-async def test_stateless_requests_the_core_answers_start_no_task(probe: Probe) -> None:
+async def test_a_stateless_session_leaves_no_task_behind_its_post(probe: Probe) -> None:
     options = HttpOptions(stateless=True)
     async with asgi_client(make_test_server(probe), options=options) as (app, http):
         client = McpClient(http)
@@ -474,6 +477,7 @@ async def test_stateless_requests_the_core_answers_start_no_task(probe: Probe) -
         assert manager_nursery is not None
         for _ in range(5):
             assert (await client.call("ping"))["result"] == {}
+            await trio.testing.wait_all_tasks_blocked()
             started.append(len(manager_nursery.child_tasks))
         assert started == [0] * 5
         reply = await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})

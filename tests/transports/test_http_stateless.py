@@ -132,7 +132,7 @@ async def test_sessions_only_methods_and_notifications(probe: Probe) -> None:
         assert app.manager.statistics().sessions == 0
 
 
-async def test_a_request_is_the_only_task_it_starts(probe: Probe) -> None:
+async def test_a_request_runs_in_its_sessions_actor_and_ends_with_it(probe: Probe) -> None:
     async with asgi_client(make_server(probe), options=STATELESS) as (app, http):
         client = McpClient(http)
         client.protocol_version = "2025-11-25"
@@ -143,8 +143,13 @@ async def test_a_request_is_the_only_task_it_starts(probe: Probe) -> None:
         await trio.testing.wait_all_tasks_blocked()
         manager_nursery = app.manager._nursery
         assert manager_nursery is not None
-        # The request's actor, in the manager's nursery; no session task beside it.
-        assert [task.name for task in manager_nursery.child_tasks] == ["mcpactor.request"]
+        # One session task in the manager's nursery; the request's actor runs under it.
+        (session_task,) = manager_nursery.child_tasks
+        (request_task,) = [task for task in live_tasks() if task.name == "mcpactor.request"]
+        task = request_task
+        while task is not session_task:
+            assert task.parent_nursery is not None
+            task = task.parent_nursery.parent_task
         assert app.manager.statistics().sessions == 1
         probe.release.set()
         reply = await (await later.wait()).json()

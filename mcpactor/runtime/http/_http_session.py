@@ -9,26 +9,20 @@
 #
 # Hibernation: a Streamable HTTP session is mostly idle, so it sleeps. Asleep, it is
 # state only — the actor's protocol core, subscriptions and task records, its streams'
-# bookkeeping, its event-store entries — and no task, channel or nursery. A message for
-# a sleeping session is fed to the core right in the handler's task: what the core
-# answers alone (initialize, notifications/initialized, ping, logging/setLevel) is routed
-# from there, so opening a session starts nothing. A request to serve, a GET listener or
-# a stream to resume wakes the session: the manager's nursery starts one task that runs
-# the actor (given the events the core produced) beside the router. The manager puts a
-# session back to sleep once it has been quiet for a moment and nothing is left: no
-# request, task or server→client request running, no connection attached, inbox and
-# outbox drained. It closes the inbox; the actor ends its period without closing the
-# core, the router finishes, and the task ends. A message arriving meanwhile waits for
-# that, then finds the session asleep. Server change notices for a sleeping session are
-# kept by the actor and sent when it next wakes — to a GET, which always wakes it, or
-# to the event store. Legacy SSE and WebSocket sessions stay awake while their one
-# connection lasts.
-#
-# A stateless session lives for one POST and never sleeps, so it has no task of its own
-# either: its actor starts the POST's request actors straight in the manager's nursery,
-# and what they send is routed in their own tasks (_routing.py).
-# Closing it gives requests still running the shutdown grace, then cancels them
-# (nobody can resume).
+# bookkeeping, its event-store entries — and no task, channel or nursery. Every message
+# goes to the actor's inbox; a message for a sleeping session first wakes it: the
+# manager's nursery starts one task that runs the actor beside the router. A session
+# that answered only what the core answers alone (initialize, ping, notifications)
+# falls asleep again as soon as the actor has sent the answer; one that served a request
+# sleeps once it has been quiet for a moment and nothing is left: no request, task or
+# server→client request running, no connection attached, inbox and outbox drained.
+# Either way the inbox closes, the actor ends its run without closing the core, the
+# router finishes, and the task ends. A message arriving meanwhile waits for that, then
+# wakes the session again. Server change notices for a sleeping session are kept by the
+# actor and sent when it next wakes — to a GET, which always wakes it, or to the event
+# store. Legacy SSE and WebSocket sessions stay awake while their one connection lasts;
+# a stateless session lives for one POST and never sleeps: closing it gives requests
+# still running the shutdown grace, then cancels them (nobody can resume).
 #
 # Replicas (``share``): when several processes serve the same sessions, each holds a
 # copy (_shared_copy.py) of a session it was named, which keeps the session's record
@@ -52,7 +46,6 @@ import trio
 from ..._exceptions import ProtocolError
 from ...protocol import (
     Body,
-    Event,
     JSONValue,
     Phase,
     RequestId,
@@ -104,7 +97,6 @@ class _State(enum.Enum):
     ASLEEP = "asleep"  # state only: no task, no channel
     AWAKE = "awake"  # the actor and the router run in the manager's nursery
     FALLING_ASLEEP = "falling asleep"  # the inbox closed for a rest; the task is ending
-    LENT = "lent"  # stateless: requests run in the manager's nursery, no session task
 
 
 class HttpSession(Routing):
@@ -113,6 +105,7 @@ class HttpSession(Routing):
     __slots__ = (
         "_copy_only",
         "_inbox",
+        "_opening",
         "_outbox",
         "_refused",
         "_settled",
@@ -183,6 +176,11 @@ class HttpSession(Routing):
         # Its initialize was answered with an error although the core took it: the
         # session could not be recorded, so it is not handed out.
         self._refused = False
+        # Set once the initialize that opens the session is answered (``introduce``).
+        self._opening: trio.Event | None = None
+        if kind is SessionKind.STREAMABLE:
+            self._opening = trio.Event()
+            self._before_response = self._answering
 
     @property
     def revision(self) -> Revision | None:
@@ -202,25 +200,39 @@ class HttpSession(Routing):
         """Whether the session's actor and router are running (or finishing a period)."""
         return self._state is not _State.ASLEEP
 
-    def serve_in_place(self, nursery: trio.Nursery) -> None:
-        """Serve a stateless session's requests in ``nursery``, without a session task."""
-        self._sink = self.outbox(None)
-        self.actor.serve_in(nursery, self._sink, on_failure=self.close)
-        self._state = _State.LENT
+    async def introduce(self) -> bool:
+        """Wait until the initialize that opened the session is answered; did it open it?"""
+        opening = self._opening
+        if opening is not None:
+            await opening.wait()
+        return self.opened
+
+    async def _answering(self, response: Outbound) -> Outbound:
+        # Before each answer leaves: a shared session's record is written first (the
+        # client's next request may go to any replica), and a session whose initialize
+        # cannot be recorded is refused. The first answer is the initialize's.
+        shared = self.shared
+        if shared is not None:
+            if not await shared.share_out():
+                self._refused = True
+                response = shared.unrecorded(response)
+        else:
+            self._before_response = None
+        self._opened()
+        return response
+
+    def _opened(self) -> None:
+        opening = self._opening
+        if opening is not None:
+            self._opening = None
+            opening.set()
 
     def close(self) -> None:
         """End the session: stop reading from the client and let the actor wind down."""
         if self.closing:
             return
         self.closing = True
-        if self._state is _State.LENT:
-            actor = self.actor
-            if actor.retire(actor.options.shutdown_grace) and not actor.has_processes:
-                self._finish()
-                self.manager.ended(self)
-            else:
-                self.manager.spawn(self._end_when_idle)
-        elif self._state is _State.ASLEEP:
+        if self._state is _State.ASLEEP:
             if self.resumable:
                 # Forgetting the stored events may wait on the store: a short task.
                 self.manager.spawn(self._end)
@@ -264,9 +276,8 @@ class HttpSession(Routing):
         self._state = _State.FALLING_ASLEEP
         self._inbox.close()
 
-    def _wake(self, backlog: list[Event]) -> None:
-        # Start the actor (acting on ``backlog`` first) and the router, in one task that
-        # the manager's nursery owns.
+    def _wake(self) -> None:
+        # Start the actor and the router, in one task that the manager's nursery owns.
         inbox_send, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](
             _INBOX_SIZE
         )
@@ -275,17 +286,8 @@ class HttpSession(Routing):
         self._outbox = outbox_receive
         self._sink = self.outbox(outbox_send)
         self._state = _State.AWAKE
-        # Until the actor's task runs, messages queue behind the backlog.
-        self.actor.expect_run()
         self.manager.wake(
-            self,
-            functools.partial(
-                self._run_awake,
-                inbox_receive,
-                self._sink,
-                outbox_receive,
-                backlog,
-            ),
+            self, functools.partial(self._run_awake, inbox_receive, self._sink, outbox_receive)
         )
 
     async def _run_awake(
@@ -293,15 +295,12 @@ class HttpSession(Routing):
         inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
         outbox: Outbox,
         outbox_receive: trio.MemoryReceiveChannel[Outbound],
-        backlog: list[Event],
     ) -> None:
         rested = False
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(
-                    functools.partial(
-                        self.actor.run, inbox, outbox=outbox, backlog=backlog, rest=self._rests
-                    )
+                    functools.partial(self.actor.run, inbox, outbox=outbox, rest=self._rests)
                 )
                 # The router ends when the actor has closed the outbox.
                 await self._route_all(outbox_receive, outbox)
@@ -318,8 +317,31 @@ class HttpSession(Routing):
                     await self._end()
 
     def _rests(self) -> bool:
-        # The actor asks when its inbox closed: a rest, unless the session is closing.
-        return self._state is _State.FALLING_ASLEEP and not self.closing
+        # The actor asks when it finds nothing to do, and when its inbox closed: a rest,
+        # unless the session is closing. A session that answered only what the core
+        # answers alone (initialize, ping, notifications) rests at once; one that served
+        # a request stays awake until the sleep timer finds it quiet.
+        if self.closing:
+            return False
+        if self._state is _State.FALLING_ASLEEP:
+            return True
+        if self._state is _State.AWAKE and self._quiet():
+            self.sleep()
+            return True
+        return False
+
+    def _quiet(self) -> bool:
+        # Nothing for the router to do, and nothing attached that it would feed.
+        outbox = self._outbox
+        if (
+            self.kind is not SessionKind.STREAMABLE
+            or self._by_request
+            or self.standalone.conn is not None
+            or outbox is None
+        ):
+            return False
+        outbound = outbox.statistics()
+        return outbound.current_buffer_used == 0 and outbound.tasks_waiting_receive == 1
 
     def _settle(self) -> None:
         if self._settled is not None:
@@ -334,24 +356,13 @@ class HttpSession(Routing):
     async def _ensure_awake(self) -> bool:
         # False if the session is closing.
         while not self.closing:
-            if self._state is _State.AWAKE or self._state is _State.LENT:
+            if self._state is _State.AWAKE:
                 return True
             if self._state is _State.ASLEEP:
-                self._wake([])
+                self._wake()
                 return True
             await self._wait_settled()
         return False
-
-    async def _end_when_idle(self) -> None:
-        # A stateless session closed while requests ran: they have the grace ``retire``
-        # gave them (or the manager's nursery is cancelled).
-        try:
-            await self.actor.wait_idle()
-        finally:
-            self._finish()
-            self.manager.ended(self)
-            with trio.CancelScope(shield=True):
-                await self.actor.close_processes()
 
     async def _end(self) -> None:
         # The session is over: connections end, the core closes, the store forgets it.
@@ -379,6 +390,7 @@ class HttpSession(Routing):
         self._end_streams(_COPY_DROPPED if self._copy_only else None)
         self.actor.close()
         self._settle()
+        self._opened()
 
     # --- replicas --------------------------------------------------------------------
 
@@ -443,31 +455,14 @@ class HttpSession(Routing):
                 return not self.closing
             value = kept
         while not self.closing:
-            if self._state is _State.FALLING_ASLEEP:
+            state = self._state
+            if state is _State.FALLING_ASLEEP:
                 await self._wait_settled()
                 continue
-            # Awake and idle, the actor acts on the message right here, in order, without
-            # a trip to its task and back; asleep, the core settles what it answers alone.
-            received = self.actor.receive(value)
-            if received.taken:
-                replies = received.replies
-                # Before the replies leave: the client's next request may go anywhere.
-                if shared is not None and not await shared.share_out():
-                    replies = tuple(shared.unrecorded(item) for item in replies)
-                    self._refused = True
-                if received.backlog:
-                    self._wake(list(received.backlog))
-                # Running, through the actor's Outbox, in order; at rest nothing else
-                # routes, and the session's streams take them straight.
-                sink = self._sink
-                for item in replies:
-                    if sink is not None:
-                        await sink.send(item)
-                    else:
-                        await self.route(item)
-                return True
+            if state is _State.ASLEEP:
+                self._wake()
             inbox = self._inbox
-            assert inbox is not None  # only a running actor is mid-message
+            assert inbox is not None
             try:
                 # The HTTP request already went through the scheduler to get here: only
                 # a full inbox is worth another trip (then wait, as backpressure).

@@ -27,8 +27,7 @@
 # the request actor with its answer, the actor with what the core answered — so the
 # common POST costs no trip through the router, in JSON and in SSE. What is sent while
 # another message is being routed queues, and the router task routes it in turn, the
-# same way. A stateless session has no router task at all: its senders wait their turn
-# (an Outbox without a channel).
+# same way.
 #
 # Leases: in a session shared by replicas, a request stream's first event is appended with
 # a lease on its requests (_leases.py), which the stream gives back when it completes, so
@@ -43,7 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
 import orjson
@@ -72,6 +71,7 @@ class Routing:
     """A session's streams, by id and by the requests they owe answers to, and its router."""
 
     __slots__ = (
+        "_before_response",
         "_by_request",
         "_clock",
         "_ended",
@@ -115,6 +115,9 @@ class Routing:
         self._store_down = False
         # the leases of this replica's request streams; None: the session is not shared
         self._leases: LeaseKeeper | None = None
+        # What a response goes through before it is routed (a shared session records
+        # itself first); None: nothing
+        self._before_response: Callable[[Outbound], Awaitable[Outbound]] | None = None
         self._single_stream = single_stream
         self._json_only = json_only
         self._ended = False
@@ -282,23 +285,12 @@ class Routing:
 
     # --- the router -----------------------------------------------------------------------
 
-    def outbox(self, channel: trio.MemorySendChannel[Outbound] | None) -> Outbox:
+    def outbox(self, channel: trio.MemorySendChannel[Outbound]) -> Outbox:
         """The actor's Outbox: routed by a sender that finds it free, else by the router.
 
-        What is sent while another message is routed queues on ``channel`` for the
-        router. Without one (a stateless session, no router) the sender waits its turn.
+        What is sent while another message is routed queues on ``channel`` for the router.
         """
-        limit = self.max_message_bytes
-        if channel is None:
-            return Outbox(None, deliver=self._route_direct, max_message_bytes=limit)
-        return Outbox(channel, deliver=self.route, max_message_bytes=limit)
-
-    async def _route_direct(self, item: Outbound) -> None:
-        if item.signal is StreamSignal.ABANDONED and self.closing:
-            # Cancelled because the session closed: the session's end answers it with an
-            # error, as the end of every session does.
-            return
-        await self.route(item)
+        return Outbox(channel, deliver=self.route, max_message_bytes=self.max_message_bytes)
 
     async def _route_all(
         self, outbox: trio.MemoryReceiveChannel[Outbound], sender: Outbox
@@ -319,6 +311,8 @@ class Routing:
         if item.kind is SIGNAL:
             await self._signal(item)
             return
+        if self._before_response is not None and item.kind is RESPONSE:
+            item = await self._before_response(item)
         payload = item.payload
         data = serialize(payload, self.max_message_bytes)
         if data is None:

@@ -289,14 +289,13 @@ class SessionManager:
             )
         named = kind in (SessionKind.STREAMABLE, SessionKind.LEGACY_SSE)
         session_id = self.sessions.new_id() if named else None
-        # Asleep: it starts a task only when something needs one (see _http_session.py).
+        # Asleep: its first message wakes it (see _http_session.py).
         session = HttpSession(self, kind, session_id, principal)
         if kind is SessionKind.STATELESS:
             if protocol_version is not None:
                 # No handshake reaches this throwaway session: it operates at what the
                 # request's header says, and the client declared no capabilities.
                 session.actor.core.adopt(protocol_version, dict(_STATELESS_CLIENT))
-            session.serve_in_place(self._nursery)
         elif kind is SessionKind.STREAMABLE and self.replication is not None:
             self.replication.share(session)
         self._live.add(session)
