@@ -28,7 +28,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Final
 
 import trio
@@ -256,7 +256,14 @@ class SessionActor(ChangeNotices):
                 try:
                     item = inbox.receive_nowait()
                 except trio.WouldBlock:
-                    if acted and rest is not None and self.resting() and rest():
+                    # A running request rules a rest out without asking.
+                    if (
+                        acted
+                        and rest is not None
+                        and not self._serving
+                        and self.resting()
+                        and rest()
+                    ):
                         return True
                     try:
                         item = await inbox.receive()
@@ -264,7 +271,20 @@ class SessionActor(ChangeNotices):
                         break
                 except trio.EndOfChannel:
                     break
-                await self._act(self.core.receive(item))
+                for event in self.core.receive(item):
+                    kind = type(event)
+                    if kind is RequestReceived:
+                        assert isinstance(event, RequestReceived)
+                        await self._start_request(event.request, event.negotiated)
+                    elif kind is Send:
+                        assert isinstance(event, Send)
+                        await self._outbox.send(
+                            Outbound(RESPONSE, event.payload, event.request_id)
+                        )
+                    elif kind is RootsChanged:
+                        self._roots.start(self._nursery)
+                    else:
+                        self._settle(event)
                 acted = True
         return rest is not None and rest()
 
@@ -298,20 +318,6 @@ class SessionActor(ChangeNotices):
             self._idle = trio.Event()
         await self._idle.wait()
 
-    async def _act(self, events: Iterable[Event]) -> None:
-        for event in events:
-            kind = type(event)
-            if kind is RequestReceived:
-                assert isinstance(event, RequestReceived)
-                await self._start_request(event.request, event.negotiated)
-            elif kind is Send:
-                assert isinstance(event, Send)
-                await self._outbox.send(Outbound(RESPONSE, event.payload, event.request_id))
-            elif kind is RootsChanged:
-                self._roots.start(self._nursery)
-            else:
-                self._settle(event)
-
     def _settle(self, event: Event) -> None:
         # The events the actor settles in its own step, starting nothing.
         kind = type(event)
@@ -341,13 +347,7 @@ class SessionActor(ChangeNotices):
     # --- request actors -------------------------------------------------------------
 
     async def _start_request(self, request: Request, negotiated: Negotiated) -> None:
-        refusal = self._open_request(request, negotiated)
-        if refusal is not None:
-            # Wait for room like every other reply: a full outbox is backpressure.
-            await self._outbox.send(refusal)
-
-    def _open_request(self, request: Request, negotiated: Negotiated) -> Outbound | None:
-        # Start the request's actor; or, when it cannot be served now, the refusal to send.
+        # Start the request's actor; or, when it cannot be served now, send the refusal.
         if len(self._scopes) >= self.options.max_in_flight or self._closing:
             if self._closing:
                 why, data = "the session is shutting down", None
@@ -357,7 +357,10 @@ class SessionActor(ChangeNotices):
             reply = self.core.respond_error(
                 request.id, INTERNAL_ERROR, f"server busy: {why}", data
             )
-            return Outbound(RESPONSE, reply, request.id) if reply is not None else None
+            if reply is not None:
+                # Waits for room like every other reply: a full outbox is backpressure.
+                await self._outbox.send(Outbound(RESPONSE, reply, request.id))
+            return
         nursery = self._nursery
         assert nursery is not None  # requests are started only while the actor runs
         scope = trio.CancelScope()
@@ -367,7 +370,6 @@ class SessionActor(ChangeNotices):
             self._serve_request, request, negotiated, scope, name=_REQUEST_TASK_NAME
         )
         self._starts.spawned()
-        return None
 
     async def _serve_request(
         self, request: Request, negotiated: Negotiated, scope: trio.CancelScope

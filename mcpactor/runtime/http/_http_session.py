@@ -447,7 +447,7 @@ class HttpSession(Routing):
 
         ``relayed``: it came from another replica, which could not act on it.
         """
-        self.touch()
+        self.last_active = self._clock.current_time()
         shared = None if relayed else self.shared
         if shared is not None:
             kept = await shared.share_in(value)
@@ -550,13 +550,17 @@ class HttpSession(Routing):
         a while for a client that missed its end.
         """
         self.connections -= 1
-        self.touch()
+        self.last_active = self._clock.current_time()
         stream = attachment.stream
         attachment.end()
         if stream.conn is attachment:
             stream.conn = None
         if stream is not self.standalone and stream.complete and stream.conn is None:
-            await self._retain_or_forget(stream)
+            if self.resumable and stream.sse:
+                await self._retain_or_forget(stream)
+            else:
+                # Nothing of it is in the event store.
+                self._streams.pop(stream.id, None)
 
     def view(self) -> HttpSessionView:
         """How the session is held at this instant: state, connections, streams."""

@@ -156,7 +156,7 @@ class Routing:
             stream.conn.end()
         stream.conn = attachment
         self.connections += 1
-        self.touch()
+        self.last_active = self._clock.current_time()
         if self._ended:
             # The session ended while this connection was on its way: it gets what is
             # replayed for it, then its end.
@@ -346,7 +346,7 @@ class Routing:
                     del self._by_request[request_id]
                     stream.pending.discard(request_id)
             final = not stream.pending
-            self.touch()
+            self.last_active = self._clock.current_time()
         await self._deliver(stream, data, final=final)
         if final:
             await self._complete(stream)
@@ -441,12 +441,14 @@ class Routing:
 
     async def _complete(self, stream: Stream) -> None:
         stream.complete = True
-        self._unlease(stream)
+        if stream.leased:
+            self._unlease(stream)
         conn = stream.conn
         if conn is not None:
             # The writer drains what is queued, then ends the response; ``release``
             # then keeps the stream for a while, in case the client missed the end.
-            self._detach(stream, conn)
+            conn.end()
+            stream.conn = None
         else:
             await self._retain_or_forget(stream)
 

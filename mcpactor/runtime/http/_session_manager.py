@@ -397,7 +397,9 @@ class SessionManager:
         Raises:
             SessionLimitReached: a copy would exceed ``max_sessions``.
         """
-        session = self.get(session_id)
+        session = self.sessions.get(session_id)
+        if session is not None and session.closing:
+            session = None
         replication = self.replication
         if replication is None:
             return session

@@ -64,13 +64,10 @@ class SessionStore(Protocol):
         """Return how many sessions are registered."""
 
 
-class MemorySessionStore:
-    """A SessionStore in this process's memory: a dict."""
+class MemorySessionStore(dict[str, "HttpSession"]):
+    """A SessionStore in this process's memory: a dict of sessions by id."""
 
-    __slots__ = ("_sessions",)
-
-    def __init__(self) -> None:
-        self._sessions: dict[str, HttpSession] = {}
+    __slots__ = ()
 
     def new_id(self) -> str:
         """Return 24 random bytes, URL-safe (32 characters)."""
@@ -79,18 +76,10 @@ class MemorySessionStore:
     def add(self, session: HttpSession) -> None:
         """Register ``session`` under its id."""
         assert session.id is not None
-        self._sessions[session.id] = session
-
-    def get(self, session_id: str) -> HttpSession | None:
-        """Return the session registered under ``session_id``, or None."""
-        return self._sessions.get(session_id)
+        self[session.id] = session
 
     def remove(self, session: HttpSession) -> None:
         """Forget ``session``, if it is the one registered under its id."""
         session_id = session.id
-        if session_id is not None and self._sessions.get(session_id) is session:
-            del self._sessions[session_id]
-
-    def __len__(self) -> int:
-        """Return how many sessions are registered."""
-        return len(self._sessions)
+        if session_id is not None and self.get(session_id) is session:
+            del self[session_id]

@@ -110,8 +110,10 @@ class Attachment:
         if len(self._items) >= _CAPACITY:
             raise trio.WouldBlock
         self._items.append(item)
-        if self._reader is not None:
-            self._wake_reader()
+        reader = self._reader
+        if reader is not None:
+            self._reader = None
+            trio.lowlevel.reschedule(reader)
 
     async def put(self, item: Item) -> None:
         """Queue ``item``, waiting while the queue is full."""
