@@ -239,7 +239,7 @@ async def test_a_final_json_answer_skips_the_router(monkeypatch: pytest.MonkeyPa
         await trio.testing.wait_all_tasks_blocked()
         session = app.manager.get(client.session_id or "")
         assert session is not None
-        assert session.may_sleep()
+        assert session.runs.may_sleep()
         app.manager.stop()
 
 
@@ -278,9 +278,9 @@ async def test_an_answer_whose_client_left_is_forgotten() -> None:
         await session.release(attachment)
         probe.release.set()
         await trio.testing.wait_all_tasks_blocked()
-        assert session.may_sleep()
+        assert session.runs.may_sleep()
         # Only the standalone stream is left: the answered one was forgotten.
-        assert list(session._streams) == ["0"]
+        assert list(session.routing.streams) == ["0"]
         app.manager.stop()
 
 

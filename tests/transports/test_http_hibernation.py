@@ -211,7 +211,7 @@ async def test_changes_reach_a_sleeping_session_when_it_next_listens(
         sleeper = await initialized(http)
         assert (await sleeper.call("resources/subscribe", {"uri": "mem://doc"}))["result"] == {}
         await settle()
-        assert not session_of(app, sleeper).awake
+        assert not session_of(app, sleeper).runs.awake
 
         other = await initialized(http)
         for _ in range(3):
@@ -221,7 +221,7 @@ async def test_changes_reach_a_sleeping_session_when_it_next_listens(
         server.notify_resource_updated("mem://elsewhere")
         await trio.testing.wait_all_tasks_blocked()
         # Kept, coalesced, without waking the session.
-        assert not session_of(app, sleeper).awake
+        assert not session_of(app, sleeper).runs.awake
 
         listening = await sleeper.get()
         assert await messages_until(listening, 2) == [
@@ -243,7 +243,7 @@ async def test_changes_reach_a_sleeping_session_when_it_next_listens(
         assert not primed.data
         await listening.disconnect()
         await settle()
-        assert not session_of(app, sleeper).awake
+        assert not session_of(app, sleeper).runs.awake
         await other.call("tools/call", {"name": "change_tools", "arguments": {}})
         await trio.testing.wait_all_tasks_blocked()
         resumed = await sleeper.get(last_event_id=primed.id)
@@ -330,11 +330,11 @@ async def test_a_request_while_the_session_falls_asleep_wakes_it_again(
         await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
         await trio.testing.wait_all_tasks_blocked()
         session = session_of(app, client)
-        assert session.may_sleep()
+        assert session.runs.may_sleep()
         # What the manager does once the session has been quiet for a while; its task
         # has not ended yet when the next request arrives.
-        session.sleep()
-        assert session.awake
+        session.runs.sleep()
+        assert session.runs.awake
         request = client.request("tools/call", {"name": "add", "arguments": {"a": 20, "b": 22}})
         attachment = await session.post(request, [request["id"]], sse=False)
         assert attachment is not None
@@ -343,18 +343,18 @@ async def test_a_request_while_the_session_falls_asleep_wakes_it_again(
         assert orjson.loads(data)["result"]["structuredContent"] == {"result": 42}
         await session.release(attachment)
         await trio.testing.wait_all_tasks_blocked()
-        assert session.awake
+        assert session.runs.awake
 
         # Falling asleep again, a message waits for the sleep to end, then wakes the
         # session just for what the core answers alone.
         await settle()
         await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
         await trio.testing.wait_all_tasks_blocked()
-        session.sleep()
+        session.runs.sleep()
         assert await session.feed({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert session.awake
+        assert session.runs.awake
         await trio.testing.wait_all_tasks_blocked()
-        assert not session.awake
+        assert not session.runs.awake
         assert (await client.call("ping"))["result"] == {}
         await trio.testing.wait_all_tasks_blocked()
         assert awake(app) == 0

@@ -13,7 +13,7 @@ import trio.testing
 
 from mcpactor import Context, Server
 from mcpactor.runtime import Outbound, SessionOptions
-from mcpactor.runtime.http import WATCH_AFTER, HttpSession
+from mcpactor.runtime.http import WATCH_AFTER, Routing
 from mcpactor.transports import HttpOptions
 
 from ..runtime.conftest import live_tasks
@@ -295,15 +295,15 @@ async def test_stateless_posts_share_one_pool_of_worker_processes() -> None:
 async def test_a_request_actor_that_fails_ends_only_its_session(
     probe: Probe, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    route = HttpSession.route
+    route = Routing.route
     failures = ["the router broke"]
 
-    async def breaks_once(self: HttpSession, item: Outbound) -> None:
+    async def breaks_once(self: Routing, item: Outbound) -> None:
         if failures:
             raise RuntimeError(failures.pop())
         await route(self, item)
 
-    monkeypatch.setattr(HttpSession, "route", breaks_once)
+    monkeypatch.setattr(Routing, "route", breaks_once)
     async with asgi_client(make_server(probe), options=STATELESS) as (app, http):
         client = McpClient(http)
         client.protocol_version = "2025-11-25"
@@ -311,7 +311,7 @@ async def test_a_request_actor_that_fails_ends_only_its_session(
         with caplog.at_level(logging.ERROR, logger="mcpactor"):
             broken = await client.call("tools/call", call)
         # Its POST is answered with an error, the failure is logged, and the server (the
-        # manager's nursery the request actor ran in) keeps serving.
+        # manager's nursery the session ran in) keeps serving.
         assert broken["error"]["message"] == "the session ended before the request was answered"
         assert "the router broke" in caplog.text
         reply = await client.call("tools/call", call)

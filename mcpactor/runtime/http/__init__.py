@@ -25,6 +25,7 @@ from ._relay import Relay as Relay
 from ._relay import Relayed as Relayed
 from ._relay import RelayKind as RelayKind
 from ._relay import Replicas as Replicas
+from ._routing import Routing as Routing
 from ._session_manager import COALESCE_SECONDS as COALESCE_SECONDS
 from ._session_manager import SLEEP_AFTER as SLEEP_AFTER
 from ._session_manager import WATCH_AFTER as WATCH_AFTER
@@ -32,6 +33,8 @@ from ._session_manager import ManagerStatistics as ManagerStatistics
 from ._session_manager import SessionLimitReached as SessionLimitReached
 from ._session_manager import SessionManager as SessionManager
 from ._session_records import MAX_RECORD_BYTES as MAX_RECORD_BYTES
+from ._session_runs import RunState as RunState
+from ._session_runs import SessionRuns as SessionRuns
 from ._session_store import MemorySessionRecords as MemorySessionRecords
 from ._session_store import MemorySessionStore as MemorySessionStore
 from ._session_store import SessionRecord as SessionRecord
@@ -72,12 +75,15 @@ __all__ = [
     "Relayed",
     "Replay",
     "Replicas",
+    "Routing",
+    "RunState",
     "SessionHost",
     "SessionKind",
     "SessionLimitReached",
     "SessionManager",
     "SessionRecord",
     "SessionRecords",
+    "SessionRuns",
     "SessionStore",
     "StoreUnavailable",
     "Stream",

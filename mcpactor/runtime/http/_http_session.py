@@ -1,5 +1,6 @@
 # A session behind the HTTP endpoints: its lifetime (asleep, awake, closing) and what
-# clients send it. Its streams and router are ``Routing`` (_routing.py), which it extends.
+# clients send it. Its streams and router are its ``Routing`` (_routing.py); the runs of
+# its actor, asleep and awake, its ``SessionRuns`` (_session_runs.py).
 #
 # Ownership: one ``SessionManager`` nursery owns every ``HttpSession`` that is awake; an
 # awake session's own nursery owns its ``SessionActor`` and its router. HTTP request
@@ -34,8 +35,6 @@
 
 from __future__ import annotations
 
-import enum
-import functools
 import logging
 import secrets
 from collections.abc import Iterable
@@ -43,16 +42,14 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from ..._exceptions import ProtocolError
 from ...protocol import (
     Body,
     JSONValue,
-    Phase,
     RequestId,
     Revision,
     describe,
 )
-from .._messages import Outbound, Outbox
+from .._messages import Outbound
 from .._session_actor import SessionActor
 from .._views import HttpSessionView, StreamView
 from ._relay import Replicas
@@ -60,6 +57,7 @@ from ._resume import replay_into, resume_elsewhere, resume_here
 from ._routing import STANDALONE, Routing
 from ._session_kinds import DuplicateRequestId, SessionHost, SessionKind
 from ._session_records import SessionRecord, StoreUnavailable
+from ._session_runs import RunState, SessionRuns
 from ._shared_copy import SharedCopy
 from ._streams import Attachment, Item
 
@@ -77,13 +75,11 @@ __all__ = [
 
 _log = logging.getLogger("mcpactor.http")
 
-_INBOX_SIZE: Final = 64
 # Copies of a shared session draw one of this many ranges of this many request ids (and
 # stream ids), so that two copies' ids stay within 2**53 (exact in JSON numbers
 # everywhere) and coincide with odds of one in two million.
 _ID_RANGES: Final = 2**21
 _ID_RANGE: Final = 2**32
-_OUTBOX_SIZE: Final = 256
 _STATELESS_REASON: Final = (
     "the server runs in stateless mode, so the client's answer could not reach this request"
 )
@@ -93,28 +89,23 @@ _COPY_DROPPED: Final = (
 )
 
 
-class _State(enum.Enum):
-    ASLEEP = "asleep"  # state only: no task, no channel
-    AWAKE = "awake"  # the actor and the router run in the manager's nursery
-    FALLING_ASLEEP = "falling asleep"  # the inbox closed for a rest; the task is ending
-
-
-class HttpSession(Routing):
+class HttpSession:
     """One MCP session served over HTTP (or WebSocket): the actor, its router, streams."""
 
     __slots__ = (
         "_copy_only",
-        "_inbox",
         "_opening",
-        "_outbox",
         "_refused",
-        "_settled",
-        "_sink",
-        "_state",
+        "actor",
+        "closing",
+        "created",
+        "id",
         "kind",
         "manager",
         "principal",
         "replicas",
+        "routing",
+        "runs",
         "shared",
     )
 
@@ -127,6 +118,8 @@ class HttpSession(Routing):
     ) -> None:
         self.manager = manager
         self.kind = kind
+        #: the transport's id of the session (Mcp-Session-Id); None: not named
+        self.id = session_id
         #: what the client that opened the session was admitted as (handlers read it as
         #: ``ctx.principal``, through the actor, so a refreshed one is seen at once)
         self.principal = principal
@@ -136,7 +129,7 @@ class HttpSession(Routing):
             if kind is SessionKind.STATELESS
             else manager.effective_session_options
         )
-        actor = SessionActor(
+        self.actor = actor = SessionActor(
             manager.server,
             None,
             options,
@@ -145,7 +138,8 @@ class HttpSession(Routing):
             principal_holder=self,
         )
         actor.session_id = session_id
-        super().__init__(
+        #: the session's streams and the router that puts its messages on them
+        self.routing = Routing(
             actor,
             session_id,
             manager.event_store,
@@ -154,18 +148,16 @@ class HttpSession(Routing):
             json_only=manager.response_mode == "json",
             max_message_bytes=manager.max_message_bytes,
         )
+        #: the runs of the actor: asleep, awake, falling asleep
+        self.runs = SessionRuns(self)
+        #: when the session was opened (the runtime's clock)
+        self.created = self.routing.last_active
+        #: the session is ending: nothing more is taken from the client
+        self.closing = False
         if kind is not SessionKind.STATELESS:
             # Changes reach the session while it sleeps, too; a stateless one cannot
             # carry them to anyone.
             actor.register()
-        self._state = _State.ASLEEP
-        # The awake session's channels: the inbox to the actor, the outbox to the router.
-        self._inbox: trio.MemorySendChannel[JSONValue | ProtocolError] | None = None
-        self._outbox: trio.MemoryReceiveChannel[Outbound] | None = None
-        # The actor's Outbox while it runs (awake, or lent to a stateless POST).
-        self._sink: Outbox | None = None
-        # Made when a message must wait for the session to finish falling asleep.
-        self._settled: trio.Event | None = None
         #: the replicas this session is shared with; None: it lives in this process only
         self.replicas: Replicas | None = None
         #: this process's copy of the shared session; None: it lives here only
@@ -180,7 +172,7 @@ class HttpSession(Routing):
         self._opening: trio.Event | None = None
         if kind is SessionKind.STREAMABLE:
             self._opening = trio.Event()
-            self._before_response = self._answering
+            self.routing.before_response = self._answering
 
     @property
     def revision(self) -> Revision | None:
@@ -194,11 +186,6 @@ class HttpSession(Routing):
     def opened(self) -> bool:
         """Whether initialize succeeded: the session may be handed to its client."""
         return not self._refused and self.actor.core.negotiated is not None
-
-    @property
-    def awake(self) -> bool:
-        """Whether the session's actor and router are running (or finishing a period)."""
-        return self._state is not _State.ASLEEP
 
     async def introduce(self) -> bool:
         """Wait until the initialize that opened the session is answered; did it open it?"""
@@ -217,7 +204,7 @@ class HttpSession(Routing):
                 self._refused = True
                 response = shared.unrecorded(response)
         else:
-            self._before_response = None
+            self.routing.before_response = None
         self._opened()
         return response
 
@@ -232,147 +219,31 @@ class HttpSession(Routing):
         if self.closing:
             return
         self.closing = True
-        if self._state is _State.ASLEEP:
-            if self.resumable:
+        runs = self.runs
+        if runs.state is RunState.ASLEEP:
+            if self.routing.resumable:
                 # Forgetting the stored events may wait on the store: a short task.
-                self.manager.spawn(self._end)
+                self.manager.spawn(self.end)
             else:
                 self._finish()
                 self.manager.ended(self)
-        elif self._inbox is not None:
-            self._inbox.close()
+        elif runs.inbox is not None:
+            runs.inbox.close()
 
     def busy(self) -> bool:
         """Return whether a client is connected or a request is being served."""
-        return self.connections > 0 or self.actor.statistics().requests_in_flight > 0
+        return self.routing.connections > 0 or self.actor.statistics().requests_in_flight > 0
 
-    def may_sleep(self) -> bool:
-        """Return whether the session is awake and nothing is left for its tasks to do."""
-        inbox, outbox = self._inbox, self._outbox
-        if (
-            self._state is not _State.AWAKE
-            or self.closing
-            or self.connections
-            or self._by_request
-            or inbox is None
-            or outbox is None
-            or not self.actor.resting()
-        ):
-            return False
-        # Both channels empty, and their readers parked on them: nothing was handed to
-        # the actor or the router that they have not dealt with yet.
-        inbound = inbox.statistics()
-        outbound = outbox.statistics()
-        return (
-            inbound.current_buffer_used == 0
-            and inbound.tasks_waiting_receive == 1
-            and outbound.current_buffer_used == 0
-            and outbound.tasks_waiting_receive == 1
-        )
-
-    def sleep(self) -> None:
-        """Let an awake session fall asleep; the caller checked ``may_sleep()``."""
-        assert self._inbox is not None
-        self._state = _State.FALLING_ASLEEP
-        self._inbox.close()
-
-    def _wake(self) -> None:
-        # Start the actor and the router, in one task that the manager's nursery owns.
-        inbox_send, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](
-            _INBOX_SIZE
-        )
-        outbox_send, outbox_receive = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
-        self._inbox = inbox_send
-        self._outbox = outbox_receive
-        self._sink = self.outbox(outbox_send)
-        self._state = _State.AWAKE
-        self.manager.wake(
-            self, functools.partial(self._run_awake, inbox_receive, self._sink, outbox_receive)
-        )
-
-    async def _run_awake(
-        self,
-        inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
-        outbox: Outbox,
-        outbox_receive: trio.MemoryReceiveChannel[Outbound],
-    ) -> None:
-        rested = False
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    functools.partial(self.actor.run, inbox, outbox=outbox, rest=self._rests)
-                )
-                # The router ends when the actor has closed the outbox.
-                await self._route_all(outbox_receive, outbox)
-            rested = self.actor.core.phase is not Phase.CLOSED
-        finally:
-            self._inbox = None
-            self._outbox = None
-            self._sink = None
-            if rested and not self.closing:
-                self._state = _State.ASLEEP
-                self._settle()
-            else:
-                with trio.CancelScope(shield=True):
-                    await self._end()
-
-    def _rests(self) -> bool:
-        # The actor asks when it finds nothing to do, and when its inbox closed: a rest,
-        # unless the session is closing. A session that answered only what the core
-        # answers alone (initialize, ping, notifications) rests at once; one that served
-        # a request stays awake until the sleep timer finds it quiet.
-        if self.closing:
-            return False
-        if self._state is _State.FALLING_ASLEEP:
-            return True
-        if self._state is _State.AWAKE and self._quiet():
-            self.sleep()
-            return True
-        return False
-
-    def _quiet(self) -> bool:
-        # Nothing for the router to do, and nothing attached that it would feed.
-        outbox = self._outbox
-        if (
-            self.kind is not SessionKind.STREAMABLE
-            or self._by_request
-            or self.standalone.conn is not None
-            or outbox is None
-        ):
-            return False
-        outbound = outbox.statistics()
-        return outbound.current_buffer_used == 0 and outbound.tasks_waiting_receive == 1
-
-    def _settle(self) -> None:
-        if self._settled is not None:
-            self._settled.set()
-            self._settled = None
-
-    async def _wait_settled(self) -> None:
-        if self._settled is None:
-            self._settled = trio.Event()
-        await self._settled.wait()
-
-    async def _ensure_awake(self) -> bool:
-        # False if the session is closing.
-        while not self.closing:
-            if self._state is _State.AWAKE:
-                return True
-            if self._state is _State.ASLEEP:
-                self._wake()
-                return True
-            await self._wait_settled()
-        return False
-
-    async def _end(self) -> None:
-        # The session is over: connections end, the core closes, the store forgets it.
+    async def end(self) -> None:
+        """The session is over: connections end, the core closes, the store forgets it."""
         try:
             self._finish()
-            if self.resumable and not self._copy_only:
+            routing = self.routing
+            if routing.resumable and not self._copy_only:
                 assert self.id is not None
                 with trio.CancelScope(shield=True):
                     try:
-                        await self._store.forget_session(self.id)
+                        await routing.store.forget_session(self.id)
                     except StoreUnavailable as exc:
                         # Its events expire with the store's ttl.
                         _log.warning(
@@ -385,11 +256,11 @@ class HttpSession(Routing):
 
     def _finish(self) -> None:
         self.closing = True
-        self._ended = True
-        self._state = _State.ASLEEP
-        self._end_streams(_COPY_DROPPED if self._copy_only else None)
+        self.routing.ended = True
+        self.runs.state = RunState.ASLEEP
+        self.routing.end_streams(_COPY_DROPPED if self._copy_only else None)
         self.actor.close()
-        self._settle()
+        self.runs.settle()
         self._opened()
 
     # --- replicas --------------------------------------------------------------------
@@ -412,13 +283,14 @@ class HttpSession(Routing):
             LocalProtocolError: the record names a revision this server does not speak.
         """
         self.replicas = replicas
-        standalone = super()._to_standalone
-        self.shared = shared = SharedCopy(self, standalone, replicas, ttl, record)
-        self._leases = leases
+        routing = self.routing
+        self.shared = shared = SharedCopy(self, routing.to_standalone, replicas, ttl, record)
+        routing.leases = leases
+        routing.standalone_elsewhere = self._relay_standalone
         self.actor.share_subscriptions = shared.share_subscriptions
         core = self.actor.core
         core.number_requests_from(secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1)
-        self._next_stream = secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1
+        routing.next_stream = secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1
         if record is not None:
             shared.adopt(record)
 
@@ -427,13 +299,14 @@ class HttpSession(Routing):
         shared = self.shared
         return None if shared is None else shared.record()
 
-    async def _to_standalone(self, data: bytes) -> None:
+    async def _relay_standalone(self, data: bytes) -> bool:
+        # A message for the GET stream while none is attached here: the client holds it
+        # on another replica, if anywhere. Not relayed once this copy is ending.
         shared = self.shared
-        if shared is not None and self.standalone.conn is None and not self.closing:
-            # The GET stream, if the client holds one, is on another replica.
-            await shared.relay_standalone(data)
-            return
-        await Routing._to_standalone(self, data)
+        if shared is None or self.closing:
+            return False
+        await shared.relay_standalone(data)
+        return True
 
     def drop_copy(self) -> None:
         """End this copy only: the session lives on in the other replicas."""
@@ -447,21 +320,23 @@ class HttpSession(Routing):
 
         ``relayed``: it came from another replica, which could not act on it.
         """
-        self.last_active = self._clock.current_time()
+        routing = self.routing
+        routing.last_active = routing.clock.current_time()
         shared = None if relayed else self.shared
         if shared is not None:
             kept = await shared.share_in(value)
             if kept is None:
                 return not self.closing
             value = kept
+        runs = self.runs
         while not self.closing:
-            state = self._state
-            if state is _State.FALLING_ASLEEP:
-                await self._wait_settled()
+            state = runs.state
+            if state is RunState.FALLING_ASLEEP:
+                await runs.wait_settled()
                 continue
-            if state is _State.ASLEEP:
-                self._wake()
-            inbox = self._inbox
+            if state is RunState.ASLEEP:
+                runs.wake()
+            inbox = runs.inbox
             assert inbox is not None
             try:
                 # The HTTP request already went through the scheduler to get here: only
@@ -484,64 +359,72 @@ class HttpSession(Routing):
         ids is still in flight.
         """
         ids = set(request_ids)
+        routing = self.routing
+        by_request = routing.by_request
         for request_id in ids:
-            if request_id in self._by_request:
+            if request_id in by_request:
                 raise DuplicateRequestId(request_id)
-        stream = self._new_stream()
+        stream = routing.new_stream()
         stream.pending = ids
         for request_id in ids:
-            self._by_request[request_id] = stream
-        attachment = self._attach(stream)
+            by_request[request_id] = stream
+        attachment = routing.attach(stream)
         if sse:
-            await self._start_sse(stream)
+            await routing.start_sse(stream)
         if await self.feed(value):
             return attachment
         for request_id in ids:
-            self._by_request.pop(request_id, None)
+            by_request.pop(request_id, None)
         stream.pending.clear()
         stream.complete = True
-        self._unlease(stream)
+        routing.unlease(stream)
         await self.release(attachment)
         return None
 
     async def listen(self) -> Attachment | None:
         """Attach a fresh GET to the standalone stream; None if one is attached already."""
-        stream = self.standalone
+        routing = self.routing
+        stream = routing.standalone
         if stream.conn is None:
             # A listener wakes the session: the router is what feeds it.
-            await self._ensure_awake()
+            await self.runs.ensure_awake()
         if stream.conn is not None:
             return None
-        attachment = self._attach(stream)
-        if self.resumable:
+        attachment = routing.attach(stream)
+        if routing.resumable:
             assert self.id is not None
-            if self._primes():
-                await self._anchor_standalone()
-                await self._append(STANDALONE, b"")
+            if routing.primes():
+                await routing.anchor_standalone()
+                await routing.append(STANDALONE, b"")
             if stream.delivered is not None:
-                await replay_into(attachment, self._store, self.id, stream.delivered)
+                await replay_into(attachment, routing.store, self.id, stream.delivered)
         return attachment
 
     async def resume(self, last_event_id: str) -> Attachment | None:
         """Re-attach to the stream ``last_event_id`` came from; None if it is unknown."""
-        if not self.resumable:
+        routing = self.routing
+        if not routing.resumable:
             return None
         assert self.id is not None
-        store = self._store
-        first = await store.replay_after(self.id, last_event_id)
+        first = await routing.store.replay_after(self.id, last_event_id)
         if first is None:
             return None
-        stream = self._streams.get(first.stream_id)
+        stream = routing.streams.get(first.stream_id)
         if stream is None:
             if self.replicas is None:
                 return None
             manager = self.manager
-            return resume_elsewhere(self, first, last_event_id, manager.followers, manager.spawn)
+            return resume_elsewhere(
+                routing, first, last_event_id, manager.followers, manager.spawn, self._closing
+            )
         if not stream.complete:
             # Something is still routed to it (the standalone stream, or a request's
             # stream while the request runs): the router must be there to do it.
-            await self._ensure_awake()
-        return await resume_here(self, stream, first, last_event_id)
+            await self.runs.ensure_awake()
+        return await resume_here(routing, stream, first, last_event_id)
+
+    def _closing(self) -> bool:
+        return self.closing
 
     async def release(self, attachment: Attachment) -> None:
         """The connection of ``attachment`` is done (finished, cut or gone).
@@ -549,22 +432,24 @@ class HttpSession(Routing):
         A completed stream is forgotten, or, if it was SSE in a resumable session, kept
         a while for a client that missed its end.
         """
-        self.connections -= 1
-        self.last_active = self._clock.current_time()
+        routing = self.routing
+        routing.connections -= 1
+        routing.last_active = routing.clock.current_time()
         stream = attachment.stream
         attachment.end()
         if stream.conn is attachment:
             stream.conn = None
-        if stream is not self.standalone and stream.complete and stream.conn is None:
-            if self.resumable and stream.sse:
-                await self._retain_or_forget(stream)
+        if stream is not routing.standalone and stream.complete and stream.conn is None:
+            if routing.resumable and stream.sse:
+                await routing.retain_or_forget(stream)
             else:
                 # Nothing of it is in the event store.
-                self._streams.pop(stream.id, None)
+                routing.streams.pop(stream.id, None)
 
     def view(self) -> HttpSessionView:
         """How the session is held at this instant: state, connections, streams."""
-        standalone = self.standalone
+        routing = self.routing
+        standalone = routing.standalone
         streams = [
             StreamView(
                 stream.id,
@@ -574,16 +459,16 @@ class HttpSession(Routing):
                 stream.conn is not None,
                 stream.delivered,
             )
-            for stream in self._streams.values()
+            for stream in routing.streams.values()
         ]
         return HttpSessionView(
             id=self.id,
             kind=self.kind.value,
-            awake=self.awake,
+            awake=self.runs.awake,
             closing=self.closing,
             created=self.created,
-            last_active=self.last_active,
-            connections=self.connections,
+            last_active=routing.last_active,
+            connections=routing.connections,
             principal=self.principal,
             actor=self.actor,
             streams=tuple(streams),

@@ -215,10 +215,10 @@ class Replication:
         if session.closing:
             return
         now = trio.current_time()
-        if session.busy() or now < session.last_active + timeout:
+        if session.busy() or now < session.routing.last_active + timeout:
             # Touched since: the idle timer (which every session has) looks again.
             if timeout == manager.idle_timeout:
-                self._watch_idle(session.id, session.last_active)
+                self._watch_idle(session.id, session.routing.last_active)
             return
         if record is not None and record.touched_by != self.replicas.replica_id:
             _log.debug("copy of session %s dropped: it is served elsewhere", session.id)

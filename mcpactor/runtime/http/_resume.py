@@ -48,18 +48,18 @@ async def resume_here(
 ) -> Attachment:
     """Re-attach to one of the session's own streams, ``first`` replayed from the store."""
     assert session.id is not None
-    attachment = session._attach(stream)
+    attachment = session.attach(stream)
     # Events appended between the first look and attaching are in neither the first
     # replay nor the live channel: look again from where the first replay ended.
     cursor = first.events[-1][0] if first.events else last_event_id
-    second = await replay_attached(session._store, session.id, cursor)
+    second = await replay_attached(session.store, session.id, cursor)
     events = first.events + (second.events if second is not None else [])
     attachment.replay = events
     attachment.skip = frozenset(event_id for event_id, _ in events)
     if stream.complete:
         # Nothing more will be routed to it: the replay is all there is.
-        session._detach(stream, attachment)
-    session._retained.pop(stream.id, None)
+        session.detach(stream, attachment)
+    session.retained.pop(stream.id, None)
     return attachment
 
 
@@ -69,6 +69,7 @@ def resume_elsewhere(
     last_event_id: str,
     followers: Followers,
     spawn: Callable[[Callable[[], Awaitable[None]]], None],
+    closing: Callable[[], bool],
 ) -> Attachment:
     """Attach to a stream of another replica's copy, in the store they share.
 
@@ -76,7 +77,7 @@ def resume_elsewhere(
     """
     stream = Stream(replay.stream_id)
     stream.sse = True
-    attachment = session._attach(stream)
+    attachment = session.attach(stream)
     attachment.replay = replay.events
     attachment.skip = frozenset(event_id for event_id, _ in replay.events)
     if (
@@ -85,15 +86,11 @@ def resume_elsewhere(
         or not followers.take()
     ):
         stream.complete = True
-        session._detach(stream, attachment)
+        session.detach(stream, attachment)
         return attachment
     assert session.id is not None
     after = replay.events[-1][0] if replay.events else last_event_id
-
-    def closing() -> bool:
-        return session.closing
-
     spawn(
-        functools.partial(followers.follow, session._store, session.id, attachment, after, closing)
+        functools.partial(followers.follow, session.store, session.id, attachment, after, closing)
     )
     return attachment

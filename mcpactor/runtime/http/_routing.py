@@ -71,27 +71,26 @@ class Routing:
     """A session's streams, by id and by the requests they owe answers to, and its router."""
 
     __slots__ = (
-        "_before_response",
-        "_by_request",
-        "_clock",
-        "_ended",
         "_json_only",
-        "_leases",
-        "_next_stream",
-        "_retained",
         "_single_stream",
-        "_store",
         "_store_down",
-        "_streams",
         "actor",
-        "closing",
+        "before_response",
+        "by_request",
+        "clock",
         "connections",
-        "created",
+        "ended",
         "id",
         "last_active",
+        "leases",
         "max_message_bytes",
+        "next_stream",
         "resumable",
+        "retained",
         "standalone",
+        "standalone_elsewhere",
+        "store",
+        "streams",
     )
 
     def __init__(
@@ -110,81 +109,80 @@ class Routing:
         #: the longest message written; a longer response goes as an error response
         self.max_message_bytes = max_message_bytes
         self.resumable = resumable
-        self._store = store
+        self.store = store
         # whether the last append found the event store unreachable (warned once)
         self._store_down = False
         # the leases of this replica's request streams; None: the session is not shared
-        self._leases: LeaseKeeper | None = None
+        self.leases: LeaseKeeper | None = None
         # What a response goes through before it is routed (a shared session records
         # itself first); None: nothing
-        self._before_response: Callable[[Outbound], Awaitable[Outbound]] | None = None
+        self.before_response: Callable[[Outbound], Awaitable[Outbound]] | None = None
+        #: what takes a message for the GET stream while none is attached here (a shared
+        #: session relays it to the replica holding it); true if it took it
+        self.standalone_elsewhere: Callable[[bytes], Awaitable[bool]] | None = None
         self._single_stream = single_stream
         self._json_only = json_only
-        self._ended = False
-        self._streams: dict[str, Stream] = {}
-        self._by_request: dict[RequestId, Stream] = {}
-        self._retained: dict[str, None] = {}
-        self._next_stream = 0
-        self.standalone = self._new_stream()
+        self.ended = False
+        self.streams: dict[str, Stream] = {}
+        self.by_request: dict[RequestId, Stream] = {}
+        self.retained: dict[str, None] = {}
+        self.next_stream = 0
+        self.standalone = self.new_stream()
         self.standalone.sse = True
         self.connections = 0
         # The run's clock, kept: touch reads it several times per request, and
         # trio.current_time is three calls down to it.
-        self._clock = trio.lowlevel.current_clock()
-        self.last_active = self._clock.current_time()
-        #: when the session was opened (the runtime's clock)
-        self.created = self.last_active
-        #: the session is ending: nothing more is taken from the client
-        self.closing = False
+        self.clock = trio.lowlevel.current_clock()
+        self.last_active = self.clock.current_time()
 
     def touch(self) -> None:
         """Note activity: the idle timer restarts from now."""
-        self.last_active = self._clock.current_time()
+        self.last_active = self.clock.current_time()
 
     # --- streams ------------------------------------------------------------------------
 
-    def _new_stream(self) -> Stream:
-        stream = Stream(str(self._next_stream))
-        self._next_stream += 1
-        self._streams[stream.id] = stream
+    def new_stream(self) -> Stream:
+        stream = Stream(str(self.next_stream))
+        self.next_stream += 1
+        self.streams[stream.id] = stream
         return stream
 
-    def _attach(self, stream: Stream) -> Attachment:
+    def attach(self, stream: Stream) -> Attachment:
         attachment = Attachment(stream)
         if stream.conn is not None:
             # The client reconnected while we still held its old connection.
             stream.conn.end()
         stream.conn = attachment
         self.connections += 1
-        self.last_active = self._clock.current_time()
-        if self._ended:
+        self.last_active = self.clock.current_time()
+        if self.ended:
             # The session ended while this connection was on its way: it gets what is
             # replayed for it, then its end.
-            self._detach(stream, attachment)
+            self.detach(stream, attachment)
         return attachment
 
-    def _detach(self, stream: Stream, conn: Attachment) -> None:
+    def detach(self, stream: Stream, conn: Attachment) -> None:
         conn.end()
         if stream.conn is conn:
             stream.conn = None
 
-    def _primes(self) -> bool:
+    def primes(self) -> bool:
         negotiated = self.actor.core.negotiated
         # Sessions of a revision without priming events get none (the revision table).
         return negotiated is not None and negotiated.revision.priming_event
 
-    async def _append(self, stream_id: str, data: bytes) -> str | None:
+    async def append(self, stream_id: str, data: bytes) -> str | None:
         # Store one event of a resumable session's stream; return its id.
         assert self.id is not None
-        return await self._stored(self._store.append(self.id, stream_id, data))
+        return await self._stored(self.store.append(self.id, stream_id, data))
 
     async def _append_leased(self, stream: Stream, data: bytes) -> str | None:
         # The first event of a request stream in a shared session, with its lease.
-        leases = self._leases
+        leases = self.leases
         assert leases is not None
         assert self.id is not None
         requests = tuple(stream.pending)
-        store = self._store
+        store = self.store
         event_id = await self._stored(
             store.append_leased(self.id, stream.id, data, requests, leases.seconds)
         )
@@ -193,16 +191,16 @@ class Routing:
         stream.leased = True
         if stream.complete:
             # Answered (or abandoned) while the event was on its way to the store.
-            self._unlease(stream)
+            self.unlease(stream)
         else:
             leases.hold(self.id, stream.id)
         return event_id
 
-    def _unlease(self, stream: Stream) -> None:
+    def unlease(self, stream: Stream) -> None:
         # The stream's requests are answered or gone: its lease is dropped.
         if stream.leased:
             stream.leased = False
-            leases = self._leases
+            leases = self.leases
             if leases is not None and self.id is not None:
                 leases.release(self.id, stream.id)
 
@@ -227,12 +225,12 @@ class Routing:
             _log.warning("session %s: the event store is reachable again", describe(self.id))
         return event_id
 
-    async def _anchor_standalone(self) -> None:
+    async def anchor_standalone(self) -> None:
         # The empty first event of the standalone stream (see the top of the module).
         if self.standalone.delivered is None:
-            self.standalone.delivered = await self._append(STANDALONE, b"")
+            self.standalone.delivered = await self.append(STANDALONE, b"")
 
-    async def _start_sse(self, stream: Stream) -> None:
+    async def start_sse(self, stream: Stream) -> None:
         stream.sse = True
         if not self.resumable:
             return
@@ -241,43 +239,43 @@ class Routing:
         if negotiated is None or not negotiated.revision.priming_event:
             return
         assert self.id is not None
-        if self._leases is not None and stream.pending:
+        if self.leases is not None and stream.pending:
             event_id = await self._append_leased(stream, b"")
             if event_id is None:
                 return
         else:
-            event_id = await self._append(stream.id, b"")
+            event_id = await self.append(stream.id, b"")
             if event_id is None:
                 return
         await self._push(stream, (event_id, b"", False))
 
     async def _forget(self, stream: Stream) -> None:
-        self._streams.pop(stream.id, None)
-        self._retained.pop(stream.id, None)
+        self.streams.pop(stream.id, None)
+        self.retained.pop(stream.id, None)
         if self.resumable and stream.sse:
             assert self.id is not None
             try:
                 # Also when the connection that released it was cut: a store that must
                 # be awaited would otherwise keep the events until its ttl.
                 with trio.CancelScope(shield=True):
-                    await self._store.forget_stream(self.id, stream.id)
+                    await self.store.forget_stream(self.id, stream.id)
             except StoreUnavailable as exc:
                 # Its events expire with the store's ttl.
                 _log.debug("stream %s kept in the event store: %s", stream.id, exc)
 
-    async def _retain_or_forget(self, stream: Stream) -> None:
+    async def retain_or_forget(self, stream: Stream) -> None:
         # A finished SSE stream of a resumable session is kept a while (the newest
         # _MAX_RETAINED); any other is forgotten at once.
         if not (self.resumable and stream.sse):
             # Nothing of it is in the event store.
-            self._streams.pop(stream.id, None)
-            self._retained.pop(stream.id, None)
+            self.streams.pop(stream.id, None)
+            self.retained.pop(stream.id, None)
             return
-        retained = self._retained
+        retained = self.retained
         retained[stream.id] = None
         while len(retained) > _MAX_RETAINED:
             oldest_id = next(iter(retained))
-            oldest = self._streams.get(oldest_id)
+            oldest = self.streams.get(oldest_id)
             if oldest is None:
                 del retained[oldest_id]
             else:
@@ -292,9 +290,7 @@ class Routing:
         """
         return Outbox(channel, deliver=self.route, max_message_bytes=self.max_message_bytes)
 
-    async def _route_all(
-        self, outbox: trio.MemoryReceiveChannel[Outbound], sender: Outbox
-    ) -> None:
+    async def route_all(self, outbox: trio.MemoryReceiveChannel[Outbound], sender: Outbox) -> None:
         async with outbox:
             async for first in outbox:
                 item: Outbound | None = first
@@ -311,8 +307,8 @@ class Routing:
         if item.kind is SIGNAL:
             await self._signal(item)
             return
-        if self._before_response is not None and item.kind is RESPONSE:
-            item = await self._before_response(item)
+        if self.before_response is not None and item.kind is RESPONSE:
+            item = await self.before_response(item)
         payload = item.payload
         data = serialize(payload, self.max_message_bytes)
         if data is None:
@@ -327,7 +323,7 @@ class Routing:
             await self._deliver(self.standalone, data, final=False)
             return
         related = item.related_request_id
-        stream = self._by_request.get(related) if related is not None else None
+        stream = self.by_request.get(related) if related is not None else None
         is_response = item.kind is RESPONSE
         if stream is None and is_response and type(payload) is list:
             stream = self._stream_of_batch(payload)
@@ -337,30 +333,32 @@ class Routing:
                     "dropped a response that no stream is waiting for: %s", describe(payload)
                 )
                 return
-            await self._to_standalone(data)
+            await self.to_standalone(data)
             return
         final = False
         if is_response:
             for request_id in answered_ids(payload):
-                if self._by_request.get(request_id) is stream:
-                    del self._by_request[request_id]
+                if self.by_request.get(request_id) is stream:
+                    del self.by_request[request_id]
                     stream.pending.discard(request_id)
             final = not stream.pending
-            self.last_active = self._clock.current_time()
+            self.last_active = self.clock.current_time()
         await self._deliver(stream, data, final=final)
         if final:
             await self._complete(stream)
 
-    async def _to_standalone(self, data: bytes) -> None:
-        # A message for the GET stream (HttpSession relays it when another replica
-        # holds that stream).
+    async def to_standalone(self, data: bytes) -> None:
+        """Send a message for the GET stream (or where it is held, if elsewhere)."""
+        elsewhere = self.standalone_elsewhere
+        if elsewhere is not None and self.standalone.conn is None and await elsewhere(data):
+            return
         if self.resumable:
-            await self._anchor_standalone()
+            await self.anchor_standalone()
         await self._deliver(self.standalone, data, final=False)
 
     def _stream_of_batch(self, payload: list[JSONValue]) -> Stream | None:
         for request_id in answered_ids(payload):
-            stream = self._by_request.get(request_id)
+            stream = self.by_request.get(request_id)
             if stream is not None:
                 return stream
         return None
@@ -368,12 +366,12 @@ class Routing:
     async def _signal(self, item: Outbound) -> None:
         signal = item.signal
         related = item.related_request_id
-        stream = self._by_request.get(related) if related is not None else None
+        stream = self.by_request.get(related) if related is not None else None
         if stream is None:
             return
         if signal is StreamSignal.ABANDONED:
             assert related is not None
-            del self._by_request[related]
+            del self.by_request[related]
             stream.pending.discard(related)
             self.touch()
             if not stream.pending:
@@ -383,10 +381,10 @@ class Routing:
             # nothing can be resumed (stateless) or nothing streams (JSON only), cutting
             # would only lose the answer, so the request's stream stays as it is.
             if not stream.sse:
-                await self._start_sse(stream)
+                await self.start_sse(stream)
             conn = stream.conn
             if conn is not None:
-                self._detach(stream, conn)
+                self.detach(stream, conn)
 
     async def _deliver(self, stream: Stream, data: bytes, *, final: bool) -> None:
         if not stream.sse:
@@ -394,7 +392,7 @@ class Routing:
                 # The stream's one answer, and nothing came before it: plain JSON.
                 await self._push(stream, (None, data, True))
                 return
-            await self._start_sse(stream)
+            await self.start_sse(stream)
         event_id = None
         if self.resumable:
             # orjson's bytes keep the capacity of its write buffer (4 KiB for a short
@@ -403,7 +401,7 @@ class Routing:
             # costs four times as much for a short message).
             data = b"%s" % data
             if (
-                self._leases is not None
+                self.leases is not None
                 and not stream.leased
                 and not final
                 and stream.pending
@@ -412,7 +410,7 @@ class Routing:
                 # A revision without priming events: the first message takes the lease.
                 event_id = await self._append_leased(stream, data)
             else:
-                event_id = await self._append(stream.id, data)
+                event_id = await self.append(stream.id, data)
         await self._push(stream, (event_id, data, final))
 
     async def _push(self, stream: Stream, item: Item) -> None:
@@ -434,7 +432,7 @@ class Routing:
                 await conn.put(item)
             if waited.cancelled_caught:
                 _log.warning("a client stopped reading its stream; cutting the connection")
-                self._detach(stream, conn)
+                self.detach(stream, conn)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             if stream.conn is conn:
                 stream.conn = None
@@ -442,7 +440,7 @@ class Routing:
     async def _complete(self, stream: Stream) -> None:
         stream.complete = True
         if stream.leased:
-            self._unlease(stream)
+            self.unlease(stream)
         conn = stream.conn
         if conn is not None:
             # The writer drains what is queued, then ends the response; ``release``
@@ -450,13 +448,13 @@ class Routing:
             conn.end()
             stream.conn = None
         else:
-            await self._retain_or_forget(stream)
+            await self.retain_or_forget(stream)
 
-    def _end_streams(self, unanswered: str | None = None) -> None:
+    def end_streams(self, unanswered: str | None = None) -> None:
         # The actor is done: requests still owed an answer get an error (saying
         # ``unanswered``, if given), every connection ends.
-        for stream in list(self._streams.values()):
-            self._unlease(stream)
+        for stream in list(self.streams.values()):
+            self.unlease(stream)
             conn = stream.conn
             if conn is None:
                 continue
@@ -473,5 +471,5 @@ class Routing:
                 ):
                     conn.put_nowait((None, data, True))
             stream.complete = True
-            self._detach(stream, conn)
-        self._by_request.clear()
+            self.detach(stream, conn)
+        self.by_request.clear()

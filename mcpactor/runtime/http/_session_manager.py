@@ -187,8 +187,8 @@ class SessionManager:
             sessions=len(self._live),
             open_sessions=len(self._open),
             named_sessions=len(self.sessions),
-            connections=sum(session.connections for session in self._live),
-            awake_sessions=sum(session.awake for session in self._live),
+            connections=sum(session.routing.connections for session in self._live),
+            awake_sessions=sum(session.runs.awake for session in self._live),
             unconfirmed_sessions=len(self._unconfirmed),
             clients=len(self._per_client),
         )
@@ -306,7 +306,7 @@ class SessionManager:
         if session_id is not None:
             self.sessions.add(session)
             if kind is SessionKind.STREAMABLE:
-                self.timers.watch_idle(session_id, session.last_active)
+                self.timers.watch_idle(session_id, session.routing.last_active)
                 self.timers.watch_unconfirmed(session_id)
         return session
 
@@ -424,7 +424,7 @@ class SessionManager:
         self._live.add(session)
         self._open.add(session)
         self.sessions.add(session)
-        self.timers.watch_idle(session.id, session.last_active)
+        self.timers.watch_idle(session.id, session.routing.last_active)
 
     def live(self) -> list[HttpSession]:
         """Every session until it has ended, at this instant."""
@@ -466,7 +466,7 @@ class SessionManager:
                 if session.id is not None and session.id in self._unconfirmed
                 else self.idle_timeout
             )
-            if now >= session.last_active + timeout:
+            if now >= session.routing.last_active + timeout:
                 if session.replicas is not None:
                     self.drop_copy(session)
                 else:

@@ -33,8 +33,8 @@ from ...protocol import (
 from .._messages import RESPONSE, Outbound
 from .._session_actor import SessionActor
 from ._relay import MAX_RELAYED_BYTES, Relayed, RelayKind, Replicas
+from ._routing import Routing
 from ._session_records import SessionRecord, StoreUnavailable, principal_identity
-from ._streams import Stream
 
 __all__ = ["CopiedSession", "SharedCopy", "is_change_notice"]
 
@@ -71,7 +71,7 @@ class CopiedSession(Protocol):
     actor: SessionActor
     id: str | None
     principal: object
-    standalone: Stream
+    routing: Routing
     closing: bool
 
     async def feed(self, value: JSONValue | Body, *, relayed: bool = False) -> bool:
@@ -289,7 +289,7 @@ class SharedCopy:
             await session.feed(value, relayed=True)
         elif kind is RelayKind.STANDALONE:
             # Only the copy holding the GET stream takes it; the others never relay it on.
-            if session.standalone.conn is not None and not session.closing:
+            if session.routing.standalone.conn is not None and not session.closing:
                 await self._to_standalone(message.data)
         elif kind is RelayKind.STATE:
             record = await self.replicas.records.get(message.session_id)

@@ -123,9 +123,9 @@ class SessionTimers:
                 session = manager.sessions.get(session_id)
                 if session is None or session.closing:
                     del unconfirmed[session_id]
-                elif session.busy() or now < session.last_active + timeout:
+                elif session.busy() or now < session.routing.last_active + timeout:
                     # Still answering its initialize, or touched since: look again later.
-                    when = max(now, session.last_active) + timeout
+                    when = max(now, session.routing.last_active) + timeout
                     deadlines.append((when, session_id))
                 else:
                     del unconfirmed[session_id]
@@ -154,14 +154,14 @@ class SessionTimers:
             while deadlines and deadlines[0][0] <= now:
                 _, session_id = heapq.heappop(deadlines)
                 session = manager.sessions.get(session_id)
-                if session is None or session.closing or not session.awake:
+                if session is None or session.closing or not session.runs.awake:
                     continue  # it ended, or it sleeps already (waking pushes it again)
-                if now < session.last_active + delay:
+                if now < session.routing.last_active + delay:
                     # Touched since: look again once it has been quiet long enough.
-                    later.append((session.last_active + delay, session_id))
-                elif session.may_sleep():
+                    later.append((session.routing.last_active + delay, session_id))
+                elif session.runs.may_sleep():
                     _log.debug("session %s sleeps", session_id)
-                    session.sleep()
+                    session.runs.sleep()
                 else:
                     later.append((now + delay, session_id))  # still busy
             for entry in later:
@@ -183,12 +183,12 @@ class SessionTimers:
                 session = manager.sessions.get(session_id)
                 if session is None or session.closing:
                     continue
-                if now < session.last_active + timeout:
+                if now < session.routing.last_active + timeout:
                     # Touched since: check again at its new deadline.
-                    self.watch_idle(session_id, session.last_active)
+                    self.watch_idle(session_id, session.routing.last_active)
                 elif session.busy():
-                    session.touch()
-                    self.watch_idle(session_id, session.last_active)
+                    session.routing.touch()
+                    self.watch_idle(session_id, session.routing.last_active)
                 elif manager.replication is not None and session.replicas is not None:
                     manager.spawn(
                         functools.partial(manager.replication.expire_shared, session, timeout)

@@ -1,0 +1,199 @@
+# The runs of an HTTP session's actor: how a session sleeps and wakes (_http_session.py
+# says when). Asleep there is no run: no task, channel or nursery. Waking starts one task
+# in the manager's nursery that runs the actor beside the session's router, with a fresh
+# inbox and outbox; falling asleep closes the inbox, the actor ends its run without
+# closing the core, the router drains what is left, and the task ends.
+
+from __future__ import annotations
+
+import enum
+import functools
+from typing import Any, Final, Protocol
+
+import trio
+
+from ..._exceptions import ProtocolError
+from ...protocol import JSONValue, Phase
+from .._messages import Outbound, Outbox
+from .._session_actor import SessionActor
+from ._routing import Routing
+from ._session_kinds import SessionHost, SessionKind
+
+__all__ = ["RunOwner", "RunState", "SessionRuns"]
+
+_INBOX_SIZE: Final = 64
+_OUTBOX_SIZE: Final = 256
+
+
+class RunState(enum.Enum):
+    """Where a session's actor is between and during its runs."""
+
+    #: state only: no task, no channel
+    ASLEEP = "asleep"
+    #: the actor and the router run in the manager's nursery
+    AWAKE = "awake"
+    #: the inbox closed for a rest; the task is ending
+    FALLING_ASLEEP = "falling asleep"
+
+
+class RunOwner(Protocol):
+    """What the runs need of their session (``HttpSession`` is one)."""
+
+    actor: SessionActor
+    routing: Routing
+    kind: SessionKind
+    manager: SessionHost[Any]
+    closing: bool
+
+    async def end(self) -> None:
+        """The session is over: connections end, the core closes, the store forgets it."""
+
+
+class SessionRuns:
+    """One session's actor runs: waking it, letting it rest, and the channels of a run."""
+
+    __slots__ = ("_outbox", "_session", "_settled", "inbox", "sink", "state")
+
+    def __init__(self, session: RunOwner) -> None:
+        self._session = session
+        #: where the actor is
+        self.state = RunState.ASLEEP
+        #: the running actor's inbox (None asleep): the one way a message reaches it
+        self.inbox: trio.MemorySendChannel[JSONValue | ProtocolError] | None = None
+        #: the actor's Outbox while it runs
+        self.sink: Outbox | None = None
+        # What the router reads while the actor runs.
+        self._outbox: trio.MemoryReceiveChannel[Outbound] | None = None
+        # Made when a message must wait for the session to finish falling asleep.
+        self._settled: trio.Event | None = None
+
+    @property
+    def awake(self) -> bool:
+        """Whether the actor and router are running (or finishing a run)."""
+        return self.state is not RunState.ASLEEP
+
+    def wake(self) -> None:
+        """Start a run: the actor and the router, in one task the manager's nursery owns."""
+        inbox_send, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](
+            _INBOX_SIZE
+        )
+        outbox_send, outbox_receive = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
+        session = self._session
+        self.inbox = inbox_send
+        self._outbox = outbox_receive
+        self.sink = session.routing.outbox(outbox_send)
+        self.state = RunState.AWAKE
+        session.manager.wake(
+            session, functools.partial(self._run, inbox_receive, self.sink, outbox_receive)
+        )
+
+    async def _run(
+        self,
+        inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
+        outbox: Outbox,
+        outbox_receive: trio.MemoryReceiveChannel[Outbound],
+    ) -> None:
+        session = self._session
+        actor = session.actor
+        rested = False
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    functools.partial(actor.run, inbox, outbox=outbox, rest=self._rests)
+                )
+                # The router ends when the actor has closed the outbox.
+                await session.routing.route_all(outbox_receive, outbox)
+            rested = actor.core.phase is not Phase.CLOSED
+        finally:
+            self.inbox = None
+            self._outbox = None
+            self.sink = None
+            if rested and not session.closing:
+                self.state = RunState.ASLEEP
+                self.settle()
+            else:
+                with trio.CancelScope(shield=True):
+                    await session.end()
+
+    def _rests(self) -> bool:
+        # The actor asks when it finds nothing to do, and when its inbox closed: a rest,
+        # unless the session is closing. A session that answered only what the core
+        # answers alone (initialize, ping, notifications) rests at once; one that served
+        # a request stays awake until the sleep timer finds it quiet.
+        if self._session.closing:
+            return False
+        if self.state is RunState.FALLING_ASLEEP:
+            return True
+        if self.state is RunState.AWAKE and self._quiet():
+            self.sleep()
+            return True
+        return False
+
+    def _quiet(self) -> bool:
+        # Nothing for the router to do, and nothing attached that it would feed.
+        session = self._session
+        routing = session.routing
+        outbox = self._outbox
+        if (
+            session.kind is not SessionKind.STREAMABLE
+            or routing.by_request
+            or routing.standalone.conn is not None
+            or outbox is None
+        ):
+            return False
+        outbound = outbox.statistics()
+        return outbound.current_buffer_used == 0 and outbound.tasks_waiting_receive == 1
+
+    def may_sleep(self) -> bool:
+        """Return whether the session is awake and nothing is left for its tasks to do."""
+        session = self._session
+        inbox, outbox = self.inbox, self._outbox
+        if (
+            self.state is not RunState.AWAKE
+            or session.closing
+            or session.routing.connections
+            or session.routing.by_request
+            or inbox is None
+            or outbox is None
+            or not session.actor.resting()
+        ):
+            return False
+        # Both channels empty, and their readers parked on them: nothing was handed to
+        # the actor or the router that they have not dealt with yet.
+        inbound = inbox.statistics()
+        outbound = outbox.statistics()
+        return (
+            inbound.current_buffer_used == 0
+            and inbound.tasks_waiting_receive == 1
+            and outbound.current_buffer_used == 0
+            and outbound.tasks_waiting_receive == 1
+        )
+
+    def sleep(self) -> None:
+        """Let an awake session fall asleep; the caller checked ``may_sleep()``."""
+        assert self.inbox is not None
+        self.state = RunState.FALLING_ASLEEP
+        self.inbox.close()
+
+    def settle(self) -> None:
+        """The run is over (asleep or ended): whoever waits for that goes on."""
+        if self._settled is not None:
+            self._settled.set()
+            self._settled = None
+
+    async def wait_settled(self) -> None:
+        """Wait until a run that is falling asleep has ended."""
+        if self._settled is None:
+            self._settled = trio.Event()
+        await self._settled.wait()
+
+    async def ensure_awake(self) -> bool:
+        """Make sure the actor runs; False if the session is closing."""
+        while not self._session.closing:
+            if self.state is RunState.AWAKE:
+                return True
+            if self.state is RunState.ASLEEP:
+                self.wake()
+                return True
+            await self.wait_settled()
+        return False
