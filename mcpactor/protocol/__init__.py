@@ -121,9 +121,9 @@ from ._session import unanswered_reply as unanswered_reply
 from ._session_events import CancelRequested as CancelRequested
 from ._session_events import ErrorReceived as ErrorReceived
 from ._session_events import Event as Event
+from ._session_events import Exchange as Exchange
 from ._session_events import Initialized as Initialized
 from ._session_events import NotificationReceived as NotificationReceived
-from ._session_events import RequestReceived as RequestReceived
 from ._session_events import ResponseReceived as ResponseReceived
 from ._session_events import RootsChanged as RootsChanged
 from ._session_events import Send as Send
@@ -194,6 +194,7 @@ __all__ = [
     "ErrorReceived",
     "ErrorResponse",
     "Event",
+    "Exchange",
     "FrameTooLong",
     "InitializeRefused",
     "Initialized",
@@ -213,7 +214,6 @@ __all__ = [
     "RemoteProtocolError",
     "Request",
     "RequestId",
-    "RequestReceived",
     "ResourceSubscriptions",
     "Response",
     "ResponseReceived",

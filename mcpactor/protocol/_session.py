@@ -4,7 +4,7 @@
 # -------------------
 # The owner feeds every decoded JSON value the peer sent to ``receive`` and gets back a
 # list of events (_session_events.py); it never does I/O. Events are either things that
-# happened (``RequestReceived``, ``CancelRequested``, ``ResponseReceived``, …) or
+# happened (an ``Exchange`` for a request, ``CancelRequested``, ``ResponseReceived``, …) or
 # ``Send``: a reply the machine produced itself (errors for bad input, ``initialize``,
 # ``ping``, ``logging/setLevel``), which the owner writes to the peer as it is.
 #
@@ -14,10 +14,10 @@
 # but the server may only send pings and log messages until ``notifications/initialized``
 # arrives, as the lifecycle page asks.
 #
-# Ids: requests the peer sent are "in flight" from ``RequestReceived`` until the owner
-# calls ``respond``/``respond_error``/``abandon``; a second request reusing an in-flight
-# id is refused. Requests we send get ids from a counter and are tracked until their
-# response arrives or ``forget_outgoing`` is called.
+# Ids: requests the peer sent are "in flight" from their ``Exchange`` until the owner
+# answers through it (``respond``/``respond_error``/``abandon``); a second request
+# reusing an in-flight id is refused. Requests we send get ids from a counter and are
+# tracked until their response arrives or ``forget_outgoing`` is called.
 #
 # Batches (2025-03-26 only, see the revision table): the replies to the requests of one
 # batch are held and sent as one array once the last of them is answered.
@@ -51,6 +51,8 @@ from ._jsonrpc import (
     Request,
     RequestId,
     Response,
+    error_message,
+    result_message,
 )
 from ._negotiated import Negotiated
 from ._revisions import SESSION_REVISIONS, Revision, negotiate
@@ -58,9 +60,9 @@ from ._session_events import (
     CancelRequested,
     ErrorReceived,
     Event,
+    Exchange,
     Initialized,
     NotificationReceived,
-    RequestReceived,
     ResponseReceived,
     RootsChanged,
     Send,
@@ -72,11 +74,11 @@ __all__ = [
     "CancelRequested",
     "ErrorReceived",
     "Event",
+    "Exchange",
     "Initialized",
     "Negotiated",
     "NotificationReceived",
     "Phase",
-    "RequestReceived",
     "ResponseReceived",
     "RootsChanged",
     "Send",
@@ -198,7 +200,7 @@ class ServerSession:
         negotiated = self.negotiated
         why = batch_refusal(body, negotiated.revision if negotiated is not None else None)
         if why is not None:
-            return [Send(_error(None, INVALID_REQUEST, why))]
+            return [Send(error_message(None, INVALID_REQUEST, why))]
         batch = _Batch()
         events: list[Event] = []
         for item in body.items:
@@ -228,21 +230,21 @@ class ServerSession:
                 events.append(ErrorReceived(message.id, message))
             return None
         assert isinstance(message, RemoteProtocolError)
-        return _error(message.request_id, message.code, message.message, message.data)
+        return error_message(message.request_id, message.code, message.message, message.data)
 
     def _receive_request(
         self, request: Request, events: list[Event], batch: _Batch | None
     ) -> JSONValue | None:
         method = request.method
         if request.id in self._in_flight:
-            return _error(
+            return error_message(
                 request.id,
                 INVALID_REQUEST,
                 f"request id {describe(request.id)} is already in flight",
             )
         if not method.isprintable():
             # No method is named with control characters: not found in any phase.
-            return _error(
+            return error_message(
                 request.id,
                 METHOD_NOT_FOUND,
                 f"method not found: {describe(method)}",
@@ -250,7 +252,7 @@ class ServerSession:
             )
         allowed = PHASE_RULES[self.phase].client_requests
         if allowed is not None and method not in allowed:
-            return _error(
+            return error_message(
                 request.id,
                 INVALID_REQUEST,
                 f"{describe(method)} before initialize: the session is not initialized",
@@ -258,10 +260,12 @@ class ServerSession:
         if method == "initialize":
             if self.phase is not Phase.AWAITING_INITIALIZE:
                 # A second handshake would change the revision under in-flight requests.
-                return _error(request.id, INVALID_REQUEST, "the session is already initialized")
+                return error_message(
+                    request.id, INVALID_REQUEST, "the session is already initialized"
+                )
             return self._initialize(request)
         if method == "ping":
-            return _result(request.id, {})
+            return result_message(request.id, {})
         if method == "logging/setLevel" and "logging" in self.server_capabilities:
             return self._set_level(request)
         negotiated = self.negotiated
@@ -269,7 +273,7 @@ class ServerSession:
         self._in_flight[request.id] = batch
         if batch is not None:
             batch.waiting.add(request.id)
-        events.append(RequestReceived(request, negotiated))
+        events.append(Exchange(request, negotiated, self))
         return None
 
     def _receive_notification(self, notification: Notification, events: list[Event]) -> None:
@@ -301,19 +305,19 @@ class ServerSession:
         capabilities = params.get("capabilities")
         client_info = params.get("clientInfo")
         if not isinstance(version, str):
-            return _error(
+            return error_message(
                 request.id,
                 INVALID_PARAMS,
                 f"initialize needs a string 'protocolVersion', got {describe(version)}",
             )
         if capabilities is not None and not isinstance(capabilities, dict):
-            return _error(
+            return error_message(
                 request.id,
                 INVALID_PARAMS,
                 f"'capabilities' must be an object, got {type(capabilities).__name__}",
             )
         if client_info is not None and not isinstance(client_info, dict):
-            return _error(
+            return error_message(
                 request.id,
                 INVALID_PARAMS,
                 f"'clientInfo' must be an object, got {type(client_info).__name__}",
@@ -331,7 +335,7 @@ class ServerSession:
                 f"{MAX_CLIENT_DECLARATION_BYTES}",
                 MAX_CLIENT_DECLARATION_BYTES,
             )
-            return _error(request.id, refusal.code, refusal.message, refusal.data)
+            return error_message(request.id, refusal.code, refusal.message, refusal.data)
         revision = negotiate(version, self._supported)
         self.negotiated = Negotiated(revision, capabilities or {}, client_info)
         self.server_capabilities = self._capabilities(revision)
@@ -343,7 +347,7 @@ class ServerSession:
         }
         if self._instructions:
             result["instructions"] = self._instructions
-        return _result(request.id, result)
+        return result_message(request.id, result)
 
     def adopt(
         self,
@@ -372,32 +376,22 @@ class ServerSession:
     def _set_level(self, request: Request) -> JSONValue:
         level = (request.params or {}).get("level")
         if not isinstance(level, str) or level not in _LOG_RANK:
-            return _error(
+            return error_message(
                 request.id,
                 INVALID_PARAMS,
                 f"unknown log level {describe(level)}",
                 {"expected": list(LOG_LEVELS)},
             )
         self.log_level = level
-        return _result(request.id, {})
+        return result_message(request.id, {})
 
     # --- what we answer ---------------------------------------------------------
 
-    def respond(self, request_id: RequestId, result: JSONObject) -> JSONValue | None:
-        """Answer an in-flight request; return what to write (None while a batch waits)."""
-        return self._finish(request_id, _result(request_id, result))
+    def settle(self, request_id: RequestId, reply: JSONValue | None) -> JSONValue | None:
+        """Count an in-flight request answered by ``reply`` (None: abandoned).
 
-    def respond_error(
-        self, request_id: RequestId, code: int, message: str, data: JSONValue = None
-    ) -> JSONValue | None:
-        """Answer an in-flight request with an error; return what to write, if anything."""
-        return self._finish(request_id, _error(request_id, code, message, data))
-
-    def abandon(self, request_id: RequestId) -> JSONValue | None:
-        """Forget a cancelled request without answering it (its batch may now be complete)."""
-        return self._finish(request_id, None)
-
-    def _finish(self, request_id: RequestId, reply: JSONValue | None) -> JSONValue | None:
+        Its ``Exchange`` calls this; returns what to write (None while a batch waits).
+        """
         try:
             batch = self._in_flight.pop(request_id)
         except KeyError:
@@ -507,27 +501,10 @@ def unanswered_reply(request_ids: Iterable[RequestId], message: str) -> JSONValu
     One error response (-32603), or an array of them for several requests of one batch.
     """
     errors: list[JSONValue] = [
-        _error(request_id, INTERNAL_ERROR, message) for request_id in request_ids
+        error_message(request_id, INTERNAL_ERROR, message) for request_id in request_ids
     ]
     return errors[0] if len(errors) == 1 else errors
 
 
 def _is_id(value: object) -> bool:
     return type(value) is int or type(value) is str
-
-
-def _result(request_id: RequestId, result: JSONObject) -> JSONObject:
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
-
-
-def _error(
-    request_id: RequestId | None, code: int, message: str, data: JSONValue = None
-) -> JSONObject:
-    error: JSONObject = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    if request_id is None:
-        # The 2025-11-25 schema makes the id optional for exactly this case (an id that
-        # could not be read) and has no null id; JSON-RPC's prose says null.
-        return {"jsonrpc": "2.0", "error": error}
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}

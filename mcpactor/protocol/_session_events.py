@@ -2,22 +2,34 @@
 #
 # Each is a thing that happened (a request, a notification, a cancel, a response to one
 # of our requests, …) or ``Send``, a reply the machine produced itself that the owner
-# writes to the peer as it is.
+# writes to the peer as it is. A request arrives as its ``Exchange``: the object that
+# builds every answer to it.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import attrs
 
-from ._jsonrpc import ErrorResponse, JSONObject, JSONValue, Notification, Request, RequestId
+from ._jsonrpc import (
+    ErrorResponse,
+    JSONObject,
+    JSONValue,
+    Notification,
+    Request,
+    RequestId,
+    error_message,
+    result_message,
+)
 from ._negotiated import Negotiated
 
 __all__ = [
     "CancelRequested",
     "ErrorReceived",
     "Event",
+    "Exchange",
     "Initialized",
     "NotificationReceived",
-    "RequestReceived",
     "ResponseReceived",
     "RootsChanged",
     "Send",
@@ -33,12 +45,51 @@ class Send:
     request_id: RequestId | None = None
 
 
-@attrs.frozen
-class RequestReceived:
-    """The peer asked for something; serve it and answer with ``respond``."""
+class InFlight(Protocol):
+    """Where a session counts the peer's requests until they are answered."""
 
-    request: Request
-    negotiated: Negotiated
+    def settle(self, request_id: RequestId, reply: JSONValue | None) -> JSONValue | None:
+        """Count ``request_id`` answered by ``reply`` (None: abandoned); return what to write."""
+
+
+class Exchange:
+    """One request from the peer, from its arrival to its answer: the core's side of it.
+
+    Made by the protocol core for every request it hands on (``ServerSession.receive``,
+    and the 2026-07-28 envelope reader for a stateless request); the owner serves
+    ``request`` and answers through ``respond``, ``respond_error`` or ``abandon``, which
+    build the message to write. In a session they also count the request answered: None
+    means nothing to write yet (a batch waits for its other answers) or at all.
+    """
+
+    __slots__ = ("_in_flight", "negotiated", "request")
+
+    def __init__(
+        self, request: Request, negotiated: Negotiated, in_flight: InFlight | None = None
+    ) -> None:
+        self.request = request
+        self.negotiated = negotiated
+        self._in_flight = in_flight
+
+    def __repr__(self) -> str:
+        return f"Exchange({self.request!r})"
+
+    def respond(self, result: JSONObject) -> JSONValue | None:
+        """Answer with ``result``; return what to write."""
+        message = result_message(self.request.id, result)
+        in_flight = self._in_flight
+        return message if in_flight is None else in_flight.settle(self.request.id, message)
+
+    def respond_error(self, code: int, message: str, data: JSONValue = None) -> JSONValue | None:
+        """Answer with an error; return what to write."""
+        reply = error_message(self.request.id, code, message, data)
+        in_flight = self._in_flight
+        return reply if in_flight is None else in_flight.settle(self.request.id, reply)
+
+    def abandon(self) -> JSONValue | None:
+        """Leave a cancelled request unanswered; return what its batch may now owe."""
+        in_flight = self._in_flight
+        return None if in_flight is None else in_flight.settle(self.request.id, None)
 
 
 @attrs.frozen
@@ -84,7 +135,7 @@ class ErrorReceived:
 
 Event = (
     Send
-    | RequestReceived
+    | Exchange
     | NotificationReceived
     | Initialized
     | CancelRequested

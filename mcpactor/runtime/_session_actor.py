@@ -38,15 +38,14 @@ from ..protocol import (
     CancelRequested,
     ErrorReceived,
     Event,
+    Exchange,
     Initialized,
     JSONObject,
     JSONValue,
-    Negotiated,
     NotificationReceived,
     Phase,
     Request,
     RequestId,
-    RequestReceived,
     ResourceSubscriptions,
     ResponseReceived,
     Revision,
@@ -273,9 +272,9 @@ class SessionActor(ChangeNotices):
                     break
                 for event in self.core.receive(item):
                     kind = type(event)
-                    if kind is RequestReceived:
-                        assert isinstance(event, RequestReceived)
-                        await self._start_request(event.request, event.negotiated)
+                    if kind is Exchange:
+                        assert isinstance(event, Exchange)
+                        await self._start_request(event)
                     elif kind is Send:
                         assert isinstance(event, Send)
                         await self._outbox.send(
@@ -346,7 +345,7 @@ class SessionActor(ChangeNotices):
 
     # --- request actors -------------------------------------------------------------
 
-    async def _start_request(self, request: Request, negotiated: Negotiated) -> None:
+    async def _start_request(self, exchange: Exchange) -> None:
         # Start the request's actor; or, when it cannot be served now, send the refusal.
         if len(self._scopes) >= self.options.max_in_flight or self._closing:
             if self._closing:
@@ -354,28 +353,24 @@ class SessionActor(ChangeNotices):
             else:
                 limit = self.options.max_in_flight
                 why, data = f"too many requests in flight (limit {limit})", {"limit": limit}
-            reply = self.core.respond_error(
-                request.id, INTERNAL_ERROR, f"server busy: {why}", data
-            )
+            reply = exchange.respond_error(INTERNAL_ERROR, f"server busy: {why}", data)
             if reply is not None:
                 # Waits for room like every other reply: a full outbox is backpressure.
-                await self._outbox.send(Outbound(RESPONSE, reply, request.id))
+                await self._outbox.send(Outbound(RESPONSE, reply, exchange.request.id))
             return
         nursery = self._nursery
         assert nursery is not None  # requests are started only while the actor runs
         scope = trio.CancelScope()
-        self._scopes[request.id] = scope
+        self._scopes[exchange.request.id] = scope
         self._serving += 1
-        nursery.start_soon(
-            self._serve_request, request, negotiated, scope, name=_REQUEST_TASK_NAME
-        )
+        nursery.start_soon(self._serve_request, exchange, scope, name=_REQUEST_TASK_NAME)
         self._starts.spawned()
 
-    async def _serve_request(
-        self, request: Request, negotiated: Negotiated, scope: trio.CancelScope
-    ) -> None:
+    async def _serve_request(self, exchange: Exchange, scope: trio.CancelScope) -> None:
         # First, before anything can wait: an intake held back for this start goes on.
         self._starts.started()
+        request = exchange.request
+        negotiated = exchange.negotiated
         request_id = request.id
         params = request.params
         meta = params.get("_meta") if params is not None else None
@@ -403,14 +398,12 @@ class SessionActor(ChangeNotices):
                         started,
                     )
                     if type(answer) is dict:
-                        reply = self.core.respond(request_id, answer)
+                        reply = exchange.respond(answer)
                     else:
                         assert isinstance(answer, RequestError | ProtocolError)
-                        reply = self.core.respond_error(
-                            request_id, answer.code, answer.message, answer.data
-                        )
+                        reply = exchange.respond_error(answer.code, answer.message, answer.data)
                 if scope.cancelled_caught:
-                    reply = self._cancelled_reply(request_id)
+                    reply = self._cancelled_reply(exchange)
                     abandoned = reply is None
             finally:
                 del self._scopes[request_id]
@@ -445,13 +438,13 @@ class SessionActor(ChangeNotices):
         scope.cancel(reason)
         return True
 
-    def _cancelled_reply(self, request_id: RequestId) -> JSONValue | None:
+    def _cancelled_reply(self, exchange: Exchange) -> JSONValue | None:
         # A client's cancel is not answered; the server's own cancel is.
         overruled = self._overruled
-        reason = overruled.pop(request_id, None) if overruled else None
+        reason = overruled.pop(exchange.request.id, None) if overruled else None
         if reason is None:
-            return self.core.abandon(request_id)
-        return self.core.respond_error(request_id, INTERNAL_ERROR, reason, {"cancelled": True})
+            return exchange.abandon()
+        return exchange.respond_error(INTERNAL_ERROR, reason, {"cancelled": True})
 
     def view(self) -> SessionView:
         """What the session is serving at this instant, for the live tree."""
