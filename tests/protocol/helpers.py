@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcpactor.protocol import (
+    Exchange,
     Phase,
     Revision,
     Send,
@@ -86,6 +87,19 @@ def only_send(events: list[Event]) -> Any:
     (event,) = events
     assert type(event) is Send, event
     return event.payload
+
+
+def exchange_of(events: list[Event], request_id: Any) -> Exchange:
+    """The one Exchange in ``events`` for ``request_id``; fail if there is none or more."""
+    found = [
+        event
+        for event in events
+        if type(event) is Exchange
+        and type(event.request.id) is type(request_id)
+        and event.request.id == request_id
+    ]
+    assert len(found) == 1, events
+    return found[0]
 
 
 def session_in(

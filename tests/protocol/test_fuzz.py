@@ -27,10 +27,10 @@ from mcpactor._exceptions import (
 )
 from mcpactor.protocol import (
     LOG_LEVELS,
+    Exchange,
     FrameTooLong,
     LineFramer,
     Phase,
-    RequestReceived,
     Send,
     ServerSession,
     decode,
@@ -61,6 +61,8 @@ class Model:
     phase: Phase
     version: str
     in_flight: set[Any] = attrs.field(factory=set)
+    #: the session's exchange for each request it handed on, to answer it through
+    exchanges: dict[Any, Exchange] = attrs.field(factory=dict)
 
     @property
     def batching(self) -> bool:
@@ -120,6 +122,16 @@ class Model:
                 return ("error", MISSING, INVALID_REQUEST)
             return ("silent", None, None)
         return ("error", readable, INVALID_REQUEST)
+
+    def keep_exchanges(self, events: list[Any]) -> list[Any]:
+        """Keep the exchanges among ``events`` for answering later; return their ids."""
+        started = []
+        for event in events:
+            if type(event) is Exchange:
+                assert event.request.id not in self.exchanges, events
+                self.exchanges[event.request.id] = event
+                started.append(event.request.id)
+        return started
 
     def _notification(self, method: str) -> None:
         if method == "notifications/initialized" and self.phase is Phase.AWAITING_INITIALIZED:
@@ -185,7 +197,7 @@ def check_reply(session: ServerSession, model: Model, value: Any) -> None:
         expected = model.expect(value)
     events = session.receive(value)
     sends = [event.payload for event in events if type(event) is Send]
-    started = [event.request.id for event in events if isinstance(event, RequestReceived)]
+    started = model.keep_exchanges(events)
     for payload in sends:
         check_server_message(payload, model.version, request_method=_method(value))
     kind = expected[0]
@@ -215,7 +227,7 @@ def check_batch(session: ServerSession, model: Model, values: list[Any]) -> None
             immediate.append(expected)
     events = session.receive(values)
     sends = [event.payload for event in events if type(event) is Send]
-    started = [event.request.id for event in events if isinstance(event, RequestReceived)]
+    started = model.keep_exchanges(events)
     assert started == waiting, (values, events)
     if waiting:
         assert sends == []
@@ -223,7 +235,7 @@ def check_batch(session: ServerSession, model: Model, values: list[Any]) -> None
         for request_id in waiting:
             model.in_flight.discard(request_id)
             assert reply is None
-            reply = session.respond(request_id, {"n": 1})
+            reply = model.exchanges.pop(request_id).respond({"n": 1})
         sends = [reply] if reply is not None else []
     if not immediate and not waiting:
         assert sends == []
@@ -244,7 +256,8 @@ def _method(value: Any) -> str | None:
 def finish(session: ServerSession, model: Model) -> None:
     """Answer what is still in flight; then a ping must still get ``{}``."""
     for request_id in list(model.in_flight):
-        session.respond(request_id, {})
+        model.exchanges.pop(request_id).respond({})
+    assert model.exchanges == {}
     model.in_flight.clear()
     assert list(session.in_flight()) == []
     events = session.receive(request("final-ping", "ping"))

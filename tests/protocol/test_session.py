@@ -22,13 +22,13 @@ from mcpactor.protocol import (
     CancelRequested,
     ErrorReceived,
     ErrorResponse,
+    Exchange,
     Initialized,
     Negotiated,
     Notification,
     NotificationReceived,
     Phase,
     Request,
-    RequestReceived,
     ResponseReceived,
     RootsChanged,
     Send,
@@ -38,6 +38,7 @@ from tests.protocol.helpers import (
     SESSION_VERSIONS,
     UNBATCHED_VERSIONS,
     capabilities,
+    exchange_of,
     feed,
     initialize,
     make_session,
@@ -86,7 +87,7 @@ TABLE: list[tuple[Phase, Any, tuple[Any, ...]]] = [
     (A, {"jsonrpc": "2.0", "id": 5, "result": {}}, ()),
     # initialized sent, initialized notification not yet: the client may already ask
     (B, request(1, "ping"), ("result", {})),
-    (B, request(1, "tools/list"), (RequestReceived,)),
+    (B, request(1, "tools/list"), (Exchange,)),
     (B, request(1, "logging/setLevel", {"level": "debug"}), ("result", {})),
     (B, initialize(1), ("error", INVALID_REQUEST)),
     (B, notification("notifications/initialized"), (Initialized,)),
@@ -96,8 +97,8 @@ TABLE: list[tuple[Phase, Any, tuple[Any, ...]]] = [
     # operating
     (O, request(1, "ping"), ("result", {})),
     (O, request(1, "ping", {"_meta": {"progressToken": 1}}), ("result", {})),
-    (O, request(1, "tools/call", {"name": "t"}), (RequestReceived,)),
-    (O, request("s", "no/such/method"), (RequestReceived,)),
+    (O, request(1, "tools/call", {"name": "t"}), (Exchange,)),
+    (O, request("s", "no/such/method"), (Exchange,)),
     (O, request(1, "logging/setLevel", {"level": "error"}), ("result", {})),
     (O, request(1, "logging/setLevel", {"level": "loud"}), ("error", INVALID_PARAMS)),
     (O, initialize(1), ("error", INVALID_REQUEST)),
@@ -279,8 +280,9 @@ def test_requests_carry_the_negotiated_view() -> None:
     session = session_in(Phase.OPERATING, "2025-06-18", client_capabilities={"sampling": {}})
     (event,) = session.receive(request(1, "tools/list", {"cursor": "c"}))
     assert session.negotiated is not None
-    assert event == RequestReceived(Request(1, "tools/list", {"cursor": "c"}), session.negotiated)
-    assert isinstance(event, RequestReceived)
+    assert type(event) is Exchange
+    assert event.request == Request(1, "tools/list", {"cursor": "c"})
+    assert event.negotiated is session.negotiated
     assert event.negotiated.revision.version == "2025-06-18"
     assert event.negotiated.client_has("sampling")
 
@@ -298,7 +300,8 @@ def test_notifications_are_passed_on_with_params() -> None:
 
 def test_duplicate_in_flight_id_refused_until_answered() -> None:
     session = session_in(Phase.OPERATING)
-    assert [type(e) for e in session.receive(request(1, "tools/list"))] == [RequestReceived]
+    events = session.receive(request(1, "tools/list"))
+    assert [type(e) for e in events] == [Exchange]
     for again in (request(1, "tools/call", {"name": "x"}), request(1, "ping")):
         reply = only_send(feed(session, again, "2025-11-25"))
         assert reply["id"] == 1
@@ -306,63 +309,100 @@ def test_duplicate_in_flight_id_refused_until_answered() -> None:
         assert "already in flight" in reply["error"]["message"]
     assert list(session.in_flight()) == [1]
     # string "1" is a different id
-    assert [type(e) for e in session.receive(request("1", "tools/list"))] == [RequestReceived]
-    assert session.respond(1, {"tools": []}) == {
+    assert [type(e) for e in session.receive(request("1", "tools/list"))] == [Exchange]
+    assert exchange_of(events, 1).respond({"tools": []}) == {
         "jsonrpc": "2.0",
         "id": 1,
         "result": {"tools": []},
     }
     assert list(session.in_flight()) == ["1"]
-    assert [type(e) for e in session.receive(request(1, "tools/list"))] == [RequestReceived]
+    assert [type(e) for e in session.receive(request(1, "tools/list"))] == [Exchange]
 
 
 @pytest.mark.parametrize("version", SESSION_VERSIONS)
 def test_respond_error_wire_form(version: str) -> None:
     session = session_in(Phase.OPERATING, version)
-    session.receive(request("r", "tools/call", {"name": "x"}))
-    reply = session.respond_error("r", -32602, "bad arguments", {"errors": ["$.a"]})
+    events = session.receive(request("r", "tools/call", {"name": "x"}))
+    reply = exchange_of(events, "r").respond_error(-32602, "bad arguments", {"errors": ["$.a"]})
     assert reply == {
         "jsonrpc": "2.0",
         "id": "r",
         "error": {"code": -32602, "message": "bad arguments", "data": {"errors": ["$.a"]}},
     }
     check_server_message(reply, version)
-    session.receive(request("s", "tools/call", {"name": "x"}))
-    reply = session.respond_error("s", -32603, "boom")
+    events = session.receive(request("s", "tools/call", {"name": "x"}))
+    reply = exchange_of(events, "s").respond_error(-32603, "boom")
     assert reply == {"jsonrpc": "2.0", "id": "s", "error": {"code": -32603, "message": "boom"}}
 
 
 def test_abandon_answers_nothing() -> None:
     session = session_in(Phase.OPERATING)
-    session.receive(request(1, "tools/list"))
-    assert session.abandon(1) is None
+    events = session.receive(request(1, "tools/list"))
+    assert exchange_of(events, 1).abandon() is None
     assert list(session.in_flight()) == []
 
 
-@pytest.mark.parametrize(
-    "finish",
-    [
-        lambda s, i: s.respond(i, {}),
-        lambda s, i: s.respond_error(i, -1, "m"),
-        lambda s, i: s.abandon(i),
-    ],
-    ids=["respond", "respond_error", "abandon"],
-)
-def test_finishing_an_unknown_id_is_a_local_error(finish: Any) -> None:
+FINISHES = [
+    lambda exchange: exchange.respond({}),
+    lambda exchange: exchange.respond_error(-1, "m"),
+    lambda exchange: exchange.abandon(),
+]
+FINISH_IDS = ["respond", "respond_error", "abandon"]
+
+
+@pytest.mark.parametrize("again", FINISHES, ids=FINISH_IDS)
+@pytest.mark.parametrize("first", FINISHES, ids=FINISH_IDS)
+def test_finishing_an_exchange_twice_is_a_local_error(first: Any, again: Any) -> None:
+    # An id that was never received cannot be answered at all: only an Exchange answers,
+    # and the session makes one only for a request it hands on (never for ping,
+    # initialize or setLevel, which it answers itself). What is left to refuse is a
+    # second answer through the same exchange.
     session = session_in(Phase.OPERATING)
+    exchange = exchange_of(session.receive(request(3, "tools/list")), 3)
+    first(exchange)
+    assert list(session.in_flight()) == []
     with pytest.raises(LocalProtocolError, match="not in flight"):
-        finish(session, 1)
-    # ping, initialize and setLevel are answered by the machine: never in flight
-    only_send(session.receive(request(2, "ping")))
-    with pytest.raises(LocalProtocolError):
-        finish(session, 2)
-    with pytest.raises(LocalProtocolError):
-        finish(session, "init")
-    # answered once: the second answer is refused
-    session.receive(request(3, "tools/list"))
-    session.respond(3, {"tools": []})
-    with pytest.raises(LocalProtocolError):
-        finish(session, 3)
+        again(exchange)
+    assert list(session.in_flight()) == []
+
+
+def test_the_machines_own_answers_hand_on_no_exchange() -> None:
+    # ping, initialize and setLevel are answered by the machine: never in flight, so
+    # there is nothing the owner could answer them through.
+    session = make_session()
+    for value in (
+        initialize("init"),
+        request(2, "ping"),
+        request(3, "logging/setLevel", {"level": "debug"}),
+    ):
+        only_send(session.receive(value))
+        assert list(session.in_flight()) == []
+
+
+def test_an_exchange_without_a_session_builds_the_plain_messages() -> None:
+    # As the 2026-07-28 envelope reader makes it for a stateless request: no session
+    # counts it, so each answer is the message itself and abandoning writes nothing.
+    negotiated = Negotiated(REVISIONS["2025-11-25"], {}, None)
+    exchange = Exchange(Request("q", "tools/call", {"name": "t"}), negotiated)
+    assert exchange.negotiated is negotiated
+    assert exchange.respond({"content": []}) == {
+        "jsonrpc": "2.0",
+        "id": "q",
+        "result": {"content": []},
+    }
+    assert exchange.respond_error(-32602, "bad arguments", {"errors": ["$.a"]}) == {
+        "jsonrpc": "2.0",
+        "id": "q",
+        "error": {"code": -32602, "message": "bad arguments", "data": {"errors": ["$.a"]}},
+    }
+    assert exchange.respond_error(-32603, "boom") == {
+        "jsonrpc": "2.0",
+        "id": "q",
+        "error": {"code": -32603, "message": "boom"},
+    }
+    assert exchange.abandon() is None
+    numbered = Exchange(Request(7, "tools/list", None), negotiated)
+    assert numbered.respond({"tools": []}) == {"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}
 
 
 # --- cancellation ------------------------------------------------------------------------
@@ -417,8 +457,8 @@ def test_cancel_reason_is_clipped() -> None:
 
 def test_cancel_of_finished_request_does_nothing() -> None:
     session = session_in(Phase.OPERATING)
-    session.receive(request(1, "tools/list"))
-    session.respond(1, {"tools": []})
+    events = session.receive(request(1, "tools/list"))
+    exchange_of(events, 1).respond({"tools": []})
     assert session.receive(notification("notifications/cancelled", {"requestId": 1})) == []
 
 
@@ -484,9 +524,9 @@ def test_batch_replies_collected_into_one_array() -> None:
         "2025-03-26",
     )
     # the machine's own replies wait for the batch's last answer
-    assert [type(e) for e in events] == [RequestReceived, NotificationReceived, RequestReceived]
-    assert session.respond(3, {"content": []}) is None
-    reply = session.respond_error(1, -32603, "boom")
+    assert [type(e) for e in events] == [Exchange, NotificationReceived, Exchange]
+    assert exchange_of(events, 3).respond({"content": []}) is None
+    reply = exchange_of(events, 1).respond_error(-32603, "boom")
     assert reply is not None
     assert reply == [
         {"jsonrpc": "2.0", "id": 2, "result": {}},
@@ -506,10 +546,10 @@ def test_batch_replies_collected_into_one_array() -> None:
 def test_batch_completes_in_any_order(order: list[int]) -> None:
     session = batch_session()
     events = session.receive([request(i, "tools/call", {"name": str(i)}) for i in range(5)])
-    assert [e.request.id for e in events if isinstance(e, RequestReceived)] == list(range(5))
+    assert [e.request.id for e in events if isinstance(e, Exchange)] == list(range(5))
     for i in order[:-1]:
-        assert session.respond(i, {"n": i}) is None
-    reply = session.respond(order[-1], {"n": order[-1]})
+        assert exchange_of(events, i).respond({"n": i}) is None
+    reply = exchange_of(events, order[-1]).respond({"n": order[-1]})
     assert reply == [{"jsonrpc": "2.0", "id": i, "result": {"n": i}} for i in order]
 
 
@@ -570,32 +610,32 @@ def test_batch_of_responses_gets_no_reply() -> None:
 
 def test_abandon_inside_a_batch() -> None:
     session = batch_session()
-    session.receive([request(1, "tools/call", {"name": "a"}), request(2, "tools/list")])
-    assert session.abandon(1) is None
-    assert session.respond(2, {"tools": []}) == [
+    events = session.receive([request(1, "tools/call", {"name": "a"}), request(2, "tools/list")])
+    assert exchange_of(events, 1).abandon() is None
+    assert exchange_of(events, 2).respond({"tools": []}) == [
         {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}
     ]
 
 
 def test_batch_of_abandoned_requests_gets_no_reply() -> None:
     session = batch_session()
-    session.receive([request(1, "tools/call", {"name": "a"}), request(2, "tools/list")])
-    assert session.abandon(2) is None
-    assert session.abandon(1) is None
+    events = session.receive([request(1, "tools/call", {"name": "a"}), request(2, "tools/list")])
+    assert exchange_of(events, 2).abandon() is None
+    assert exchange_of(events, 1).abandon() is None
     assert list(session.in_flight()) == []
 
 
 def test_abandoned_request_keeps_the_batchs_other_replies() -> None:
     session = batch_session()
-    session.receive([request(1, "tools/call", {"name": "a"}), request(2, "ping")])
-    assert session.abandon(1) == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+    events = session.receive([request(1, "tools/call", {"name": "a"}), request(2, "ping")])
+    assert exchange_of(events, 1).abandon() == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
 
 
 def test_batch_duplicate_ids_refused_inside_the_batch() -> None:
     session = batch_session()
     events = session.receive([request(1, "tools/list"), request(1, "tools/list")])
-    assert [type(e) for e in events] == [RequestReceived]
-    reply = session.respond(1, {"tools": []})
+    assert [type(e) for e in events] == [Exchange]
+    reply = exchange_of(events, 1).respond({"tools": []})
     assert reply is not None
     assert error_code(reply[0]) == INVALID_REQUEST
     assert reply[1]["result"] == {"tools": []}
@@ -609,13 +649,13 @@ def test_nested_batch_item_is_invalid() -> None:
 
 def test_two_batches_complete_independently() -> None:
     session = batch_session()
-    session.receive([request(1, "tools/list"), request(2, "tools/list")])
-    session.receive([request(3, "tools/list")])
-    assert session.respond(3, {"tools": []}) == [
+    first = session.receive([request(1, "tools/list"), request(2, "tools/list")])
+    second = session.receive([request(3, "tools/list")])
+    assert exchange_of(second, 3).respond({"tools": []}) == [
         {"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}
     ]
-    assert session.respond(1, {"tools": []}) is None
-    reply = session.respond(2, {"tools": []})
+    assert exchange_of(first, 1).respond({"tools": []}) is None
+    reply = exchange_of(first, 2).respond({"tools": []})
     assert reply is not None
     assert [r["id"] for r in reply] == [1, 2]
 
@@ -660,7 +700,7 @@ def test_set_level_invalid_is_32602(params: Any) -> None:
 def test_set_level_without_logging_capability_goes_to_the_owner() -> None:
     session = session_in(Phase.OPERATING, capabilities=lambda revision: {"tools": {}})
     (event,) = session.receive(request(1, "logging/setLevel", {"level": "debug"}))
-    assert isinstance(event, RequestReceived)
+    assert isinstance(event, Exchange)
     assert session.log_level == "info"
 
 
@@ -802,7 +842,7 @@ def test_may_notify_by_phase(phase: Phase) -> None:
 
 def test_closed_session_ignores_everything_but_can_still_finish() -> None:
     session = session_in(Phase.OPERATING, "2025-03-26")
-    session.receive(request(1, "tools/list"))
+    events = session.receive(request(1, "tools/list"))
     outgoing = session.send_request("ping")
     session.close()
     assert session.phase is Phase.CLOSED
@@ -816,7 +856,7 @@ def test_closed_session_ignores_everything_but_can_still_finish() -> None:
     ):
         assert session.receive(value) == []
     # the owner may still wind down what was in flight
-    assert session.abandon(1) is None
+    assert exchange_of(events, 1).abandon() is None
 
 
 # --- every reply the machine makes is valid at every revision -------------------------
@@ -861,7 +901,7 @@ def test_an_adopted_revision_serves_requests_at_once(version: str) -> None:
     assert negotiated.client_capabilities == {}
     assert session.server_capabilities == capabilities(REVISIONS[version])
     (event,) = feed(session, request(7, "tools/list"), version)
-    assert isinstance(event, RequestReceived)
+    assert isinstance(event, Exchange)
     assert event.negotiated is negotiated
 
 

@@ -18,12 +18,12 @@ from mcpactor import CapabilityError, LocalProtocolError
 from mcpactor.protocol import (
     CancelRequested,
     ErrorReceived,
+    Exchange,
     Initialized,
     Negotiated,
     Notification,
     NotificationReceived,
     Phase,
-    RequestReceived,
     ResponseReceived,
     RootsChanged,
     Send,
@@ -39,7 +39,12 @@ from mcpactor.protocol._client_session import (
     UnexpectedResponse,
 )
 from mcpactor.protocol._session import Event
-from tests.protocol.helpers import SESSION_VERSIONS, UNBATCHED_VERSIONS, make_session
+from tests.protocol.helpers import (
+    SESSION_VERSIONS,
+    UNBATCHED_VERSIONS,
+    exchange_of,
+    make_session,
+)
 from tests.spec_schema import check, check_server_message
 
 CLIENT_INFO = {"name": "pair-client", "version": "1.0"}
@@ -141,11 +146,13 @@ def test_a_request_answered_with_a_result_and_one_with_an_error() -> None:
     assert pair.client.pending() == {call.id: "tools/call", read.id: "resources/read"}
     [received_call] = pair.to_server(call.to_json())
     [received_read] = pair.to_server(read.to_json())
-    assert type(received_call) is RequestReceived
-    assert type(received_read) is RequestReceived
+    assert type(received_call) is Exchange
+    assert type(received_read) is Exchange
     assert received_call.request == call
-    # Answered out of order; matched by id.
-    error = pair.server.respond_error(read.id, -32002, "not found", {"uri": "file:///nope"})
+    assert received_read.request == read
+    assert received_call.negotiated is pair.server.negotiated
+    # Answered out of order; each through its own exchange.
+    error = received_read.respond_error(-32002, "not found", {"uri": "file:///nope"})
     [event] = pair.to_client(error)
     assert type(event) is ErrorReceived
     assert (event.request_id, event.error.code, event.error.data) == (
@@ -154,7 +161,7 @@ def test_a_request_answered_with_a_result_and_one_with_an_error() -> None:
         {"uri": "file:///nope"},
     )
     result = {"content": [{"type": "text", "text": "1"}], "isError": False}
-    answer = pair.server.respond(call.id, result)
+    answer = received_call.respond(result)
     assert pair.to_client(answer, "tools/call") == [ResponseReceived(call.id, result)]
     assert pair.client.pending() == {}
     assert list(pair.server.in_flight()) == []
@@ -192,12 +199,12 @@ def test_cancellation_notices_both_ways() -> None:
     pair.handshake()
     # The client gives up on its request: the server is told, the late answer ignored.
     call = pair.client.send_request("tools/call", {"name": "slow", "arguments": {}})
-    pair.to_server(call.to_json())
+    received = pair.to_server(call.to_json())
     notice = pair.client.cancel(call.id, "the user pressed stop")
     assert notice is not None
     check(notice.to_json(), "2025-11-25", "CancelledNotification")
     assert pair.to_server(notice.to_json()) == [CancelRequested(call.id, "the user pressed stop")]
-    assert pair.server.abandon(call.id) is None
+    assert exchange_of(received, call.id).abandon() is None
     late: dict[str, Any] = {"jsonrpc": "2.0", "id": call.id, "result": {"content": []}}
     [ignored] = pair.client.receive(late)
     assert type(ignored) is UnexpectedResponse
@@ -228,7 +235,7 @@ def test_progress_reaches_the_request_it_belongs_to() -> None:
     pair.handshake()
     call = pair.client.send_request("tools/call", {"name": "long"}, progress=True)
     [received] = pair.to_server(call.to_json())
-    assert type(received) is RequestReceived
+    assert type(received) is Exchange
     assert received.request.params is not None
     token = received.request.params["_meta"]["progressToken"]
     progress = Notification(
@@ -237,7 +244,7 @@ def test_progress_reaches_the_request_it_belongs_to() -> None:
     events = pair.to_client(progress)
     assert events[0] == ProgressReceived(call.id, progress["params"])
     assert type(events[1]) is NotificationReceived
-    pair.to_client(pair.server.respond(call.id, {"content": []}), "tools/call")
+    pair.to_client(received.respond({"content": []}), "tools/call")
     # After the response, the token belongs to nobody.
     assert [type(e) for e in pair.to_client(progress)] == [NotificationReceived]
 
@@ -252,8 +259,8 @@ def test_a_batch_at_the_revision_that_has_them() -> None:
     check(batch, "2025-03-26", "JSONRPCBatchRequest")
     events = pair.to_server(batch)
     # The ping is answered by the machine but held until the batch is complete.
-    assert [type(e) for e in events] == [RequestReceived, RootsChanged]
-    answers = pair.server.respond(call.id, {"content": []})
+    assert [type(e) for e in events] == [Exchange, RootsChanged]
+    answers = exchange_of(events, call.id).respond({"content": []})
     assert isinstance(answers, list)
     assert len(answers) == 2
     events_back = pair.to_client(answers)
