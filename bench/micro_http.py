@@ -395,7 +395,7 @@ def main() -> None:
         per = f"{seconds * 1e6:.1f} µs of CPU per tools/call ({1 / seconds:,.0f} per CPU s)"
     if args.profile:
         profiler.disable()
-        pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
+        pstats.Stats(profiler).sort_stats(os.environ.get("MICRO_SORT", "tottime")).print_stats(int(os.environ.get("MICRO_LINES", "30")))
     print(f"{args.mode if not args.sessions else 'sessions'}: {per}")
 
 

@@ -7,10 +7,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Protocol
 
 import attrs
 
+from .._exceptions import LocalProtocolError
+from ._bounded import describe
 from ._jsonrpc import (
     ErrorResponse,
     JSONObject,
@@ -76,20 +78,33 @@ class Exchange:
 
     def respond(self, result: JSONObject) -> JSONValue | None:
         """Answer with ``result``; return what to write."""
-        message = result_message(self.request.id, result)
-        in_flight = self._in_flight
-        return message if in_flight is None else in_flight.settle(self.request.id, message)
+        return self._settle(result_message(self.request.id, result))
 
     def respond_error(self, code: int, message: str, data: JSONValue = None) -> JSONValue | None:
         """Answer with an error; return what to write."""
-        reply = error_message(self.request.id, code, message, data)
-        in_flight = self._in_flight
-        return reply if in_flight is None else in_flight.settle(self.request.id, reply)
+        return self._settle(error_message(self.request.id, code, message, data))
 
     def abandon(self) -> JSONValue | None:
         """Leave a cancelled request unanswered; return what its batch may now owe."""
+        return self._settle(None)
+
+    def _settle(self, reply: JSONValue | None) -> JSONValue | None:
         in_flight = self._in_flight
-        return None if in_flight is None else in_flight.settle(self.request.id, None)
+        if in_flight is None:
+            return reply
+        # Answered once: a second answer is refused even if the peer reused the id.
+        self._in_flight = _ANSWERED
+        return in_flight.settle(self.request.id, reply)
+
+
+class _Answered:
+    def settle(self, request_id: RequestId, reply: JSONValue | None) -> JSONValue | None:
+        raise LocalProtocolError(
+            f"request {describe(request_id)} is not in flight: it was already answered"
+        )
+
+
+_ANSWERED: Final = _Answered()
 
 
 @attrs.frozen

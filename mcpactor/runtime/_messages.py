@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
 from collections.abc import Awaitable, Callable
@@ -85,18 +86,22 @@ class Outbox:
     ``send_nowait`` raises ``trio.WouldBlock`` instead. Both raise
     ``trio.ClosedResourceError`` (or the channel's ``trio.BrokenResourceError``) once
     closed. Closing it tells the writer nothing more will come. ``queued`` counts what
-    was handed over and not yet dealt with; the writer lowers it (``done``).
+    was handed over and not yet dealt with.
 
-    With ``deliver`` (the destination's route), one task at a time delivers, in order:
-    a sender that finds the outbox free (nothing queued, nobody delivering) delivers its
-    message itself, in its own task; otherwise the message queues on ``channel`` for the
-    owner's drain task, which delivers each through ``deliver_queued``, or, without a
-    channel, the sender waits its turn. ``send_nowait`` only ever queues.
+    Two kinds of destination. A pipe has a writer task: messages queue on ``channel``
+    for it, and the writer lowers ``queued`` (``done``). ``through`` is the pipe's
+    write-through: a message that finds nothing queued is offered to it first, in the
+    sender's task; it writes it at once and says True, or says False and the message
+    queues. With ``eager``, ``send`` is no schedule point unless it has to wait (stdio:
+    the reader and writer loops already pass through the scheduler).
 
-    ``through`` is a pipe's shortcut: a message that finds nothing queued is offered to
-    it first, in the sender's task; it writes it at once and says True, or says False
-    and the message queues. With ``eager``, ``send`` is no schedule point unless it has
-    to wait (stdio: the reader and writer loops already pass through the scheduler).
+    A destination with a route (``deliver``: an HTTP session's streams) has no writer
+    task: one sender at a time delivers, first in first out. A sender that finds the
+    outbox free delivers its message in its own task, then whatever others queued
+    meanwhile, in order, before it lets go; a sender that finds it busy queues its
+    message and goes on (waiting only while ``limit`` messages wait). A message queued
+    by ``send_nowait`` while nobody delivers is delivered by a task started in the
+    nursery given to ``attach``.
 
     ``max_message_bytes`` is the largest message the transport writes (its peer is held
     to the same): the writer turns a longer response into an error response, and a
@@ -108,8 +113,11 @@ class Outbox:
         "_channel",
         "_deliver",
         "_eager",
+        "_limit",
+        "_nursery",
+        "_pending",
+        "_room",
         "_through",
-        "_turns",
         "closed",
         "max_message_bytes",
         "queued",
@@ -122,17 +130,22 @@ class Outbox:
         through: Callable[[Outbound], bool] | None = None,
         deliver: Callable[[Outbound], Awaitable[None]] | None = None,
         eager: bool = False,
+        limit: int = 256,
         max_message_bytes: int | None = None,
     ) -> None:
-        assert channel is not None or deliver is not None
+        assert (channel is None) != (deliver is None)
         self.max_message_bytes = max_message_bytes
         self._channel = channel
         self._through = through
         self._deliver = deliver
         self._eager = eager
-        # Someone is delivering; who waits for the next turn (made when first needed).
+        self._limit = limit
+        # A sender is delivering; what others queued for it meanwhile.
         self._busy = False
-        self._turns: trio.lowlevel.ParkingLot | None = None
+        self._pending: collections.deque[Outbound] = collections.deque()
+        # Made when a sender has to wait for room: almost never.
+        self._room: trio.lowlevel.ParkingLot | None = None
+        self._nursery: trio.Nursery | None = None
         self.queued = 0
         self.closed = False
 
@@ -141,16 +154,35 @@ class Outbox:
         """``outbox`` itself, or an Outbox over a bare memory channel."""
         return outbox if isinstance(outbox, Outbox) else cls(outbox)
 
+    @property
+    def idle(self) -> bool:
+        """Whether nothing is queued or being delivered."""
+        return not self._busy and not self.queued
+
+    def attach(self, nursery: trio.Nursery | None) -> None:
+        """Deliver what ``send_nowait`` queues while nobody delivers in ``nursery``."""
+        self._nursery = nursery
+
     def send_nowait(self, value: Outbound, /) -> None:
         """Queue one message without waiting (a pipe's ``through`` may write it at once)."""
         if self.closed:
             raise trio.ClosedResourceError("the session's outbox is closed")
+        channel = self._channel
+        if channel is None:
+            if len(self._pending) >= self._limit:
+                raise trio.WouldBlock
+            if not self._busy:
+                nursery = self._nursery
+                if nursery is None:
+                    raise trio.WouldBlock
+                self._busy = True
+                nursery.start_soon(self._drain)
+            self._pending.append(value)
+            self.queued += 1
+            return
         through = self._through
         if through is not None and not self.queued and through(value):
             return
-        channel = self._channel
-        if channel is None:
-            raise trio.WouldBlock
         channel.send_nowait(value)
         self.queued += 1
 
@@ -162,6 +194,10 @@ class Outbox:
 
     async def send(self, value: Outbound, /) -> None:
         """Hand over one message: delivered now if the outbox is free, else queued."""
+        channel = self._channel
+        if channel is None:
+            await self._send_delivering(value)
+            return
         if self._eager:
             await trio.lowlevel.checkpoint_if_cancelled()
             try:
@@ -176,59 +212,74 @@ class Outbox:
             if through is not None and not self.queued and through(value):
                 await trio.lowlevel.checkpoint()
                 return
-        deliver = self._deliver
-        if deliver is not None and not self.queued and not self._busy:
-            # Nothing before it: this task delivers, and whoever comes meanwhile queues.
-            self._busy = True
-            try:
-                await deliver(value)
-            finally:
-                self._next_turn()
-            return
         self.queued += 1
         try:
-            channel = self._channel
-            if channel is not None:
-                await channel.send(value)
-                return
-            assert deliver is not None
-            await self._take_turn()
-            try:
-                await deliver(value)
-            finally:
-                self._next_turn()
-            self.queued -= 1
+            await channel.send(value)
         except BaseException:
             self.queued -= 1
             raise
 
-    async def deliver_queued(self, value: Outbound, /) -> None:
-        """Deliver a message the drain task took from the channel (in its turn)."""
+    async def _send_delivering(self, value: Outbound) -> None:
+        if self.closed:
+            raise trio.ClosedResourceError("the session's outbox is closed")
+        if self._busy:
+            # Someone delivers: it takes this in turn (room permitting) and we go on.
+            while len(self._pending) >= self._limit:
+                if self._room is None:
+                    self._room = trio.lowlevel.ParkingLot()
+                await self._room.park()
+                if self.closed:
+                    raise trio.ClosedResourceError("the session's outbox is closed")
+            if self.idle:
+                # The deliverer let go while we waited for room: deliver ourselves.
+                self._busy = True
+                self._pending.append(value)
+                self.queued += 1
+                await self._drain()
+                return
+            self._pending.append(value)
+            self.queued += 1
+            await trio.lowlevel.checkpoint()
+            return
+        self._busy = True
         deliver = self._deliver
         assert deliver is not None
         try:
-            await self._take_turn()
-            try:
-                await deliver(value)
-            finally:
-                self._next_turn()
-        finally:
-            self.queued -= 1
-
-    async def _take_turn(self) -> None:
-        if not self._busy:
-            self._busy = True
-            return
-        if self._turns is None:
-            self._turns = trio.lowlevel.ParkingLot()
-        # Woken with the turn handed over: ``_busy`` stays set.
-        await self._turns.park()
-
-    def _next_turn(self) -> None:
-        turns = self._turns
-        if turns:
-            turns.unpark()
+            await deliver(value)
+        except BaseException:
+            self._hand_over()
+            raise
+        if self._pending:
+            await self._drain()
         else:
+            self._busy = False
+
+    async def _drain(self) -> None:
+        # Deliver what is queued, in order, then let go (``_busy`` is set by the caller).
+        deliver = self._deliver
+        assert deliver is not None
+        pending = self._pending
+        try:
+            while pending:
+                item = pending.popleft()
+                self.queued -= 1
+                if self._room is not None:
+                    self._room.unpark()
+                await deliver(item)
+        except BaseException:
+            self._hand_over()
+            raise
+        self._busy = False
+
+    def _hand_over(self) -> None:
+        # The deliverer failed or was cancelled: whatever is queued goes on in a task of
+        # its own, if there is a nursery for one; otherwise it is dropped with the run.
+        nursery = self._nursery
+        if self._pending and nursery is not None and not nursery.cancel_scope.cancel_called:
+            nursery.start_soon(self._drain)
+        else:
+            self.queued -= len(self._pending)
+            self._pending.clear()
             self._busy = False
 
     def done(self, count: int = 1) -> None:
@@ -240,6 +291,8 @@ class Outbox:
         self.closed = True
         if self._channel is not None:
             self._channel.close()
+        if self._room is not None:
+            self._room.unpark_all()
 
     async def __aenter__(self) -> Outbox:
         """Return the outbox; leaving the block closes it."""

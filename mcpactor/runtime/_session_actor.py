@@ -225,20 +225,23 @@ class SessionActor(ChangeNotices):
         self.register()
         final = True
         try:
-            async with self._outbox, self.tasks.running(), trio.open_nursery() as nursery:
+            async with self._outbox, trio.open_nursery() as nursery:
                 self._nursery = nursery
-                # Changes the Server announced while the actor was not running.
-                self._schedule_changes()
-                task_status.started(self)
-                final = not await self._take(inbox, rest)
-                if final:
-                    await self._wind_down()
-                    nursery.cancel_scope.cancel("the session ended")
-                else:
-                    # From here on, changes wait for the next run.
-                    self._nursery = None
+                self._outbox.attach(nursery)
+                with self.tasks.running(nursery):
+                    # Changes the Server announced while the actor was not running.
+                    self._schedule_changes()
+                    task_status.started(self)
+                    final = not await self._take(inbox, rest)
+                    if final:
+                        await self._wind_down()
+                        nursery.cancel_scope.cancel("the session ended")
+                    else:
+                        # From here on, changes wait for the next run.
+                        self._nursery = None
         finally:
             self._nursery = None
+            self._outbox.attach(None)
             if final:
                 self.close()
             await self.close_processes()
@@ -304,9 +307,10 @@ class SessionActor(ChangeNotices):
             self._fail_pending(
                 request_id, RequestError(INTERNAL_ERROR, "the client went away before answering")
             )
-        with trio.move_on_after(self.options.shutdown_grace):
-            await self.wait_idle()
-            await self.tasks.wait_idle()
+        if self._serving or self.tasks.statistics().running:
+            with trio.move_on_after(self.options.shutdown_grace):
+                await self.wait_idle()
+                await self.tasks.wait_idle()
 
     async def wait_idle(self) -> None:
         """Wait until no request actor is running (each has queued its reply)."""

@@ -366,6 +366,20 @@ def test_finishing_an_exchange_twice_is_a_local_error(first: Any, again: Any) ->
     assert list(session.in_flight()) == []
 
 
+def test_an_answered_exchange_stays_answered_when_its_id_comes_back() -> None:
+    # The peer may reuse an id once its request is answered: the old exchange must not
+    # answer the new request.
+    session = session_in(Phase.OPERATING)
+    old = exchange_of(session.receive(request(3, "tools/list")), 3)
+    assert old.respond({"tools": []}) is not None
+    new = exchange_of(session.receive(request(3, "tools/list")), 3)
+    with pytest.raises(LocalProtocolError, match="already answered"):
+        old.respond({"tools": []})
+    assert list(session.in_flight()) == [3]
+    assert new.respond({"tools": []}) == {"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}
+    assert list(session.in_flight()) == []
+
+
 def test_the_machines_own_answers_hand_on_no_exchange() -> None:
     # ping, initialize and setLevel are answered by the machine: never in flight, so
     # there is nothing the owner could answer them through.

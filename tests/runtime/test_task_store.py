@@ -9,6 +9,7 @@ Time is virtual, so the lease's expiry is exact.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -60,6 +61,17 @@ async def two_replicas(
     bus = InMemoryBus()
     async with replica(store, bus, log) as (a, _, _), replica(store, bus, log) as (b, _, _):
         yield a, b, store, bus
+
+
+@contextlib.asynccontextmanager
+async def running(*managers: TaskManager) -> AsyncIterator[None]:
+    """Run ``managers`` as their sessions do: their task actors in one nursery."""
+    async with trio.open_nursery() as nursery:
+        with contextlib.ExitStack() as stack:
+            for manager in managers:
+                stack.enter_context(manager.running(nursery))
+            yield
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_task_created_on_one_replica_is_polled_on_another(autojump_clock: Any) -> None:
@@ -289,7 +301,7 @@ async def test_a_sessions_task_is_answered_by_another_replica_of_the_session(
     options = TaskOptions(store=store, page_size=2)
     peer_a, peer_b = SessionPeer(), SessionPeer()
     a, b = TaskManager(peer_a, options), TaskManager(peer_b, options)
-    async with a.running(), b.running():
+    async with running(a, b):
         created = [
             (await a.create(sleeper, task_context(peer_a), TaskMetadata(ttl_ms=60_000)))["task"]
             for _ in range(3)
@@ -333,7 +345,7 @@ async def test_another_sessions_task_is_not_found_in_the_store(autojump_clock: A
     options = TaskOptions(store=store)
     peer_a, other = SessionPeer(), SessionPeer(session_id="session-2")
     a, b = TaskManager(peer_a, options), TaskManager(other, options)
-    async with a.running(), b.running():
+    async with running(a, b):
         task_id = (await a.create(sleeper, task_context(peer_a), TaskMetadata()))["task"]["taskId"]
         with pytest.raises(RequestError) as info:
             await b.get(task_id)
@@ -348,9 +360,9 @@ async def test_tasks_result_on_another_replica_ends_when_the_owner_stops(
     options = TaskOptions(store=store)
     peer_a, peer_b = SessionPeer(), SessionPeer()
     a, b = TaskManager(peer_a, options), TaskManager(peer_b, options)
-    async with b.running():
+    async with running(b):
         with trio.CancelScope() as a_scope:
-            async with a.running():
+            async with running(a):
                 task_id = (await a.create(sleeper, task_context(peer_a), TaskMetadata()))["task"][
                     "taskId"
                 ]
@@ -366,7 +378,7 @@ async def test_a_session_without_an_id_keeps_its_tasks_to_itself(autojump_clock:
     store = InMemoryTaskStore(lease=LEASE)
     peer = SessionPeer(session_id=None)
     manager = TaskManager(peer, TaskOptions(store=store))
-    async with manager.running():
+    async with running(manager):
         await manager.create(sleeper, task_context(peer), TaskMetadata())
         assert len(store) == 0
 

@@ -37,6 +37,17 @@ from .test_sessions import ignoring_unclosed_buffers
 pytestmark = needs_redis
 
 
+@contextlib.asynccontextmanager
+async def running(*managers: TaskManager) -> AsyncIterator[None]:
+    """Run ``managers`` as their sessions do: their task actors in one nursery."""
+    async with trio.open_nursery() as nursery:
+        with contextlib.ExitStack() as stack:
+            for manager in managers:
+                stack.enter_context(manager.running(nursery))
+            yield
+        nursery.cancel_scope.cancel()
+
+
 def gates_server(gates: dict[str, trio.Event], ended: dict[str, trio.Event]) -> Server:
     server = Server("gates")
 
@@ -238,7 +249,7 @@ async def test_a_sessions_tasks_are_listed_awaited_and_cancelled_from_another_re
         peer_a, peer_b = SessionPeer(), SessionPeer()
         a = TaskManager(peer_a, TaskOptions(store=a_store, page_size=2))
         b = TaskManager(peer_b, TaskOptions(store=b_store, page_size=2))
-        async with a.running(), b.running():
+        async with running(a, b):
             ctx = make_context("2025-11-25", peer=peer_a)
             created = [
                 (await a.create(work, ctx, TaskMetadata(ttl_ms=60_000)))["task"] for _ in range(3)

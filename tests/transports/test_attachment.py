@@ -212,20 +212,22 @@ async def test_an_abandoned_queue_drops_what_it_held_and_refuses_more() -> None:
 
 
 class RouterCalls:
-    """Counts the messages the router task routes (queued, not routed by their sender)."""
+    """Counts the turns in which queued messages were routed (not by their own sender)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        deliver_queued = Outbox.deliver_queued
+        drain = Outbox._drain
 
-        async def counted(outbox: Outbox, item: Any) -> None:
+        async def counted(outbox: Outbox) -> None:
             self.count += 1
-            await deliver_queued(outbox, item)
+            await drain(outbox)
 
-        monkeypatch.setattr(Outbox, "deliver_queued", counted)
+        monkeypatch.setattr(Outbox, "_drain", counted)
 
 
-async def test_a_final_json_answer_skips_the_router(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_final_json_answer_is_routed_by_its_sender(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     calls = RouterCalls(monkeypatch)
     async with asgi_client(make_server(Probe())) as (app, http):
         client = await initialized(http)
@@ -321,7 +323,7 @@ async def resumed_messages(client: McpClient, last_event_id: str | None) -> list
     return [event.message() for event in await resumed.events() if event.data]
 
 
-async def test_a_final_answer_on_an_sse_stream_skips_the_router(
+async def test_a_final_answer_on_an_sse_stream_is_routed_by_its_sender(
     monkeypatch: pytest.MonkeyPatch, mock_clock: trio.testing.MockClock
 ) -> None:
     async with sse_client(monkeypatch) as (_, client, calls):

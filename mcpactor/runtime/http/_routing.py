@@ -23,11 +23,10 @@
 # The router never waits on a stuck client for long: after ``_PUSH_TIMEOUT`` seconds the
 # connection is cut, and what it missed stays in the store.
 #
-# One route: whoever finds the session's Outbox free routes a message in its own task —
-# the request actor with its answer, the actor with what the core answered — so the
-# common POST costs no trip through the router, in JSON and in SSE. What is sent while
-# another message is being routed queues, and the router task routes it in turn, the
-# same way.
+# One route, and no router task: whoever finds the session's Outbox free routes a
+# message in its own task — the request actor with its answer, the actor with what the
+# core answered — and then what others queued meanwhile, in order, before it lets go
+# (the Outbox's delivering mode, _messages.py).
 #
 # Leases: in a session shared by replicas, a request stream's first event is appended with
 # a lease on its requests (_leases.py), which the stream gives back when it completes, so
@@ -283,24 +282,9 @@ class Routing:
 
     # --- the router -----------------------------------------------------------------------
 
-    def outbox(self, channel: trio.MemorySendChannel[Outbound]) -> Outbox:
-        """The actor's Outbox: routed by a sender that finds it free, else by the router.
-
-        What is sent while another message is routed queues on ``channel`` for the router.
-        """
-        return Outbox(channel, deliver=self.route, max_message_bytes=self.max_message_bytes)
-
-    async def route_all(self, outbox: trio.MemoryReceiveChannel[Outbound], sender: Outbox) -> None:
-        async with outbox:
-            async for first in outbox:
-                item: Outbound | None = first
-                # Route what is already queued in this turn, not one message per turn.
-                while item is not None:
-                    await sender.deliver_queued(item)
-                    try:
-                        item = outbox.receive_nowait()
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        item = None
+    def outbox(self) -> Outbox:
+        """The actor's Outbox for one run: its senders route, one at a time, in order."""
+        return Outbox(None, deliver=self.route, max_message_bytes=self.max_message_bytes)
 
     async def route(self, item: Outbound) -> None:
         """Route one message the session sends to the stream it belongs on."""

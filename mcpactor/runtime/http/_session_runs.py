@@ -1,8 +1,8 @@
 # The runs of an HTTP session's actor: how a session sleeps and wakes (_http_session.py
 # says when). Asleep there is no run: no task, channel or nursery. Waking starts one task
-# in the manager's nursery that runs the actor beside the session's router, with a fresh
-# inbox and outbox; falling asleep closes the inbox, the actor ends its run without
-# closing the core, the router drains what is left, and the task ends.
+# in the manager's nursery that runs the actor with a fresh inbox and outbox (whose
+# senders route what the session sends, _routing.py); falling asleep closes the inbox,
+# the actor ends its run without closing the core, and the task ends.
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import trio
 
 from ..._exceptions import ProtocolError
 from ...protocol import JSONValue, Phase
-from .._messages import Outbound, Outbox
+from .._messages import Outbox
 from .._session_actor import SessionActor
 from ._routing import Routing
 from ._session_kinds import SessionHost, SessionKind
@@ -22,7 +22,6 @@ from ._session_kinds import SessionHost, SessionKind
 __all__ = ["RunOwner", "RunState", "SessionRuns"]
 
 _INBOX_SIZE: Final = 64
-_OUTBOX_SIZE: Final = 256
 
 
 class RunState(enum.Enum):
@@ -52,7 +51,7 @@ class RunOwner(Protocol):
 class SessionRuns:
     """One session's actor runs: waking it, letting it rest, and the channels of a run."""
 
-    __slots__ = ("_outbox", "_session", "_settled", "inbox", "sink", "state")
+    __slots__ = ("_session", "_settled", "inbox", "sink", "state")
 
     def __init__(self, session: RunOwner) -> None:
         self._session = session
@@ -62,8 +61,6 @@ class SessionRuns:
         self.inbox: trio.MemorySendChannel[JSONValue | ProtocolError] | None = None
         #: the actor's Outbox while it runs
         self.sink: Outbox | None = None
-        # What the router reads while the actor runs.
-        self._outbox: trio.MemoryReceiveChannel[Outbound] | None = None
         # Made when a message must wait for the session to finish falling asleep.
         self._settled: trio.Event | None = None
 
@@ -73,40 +70,27 @@ class SessionRuns:
         return self.state is not RunState.ASLEEP
 
     def wake(self) -> None:
-        """Start a run: the actor and the router, in one task the manager's nursery owns."""
+        """Start a run: the actor, in a task the manager's nursery owns."""
         inbox_send, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](
             _INBOX_SIZE
         )
-        outbox_send, outbox_receive = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
         session = self._session
         self.inbox = inbox_send
-        self._outbox = outbox_receive
-        self.sink = session.routing.outbox(outbox_send)
+        self.sink = session.routing.outbox()
         self.state = RunState.AWAKE
-        session.manager.wake(
-            session, functools.partial(self._run, inbox_receive, self.sink, outbox_receive)
-        )
+        session.manager.wake(session, functools.partial(self._run, inbox_receive, self.sink))
 
     async def _run(
-        self,
-        inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
-        outbox: Outbox,
-        outbox_receive: trio.MemoryReceiveChannel[Outbound],
+        self, inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError], outbox: Outbox
     ) -> None:
         session = self._session
         actor = session.actor
         rested = False
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    functools.partial(actor.run, inbox, outbox=outbox, rest=self._rests)
-                )
-                # The router ends when the actor has closed the outbox.
-                await session.routing.route_all(outbox_receive, outbox)
+            await actor.run(inbox, outbox=outbox, rest=self._rests)
             rested = actor.core.phase is not Phase.CLOSED
         finally:
             self.inbox = None
-            self._outbox = None
             self.sink = None
             if rested and not session.closing:
                 self.state = RunState.ASLEEP
@@ -130,44 +114,37 @@ class SessionRuns:
         return False
 
     def _quiet(self) -> bool:
-        # Nothing for the router to do, and nothing attached that it would feed.
+        # Nothing left to route, and nothing attached that routing would feed.
         session = self._session
         routing = session.routing
-        outbox = self._outbox
-        if (
-            session.kind is not SessionKind.STREAMABLE
-            or routing.by_request
-            or routing.standalone.conn is not None
-            or outbox is None
-        ):
-            return False
-        outbound = outbox.statistics()
-        return outbound.current_buffer_used == 0 and outbound.tasks_waiting_receive == 1
+        sink = self.sink
+        return (
+            session.kind is SessionKind.STREAMABLE
+            and not routing.by_request
+            and routing.standalone.conn is None
+            and sink is not None
+            and sink.idle
+        )
 
     def may_sleep(self) -> bool:
         """Return whether the session is awake and nothing is left for its tasks to do."""
         session = self._session
-        inbox, outbox = self.inbox, self._outbox
+        inbox, sink = self.inbox, self.sink
         if (
             self.state is not RunState.AWAKE
             or session.closing
             or session.routing.connections
             or session.routing.by_request
             or inbox is None
-            or outbox is None
+            or sink is None
+            or not sink.idle
             or not session.actor.resting()
         ):
             return False
-        # Both channels empty, and their readers parked on them: nothing was handed to
-        # the actor or the router that they have not dealt with yet.
+        # The inbox empty and the actor parked on it: nothing was handed to the actor
+        # that it has not dealt with yet.
         inbound = inbox.statistics()
-        outbound = outbox.statistics()
-        return (
-            inbound.current_buffer_used == 0
-            and inbound.tasks_waiting_receive == 1
-            and outbound.current_buffer_used == 0
-            and outbound.tasks_waiting_receive == 1
-        )
+        return inbound.current_buffer_used == 0 and inbound.tasks_waiting_receive == 1
 
     def sleep(self) -> None:
         """Let an awake session fall asleep; the caller checked ``may_sleep()``."""

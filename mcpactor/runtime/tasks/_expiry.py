@@ -19,7 +19,7 @@ __all__ = ["TaskExpiry"]
 class TaskExpiry:
     """The deadlines of a table's tasks and the reaper that keeps them."""
 
-    __slots__ = ("_announce", "_deadlines", "_reaping", "_table", "_wake")
+    __slots__ = ("_announce", "_deadlines", "_reaping", "_scope", "_table", "_wake")
 
     def __init__(self, table: TaskTable, announce: Announce) -> None:
         self._table = table
@@ -27,6 +27,8 @@ class TaskExpiry:
         self._deadlines: list[tuple[float, str]] = []
         self._reaping = False
         self._wake: trio.Event | None = None
+        # The running reaper's scope: ``pause`` ends it when the session stops running.
+        self._scope: trio.CancelScope | None = None
 
     def __len__(self) -> int:
         return len(self._deadlines)
@@ -46,6 +48,11 @@ class TaskExpiry:
         self._drop_expired()
         if self._deadlines:
             self._start(nursery)
+
+    def pause(self) -> None:
+        """End the reaper: the session stops running (``resume`` starts it again)."""
+        if self._scope is not None:
+            self._scope.cancel("the session stopped running")
 
     def _start(self, nursery: trio.Nursery) -> None:
         if not self._reaping:
@@ -70,22 +77,27 @@ class TaskExpiry:
     async def _reap(self) -> None:
         # Alive only while some task can expire, so an idle table has no extra task.
         try:
-            while self._deadlines:
-                when, task_id = self._deadlines[0]
-                if when > trio.current_time():
-                    wake = self._wake = trio.Event()
-                    with trio.move_on_at(when):
-                        await wake.wait()
-                    continue
-                heapq.heappop(self._deadlines)
-                entry = self._table.tasks.pop(task_id, None)
-                if entry is None:
-                    continue
-                entry.expired = True
-                if not entry.state.terminal:
-                    self._table.cancel(entry, "the task's ttl passed", "the task's ttl passed")
-                    await self._announce(entry)
-                entry.done.set()
+            with trio.CancelScope() as self._scope:
+                await self._reap_due()
         finally:
             self._reaping = False
             self._wake = None
+            self._scope = None
+
+    async def _reap_due(self) -> None:
+        while self._deadlines:
+            when, task_id = self._deadlines[0]
+            if when > trio.current_time():
+                wake = self._wake = trio.Event()
+                with trio.move_on_at(when):
+                    await wake.wait()
+                continue
+            heapq.heappop(self._deadlines)
+            entry = self._table.tasks.pop(task_id, None)
+            if entry is None:
+                continue
+            entry.expired = True
+            if not entry.state.terminal:
+                self._table.cancel(entry, "the task's ttl passed", "the task's ttl passed")
+                await self._announce(entry)
+            entry.done.set()

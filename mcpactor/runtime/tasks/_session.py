@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import trio
@@ -103,23 +103,24 @@ class TaskManager:
         """Wait until no task actor is running."""
         await self._table.wait_idle()
 
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[TaskManager]:
-        """Own the task actors while the session runs; cancel what is left on exit.
+    @contextlib.contextmanager
+    def running(self, nursery: trio.Nursery) -> Iterator[TaskManager]:
+        """Start task actors in ``nursery`` (the session's) while the session runs.
 
-        A session that rests between periods enters this once per period; the table
-        outlives it, and what expired in between is dropped on entry.
+        A session that rests between runs enters this once per run; the table outlives
+        it, and what expired in between is dropped on entry; the reaper of expired
+        tasks stops on exit.
         """
-        async with trio.open_nursery() as nursery:
-            self._table.anchor()
-            self._nursery = nursery
+        self._table.anchor()
+        self._nursery = nursery
+        if self._expiry is not None:
+            self._expiry.resume(nursery)
+        try:
+            yield self
+        finally:
+            self._nursery = None
             if self._expiry is not None:
-                self._expiry.resume(nursery)
-            try:
-                yield self
-            finally:
-                self._nursery = None
-                nursery.cancel_scope.cancel("the session ended")
+                self._expiry.pause()
 
     def _actors(self) -> tuple[TaskExpiry, TaskRunner]:
         # The expiry and the runner of the session's tasks, made with the first task.
