@@ -935,7 +935,8 @@ async def test_large_arguments_the_fast_check_cannot_settle_are_validated_off_th
     # seconds, and the loop serving every other session must go on meanwhile.
     import trio
 
-    from mcpactor.server._handlers import SLOW_VALIDATION_BYTES, validation_errors
+    from mcpactor.server._registered import SLOW_VALIDATION_BYTES
+    from mcpactor.server._registry import validation_errors
 
     in_threads: list[str] = []
     run_sync = trio.to_thread.run_sync
