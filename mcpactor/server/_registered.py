@@ -185,15 +185,7 @@ class ToolEntry:
 
     async def _refused(self, arguments: JSONObject, revision: Revision) -> JSONObject | None:
         # The fast check could not say yes: jsonschema decides, and words what is wrong.
-        validator = self.input_validator
-        try:
-            size = len(orjson.dumps(arguments))
-        except TypeError:  # orjson.JSONEncodeError: judged in place, as before
-            size = 0
-        if size <= SLOW_VALIDATION_BYTES:
-            errors = validation_errors(validator, arguments)
-        else:
-            errors = await trio.to_thread.run_sync(validation_errors, validator, arguments)
+        errors = await _validate(self.input_validator, arguments)
         if not errors:
             return None
         message = f"invalid arguments for tool {describe(self.name)}: " + "; ".join(
@@ -260,6 +252,20 @@ class ToolCalls:
         # Answered at once with a CreateTaskResult; the call runs on as a task.
         work = functools.partial(tool.call, params, settings=self._settings)
         return await ctx._peer.tasks.create(work, ctx, task)
+
+
+async def _validate(validator: SchemaValidator, arguments: JSONObject) -> list[JSONObject]:
+    # Every violation of a tool's arguments; jsonschema runs in a worker thread for large
+    # ones the fast check cannot settle.
+    if validator.passes_fast(arguments):
+        return []
+    try:
+        size = len(orjson.dumps(arguments))
+    except TypeError:  # orjson.JSONEncodeError: judged in place, as before
+        size = 0
+    if size <= SLOW_VALIDATION_BYTES:
+        return validation_errors(validator, arguments)
+    return await trio.to_thread.run_sync(validation_errors, validator, arguments)
 
 
 def tool_result(value: Any, structured: Any = None, *, has_output_schema: bool) -> JSONObject:

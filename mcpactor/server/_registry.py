@@ -1,4 +1,5 @@
-# Registered handlers: one record per tool, resource, template and prompt.
+# Registered handlers: one record per resource, template and prompt (a tool's, which
+# also runs its calls, is ``ToolEntry`` in _registered.py), and what builds them.
 #
 # Everything that can be worked out once is worked out at registration: the JSON
 # Schemas, the compiled validators, the wire definitions per revision. A call then costs

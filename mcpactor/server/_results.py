@@ -3,8 +3,9 @@
 # Tools may return a str, a content block, a list of them, raw bytes (sniffed as image
 # or audio, else an embedded blob), a CallToolResult, or — when they have an output
 # schema — any value the schema describes (sent as structuredContent plus a JSON text
-# fallback). Older revisions cannot show every content kind; ``adapt_content`` turns
-# what a client cannot read into text that says what it was, so nothing is silently lost.
+# fallback; the ``tools/call`` result is built beside the tool, in _registered.py).
+# Older revisions cannot show every content kind; ``adapt_content`` turns what a client
+# cannot read into text that says what it was, so nothing is silently lost.
 
 from __future__ import annotations
 
