@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpactor import Server
-from mcpactor.server._handlers import _validate
+from mcpactor.server._registered import _validate
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

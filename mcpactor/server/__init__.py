@@ -11,11 +11,11 @@ from ._execution import TaskMetadata as TaskMetadata
 from ._headers import Header as Header
 from ._headers import check_param_headers as check_param_headers
 from ._headers import check_standard_headers as check_standard_headers
+from ._registered import adapt_tool_result as adapt_tool_result
 from ._registry import Catalog as Catalog
 from ._results import Audio as Audio
 from ._results import Image as Image
 from ._results import adapt_content as adapt_content
-from ._results import adapt_tool_result as adapt_tool_result
 from ._results import error_result as error_result
 from ._rounds import InputNeeded as InputNeeded
 from ._rounds import InputRequired as InputRequired

@@ -2,16 +2,16 @@
 # session listening.
 #
 # A registration at run time (or a mounted server's, relayed) makes the registry forget
-# what it worked out, the handlers drop their list pages and the composition its routing
-# table, then each listening session (a ``ServerListener``) hears of it and sends
-# ``list_changed``. ``Changes`` is itself a ``ServerListener``: a parent listens to the
-# servers it mounts with its own.
+# what it worked out, the server the methods it found served, the handlers their list
+# pages and the composition its routing table, then each listening session (a
+# ``ServerListener``) hears of it and sends ``list_changed``. ``Changes`` is itself a
+# ``ServerListener``: a parent listens to the servers it mounts with its own.
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._dispatch import ServerListener
+from ._dispatch import ServedMethods, ServerListener
 from ._handlers import Handlers
 from ._registered import Registry
 
@@ -24,9 +24,10 @@ __all__ = ["Changes"]
 class Changes:
     """A server's listeners, and what its changes invalidate."""
 
-    def __init__(self, registry: Registry, handlers: Handlers) -> None:
+    def __init__(self, registry: Registry, handlers: Handlers, served: ServedMethods) -> None:
         self._registry = registry
         self._handlers = handlers
+        self._served = served
         #: the sessions (and parents) told about list changes and resource updates
         self.listeners: set[ServerListener] = set()
         #: the servers mounted in this one, once it mounts any
@@ -35,6 +36,7 @@ class Changes:
     def list_changed(self, kind: str) -> None:
         """The list of ``tools``, ``resources`` or ``prompts`` changed."""
         self._registry.changed(kind)
+        self._served.clear()
         self._handlers.forget_pages(kind)
         if self.composition is not None:
             self.composition.invalidate()

@@ -31,6 +31,7 @@ __all__ = [
     "HANDLERS",
     "Composable",
     "Handler",
+    "ServedMethods",
     "ServerListener",
     "method_not_found",
     "method_table",
@@ -68,6 +69,29 @@ def method_not_found(method: str) -> RequestError:
     """The -32601 error for a method that is not served."""
     data = {"method": bounded_value(method)}
     return RequestError(METHOD_NOT_FOUND, f"method not found: {describe(method)}", data)
+
+
+class ServedMethods(dict[str, Handler]):
+    """The handlers of the methods served right now, by method, filled on first use.
+
+    A method is looked up in the method table and asked about (``serves``) on its first
+    request; the answer stays until what is registered changes (``clear``), so every
+    other request is one lookup. A method not served is -32601, asked again next time.
+    """
+
+    __slots__ = ("_serves", "_table")
+
+    def __init__(self, table: Mapping[str, Handler], serves: Callable[[str], bool]) -> None:
+        super().__init__()
+        self._table = table
+        self._serves = serves
+
+    def __missing__(self, method: str) -> Handler:
+        handler = self._table.get(method)
+        if handler is None or not self._serves(method):
+            raise method_not_found(method)
+        self[method] = handler
+        return handler
 
 
 class ServerListener(Protocol):

@@ -1,66 +1,47 @@
 # The request handlers of a Server: a method's params and Context in, its result out.
 #
-# ``Handlers`` holds one method per entry of ``_dispatch.HANDLERS`` (the Server builds its
+# ``Handlers`` holds one handler per entry of ``_dispatch.HANDLERS`` (the Server builds its
 # method table from those names) and what they share: running an entry's function
-# (awaited, or through the Context's peer in a worker thread or process, with its
-# deadline), shaping its result (_results.py) and paging the lists (_paging.py, with the
-# pages it keeps until the lists change). They read the Server's ``Registry`` and, for
-# the settings an author may change at any time, the Server itself.
+# (awaited, or through the Context's peer in a worker thread), shaping its result
+# (_results.py) and paging the lists (_paging.py, with the pages it keeps until the lists
+# change). ``tools/call`` is the registry's ``ToolCalls`` (_registered.py): a tool owns
+# how it is called. They read the Server's ``Registry`` and, for the settings an author
+# may change at any time, the Server itself.
 
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
-import orjson
-import trio
-
-from .._exceptions import INVALID_PARAMS, CapabilityError, RequestError, ToolError
+from .._exceptions import INVALID_PARAMS, RequestError
 from ..auth import InsufficientScope, Principal
 from ..protocol import (
-    MISSING_CLIENT_CAPABILITY,
-    CallToolResult,
     JSONObject,
     ResourceSubscriptions,
     Revision,
     bounded_value,
     clip_all,
     describe,
-    describe_error,
-    error_text,
 )
-from . import _results, _tasks
+from . import _results
 from ._context import Context
-from ._execution import HandlerTimeout
 from ._paging import Pages, paginate
-from ._registered import Registry
-from ._registry import (
-    PromptEntry,
-    ResourceEntry,
-    TemplateEntry,
-    ToolEntry,
-    is_async_callable,
-    validation_errors,
-)
-from ._rounds import InputNeeded, check_returned
+from ._registered import CallSettings, Registry, ToolCalls
+from ._registry import PromptEntry, ResourceEntry, TemplateEntry, is_async_callable
+from ._rounds import InputRequired, end_round
 from ._scopes import check_scopes, merged, scope_error, scopes_of
-from ._validation import SchemaValidator
 
 __all__ = ["Handlers", "Settings"]
 
 #: list views kept per set of granted scopes (hiding lists); more are built afresh
 _SCOPED_VIEWS: Final = 64
 
-_log = logging.getLogger("mcpactor")
 
-
-class Settings(Protocol):
+class Settings(CallSettings, Protocol):
     """What the handlers read of their Server on each request (authors may change it)."""
 
     page_size: int
-    tool_timeout: float | None
     #: whether lists leave out what the caller's principal may not call
     hide_unauthorized: bool
 
@@ -79,6 +60,8 @@ class Handlers:
         self._pages: Pages = {}
         # The pages of hiding lists, by the scopes (of those the entries need) a caller has.
         self._scoped_pages: dict[frozenset[str], Pages] = {}
+        # The ``tools/call`` handler: the registered tool runs its own call.
+        self._call_tool = ToolCalls(settings, registry.tools, registry.offers_tasks)
 
     @staticmethod
     def resource_uri(params: JSONObject) -> str:
@@ -115,104 +98,10 @@ class Handlers:
             # A step-up (ctx.require_scopes): the same error as the backstop's.
             raise scope_error(merged(entry.scopes, exc)) from None
 
-    async def _invoke_tool(self, tool: ToolEntry, kwargs: dict[str, Any], ctx: Context) -> Any:
-        execution = tool.execution
-        timeout = (
-            execution.timeout if execution.timeout is not None else self._settings.tool_timeout
-        )
-        if execution.offload is None and timeout is None:
-            return await self._invoke(tool.fn, tool.is_async, kwargs, ctx)
-        # Deadlines and worker processes need the event loop: the runtime runs those.
-        offload = execution.offload_for(tool.is_async)
-        return await ctx._peer.call(tool.fn, kwargs, offload=offload, timeout=timeout)
-
     # tools
 
     async def _list_tools(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self.page("tools", ctx.negotiated.revision, params, self._tools.values(), ctx)
-
-    async def _call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
-        name = params.get("name")
-        tool = self._tools.get(name) if isinstance(name, str) else None
-        if tool is None:
-            raise RequestError(
-                INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": bounded_value(name)}
-            )
-        if tool.scopes:
-            # Before a task is made of it: a caller without them starts nothing.
-            check_scopes(tool.scopes, ctx.principal)
-        task = _tasks.requested_task(
-            params,
-            tool=tool.name,
-            support=tool.execution.task_support,
-            revision=ctx.negotiated.revision,
-            offered=self._registry.offers_tasks(),
-        )
-        if task is not None:
-            # Answered at once with a CreateTaskResult; the call runs on as a task.
-            return await ctx._peer.tasks.create(
-                functools.partial(self._run_tool, tool, params), ctx, task
-            )
-        return await self._run_tool(tool, params, ctx)
-
-    async def _run_tool(self, tool: ToolEntry, params: JSONObject, ctx: Context) -> JSONObject:
-        name = tool.name
-        arguments = params.get("arguments")
-        if arguments is None:
-            arguments = {}
-        elif type(arguments) is not dict:
-            raise RequestError(
-                INVALID_PARAMS, f"tool {describe(name)}: 'arguments' must be an object"
-            )
-        revision = ctx.negotiated.revision
-        errors = await _validate(tool.input_validator, arguments)
-        if errors:
-            message = f"invalid arguments for tool {describe(name)}: " + "; ".join(
-                f"{e['path']}: {e['message']}" for e in errors
-            )
-            if revision.input_errors_in_result:
-                return _results.error_result(message)
-            raise RequestError(INVALID_PARAMS, message, {"tool": name, "errors": errors})
-        kwargs = tool.signature.bind(arguments) if tool.binds_arguments else dict(arguments)
-        if tool.context_param is not None:
-            kwargs[tool.context_param] = ctx
-        try:
-            value = await self._invoke_tool(tool, kwargs, ctx)
-        except ToolError as exc:
-            # The tool's own words, unclipped; only a str() that cannot finish is replaced.
-            return _results.error_result(error_text(exc, None))
-        except HandlerTimeout as exc:
-            return _results.error_result(
-                f"tool {describe(name)} timed out after {exc.timeout:g} s"
-            )
-        except (RequestError, InputNeeded):
-            raise
-        except InsufficientScope as exc:
-            # A step-up is a refusal of the request, not a failure of the tool.
-            raise scope_error(merged(tool.scopes, exc)) from None
-        except Exception as exc:
-            if isinstance(exc, CapabilityError) and exc.code == MISSING_CLIENT_CAPABILITY:
-                # A stateless request that needs what its client did not declare: -32021.
-                raise
-            _log.exception("tool %r failed", name)
-            return _results.error_result(f"tool {describe(name)} failed: {describe_error(exc)}")
-        check_returned(value, revision)
-        structured = None
-        if tool.output_validator is not None and not isinstance(value, CallToolResult):
-            structured = tool.signature.structure_output(value)
-            errors = validation_errors(tool.output_validator, structured)
-            if errors:
-                _log.error(
-                    "tool %r returned output that breaks its outputSchema: %s", name, errors
-                )
-                return _results.error_result(
-                    f"tool {describe(name)} returned output that does not match its outputSchema: "
-                    + "; ".join(f"{e['path']}: {e['message']}" for e in errors)
-                )
-        result = _results.tool_result(
-            value, structured, has_output_schema=tool.output_validator is not None
-        )
-        return _results.adapt_tool_result(result, revision)
 
     # resources
 
@@ -240,7 +129,8 @@ class Handlers:
         if entry.context_param is not None:
             kwargs[entry.context_param] = ctx
         value = await self._invoke_scoped(entry, kwargs, ctx)
-        check_returned(value, ctx.negotiated.revision)
+        if isinstance(value, InputRequired):
+            end_round(value, ctx.negotiated.revision)
         contents = _results.to_resource_contents(value, uri, entry.mime_type)
         return {"contents": contents}
 
@@ -306,7 +196,8 @@ class Handlers:
         if prompt.context_param is not None:
             kwargs[prompt.context_param] = ctx
         value = await self._invoke_scoped(prompt, kwargs, ctx)
-        check_returned(value, ctx.negotiated.revision)
+        if isinstance(value, InputRequired):
+            end_round(value, ctx.negotiated.revision)
         result = _results.to_prompt_result(value, prompt.definition.get("description"))
         revision = ctx.negotiated.revision
         for message in result["messages"]:
@@ -403,21 +294,3 @@ class Handlers:
             pages = self._scoped_pages[granted] = {}
         shown = [entry for entry in listed if granted.issuperset(scopes_of(entry))]
         return paginate(pages, kind, revision, params, shown, self._settings.page_size)
-
-
-#: arguments larger than this (as JSON) that the fast check cannot settle are validated
-#: in a worker thread: jsonschema takes seconds over a few MiB, and the event loop that
-#: serves every other session must not wait for it
-SLOW_VALIDATION_BYTES: Final = 64 * 1024
-
-
-async def _validate(validator: SchemaValidator, arguments: JSONObject) -> list[JSONObject]:
-    if validator.passes_fast(arguments):
-        return []
-    try:
-        size = len(orjson.dumps(arguments))
-    except TypeError:  # orjson.JSONEncodeError: judged in place, as before
-        size = 0
-    if size <= SLOW_VALIDATION_BYTES:
-        return validation_errors(validator, arguments)
-    return await trio.to_thread.run_sync(validation_errors, validator, arguments)

@@ -18,12 +18,12 @@ from ._context import Context
 from ._execution import tool_execution
 from ._headers import header_params
 from ._options import PromptOptions, ResourceOptions, ToolOptions
+from ._registered import ToolEntry
 from ._registry import (
     PromptEntry,
     ResourceEntry,
     StringBinder,
     TemplateEntry,
-    ToolEntry,
     compile_validator,
     description_of,
     is_async_callable,
@@ -94,7 +94,9 @@ def tool_entry(fn: Callable[..., Any], name: str, options: ToolOptions) -> ToolE
         fn=fn,
         is_async=is_async_callable(fn),
         signature=signature,
-        binds_arguments=input_schema is None,
+        # A parameter loaded from its JSON needs binding; else the arguments the schema
+        # (additionalProperties: false) accepted are the keyword arguments as they are.
+        binds_arguments=input_schema is None and signature.converts_arguments,
         input_validator=compile_validator(schema, what=f"{what} inputSchema"),
         output_validator=(
             compile_validator(output_schema, what=f"{what} outputSchema")

@@ -1,4 +1,5 @@
-# Registered handlers: one record per tool, resource, template and prompt.
+# Registered handlers: one record per resource, template and prompt (a tool's, which
+# also runs its calls, is ``ToolEntry`` in _registered.py), and what builds them.
 #
 # Everything that can be worked out once is worked out at registration: the JSON
 # Schemas, the compiled validators, the wire definitions per revision. A call then costs
@@ -17,8 +18,6 @@ import attrs
 from .._exceptions import INVALID_PARAMS, RequestError, SchemaError
 from ..protocol import JSONObject, Revision, bounded_value, describe, error_text
 from ._caching import CacheHint
-from ._execution import ToolExecution
-from ._headers import HeaderParam
 from ._schema import FunctionSchema
 from ._validation import SchemaValidator, well_formed
 
@@ -33,7 +32,6 @@ __all__ = [
     "ResourceEntry",
     "StringBinder",
     "TemplateEntry",
-    "ToolEntry",
     "compile_validator",
 ]
 
@@ -100,36 +98,6 @@ def check_tool_name(name: str) -> None:
             f"invalid tool name {describe(name)}: "
             "use 1 to 128 characters from A-Z, a-z, 0-9, '_', '-', '.'"
         )
-
-
-@attrs.define(eq=False)
-class ToolEntry:
-    """A registered tool."""
-
-    name: str
-    fn: Callable[..., Any]
-    is_async: bool
-    #: converts arguments and return values; also used when the inputSchema was given
-    signature: FunctionSchema
-    #: False when the user gave the inputSchema: arguments then go to the handler as sent
-    binds_arguments: bool
-    input_validator: SchemaValidator
-    output_validator: SchemaValidator | None
-    definition: JSONObject
-    #: extra keyword arguments for the handler (ctx name) or None
-    context_param: str | None
-    #: where the function runs, its timeout and its task support
-    execution: ToolExecution = attrs.field(factory=ToolExecution)
-    #: its parameters mirrored into ``Mcp-Param-*`` headers (``x-mcp-header``)
-    headers: tuple[HeaderParam, ...] = ()
-    #: its own cache hint for ``tools/list``, or None for the server's
-    cache: CacheHint | None = None
-    #: the scopes a caller's token must grant to call it (none: anyone admitted)
-    scopes: tuple[str, ...] = ()
-
-    def wire(self, revision: Revision) -> JSONObject:
-        """The ``Tool`` object for ``tools/list`` at this revision."""
-        return _prune(self.definition, revision.tool_fields)
 
 
 @attrs.define(eq=False)

@@ -3,8 +3,9 @@
 # Tools may return a str, a content block, a list of them, raw bytes (sniffed as image
 # or audio, else an embedded blob), a CallToolResult, or — when they have an output
 # schema — any value the schema describes (sent as structuredContent plus a JSON text
-# fallback). Older revisions cannot show every content kind; ``adapt_content`` turns
-# what a client cannot read into text that says what it was, so nothing is silently lost.
+# fallback; the ``tools/call`` result is built beside the tool, in _registered.py).
+# Older revisions cannot show every content kind; ``adapt_content`` turns what a client
+# cannot read into text that says what it was, so nothing is silently lost.
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ import orjson
 from ..protocol import (
     AudioContent,
     BlobResourceContents,
-    CallToolResult,
     Completion,
     ContentBlock,
     EmbeddedResource,
@@ -143,20 +143,6 @@ def to_content(value: Any) -> list[ContentBlock]:
     return [_one_block(value)]
 
 
-def tool_result(value: Any, structured: Any = None, *, has_output_schema: bool) -> JSONObject:
-    """Build the ``tools/call`` result object for a tool's return value."""
-    if isinstance(value, CallToolResult):
-        return unstructure(value)  # type: ignore[no-any-return]
-    if has_output_schema:
-        # The text fallback reads naturally: a plain string stays itself.
-        text = value if type(value) is str else orjson.dumps(structured).decode()
-        return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
-    if type(value) is str:
-        # The hot path: most tools return text.
-        return {"content": [{"type": "text", "text": value}]}
-    return {"content": unstructure(to_content(value))}
-
-
 def error_result(message: str) -> JSONObject:
     """Build a ``tools/call`` result reporting a tool execution error."""
     return {"content": [{"type": "text", "text": message}], "isError": True}
@@ -185,22 +171,6 @@ def adapt_content(blocks: Iterable[JSONObject], revision: Revision) -> list[JSON
         else:
             adapted.append(block)
     return adapted
-
-
-def adapt_tool_result(result: JSONObject, revision: Revision) -> JSONObject:
-    """Fit a ``tools/call`` result to what the revision defines."""
-    content = result.get("content")
-    kinds = revision.content_kinds
-    # The hot path: every block is of a kind the revision carries (text, mostly).
-    if isinstance(content, list) and not all(
-        type(block) is dict and block.get("type") in kinds for block in content
-    ):
-        new_content = adapt_content(content, revision)
-        if new_content != content:
-            result = {**result, "content": new_content}
-    if not revision.structured_content and "structuredContent" in result:
-        result = {k: v for k, v in result.items() if k != "structuredContent"}
-    return result
 
 
 def to_prompt_result(value: Any, description: str | None) -> JSONObject:

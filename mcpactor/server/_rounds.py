@@ -18,14 +18,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 
 from .._exceptions import LocalProtocolError
 from ..protocol import JSONObject, JSONValue, Revision
 
-__all__ = ["InputNeeded", "InputRequired", "Rounds", "check_returned"]
+__all__ = ["InputNeeded", "InputRequired", "Rounds", "end_round"]
 
 
 @attrs.frozen
@@ -95,18 +95,16 @@ class Rounds:
         return cls(answers, state)
 
 
-def check_returned(value: object, revision: Revision) -> None:
-    """End the round if a handler returned ``InputRequired``.
+def end_round(returned: InputRequired, revision: Revision) -> NoReturn:
+    """End the round of a handler that returned ``InputRequired`` (callers check the type).
 
     Raises:
-        InputNeeded: it did, at a revision that asks in results.
-        LocalProtocolError: it did, at a revision that asks with requests instead.
+        InputNeeded: at a revision that asks in results.
+        LocalProtocolError: at a revision that asks with requests instead.
     """
-    if not isinstance(value, InputRequired):
-        return
     if not revision.input_requests:
         raise LocalProtocolError(
             f"a handler returned InputRequired at {revision.version}, which has no multi "
             "round-trip requests; ask with ctx.elicit, ctx.sample or ctx.list_roots"
         )
-    raise InputNeeded(value.requests, value.state)
+    raise InputNeeded(returned.requests, returned.state)

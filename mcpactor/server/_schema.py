@@ -70,8 +70,14 @@ class FunctionSchema:
     context_param: str | None
     _plain: tuple[str, ...] = attrs.field(repr=False, eq=False)
     _converted: tuple[tuple[str, _Convert], ...] = attrs.field(repr=False, eq=False)
-    _dump_output: _Convert | None = attrs.field(repr=False, eq=False)
+    #: turns a return value into JSON for ``structuredContent`` (None: it already is)
+    dump_output: _Convert | None = attrs.field(repr=False, eq=False)
     _load_output: _Convert | None = attrs.field(repr=False, eq=False, default=None)
+
+    @property
+    def converts_arguments(self) -> bool:
+        """Whether some parameter is loaded from its JSON (else `bind` only copies)."""
+        return bool(self._converted)
 
     def bind(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Return the handler's keyword arguments for JSON ``arguments``.
@@ -80,7 +86,10 @@ class FunctionSchema:
         parameters are left out so the handler's own defaults apply, and the context
         parameter is never included: the caller adds it.
         """
-        kwargs = {name: arguments[name] for name in self._plain if name in arguments}
+        kwargs = {}
+        for name in self._plain:
+            if name in arguments:
+                kwargs[name] = arguments[name]
         for name, load in self._converted:
             if name in arguments:
                 kwargs[name] = load(arguments[name])
@@ -88,8 +97,8 @@ class FunctionSchema:
 
     def structure_output(self, value: Any) -> Any:
         """Return the JSON-ready ``structuredContent`` for a handler's return value."""
-        if self._dump_output is not None:
-            value = self._dump_output(value)
+        if self.dump_output is not None:
+            value = self.dump_output(value)
         return {"result": value} if self.wraps_output else value
 
     def load_output(self, structured: Any) -> Any:

@@ -30,7 +30,7 @@ from . import _tasks
 from ._caching import CacheHint
 from ._changes import Changes
 from ._context import Context, StateT
-from ._dispatch import ServerListener, method_not_found, method_table
+from ._dispatch import Handler, ServedMethods, ServerListener, method_table
 from ._handlers import Handlers
 from ._lifespans import Lifespans
 from ._options import PromptOptions, ResourceOptions, ToolOptions, check_options, registrar
@@ -175,11 +175,11 @@ class Server(Generic[StateT]):
         self._mounts: Composition | None = None
         self._registry = Registry()
         self._handlers = Handlers(self, self._registry)
-        self._changes = Changes(self._registry, self._handlers)
+        self._methods: Mapping[str, Handler] = method_table(self._handlers, _tasks.handle)
+        # The handlers of what it serves now: asked once per method and change.
+        self._served = ServedMethods(self._methods, self._registry.serves)
+        self._changes = Changes(self._registry, self._handlers, self._served)
         self._lifespans = Lifespans(lifespan)
-        self._methods: Mapping[str, Callable[[JSONObject, Context], Any]] = method_table(
-            self._handlers, _tasks.handle
-        )
         #: the ``ServerListener``\ s told about list changes and resource updates: add
         #: one to start telling it, discard it to stop
         self.listeners: set[ServerListener] = self._changes.listeners
@@ -483,9 +483,7 @@ class Server(Generic[StateT]):
         """
         if self._mounts is not None:
             return await self._mounts.handle_request(method, params or {}, ctx)
-        handler = self._methods.get(method)
-        if handler is None or not self._registry.serves(method):
-            raise method_not_found(method)
+        handler = self._served[method]  # -32601 for a method not served now
         try:
             result: JSONObject = await handler(params or {}, ctx)
         except InsufficientScope as exc:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from typing import TYPE_CHECKING, Any, Final
 
 from ..protocol import MAX_DETAILS, JSONObject, clip
@@ -89,6 +89,16 @@ _STRING: Final = "type({v}) is str"
 _NUMBER: Final = "(type({v}) is int or type({v}) is float)"
 _ARRAY: Final = "type({v}) is list"
 _OBJECT: Final = "type({v}) is dict"
+
+
+def _keywords(schema: JSONObject) -> Set[str]:
+    # The keywords of a schema, less vendor extensions ("x-..."): the published dialects
+    # know none of them, so they only annotate (the wrapper of a tool's returned value
+    # carries one), and jsonschema ignores them as it ignores every unknown keyword.
+    keys = schema.keys()
+    if any(type(key) is str and key.startswith("x-") for key in keys):
+        return {key for key in keys if not (type(key) is str and key.startswith("x-"))}
+    return keys
 
 
 class _Unsupported(Exception):
@@ -157,6 +167,11 @@ def _multiple_of(value: Any, divisor: Any) -> bool:
         return False
 
 
+def _never(value: Any) -> bool:
+    # The fast check of a schema outside the subset: jsonschema decides every value.
+    return False
+
+
 def _is_count(value: Any) -> bool:
     # a non-negative integer, which JSON Schema also writes 2.0
     kind = type(value)
@@ -206,7 +221,7 @@ class _Compiler:
             return
         if type(schema) is not dict:
             raise _Unsupported
-        keys = schema.keys()
+        keys = _keywords(schema)
         if not keys <= _SUPPORTED or (self.draft4 and keys & _NOT_IN_DRAFT4):
             raise _Unsupported
         if self.formats and "format" in keys:
@@ -446,7 +461,7 @@ def _is_regex(value: Any) -> bool:
 def _well_formed(schema: Any, *, root: bool) -> bool:
     if type(schema) is bool:
         return True
-    if type(schema) is not dict or not schema.keys() <= _SUPPORTED:
+    if type(schema) is not dict or not _keywords(schema) <= _SUPPORTED:
         return False
     if "$schema" in schema and not (root and type(schema["$schema"]) is str):
         return False
@@ -502,14 +517,18 @@ def well_formed(schema: Any) -> bool:
 class SchemaValidator:
     """A compiled JSON Schema: a fast yes for common schemas, jsonschema for the rest."""
 
-    __slots__ = ("_fast", "_make", "_validator", "schema")
+    __slots__ = ("_make", "_validator", "passes_fast", "schema")
+
+    #: whether the compiled fast check alone accepts a value: the check itself once
+    #: compiled (a call is the schema's straight-line tests, nothing in between)
+    passes_fast: Check
 
     def __init__(self, validator: jsonschema.protocols.Validator) -> None:
         self._validator: jsonschema.protocols.Validator | None = validator
         self._make: Callable[[], jsonschema.protocols.Validator] | None = None
         #: the schema, exactly as the user wrote it
         self.schema: JSONObject = dict(validator.schema)  # type: ignore[arg-type]
-        self._fast: Check | None = self._compiled_on_first_use(lambda: _fast_for(validator))
+        self.passes_fast = self._compiled_on_first_use(lambda: _fast_for(validator))
 
     @classmethod
     def lazy(
@@ -520,27 +539,22 @@ class SchemaValidator:
         self._validator = None
         self._make = make
         self.schema = dict(schema)
-        self._fast = self._compiled_on_first_use(lambda: _fast_check(schema))
+        self.passes_fast = self._compiled_on_first_use(lambda: _fast_check(schema))
         return self
 
     def _compiled_on_first_use(self, compile_check: Callable[[], Check | None]) -> Check:
         # Compiling a check is not free: a tool's first call pays for it, so that
         # registering a plugin's tools at start-up stays as cheap as before.
         def first_use(value: Any) -> bool:
-            fast = self._fast = compile_check()
-            return fast is not None and fast(value)
+            fast = compile_check()
+            self.passes_fast = _never if fast is None else fast
+            return self.passes_fast(value)
 
         return first_use
 
-    def passes_fast(self, value: Any) -> bool:
-        """Return whether the compiled fast check alone accepts ``value``."""
-        fast = self._fast
-        return fast is not None and fast(value)
-
     def errors(self, value: Any) -> list[JSONObject]:
         """Return every violation as ``{"path", "message"}`` (JSON Pointer paths)."""
-        fast = self._fast
-        if fast is not None and fast(value):
+        if self.passes_fast(value):
             return []
         validator = self._validator
         if validator is None:

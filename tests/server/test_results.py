@@ -10,14 +10,13 @@ import pytest
 
 from mcpactor import Audio, AudioContent, Image, ImageContent, TextContent
 from mcpactor.protocol import REVISIONS, unstructure
+from mcpactor.server._registered import adapt_tool_result, tool_result
 from mcpactor.server._results import (
     adapt_content,
-    adapt_tool_result,
     error_result,
     to_content,
     to_prompt_result,
     to_resource_contents,
-    tool_result,
 )
 from tests.spec_schema import check
 

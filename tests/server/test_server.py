@@ -92,6 +92,18 @@ async def test_empty_server_serves_nothing(revision: str) -> None:
         assert error.code == -32601
 
 
+async def test_a_method_is_served_from_the_registration_that_serves_it() -> None:
+    # What a server serves is worked out once per change, not per request: a tool
+    # registered (or removed) after a request was refused still changes the answer.
+    server = Server("s")
+    assert (await call_error(server, "tools/call", {"name": "t"})).code == -32601
+    server.add_tool(lambda: "x", name="t")
+    assert (await call(server, "tools/call", {"name": "t"}))["content"][0]["text"] == "x"
+    server.remove_tool("t")
+    assert (await call_error(server, "tools/call", {"name": "t"})).code == -32601
+    assert (await call_error(server, "tools/list")).code == -32601
+
+
 @pytest.mark.parametrize("revision", ALL_REVISIONS)
 async def test_tools_only_server_declares_tools_only(revision: str) -> None:
     server = Server("s")

@@ -928,6 +928,31 @@ async def test_call_content_adapted_to_revision(revision: str, content: list[Any
         assert result == {"content": content}
 
 
+async def test_a_call_whose_arguments_and_output_pass_never_asks_jsonschema(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The compiled checks say yes to both; jsonschema is for values they cannot settle.
+    from mcpactor.server._validation import SchemaValidator
+
+    def refuse(self: SchemaValidator, value: Any) -> Any:
+        raise AssertionError("jsonschema was asked about a value the fast check accepts")
+
+    monkeypatch.setattr(SchemaValidator, "errors", refuse)
+    server = Server("s")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Return text unchanged."""
+        return text
+
+    for _ in range(2):  # the first call compiles the checks, the second uses them
+        result = await call(server, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        assert result == {
+            "content": [{"type": "text", "text": "hi"}],
+            "structuredContent": {"result": "hi"},
+        }
+
+
 async def test_large_arguments_the_fast_check_cannot_settle_are_validated_off_the_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -935,7 +960,8 @@ async def test_large_arguments_the_fast_check_cannot_settle_are_validated_off_th
     # seconds, and the loop serving every other session must go on meanwhile.
     import trio
 
-    from mcpactor.server._handlers import SLOW_VALIDATION_BYTES, validation_errors
+    from mcpactor.server._registered import SLOW_VALIDATION_BYTES
+    from mcpactor.server._registry import validation_errors
 
     in_threads: list[str] = []
     run_sync = trio.to_thread.run_sync

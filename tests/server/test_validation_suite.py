@@ -264,3 +264,22 @@ def test_a_count_past_any_real_length_is_left_to_jsonschema() -> None:
     # Written out, such an int would be a literal too long for Python to print.
     assert _fast_check({"type": "string", "maxLength": 10**5000}) is None
     assert _fast_check({"type": "string", "maxLength": 2.0}) is not None
+
+
+@pytest.mark.parametrize("draft", sorted(DIALECTS))
+def test_vendor_keywords_only_annotate(draft: str) -> None:
+    # The wrapper of a tool's returned value carries one: the fast check still decides,
+    # and as jsonschema does, which ignores every keyword it does not know.
+    schema = {
+        "type": "object",
+        "properties": {"result": {"type": "string", "x-note": {"type": "integer"}}},
+        "required": ["result"],
+        "x-mcpactor-wrap-result": True,
+    }
+    reference = DIALECTS[draft](schema)
+    fast = _fast_for(reference)
+    assert fast is not None
+    for value in ({"result": "a"}, {"result": 1}, {}, "a"):
+        assert fast(value) == reference.is_valid(value)
+    assert well_formed(schema)
+    assert not well_formed({**schema, "y-other": True})
