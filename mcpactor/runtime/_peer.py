@@ -50,7 +50,7 @@ from .tasks import TaskManager
 
 if TYPE_CHECKING:
     from ..auth import Principal
-    from ..server._execution import Offload
+    from ..server import Offload
 
 __all__ = ["PrincipalHolder", "SessionPeer"]
 

@@ -12,8 +12,7 @@ from ..auth import Principal
 from ..protocol import JSONObject, RequestId
 
 if TYPE_CHECKING:
-    from ..server import Peer
-    from ..server._execution import Offload
+    from ..server import Offload, Peer
 
 __all__ = ["Delegating", "Sessionless", "principal_of"]
 
