@@ -22,9 +22,9 @@
 # owner that lets it rest passes ``rest`` to ``run``: the actor asks it whenever it has
 # acted and finds its inbox empty with nothing running, and when its inbox closes; a
 # yes ends the run without closing the core. Between runs the object keeps only state
-# — the core, the peer's subscriptions and task records, pending change notices — and the owner
-# starts the next ``run`` when a message arrives. Change notices from the Server that
-# arrive meanwhile are kept (coalesced) and sent when it next runs.
+# — the core, the peer's subscriptions and task records, pending change notices — and
+# the owner starts the next ``run`` when a message arrives. Change notices from the
+# Server that arrive meanwhile are kept (coalesced) and sent when it next runs.
 
 from __future__ import annotations
 
@@ -88,6 +88,7 @@ _NO_GATE: Final = StartGate()
 class SessionActor:
     """One MCP session: the protocol core, its request actors, its peer and its listener."""
 
+    # No instance dict: a resting session should cost little more than its state.
     __slots__ = (
         "_closing",
         "_flights",
