@@ -5,6 +5,7 @@ from ._bus import ChangeBus as ChangeBus
 from ._bus import ChangeEvent as ChangeEvent
 from ._bus import InMemoryBus as InMemoryBus
 from ._bus import Listener as Listener
+from ._changes import ChangeNotices as ChangeNotices
 from ._conflict import ConflictDetector as ConflictDetector
 from ._heap import collect_when_quiet as collect_when_quiet
 from ._heap import settle_heap as settle_heap
@@ -26,6 +27,7 @@ from ._offload import OffloadError as OffloadError
 from ._offload import ProcessPool as ProcessPool
 from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
 from ._offload import open_process_pool as open_process_pool
+from ._peer import SessionPeer as SessionPeer
 from ._session_actor import SessionActor as SessionActor
 from ._snapshot import Observatory as Observatory
 from ._snapshot import current_observatory as current_observatory
@@ -63,6 +65,7 @@ __all__ = [
     "METRICS",
     "ChangeBus",
     "ChangeEvent",
+    "ChangeNotices",
     "CommandHandler",
     "ConflictDetector",
     "History",
@@ -83,6 +86,7 @@ __all__ = [
     "RequestView",
     "SessionActor",
     "SessionOptions",
+    "SessionPeer",
     "SessionStatistics",
     "SessionView",
     "StartGate",

@@ -1,11 +1,12 @@
-# The Server's listener half of a session actor: list-changed and resource-updated
-# notices, coalesced.
+# One session's listener on its Server: list-changed and resource-updated notices,
+# coalesced. The session's actor owns one (``SessionActor.changes``); it is what the
+# Server's ``listeners`` hold.
 #
-# The Server calls ``list_changed``/``resource_updated`` on every registered session
+# The Server calls ``list_changed``/``resource_updated`` on every registered listener
 # (from a worker thread too, for a blocking handler). A change is queued in a set and
-# one short task in the actor's nursery sends what is queued, once the session is
-# operating; changes made meanwhile join it. While the actor rests (a hibernating HTTP
-# session) the changes wait, and the next period sends them.
+# one short task in the actor's nursery sends what is queued through the session's peer,
+# once the session is operating; changes made meanwhile join it. While the actor rests
+# (a hibernating HTTP session) the changes wait, and the next run sends them.
 
 from __future__ import annotations
 
@@ -14,21 +15,58 @@ from collections.abc import Callable
 
 import trio
 
-from ..protocol import Phase
+from ..protocol import Phase, ServerSession
+from ..server import Server
 from ._peer import SessionPeer
 
 __all__ = ["ChangeNotices"]
 
 
-class ChangeNotices(SessionPeer):
-    """The Server's listener: queues change notices and sends them, coalesced."""
+class ChangeNotices:
+    """The Server's listener for one session: queues change notices and sends them, coalesced."""
 
-    _changed_lists: set[str] | None
-    _updated: set[str] | None
-    _changes_queued: bool
-    _helpers: int
-    _nursery: trio.Nursery | None
-    _token: trio.lowlevel.TrioToken | None
+    __slots__ = (
+        "_changed_lists",
+        "_core",
+        "_nursery",
+        "_peer",
+        "_server",
+        "_token",
+        "_updated",
+        "sending",
+    )
+
+    def __init__(self, server: Server, core: ServerSession, peer: SessionPeer) -> None:
+        self._server = server
+        self._core = core
+        # Sends the notices, and knows what the client subscribed to.
+        self._peer = peer
+        self._changed_lists: set[str] | None = None
+        self._updated: set[str] | None = None
+        #: a task is sending the queued notices (the session is not at rest)
+        self.sending = False
+        # Where that task runs: the actor's nursery while it runs, else None.
+        self._nursery: trio.Nursery | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+
+    def listen(self) -> None:
+        """Start hearing the Server's changes, from this trio run and its worker threads."""
+        self._token = trio.lowlevel.current_trio_token()
+        self._server.listeners.add(self)
+
+    def close(self) -> None:
+        """Stop hearing the Server's changes."""
+        self._server.listeners.discard(self)
+
+    def send_in(self, nursery: trio.Nursery | None) -> None:
+        """Send queued and later changes from ``nursery``; None: keep them until given one."""
+        self._nursery = nursery
+        self._schedule()
+
+    def forget(self) -> None:
+        """Drop the queued changes: the client lists everything fresh after initializing."""
+        self._changed_lists = None
+        self._updated = None
 
     def list_changed(self, kind: str) -> None:
         """Queue ``notifications/<kind>/list_changed`` (coalesced)."""
@@ -38,18 +76,19 @@ class ChangeNotices(SessionPeer):
         if self._changed_lists is None:
             self._changed_lists = set()
         self._changed_lists.add(kind)
-        self._schedule_changes()
+        self._schedule()
 
     def resource_updated(self, uri: str) -> None:
         """Queue ``notifications/resources/updated`` if the client subscribed to ``uri``."""
         if not trio.lowlevel.in_trio_run():
             self._from_thread(self.resource_updated, uri)
             return
-        if self._subscriptions is not None and uri in self._subscriptions:
+        subscriptions = self._peer.subscriptions
+        if subscriptions is not None and uri in subscriptions:
             if self._updated is None:
                 self._updated = set()
             self._updated.add(uri)
-            self._schedule_changes()
+            self._schedule()
 
     def _from_thread(self, method: Callable[[str], None], value: str) -> None:
         # A blocking handler changed the registry from a worker thread: record the
@@ -58,38 +97,37 @@ class ChangeNotices(SessionPeer):
             with contextlib.suppress(trio.RunFinishedError):
                 self._token.run_sync_soon(method, value)
 
-    def _schedule_changes(self) -> None:
+    def _schedule(self) -> None:
         # One short task sends what is queued, once the session is operating and the
         # actor runs; changes made meanwhile join it (coalesced). While the actor rests,
-        # the next period starts it.
+        # the next run starts it.
         if (
-            self._changes_queued
+            self.sending
             or self._nursery is None
             or not (self._changed_lists or self._updated)
-            or self.core.phase is not Phase.OPERATING
+            or self._core.phase is not Phase.OPERATING
         ):
             return
-        self._changes_queued = True
-        self._helpers += 1
-        self._nursery.start_soon(self._send_changes)
+        self.sending = True
+        self._nursery.start_soon(self._send)
 
-    async def _send_changes(self) -> None:
+    async def _send(self) -> None:
+        notify = self._peer.notify
         try:
             while self._changed_lists or self._updated:
-                capabilities = self.core.server_capabilities
+                capabilities = self._core.server_capabilities
                 kinds = sorted(self._changed_lists or ())
                 uris = sorted(self._updated or ())
                 self._changed_lists = None
                 self._updated = None
                 for kind in kinds:
                     if capabilities.get(kind, {}).get("listChanged"):
-                        await self.notify(
+                        await notify(
                             f"notifications/{kind}/list_changed", {}, related_request_id=None
                         )
                 for uri in uris:
-                    await self.notify(
+                    await notify(
                         "notifications/resources/updated", {"uri": uri}, related_request_id=None
                     )
         finally:
-            self._changes_queued = False
-            self._helpers -= 1
+            self.sending = False

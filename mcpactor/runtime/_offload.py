@@ -28,7 +28,7 @@ import trio
 
 from .._exceptions import MCPActorError
 from ..protocol import describe
-from ..server._execution import HandlerTimeout, Offload, function_path
+from ..server import HandlerTimeout, Offload, function_path
 
 __all__ = [
     "OffloadError",

@@ -1,12 +1,13 @@
-# The half of a session actor that handlers talk to: ``SessionPeer``, the Peer every
-# Context of a session calls.
+# What a session's handlers talk to: ``SessionPeer``, the Peer every Context of a
+# session calls. The session's actor owns one (``SessionActor.peer``).
 #
 # Notifications and server→client requests from a Context come here and go out through
 # the actor's outbox, built by the protocol core. A server→client request waits on a
-# one-shot slot keyed by its id, under ``fail_after``; the response event from the core
-# fills the slot (``_resolve``/``_fail_pending``, called by the actor). A request that
-# times out or whose asker is cancelled is forgotten by the core, which builds the
-# ``notifications/cancelled`` the client is told with.
+# one-shot slot keyed by its id, under ``fail_after``; the actor hands the client's
+# answer over (``answered``/``failed``). A request that times out or whose asker is
+# cancelled is forgotten by the core, which builds the ``notifications/cancelled`` the
+# client is told with. The peer also keeps what the client subscribed to, the session's
+# task table and its worker processes.
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import trio
 
 from .._exceptions import (
+    INTERNAL_ERROR,
     REQUEST_TIMEOUT,
     CapabilityError,
     LocalProtocolError,
@@ -44,10 +46,11 @@ from ._messages import (
 )
 from ._offload import ProcessPool, call_handler
 from ._peer_base import principal_of
+from .tasks import TaskManager
 
 if TYPE_CHECKING:
     from ..auth import Principal
-    from ..server._execution import Offload
+    from ..server import Offload
 
 __all__ = ["PrincipalHolder", "SessionPeer"]
 
@@ -73,23 +76,72 @@ class PrincipalHolder(Protocol):
 
 
 class SessionPeer:
-    """What handlers reach through their Context: notifications, client requests, offload.
+    """The Peer of a session's Contexts: notifications, client requests, subscriptions, offload.
 
-    ``SessionActor`` is one; the attributes below are its state.
+    Its actor gives it the outbox of each run (``outbox``) and hands it the client's
+    answers (``answered``, ``failed``); ``wind_down`` fails what still waits on the client.
     """
 
-    core: ServerSession
-    options: SessionOptions
-    _outbox: Outbox
-    _pending: dict[RequestId, _Pending]
-    _closing: bool
-    _stream_signals: bool
-    _refuse_client_requests: str | None
-    _subscriptions: ResourceSubscriptions | None
-    _processes: ProcessPool | None
-    _principal_holder: PrincipalHolder | None
-    #: set by a session shared with replicas: writes the subscriptions where all see them
-    share_subscriptions: Callable[[], Awaitable[None]] | None
+    __slots__ = (
+        "_closing",
+        "_core",
+        "_options",
+        "_pending",
+        "_principal_holder",
+        "_refuse_client_requests",
+        "_stream_signals",
+        "outbox",
+        "processes",
+        "session_id",
+        "share_subscriptions",
+        "subscriptions",
+        "tasks",
+    )
+
+    def __init__(
+        self,
+        core: ServerSession,
+        options: SessionOptions,
+        outbox: Outbox,
+        *,
+        session_id: str | None,
+        stream_signals: bool,
+        refuse_client_requests: str | None,
+        principal_holder: PrincipalHolder | None,
+    ) -> None:
+        self._core = core
+        self._options = options
+        #: where its messages go: the outbox of the actor's current run
+        self.outbox = outbox
+        #: the transport's id of the session (HTTP's Mcp-Session-Id), for traces and logs;
+        #: its tasks are shared with the replicas of that id
+        self.session_id = session_id
+        # The requests waiting for the client's answer, by id; made with the first.
+        self._pending: dict[RequestId, _Pending] | None = None
+        self._closing = False
+        # Transports with per-request streams (HTTP) can cut a request's stream; a
+        # transport that cannot carry server→client requests (stateless HTTP) names why,
+        # and they fail at once instead of timing out.
+        self._stream_signals = stream_signals
+        self._refuse_client_requests = refuse_client_requests
+        # Read on every ``ctx.principal``, never copied: the transport refreshes it as the
+        # client's tokens are renewed.
+        self._principal_holder = principal_holder
+        #: the client's resource subscriptions; made on first use, as most sessions never
+        #: subscribe and a resting session should cost little more than its protocol state
+        self.subscriptions: ResourceSubscriptions | None = None
+        #: set by a session shared with replicas: writes the subscriptions where all see them
+        self.share_subscriptions: Callable[[], Awaitable[None]] | None = None
+        #: the session's tasks (2025-11-25); their actors run while the session's actor does
+        self.tasks = TaskManager(self, options.tasks)
+        #: the session's own worker processes (without a shared pool), made on first use
+        #: and closed whenever the actor stops running
+        self.processes: ProcessPool | None = None
+
+    @property
+    def awaiting_client(self) -> int:
+        """How many server→client requests wait for the client's answer."""
+        return len(self._pending) if self._pending is not None else 0
 
     @property
     def principal(self) -> Principal | None:
@@ -101,11 +153,11 @@ class SessionPeer:
         self, method: str, params: JSONObject, *, related_request_id: RequestId | None
     ) -> None:
         """Send a notification to the client if the session's phase allows it."""
-        message = self.core.notification(method, params)
+        message = self._core.notification(method, params)
         if message is None:
-            _log.debug("dropped %r: the session is %s", method, self.core.phase.value)
+            _log.debug("dropped %r: the session is %s", method, self._core.phase.value)
             return
-        await self._outbox.send(Outbound(NOTIFICATION, message, related_request_id))
+        await self.outbox.send(Outbound(NOTIFICATION, message, related_request_id))
 
     async def request(
         self,
@@ -122,7 +174,7 @@ class SessionPeer:
             raise CapabilityError(
                 f"cannot send {describe(method)} to the client: {self._refuse_client_requests}"
             )
-        limit = self._outbox.max_message_bytes
+        limit = self.outbox.max_message_bytes
         if serialize({"method": method, "params": params}, limit) is None:
             # Found now, the handler hears why; found by the writer, it would only wait.
             raise LocalProtocolError(
@@ -131,13 +183,16 @@ class SessionPeer:
                 + ("" if limit is None else f" within the {limit}-byte message limit"),
                 data=None if limit is None else {"limit": limit},
             )
-        outgoing = self.core.send_request(method, params)
+        outgoing = self._core.send_request(method, params)
         slot = _Pending()
-        self._pending[outgoing.id] = slot
+        pending = self._pending
+        if pending is None:
+            pending = self._pending = {}
+        pending[outgoing.id] = slot
         if timeout is None:
-            timeout = self.options.client_request_timeout
+            timeout = self._options.client_request_timeout
         try:
-            await self._outbox.send(Outbound(REQUEST, outgoing.to_json(), related_request_id))
+            await self.outbox.send(Outbound(REQUEST, outgoing.to_json(), related_request_id))
             with trio.fail_after(timeout if timeout is not None else math.inf):
                 await slot.done.wait()
         except trio.TooSlowError:
@@ -151,32 +206,42 @@ class SessionPeer:
             self._cancel_outgoing(outgoing.id, "the request that asked was cancelled")
             raise
         finally:
-            self._pending.pop(outgoing.id, None)
+            pending.pop(outgoing.id, None)
         if slot.error is not None:
             raise slot.error
         assert slot.result is not None
         return slot.result
 
     def _cancel_outgoing(self, request_id: RequestId, reason: str) -> None:
-        notice = self.core.cancel_outgoing(request_id, reason)
+        notice = self._core.cancel_outgoing(request_id, reason)
         # Best effort: the client ignores late answers to ids it was told are gone, and a
         # full or closed outbox means it is not listening anyway.
         with contextlib.suppress(
             trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError
         ):
-            self._outbox.send_nowait(Outbound(NOTIFICATION, notice))
+            self.outbox.send_nowait(Outbound(NOTIFICATION, notice))
 
-    def _resolve(self, request_id: RequestId, result: JSONObject) -> None:
-        slot = self._pending.get(request_id)
+    def answered(self, request_id: RequestId, result: JSONObject) -> None:
+        """The client answered ``request_id`` with ``result``: wake whoever waits for it."""
+        slot = self._pending.get(request_id) if self._pending is not None else None
         if slot is not None:
             slot.result = result
             slot.done.set()
 
-    def _fail_pending(self, request_id: RequestId, error: RequestError) -> None:
-        slot = self._pending.get(request_id)
+    def failed(self, request_id: RequestId, error: RequestError) -> None:
+        """The client answered ``request_id`` with ``error``: raise it in whoever waits."""
+        slot = self._pending.get(request_id) if self._pending is not None else None
         if slot is not None:
             slot.error = error
             slot.done.set()
+
+    def wind_down(self) -> None:
+        """The session is ending: fail what waits on the client, and refuse new requests."""
+        self._closing = True
+        for request_id in list(self._pending or ()):
+            self.failed(
+                request_id, RequestError(INTERNAL_ERROR, "the client went away before answering")
+            )
 
     async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
         """Ask the transport to close the response stream of a request (HTTP only).
@@ -185,11 +250,11 @@ class SessionPeer:
         per-request streams (stdio) there is nothing to close and this does nothing.
         """
         if self._stream_signals:
-            await self._outbox.send(Outbound(SIGNAL, None, related_request_id, StreamSignal.CLOSE))
+            await self.outbox.send(Outbound(SIGNAL, None, related_request_id, StreamSignal.CLOSE))
 
     def log_enabled(self, level: str) -> bool:
         """Return whether the client wants log messages at ``level``."""
-        return self.core.log_enabled(level)
+        return self._core.log_enabled(level)
 
     def subscribe(self, uri: str) -> None:
         """Remember that the client wants updates of ``uri``.
@@ -198,14 +263,14 @@ class SessionPeer:
             RemoteProtocolError: the session's subscriptions would go past a limit of
                 ``ResourceSubscriptions`` (-32602, ``data: {"limit": …}``).
         """
-        if self._subscriptions is None:
-            self._subscriptions = ResourceSubscriptions()
-        self._subscriptions.add(uri)
+        if self.subscriptions is None:
+            self.subscriptions = ResourceSubscriptions()
+        self.subscriptions.add(uri)
 
     def unsubscribe(self, uri: str) -> None:
         """Forget the client's subscription to ``uri``."""
-        if self._subscriptions is not None:
-            self._subscriptions.discard(uri)
+        if self.subscriptions is not None:
+            self.subscriptions.discard(uri)
 
     async def subscriptions_changed(self) -> None:
         """Tell the replicas sharing the session, if any (``share_subscriptions``)."""
@@ -215,7 +280,7 @@ class SessionPeer:
 
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run a blocking handler in a worker thread under the session's limiter."""
-        return await trio.to_thread.run_sync(fn, limiter=self.options.thread_limiter)
+        return await trio.to_thread.run_sync(fn, limiter=self._options.thread_limiter)
 
     async def call(
         self,
@@ -226,14 +291,20 @@ class SessionPeer:
         timeout: float | None,
     ) -> Any:
         """Run a tool's function as ``offload`` says, cancelled after ``timeout`` seconds."""
-        processes = self.options.process_pool or self._processes
+        processes = self._options.process_pool or self.processes
         if processes is None:
-            processes = self._processes = ProcessPool()
+            processes = self.processes = ProcessPool()
         return await call_handler(
             fn,
             kwargs,
             offload=offload,
             timeout=timeout,
-            limiter=self.options.thread_limiter,
+            limiter=self._options.thread_limiter,
             processes=processes,
         )
+
+    async def close_processes(self) -> None:
+        """Stop the session's own worker processes, if it started any."""
+        processes, self.processes = self.processes, None
+        if processes is not None:
+            await processes.aclose()

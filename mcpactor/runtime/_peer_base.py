@@ -1,4 +1,4 @@
-# Peer methods shared by the Contexts' peers that are not a session actor.
+# Peer methods shared by the Contexts' peers that are not a session's (``SessionPeer``).
 #
 # A stateless request's peer and a task's peers each say what is theirs (notifications,
 # the refusal's words, the task table); what is the same for them lives here once.
@@ -12,8 +12,7 @@ from ..auth import Principal
 from ..protocol import JSONObject, RequestId
 
 if TYPE_CHECKING:
-    from ..server import Peer
-    from ..server._execution import Offload
+    from ..server import Offload, Peer
 
 __all__ = ["Delegating", "Sessionless", "principal_of"]
 

@@ -6,8 +6,9 @@
 # CancelScope, registered by id so that ``notifications/cancelled`` is just
 # ``scope.cancel()``. Everything the session sends is built by the core and goes through
 # one bounded outbox as typed ``Outbound`` items (_messages.py); the transport's single
-# writer drains it. The actor is also the handlers' ``Peer`` (_peer.py) and the Server's
-# change listener (_changes.py); this module is the loop and the request actors.
+# writer drains it. What the handlers talk to is the actor's ``peer`` (_peer.py), what
+# the Server tells of its changes is its ``changes`` (_changes.py); this module is the
+# loop and the request actors.
 #
 # Intake: messages come in one way, the inbox that ``run`` reads. Whoever has a message
 # for the session (a transport's reader task, an HTTP request handler) queues it there;
@@ -21,9 +22,9 @@
 # owner that lets it rest passes ``rest`` to ``run``: the actor asks it whenever it has
 # acted and finds its inbox empty with nothing running, and when its inbox closes; a
 # yes ends the run without closing the core. Between runs the object keeps only state
-# — the core, subscriptions, pending change notices, task records — and the owner
-# starts the next ``run`` when a message arrives. Change notices from the Server that
-# arrive meanwhile are kept (coalesced) and sent when it next runs.
+# — the core, the peer's subscriptions and task records, pending change notices — and
+# the owner starts the next ``run`` when a message arrives. Change notices from the
+# Server that arrive meanwhile are kept (coalesced) and sent when it next runs.
 
 from __future__ import annotations
 
@@ -46,7 +47,6 @@ from ..protocol import (
     Phase,
     Request,
     RequestId,
-    ResourceSubscriptions,
     ResponseReceived,
     Revision,
     RootsChanged,
@@ -67,13 +67,11 @@ from ._messages import (
     closed_outbox,
 )
 from ._metrics import METRICS
-from ._offload import ProcessPool
-from ._peer import PrincipalHolder, _Pending
+from ._peer import PrincipalHolder, SessionPeer
 from ._request import handled
 from ._roots import RootsHooks
 from ._starts import StartGate, current_start_gate
 from ._views import RequestView, SessionView
-from .tasks import TaskManager
 
 __all__ = ["SessionActor"]
 
@@ -86,8 +84,29 @@ _REQUEST_TASK_NAME: Final = "mcpactor.request"
 _NO_GATE: Final = StartGate()
 
 
-class SessionActor(ChangeNotices):
-    """One MCP session: the protocol core, its request actors, and the handlers' peer."""
+class SessionActor:
+    """One MCP session: the protocol core, its request actors, its peer and its listener."""
+
+    # No instance dict: a resting session should cost little more than its state.
+    __slots__ = (
+        "_closing",
+        "_flights",
+        "_idle",
+        "_nursery",
+        "_outbox",
+        "_overruled",
+        "_roots",
+        "_scopes",
+        "_serving",
+        "_starts",
+        "_stream_signals",
+        "changes",
+        "core",
+        "options",
+        "peer",
+        "server",
+        "tasks",
+    )
 
     def __init__(
         self,
@@ -98,6 +117,7 @@ class SessionActor(ChangeNotices):
         stream_signals: bool = False,
         refuse_client_requests: str | None = None,
         principal_holder: PrincipalHolder | None = None,
+        session_id: str | None = None,
     ) -> None:
         self.server = server
         self.options = options or SessionOptions()
@@ -116,39 +136,30 @@ class SessionActor(ChangeNotices):
         self._flights: dict[RequestId, tuple[float, Request, Context]] = {}
         # Requests cancelled by ``cancel_request``: answered with an error giving the reason.
         self._overruled: dict[RequestId, str] | None = None
-        self._pending: dict[RequestId, _Pending] = {}
-        # Made on first use: most sessions never subscribe, and a resting session should
-        # cost little more than its protocol state.
-        self._subscriptions: ResourceSubscriptions | None = None
-        self._changed_lists: set[str] | None = None
-        self._updated: set[str] | None = None
-        self._changes_queued = False
         self._idle: trio.Event | None = None
         # Request actors not yet done (their reply may still be waiting for the outbox).
         self._serving = 0
-        # Change notices running in the nursery (the roots hooks: ``_roots``).
-        self._helpers = 0
-        self._roots = RootsHooks(server, self.core, self)
         self._closing = False
-        self._token: trio.lowlevel.TrioToken | None = None
         # Transports with per-request streams (HTTP) want to hear when a stream should be
-        # cut or is over without a response; a transport that cannot carry server→client
-        # requests (stateless HTTP) names why, and they fail at once instead of timing out.
+        # cut or is over without a response.
         self._stream_signals = stream_signals
-        self._refuse_client_requests = refuse_client_requests
-        # Read on every ``ctx.principal``, never copied: the transport refreshes it as the
-        # client's tokens are renewed.
-        self._principal_holder = principal_holder
-        self.share_subscriptions = None
-        #: the session's tasks (2025-11-25): the Peer's task host
-        self.tasks = TaskManager(self, self.options.tasks)
-        # The session's own worker processes (without a shared pool), made on first use
-        # and closed whenever the actor stops running.
-        self._processes: ProcessPool | None = None
+        #: what the session's handlers talk to (their Contexts' Peer)
+        self.peer = peer = SessionPeer(
+            self.core,
+            self.options,
+            self._outbox,
+            session_id=session_id,
+            stream_signals=stream_signals,
+            refuse_client_requests=refuse_client_requests,
+            principal_holder=principal_holder,
+        )
+        #: the session's tasks (2025-11-25): the peer's task table, run by ``run``
+        self.tasks = peer.tasks
+        #: the session's listener on its Server (in ``server.listeners`` once registered)
+        self.changes = ChangeNotices(server, self.core, peer)
+        self._roots = RootsHooks(server, self.core, peer)
         # This trio run's counts of request actors, started and in flight (set by ``run``).
         self._starts = _NO_GATE
-        #: the transport's id of the session (HTTP's Mcp-Session-Id), for traces and logs
-        self.session_id: str | None = None
         METRICS.session_opened()
 
     def _capabilities(self, revision: Revision) -> JSONObject:
@@ -167,8 +178,8 @@ class SessionActor(ChangeNotices):
         return SessionStatistics(
             phase=self.core.phase,
             requests_in_flight=len(self._scopes),
-            client_requests_pending=len(self._pending),
-            subscriptions=len(self._subscriptions) if self._subscriptions else 0,
+            client_requests_pending=self.peer.awaiting_client,
+            subscriptions=len(self.peer.subscriptions or ()),
         )
 
     def resting(self) -> bool:
@@ -178,8 +189,8 @@ class SessionActor(ChangeNotices):
         """
         return (
             not self._serving
-            and not self._pending
-            and not self._helpers
+            and not self.peer.awaiting_client
+            and not self.changes.sending
             and not self._roots.running
             and not self.tasks.statistics().running
         )
@@ -190,12 +201,11 @@ class SessionActor(ChangeNotices):
         ``run`` does this; an owner whose actor rests between periods calls it when the
         session starts, so that changes reach a resting session too. ``close`` undoes it.
         """
-        self._token = trio.lowlevel.current_trio_token()
-        self.server.listeners.add(self)
+        self.changes.listen()
 
     def close(self) -> None:
         """End a session that is not running: forget the Server, close the core."""
-        self.server.listeners.discard(self)
+        self.changes.close()
         if self.core.phase is not Phase.CLOSED:
             # An owner may close an actor whose run already did.
             METRICS.session_closed()
@@ -220,7 +230,7 @@ class SessionActor(ChangeNotices):
         true ends this run at once and the session keeps its state for the next.
         """
         if outbox is not None:
-            self._outbox = Outbox.of(outbox)
+            self._outbox = self.peer.outbox = Outbox.of(outbox)
         self._starts = current_start_gate()
         self.register()
         final = True
@@ -229,8 +239,8 @@ class SessionActor(ChangeNotices):
                 self._nursery = nursery
                 self._outbox.attach(nursery)
                 with self.tasks.running(nursery):
-                    # Changes the Server announced while the actor was not running.
-                    self._schedule_changes()
+                    # Changes the Server announced while the actor was not running go now.
+                    self.changes.send_in(nursery)
                     task_status.started(self)
                     final = not await self._take(inbox, rest)
                     if final:
@@ -238,13 +248,15 @@ class SessionActor(ChangeNotices):
                         nursery.cancel_scope.cancel("the session ended")
                     else:
                         # From here on, changes wait for the next run.
+                        self.changes.send_in(None)
                         self._nursery = None
         finally:
+            self.changes.send_in(None)
             self._nursery = None
             self._outbox.attach(None)
             if final:
                 self.close()
-            await self.close_processes()
+            await self.peer.close_processes()
 
     async def _take(
         self,
@@ -290,23 +302,9 @@ class SessionActor(ChangeNotices):
                 acted = True
         return rest is not None and rest()
 
-    @property
-    def has_processes(self) -> bool:
-        """Whether the session started worker processes of its own (``close_processes``)."""
-        return self._processes is not None
-
-    async def close_processes(self) -> None:
-        """Stop the session's own worker processes, if it started any."""
-        processes, self._processes = self._processes, None
-        if processes is not None:
-            await processes.aclose()
-
     async def _wind_down(self) -> None:
         self._closing = True
-        for request_id in list(self._pending):
-            self._fail_pending(
-                request_id, RequestError(INTERNAL_ERROR, "the client went away before answering")
-            )
+        self.peer.wind_down()
         if self._serving or self.tasks.statistics().running:
             with trio.move_on_after(self.options.shutdown_grace):
                 await self.wait_idle()
@@ -331,18 +329,17 @@ class SessionActor(ChangeNotices):
                 scope.cancel(event.reason or "cancelled by the client")
         elif kind is ResponseReceived:
             assert isinstance(event, ResponseReceived)
-            self._resolve(event.request_id, event.result)
+            self.peer.answered(event.request_id, event.result)
         elif kind is ErrorReceived:
             assert isinstance(event, ErrorReceived)
             failure = event.error
-            self._fail_pending(
+            self.peer.failed(
                 event.request_id, RequestError(failure.code, failure.message, failure.data)
             )
         elif kind is Initialized:
             # The client lists everything fresh after initializing: earlier changes are
             # old news.
-            self._changed_lists = None
-            self._updated = None
+            self.changes.forget()
         else:
             assert isinstance(event, NotificationReceived)
             _log.debug("ignored notification %s", describe(event.notification.method))
@@ -380,7 +377,11 @@ class SessionActor(ChangeNotices):
         meta = params.get("_meta") if params is not None else None
         # By position: a class called with keywords costs twice as much.
         ctx = Context(
-            self, request_id, negotiated, meta if isinstance(meta, dict) else None, self.server
+            self.peer,
+            request_id,
+            negotiated,
+            meta if isinstance(meta, dict) else None,
+            self.server,
         )
         # The run's clock, asked once for both (trio.current_time is three calls down).
         clock = trio.lowlevel.current_clock()
@@ -396,7 +397,7 @@ class SessionActor(ChangeNotices):
                         request.method,
                         params,
                         request_id,
-                        self.session_id,
+                        self.peer.session_id,
                         negotiated.revision.version,
                         clock,
                         started,
@@ -483,5 +484,5 @@ class SessionActor(ChangeNotices):
             client_info=negotiated.client_info if negotiated is not None else None,
             server=self.server,
             tasks=self.tasks,
-            processes=self._processes,
+            processes=self.peer.processes,
         )

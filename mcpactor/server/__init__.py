@@ -7,7 +7,10 @@ from ._caching import CacheHint as CacheHint
 from ._context import Context as Context
 from ._context import Peer as Peer
 from ._context import SessionTaskHost as SessionTaskHost
+from ._execution import HandlerTimeout as HandlerTimeout
+from ._execution import Offload as Offload
 from ._execution import TaskMetadata as TaskMetadata
+from ._execution import function_path as function_path
 from ._headers import Header as Header
 from ._headers import check_param_headers as check_param_headers
 from ._headers import check_standard_headers as check_standard_headers
@@ -41,12 +44,14 @@ __all__ = [
     "CacheHint",
     "Catalog",
     "Context",
+    "HandlerTimeout",
     "Header",
     "Image",
     "InputNeeded",
     "InputRequired",
     "Mount",
     "MountStatistics",
+    "Offload",
     "Peer",
     "Rounds",
     "Server",
@@ -65,6 +70,7 @@ __all__ = [
     "encode_cursor",
     "error_result",
     "failure_message",
+    "function_path",
     "isoformat",
     "with_related_task",
 ]

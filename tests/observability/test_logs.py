@@ -64,7 +64,7 @@ def _server() -> Server:
 async def test_records_in_a_request_carry_its_ids(records: io.StringIO) -> None:
     async with open_session(_server()) as h:
         await h.initialize()
-        h.actor.session_id = "session-1"
+        h.actor.peer.session_id = "session-1"
         assert tool_text(await h.call_tool("chatty", {"word": "hello"})) == "hello"
         failed = await h.send_request("prompts/get", {"name": "broken"}, request_id="req-9")
         await h.error_of(failed)
@@ -88,7 +88,7 @@ async def test_records_in_a_request_carry_its_ids(records: io.StringIO) -> None:
 async def test_every_field_from_the_wire_is_clipped(records: io.StringIO) -> None:
     async with open_session(_server()) as h:
         await h.initialize()
-        h.actor.session_id = "s" * 10_000
+        h.actor.peer.session_id = "s" * 10_000
         word = "w" * 100_000
         called = await h.send_request(
             "tools/call", {"name": "chatty", "arguments": {"word": word}}, request_id="r" * 10_000

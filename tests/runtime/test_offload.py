@@ -287,7 +287,7 @@ async def test_what_a_process_tool_raises_or_prints_comes_back_as_it_would_in_a_
         # Printing in a worker goes to stderr, not into the pipe to the server.
         assert tool_text(await h.call_tool("chatty", {"text": "ok"})) == "OK"
         # Every call above was served by the session's own pool, which closes with it.
-        assert h.actor._processes.statistics().started == 1
+        assert h.actor.peer.processes.statistics().started == 1
 
 
 async def test_a_task_running_in_a_process_is_killed_by_tasks_cancel() -> None:

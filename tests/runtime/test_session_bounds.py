@@ -98,7 +98,7 @@ async def test_subscriptions_are_capped_in_total_bytes() -> None:
         for n in range(count):
             uri = f"mem://{n:04}-"
             assert await subscribe(h, uri + "x" * (MAX_URI_BYTES - len(uri))) == {}
-        table = h.actor._subscriptions
+        table = h.actor.peer.subscriptions
         assert table is not None
         assert table.size == MAX_SUBSCRIPTION_BYTES
         error = await subscribe(h, "mem://small")

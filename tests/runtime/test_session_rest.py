@@ -14,7 +14,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from mcpactor import ProtocolError, RemoteProtocolError, Server
+from mcpactor import Context, ProtocolError, RemoteProtocolError, Server
 from mcpactor.protocol import LATEST, JSONValue, Phase
 from mcpactor.runtime import Outbound, SessionActor
 
@@ -147,6 +147,32 @@ async def test_a_run_with_a_request_rests_only_when_its_inbox_closes() -> None:
     assert actor.core.phase is Phase.CLOSED
     assert [item async for item in second.outbox] == []
     server.add_tool(_extra, name="extra_c")  # nobody listens any more
+
+
+async def test_the_server_tells_the_actors_listener_and_handlers_talk_to_its_peer() -> None:
+    server = rest_server()
+    peers: list[object] = []
+
+    @server.tool()
+    async def whose(ctx: Context) -> str:
+        """Record the Peer this call's Context talks to."""
+        peers.append(ctx._peer)
+        return "ok"
+
+    actor = SessionActor(server, None)
+    actor.register()
+    # The listener is the actor's collaborator, not the actor.
+    assert server.listeners == {actor.changes}
+    await one_run(actor, initialize(), INITIALIZED)
+    period = Period()
+    period.inbox.send_nowait(call(1, "whose"))
+    period.inbox.close()
+    await period.run(actor)()
+    assert [item.payload["result"]["content"][0]["text"] async for item in period.outbox] == ["ok"]
+    assert peers == [actor.peer]
+    assert actor.tasks is actor.peer.tasks
+    actor.close()
+    assert server.listeners == set()
 
 
 async def test_a_run_that_was_asked_to_rest_still_ends_everything_it_started() -> None:

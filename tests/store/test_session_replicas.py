@@ -335,5 +335,5 @@ async def test_a_change_raised_on_one_replica_reaches_the_get_stream_on_another_
         await on(client, c, 0).call("resources/unsubscribe", {"uri": "mem://doc"})
         copy = c.copy(1, client.session_id)
         assert copy is not None
-        await until(lambda: not copy.actor._subscriptions)
+        await until(lambda: not copy.actor.peer.subscriptions)
         await stream.disconnect()

@@ -538,7 +538,7 @@ async def test_close_sse_stream_does_nothing_without_streams(probe: Probe) -> No
     # stdio and in-memory sessions have no per-request streams to cut.
     outbox_send, outbox_receive = trio.open_memory_channel[Outbound](10)
     actor = SessionActor(make_server(probe), outbox_send)
-    await actor.close_sse_stream(related_request_id=1)
+    await actor.peer.close_sse_stream(related_request_id=1)
     with pytest.raises(trio.WouldBlock):
         outbox_receive.receive_nowait()
 

@@ -136,8 +136,8 @@ class HttpSession:
             stream_signals=not single_stream,
             refuse_client_requests=_STATELESS_REASON if kind is SessionKind.STATELESS else None,
             principal_holder=self,
+            session_id=session_id,
         )
-        actor.session_id = session_id
         #: the session's streams and the router that puts its messages on them
         self.routing = Routing(
             actor,
@@ -287,7 +287,7 @@ class HttpSession:
         self.shared = shared = SharedCopy(self, routing.to_standalone, replicas, ttl, record)
         routing.leases = leases
         routing.standalone_elsewhere = self._relay_standalone
-        self.actor.share_subscriptions = shared.share_subscriptions
+        self.actor.peer.share_subscriptions = shared.share_subscriptions
         core = self.actor.core
         core.number_requests_from(secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1)
         routing.next_stream = secrets.randbelow(_ID_RANGES) * _ID_RANGE + 1

@@ -275,6 +275,6 @@ class Replication:
                         continue
                     if event.kind == "resource_updated":
                         if event.uri is not None:
-                            session.actor.resource_updated(event.uri)
+                            session.actor.changes.resource_updated(event.uri)
                     else:
-                        session.actor.list_changed(event.kind)
+                        session.actor.changes.list_changed(event.kind)

@@ -127,15 +127,15 @@ class SharedCopy:
         actor.core.log_level = record.log_level
         current = self._subscriptions()
         for uri in current - record.subscriptions:
-            actor.unsubscribe(uri)
+            actor.peer.unsubscribe(uri)
         for uri in record.subscriptions - current:
-            actor.subscribe(uri)
+            actor.peer.subscribe(uri)
         if self._written is not None:
             self._written = (record.log_level, record.subscriptions)
 
     def _subscriptions(self) -> frozenset[str]:
-        # The actor keeps them for its change notices; a record carries a copy.
-        return frozenset(self._session.actor._subscriptions or ())
+        # The actor's peer keeps them for its change notices; a record carries a copy.
+        return frozenset(self._session.actor.peer.subscriptions or ())
 
     def state_changed(self) -> bool:
         """Whether the subscriptions differ from what this copy last wrote."""
