@@ -7,24 +7,37 @@
 # else. Each stateless request is a Request actor in the router's nursery, inside a
 # CancelScope of its own (``notifications/cancelled`` naming its id cancels it, and
 # ends a listen stream, which then sends nothing more). What it sends — notifications,
-# then its answer — goes through the session's outbox, so the pipe keeps one writer.
-# When input ends, requests get the session's grace period; listen streams end with
-# their closing result.
+# then its answer — goes to the pipe's one sink. When input ends, requests get the
+# session's grace period; listen streams end with their closing result.
+#
+# The router also knows what of the pipe's is being served (``quiet``): its own
+# requests, and the session's once the session was handed a message (before that it
+# serves nothing), so that the sink writes a lone answer at once and leaves answers
+# made together to its writer task, to leave in one write.
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
-from .._exceptions import ProtocolError
-from ..protocol import JSONObject, JSONValue, Request, RequestId, describe, error_message
-from ..protocol._envelope import PROTOCOL_VERSION
-from ..runtime import Outbound, Outbox
-from ..runtime._messages import NOTIFICATION, RESPONSE
-from ..runtime._stateless import StatelessHost
+from .._exceptions import INVALID_REQUEST, ProtocolError
+from ..protocol import (
+    PROTOCOL_VERSION,
+    JSONObject,
+    JSONValue,
+    Request,
+    RequestId,
+    describe,
+    error_message,
+)
+from ..runtime import Outbound, OutboundKind, StatelessHost
+
+if TYPE_CHECKING:
+    from ..runtime import SessionActor
+    from ._pipe import PipeSink
 
 __all__ = ["PipeRouter"]
 
@@ -32,15 +45,26 @@ _log = logging.getLogger("mcpactor")
 
 _CANCELLED: Final = "notifications/cancelled"
 _TASK_NAME: Final = "mcpactor.stateless-request"
+_RESPONSE: Final = OutboundKind.RESPONSE
+_NOTIFICATION: Final = OutboundKind.NOTIFICATION
 
 
 class PipeRouter:
     """Takes a pipe's stateless requests (and their cancellations) off the session."""
 
-    def __init__(self, host: StatelessHost, outbox: Outbox, nursery: trio.Nursery) -> None:
+    def __init__(
+        self,
+        host: StatelessHost,
+        sink: PipeSink,
+        nursery: trio.Nursery,
+        session: SessionActor | None = None,
+    ) -> None:
         self.host = host
-        self._outbox = outbox
+        self._sink = sink
         self._nursery = nursery
+        self._session = session
+        # The session was handed a message: its requests count as the pipe's from then.
+        self._session_used = False
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         # Bound once: taken for every request.
         self._serve = host.serve
@@ -52,59 +76,65 @@ class PipeRouter:
         """How many stateless requests of this pipe are being served."""
         return len(self._scopes)
 
+    def quiet(self) -> bool:
+        """Whether nothing of the pipe's is being served, stateless or in the session."""
+        if self._scopes:
+            return False
+        session = self._session
+        return not (self._session_used and session is not None and session.requests_in_flight)
+
     def __call__(self, item: JSONValue | ProtocolError) -> bool:
         """Take ``item`` if it is a stateless request or cancels one; else leave it."""
-        if type(item) is not dict:
-            return False
-        params = item.get("params")
-        if "id" in item:
-            # has_envelope, inline: this runs for every request on the pipe
-            if type(params) is not dict:
-                return False
-            meta = params.get("_meta")
-            if type(meta) is not dict or PROTOCOL_VERSION not in meta:
-                return False
-            method = item.get("method")
-            request_id = item["id"]
-            if type(method) is not str or type(request_id) not in (str, int):
-                return False
-            if request_id in self._scopes:
-                self._send_soon(
-                    _error(request_id, -32600, f"request id {describe(request_id)} is in use")
-                )
-                return True
-            scope = trio.CancelScope()
-            self._scopes[request_id] = scope
-
-            # Taken now, served even if the input ends before its task first runs. The
-            # host's serve is the task itself (arguments by position: start_soon takes
-            # no keywords): envelope, principal and keep-alive are its defaults.
-            self._nursery.start_soon(
-                self._serve,
-                Request(request_id, method, params),
-                self._emit,
-                None,
-                None,
-                None,
-                scope,
-                not self.host.stopping,
-                self._request_done,
-                name=_TASK_NAME,
-            )
-            return True
-        if self._scopes and item.get("method") == _CANCELLED and type(params) is dict:
-            cancelled = self._scopes.get(params.get("requestId"))  # type: ignore[arg-type]
-            if cancelled is not None:
-                cancelled.cancel("cancelled by the client")
-                return True
+        if type(item) is dict:
+            params = item.get("params")
+            if "id" in item:
+                # has_envelope, inline: this runs for every request on the pipe
+                meta = params.get("_meta") if type(params) is dict else None
+                method = item.get("method")
+                request_id = item["id"]
+                if (
+                    type(meta) is dict
+                    and PROTOCOL_VERSION in meta
+                    and type(method) is str
+                    and type(request_id) in (str, int)
+                ):
+                    if request_id in self._scopes:
+                        why = f"request id {describe(request_id)} is in use"
+                        refusal = error_message(request_id, INVALID_REQUEST, why)
+                        self._nursery.start_soon(self._refuse, Outbound(_RESPONSE, refusal))
+                        return True
+                    scope = self._scopes[request_id] = trio.CancelScope()
+                    # Taken now, served even if the input ends before its task first runs.
+                    # The host's serve is the task itself (arguments by position:
+                    # start_soon takes no keywords): envelope, principal and keep-alive
+                    # are its defaults.
+                    self._nursery.start_soon(
+                        self._serve,
+                        Request(request_id, method, params),  # type: ignore[arg-type]
+                        self._emit,
+                        None,
+                        None,
+                        None,
+                        scope,
+                        not self.host.stopping,
+                        self._request_done,
+                        name=_TASK_NAME,
+                    )
+                    return True
+            elif self._scopes and item.get("method") == _CANCELLED and type(params) is dict:
+                cancelled = self._scopes.get(params.get("requestId"))  # type: ignore[arg-type]
+                if cancelled is not None:
+                    cancelled.cancel("cancelled by the client")
+                    return True
+        self._session_used = True
         return False
 
     async def _notify(self, message: JSONObject) -> None:
-        # A notification of a request's, through the outbox (waiting for room there). On
-        # a pipe nothing but the bytes matter: the request it belongs to is not named.
+        # A notification of a request's, to the sink (waiting for room there). On a pipe
+        # nothing but the bytes matter: the request it belongs to is not named.
         try:
-            await self._outbox.send(Outbound(NOTIFICATION, message))
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            await self._sink.send(Outbound(_NOTIFICATION, message))
+        except trio.ClosedResourceError:
             # The pipe closed: nothing more can be sent for any request of the pipe,
             # which end as cancelled ones do.
             _log.debug("the pipe closed while %d requests ran", len(self._scopes))
@@ -115,37 +145,18 @@ class PipeRouter:
     def _done(self, request_id: RequestId, answer: JSONObject | None) -> Awaitable[None] | None:
         # Over: no longer in flight, so that with nothing else in flight the pipe is
         # quiet and the answer is written in the request's task, not the writer's. The
-        # id may be in use again from now on.
+        # id may be in use again from now on. The request waits for room for its answer
+        # in the sink, as backpressure.
         del self._scopes[request_id]
         if answer is None:
             return None
-        # Queued without another trip through the scheduler, as the session's answers
-        # are, unless the outbox is full: then the request waits, as backpressure.
-        item = Outbound(RESPONSE, answer, request_id)
-        try:
-            self._outbox.send_nowait(item)
-        except trio.WouldBlock:
-            return self._send_later(item)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
+        if self._sink.closed:
             _log.debug("the pipe closed before request %s was answered", describe(request_id))
-        return None
+            return None
+        return self._sink.send(Outbound(_RESPONSE, answer, request_id))
 
-    async def _send_later(self, item: Outbound) -> None:
+    async def _refuse(self, refusal: Outbound) -> None:
         try:
-            await self._outbox.send(item)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            _log.debug(
-                "the pipe closed before request %s was answered", describe(item.related_request_id)
-            )
-
-    def _send_soon(self, message: JSONObject) -> None:
-        try:
-            self._outbox.send_nowait(Outbound(RESPONSE, message))
-        except trio.WouldBlock:
-            self._nursery.start_soon(self._outbox.send, Outbound(RESPONSE, message))
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
-
-
-def _error(request_id: RequestId, code: int, message: str) -> JSONObject:
-    return error_message(request_id, code, message)
+            await self._sink.send(refusal)
+        except trio.ClosedResourceError:
+            _log.debug("the pipe closed before a refusal was sent")
