@@ -1,12 +1,4 @@
-# The two ends of a stdio session's byte streams: the one reader and the one sink.
-#
-# ``read_input`` is the reader: it reads the client's bytes, splits them into frames,
-# decodes each and hands it on: a stateless (2026-07-28) request, or the cancellation of
-# one, to the ``PipeRouter``, which serves it as a request actor of its own; everything
-# else to the session's inbox. It hands on the frames of one read in runs, letting the
-# scheduler run what a run started before the next: a pipelining client's read holds
-# its whole window, and handed on at once every answer would wait for the last request
-# (the client refilling its window only then) while the server idles.
+# The bytes of a stdio session: the stream they come from and go to, and the one sink.
 #
 # ``PipeSink`` is the one way out: every message to the client is ``send``-t to it and
 # leaves first in, first out. A message is encoded in its sender's task. When nothing
@@ -26,95 +18,23 @@ import logging
 import os
 import stat
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import trio
 
-from .._exceptions import ProtocolError, RemoteProtocolError
-from ..protocol import FrameTooLong, JSONValue, LineFramer, decode, describe, encode
+from ..protocol import describe, encode
 from ..runtime import METRICS, ConflictDetector, Outbound
-from ._stdio_stateless import PipeRouter
 
-if TYPE_CHECKING:
-    from ..runtime import SessionActor, StatelessHost
-
-__all__ = ["Pipe", "PipeSink", "read_input"]
+__all__ = ["Pipe", "PipeSink"]
 
 _log = logging.getLogger("mcpactor")
 
 _RECEIVE_SIZE: Final = 65536
 _MAX_BATCH: Final = 256
-# Frames of one read handed on before the reader lets the scheduler run what they
-# started (docs/performance.md has the measurements behind the size of a run).
-_DISPATCH_RUN: Final = 16
 # How long one write may take once started; a client that reads nothing for this long is
 # treated as gone.
 _WRITE_TIMEOUT: Final = 30.0
 _BUSY: Final = "another task is writing this pipe"
-
-
-async def read_input(
-    stream: trio.abc.ReceiveStream,
-    inbox: trio.MemorySendChannel[JSONValue | ProtocolError],
-    *,
-    host: StatelessHost,
-    sink: PipeSink,
-    session: SessionActor | None,
-    max_line_bytes: int,
-    grace: float,
-    reader: trio.CancelScope,
-    task_status: trio.TaskStatus[PipeRouter] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Read the client's messages until input ends (or ``reader`` is cancelled).
-
-    Stateless requests are served by ``host`` in request actors of their own; the rest
-    goes to ``inbox``, which closes once those requests are over (the session then ends).
-    When input ends, listen streams end gracefully and the other requests get ``grace``
-    seconds. Reports the router it hands stateless requests to.
-    """
-    framer = LineFramer(max_line_bytes)
-    async with inbox, trio.open_nursery() as requests:
-        route = PipeRouter(host, sink, requests, session)
-        task_status.started(route)
-        with reader:
-            while True:
-                try:
-                    data = await stream.receive_some(_RECEIVE_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    _log.debug("input stream broke; treating it as end of input")
-                    data = b""
-                if data:
-                    METRICS.received("stdio", len(data))
-                    frames = framer.feed(data)
-                else:
-                    last = framer.flush()
-                    frames = [] if last is None else [last]
-                for handed, frame in enumerate(frames):
-                    if handed and not handed % _DISPATCH_RUN:
-                        # A schedule point, not a cancel point: a frame read is never
-                        # lost to a cancellation before it is handed on.
-                        await trio.lowlevel.cancel_shielded_checkpoint()
-                    item: JSONValue | ProtocolError
-                    if type(frame) is bytes:
-                        try:
-                            item = decode(frame)
-                        except RemoteProtocolError as exc:
-                            item = exc
-                    else:
-                        assert type(frame) is FrameTooLong
-                        item = frame.to_exception()
-                    if route(item):
-                        continue
-                    # Within a run, while the inbox has room, a frame costs no trip
-                    # through the scheduler.
-                    try:
-                        inbox.send_nowait(item)
-                    except trio.WouldBlock:
-                        await inbox.send(item)
-                if not data:
-                    break
-        host.stop()
-        requests.cancel_scope.deadline = trio.current_time() + grace
 
 
 class PipeSink:

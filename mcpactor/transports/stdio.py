@@ -32,7 +32,8 @@ from ..runtime import (
     settle_heap,
 )
 from ..server import Server
-from ._pipe import Pipe, PipeSink, read_input
+from ._pipe import Pipe, PipeSink
+from ._stdio_input import read_input
 
 __all__ = ["serve_stdio", "serve_streams"]
 

@@ -11,7 +11,7 @@ from mcpactor import CallToolResult, Context, Server
 from mcpactor.protocol import JSONObject, Request, RequestId
 from mcpactor.runtime import StatelessHost, StatelessOptions
 from mcpactor.transports._pipe import PipeSink
-from mcpactor.transports._stdio_stateless import PipeRouter
+from mcpactor.transports._stdio_input import PipeRouter
 
 ENVELOPE: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

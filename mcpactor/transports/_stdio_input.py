@@ -1,14 +1,20 @@
-# Stateless requests on a pipe: 2026-07-28 beside (or without) a session on stdio.
+# What the client sends on a pipe: read, framed, decoded, and handed to its owner.
 #
-# On stdio a request is routed by its envelope: one whose ``params._meta`` names a
-# protocol version (``has_envelope``) is served by the StatelessHost, every other
-# message goes to the session as before. The router sees each message before the
-# session's inbox; for a session-era message that costs the envelope check and nothing
-# else. Each stateless request is a Request actor in the router's nursery, inside a
-# CancelScope of its own (``notifications/cancelled`` naming its id cancels it, and
-# ends a listen stream, which then sends nothing more). What it sends — notifications,
-# then its answer — goes to the pipe's one sink. When input ends, requests get the
-# session's grace period; listen streams end with their closing result.
+# ``read_input`` is the one reader: it splits the client's bytes into frames, decodes
+# each and hands it on. It hands on the frames of one read in runs, letting the
+# scheduler run what a run started before the next: a pipelining client's read holds
+# its whole window, and handed on at once every answer would wait for the last request
+# (the client refilling its window only then) while the server idles.
+#
+# ``PipeRouter`` sees each message first. A request is routed by its envelope: one
+# whose ``params._meta`` names a protocol version (``has_envelope``, 2026-07-28) is
+# served by the StatelessHost, every other message goes to the session's inbox; for a
+# session-era message that costs the envelope check and nothing else. Each stateless
+# request is a Request actor in the reader's nursery, inside a CancelScope of its own
+# (``notifications/cancelled`` naming its id cancels it, and ends a listen stream, which
+# then sends nothing more). What it sends — notifications, then its answer — goes to
+# the pipe's one sink. When input ends, requests get the session's grace period; listen
+# streams end with their closing result.
 #
 # The router also knows what of the pipe's is being served (``quiet``): its own
 # requests, and the session's once the session was handed a message (before that it
@@ -23,30 +29,102 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from .._exceptions import INVALID_REQUEST, ProtocolError
+from .._exceptions import INVALID_REQUEST, ProtocolError, RemoteProtocolError
 from ..protocol import (
     PROTOCOL_VERSION,
+    FrameTooLong,
     JSONObject,
     JSONValue,
+    LineFramer,
     Request,
     RequestId,
+    decode,
     describe,
     error_message,
 )
-from ..runtime import Outbound, OutboundKind, StatelessHost
+from ..runtime import METRICS, Outbound, OutboundKind, StatelessHost
+from ._pipe import PipeSink
 
 if TYPE_CHECKING:
     from ..runtime import SessionActor
-    from ._pipe import PipeSink
 
-__all__ = ["PipeRouter"]
+__all__ = ["PipeRouter", "read_input"]
 
 _log = logging.getLogger("mcpactor")
+
+_RECEIVE_SIZE: Final = 65536
+# Frames of one read handed on before the reader lets the scheduler run what they
+# started (docs/performance.md has the measurements behind the size of a run).
+_DISPATCH_RUN: Final = 16
 
 _CANCELLED: Final = "notifications/cancelled"
 _TASK_NAME: Final = "mcpactor.stateless-request"
 _RESPONSE: Final = OutboundKind.RESPONSE
 _NOTIFICATION: Final = OutboundKind.NOTIFICATION
+
+
+async def read_input(
+    stream: trio.abc.ReceiveStream,
+    inbox: trio.MemorySendChannel[JSONValue | ProtocolError],
+    *,
+    host: StatelessHost,
+    sink: PipeSink,
+    session: SessionActor | None,
+    max_line_bytes: int,
+    grace: float,
+    reader: trio.CancelScope,
+    task_status: trio.TaskStatus[PipeRouter] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Read the client's messages until input ends (or ``reader`` is cancelled).
+
+    Stateless requests are served by ``host`` in request actors of their own; the rest
+    goes to ``inbox``, which closes once those requests are over (the session then ends).
+    When input ends, listen streams end gracefully and the other requests get ``grace``
+    seconds. Reports the router it hands stateless requests to.
+    """
+    framer = LineFramer(max_line_bytes)
+    async with inbox, trio.open_nursery() as requests:
+        route = PipeRouter(host, sink, requests, session)
+        task_status.started(route)
+        with reader:
+            while True:
+                try:
+                    data = await stream.receive_some(_RECEIVE_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    _log.debug("input stream broke; treating it as end of input")
+                    data = b""
+                if data:
+                    METRICS.received("stdio", len(data))
+                    frames = framer.feed(data)
+                else:
+                    last = framer.flush()
+                    frames = [] if last is None else [last]
+                for handed, frame in enumerate(frames):
+                    if handed and not handed % _DISPATCH_RUN:
+                        # A schedule point, not a cancel point: a frame read is never
+                        # lost to a cancellation before it is handed on.
+                        await trio.lowlevel.cancel_shielded_checkpoint()
+                    item: JSONValue | ProtocolError
+                    if type(frame) is bytes:
+                        try:
+                            item = decode(frame)
+                        except RemoteProtocolError as exc:
+                            item = exc
+                    else:
+                        assert type(frame) is FrameTooLong
+                        item = frame.to_exception()
+                    if route(item):
+                        continue
+                    # Within a run, while the inbox has room, a frame costs no trip
+                    # through the scheduler.
+                    try:
+                        inbox.send_nowait(item)
+                    except trio.WouldBlock:
+                        await inbox.send(item)
+                if not data:
+                    break
+        host.stop()
+        requests.cancel_scope.deadline = trio.current_time() + grace
 
 
 class PipeRouter:
