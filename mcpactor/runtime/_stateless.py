@@ -37,19 +37,30 @@ from .._exceptions import (
     ProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, Request, RequestId, Revision, error_message, result_message
-from ..protocol._envelope import Envelope, EnvelopeError, read_envelope
-from ..protocol._ext_tasks import (
+from ..protocol import (
     AUGMENTABLE,
     LISTEN_FILTER_KEY,
     STATUS_NOTIFICATION,
+    Envelope,
+    EnvelopeError,
+    JSONObject,
+    KeyRing,
+    Request,
+    RequestId,
+    Revision,
+    SealingKey,
+    StateSealer,
+    Subscription,
+    error_message,
+    read_envelope,
+    read_filter,
     read_listen_task_ids,
+    result_message,
 )
-from ..protocol._listen import Subscription, read_filter
-from ..protocol._sealing import KeyRing, SealingKey, StateSealer
-from ..server import Context, Server
-from ..server._rounds import InputNeeded
-from ..server._stateless import (
+from ..server import (
+    Context,
+    InputNeeded,
+    Server,
     ask_in_result,
     direct_methods,
     finish_stateless,

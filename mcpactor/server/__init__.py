@@ -7,6 +7,7 @@ from ._caching import CacheHint as CacheHint
 from ._context import Context as Context
 from ._context import Peer as Peer
 from ._context import SessionTaskHost as SessionTaskHost
+from ._execution import Offload as Offload
 from ._execution import TaskMetadata as TaskMetadata
 from ._headers import Header as Header
 from ._headers import check_param_headers as check_param_headers
@@ -22,7 +23,12 @@ from ._rounds import InputRequired as InputRequired
 from ._rounds import Rounds as Rounds
 from ._server import Server as Server
 from ._server import ServerListener as ServerListener
+from ._stateless import ask_in_result as ask_in_result
 from ._stateless import called_tool as called_tool
+from ._stateless import direct_methods as direct_methods
+from ._stateless import finish_stateless as finish_stateless
+from ._stateless import plain_complete as plain_complete
+from ._stateless import serve_stateless as serve_stateless
 from ._tasks import TaskHost as TaskHost
 from ._tasks import TaskState as TaskState
 from ._tasks import encode_cursor as encode_cursor
@@ -47,6 +53,7 @@ __all__ = [
     "InputRequired",
     "Mount",
     "MountStatistics",
+    "Offload",
     "Peer",
     "Rounds",
     "Server",
@@ -59,13 +66,18 @@ __all__ = [
     "UriTemplateError",
     "adapt_content",
     "adapt_tool_result",
+    "ask_in_result",
     "called_tool",
     "check_param_headers",
     "check_standard_headers",
+    "direct_methods",
     "encode_cursor",
     "error_result",
     "failure_message",
+    "finish_stateless",
     "isoformat",
+    "plain_complete",
+    "serve_stateless",
     "with_related_task",
 ]
 
