@@ -90,12 +90,9 @@ _log = logging.getLogger("mcpactor")
 
 LISTEN: Final = "subscriptions/listen"
 
-#: what the transport does with a notification made while a request runs
 #: what hears a request's end: its id and answer (None: cancelled); returns what to
 #: await, if anything, before the request is over (room for the answer)
 Done = Callable[[RequestId, JSONObject | None], Awaitable[None] | None]
-
-_REQUEST_TASK_NAME: Final = "mcpactor.stateless-request"
 
 
 def random_sealer() -> StateSealer:
