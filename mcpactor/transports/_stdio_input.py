@@ -188,7 +188,7 @@ class PipeRouter:
                     # are its defaults.
                     self._nursery.start_soon(
                         self._serve,
-                        Request(request_id, method, params),  # type: ignore[arg-type]
+                        Request(request_id, method, params),
                         self._emit,
                         None,
                         None,
