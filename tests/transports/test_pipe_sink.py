@@ -22,7 +22,7 @@ _F_SETPIPE_SZ = 1031
 
 
 @asynccontextmanager
-async def through_pipe() -> AsyncIterator[tuple[PipeSink, int]]:
+async def open_sink() -> AsyncIterator[tuple[PipeSink, int]]:
     """A sink writing to a small real pipe, its writer running; yields the read end too."""
     read_fd, write_fd = os.pipe()
     fcntl.fcntl(write_fd, _F_SETPIPE_SZ, 4096)
@@ -62,16 +62,16 @@ def read_available(fd: int) -> bytes:
 
 
 async def test_a_frame_is_written_by_its_sender_when_nothing_waits() -> None:
-    async with through_pipe() as (through, read_fd):
+    async with open_sink() as (sink, read_fd):
         await trio.testing.wait_all_tasks_blocked()
-        await through.send(message(1))
+        await sink.send(message(1))
         # Written before any other task ran: no trip through the writer.
-        assert through.queued == 0
+        assert sink.queued == 0
         assert orjson.loads(read_available(read_fd)) == message(1).payload
 
 
 async def test_frames_keep_their_order_when_the_pipe_fills() -> None:
-    async with through_pipe() as (through, read_fd):
+    async with open_sink() as (sink, read_fd):
         received = bytearray()
         ids = list(range(40))
 
@@ -85,18 +85,18 @@ async def test_frames_keep_their_order_when_the_pipe_fills() -> None:
             for n in ids:
                 # Each frame is about half the pipe: some go out whole, some are cut,
                 # some wait in the writer's queue, and the queue fills (backpressure).
-                await through.send(message(n, size=2000))
+                await sink.send(message(n, size=2000))
         frames = [orjson.loads(line) for line in bytes(received).splitlines()]
         assert [frame["id"] for frame in frames] == ids
-        assert through.queued == 0
+        assert sink.queued == 0
 
 
 async def test_a_sender_queues_behind_frames_the_writer_still_holds() -> None:
-    async with through_pipe() as (through, read_fd):
-        await through.send(message(1, size=6000))  # larger than the pipe: rest queued
-        assert through.queued == 1
-        await through.send(message(2))
-        assert through.queued == 2
+    async with open_sink() as (sink, read_fd):
+        await sink.send(message(1, size=6000))  # larger than the pipe: rest queued
+        assert sink.queued == 1
+        await sink.send(message(2))
+        assert sink.queued == 2
         data = bytearray()
         while data.count(b"\n") < 2:
             await trio.lowlevel.wait_readable(read_fd)
@@ -108,22 +108,22 @@ async def test_a_reader_that_leaves_loses_output_but_breaks_nothing() -> None:
     read_fd, write_fd = os.pipe()
     os.close(read_fd)
     stream = trio.lowlevel.FdStream(write_fd)
-    through = pipe_sink(stream)
+    sink = pipe_sink(stream)
     async with stream, trio.open_nursery() as nursery:
-        nursery.start_soon(through.drain)
+        nursery.start_soon(sink.drain)
         for n in range(10):
-            await through.send(message(n))
+            await sink.send(message(n))
         # Nothing blocks on the dead pipe: the writer drains what comes and drops it.
         await trio.testing.wait_all_tasks_blocked()
-        assert through.queued == 0
-        through.close()
+        assert sink.queued == 0
+        sink.close()
 
 
 async def test_sending_after_close_fails_like_a_closed_channel() -> None:
-    async with through_pipe() as (through, _):
-        through.close()
+    async with open_sink() as (sink, _):
+        sink.close()
         try:
-            await through.send(message(1))
+            await sink.send(message(1))
         except trio.ClosedResourceError:
             pass
         else:
