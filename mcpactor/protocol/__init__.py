@@ -50,10 +50,13 @@ from ._envelope import UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERS
 from ._envelope import Envelope as Envelope
 from ._envelope import EnvelopeError as EnvelopeError
 from ._envelope import has_envelope as has_envelope
+from ._envelope import read_envelope as read_envelope
 from ._ext_tasks import AUGMENTABLE as AUGMENTABLE
+from ._ext_tasks import LISTEN_FILTER_KEY as LISTEN_FILTER_KEY
 from ._ext_tasks import MAX_TASK_ID_LENGTH as MAX_TASK_ID_LENGTH
 from ._ext_tasks import METHODS as TASK_EXTENSION_METHODS
 from ._ext_tasks import NAMED_BY as NAMED_BY
+from ._ext_tasks import STATUS_NOTIFICATION as STATUS_NOTIFICATION
 from ._ext_tasks import TERMINAL as TERMINAL
 from ._ext_tasks import TRANSITIONS as TRANSITIONS
 from ._ext_tasks import Snapshot as Snapshot
@@ -65,6 +68,7 @@ from ._ext_tasks import apply_update as apply_update
 from ._ext_tasks import create_task_result as create_task_result
 from ._ext_tasks import detailed_task as detailed_task
 from ._ext_tasks import get_task_result as get_task_result
+from ._ext_tasks import read_listen_task_ids as read_listen_task_ids
 from ._ext_tasks import read_task_id as read_task_id
 from ._ext_tasks import read_update as read_update
 from ._ext_tasks import require_declared as require_declared
@@ -93,6 +97,8 @@ from ._listen import MAX_RESOURCE_SUBSCRIPTIONS as MAX_RESOURCE_SUBSCRIPTIONS
 from ._listen import MAX_SUBSCRIPTION_BYTES as MAX_SUBSCRIPTION_BYTES
 from ._listen import MAX_URI_BYTES as MAX_URI_BYTES
 from ._listen import ResourceSubscriptions as ResourceSubscriptions
+from ._listen import Subscription as Subscription
+from ._listen import read_filter as read_filter
 from ._mrtr import COMPLETE as COMPLETE
 from ._mrtr import INPUT_REQUIRED as INPUT_REQUIRED
 from ._mrtr import MAX_INPUT_KEY_LENGTH as MAX_INPUT_KEY_LENGTH
@@ -271,6 +277,12 @@ __all__ = [
     "utf8_size",
     *_types_all,
     *sorted(_CLIENT_TYPES),
+    "read_envelope",
+    "LISTEN_FILTER_KEY",
+    "STATUS_NOTIFICATION",
+    "read_listen_task_ids",
+    "Subscription",
+    "read_filter",
 ]
 
 

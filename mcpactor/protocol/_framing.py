@@ -68,45 +68,49 @@ class LineFramer:
         self._skipped = -1
 
     def feed(self, data: bytes | bytearray) -> list[bytes | FrameTooLong]:
-        """Take newly arrived bytes; return the frames they complete, in order."""
+        """Take newly arrived bytes; return the frames they complete, in order.
+
+        A blank line (whitespace only) is no frame.
+        """
         frames: list[bytes | FrameTooLong] = []
+        limit = self.max_line_bytes
+        buffer = self._buffer
         start = 0
         while True:
             end = data.find(b"\n", start)
             if end < 0:
                 break
             if self._skipped >= 0:
-                frames.append(FrameTooLong(self._skipped + end - start, self.max_line_bytes))
+                frames.append(FrameTooLong(self._skipped + end - start, limit))
                 self._skipped = -1
-            elif self._buffer:
-                self._buffer += data[start:end]
-                frame = bytes(self._buffer)
-                self._buffer.clear()
-                frames.append(self._check(frame))
             else:
-                frames.append(self._check(bytes(data[start:end])))
+                if buffer:
+                    buffer += data[start:end]
+                    line = bytes(buffer)
+                    buffer.clear()
+                else:
+                    line = bytes(data[start:end])
+                if len(line) > limit:
+                    frames.append(FrameTooLong(len(line), limit))
+                elif line.strip():
+                    frames.append(line)
             start = end + 1
         rest = len(data) - start
         if rest:
             if self._skipped >= 0:
                 self._skipped += rest
-            elif len(self._buffer) + rest > self.max_line_bytes:
-                self._skipped = len(self._buffer) + rest
-                self._buffer.clear()
+            elif len(buffer) + rest > limit:
+                self._skipped = len(buffer) + rest
+                buffer.clear()
             else:
-                self._buffer += data[start:]
-        return [frame for frame in frames if not (type(frame) is bytes and _blank(frame))]
-
-    def _check(self, frame: bytes) -> bytes | FrameTooLong:
-        if len(frame) > self.max_line_bytes:
-            return FrameTooLong(len(frame), self.max_line_bytes)
-        return frame
+                buffer += data[start:]
+        return frames
 
     def flush(self) -> bytes | FrameTooLong | None:
         """At end of input: the last line if it had no newline, else None."""
         if self._skipped >= 0:
             frame: bytes | FrameTooLong = FrameTooLong(self._skipped, self.max_line_bytes)
-        elif self._buffer and not _blank(bytes(self._buffer)):
+        elif self._buffer.strip():
             frame = bytes(self._buffer)
         else:
             frame = None  # type: ignore[assignment]
@@ -117,10 +121,6 @@ class LineFramer:
     def pending(self) -> int:
         """Return how many bytes of an incomplete line are buffered."""
         return len(self._buffer)
-
-
-def _blank(frame: bytes) -> bool:
-    return not frame.strip()
 
 
 def decode(frame: bytes | bytearray | memoryview | str) -> JSONValue:

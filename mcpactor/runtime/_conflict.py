@@ -17,16 +17,18 @@ class ConflictDetector:
         trio.BusyResourceError: on entering while another task is inside.
     """
 
-    __slots__ = ("_held", "_message")
+    __slots__ = ("_message", "held")
 
     def __init__(self, message: str) -> None:
         self._message = message
-        self._held = False
+        #: a task is inside (read it, never set it): a synchronous write, which no other
+        #: task can interrupt, checks it instead of entering
+        self.held = False
 
     def __enter__(self) -> None:
-        if self._held:
+        if self.held:
             raise trio.BusyResourceError(self._message)
-        self._held = True
+        self.held = True
 
     def __exit__(self, *exc_info: object) -> None:
-        self._held = False
+        self.held = False

@@ -16,7 +16,7 @@ from ._peer_base import Sessionless, principal_of
 
 if TYPE_CHECKING:
     from ..auth import Principal
-    from ..server._execution import Offload
+    from ..server import Offload
 
 __all__ = ["Emit", "Flight", "FlightHost"]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import attrs
 import trio
@@ -37,19 +37,30 @@ from .._exceptions import (
     ProtocolError,
     RequestError,
 )
-from ..protocol import JSONObject, Request, RequestId, Revision, error_message, result_message
-from ..protocol._envelope import Envelope, EnvelopeError, read_envelope
-from ..protocol._ext_tasks import (
+from ..protocol import (
     AUGMENTABLE,
     LISTEN_FILTER_KEY,
     STATUS_NOTIFICATION,
+    Envelope,
+    EnvelopeError,
+    JSONObject,
+    KeyRing,
+    Request,
+    RequestId,
+    Revision,
+    SealingKey,
+    StateSealer,
+    Subscription,
+    error_message,
+    read_envelope,
+    read_filter,
     read_listen_task_ids,
+    result_message,
 )
-from ..protocol._listen import Subscription, read_filter
-from ..protocol._sealing import KeyRing, SealingKey, StateSealer
-from ..server import Context, Server
-from ..server._rounds import InputNeeded
-from ..server._stateless import (
+from ..server import (
+    Context,
+    InputNeeded,
+    Server,
     ask_in_result,
     direct_methods,
     finish_stateless,
@@ -62,9 +73,6 @@ from ._messages import SessionOptions
 from ._offload import ProcessPool
 from ._request import handled
 from ._views import HostView, RequestView
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "LISTEN",
@@ -82,12 +90,9 @@ _log = logging.getLogger("mcpactor")
 
 LISTEN: Final = "subscriptions/listen"
 
-#: what the transport does with a notification made while a request runs
 #: what hears a request's end: its id and answer (None: cancelled); returns what to
 #: await, if anything, before the request is over (room for the answer)
 Done = Callable[[RequestId, JSONObject | None], Awaitable[None] | None]
-
-_REQUEST_TASK_NAME: Final = "mcpactor.stateless-request"
 
 
 def random_sealer() -> StateSealer:
@@ -206,7 +211,18 @@ class StatelessHost:
 
     def envelope(self, request: Request) -> Envelope:
         """Read ``request``'s envelope; EnvelopeError (with its HTTP status) if refused."""
-        return read_envelope(request)
+        # A client sends the same envelope on every request: one equal to the last one
+        # read is that Envelope again. Another is read, checked, and kept with a copy of
+        # what it was read from (a handler may change its request's _meta, not the copy).
+        params = request.params
+        meta = params.get("_meta") if params is not None else None
+        last = self._last_envelope
+        if last is not None and meta == last[0]:
+            return last[1]
+        envelope = read_envelope(request)
+        if type(meta) is dict:
+            self._last_envelope = (dict(meta), envelope)
+        return envelope
 
     async def serve(
         self,
@@ -231,20 +247,12 @@ class StatelessHost:
         runs ``serve`` as that task, with nothing between its handler and the scheduler.
         """
         request_id = request.id
-        params = request.params
-        meta = params.get("_meta") if params is not None else None
-        if envelope is None:
-            # A client sends the same envelope on every request: one equal to the last
-            # one read is that Envelope again.
-            last = self._last_envelope
-            if last is not None and meta == last[0]:
-                envelope = last[1]
-            else:
-                try:
-                    envelope = self._read_envelope(request, meta)
-                except EnvelopeError as exc:
-                    refusal = _error(request_id, exc.code, exc.message, exc.data)
-                    return await _handed(done, request_id, refusal)
+        try:
+            if envelope is None:
+                envelope = self.envelope(request)
+        except EnvelopeError as exc:
+            refusal = _error(request_id, exc.code, exc.message, exc.data)
+            return await _handed(done, request_id, refusal)
         if (self.stopping and not admitted) or self._in_flight >= self._max_in_flight:
             return await _handed(done, request_id, self._busy(request_id, admitted))
         if scope is None:
@@ -252,44 +260,16 @@ class StatelessHost:
         # The run's clock, asked twice (trio.current_time is three calls down to it).
         clock = trio.lowlevel.current_clock()
         # What the live tree shows of the request, and the scope its cancel action uses.
-        self._in_flight += 1
         flight = Flight(self, request, emit, principal, scope, clock.current_time())
         key = self._next_flight
         self._next_flight = key + 1
         self.flights[key] = flight
-        method = request.method
+        self._in_flight += 1
         answer: JSONObject | None = None
         waiting = None
         try:
             with scope:
-                if method == LISTEN:
-                    answer = await self._listen(
-                        request, envelope, flight.emit, keepalive, principal
-                    )
-                else:
-                    # By position: a class called with keywords costs twice as much.
-                    ctx = Context(
-                        flight,
-                        request_id,
-                        envelope,
-                        meta if type(meta) is dict else None,
-                        self.server,
-                    )
-                    result = await handled(
-                        self._call(method, params, ctx, envelope, principal),
-                        method,
-                        params,
-                        request_id,
-                        None,
-                        envelope.revision.version,
-                        clock,
-                        flight.started,
-                    )
-                    if type(result) is dict:
-                        answer = result_message(request_id, result)
-                    else:
-                        assert isinstance(result, RequestError | ProtocolError)
-                        answer = _error(request_id, result.code, result.message, result.data)
+                answer = await self._answer(flight, envelope, principal, keepalive, clock)
         finally:
             del self.flights[key]
             self._in_flight -= 1
@@ -298,6 +278,40 @@ class StatelessHost:
         if waiting is not None:
             await waiting
         return answer
+
+    async def _answer(
+        self,
+        flight: Flight,
+        envelope: Envelope,
+        principal: object,
+        keepalive: Callable[[], Awaitable[None]] | None,
+        clock: trio.abc.Clock,
+    ) -> JSONObject:
+        # What the request is answered with: a listen stream's closing result, or its
+        # handler's result (the error it ended with) as the JSON-RPC message.
+        request = flight.served
+        request_id, method, params = request.id, request.method, request.params
+        if method == LISTEN:
+            return await self._listen(request, envelope, flight.emit, keepalive, principal)
+        meta = params.get("_meta") if params is not None else None
+        # By position: a class called with keywords costs twice as much.
+        ctx = Context(
+            flight, request_id, envelope, meta if type(meta) is dict else None, self.server
+        )
+        result = await handled(
+            self._call(method, params, ctx, envelope, principal),
+            method,
+            params,
+            request_id,
+            None,
+            envelope.revision.version,
+            clock,
+            flight.started,
+        )
+        if type(result) is dict:
+            return result_message(request_id, result)
+        assert isinstance(result, RequestError | ProtocolError)
+        return _error(request_id, result.code, result.message, result.data)
 
     async def _call(
         self,
@@ -308,12 +322,33 @@ class StatelessHost:
         principal: object,
     ) -> JSONObject:
         # The handler of a request other than subscriptions/listen, and its result shaped
-        # for 2026-07-28.
-        if not self._direct_call(method, params, envelope.revision):
-            # What route_stateless decides (a retry's round, the tasks extension,
-            # discovery, cache hints), then the handler and the shaping.
+        # for the revision. Most requests are the handler's alone (direct_methods), the
+        # rest route_stateless's to decide: a retry's round, and a call that may become
+        # a task (the server's answer, cached until its tools change).
+        revision = envelope.revision
+        direct = self._direct
+        if direct[0] is not revision:
+            direct = self._direct = (revision, direct_methods(revision))
+        server = self.server
+        if (
+            method not in direct[1]
+            or (
+                params is not None
+                and (
+                    params.get("requestState") is not None
+                    or params.get("inputResponses") is not None
+                )
+            )
+            or (
+                self.tasks is not None
+                and method in AUGMENTABLE
+                and (server._mounts is not None or server._registry.offers_tasks())
+            )
+        ):
+            # Discovery, cache hints and the tasks extension, then the handler and the
+            # shaping.
             return await serve_stateless(
-                self.server,
+                server,
                 method,
                 params,
                 ctx,
@@ -322,16 +357,15 @@ class StatelessHost:
                 principal=_principal(principal),
                 tasks=self.tasks,
             )
-        # Most requests: the handler, then the result's shaping (a plain result's
-        # inline: a resultType and the serverInfo).
         try:
-            result = await self.server.handle_request(method, params, ctx)
+            result = await server.handle_request(method, params, ctx)
         except InputNeeded as exc:
             asked = self._asked(exc, method, params, ctx, principal)
-            return finish_stateless(self.server, method, params, ctx, asked)
+            return finish_stateless(server, method, params, ctx, asked)
+        # A plain result's shaping inline: a resultType and the serverInfo.
         if "resultType" not in result and "_meta" not in result:
-            return plain_complete(result, self.server.info(envelope.revision))
-        return finish_stateless(self.server, method, params, ctx, result)
+            return plain_complete(result, server.info(revision))
+        return finish_stateless(server, method, params, ctx, result)
 
     def _busy(self, request_id: RequestId, admitted: bool) -> JSONObject:
         # Why a request is refused before it is served.
@@ -340,32 +374,6 @@ class StatelessHost:
         limit = self._max_in_flight
         why = f"server busy: too many requests in flight (limit {limit})"
         return _error(request_id, INTERNAL_ERROR, why, {"limit": limit})
-
-    def _read_envelope(self, request: Request, meta: object) -> Envelope:
-        # An envelope unlike the last one: read, checked, and kept with a copy of what
-        # it was read from (a handler may change its request's _meta, not this copy).
-        envelope = read_envelope(request)
-        if type(meta) is dict:
-            self._last_envelope = (dict(meta), envelope)
-        return envelope
-
-    def _direct_call(self, method: str, params: JSONObject | None, revision: Revision) -> bool:
-        # Whether the handler alone serves the request (see direct_methods).
-        direct = self._direct
-        if direct[0] is not revision:
-            direct = self._direct = (revision, direct_methods(revision))
-        if method not in direct[1]:
-            return False
-        if params is not None and (
-            params.get("requestState") is not None or params.get("inputResponses") is not None
-        ):
-            return False
-        # A call that may become a task is route_stateless's to decide (the server's
-        # answer, cached until its tools change, read before it is asked for).
-        if self.tasks is None or method not in AUGMENTABLE:
-            return True
-        server = self.server
-        return server._mounts is None and not server._registry.offers_tasks()
 
     def _asked(
         self,

@@ -25,7 +25,12 @@ from ._rounds import InputRequired as InputRequired
 from ._rounds import Rounds as Rounds
 from ._server import Server as Server
 from ._server import ServerListener as ServerListener
+from ._stateless import ask_in_result as ask_in_result
 from ._stateless import called_tool as called_tool
+from ._stateless import direct_methods as direct_methods
+from ._stateless import finish_stateless as finish_stateless
+from ._stateless import plain_complete as plain_complete
+from ._stateless import serve_stateless as serve_stateless
 from ._tasks import TaskHost as TaskHost
 from ._tasks import TaskState as TaskState
 from ._tasks import encode_cursor as encode_cursor
@@ -64,14 +69,19 @@ __all__ = [
     "UriTemplateError",
     "adapt_content",
     "adapt_tool_result",
+    "ask_in_result",
     "called_tool",
     "check_param_headers",
     "check_standard_headers",
+    "direct_methods",
     "encode_cursor",
     "error_result",
     "failure_message",
+    "finish_stateless",
     "function_path",
     "isoformat",
+    "plain_complete",
+    "serve_stateless",
     "with_related_task",
 ]
 

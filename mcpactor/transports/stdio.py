@@ -9,12 +9,10 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import logging
 import os
 import signal
-import stat
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Final
@@ -22,9 +20,8 @@ from typing import Any, Final
 import trio
 
 from .._exceptions import ProtocolError
-from ..protocol import DEFAULT_MAX_LINE_BYTES, JSONValue, LineFramer
+from ..protocol import DEFAULT_MAX_LINE_BYTES, JSONValue
 from ..runtime import (
-    ConflictDetector,
     Outbound,
     Outbox,
     SessionActor,
@@ -36,14 +33,15 @@ from ..runtime import (
     settle_heap,
 )
 from ..server import Server
-from ._pump import WriteThrough, read_frames, write_frames
-from ._stdio_stateless import PipeRouter
+from ._pipe import Pipe, PipeSink
+from ._stdio_input import read_input
 
 __all__ = ["serve_stdio", "serve_streams"]
 
 _log = logging.getLogger("mcpactor")
 
-_RECEIVE_SIZE: Final = 65536
+# Messages of the session queued while another is being delivered to the sink.
+_OUTBOX_SIZE: Final = 256
 
 
 async def serve_streams(
@@ -67,27 +65,16 @@ async def serve_streams(
         stateless = StatelessHost(server, options=stateless, session_options=options)
     host = stateless
     inbox_send, inbox_receive = trio.open_memory_channel[JSONValue | ProtocolError](64)
-    outbox: Outbox
-    through: WriteThrough | None = None
-    if isinstance(send_stream, _Pipe):
-        # Senders write their frames themselves whenever the writer has nothing queued.
-        queue_send, queue = trio.open_memory_channel[Outbound | bytes](256)
-        through = WriteThrough(send_stream, max_message_bytes=max_line_bytes)
-        outbox = through.outbox = Outbox(
-            queue_send, through=through, eager=True, max_message_bytes=max_line_bytes
-        )
-        writer = functools.partial(
-            write_frames, send_stream, queue, outbox=outbox, through=through
-        )
-    else:
-        outbox_send, outbox_receive = trio.open_memory_channel[Outbound](256)
-        outbox = Outbox(outbox_send, max_message_bytes=max_line_bytes)
-        writer = functools.partial(write_frames, send_stream, outbox_receive, outbox=outbox)
+    # Everything to the client leaves through the one sink: the session's messages and
+    # the stateless requests' alike.
+    sink = PipeSink(send_stream, max_message_bytes=max_line_bytes)
+    queue_in, queue = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
+    outbox = Outbox(queue_in, deliver=sink.send, max_message_bytes=max_line_bytes)
     actor = SessionActor(server, outbox, options)
-    grace = options.shutdown_grace
     async with observed(actor, host), trio.open_nursery() as nursery:
-        # The writer ends when the actor closes the outbox, after its last message.
-        nursery.start_soon(writer)
+        # The sink's writer ends once the sink is closed, after its last message.
+        nursery.start_soon(sink.drain)
+        nursery.start_soon(_deliver_queued, outbox, queue, sink)
         host.attach()
         async with trio.open_nursery() as tasks:
             # Tasks of stateless requests end with the session (they answer no one after).
@@ -95,17 +82,19 @@ async def serve_streams(
             async with trio.open_nursery() as inputs:
                 reader = trio.CancelScope()
                 router = await inputs.start(
-                    _read_input,
-                    reader,
-                    receive_stream,
-                    inbox_send,
-                    max_line_bytes,
-                    host,
-                    outbox,
-                    grace,
+                    functools.partial(
+                        read_input,
+                        receive_stream,
+                        inbox_send,
+                        host=host,
+                        sink=sink,
+                        session=actor,
+                        max_line_bytes=max_line_bytes,
+                        grace=options.shutdown_grace,
+                        reader=reader,
+                    )
                 )
-                if through is not None:
-                    through.quiet = lambda: not actor.requests_in_flight and not router.in_flight
+                sink.quiet = router.quiet
                 if stop is not None:
                     inputs.start_soon(_stop_on, stop, reader)
                 started = await inputs.start(
@@ -114,6 +103,19 @@ async def serve_streams(
                 task_status.started(started)
             tasks.cancel_scope.cancel()
         await host.aclose()
+
+
+async def _deliver_queued(
+    outbox: Outbox, queue: trio.MemoryReceiveChannel[Outbound], sink: PipeSink
+) -> None:
+    # What the session sent while another of its messages was being delivered, or
+    # without waiting, delivered in its turn. The session closes its outbox last of all
+    # the pipe's senders (after the stateless requests, whose end closes its inbox): the
+    # sink closes once what was queued here is in it.
+    async with queue:
+        async for item in queue:
+            await outbox.deliver_queued(item)
+    sink.close()
 
 
 async def _then_cancel(
@@ -125,28 +127,6 @@ async def _then_cancel(
     # Run an actor to completion, then cancel its helpers (signal or stop watchers).
     await fn(*args, task_status=task_status)
     scope.cancel()
-
-
-async def _read_input(
-    reader: trio.CancelScope,
-    stream: trio.abc.ReceiveStream,
-    inbox: trio.MemorySendChannel[JSONValue | ProtocolError],
-    max_line_bytes: int,
-    host: StatelessHost,
-    outbox: Outbox,
-    grace: float,
-    task_status: trio.TaskStatus[PipeRouter] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    # The session's inbox closes only once the stateless requests are done: the session
-    # then closes the outbox they answer through.
-    async with inbox, trio.open_nursery() as requests:
-        router = PipeRouter(host, outbox, requests)
-        task_status.started(router)
-        with reader:
-            await read_frames(stream, inbox.clone(), LineFramer(max_line_bytes), route=router)
-        # Input is over: listen streams end gracefully, the rest get the grace period.
-        host.stop()
-        requests.cancel_scope.deadline = trio.current_time() + grace
 
 
 async def _stop_on(stop: trio.Event, reader: trio.CancelScope) -> None:
@@ -189,8 +169,8 @@ async def serve_stdio(
                 functools.partial(
                     serve_streams,
                     server,
-                    _Pipe(stdin),
-                    _Pipe(stdout),
+                    Pipe(stdin),
+                    Pipe(stdout),
                     options=options,
                     max_line_bytes=max_line_bytes,
                     stop=stop,
@@ -198,81 +178,6 @@ async def serve_stdio(
                 ),
             )
             task_status.started()
-
-
-class _Pipe(trio.abc.Stream):
-    # An FdStream for the one reader or the one writer of a session, without the trip
-    # through the scheduler that FdStream's methods begin with: the reader and the writer
-    # loops already pass through it whenever they wait (for the pipe, for the outbox), so
-    # a request answered at once would otherwise pay for two extra rounds of the run
-    # loop, each an epoll_wait. After a short read from a pipe or socket (it was drained)
-    # the next read waits for it first instead of trying a read that would fail; a file
-    # or a TTY is simply read. Cancellation is still checked on entry; the owner
-    # (FdStream) keeps the fd and closes it.
-
-    def __init__(self, stream: trio.lowlevel.FdStream) -> None:
-        self._stream = stream
-        self._fd = stream.fileno()
-        mode = os.fstat(self._fd).st_mode
-        self._drains = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-        self._drained = False
-        # One writer at a time: the session's writer task, or a sender writing through.
-        self._writer = ConflictDetector("another task is writing this pipe")
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        size = max_bytes or _RECEIVE_SIZE
-        if self._drained:
-            await self._wait(trio.lowlevel.wait_readable)
-        while True:
-            try:
-                data = os.read(self._fd, size)
-            except BlockingIOError:
-                await self._wait(trio.lowlevel.wait_readable)
-            except OSError as exc:
-                raise _translate(exc) from None
-            else:
-                self._drained = self._drains and 0 < len(data) < size
-                return data
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        with self._writer, memoryview(data) as view:
-            sent = 0
-            while sent < len(view):
-                try:
-                    sent += os.write(self._fd, view[sent:])
-                except BlockingIOError:
-                    await self._wait(trio.lowlevel.wait_writable)
-                except OSError as exc:
-                    raise _translate(exc) from None
-
-    def write_nowait(self, data: bytes | memoryview) -> int:
-        """Write what the pipe takes now; BlockingIOError if it takes nothing.
-
-        Other failures (the reader left) raise their OSError as it is; a write while
-        ``send_all`` is under way raises ``trio.BusyResourceError``.
-        """
-        with self._writer:
-            return os.write(self._fd, data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self._wait(trio.lowlevel.wait_writable)
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    async def _wait(self, wait: Callable[[int], Awaitable[None]]) -> None:
-        try:
-            await wait(self._fd)
-        except OSError as exc:
-            raise _translate(exc) from None
-
-
-def _translate(exc: OSError) -> trio.ClosedResourceError | trio.BrokenResourceError:
-    if exc.errno == errno.EBADF:
-        return trio.ClosedResourceError("the pipe was already closed")
-    return trio.BrokenResourceError(f"the pipe broke: {exc}")
 
 
 async def _watch_signals(stop: trio.Event, everything: trio.CancelScope) -> None:

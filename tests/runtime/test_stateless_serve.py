@@ -9,8 +9,9 @@ import trio.testing
 
 from mcpactor import CallToolResult, Context, Server
 from mcpactor.protocol import JSONObject, Request, RequestId
-from mcpactor.runtime import Outbound, Outbox, StatelessHost, StatelessOptions
-from mcpactor.transports._stdio_stateless import PipeRouter
+from mcpactor.runtime import StatelessHost, StatelessOptions
+from mcpactor.transports._pipe import PipeSink
+from mcpactor.transports._stdio_input import PipeRouter
 
 ENVELOPE: dict[str, Any] = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -144,21 +145,20 @@ async def test_a_result_with_its_own_meta_keeps_it_beside_the_server_info() -> N
 async def test_a_pipe_that_closes_under_a_notification_cancels_its_request() -> None:
     started, cancelled = trio.Event(), trio.Event()
     host = host_of(make_server(started, cancelled))
-    send, receive = trio.open_memory_channel[Outbound](0)
-    outbox = Outbox(send)
-    # Nobody reads the pipe any more: the progress notification finds it broken.
-    await receive.aclose()
+    sink = PipeSink(trio.testing.memory_stream_one_way_pair()[0])
+    # Nobody reads the pipe any more: the progress notification finds it closed.
+    sink.close()
     with trio.fail_after(10):
-        await _serve_on_a_closed_pipe(host, outbox)
+        await _serve_on_a_closed_pipe(host, sink)
     # The requests ended as cancelled ones do, and nothing escaped the nursery.
     assert started.is_set()
     assert cancelled.is_set()
     assert host.statistics().requests_in_flight == 0
 
 
-async def _serve_on_a_closed_pipe(host: StatelessHost, outbox: Outbox) -> None:
+async def _serve_on_a_closed_pipe(host: StatelessHost, sink: PipeSink) -> None:
     async with trio.open_nursery() as nursery:
-        router = PipeRouter(host, outbox, nursery)
+        router = PipeRouter(host, sink, nursery)
         # A progress token, so that the tool's progress is a notification to send.
         message = call(5, "hold", {}, progressToken="p").to_json()
         assert router(message)

@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpactor import Server
+from mcpactor import Context, Server
 from mcpactor.protocol import LATEST, JSONObject, JSONValue, RequestId
 from mcpactor.runtime import SessionActor, SessionOptions
 from mcpactor.transports import serve_streams
@@ -249,6 +249,47 @@ async def test_a_final_line_without_a_newline_is_still_served() -> None:
         [reply] = await client.receive_rest()
         assert reply["id"] == call["id"]
         assert result_text(reply) == "slept 0"
+
+
+# --- asking the client -----------------------------------------------------------------
+
+
+async def test_a_request_to_the_client_given_up_on_is_cancelled_with_a_notice() -> None:
+    server = Server("asks")
+
+    @server.tool()
+    async def roots(ctx: Context) -> str:
+        """Ask the client for its roots."""
+        await ctx.list_roots()
+        return "answered"
+
+    async with serving(server) as client:
+        init = await client.request(
+            "initialize",
+            {
+                "protocolVersion": LATEST.version,
+                "capabilities": {"roots": {}},
+                "clientInfo": {"name": "line-client", "version": "1"},
+            },
+        )
+        assert (await client.receive())["id"] == init
+        await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = client.tool_call("roots", {})
+        await client.send(call)
+        asked = await client.receive()
+        assert asked["method"] == "roots/list"
+        # The client gives up on its call, so the handler that asked is cancelled ...
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": call["id"]},
+            }
+        )
+        # ... and the server tells the client that its own request is gone.
+        notice = await client.receive()
+        assert notice["method"] == "notifications/cancelled"
+        assert notice["params"]["requestId"] == asked["id"]
 
 
 # --- ending the session -------------------------------------------------------------

@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from mcpactor import Server
-from mcpactor.transports._pump import _DISPATCH_RUN
+from mcpactor.transports._stdio_input import _DISPATCH_RUN
 
 from .test_stdio import serving
 from .test_stdio_2026 import ENVELOPE

@@ -1,11 +1,10 @@
-"""The stdio outbox whose senders write frames themselves: order, backpressure, breakage."""
+"""The stdio sink whose senders write frames themselves: order, backpressure, breakage."""
 
 from __future__ import annotations
 
 import fcntl
-import functools
 import os
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,40 +14,33 @@ import trio
 import trio.testing
 
 from mcpactor import Server
-from mcpactor.runtime import Outbound, OutboundKind, Outbox
+from mcpactor.runtime import Outbound, OutboundKind
 from mcpactor.transports import serve_streams
-from mcpactor.transports._pump import WriteThrough, write_frames
-from mcpactor.transports.stdio import _Pipe
+from mcpactor.transports._pipe import Pipe, PipeSink
 
 _F_SETPIPE_SZ = 1031
 
 
 @asynccontextmanager
-async def through_pipe() -> AsyncIterator[tuple[Outbox, int]]:
-    """An Outbox writing through to a small real pipe, its writer running; yields the
-    read end too."""
+async def open_sink() -> AsyncIterator[tuple[PipeSink, int]]:
+    """A sink writing to a small real pipe, its writer running; yields the read end too."""
     read_fd, write_fd = os.pipe()
     fcntl.fcntl(write_fd, _F_SETPIPE_SZ, 4096)
     os.set_blocking(read_fd, False)
     stream = trio.lowlevel.FdStream(write_fd)
-    outbox, writer = write_through(stream)
+    sink = pipe_sink(stream)
     try:
         async with stream, trio.open_nursery() as nursery:
-            nursery.start_soon(writer)
-            yield outbox, read_fd
-            outbox.close()
+            nursery.start_soon(sink.drain)
+            yield sink, read_fd
+            sink.close()
     finally:
         os.close(read_fd)
 
 
-def write_through(
-    stream: trio.lowlevel.FdStream,
-) -> tuple[Outbox, functools.partial[Coroutine[Any, Any, None]]]:
-    """The Outbox stdio gives a session whose output is ``stream``, and its writer."""
-    queue_send, queue = trio.open_memory_channel[Outbound | bytes](4)
-    through = WriteThrough(_Pipe(stream))
-    outbox = through.outbox = Outbox(queue_send, through=through, eager=True)
-    return outbox, functools.partial(write_frames, stream, queue, outbox=outbox, through=through)
+def pipe_sink(stream: trio.lowlevel.FdStream) -> PipeSink:
+    """The sink stdio gives a session whose output is ``stream`` (a short queue)."""
+    return PipeSink(Pipe(stream), capacity=4)
 
 
 def message(n: int, size: int = 0) -> Outbound:
@@ -70,16 +62,16 @@ def read_available(fd: int) -> bytes:
 
 
 async def test_a_frame_is_written_by_its_sender_when_nothing_waits() -> None:
-    async with through_pipe() as (through, read_fd):
+    async with open_sink() as (sink, read_fd):
         await trio.testing.wait_all_tasks_blocked()
-        through.send_nowait(message(1))
+        await sink.send(message(1))
         # Written before any other task ran: no trip through the writer.
-        assert through.queued == 0
+        assert sink.queued == 0
         assert orjson.loads(read_available(read_fd)) == message(1).payload
 
 
 async def test_frames_keep_their_order_when_the_pipe_fills() -> None:
-    async with through_pipe() as (through, read_fd):
+    async with open_sink() as (sink, read_fd):
         received = bytearray()
         ids = list(range(40))
 
@@ -93,18 +85,18 @@ async def test_frames_keep_their_order_when_the_pipe_fills() -> None:
             for n in ids:
                 # Each frame is about half the pipe: some go out whole, some are cut,
                 # some wait in the writer's queue, and the queue fills (backpressure).
-                await through.send(message(n, size=2000))
+                await sink.send(message(n, size=2000))
         frames = [orjson.loads(line) for line in bytes(received).splitlines()]
         assert [frame["id"] for frame in frames] == ids
-        assert through.queued == 0
+        assert sink.queued == 0
 
 
 async def test_a_sender_queues_behind_frames_the_writer_still_holds() -> None:
-    async with through_pipe() as (through, read_fd):
-        through.send_nowait(message(1, size=6000))  # larger than the pipe: rest queued
-        assert through.queued == 1
-        through.send_nowait(message(2))
-        assert through.queued == 2
+    async with open_sink() as (sink, read_fd):
+        await sink.send(message(1, size=6000))  # larger than the pipe: rest queued
+        assert sink.queued == 1
+        await sink.send(message(2))
+        assert sink.queued == 2
         data = bytearray()
         while data.count(b"\n") < 2:
             await trio.lowlevel.wait_readable(read_fd)
@@ -116,33 +108,33 @@ async def test_a_reader_that_leaves_loses_output_but_breaks_nothing() -> None:
     read_fd, write_fd = os.pipe()
     os.close(read_fd)
     stream = trio.lowlevel.FdStream(write_fd)
-    through, writer = write_through(stream)
+    sink = pipe_sink(stream)
     async with stream, trio.open_nursery() as nursery:
-        nursery.start_soon(writer)
+        nursery.start_soon(sink.drain)
         for n in range(10):
-            await through.send(message(n))
+            await sink.send(message(n))
         # Nothing blocks on the dead pipe: the writer drains what comes and drops it.
         await trio.testing.wait_all_tasks_blocked()
-        assert through.queued == 0
-        through.close()
+        assert sink.queued == 0
+        sink.close()
 
 
 async def test_sending_after_close_fails_like_a_closed_channel() -> None:
-    async with through_pipe() as (through, _):
-        through.close()
+    async with open_sink() as (sink, _):
+        sink.close()
         try:
-            through.send_nowait(message(1))
+            await sink.send(message(1))
         except trio.ClosedResourceError:
             pass
         else:
-            raise AssertionError("a closed outbox took a message")
+            raise AssertionError("a closed sink took a message")
 
 
 async def test_two_writers_of_one_pipe_raise_instead_of_interleaving() -> None:
     read_fd, write_fd = os.pipe()
     fcntl.fcntl(write_fd, _F_SETPIPE_SZ, 4096)
     stream = trio.lowlevel.FdStream(write_fd)
-    pipe = _Pipe(stream)
+    pipe = Pipe(stream)
     try:
         async with stream, trio.open_nursery() as nursery:
             # The first writer fills the pipe and waits in send_all for room.
@@ -170,18 +162,18 @@ async def test_a_lone_requests_answer_is_written_by_its_own_task(
         return text
 
     taken: list[tuple[object, bool]] = []
-    offer = WriteThrough.__call__
+    write_nowait = Pipe.write_nowait
 
-    def noted(self: WriteThrough, value: Outbound) -> bool:
-        written = offer(self, value)
-        taken.append((value.payload.get("id") if type(value.payload) is dict else None, written))
+    def noted(self: Pipe, data: bytes | memoryview) -> int:
+        written = write_nowait(self, data)
+        taken.append((orjson.loads(data).get("id"), written == len(data)))
         return written
 
-    monkeypatch.setattr(WriteThrough, "__call__", noted)
+    monkeypatch.setattr(Pipe, "write_nowait", noted)
     to_server_read, to_server_write = os.pipe()
     from_server_read, from_server_write = os.pipe()
-    server_in = _Pipe(trio.lowlevel.FdStream(to_server_read))
-    server_out = _Pipe(trio.lowlevel.FdStream(from_server_write))
+    server_in = Pipe(trio.lowlevel.FdStream(to_server_read))
+    server_out = Pipe(trio.lowlevel.FdStream(from_server_write))
     client_out = trio.lowlevel.FdStream(to_server_write)
     client_in = trio.lowlevel.FdStream(from_server_read)
     meta = (
