@@ -43,7 +43,7 @@ class Flight(Sessionless):
     its handler's notifications go to the request's own stream through it.
     """
 
-    __slots__ = ("_admitted", "_emit", "_host", "progress", "scope", "served", "started")
+    __slots__ = ("_admitted", "_host", "emit", "progress", "scope", "served", "started")
 
     def __init__(
         self,
@@ -57,7 +57,8 @@ class Flight(Sessionless):
         self._host = host
         #: the request (``request`` is the Peer's way to ask the client)
         self.served = request
-        self._emit = emit
+        #: what passes a message for the request's stream on to the transport
+        self.emit = emit
         # What the transport admitted the request as; read as a Principal on demand.
         self._admitted = admitted
         #: the caller's scope around the request (a scope of our own would cost more than
@@ -72,25 +73,19 @@ class Flight(Sessionless):
         """The principal the HTTP layer admitted this request as (None: no authorization)."""
         return principal_of(self._admitted)
 
-    async def emit(self, message: JSONObject) -> None:
-        """Pass a notification on to the transport, noting the request's progress."""
-        if message.get("method") == "notifications/progress":
-            params = message.get("params")
-            if type(params) is dict:
-                progress, total = params.get("progress"), params.get("total")
-                note = params.get("message")
-                if isinstance(progress, int | float):
-                    self.progress = (
-                        float(progress),
-                        float(total) if isinstance(total, int | float) else None,
-                        note if isinstance(note, str) else None,
-                    )
-        await self._emit(message)
-
     async def notify(
         self, method: str, params: JSONObject, *, related_request_id: RequestId | None
     ) -> None:
-        """Send a notification on the request's own stream."""
+        """Send a notification on the request's own stream (noting its progress)."""
+        if method == "notifications/progress":
+            progress, total = params.get("progress"), params.get("total")
+            note = params.get("message")
+            if isinstance(progress, int | float):
+                self.progress = (
+                    float(progress),
+                    float(total) if isinstance(total, int | float) else None,
+                    note if isinstance(note, str) else None,
+                )
         await self.emit(Notification(method, params).to_json())
 
     def cancel(self, reason: str) -> bool:

@@ -86,20 +86,17 @@ class Outbox:
     ``send_nowait`` raises ``trio.WouldBlock`` instead. Both raise
     ``trio.ClosedResourceError`` (or the channel's ``trio.BrokenResourceError``) once
     closed. Closing it tells the writer nothing more will come. ``queued`` counts what
-    was handed over and not yet dealt with.
+    senders queued for the one delivering.
 
-    Two kinds of destination. A pipe has a writer task: messages queue on ``channel``
-    for it, and the writer lowers ``queued`` (``done``). ``through`` is the pipe's
-    write-through: a message that finds nothing queued is offered to it first, in the
-    sender's task; it writes it at once and says True, or says False and the message
-    queues. With ``eager``, ``send`` is no schedule point unless it has to wait (stdio:
-    the reader and writer loops already pass through the scheduler).
+    Two kinds of destination. One with a reader of its own (a memory channel: the
+    in-memory connection, tests) gets the messages on ``channel``.
 
-    A destination with a route (``deliver``: an HTTP session's streams) has no writer
-    task: one sender at a time delivers, first in first out. A sender that finds the
-    outbox free delivers its message in its own task, then whatever others queued
-    meanwhile, in order, before it lets go; a sender that finds it busy queues its
-    message and goes on (waiting only while ``limit`` messages wait). A message queued
+    One with a route (``deliver``: an HTTP session's streams, a pipe's sink) has no
+    writer task of the session's: one sender at a time delivers, first in first out. A
+    sender that finds the outbox free delivers its message in its own task, then what
+    others queued meanwhile, in order, before it lets go; a sender that finds it busy
+    queues its message and goes on (waiting only while ``limit`` messages wait). A
+    message queued
     by ``send_nowait`` while nobody delivers is delivered by a task started in the
     nursery given to ``attach``.
 
@@ -112,12 +109,10 @@ class Outbox:
         "_busy",
         "_channel",
         "_deliver",
-        "_eager",
         "_limit",
         "_nursery",
         "_pending",
         "_room",
-        "_through",
         "closed",
         "max_message_bytes",
         "queued",
@@ -127,18 +122,14 @@ class Outbox:
         self,
         channel: trio.MemorySendChannel[Any] | None,
         *,
-        through: Callable[[Outbound], bool] | None = None,
         deliver: Callable[[Outbound], Awaitable[None]] | None = None,
-        eager: bool = False,
         limit: int = 256,
         max_message_bytes: int | None = None,
     ) -> None:
         assert (channel is None) != (deliver is None)
         self.max_message_bytes = max_message_bytes
         self._channel = channel
-        self._through = through
         self._deliver = deliver
-        self._eager = eager
         self._limit = limit
         # A sender is delivering; what others queued for it meanwhile.
         self._busy = False
@@ -164,7 +155,7 @@ class Outbox:
         self._nursery = nursery
 
     def send_nowait(self, value: Outbound, /) -> None:
-        """Queue one message without waiting (a pipe's ``through`` may write it at once)."""
+        """Queue one message without waiting."""
         if self.closed:
             raise trio.ClosedResourceError("the session's outbox is closed")
         channel = self._channel
@@ -180,17 +171,7 @@ class Outbox:
             self._pending.append(value)
             self.queued += 1
             return
-        through = self._through
-        if through is not None and not self.queued and through(value):
-            return
         channel.send_nowait(value)
-        self.queued += 1
-
-    def send_raw(self, data: bytes) -> None:
-        """Queue bytes for the writer ahead of anything sent later (a frame's rest)."""
-        assert self._channel is not None
-        self._channel.send_nowait(data)
-        self.queued += 1
 
     async def send(self, value: Outbound, /) -> None:
         """Hand over one message: delivered now if the outbox is free, else queued."""
@@ -198,26 +179,9 @@ class Outbox:
         if channel is None:
             await self._send_delivering(value)
             return
-        if self._eager:
-            await trio.lowlevel.checkpoint_if_cancelled()
-            try:
-                self.send_nowait(value)
-                return
-            except trio.WouldBlock:
-                pass
-        else:
-            if self.closed:
-                raise trio.ClosedResourceError("the session's outbox is closed")
-            through = self._through
-            if through is not None and not self.queued and through(value):
-                await trio.lowlevel.checkpoint()
-                return
-        self.queued += 1
-        try:
-            await channel.send(value)
-        except BaseException:
-            self.queued -= 1
-            raise
+        if self.closed:
+            raise trio.ClosedResourceError("the session's outbox is closed")
+        await channel.send(value)
 
     async def _send_delivering(self, value: Outbound) -> None:
         if self.closed:
@@ -281,10 +245,6 @@ class Outbox:
             self.queued -= len(self._pending)
             self._pending.clear()
             self._busy = False
-
-    def done(self, count: int = 1) -> None:
-        """The writer dealt with ``count`` queued items."""
-        self.queued -= count
 
     def close(self) -> None:
         """Say that nothing more will be sent; the writer finishes what is queued."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import attrs
 import trio
@@ -43,6 +43,7 @@ from ..protocol import (
     STATUS_NOTIFICATION,
     Envelope,
     EnvelopeError,
+    Exchange,
     JSONObject,
     KeyRing,
     Request,
@@ -308,10 +309,15 @@ class StatelessHost:
             clock,
             flight.started,
         )
+        # The request's exchange builds its answer, as a session's does; no session
+        # counts it, so what it builds is the message itself.
+        exchange = Exchange(request, envelope)
         if type(result) is dict:
-            return result_message(request_id, result)
-        assert isinstance(result, RequestError | ProtocolError)
-        return _error(request_id, result.code, result.message, result.data)
+            answer = exchange.respond(result)
+        else:
+            assert isinstance(result, RequestError | ProtocolError)
+            answer = exchange.respond_error(result.code, result.message, result.data)
+        return cast(JSONObject, answer)
 
     async def _call(
         self,

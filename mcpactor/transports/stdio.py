@@ -15,14 +15,13 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Final
+from typing import Any
 
 import trio
 
 from .._exceptions import ProtocolError
 from ..protocol import DEFAULT_MAX_LINE_BYTES, JSONValue
 from ..runtime import (
-    Outbound,
     Outbox,
     SessionActor,
     SessionOptions,
@@ -39,9 +38,6 @@ from ._stdio_input import read_input
 __all__ = ["serve_stdio", "serve_streams"]
 
 _log = logging.getLogger("mcpactor")
-
-# Messages of the session queued while another is being delivered to the sink.
-_OUTBOX_SIZE: Final = 256
 
 
 async def serve_streams(
@@ -68,13 +64,11 @@ async def serve_streams(
     # Everything to the client leaves through the one sink: the session's messages and
     # the stateless requests' alike.
     sink = PipeSink(send_stream, max_message_bytes=max_line_bytes)
-    queue_in, queue = trio.open_memory_channel[Outbound](_OUTBOX_SIZE)
-    outbox = Outbox(queue_in, deliver=sink.send, max_message_bytes=max_line_bytes)
+    outbox = Outbox(None, deliver=sink.send, max_message_bytes=max_line_bytes)
     actor = SessionActor(server, outbox, options)
     async with observed(actor, host), trio.open_nursery() as nursery:
         # The sink's writer ends once the sink is closed, after its last message.
         nursery.start_soon(sink.drain)
-        nursery.start_soon(_deliver_queued, outbox, queue, sink)
         host.attach()
         async with trio.open_nursery() as tasks:
             # Tasks of stateless requests end with the session (they answer no one after).
@@ -98,24 +92,30 @@ async def serve_streams(
                 if stop is not None:
                     inputs.start_soon(_stop_on, stop, reader)
                 started = await inputs.start(
-                    _then_cancel, inputs.cancel_scope, actor.run, inbox_receive
+                    _run_session, actor, inbox_receive, sink, inputs.cancel_scope
                 )
                 task_status.started(started)
             tasks.cancel_scope.cancel()
         await host.aclose()
 
 
-async def _deliver_queued(
-    outbox: Outbox, queue: trio.MemoryReceiveChannel[Outbound], sink: PipeSink
+async def _run_session(
+    actor: SessionActor,
+    inbox: trio.MemoryReceiveChannel[JSONValue | ProtocolError],
+    sink: PipeSink,
+    scope: trio.CancelScope,
+    *,
+    task_status: trio.TaskStatus[SessionActor] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    # What the session sent while another of its messages was being delivered, or
-    # without waiting, delivered in its turn. The session closes its outbox last of all
-    # the pipe's senders (after the stateless requests, whose end closes its inbox): the
-    # sink closes once what was queued here is in it.
-    async with queue:
-        async for item in queue:
-            await outbox.deliver_queued(item)
-    sink.close()
+    # Run the session to its end, then close the sink and cancel the helpers (signal or
+    # stop watchers). The session ends last of all the pipe's senders (after the
+    # stateless requests, whose end closes its inbox), and what it sent is in the sink
+    # when its run returns.
+    try:
+        await actor.run(inbox, task_status=task_status)
+    finally:
+        sink.close()
+    scope.cancel()
 
 
 async def _then_cancel(

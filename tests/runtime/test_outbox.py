@@ -13,37 +13,6 @@ def reply(n: int) -> Outbound:
     return Outbound(OutboundKind.RESPONSE, {"jsonrpc": "2.0", "id": n, "result": {}}, n)
 
 
-async def test_the_shortcut_is_offered_only_while_nothing_is_queued() -> None:
-    taken: list[Outbound] = []
-    accept = True
-
-    def through(item: Outbound) -> bool:
-        if accept:
-            taken.append(item)
-        return accept
-
-    send, receive = trio.open_memory_channel[Outbound](8)
-    outbox = Outbox(send, through=through)
-    outbox.send_nowait(reply(1))
-    assert [item.payload["id"] for item in taken] == [1]
-    assert outbox.queued == 0
-    accept = False
-    await outbox.send(reply(2))  # refused: queued for the writer
-    assert outbox.queued == 1
-    accept = True
-    outbox.send_nowait(reply(3))  # behind 2: not offered, so order is kept
-    assert [item.payload["id"] for item in taken] == [1]
-    assert [receive.receive_nowait().payload["id"] for _ in range(2)] == [2, 3]
-    outbox.done(2)
-    outbox.send_nowait(reply(4))
-    assert [item.payload["id"] for item in taken] == [1, 4]
-    outbox.close()
-    with pytest.raises(trio.ClosedResourceError):
-        outbox.send_nowait(reply(5))
-    with pytest.raises(trio.ClosedResourceError):
-        await outbox.send(reply(5))
-
-
 async def test_a_free_outbox_is_delivered_by_its_sender_a_busy_one_queues() -> None:
     delivered: list[tuple[int, str]] = []
     gate = trio.Event()
