@@ -25,6 +25,11 @@ from collections.abc import Mapping
 from time import time as _now
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+import trio
+
+from ..protocol import CLIENT_INFO
+from ._rates import _SESSION, GRID, Rates
+
 if TYPE_CHECKING:
     from ..server import TaskState
     from ._history import History
@@ -149,6 +154,8 @@ class Metrics:
         self.log_context = False
         #: the requests that ended lately; None: not kept (see ``keep_history``)
         self.history: History | None = None
+        #: rates and latency per tool and client, kept with the history; None: not kept
+        self.rates: Rates | None = None
         self._history_users = 0
         self._log_context_before = False
         self._methods: set[str] = set()
@@ -186,11 +193,13 @@ class Metrics:
         seconds: float,
         error: str | None = None,
         detail: str | None = None,
+        ended: float | None = None,
     ) -> None:
         """Count one request that ended with ``outcome`` after ``seconds``.
 
         ``error`` is the kind of error it was answered with, when it was, and ``detail``
-        its message, when the caller has it (the history shows it).
+        its message, when the caller has it (the history shows it); ``ended`` is when,
+        on trio's clock (the rates count it then).
         """
         name: object = ""
         if method in _NAMED and params is not None:
@@ -210,14 +219,50 @@ class Metrics:
         elif outcome == CANCELLED:
             self.cancelled("request")
         history = self.history
-        if history is not None:
-            # One tuple: the rest is worked out when someone reads the history. An
-            # initialize keeps the clientInfo its client sent, for the session's name.
-            if method == "initialize" and params is not None:
-                name = params.get("clientInfo")
-            history.append(
-                (_now(), method, name, outcome, seconds, error, detail, LOG_CONTEXT.get())
-            )
+        if history is None:
+            return
+        # One tuple: the rest is worked out when someone reads the history. An
+        # initialize keeps the clientInfo its client sent, for the session's name.
+        if method == "initialize" and params is not None:
+            name = params.get("clientInfo")
+        context = LOG_CONTEXT.get()
+        history.append((_now(), method, name, outcome, seconds, error, detail, context))
+        rates = self.rates
+        if rates is None or ended is None:
+            return
+        # The rates' cell of this request, written here rather than in a call (see
+        # _rates.py): its labels, its client's, then its counts and latency bucket.
+        if ended >= rates.ends:
+            rates.turn(ended)
+        session = context[0] if context is not None else None
+        if method == "initialize":
+            rates.initialized(session, name)
+            name = ""
+        if session is None:
+            # A 2026-07-28 request names its client; a stdio session's is the one.
+            meta = params.get("_meta") if params is not None else None
+            if type(meta) is dict and CLIENT_INFO in meta:
+                client = rates.envelope_client(meta)
+            else:
+                client = rates.lone
+        else:
+            client = rates.clients.get(session) or _SESSION + session
+        label = (
+            method if method in self._methods else OTHER,
+            name if not name or name in self._names else OTHER,
+            client,
+        )
+        cell = rates.cells.get(label) or rates.cell(label)  # type: ignore[arg-type]
+        cell[0] += 1
+        if outcome == CANCELLED:
+            cell[2] += 1
+            return
+        if outcome == ERROR:
+            cell[1] += 1
+        cell[3] += seconds
+        buckets = cell[4]
+        bucket = bisect_left(GRID, seconds)
+        buckets[bucket] = buckets.get(bucket, 0) + 1
 
     def keep_history(self, size: int | None = None) -> History:
         """Keep the requests that end from now on in a ring (``size`` of them at most).
@@ -229,6 +274,11 @@ class Metrics:
 
         if self.history is None:
             self.history = History(size or DEFAULT_HISTORY)
+            try:
+                since: float | None = trio.current_time()
+            except RuntimeError:  # not in a run: the rates count from the first request
+                since = None
+            self.rates = Rates(since)
             self._log_context_before = self.log_context
             self.log_context = True
         self._history_users += 1
@@ -240,7 +290,7 @@ class Metrics:
             return
         self._history_users -= 1
         if self._history_users == 0:
-            self.history = None
+            self.history = self.rates = None
             self.log_context = self._log_context_before
 
     def _admit(self, method: str, name: object, outcome: str) -> list[float]:

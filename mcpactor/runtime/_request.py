@@ -64,9 +64,8 @@ async def handled(
             outcome, error = ERROR, "tool"
         return result
     finally:
-        metrics.request_ended(
-            method, params, outcome, clock.current_time() - started, error, detail
-        )
+        ended = clock.current_time()
+        metrics.request_ended(method, params, outcome, ended - started, error, detail, ended)
         if trace is not None:
             trace.end(outcome, error)
         if token is not None:

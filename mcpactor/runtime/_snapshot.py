@@ -322,6 +322,18 @@ class Observatory:
         items = history.items(cancelled_by=cancelled_by, **filters)
         return {"kept": True, "size": history.size, "items": items}
 
+    def rates(self, now: float | None = None, window: float = 60.0) -> dict[str, Any]:
+        """Requests/s, errors/s and latency percentiles per tool and per client over the
+        last ``window`` seconds (kept once ``METRICS.keep_history`` was called)."""
+        rates = METRICS.rates
+        if rates is None:
+            return {"kept": False, "window": window, "tools": [], "clients": []}
+        rates.learn(
+            (key if http is not None else None, actor.view().client_info)
+            for key, _, _, actor, http in self._sessions(self._tables())
+        )
+        return rates.read(trio.current_time() if now is None else now, window)
+
     # --- actions -----------------------------------------------------------------------
 
     def cancel_request(self, session_id: str, request_id: RequestId) -> bool:
