@@ -116,6 +116,9 @@ class RequestTracer(Protocol):
     def start_task(self, task_id: str) -> RequestTrace:
         """Start the span of one task actor, current in its task until it ends."""
 
+    def current_trace_id(self) -> str | None:
+        """The trace id of the span current in the calling task (hex), if any."""
+
 
 #: (session id, request id, method) of the request the running task serves, for logs
 LogContext = tuple[str | None, object, str]
@@ -218,26 +221,41 @@ class Metrics:
             self.errors[kind] = self.errors.get(kind, 0) + 1
         elif outcome == CANCELLED:
             self.cancelled("request")
+        if self.history is not None:
+            self._watched(method, params, name, outcome, seconds, error, detail, ended)
+
+    def _watched(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        name: object,
+        outcome: str,
+        seconds: float,
+        error: str | None,
+        detail: str | None,
+        ended: float | None,
+    ) -> None:
+        # What the admin listener keeps of a request while it serves: its history entry
+        # (one tuple; the rest is worked out when someone reads it), its params for its
+        # story, and its cell of the rates (see _rates.py). An initialize's entry keeps
+        # the clientInfo its client sent, for the session's name.
         history = self.history
-        if history is None:
-            return
-        # One tuple: the rest is worked out when someone reads the history. An
-        # initialize keeps the clientInfo its client sent, for the session's name.
-        if method == "initialize" and params is not None:
-            name = params.get("clientInfo")
+        assert history is not None
         context = LOG_CONTEXT.get()
-        history.append((_now(), method, name, outcome, seconds, error, detail, context))
+        info = params.get("clientInfo") if method == "initialize" and params else None
+        tracer = self.tracer
+        trace_id = tracer.current_trace_id() if tracer is not None else None
+        entry = (_now(), method, info or name, outcome, seconds, error, detail, context)
+        history.append((*entry, trace_id))
+        history.stories.append((context, params))
         rates = self.rates
         if rates is None or ended is None:
             return
-        # The rates' cell of this request, written here rather than in a call (see
-        # _rates.py): its labels, its client's, then its counts and latency bucket.
         if ended >= rates.ends:
             rates.turn(ended)
         session = context[0] if context is not None else None
         if method == "initialize":
-            rates.initialized(session, name)
-            name = ""
+            rates.initialized(session, info)
         if session is None:
             # A 2026-07-28 request names its client; a stdio session's is the one.
             meta = params.get("_meta") if params is not None else None
@@ -344,7 +362,7 @@ class Metrics:
             outcome = _TASK_OUTCOMES.get(status, status)
             seconds = task.updated_at - task.created_at
             entry = (_now(), "task", task.task_id, outcome, seconds, None, task.status_message)
-            history.append((*entry, None))
+            history.append((*entry, None, None))
 
     def stream_opened(self) -> None:
         """Count a response stream that was opened."""
