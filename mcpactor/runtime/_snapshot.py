@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from ._offload import ProcessPool
     from ._session_actor import SessionActor
     from ._stateless import StatelessHost
-    from ._views import HostView, HttpSessionView, ManagerView, SessionView
+    from ._views import HostView, HttpSessionView, ManagerView, RequestView, SessionView
 
 # The session manager imports this module (to register itself), so it is not imported
 # back, not even for types: a manager is known by what it has.
@@ -333,6 +333,31 @@ class Observatory:
             for key, _, _, actor, http in self._sessions(self._tables())
         )
         return rates.read(trio.current_time() if now is None else now, window)
+
+    def running(
+        self, session_id: str | None, request_id: str, key: int | None = None
+    ) -> tuple[RequestView, dict[str, Any]] | None:
+        """A running request's view and what the tree says of its session (or, with
+        ``key``, a stateless request's), or None. Ids are matched as text."""
+        now = trio.current_time()
+        managers = self._tables()
+        if key is not None:
+            for host in self._all_hosts(managers):
+                for request in host.view().requests:
+                    if request.key == key:
+                        name = name_of(request.method or "", request.params)
+                        return request, stateless_item(request, name, now)
+            return None
+        for live_key, transport, since, actor, http in self._sessions(managers):
+            if live_key != session_id:
+                continue
+            view = actor.view()
+            for request in view.requests:
+                if str(request.id) == request_id and request.started is not None:
+                    item = session_item(live_key, transport, since, view, http, Wanted(now))
+                    del item["requests"], item["tasks"], item["streams"], item["more"]
+                    return request, item
+        return None
 
     # --- actions -----------------------------------------------------------------------
 
