@@ -59,7 +59,7 @@ def test_the_story_s_redaction_rules_and_trace_link(tmp_path: Path) -> None:
     assert admin.redact == {"sign_in": ("note", "card.number"), "*": ("ssn",)}
     with pytest.raises(ConfigError, match=r"admin.trace_url: expected an http\(s\) URL"):
         load_config(_config(tmp_path, '[admin]\ntrace_url = "https://traces.example/"\n'))
-    with pytest.raises(ConfigError, match="admin.redact.sign_in: expected a list of strings"):
+    with pytest.raises(ConfigError, match=r"admin\.redact\.sign_in: expected a list of strings"):
         load_config(_config(tmp_path, '[admin.redact]\nsign_in = "note"\n'))
 
 
