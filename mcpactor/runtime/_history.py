@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ._snapshot_items import _client_name as client_name
+from ._snapshot_items import _principal_text as principal_text
 from ._snapshot_items import text
 
 __all__ = ["DEFAULT_HISTORY", "Ended", "History"]
@@ -29,8 +30,9 @@ STORIES: Final = 100
 
 #: one request that ended: (Unix time, method, name or "" (an initialize's clientInfo),
 #: outcome, seconds, error kind, what it failed with, its ``LOG_CONTEXT``: (session id,
-#: request id, method) or None, its trace id or None)
-Ended = tuple[float, str, object, str, float, str | None, str | None, Any, str | None]
+#: request id, method) or None, its trace id or None, and for a request without a
+#: session (2026-07-28) its (client label, principal), else None)
+Ended = tuple[float, str, object, str, float, str | None, str | None, Any, str | None, Any]
 #: the params of one request that ended, with its ``LOG_CONTEXT``
 Story = tuple[Any, Any]
 
@@ -115,16 +117,18 @@ class History:
         # The client of a session that ended before anyone read its name: its initialize
         # kept the clientInfo in its name's place.
         known = self._known
-        for _, method, info, _, _, _, _, context, _ in self._ring:
+        for _, method, info, _, _, _, _, context, _, _ in self._ring:
             if method == "initialize" and context is not None and context[0] not in known:
                 known[context[0]] = (client_name(info), None)
 
     def _item(self, entry: Ended, cancelled_by: Mapping[tuple[str, str], str]) -> dict[str, Any]:
-        at, method, name, outcome, seconds, error, detail, context, trace_id = entry
+        at, method, name, outcome, seconds, error, detail, context, trace_id, sessionless = entry
         if method == "initialize":
             name = None  # its clientInfo: the client's name says it
         session, request = (context[0], context[1]) if context is not None else (None, None)
         who, principal = self._known.get(session, (None, None)) if session else (None, None)
+        if sessionless is not None:
+            who, principal = text(sessionless[0]), principal_text(sessionless[1])
         by = None
         if outcome == "cancelled" and session is not None:
             by = cancelled_by.get((session, str(request)))

@@ -197,12 +197,14 @@ class Metrics:
         error: str | None = None,
         detail: str | None = None,
         ended: float | None = None,
+        principal: object = None,
     ) -> None:
         """Count one request that ended with ``outcome`` after ``seconds``.
 
         ``error`` is the kind of error it was answered with, when it was, and ``detail``
         its message, when the caller has it (the history shows it); ``ended`` is when,
-        on trio's clock (the rates count it then).
+        on trio's clock (the rates count it then); ``principal`` what a request without a
+        session was admitted as (the history shows it).
         """
         name: object = ""
         if method in _NAMED and params is not None:
@@ -222,7 +224,7 @@ class Metrics:
         elif outcome == CANCELLED:
             self.cancelled("request")
         if self.history is not None:
-            self._watched(method, params, name, outcome, seconds, error, detail, ended)
+            self._watched(method, params, name, outcome, seconds, error, detail, ended, principal)
 
     def _watched(
         self,
@@ -234,37 +236,40 @@ class Metrics:
         error: str | None,
         detail: str | None,
         ended: float | None,
+        principal: object,
     ) -> None:
         # What the admin listener keeps of a request while it serves: its history entry
         # (one tuple; the rest is worked out when someone reads it), its params for its
         # story, and its cell of the rates (see _rates.py). An initialize's entry keeps
-        # the clientInfo its client sent, for the session's name.
-        history = self.history
+        # the clientInfo its client sent, for the session's name; a 2026-07-28 request's
+        # keeps the client it names and its principal, having no session to name them.
+        history, rates = self.history, self.rates
         assert history is not None
+        assert rates is not None
         context = LOG_CONTEXT.get()
-        info = params.get("clientInfo") if method == "initialize" and params else None
-        tracer = self.tracer
-        trace_id = tracer.current_trace_id() if tracer is not None else None
-        entry = (_now(), method, info or name, outcome, seconds, error, detail, context)
-        history.append((*entry, trace_id))
-        history.stories.append((context, params))
-        rates = self.rates
-        if rates is None or ended is None:
-            return
-        if ended >= rates.ends:
-            rates.turn(ended)
         session = context[0] if context is not None else None
-        if method == "initialize":
-            rates.initialized(session, info)
-        if session is None:
-            # A 2026-07-28 request names its client; a stdio session's is the one.
+        info = params.get("clientInfo") if method == "initialize" and params else None
+        who = None
+        if session is not None:
+            client = rates.clients.get(session) or _SESSION + session
+        else:
             meta = params.get("_meta") if params is not None else None
             if type(meta) is dict and CLIENT_INFO in meta:
                 client = rates.envelope_client(meta)
+                who = (client, principal)
             else:
-                client = rates.lone
-        else:
-            client = rates.clients.get(session) or _SESSION + session
+                client = rates.lone  # stdio's session: the process's one client
+        tracer = self.tracer
+        trace_id = tracer.current_trace_id() if tracer is not None else None
+        entry = (_now(), method, info or name, outcome, seconds, error, detail, context)
+        history.append((*entry, trace_id, who))
+        history.stories.append((context, params))
+        if ended is None:
+            return
+        if ended >= rates.ends:
+            rates.turn(ended)
+        if method == "initialize":
+            rates.initialized(session, info)
         label = (
             method if method in self._methods else OTHER,
             name if not name or name in self._names else OTHER,
@@ -362,7 +367,7 @@ class Metrics:
             outcome = _TASK_OUTCOMES.get(status, status)
             seconds = task.updated_at - task.created_at
             entry = (_now(), "task", task.task_id, outcome, seconds, None, task.status_message)
-            history.append((*entry, None, None))
+            history.append((*entry, None, None, None))
 
     def stream_opened(self) -> None:
         """Count a response stream that was opened."""

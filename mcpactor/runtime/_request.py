@@ -30,10 +30,12 @@ async def handled(
     version: str,
     clock: trio.abc.Clock,
     started: float,
+    principal: object = None,
 ) -> JSONObject | RequestError | ProtocolError:
     """Await ``handler``: its result, or the error its request is to be answered with.
 
     A cancellation goes through (the request's scope answers for it) and counts as one.
+    ``principal`` is what a request without a session was admitted as (the history's).
     """
     metrics = METRICS
     tracer = metrics.tracer
@@ -65,7 +67,9 @@ async def handled(
         return result
     finally:
         ended = clock.current_time()
-        metrics.request_ended(method, params, outcome, ended - started, error, detail, ended)
+        metrics.request_ended(
+            method, params, outcome, ended - started, error, detail, ended, principal
+        )
         if trace is not None:
             trace.end(outcome, error)
         if token is not None:

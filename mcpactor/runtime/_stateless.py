@@ -284,6 +284,7 @@ class StatelessHost:
                         envelope.revision.version,
                         clock,
                         flight.started,
+                        principal,
                     )
                     if type(result) is dict:
                         answer = result_message(request_id, result)

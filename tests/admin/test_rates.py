@@ -202,3 +202,20 @@ def test_percentiles_are_read_within_the_grid_s_step() -> None:
             assert value / step <= found <= value * step
     assert percentile({}, 0.5) is None
     assert math.isclose(GRID[8] / GRID[0], 2.0)
+
+
+async def test_a_request_without_a_session_keeps_its_client_and_principal(
+    autojump_clock: trio.testing.MockClock, rates: Rates
+) -> None:
+    host = StatelessHost(make_server(), options=StatelessOptions(keepalive=None))
+    meta = {**ENVELOPE, CLIENT_INFO: {"name": "delta", "version": "7"}}
+    params = {"name": "slow", "arguments": {"seconds": 0.5}, "_meta": meta}
+    await host.serve(Request("d-1", "tools/call", params), _nothing, principal="carol")
+    history = METRICS.history
+    assert history is not None
+    (item,) = [item for item in history.items() if item["request"] == "d-1"]
+    assert item["session"] is None
+    assert item["client"] == "delta 7"
+    assert item["principal"] == "carol"
+    assert item["seconds"] == pytest.approx(0.5)
+    assert [item["request"] for item in history.items(find="carol")] == ["d-1"]
