@@ -72,6 +72,9 @@ def _drive(admin_url: str, seen: dict[str, Any]) -> None:
             seen["charts"] = page.locator("#rates-tools svg.chart polyline").count()
             seen["client rows"] = page.locator("#rates-clients tbody tr").all_inner_texts()
             _shot(page.locator("#rates"), "admin-rates.png")
+            # The window is a filter like the others: in the address.
+            page.select_option("select[name=over]", "300")
+            page.wait_for_function("() => location.search.includes('over=300')")
             # A running request's story, from its title in the tree, at the first press.
             title = ".node[data-request][data-session] .title.link"
             page.locator(title).first.wait_for()
@@ -107,6 +110,7 @@ def _drive(admin_url: str, seen: dict[str, Any]) -> None:
                 "() => document.getElementById('story-title').textContent.includes('sign_in')"
             )
             seen["reopened"] = page.locator("#story-facts").inner_text()
+            seen["window"] = page.input_value("select[name=over]")
             seen["problems"] = problems
         finally:
             browser.close()
@@ -159,4 +163,5 @@ async def test_rates_and_a_request_s_story_on_the_page() -> None:
     assert seen["trace shown"]
     assert "story=" in seen["link"]
     assert "failed (tool error)" in seen["reopened"]
+    assert seen["window"] == "300"
     assert seen["problems"] == []

@@ -740,10 +740,6 @@ filters.addEventListener("input", (event) => {
     if (lastTree) render(lastTree);
     return;
   }
-  if (event.target.name === "over") {
-    refreshRates(true);
-    return;
-  }
   if (event.target.name === "find") {
     if (lastTree) render(lastTree);
     refreshHistory(true);

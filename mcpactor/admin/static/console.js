@@ -25,6 +25,12 @@ async function refreshRates(force) {
   renderRates(JSON.parse(text));
 }
 
+// The window is outside the filters' form (associated with it), so its own listener.
+filters.elements.over.addEventListener("input", () => {
+  saveLink();
+  refreshRates(true);
+});
+
 function latency(seconds) {
   if (seconds === null || seconds === undefined) return "";
   if (seconds < 0.001) return `${(seconds * 1e6).toFixed(0)} µs`;
