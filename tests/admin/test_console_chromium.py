@@ -85,6 +85,8 @@ def _drive(admin_url: str, seen: dict[str, Any]) -> None:
             seen["running arguments"] = page.locator("#story-arguments").inner_text()
             _press(cdp, page, "#story-close", 0.15)
             page.locator("dialog#story").wait_for(state="hidden")
+            # Closed, the story leaves the address (the dialog's close event says so).
+            page.wait_for_function("() => !location.search.includes('story=')")
             seen["closed link"] = page.url
             # The failed sign-in's story, from the history.
             failed = page.locator("#history-table tbody tr", has_text="tools/call sign_in")
