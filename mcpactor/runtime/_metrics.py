@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import trio
 
 from ..protocol import CLIENT_INFO
-from ._rates import _SESSION, GRID, Rates
+from ._rates import GRID, Rates
 
 if TYPE_CHECKING:
     from ..server import TaskState
@@ -248,10 +248,9 @@ class Metrics:
         assert rates is not None
         context = LOG_CONTEXT.get()
         session = context[0] if context is not None else None
-        info = params.get("clientInfo") if method == "initialize" and params else None
         who = None
         if session is not None:
-            client = rates.clients.get(session) or _SESSION + session
+            client = rates.clients.get(session) or rates.unknown(session)
         else:
             meta = params.get("_meta") if params is not None else None
             if type(meta) is dict and CLIENT_INFO in meta:
@@ -259,23 +258,39 @@ class Metrics:
                 who = (client, principal)
             else:
                 client = rates.lone  # stdio's session: the process's one client
+        kept = name
+        if method == "initialize":
+            kept = params.get("clientInfo") if params else None
+            rates.initialized(session, kept)
         tracer = self.tracer
-        trace_id = tracer.current_trace_id() if tracer is not None else None
-        entry = (_now(), method, info or name, outcome, seconds, error, detail, context)
-        history.append((*entry, trace_id, who))
+        history.append(
+            (
+                _now(),
+                method,
+                kept,
+                outcome,
+                seconds,
+                error,
+                detail,
+                context,
+                tracer.current_trace_id() if tracer is not None else None,
+                who,
+            )
+        )
         history.stories.append((context, params))
         if ended is None:
             return
         if ended >= rates.ends:
             rates.turn(ended)
-        if method == "initialize":
-            rates.initialized(session, info)
-        label = (
-            method if method in self._methods else OTHER,
-            name if not name or name in self._names else OTHER,
-            client,
+        # Counted under its labels: what it sent, when those are labels (a hit), else
+        # what the metrics count it under.
+        cell = rates.cells.get((method, name, client)) or rates.cell(  # type: ignore[arg-type]
+            (
+                method if method in self._methods else OTHER,
+                name if not name or name in self._names else OTHER,  # type: ignore[arg-type]
+                client,
+            )
         )
-        cell = rates.cells.get(label) or rates.cell(label)  # type: ignore[arg-type]
         cell[0] += 1
         if outcome == CANCELLED:
             cell[2] += 1

@@ -136,6 +136,11 @@ class Rates:
         else:
             self._know(session, self.client_label(info))
 
+    def unknown(self, session: str) -> str:
+        """The mark a session's requests are counted under until its client is known."""
+        mark = self.clients[session] = _SESSION + session
+        return mark
+
     def learn(self, sessions: Iterable[tuple[str | None, JSONValue]]) -> None:
         """Note the client of live sessions: (session id, the clientInfo it sent); a
         session without an id is stdio's."""
@@ -143,7 +148,7 @@ class Rates:
             if session is None:
                 if self.lone == _SESSION:
                     self.lone = self.client_label(info)
-            elif session not in self.clients:
+            elif self.clients.get(session, _SESSION).startswith(_SESSION):
                 self._know(session, self.client_label(info))
 
     def _know(self, session: str, label: str) -> None:
@@ -199,7 +204,8 @@ class Rates:
     def _named(self, session: str) -> str:
         # The client of a session that was not known when its requests were counted.
         if session:
-            return self.clients.get(session, UNKNOWN)
+            client = self.clients.get(session, UNKNOWN)
+            return UNKNOWN if client.startswith(_SESSION) else client
         return UNKNOWN if self.lone == _SESSION else self.lone
 
 
