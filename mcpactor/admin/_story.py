@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -52,12 +53,34 @@ _DEPTH: Final = 8
 _ENTRIES: Final = 50
 _STRING: Final = 1000
 _NODES: Final = 2000
-# Keys whose values are secrets whatever the rules say.
-_SECRET: Final = re.compile(
-    r"pass(word|wd|phrase)?|secret|token|api[-_]?key|authori[sz]ation|credential|"
-    r"private[-_]?key|cookie|signature|^auth$|^key$|session[-_]?key|otp",
-    re.IGNORECASE,
+# Keys whose values are secrets whatever the rules say: a word of the key (split at
+# "_", "-", "." and lowerCase/UpperCase), or two words together ("api_key", "apiKey"),
+# is one of these. "max_tokens" is not a secret; "access_token" is.
+_SECRET_WORDS: Final = frozenset(
+    {
+        "apikey",
+        "auth",
+        "authorization",
+        "bearer",
+        "cookie",
+        "cookies",
+        "credential",
+        "credentials",
+        "jwt",
+        "otp",
+        "passphrase",
+        "passwd",
+        "password",
+        "privatekey",
+        "pwd",
+        "secret",
+        "secrets",
+        "sessionkey",
+        "signature",
+        "token",
+    }
 )
+_WORD: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _TRACE_ID: Final = re.compile(r"[0-9a-f]{32}")
 _TRACEPARENT: Final = re.compile(r"[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
 
@@ -157,7 +180,7 @@ def redacted(value: Any, fields: Sequence[str] = ()) -> tuple[Any, int]:
             out = {}
             for key, inner in item.items():
                 here = (*path, key)
-                if here in paths or _SECRET.search(key):
+                if here in paths or _secret(key):
                     out[key] = REDACTED
                     count[0] += 1
                 else:
@@ -180,6 +203,14 @@ def check_trace_url(template: str | None) -> str | None:
             f"{template[:MAX_PARAM]!r}"
         )
     return template
+
+
+def _secret(key: str) -> bool:
+    # Whether ``key`` looks like it names a secret (see _SECRET_WORDS).
+    words = [word.lower() for word in _WORD.findall(key[:MAX_PARAM])]
+    if any(word in _SECRET_WORDS for word in words):
+        return True
+    return any(first + second in _SECRET_WORDS for first, second in itertools.pairwise(words))
 
 
 def trace_link(template: str | None, trace_id: str | None) -> str | None:

@@ -172,6 +172,10 @@ def test_arguments_are_bounded_before_they_are_formatted() -> None:
 def test_secret_looking_keys_are_redacted_at_any_depth() -> None:
     value = {
         "user": "ada",
+        "max_tokens": 100,
+        "tokenizer": "bpe",
+        "apiKey": "k2",
+        "X-Client-Secret": "s",
         "api_key": "k",
         "nested": {"Authorization": "Bearer x", "ok": 1, "list": [{"token": "t"}]},
         "plain": {"field": "shown", "hidden": "by rule"},
@@ -179,11 +183,15 @@ def test_secret_looking_keys_are_redacted_at_any_depth() -> None:
     shown, count = redacted(value, ["plain.hidden"])
     assert shown["user"] == "ada"
     assert shown["api_key"] == REDACTED
+    assert shown["apiKey"] == REDACTED
+    assert shown["X-Client-Secret"] == REDACTED
+    assert shown["max_tokens"] == 100
+    assert shown["tokenizer"] == "bpe"
     assert shown["nested"]["Authorization"] == REDACTED
     assert shown["nested"]["list"][0]["token"] == REDACTED
     assert shown["nested"]["ok"] == 1
     assert shown["plain"] == {"field": "shown", "hidden": REDACTED}
-    assert count == 4
+    assert count == 6
 
 
 def test_a_trace_link_needs_a_template_and_a_trace_id() -> None:
