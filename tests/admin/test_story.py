@@ -224,3 +224,10 @@ def test_log_lines_are_bounded_per_request_and_in_requests() -> None:
     assert lines[0]["message"].startswith("line 0 ")
     assert all(len(line["message"]) <= 1000 for line in lines)
     assert logs.lines(None, "1") == []
+
+
+async def test_the_story_and_the_rates_need_the_credential() -> None:
+    async with _served() as (_, http, _client):
+        for path in ("api/request?session=x&request=1", "api/rates"):
+            response = await http.get(path)
+            assert response.status_code == 401, path
