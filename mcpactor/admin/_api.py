@@ -16,7 +16,7 @@ from quart_trio import QuartTrio
 
 from ..runtime import Observatory
 from ._responses import MAX_PARAM, audit_trail, json_response
-from ._story import story
+from ._story import story, task_story
 
 __all__ = ["MIN_INTERVAL", "OUTCOMES", "install_api"]
 
@@ -111,8 +111,14 @@ def _rates(observatory: Observatory) -> dict[str, Any]:
 
 def _story(observatory: Observatory) -> Response:
     # One request's story: running (session and request, or a stateless key) or ended
-    # (session, request and when it ended).
+    # (session, request and when it ended); or a task's (task).
     args = request.args
+    task = args.get("task")
+    if task is not None:
+        found = task_story(observatory, task[:MAX_PARAM])
+        if found is None:
+            return json_response({"error": "no such task is kept"}, 404)
+        return json_response(found)
     key = args.get("key")
     at = _number(args.get("at"), -1.0)
     answer = story(

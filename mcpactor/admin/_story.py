@@ -35,6 +35,7 @@ __all__ = [
     "check_trace_url",
     "redacted",
     "story",
+    "task_story",
     "trace_link",
 ]
 
@@ -289,6 +290,34 @@ def story(
     answer["trace_url"] = trace_link(trace_url, trace_id)
     log_session = None if session is None or session.startswith("~") else session
     answer["logs"] = logs.lines(log_session, request) if logs is not None else []
+    return answer
+
+
+def task_story(observatory: Observatory, task_id: str) -> dict[str, Any] | None:
+    """A task's story: its status, message, times and owner while its table keeps it,
+    and its outcome once it ended (from the history), or None if neither knows it."""
+    kept = observatory.task(task_id)
+    history = METRICS.history
+    ended = history.task(task_id) if history is not None else None
+    if kept is None and ended is None:
+        return None
+    answer: dict[str, Any] = {"kind": "task", "task": task_id, "state": "ended"}
+    if ended is not None:
+        answer.update(outcome=ended["outcome"], seconds=ended["seconds"], at=ended["at"])
+        answer["message"] = ended["detail"]
+    if kept is not None:
+        task, owner = kept
+        now = trio.current_time()
+        answer.update(owner)
+        answer.update(
+            state="running" if not task.terminal else "ended",
+            status=task.status,
+            message=_clip(task.message, MAX_PARAM) if task.message else answer.get("message"),
+            age=round(now - task.created, 3),
+            ttl_left=round(task.expires - now, 3) if task.expires is not None else None,
+        )
+        if task.principal is not None:
+            answer["principal"] = _clip(str(task.principal), MAX_PARAM)
     return answer
 
 

@@ -113,6 +113,13 @@ class History:
             return item, None
         return None
 
+    def task(self, task_id: str) -> dict[str, Any] | None:
+        """The newest entry of the task ``task_id`` that ended, or None."""
+        for entry in reversed(self._ring):
+            if entry[1] == "task" and entry[2] == task_id:
+                return self._item(entry, {})
+        return None
+
     def _learn_clients(self) -> None:
         # The client of a session that ended before anyone read its name: its initialize
         # kept the clientInfo in its name's place.

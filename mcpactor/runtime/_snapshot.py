@@ -79,7 +79,14 @@ if TYPE_CHECKING:
     from ._offload import ProcessPool
     from ._session_actor import SessionActor
     from ._stateless import StatelessHost
-    from ._views import HostView, HttpSessionView, ManagerView, RequestView, SessionView
+    from ._views import (
+        HostView,
+        HttpSessionView,
+        ManagerView,
+        RequestView,
+        SessionView,
+        TaskView,
+    )
 
 # The session manager imports this module (to register itself), so it is not imported
 # back, not even for types: a manager is known by what it has.
@@ -357,6 +364,24 @@ class Observatory:
                     item = session_item(live_key, transport, since, view, http, Wanted(now))
                     del item["requests"], item["tasks"], item["streams"], item["more"]
                     return request, item
+        return None
+
+    def task(self, task_id: str) -> tuple[TaskView, dict[str, Any]] | None:
+        """A task kept in a task table (running or not yet expired) and what the tree
+        says of its session (empty for the tasks extension's table), or None."""
+        managers = self._tables()
+        for key, _, _, actor, http in self._sessions(managers):
+            view = actor.view()
+            for task in view.tasks.view():
+                if task.id == task_id:
+                    principal = principal_text(http.principal if http is not None else None)
+                    client = client_name(view.client_info)
+                    return task, {"session": key, "client": client, "principal": principal}
+        for host in self._all_hosts(managers):
+            table = host.view().tasks
+            for task in table.view() if hasattr(table, "view") else ():
+                if task.id == task_id:
+                    return task, {}
         return None
 
     # --- actions -----------------------------------------------------------------------

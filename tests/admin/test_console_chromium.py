@@ -3,7 +3,8 @@ person presses (``Input.dispatchMouseEvent``: down, held 100 to 500 ms, up).
 
 A slow call runs while quick calls and a failing sign-in with a password and a client's
 trace context end. The rates list the quick tool with its chart; pressing the slow
-request's title opens its story at the first press, with its progress; the failed
+request's title opens its story at the first press, with its progress, and a task's
+id its own; the failed
 sign-in's story, opened from the history, hides its password and the field the rule
 names, shows the lines logged while it ran and links its trace; and the address of the
 open story reopens it. Screenshots go to tests/artifacts/ (and the story's to docs/img/
@@ -89,6 +90,16 @@ def _drive(admin_url: str, seen: dict[str, Any]) -> None:
             # Closed, the story leaves the address (the dialog's close event says so).
             page.wait_for_function("() => !location.search.includes('story=')")
             seen["closed link"] = page.url
+            # A task's story, from its id in the tree.
+            task = ".node[data-task] .title.link"
+            page.locator(task).first.wait_for()
+            _press(cdp, page, task, 0.2)
+            page.locator("dialog#story[open]").wait_for()
+            seen["task title"] = page.locator("#story-title").inner_text()
+            seen["task facts"] = page.locator("#story-facts").inner_text()
+            seen["task arguments shown"] = page.locator("#story-request").is_visible()
+            _press(cdp, page, "#story-close", 0.1)
+            page.locator("dialog#story").wait_for(state="hidden")
             # The failed sign-in's story, from the history.
             failed = page.locator("#history-table tbody tr", has_text="tools/call sign_in")
             failed.wait_for()
@@ -136,6 +147,7 @@ async def test_rates_and_a_request_s_story_on_the_page() -> None:
         arguments = {"user": "ada", "password": "hunter2", "note": "my pin is 1234"}
         result = await client.call_tool("sign_in", arguments, meta={"traceparent": TRACEPARENT})
         assert result["isError"] is True
+        task = await client.tasks.call_tool("job", {})
         nursery.start_soon(_call_slow, client, {})
         with trio.fail_after(10):
             await served.started.wait()
@@ -153,6 +165,11 @@ async def test_rates_and_a_request_s_story_on_the_page() -> None:
     assert "Progress" in seen["running facts"]
     assert '"every": 0.3' in seen["running arguments"]
     assert "story=" not in seen["closed link"]
+    # The task.
+    assert seen["task title"] == f"task {task['taskId']}"
+    assert "working" in seen["task facts"]
+    assert "console client 4.2" in seen["task facts"]
+    assert not seen["task arguments shown"]
     # The failed one: hidden secrets, its lines, its trace.
     assert "failed (tool error)" in seen["failed facts"]
     assert TRACE_ID in seen["failed facts"]

@@ -231,3 +231,24 @@ async def test_the_story_and_the_rates_need_the_credential() -> None:
         for path in ("api/request?session=x&request=1", "api/rates"):
             response = await http.get(path)
             assert response.status_code == 401, path
+
+
+async def test_a_task_s_story_while_it_runs_and_once_it_ended() -> None:
+    async with _served() as (_, http, client):
+        task = await client.tasks.call_tool("job", {})
+        task_id = task["taskId"]
+        running = await _get(http, "api/request", task=task_id)
+        cancel = await http.post("api/actions/cancel-task", json={"task": task_id}, headers=AUTH)
+        assert cancel.json()["done"] is True
+        ended = await _get(http, "api/request", task=task_id)
+        missing = await http.get("api/request", params={"task": "no-such-task"}, headers=AUTH)
+    assert running["kind"] == "task"
+    assert running["state"] == "running"
+    assert running["status"] == "working"
+    assert running["client"] == "story client 1.0"
+    assert running["ttl_left"] is None or running["ttl_left"] > 0
+    assert ended["state"] == "ended"
+    assert ended["status"] == "cancelled"
+    assert ended["outcome"] == "cancelled"
+    assert ended["seconds"] >= 0
+    assert missing.status_code == 404

@@ -183,12 +183,12 @@ function patchItem(item, spec) {
     toggle.setAttribute("aria-label", "fold or unfold");
   }
   setText(kind, spec.kind);
-  title.className = spec.id ? "title id" : spec.open ? "title link" : "title";
+  title.className = "title" + (spec.id ? " id" : "") + (spec.open ? " link" : "");
   title.open = spec.open || null;
   if (spec.open) {
     title.setAttribute("role", "link");
     title.tabIndex = 0;
-    title.title = "Open this request's story";
+    title.title = "Open its story";
   } else if (title.hasAttribute("role")) {
     title.removeAttribute("role");
     title.removeAttribute("tabindex");
@@ -337,6 +337,7 @@ function taskNode(task, session) {
     key: `task:${task.id}`,
     kind: "task", title: task.id, id: true, badge: task.status, meta,
     seconds: task.age, buttons, attrs: { "data-task": task.id }, tip: task.id,
+    open: () => openStory({ task: task.id }),
   };
 }
 

@@ -107,10 +107,11 @@ const storyDialog = document.getElementById("story");
 
 function storyCell(item) {
   const td = el("td");
-  if (item.method === "task" || item.request === null || item.request === undefined) return td;
+  const task = item.method === "task";
+  if (!task && (item.request === null || item.request === undefined)) return td;
   const open = el("button", "plain", "Details");
   open.type = "button";
-  open.addEventListener("click", () => openStory({
+  open.addEventListener("click", () => openStory(task ? { task: item.name } : {
     session: item.session, request: item.request, at: item.at,
   }));
   td.append(open);
@@ -121,7 +122,7 @@ function storyCell(item) {
 // one) or {session, request, at} (ended); session may be null for ended ones.
 function storyQuery(which) {
   const params = new URLSearchParams();
-  for (const name of ["session", "request", "key", "at"]) {
+  for (const name of ["session", "request", "key", "at", "task"]) {
     const value = which[name];
     if (value !== null && value !== undefined && value !== "") params.set(name, String(value));
   }
@@ -162,7 +163,27 @@ function storyOutcome(data) {
   return `${outcomeText(data)}${why}`;
 }
 
+function renderTaskStory(data) {
+  setText(document.getElementById("story-title"), `task ${data.task}`);
+  const facts = document.getElementById("story-facts");
+  facts.replaceChildren();
+  fact(facts, "Status", data.status || data.outcome);
+  fact(facts, "Task", data.task);
+  fact(facts, "Message", data.message);
+  fact(facts, "Session", data.session);
+  fact(facts, "Client", data.client);
+  fact(facts, "Principal", data.principal);
+  if (data.age !== undefined) fact(facts, "Created", `${age(data.age)} ago`);
+  if (data.ttl_left !== undefined && data.ttl_left !== null) fact(facts, "Kept for", age(data.ttl_left));
+  if (data.at !== undefined) fact(facts, "Ended", new Date(data.at * 1000).toLocaleString());
+  if (data.seconds !== undefined) fact(facts, "Took", latency(data.seconds));
+  document.getElementById("story-request").hidden = true;
+  document.getElementById("story-trace").hidden = true;
+}
+
 function renderStory(data) {
+  if (data.kind === "task") return renderTaskStory(data);
+  document.getElementById("story-request").hidden = false;
   const label = data.name ? `${data.method} ${data.name}` : data.method;
   setText(document.getElementById("story-title"), `${label} · request ${data.request}`);
   const facts = document.getElementById("story-facts");
