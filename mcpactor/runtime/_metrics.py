@@ -14,8 +14,10 @@
 # The module also holds the switches the request actors read on their way: a tracer
 # (OpenTelemetry, set by ``mcpactor.observability.enable_tracing``) and whether log
 # records want the request's ids (JSON logs). Both are off unless something turns them
-# on, and cost one attribute read each when off. So does the history of requests that
-# ended (``_history.py``), which ``keep_history`` turns on for the admin page.
+# on, and cost one attribute read each when off. So do the history of requests that
+# ended (``_history.py``) and their rates per tool and client (``_rates.py``), which
+# ``keep_history`` turns on for the admin page: then a request's end makes one more
+# call, ``_watched``, which writes down what they keep of it.
 
 from __future__ import annotations
 

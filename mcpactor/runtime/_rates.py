@@ -1,8 +1,9 @@
 # Rates and latency per tool and per client over the last minutes, for the admin page.
 #
 # Kept beside the history (``METRICS.keep_history`` turns both on; nothing is kept while
-# no admin listener serves). ``METRICS.request_ended`` writes into the current slot
-# itself, without a call: a slot is a dict of cells, one per (method label, name label,
+# no admin listener serves). ``Metrics._watched``, where a request's end writes down what
+# the admin keeps of it, writes into the current slot itself (a call here only for a
+# new slot or a new cell): a slot is a dict of cells, one per (method label, name label,
 # client label), each ``[requests, errors, cancelled, seconds summed, {bucket: count}]``
 # where a bucket is an index into ``GRID``. A slot is ``SLOT`` seconds of trio's clock;
 # the last ``SLOTS`` are kept, so memory is bounded by ``SLOTS × MAX_CELLS`` cells of at
