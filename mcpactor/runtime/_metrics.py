@@ -252,7 +252,7 @@ class Metrics:
         session = context[0] if context is not None else None
         who = None
         if session is not None:
-            client = rates.clients.get(session) or rates.unknown(session)
+            client = rates.clients.get(session) or self._new_session(session)
         else:
             meta = params.get("_meta") if params is not None else None
             if type(meta) is dict and CLIENT_INFO in meta:
@@ -303,6 +303,25 @@ class Metrics:
         buckets = cell[4]
         bucket = bisect_left(GRID, seconds)
         buckets[bucket] = buckets.get(bucket, 0) + 1
+
+    def _new_session(self, session: str) -> str:
+        # The first request of a session whose end the admin sees: its client and
+        # principal, asked of the run's Observatory once (else its requests are counted
+        # under its id, and it is named when someone reads them).
+        from ._snapshot import current_observatory
+        from ._snapshot_items import _client_name
+
+        history, rates = self.history, self.rates
+        assert history is not None
+        assert rates is not None
+        observatory = current_observatory()
+        found = observatory.session_client(session) if observatory is not None else None
+        if found is None:
+            return rates.unknown(session)
+        info, principal = found
+        history.learn([(session, _client_name(info), principal)])
+        rates.learn([(session, info)])
+        return rates.clients[session]
 
     def keep_history(self, size: int | None = None) -> History:
         """Keep the requests that end from now on in a ring (``size`` of them at most).

@@ -366,6 +366,15 @@ class Observatory:
                     return request, item
         return None
 
+    def session_client(self, session_id: str) -> tuple[JSONValue, str | None] | None:
+        """The clientInfo and principal of the live HTTP session ``session_id``, or None."""
+        for manager in self._managers:
+            session = manager.get(session_id)
+            if session is not None:
+                http = session.view()
+                return http.actor.view().client_info, principal_text(http.principal)
+        return None
+
     def task(self, task_id: str) -> tuple[TaskView, dict[str, Any]] | None:
         """A task kept in a task table (running or not yet expired) and what the tree
         says of its session (empty for the tasks extension's table), or None."""

@@ -20,6 +20,7 @@ from mcpactor.admin._story import (
     trace_link,
 )
 from mcpactor.client import ClientSession, connect_http
+from mcpactor.runtime import METRICS
 
 from .harness import TOKEN, Served, open_served
 
@@ -252,3 +253,28 @@ async def test_a_task_s_story_while_it_runs_and_once_it_ended() -> None:
     assert ended["outcome"] == "cancelled"
     assert ended["seconds"] >= 0
     assert missing.status_code == 404
+
+
+async def test_a_session_s_client_is_learned_when_its_first_request_ends() -> None:
+    async with (
+        open_served() as served,
+        httpx.AsyncClient(base_url=served.admin_url, timeout=10) as http,
+    ):
+        async with connect_http(
+            served.mcp_url,
+            initialize=True,
+            protocol_version="2025-11-25",
+            client_info={"name": "brief client", "version": "9"},
+        ) as client:
+            await client.call_tool("echo", {"text": "once"})
+            # Known before anyone reads the history or the rates (which would teach
+            # them the live sessions): a session that is gone by then keeps its name.
+            rates, history = METRICS.rates, METRICS.history
+            assert rates is not None
+            assert history is not None
+            assert list(rates.clients.values()) == ["brief client 9"]
+            assert [who for who, _ in history._known.values()] == ["brief client 9"]
+        items = (await _get(http, "api/history", tool="echo"))["items"]
+        read = await _get(http, "api/rates")
+    assert [item["client"] for item in items] == ["brief client 9"]
+    assert [row["client"] for row in read["clients"]] == ["brief client 9"]
