@@ -12,10 +12,11 @@
 # "other"). Client labels are bounded like the metrics' labels: the first
 # ``MAX_CLIENTS`` names, then "other".
 #
-# A request's client is its session's, learned when the session's initialize ends or
-# when a reader names the live sessions (``learn``); a 2026-07-28 request names its own
-# client in its envelope; a session without an id is stdio's, the process's one client.
-# A session not known yet is recorded under its id and named when the rates are read.
+# A request's client is its session's, learned when the session's first request ends
+# (``Metrics`` asks the run's Observatory once) or when a reader names the live sessions
+# (``learn``); a 2026-07-28 request names its own client in its envelope; a session
+# without an id is stdio's, the process's one client. A session not known otherwise is
+# recorded under its id and named when the rates are read.
 #
 # The grid's buckets grow by ``2 ** (1 / 8)``, so a percentile read from them (the
 # bucket's rank interpolated geometrically) is within about 4.5 % of the true value.
