@@ -154,7 +154,8 @@ async def serve_admin(
     """
     from ..transports.http import serve_asgi
 
-    METRICS.keep_history()
+    observatory = app.config.get("OBSERVATORY")
+    METRICS.keep_history(sessions=observatory.session_client if observatory else None)
     logs = app.config.get("ADMIN_LOGS")
     if logs is not None:
         logging.getLogger().addHandler(logs)

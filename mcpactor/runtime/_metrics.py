@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import trio
 
 from ..protocol import CLIENT_INFO
-from ._rates import GRID, Rates
+from ._rates import GRID, Rates, SessionClients
+from ._snapshot_items import _client_name as client_name
 
 if TYPE_CHECKING:
     from ..server import TaskState
@@ -306,25 +307,26 @@ class Metrics:
 
     def _new_session(self, session: str) -> str:
         # The first request of a session whose end the admin sees: its client and
-        # principal, asked of the run's Observatory once (else its requests are counted
-        # under its id, and it is named when someone reads them).
-        from ._snapshot import current_observatory
-        from ._snapshot_items import _client_name
-
+        # principal, asked once of whoever keeps the history (``keep_history``'s
+        # ``sessions``); else its requests are counted under its id, and it is named
+        # when someone reads them.
         history, rates = self.history, self.rates
         assert history is not None
         assert rates is not None
-        observatory = current_observatory()
-        found = observatory.session_client(session) if observatory is not None else None
+        found = rates.sessions(session) if rates.sessions is not None else None
         if found is None:
             return rates.unknown(session)
         info, principal = found
-        history.learn([(session, _client_name(info), principal)])
+        history.learn([(session, client_name(info), principal)])
         rates.learn([(session, info)])
         return rates.clients[session]
 
-    def keep_history(self, size: int | None = None) -> History:
-        """Keep the requests that end from now on in a ring (``size`` of them at most).
+    def keep_history(
+        self, size: int | None = None, *, sessions: SessionClients | None = None
+    ) -> History:
+        """Keep the requests that end from now on in a ring (``size`` of them at most),
+        and their rates; ``sessions`` names a live session's client (clientInfo) and
+        principal, asked once per session (the Observatory's ``session_client``).
 
         Each request's ids come from ``LOG_CONTEXT``, which this turns on until the last
         caller calls ``drop_history``. Asked again, it returns the ring already kept.
@@ -340,6 +342,8 @@ class Metrics:
             self.rates = Rates(since)
             self._log_context_before = self.log_context
             self.log_context = True
+        if sessions is not None and self.rates is not None and self.rates.sessions is None:
+            self.rates.sessions = sessions
         self._history_users += 1
         return self.history
 

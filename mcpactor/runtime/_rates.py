@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import collections
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from ..protocol import CLIENT_INFO, JSONValue
@@ -40,6 +40,7 @@ __all__ = [
     "SLOTS",
     "UNKNOWN",
     "Rates",
+    "SessionClients",
     "percentile",
 ]
 
@@ -68,6 +69,8 @@ OVERFLOW: Final = (OTHER, OTHER, OTHER)
 
 #: one cell: [requests, errors, cancelled, seconds summed, {bucket: count}]
 Cell = list[Any]
+#: a live session's (clientInfo, principal as text) by its id, or None
+SessionClients = Callable[[str], "tuple[JSONValue, str | None] | None"]
 
 
 class Rates:
@@ -88,6 +91,8 @@ class Rates:
         self.clients: dict[str, str] = {}
         #: a client's name as sent -> its label
         self._labels: dict[str, str] = {}
+        #: names a live session's client and principal (``Metrics.keep_history``'s)
+        self.sessions: SessionClients | None = None
         #: the client label of the session without an id (stdio's); until it is known,
         #: the mark its requests are counted under, named when they are read
         self.lone = _SESSION
