@@ -7,7 +7,7 @@ Every admin app serves ``/metrics`` too when prometheus-client is installed.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from quart_trio import QuartTrio
@@ -40,10 +40,13 @@ def create_admin_app(
     resource_server: ResourceServer | None = None,
     scope: str = DEFAULT_ADMIN_SCOPE,
     replicas: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+    redact: Mapping[str, Sequence[str]] | None = None,
+    trace_url: str | None = None,
 ) -> QuartTrio:
     """The admin app for ``observatory``, requiring ``token`` (or, with ``resource_server``,
     an access token granting ``scope``), with ``/metrics`` if it can; ``replicas`` lists
-    the replicas sharing a store (``/api/replicas``)."""
+    the replicas sharing a store (``/api/replicas``); ``redact`` and ``trace_url`` shape a
+    request's story (``/api/request``)."""
     # An app made in code gets /metrics as the command line's does; prometheus-client is
     # imported only here, when an app is made, and only if it is installed.
     if importlib.util.find_spec("prometheus_client") is not None:
@@ -51,5 +54,11 @@ def create_admin_app(
 
         install_metrics_route()
     return _app.create_admin_app(
-        observatory, token=token, resource_server=resource_server, scope=scope, replicas=replicas
+        observatory,
+        token=token,
+        resource_server=resource_server,
+        scope=scope,
+        replicas=replicas,
+        redact=redact,
+        trace_url=trace_url,
     )

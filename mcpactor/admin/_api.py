@@ -1,7 +1,7 @@
 # The tree as JSON: one snapshot, the replicas sharing a store, the SSE stream of
-# snapshots a page reads while it is open, and the history of what ended (requests and
-# the operators' actions). Query parameters are clipped and parsed with limits before
-# use.
+# snapshots a page reads while it is open, the history of what ended (requests and
+# the operators' actions), the rates per tool and client, and one request's story.
+# Query parameters are clipped and parsed with limits before use.
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from typing import Any, Final
 
 import orjson
 import trio
-from quart import Response, make_response, request
+from quart import Response, current_app, make_response, request
 from quart_trio import QuartTrio
 
 from ..runtime import Observatory
 from ._responses import MAX_PARAM, audit_trail, json_response
+from ._story import story, task_story
 
 __all__ = ["MIN_INTERVAL", "OUTCOMES", "install_api"]
 
@@ -70,14 +71,7 @@ def _history(observatory: Observatory) -> dict[str, Any]:
     # The requests that ended and the audit trail, filtered as the query asks.
     filters = _history_filters()
     trail = list(audit_trail())
-    cancelled_by = {
-        (str(entry["target"].get("session")), str(entry["target"].get("request"))): (
-            f"the operator ({entry['who']}, from {entry['from']})"
-        )
-        for entry in trail
-        if entry["action"] == "cancel-request" and entry["result"] == "done"
-    }
-    answer = observatory.history(cancelled_by=cancelled_by, **filters)
+    answer = observatory.history(cancelled_by=_cancelled_by(), **filters)
     find = filters["find"]
     actions = [
         entry
@@ -88,13 +82,68 @@ def _history(observatory: Observatory) -> dict[str, Any]:
     return answer
 
 
+def _cancelled_by() -> dict[tuple[str, str], str]:
+    # Who cancelled a (session, request id), from the audit trail, when an operator did.
+    return {
+        (str(entry["target"].get("session")), str(entry["target"].get("request"))): (
+            f"the operator ({entry['who']}, from {entry['from']})"
+        )
+        for entry in audit_trail()
+        if entry["action"] == "cancel-request" and entry["result"] == "done"
+    }
+
+
+def _rates(observatory: Observatory) -> dict[str, Any]:
+    # The rates over the window asked for, the rows the tool and client filters want.
+    window = _number(request.args.get("window"), 60.0)
+    answer = observatory.rates(window=window)
+    tool, client = _text("tool"), _text("client")
+    if tool is not None:
+        answer["tools"] = [
+            row
+            for row in answer["tools"]
+            if tool in row["method"].lower() or tool in (row["name"] or "").lower()
+        ]
+    if client is not None:
+        answer["clients"] = [row for row in answer["clients"] if client in row["client"].lower()]
+    return answer
+
+
+def _story(observatory: Observatory) -> Response:
+    # One request's story: running (session and request, or a stateless key) or ended
+    # (session, request and when it ended); or a task's (task).
+    args = request.args
+    task = args.get("task")
+    if task is not None:
+        found = task_story(observatory, task[:MAX_PARAM])
+        if found is None:
+            return json_response({"error": "no such task is kept"}, 404)
+        return json_response(found)
+    key = args.get("key")
+    at = _number(args.get("at"), -1.0)
+    answer = story(
+        observatory,
+        current_app.config.get("ADMIN_LOGS"),
+        session=(args.get("session") or "")[:MAX_PARAM] or None,
+        request=(args.get("request") or "")[:MAX_PARAM],
+        key=int(key) if key is not None and key.isdigit() and len(key) < 20 else None,
+        at=at if at >= 0 else None,
+        rules=current_app.config.get("ADMIN_REDACT"),
+        trace_url=current_app.config.get("ADMIN_TRACE_URL"),
+        cancelled_by=_cancelled_by(),
+    )
+    if answer is None:
+        return json_response({"error": "no such request is running or kept"}, 404)
+    return json_response(answer)
+
+
 def install_api(
     app: QuartTrio,
     observatory: Observatory,
     replicas: Callable[[], Awaitable[dict[str, Any]]] | None,
 ) -> None:
-    """Serve ``/api/tree``, ``/api/replicas``, ``/api/stream`` and ``/api/history``
-    from ``observatory``."""
+    """Serve ``/api/tree``, ``/api/replicas``, ``/api/stream``, ``/api/history``,
+    ``/api/rates`` and ``/api/request`` from ``observatory``."""
 
     @app.get("/api/tree")
     async def tree() -> Response:
@@ -103,6 +152,14 @@ def install_api(
     @app.get("/api/history")
     async def history() -> Response:
         return json_response(_history(observatory))
+
+    @app.get("/api/rates")
+    async def rates() -> Response:
+        return json_response(_rates(observatory))
+
+    @app.get("/api/request")
+    async def request_story() -> Response:
+        return _story(observatory)
 
     @app.get("/api/replicas")
     async def replica_list() -> Response:

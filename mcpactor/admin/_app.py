@@ -28,7 +28,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -43,6 +44,7 @@ from ._api import install_api
 from ._credentials import ADMIN_COOKIE, Credentials
 from ._pages import install_pages
 from ._responses import MAX_PARAM, json_response
+from ._story import RequestLogs, check_trace_url
 
 if TYPE_CHECKING:
     from ..auth import ResourceServer
@@ -84,13 +86,17 @@ def create_admin_app(
     resource_server: ResourceServer | None = None,
     scope: str = DEFAULT_ADMIN_SCOPE,
     replicas: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+    redact: Mapping[str, Sequence[str]] | None = None,
+    trace_url: str | None = None,
 ) -> QuartTrio:
     """The admin app for ``observatory``, requiring ``token`` or, with ``resource_server``,
     an access token it verifies that grants ``scope`` (see the module comment).
 
     ``replicas`` lists the replicas sharing a store (``/api/replicas``); without it the
     listing says this is one process. ``/api/history`` lists the requests that ended
-    while ``serve_admin`` serves it.
+    while ``serve_admin`` serves it. A request's story (``/api/request``) hides the
+    argument fields ``redact`` names per tool ("*": every tool) besides keys that look
+    like secrets, and links its trace id through ``trace_url`` (``{trace_id}`` in it).
     """
     if not token:
         raise ValueError("the admin token must not be empty")
@@ -99,6 +105,9 @@ def create_admin_app(
     app = QuartTrio(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     app.config["OBSERVATORY"] = observatory
+    app.config["ADMIN_REDACT"] = {tool: tuple(fields) for tool, fields in (redact or {}).items()}
+    app.config["ADMIN_TRACE_URL"] = check_trace_url(trace_url)
+    app.config["ADMIN_LOGS"] = RequestLogs()
     credentials = Credentials(token, resource_server, scope)
     credentials.install(app)
     install_pages(app, credentials.csrf)
@@ -134,8 +143,9 @@ async def serve_admin(
 ) -> None:
     """Serve the admin app on ``host:port`` until cancelled, each connection contained.
 
-    Meanwhile the process keeps the requests that end in its history
-    (``METRICS.keep_history``), which the app's ``/api/history`` lists.
+    Meanwhile the process keeps the requests that end in its history and rates
+    (``METRICS.keep_history``), which the app's ``/api/history`` and ``/api/rates``
+    list, and the lines logged in each request, for its story.
 
     It runs on the worker ``--http-server hypercorn`` uses (``serve_asgi``): nothing a
     client sends ends the listener. ``limits`` hold its connections (default: the
@@ -144,7 +154,11 @@ async def serve_admin(
     """
     from ..transports.http import serve_asgi
 
-    METRICS.keep_history()
+    observatory = app.config.get("OBSERVATORY")
+    METRICS.keep_history(sessions=observatory.session_client if observatory else None)
+    logs = app.config.get("ADMIN_LOGS")
+    if logs is not None:
+        logging.getLogger().addHandler(logs)
     try:
         await serve_asgi(
             app,
@@ -156,4 +170,6 @@ async def serve_admin(
             task_status=task_status,
         )
     finally:
+        if logs is not None:
+            logging.getLogger().removeHandler(logs)
         METRICS.drop_history()

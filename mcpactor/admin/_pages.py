@@ -15,6 +15,7 @@ __all__ = ["install_pages"]
 
 _STATIC_TYPES: Final = {
     "app.js": "text/javascript; charset=utf-8",
+    "console.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
 

@@ -83,6 +83,8 @@ def apply_admin_config(args: argparse.Namespace, config: Any) -> None:
         args.admin_allow_remote = admin.allow_remote
     if getattr(args, "admin_scope", None) is None and admin.scope is not None:
         args.admin_scope = admin.scope
+    args.admin_redact = admin.redact
+    args.admin_trace_url = admin.trace_url
     # Errors about these name the file's keys, not flags nobody typed.
     line = line_of(config.source, "admin")
     args.admin_source = f"{config.source}: admin" + (f" (line {line})" if line else "")
@@ -200,6 +202,8 @@ async def with_admin(
         resource_server=resource_server,
         scope=scope,
         replicas=None if snapshots is None else snapshots.listing,
+        redact=getattr(args, "admin_redact", None),
+        trace_url=getattr(args, "admin_trace_url", None),
     )
     limits = getattr(args, "http_limits", None)
     if limits is not None:

@@ -2,7 +2,9 @@
 
 Reads the admin listener's ``/api/tree`` (``mcpactor serve --admin``) once a second and
 redraws it with plain ANSI sequences; ``--once`` prints one frame and exits; ``--history
-N`` adds the last N requests and tasks that ended (``/api/history``). What the
+N`` adds the last N requests and tasks that ended (``/api/history``); ``--rates
+SECONDS`` adds requests/s, errors/s and latency percentiles per tool and per client
+over the last SECONDS, with a line of each one's rate (``/api/rates``). What the
 server sends is shown as text with control characters removed, so a client's name
 cannot move the cursor or change colours.
 """
@@ -22,7 +24,7 @@ import orjson
 
 from .._exceptions import ConfigError
 
-__all__ = ["add_top_parser", "render", "render_history", "top"]
+__all__ = ["add_top_parser", "render", "render_history", "render_rates", "top"]
 
 #: the largest tree read from the server, in bytes
 MAX_TREE_BYTES: Final = 8 * 1024 * 1024
@@ -68,6 +70,14 @@ def add_top_parser(commands: Any, add_global_arguments: Callable[..., None]) -> 
         metavar="N",
         help="also list the last N requests and tasks that ended (default: none)",
     )
+    top.add_argument(
+        "--rates",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="also show requests/s, errors/s and p50/p95/p99 per tool and per client over "
+        "the last SECONDS (60 or 300; default: none)",
+    )
 
 
 def _token(path: str) -> str:
@@ -98,12 +108,20 @@ def _tree_url(args: argparse.Namespace) -> str:
 
 def _history_url(args: argparse.Namespace) -> str:
     # The history beside the tree, with the same tool and client filters.
+    return _beside(args, "api/history", {"limit": str(max(1, min(args.history, 1000)))})
+
+
+def _rates_url(args: argparse.Namespace) -> str:
+    # The rates beside the tree, with the same tool and client filters.
+    return _beside(args, "api/rates", {"window": str(max(1.0, min(args.rates, 300.0)))})
+
+
+def _beside(args: argparse.Namespace, where: str, query: dict[str, str]) -> str:
     tree = urllib.parse.urlsplit(_tree_url(args))
-    query: dict[str, str] = {"limit": str(max(1, min(args.history, 1000)))}
     for name in ("tool", "client"):
         if getattr(args, name):
             query[name] = str(getattr(args, name))
-    path = tree.path.removesuffix("api/tree") + "api/history"
+    path = tree.path.removesuffix("api/tree") + where
     return urllib.parse.urlunsplit(tree._replace(path=path, query=urllib.parse.urlencode(query)))
 
 
@@ -310,8 +328,67 @@ def render_history(history: dict[str, Any], *, width: int = 120, color: bool = F
     return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in out)
 
 
+_BARS: Final = "▁▂▃▄▅▆▇█"
+
+
+def _spark(values: object) -> str:
+    # A line of block characters, one per slot, scaled to the highest.
+    if not isinstance(values, list):
+        return ""
+    numbers = [v if isinstance(v, int | float) and v >= 0 else 0 for v in values[:120]]
+    top = max(numbers, default=0)
+    if top <= 0:
+        return _BARS[0] * len(numbers)
+    return "".join(_BARS[min(7, int(v / top * 7.999))] for v in numbers)
+
+
+def _latency(seconds: object) -> str:
+    if not isinstance(seconds, int | float):
+        return "—"
+    if seconds < 0.001:
+        return f"{seconds * 1e6:.0f}µs"
+    if seconds < 1:
+        return f"{seconds * 1000:.1f}ms"
+    return f"{seconds:.2f}s"
+
+
+def _rate_line(label: str, row: dict[str, Any]) -> str:
+    rate, errors = row.get("rate"), row.get("error_rate")
+    return (
+        f"  {_text(label, 36):<36} {rate if isinstance(rate, int | float) else 0:>9.2f} "
+        f"{errors if isinstance(errors, int | float) else 0:>8.2f} "
+        f"{_latency(row.get('p50')):>9} {_latency(row.get('p95')):>9} "
+        f"{_latency(row.get('p99')):>9}  {_spark(row.get('chart'))}"
+    )
+
+
+def render_rates(rates: dict[str, Any], *, width: int = 120, color: bool = False) -> str:
+    """Requests/s, errors/s and latency per tool and per client (``/api/rates``)."""
+    bold, reset = ("\x1b[1m", "\x1b[0m") if color else ("", "")
+    if not rates.get("kept"):
+        return f"{bold}RATES{reset} (not kept by this server)"
+    head = f"{'req/s':>9} {'err/s':>8} {'p50':>9} {'p95':>9} {'p99':>9}  per {rates.get('slot')} s"
+    out = [
+        f"{bold}RATES{reset} (the last {_age(rates.get('window'))}, "
+        f"{_age(rates.get('covered'))} counted)",
+        f"  {'TOOL OR METHOD':<36} {head}",
+    ]
+    for row in rates.get("tools", []):
+        if isinstance(row, dict):
+            label = f"{row.get('method')} {row['name']}" if row.get("name") else row.get("method")
+            out.append(_rate_line(str(label), row))
+    out.append(f"  {'CLIENT':<36} {head}")
+    for row in rates.get("clients", []):
+        if isinstance(row, dict):
+            out.append(_rate_line(str(row.get("client")), row))
+    return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in out)
+
+
 def _frame(args: argparse.Namespace, token: str, width: int, color: bool) -> str:
     frame = render(fetch_tree(_tree_url(args), token), width=width, color=color)
+    if getattr(args, "rates", 0) > 0:
+        rates = fetch_tree(_rates_url(args), token)
+        frame += "\n\n" + render_rates(rates, width=width, color=color)
     if args.history > 0:
         history = fetch_tree(_history_url(args), token)
         frame += "\n\n" + render_history(history, width=width, color=color)

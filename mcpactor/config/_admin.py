@@ -16,7 +16,7 @@ from ._reader import Reader
 __all__ = ["ADMIN_KEYS", "AdminConfig", "read_admin_config"]
 
 #: every key of the table
-ADMIN_KEYS: Final = ("listen", "token_file", "allow_remote", "scope")
+ADMIN_KEYS: Final = ("listen", "token_file", "allow_remote", "scope", "redact", "trace_url")
 
 
 @attrs.frozen
@@ -31,6 +31,11 @@ class AdminConfig:
     allow_remote: bool = False
     #: the scope that makes a token of the server's authorization an admin credential
     scope: str | None = None
+    #: tool name ("*": every tool) -> argument fields (dotted paths) a request's story
+    #: hides, besides keys that look like secrets
+    redact: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
+    #: a tracing UI's link to a trace, ``{trace_id}`` in it; None: no link
+    trace_url: str | None = None
 
 
 def read_admin_config(reader: Reader, table: Mapping[str, Any]) -> AdminConfig:
@@ -50,7 +55,16 @@ def read_admin_config(reader: Reader, table: Mapping[str, Any]) -> AdminConfig:
         not scope or any(c in scope for c in ' "\\') or not scope.isprintable()
     ):
         raise reader.error("scope", "expected a scope name without spaces or quotes", scope)
+    redact = reader.table(table, "redact")
+    rules = {tool: reader.nested("redact").string_list(redact, tool) for tool in redact}
+    trace_url = reader.optional(table, "trace_url", str)
+    if trace_url is not None and (
+        not trace_url.startswith(("https://", "http://")) or "{trace_id}" not in trace_url
+    ):
+        raise reader.error("trace_url", "expected an http(s) URL with {trace_id} in it", trace_url)
     return AdminConfig(
+        redact={tool: fields or () for tool, fields in rules.items()},
+        trace_url=trace_url,
         listen=listen,
         token_file=str(reader.directory / token_file) if token_file is not None else None,
         allow_remote=reader.optional(table, "allow_remote", bool, False),

@@ -142,6 +142,13 @@ class OtelTracer:
         token = context.attach(trace.set_span_in_context(span))
         return _Trace(span, token)
 
+    def current_trace_id(self) -> str | None:
+        """The trace id of the span current in the calling task (32 hex digits), if any."""
+        from opentelemetry import trace
+
+        context = trace.get_current_span().get_span_context()
+        return format(context.trace_id, "032x") if context.is_valid else None
+
 
 def enable_tracing(tracer_provider: TracerProvider | None = None) -> OtelTracer:
     """Trace every request from now on (``opentelemetry-api`` must be installed).

@@ -42,6 +42,7 @@ from ._client_session import UnexpectedResponse as UnexpectedResponse
 from ._convert import structure as structure
 from ._convert import unstructure as unstructure
 from ._envelope import ALL_VERSIONS as ALL_VERSIONS
+from ._envelope import CLIENT_INFO as CLIENT_INFO
 from ._envelope import HEADER_MISMATCH as HEADER_MISMATCH
 from ._envelope import MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY
 from ._envelope import PROTOCOL_VERSION as PROTOCOL_VERSION
@@ -160,6 +161,7 @@ _CLIENT_TYPES = frozenset(
 __all__ = [
     "ALL_VERSIONS",
     "AUGMENTABLE",
+    "CLIENT_INFO",
     "COMPLETE",
     "DEFAULT_MAX_LINE_BYTES",
     "HEADERLESS_HTTP",

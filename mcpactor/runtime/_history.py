@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ._snapshot_items import _client_name as client_name
+from ._snapshot_items import _principal_text as principal_text
 from ._snapshot_items import text
 
 __all__ = ["DEFAULT_HISTORY", "Ended", "History"]
@@ -23,11 +24,17 @@ __all__ = ["DEFAULT_HISTORY", "Ended", "History"]
 DEFAULT_HISTORY: Final = 1000
 #: session ids whose client and principal are remembered after they were seen
 _KNOWN_SESSIONS: Final = 1000
+#: the latest requests whose params are kept for their story (a request's params may be
+#: as large as a message may be, so far fewer than the entries)
+STORIES: Final = 100
 
 #: one request that ended: (Unix time, method, name or "" (an initialize's clientInfo),
 #: outcome, seconds, error kind, what it failed with, its ``LOG_CONTEXT``: (session id,
-#: request id, method) or None)
-Ended = tuple[float, str, object, str, float, str | None, str | None, Any]
+#: request id, method) or None, its trace id or None, and for a request without a
+#: session (2026-07-28) its (client label, principal), else None)
+Ended = tuple[float, str, object, str, float, str | None, str | None, Any, str | None, Any]
+#: the params of one request that ended, with its ``LOG_CONTEXT``
+Story = tuple[Any, Any]
 
 
 class History:
@@ -40,8 +47,10 @@ class History:
         #: session id -> (client, principal), as last seen by a reader
         self._known: dict[str, tuple[str | None, str | None]] = {}
         self.size = size
-        #: keep one ``Ended`` (the only call on a request's way)
+        #: keep one ``Ended``
         self.append = self._ring.append
+        #: the params of the latest ``STORIES`` requests
+        self.stories: collections.deque[Story] = collections.deque(maxlen=STORIES)
 
     def __len__(self) -> int:
         return len(self._ring)
@@ -81,20 +90,52 @@ class History:
                     break
         return found
 
+    def story(
+        self,
+        session: str | None,
+        request: object,
+        at: float | None = None,
+        cancelled_by: Mapping[tuple[str, str], str] | None = None,
+    ) -> tuple[dict[str, Any], Any] | None:
+        """The newest ended request of ``session`` with id ``request`` (ended at ``at``,
+        as ``items`` rounds it, when given) and its params if still kept (else None)."""
+        self._learn_clients()
+        for entry in reversed(self._ring):
+            context = entry[7]
+            if context is None or context[0] != session or str(context[1]) != str(request):
+                continue
+            if at is not None and round(entry[0], 3) != at:
+                continue
+            item = self._item(entry, cancelled_by or {})
+            for kept, params in reversed(self.stories):
+                if kept is context:
+                    return item, params
+            return item, None
+        return None
+
+    def task(self, task_id: str) -> dict[str, Any] | None:
+        """The newest entry of the task ``task_id`` that ended, or None."""
+        for entry in reversed(self._ring):
+            if entry[1] == "task" and entry[2] == task_id:
+                return self._item(entry, {})
+        return None
+
     def _learn_clients(self) -> None:
         # The client of a session that ended before anyone read its name: its initialize
         # kept the clientInfo in its name's place.
         known = self._known
-        for _, method, info, _, _, _, _, context in self._ring:
+        for _, method, info, _, _, _, _, context, _, _ in self._ring:
             if method == "initialize" and context is not None and context[0] not in known:
                 known[context[0]] = (client_name(info), None)
 
     def _item(self, entry: Ended, cancelled_by: Mapping[tuple[str, str], str]) -> dict[str, Any]:
-        at, method, name, outcome, seconds, error, detail, context = entry
+        at, method, name, outcome, seconds, error, detail, context, trace_id, sessionless = entry
         if method == "initialize":
             name = None  # its clientInfo: the client's name says it
         session, request = (context[0], context[1]) if context is not None else (None, None)
         who, principal = self._known.get(session, (None, None)) if session else (None, None)
+        if sessionless is not None:
+            who, principal = text(sessionless[0]), principal_text(sessionless[1])
         by = None
         if outcome == "cancelled" and session is not None:
             by = cancelled_by.get((session, str(request)))
@@ -113,6 +154,7 @@ class History:
             "client": who,
             "principal": principal,
             "cancelled_by": by,
+            "trace_id": trace_id,
         }
 
 

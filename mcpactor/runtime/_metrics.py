@@ -14,8 +14,10 @@
 # The module also holds the switches the request actors read on their way: a tracer
 # (OpenTelemetry, set by ``mcpactor.observability.enable_tracing``) and whether log
 # records want the request's ids (JSON logs). Both are off unless something turns them
-# on, and cost one attribute read each when off. So does the history of requests that
-# ended (``_history.py``), which ``keep_history`` turns on for the admin page.
+# on, and cost one attribute read each when off. So do the history of requests that
+# ended (``_history.py``) and their rates per tool and client (``_rates.py``), which
+# ``keep_history`` turns on for the admin page: then a request's end makes one more
+# call, ``_watched``, which writes down what they keep of it.
 
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ from bisect import bisect_left
 from collections.abc import Mapping
 from time import time as _now
 from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import trio
+
+from ..protocol import CLIENT_INFO
+from ._rates import GRID, Rates, SessionClients
+from ._snapshot_items import _client_name as client_name
 
 if TYPE_CHECKING:
     from ..server import TaskState
@@ -111,6 +119,9 @@ class RequestTracer(Protocol):
     def start_task(self, task_id: str) -> RequestTrace:
         """Start the span of one task actor, current in its task until it ends."""
 
+    def current_trace_id(self) -> str | None:
+        """The trace id of the span current in the calling task (hex), if any."""
+
 
 #: (session id, request id, method) of the request the running task serves, for logs
 LogContext = tuple[str | None, object, str]
@@ -149,6 +160,8 @@ class Metrics:
         self.log_context = False
         #: the requests that ended lately; None: not kept (see ``keep_history``)
         self.history: History | None = None
+        #: rates and latency per tool and client, kept with the history; None: not kept
+        self.rates: Rates | None = None
         self._history_users = 0
         self._log_context_before = False
         self._methods: set[str] = set()
@@ -186,11 +199,15 @@ class Metrics:
         seconds: float,
         error: str | None = None,
         detail: str | None = None,
+        ended: float | None = None,
+        principal: object = None,
     ) -> None:
         """Count one request that ended with ``outcome`` after ``seconds``.
 
         ``error`` is the kind of error it was answered with, when it was, and ``detail``
-        its message, when the caller has it (the history shows it).
+        its message, when the caller has it (the history shows it); ``ended`` is when,
+        on trio's clock (the rates count it then); ``principal`` what a request without a
+        session was admitted as (the history shows it).
         """
         name: object = ""
         if method in _NAMED and params is not None:
@@ -209,18 +226,107 @@ class Metrics:
             self.errors[kind] = self.errors.get(kind, 0) + 1
         elif outcome == CANCELLED:
             self.cancelled("request")
-        history = self.history
-        if history is not None:
-            # One tuple: the rest is worked out when someone reads the history. An
-            # initialize keeps the clientInfo its client sent, for the session's name.
-            if method == "initialize" and params is not None:
-                name = params.get("clientInfo")
-            history.append(
-                (_now(), method, name, outcome, seconds, error, detail, LOG_CONTEXT.get())
-            )
+        if self.history is not None:
+            self._watched(method, params, name, outcome, seconds, error, detail, ended, principal)
 
-    def keep_history(self, size: int | None = None) -> History:
-        """Keep the requests that end from now on in a ring (``size`` of them at most).
+    def _watched(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        name: object,
+        outcome: str,
+        seconds: float,
+        error: str | None,
+        detail: str | None,
+        ended: float | None,
+        principal: object,
+    ) -> None:
+        # What the admin listener keeps of a request while it serves: its history entry
+        # (one tuple; the rest is worked out when someone reads it), its params for its
+        # story, and its cell of the rates (see _rates.py). An initialize's entry keeps
+        # the clientInfo its client sent, for the session's name; a 2026-07-28 request's
+        # keeps the client it names and its principal, having no session to name them.
+        history, rates = self.history, self.rates
+        assert history is not None
+        assert rates is not None
+        context = LOG_CONTEXT.get()
+        session = context[0] if context is not None else None
+        who = None
+        if session is not None:
+            client = rates.clients.get(session) or self._new_session(session)
+        else:
+            meta = params.get("_meta") if params is not None else None
+            if type(meta) is dict and CLIENT_INFO in meta:
+                client = rates.envelope_client(meta)
+                who = (client, principal)
+            else:
+                client = rates.lone  # stdio's session: the process's one client
+        kept = name
+        if method == "initialize":
+            kept = params.get("clientInfo") if params else None
+            rates.initialized(session, kept)
+        tracer = self.tracer
+        history.append(
+            (
+                _now(),
+                method,
+                kept,
+                outcome,
+                seconds,
+                error,
+                detail,
+                context,
+                tracer.current_trace_id() if tracer is not None else None,
+                who,
+            )
+        )
+        history.stories.append((context, params))
+        if ended is None:
+            return
+        if ended >= rates.ends:
+            rates.turn(ended)
+        # Counted under its labels: what it sent, when those are labels (a hit), else
+        # what the metrics count it under.
+        cell = rates.cells.get((method, name, client)) or rates.cell(  # type: ignore[arg-type]
+            (
+                method if method in self._methods else OTHER,
+                name if not name or name in self._names else OTHER,  # type: ignore[arg-type]
+                client,
+            )
+        )
+        cell[0] += 1
+        if outcome == CANCELLED:
+            cell[2] += 1
+            return
+        if outcome == ERROR:
+            cell[1] += 1
+        cell[3] += seconds
+        buckets = cell[4]
+        bucket = bisect_left(GRID, seconds)
+        buckets[bucket] = buckets.get(bucket, 0) + 1
+
+    def _new_session(self, session: str) -> str:
+        # The first request of a session whose end the admin sees: its client and
+        # principal, asked once of whoever keeps the history (``keep_history``'s
+        # ``sessions``); else its requests are counted under its id, and it is named
+        # when someone reads them.
+        history, rates = self.history, self.rates
+        assert history is not None
+        assert rates is not None
+        found = rates.sessions(session) if rates.sessions is not None else None
+        if found is None:
+            return rates.unknown(session)
+        info, principal = found
+        history.learn([(session, client_name(info), principal)])
+        rates.learn([(session, info)])
+        return rates.clients[session]
+
+    def keep_history(
+        self, size: int | None = None, *, sessions: SessionClients | None = None
+    ) -> History:
+        """Keep the requests that end from now on in a ring (``size`` of them at most),
+        and their rates; ``sessions`` names a live session's client (clientInfo) and
+        principal, asked once per session (the Observatory's ``session_client``).
 
         Each request's ids come from ``LOG_CONTEXT``, which this turns on until the last
         caller calls ``drop_history``. Asked again, it returns the ring already kept.
@@ -229,8 +335,15 @@ class Metrics:
 
         if self.history is None:
             self.history = History(size or DEFAULT_HISTORY)
+            try:
+                since: float | None = trio.current_time()
+            except RuntimeError:  # not in a run: the rates count from the first request
+                since = None
+            self.rates = Rates(since)
             self._log_context_before = self.log_context
             self.log_context = True
+        if sessions is not None and self.rates is not None and self.rates.sessions is None:
+            self.rates.sessions = sessions
         self._history_users += 1
         return self.history
 
@@ -240,7 +353,7 @@ class Metrics:
             return
         self._history_users -= 1
         if self._history_users == 0:
-            self.history = None
+            self.history = self.rates = None
             self.log_context = self._log_context_before
 
     def _admit(self, method: str, name: object, outcome: str) -> list[float]:
@@ -294,7 +407,7 @@ class Metrics:
             outcome = _TASK_OUTCOMES.get(status, status)
             seconds = task.updated_at - task.created_at
             entry = (_now(), "task", task.task_id, outcome, seconds, None, task.status_message)
-            history.append((*entry, None))
+            history.append((*entry, None, None, None))
 
     def stream_opened(self) -> None:
         """Count a response stream that was opened."""

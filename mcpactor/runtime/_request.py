@@ -30,10 +30,12 @@ async def handled(
     version: str,
     clock: trio.abc.Clock,
     started: float,
+    principal: object = None,
 ) -> JSONObject | RequestError | ProtocolError:
     """Await ``handler``: its result, or the error its request is to be answered with.
 
     A cancellation goes through (the request's scope answers for it) and counts as one.
+    ``principal`` is what a request without a session was admitted as (the history's).
     """
     metrics = METRICS
     tracer = metrics.tracer
@@ -64,8 +66,9 @@ async def handled(
             outcome, error = ERROR, "tool"
         return result
     finally:
+        ended = clock.current_time()
         metrics.request_ended(
-            method, params, outcome, clock.current_time() - started, error, detail
+            method, params, outcome, ended - started, error, detail, ended, principal
         )
         if trace is not None:
             trace.end(outcome, error)

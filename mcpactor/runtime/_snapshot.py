@@ -79,7 +79,14 @@ if TYPE_CHECKING:
     from ._offload import ProcessPool
     from ._session_actor import SessionActor
     from ._stateless import StatelessHost
-    from ._views import HostView, HttpSessionView, ManagerView, SessionView
+    from ._views import (
+        HostView,
+        HttpSessionView,
+        ManagerView,
+        RequestView,
+        SessionView,
+        TaskView,
+    )
 
 # The session manager imports this module (to register itself), so it is not imported
 # back, not even for types: a manager is known by what it has.
@@ -321,6 +328,70 @@ class Observatory:
         )
         items = history.items(cancelled_by=cancelled_by, **filters)
         return {"kept": True, "size": history.size, "items": items}
+
+    def rates(self, now: float | None = None, window: float = 60.0) -> dict[str, Any]:
+        """Requests/s, errors/s and latency percentiles per tool and per client over the
+        last ``window`` seconds (kept once ``METRICS.keep_history`` was called)."""
+        rates = METRICS.rates
+        if rates is None:
+            return {"kept": False, "window": window, "tools": [], "clients": []}
+        rates.learn(
+            (key if http is not None else None, actor.view().client_info)
+            for key, _, _, actor, http in self._sessions(self._tables())
+        )
+        return rates.read(trio.current_time() if now is None else now, window)
+
+    def running(
+        self, session_id: str | None, request_id: str, key: int | None = None
+    ) -> tuple[RequestView, dict[str, Any]] | None:
+        """A running request's view and what the tree says of its session (or, with
+        ``key``, a stateless request's), or None. Ids are matched as text."""
+        now = trio.current_time()
+        managers = self._tables()
+        if key is not None:
+            for host in self._all_hosts(managers):
+                for request in host.view().requests:
+                    if request.key == key:
+                        name = name_of(request.method or "", request.params)
+                        return request, stateless_item(request, name, now)
+            return None
+        for live_key, transport, since, actor, http in self._sessions(managers):
+            if live_key != session_id:
+                continue
+            view = actor.view()
+            for request in view.requests:
+                if str(request.id) == request_id and request.started is not None:
+                    item = session_item(live_key, transport, since, view, http, Wanted(now))
+                    del item["requests"], item["tasks"], item["streams"], item["more"]
+                    return request, item
+        return None
+
+    def session_client(self, session_id: str) -> tuple[JSONValue, str | None] | None:
+        """The clientInfo and principal of the live HTTP session ``session_id``, or None."""
+        for manager in self._managers:
+            session = manager.get(session_id)
+            if session is not None:
+                http = session.view()
+                return http.actor.view().client_info, principal_text(http.principal)
+        return None
+
+    def task(self, task_id: str) -> tuple[TaskView, dict[str, Any]] | None:
+        """A task kept in a task table (running or not yet expired) and what the tree
+        says of its session (empty for the tasks extension's table), or None."""
+        managers = self._tables()
+        for key, _, _, actor, http in self._sessions(managers):
+            view = actor.view()
+            for task in view.tasks.view():
+                if task.id == task_id:
+                    principal = principal_text(http.principal if http is not None else None)
+                    client = client_name(view.client_info)
+                    return task, {"session": key, "client": client, "principal": principal}
+        for host in self._all_hosts(managers):
+            table = host.view().tasks
+            for task in table.view() if hasattr(table, "view") else ():
+                if task.id == task_id:
+                    return task, {}
+        return None
 
     # --- actions -----------------------------------------------------------------------
 

@@ -308,6 +308,7 @@ class StatelessHost:
             envelope.revision.version,
             clock,
             flight.started,
+            principal,
         )
         # The request's exchange builds its answer, as a session's does; no session
         # counts it, so what it builds is the message itself.

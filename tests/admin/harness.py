@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,7 +35,8 @@ class Served:
 
 def slow_server(served: list[Served]) -> Server:
     """A server with ``slow`` (progress every ``every`` seconds until cancelled), ``echo``,
-    ``fail`` (always raises) and ``job`` (a task that runs until cancelled)."""
+    ``fail`` (always raises), ``sign_in`` (logs, then raises) and ``job`` (a task that
+    runs until cancelled)."""
     server = Server("watched", "1.0.0")
 
     @server.tool()
@@ -58,6 +60,12 @@ def slow_server(served: list[Served]) -> Server:
     async def fail(why: str) -> str:
         """Raise ``why``: the failing tool."""
         raise ValueError(why)
+
+    @server.tool()
+    async def sign_in(user: str, password: str, note: str = "", data: str = "") -> str:
+        """Log the attempt, then fail: a request with secrets in its arguments."""
+        logging.getLogger("watched.sign_in").warning("sign-in attempt by %s", user)
+        raise ValueError("wrong password")
 
     @server.tool(task_support="optional")
     async def job() -> str:

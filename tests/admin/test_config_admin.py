@@ -47,13 +47,29 @@ def test_the_table_is_read(tmp_path: Path) -> None:
     assert load_config(_config(tmp_path, 'transport = "stdio"\n')).admin is None
 
 
+def test_the_story_s_redaction_rules_and_trace_link(tmp_path: Path) -> None:
+    path = _config(
+        tmp_path,
+        '[admin]\nlisten = 8765\ntrace_url = "https://traces.example/t/{trace_id}"\n'
+        '[admin.redact]\nsign_in = ["note", "card.number"]\n"*" = ["ssn"]\n',
+    )
+    admin = load_config(path).admin
+    assert admin is not None
+    assert admin.trace_url == "https://traces.example/t/{trace_id}"
+    assert admin.redact == {"sign_in": ("note", "card.number"), "*": ("ssn",)}
+    with pytest.raises(ConfigError, match=r"admin.trace_url: expected an http\(s\) URL"):
+        load_config(_config(tmp_path, '[admin]\ntrace_url = "https://traces.example/"\n'))
+    with pytest.raises(ConfigError, match=r"admin\.redact\.sign_in: expected a list of strings"):
+        load_config(_config(tmp_path, '[admin.redact]\nsign_in = "note"\n'))
+
+
 @pytest.mark.parametrize(
     ("text", "said"),
     [
         (
             '[admin]\nlisten = "8001"\nlisen = "x"\n',
             "admin.lisen: unknown key; expected one of "
-            "allow_remote, listen, scope, token_file (line 3)",
+            "allow_remote, listen, redact, scope, token_file, trace_url (line 3)",
         ),
         (
             '[admin]\n\nallow_remote = "yes"\n',

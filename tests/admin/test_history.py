@@ -111,7 +111,9 @@ def test_the_ring_keeps_the_latest_and_reads_them_newest_first() -> None:
     history = History(3)
     for number in range(5):
         context = ("s1", number, "tools/call")
-        history.append((1.0 + number, "tools/call", f"t{number}", "ok", 0.1, None, None, context))
+        history.append(
+            (1.0 + number, "tools/call", f"t{number}", "ok", 0.1, None, None, context, None, None)
+        )
     assert len(history) == 3
     history.learn([("s1", "client 1", "alice")])
     items = history.items()
@@ -125,7 +127,7 @@ def test_the_ring_keeps_the_latest_and_reads_them_newest_first() -> None:
 def test_a_timeout_is_told_apart_from_other_errors() -> None:
     history = History(2)
     detail = "tool 'slow' timed out after 1 s"
-    history.append((1.0, "tools/call", "slow", "error", 1.0, "request", detail, None))
+    history.append((1.0, "tools/call", "slow", "error", 1.0, "request", detail, None, None, None))
     (item,) = history.items(outcome="timed out")
     assert item["detail"] == detail
 
@@ -220,8 +222,10 @@ def test_a_session_that_ended_unwatched_is_named_by_its_initialize() -> None:
     history = History(4)
     info = {"name": "short-lived", "version": "1.2"}
     context = ("s2", 0, "initialize")
-    history.append((1.0, "initialize", info, "ok", 0.001, None, None, context))
-    history.append((2.0, "tools/list", "", "ok", 0.001, None, None, ("s2", 1, "tools/list")))
+    history.append((1.0, "initialize", info, "ok", 0.001, None, None, context, None, None))
+    history.append(
+        (2.0, "tools/list", "", "ok", 0.001, None, None, ("s2", 1, "tools/list"), None, None)
+    )
     listed, initialized = history.items()
     assert listed["client"] == "short-lived 1.2"
     assert initialized["name"] is None

@@ -88,6 +88,40 @@ async def test_top_lists_what_ended_with_history(
     assert " ok " in ended[2]
 
 
+async def test_top_shows_the_rates_per_tool_and_client(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    async with (
+        open_served() as served,
+        connect_http(
+            served.mcp_url,
+            initialize=True,
+            client_info={"name": "top rates client", "version": "5"},
+        ) as client,
+    ):
+        for _ in range(4):
+            await client.call_tool("echo", {"text": "top"})
+        await client.call_tool("fail", {"why": "no"})
+        argv = ["top", served.admin_url, "--token-file", str(token_file), "--once"]
+        argv += ["--rates", "60", "--client", "top rates"]
+        status = await trio.to_thread.run_sync(main, argv)
+    out = capsys.readouterr().out
+    assert status == 0
+    rates = out[out.index("RATES") :].splitlines()
+    assert "the last 1m00s" in rates[0]
+    assert rates[1].split()[:4] == ["TOOL", "OR", "METHOD", "req/s"]
+    (echo,) = [line for line in rates if "tools/call echo" in line]
+    (fail,) = [line for line in rates if "tools/call fail" in line]
+    assert float(echo.split()[2]) > 0
+    assert float(echo.split()[3]) == 0
+    assert float(fail.split()[3]) > 0
+    assert any(mark in echo for mark in "▁▂▃▄▅▆▇█")
+    (client_line,) = [line for line in rates if "top rates client 5" in line]
+    assert float(client_line.split()[4]) > 0
+
+
 async def test_top_with_a_wrong_token_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

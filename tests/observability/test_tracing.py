@@ -213,3 +213,21 @@ async def test_a_stateless_request_has_its_span(spans: InMemorySpanExporter) -> 
     attributes = span.attributes or {}
     assert attributes["mcp.protocol.version"] == "2026-07-28"
     assert "mcp.session.id" not in attributes
+
+
+async def test_the_history_keeps_a_traced_request_s_trace_id(
+    spans: InMemorySpanExporter,
+) -> None:
+    from mcpactor.client import connect_memory
+    from mcpactor.runtime import METRICS
+
+    history = METRICS.keep_history()
+    try:
+        async with connect_memory(_server(), initialize=True) as client:
+            await client.call_tool("echo", {"text": "traced"})
+        (item,) = [item for item in history.items() if item["name"] == "echo"]
+    finally:
+        METRICS.drop_history()
+    (span,) = [span for span in spans.get_finished_spans() if span.name == "mcp tools/call echo"]
+    assert span.context is not None
+    assert item["trace_id"] == format(span.context.trace_id, "032x")

@@ -24,6 +24,8 @@ let pressed = false;
 // The row the user picked (by key): kept in the address, shown marked, scrolled to once.
 let picked = null;
 let scrolledTo = null;
+// The request whose story is open (see console.js): kept in the address too.
+let storyLink = null;
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -135,12 +137,21 @@ function newItem(key) {
     else toggled.add(own);
     if (lastTree) render(lastTree);
   });
+  const title = el("span", "title");
+  // A request's title opens its story (what it opens is read when it is pressed).
+  const openTitle = (event) => {
+    if (!title.open) return;
+    event.stopPropagation();
+    title.open();
+  };
+  title.addEventListener("click", openTitle);
+  title.addEventListener("keydown", (event) => { if (event.key === "Enter") openTitle(event); });
   row.append(
-    toggle, el("span", "kind"), el("span", "title"), el("span", "badge"),
+    toggle, el("span", "kind"), title, el("span", "badge"),
     el("span", "metas"), el("span", "spacer"), el("span", "age"), el("span", "buttons"),
   );
   row.addEventListener("click", (event) => {
-    if (event.target.closest("button, .toggle")) return;
+    if (event.target.closest("button, .toggle, .title.link")) return;
     picked = picked === item.dataset.key ? null : item.dataset.key;
     saveLink();
     if (lastTree) render(lastTree);
@@ -172,7 +183,17 @@ function patchItem(item, spec) {
     toggle.setAttribute("aria-label", "fold or unfold");
   }
   setText(kind, spec.kind);
-  title.className = spec.id ? "title id" : "title";
+  title.className = "title" + (spec.id ? " id" : "") + (spec.open ? " link" : "");
+  title.open = spec.open || null;
+  if (spec.open) {
+    title.setAttribute("role", "link");
+    title.tabIndex = 0;
+    title.title = "Open its story";
+  } else if (title.hasAttribute("role")) {
+    title.removeAttribute("role");
+    title.removeAttribute("tabindex");
+    title.removeAttribute("title");
+  }
   setText(title, spec.title);
   badge.hidden = !spec.badge;
   badge.className = spec.badge ? `badge ${spec.badge}` : "badge";
@@ -294,6 +315,7 @@ function requestNode(session, request) {
     slow: request.age >= threshold,
     buttons,
     attrs: { "data-request": String(request.id), "data-session": session.id },
+    open: () => openStory({ session: session.id, request: request.id }),
   };
 }
 
@@ -315,6 +337,7 @@ function taskNode(task, session) {
     key: `task:${task.id}`,
     kind: "task", title: task.id, id: true, badge: task.status, meta,
     seconds: task.age, buttons, attrs: { "data-task": task.id }, tip: task.id,
+    open: () => openStory({ task: task.id }),
   };
 }
 
@@ -392,6 +415,7 @@ function statelessNode(flight, listen) {
     badge: flight.cancelled ? "cancelled" : "running", meta, seconds: flight.age,
     slow: !listen && flight.age >= slowThreshold(), buttons,
     attrs: { "data-request": String(flight.id), "data-stateless": String(flight.key) },
+    open: listen ? null : () => openStory({ key: flight.key, request: flight.id }),
   };
 }
 
@@ -602,6 +626,7 @@ function renderHistory(data) {
       cell(item.principal),
       cell(item.seconds < 0.01 ? `${(item.seconds * 1000).toFixed(2)} ms` : age(item.seconds)),
       cell(whyText(item)),
+      storyCell(item),
     );
     return row;
   }));
@@ -617,7 +642,7 @@ function renderHistory(data) {
 }
 
 // The filters live in the address too, so that a link reopens the same view.
-const linked = ["tool", "client", "find", "slow_ms", "outcome"];
+const linked = ["tool", "client", "find", "slow_ms", "outcome", "over"];
 function saveLink() {
   const params = new URLSearchParams();
   for (const name of linked) {
@@ -627,6 +652,7 @@ function saveLink() {
   if (filters.elements.streams.checked) params.set("streams", "1");
   if (!filters.elements.live.checked) params.set("live", "0");
   if (picked) params.set("pick", picked);
+  if (storyLink) params.set("story", storyLink);
   const q = params.toString();
   window.history.replaceState(null, "", q ? `?${q}` : window.location.pathname);
 }
@@ -640,6 +666,7 @@ function loadLink() {
   filters.elements.streams.checked = params.get("streams") === "1";
   filters.elements.live.checked = params.get("live") !== "0";
   picked = params.get("pick");
+  storyLink = (params.get("story") || "").slice(0, 600) || null;
 }
 
 function query() {
@@ -666,6 +693,7 @@ function connect() {
     if (!held()) {
       refreshReplicas();
       refreshHistory(false);
+      refreshRates(false);
     }
   });
   source.addEventListener("error", async () => {
@@ -738,7 +766,13 @@ filters.elements.outcome.addEventListener("input", () => {
   saveLink();
   refreshHistory(true);
 });
-loadLink();
-connect();
-refreshReplicas();
-refreshHistory(true);
+// Started once every script of the page has run (console.js adds the rates and the
+// request's story).
+document.addEventListener("DOMContentLoaded", () => {
+  loadLink();
+  connect();
+  refreshReplicas();
+  refreshHistory(true);
+  refreshRates(true);
+  if (storyLink) openStoryLink(storyLink);
+});
