@@ -27,6 +27,7 @@ __all__ = [
     "UNREACHABLE",
     "check_reachable",
     "connect",
+    "ping_problem",
     "reach",
     "store_location",
 ]
@@ -109,15 +110,20 @@ async def check_reachable(
         StoreUnavailable: no answer in time, a refused connection, or a refused login;
             the message names the URL without its password.
     """
-    why: str | None = None
+    why = await ping_problem(client, deadline=deadline)
+    if why is not None:
+        raise StoreUnavailable(f"the store {url.redacted()} is unreachable: {why}")
+
+
+async def ping_problem(client: coredis.Redis[Any], *, deadline: float) -> str | None:
+    """PING the store once, within ``deadline`` seconds: None if it answers, else why not."""
     try:
         with trio.fail_after(deadline):
             await client.ping()
     except trio.TooSlowError:
-        why = f"no answer to PING within {deadline:g} s"
+        return f"no answer to PING within {deadline:g} s"
     except coredis.exceptions.AuthenticationError as exc:
-        why = f"the login was refused ({str(exc)[:200]})"
+        return f"the login was refused ({str(exc)[:200]})"
     except UNREACHABLE as exc:
-        why = str(exc)[:200] or type(exc).__name__
-    if why is not None:
-        raise StoreUnavailable(f"the store {url.redacted()} is unreachable: {why}")
+        return str(exc)[:200] or type(exc).__name__
+    return None

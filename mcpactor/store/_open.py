@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import coredis
 
 from ..runtime import ChangeBus
 from ..runtime.http import EventStore, Replicas, StoreUnavailable
-from ._client import check_reachable, connect
+from ._client import check_reachable, connect, ping_problem
 from ._tasks import RedisTaskStore, open_redis_task_store
 from ._url import StoreURL
 
-__all__ = ["SharedStore", "open_shared_store"]
+__all__ = ["READY_DEADLINE", "SharedStore", "open_shared_store"]
+
+#: seconds the readiness check waits for the store's PING (a probe's usual timeout)
+READY_DEADLINE: Final = 1.0
 
 
 @attrs.frozen(kw_only=True)
@@ -40,6 +43,11 @@ class SharedStore:
     client: coredis.Redis[Any] = attrs.field(repr=False)
     #: where the store is, without its password
     location: str
+
+    async def problem(self) -> str | None:
+        """None when the store answers a PING within ``READY_DEADLINE``, else why not."""
+        why = await ping_problem(self.client, deadline=READY_DEADLINE)
+        return None if why is None else f"the store {self.location} is unreachable: {why}"
 
 
 @contextlib.asynccontextmanager
