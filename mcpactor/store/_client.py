@@ -5,20 +5,30 @@
 # connect and read timeouts are set, so a command during an outage raises within a few
 # seconds and the store that made it says StoreUnavailable instead of hanging a request.
 # The PING at the start raises the same StoreUnavailable: an outage found earlier.
+#
+# Behind Sentinel (a redis+sentinel:// URL) every new connection asks the Sentinels where
+# the primary is and checks that it says it is one (ROLE). When the primary fails, its
+# connections break, the commands made until a replica is promoted fail at once (the old
+# address refuses, or no Sentinel names a primary) with StoreUnavailable, and the first
+# connection made after the promotion reaches the new primary: nothing waits for the
+# switch, and nothing needs a restart. Sentinel closes the client connections of a
+# primary it demotes; a write that still reaches one meets READONLY, StoreUnavailable too.
 
 from __future__ import annotations
 
+import contextlib
 import ssl
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any, Final, TypeVar
 
 import coredis
 import coredis.exceptions
 import trio
+from coredis.connection import TCPLocation
 
 from ..protocol import describe_error
 from ..runtime.http import StoreUnavailable
-from ._url import StoreURL
+from ._url import CLUSTER_REFUSAL, StoreURL
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -27,8 +37,10 @@ __all__ = [
     "UNREACHABLE",
     "check_reachable",
     "connect",
+    "open_client",
     "ping_problem",
     "reach",
+    "refuse_cluster",
     "store_location",
 ]
 
@@ -61,7 +73,12 @@ def _ssl_context(url: StoreURL) -> ssl.SSLContext:
 
 def store_location(client: coredis.Redis[Any]) -> str:
     """Where ``client`` connects (host:port or socket path, never a password), bounded."""
-    location = str(getattr(client.connection_pool, "location", "") or "redis")
+    pool = client.connection_pool
+    service = getattr(pool, "service_name", None)
+    if service is not None:
+        # Behind Sentinel the address changes with each failover; the service does not.
+        return f"Sentinel service {service}"[:_MAX_LOCATION]
+    location = str(getattr(pool, "location", "") or "redis")
     return location[:_MAX_LOCATION]
 
 
@@ -73,6 +90,8 @@ async def reach(what: str, location: str, call: Awaitable[T]) -> T:
     """
     try:
         return await call
+    except coredis.exceptions.ReadOnlyError:
+        error = StoreUnavailable(f"the {what} at {location} is a read-only replica now")
     except UNREACHABLE as exc:
         error = StoreUnavailable(
             f"the {what} at {location} cannot be reached: {describe_error(exc)}"
@@ -99,6 +118,48 @@ def connect(url: StoreURL) -> coredis.Redis[Any]:
     if url.tls:
         options["ssl_context"] = _ssl_context(url)
     return coredis.Redis(host=url.host, port=url.port, **options)
+
+
+@contextlib.asynccontextmanager
+async def open_client(url: StoreURL) -> AsyncIterator[coredis.Redis[Any]]:
+    """A client of the store at ``url``, entered: one server, or the primary Sentinel names.
+
+    Raises:
+        OSError: a TLS file named by the URL cannot be read.
+        ssl.SSLError: a TLS file is not a certificate or key.
+    """
+    if not url.sentinels:
+        async with connect(url) as client:
+            yield client
+        return
+    timeouts: dict[str, Any] = {
+        "connect_timeout": CONNECT_TIMEOUT,
+        "stream_timeout": READ_TIMEOUT,
+    }
+    sentinel: coredis.Sentinel[bytes] = coredis.Sentinel(
+        [TCPLocation(host, port) for host, port in url.sentinels],
+        sentinel_kwargs=dict(timeouts),
+        db=url.db,
+        username=url.username,
+        password=url.password,
+        **timeouts,
+    )
+    assert url.service is not None
+    async with sentinel, sentinel.primary_for(url.service) as client:
+        yield client
+
+
+async def refuse_cluster(client: coredis.Redis[Any], url: StoreURL) -> None:
+    """Refuse a Redis Cluster node (the store needs one keyspace), found at the start.
+
+    Raises:
+        StoreUnavailable: the server says ``cluster_enabled:1``.
+    """
+    info = await reach("store", url.redacted(), client.info("cluster"))
+    if str(info.get("cluster_enabled", 0)) == "1":
+        raise StoreUnavailable(
+            f"the store {url.redacted()} is a Redis Cluster node: {CLUSTER_REFUSAL}"
+        )
 
 
 async def check_reachable(

@@ -17,7 +17,7 @@ import coredis
 
 from ..runtime import ChangeBus
 from ..runtime.http import EventStore, Replicas, StoreUnavailable
-from ._client import check_reachable, connect, ping_problem
+from ._client import check_reachable, open_client, ping_problem, refuse_cluster
 from ._tasks import RedisTaskStore, open_redis_task_store
 from ._url import StoreURL
 
@@ -57,13 +57,14 @@ async def open_shared_store(
     """Connect to ``url`` and yield the shared pieces, as replica ``replica``.
 
     Raises:
-        StoreUnavailable: the store does not answer a PING at the start.
+        StoreUnavailable: the store does not answer a PING at the start, or it is a
+            Redis Cluster node.
     """
-    client = connect(url)
     reached = False
     try:
-        async with client:
+        async with open_client(url) as client:
             await check_reachable(client, url)
+            await refuse_cluster(client, url)
             reached = True
             # Imported once the store answers: a wrong URL is the first thing said.
             from ._bus import open_redis_bus
@@ -77,7 +78,7 @@ async def open_shared_store(
             ):
                 yield SharedStore(
                     replicas=Replicas(
-                        RedisSessionRecords(client, prefix=prefix),
+                        RedisSessionRecords(client, prefix=prefix, wait=url.wait),
                         RedisRelay(client, replica_id=replica, prefix=prefix),
                         changes=bus,
                     ),
