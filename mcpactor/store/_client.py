@@ -11,8 +11,11 @@
 # connections break, the commands made until a replica is promoted fail at once (the old
 # address refuses, or no Sentinel names a primary) with StoreUnavailable, and the first
 # connection made after the promotion reaches the new primary: nothing waits for the
-# switch, and nothing needs a restart. Sentinel closes the client connections of a
-# primary it demotes; a write that still reaches one meets READONLY, StoreUnavailable too.
+# switch, and nothing needs a restart. A primary that hangs instead of dying keeps its
+# connections open, and coredis keeps using a connection whose command timed out; so
+# the client asks the Sentinels where the primary is every FOLLOW_INTERVAL seconds, and
+# drops every connection (subscriptions included) once the answer changes. A write that
+# still reaches a demoted primary meets READONLY, StoreUnavailable too.
 
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import coredis
 import coredis.exceptions
 import trio
 from coredis.connection import TCPLocation
+from coredis.pool import SentinelConnectionPool
 
 from ..protocol import describe_error
 from ..runtime.http import StoreUnavailable
@@ -32,6 +36,7 @@ from ._url import CLUSTER_REFUSAL, StoreURL
 
 __all__ = [
     "CONNECT_TIMEOUT",
+    "FOLLOW_INTERVAL",
     "REACH_DEADLINE",
     "READ_TIMEOUT",
     "UNREACHABLE",
@@ -50,6 +55,8 @@ CONNECT_TIMEOUT: Final = 3.0
 READ_TIMEOUT: Final = 10.0
 #: seconds ``check_reachable`` waits for its PING
 REACH_DEADLINE: Final = 5.0
+#: seconds between two questions to the Sentinels: where is the primary now?
+FOLLOW_INTERVAL: Final = 1.0
 #: what a failure to reach the store looks like: coredis's own errors (a lost or refused
 #: connection, a server that answers with an error) and the sockets' beneath them
 UNREACHABLE: Final = (coredis.exceptions.RedisError, OSError, TimeoutError)
@@ -145,8 +152,25 @@ async def open_client(url: StoreURL) -> AsyncIterator[coredis.Redis[Any]]:
         **timeouts,
     )
     assert url.service is not None
-    async with sentinel, sentinel.primary_for(url.service) as client:
+    async with (
+        sentinel,
+        sentinel.primary_for(url.service) as client,
+        trio.open_nursery() as nursery,
+    ):
+        pool = client.connection_pool
+        assert isinstance(pool, SentinelConnectionPool)
+        nursery.start_soon(_follow_primary, pool)
         yield client
+        nursery.cancel_scope.cancel()
+
+
+async def _follow_primary(pool: SentinelConnectionPool) -> None:
+    # The pool drops its connections itself when the address it is given changes.
+    while True:
+        await trio.sleep(FOLLOW_INTERVAL)
+        # No Sentinel answers, or none names a primary: the commands say so, not this.
+        with trio.move_on_after(READ_TIMEOUT), contextlib.suppress(*UNREACHABLE):
+            await pool.get_primary_location()
 
 
 async def refuse_cluster(client: coredis.Redis[Any], url: StoreURL) -> None:

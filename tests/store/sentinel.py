@@ -10,6 +10,7 @@ is killed (SIGKILL) by the test, as a crash would.
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -77,6 +78,12 @@ class Sentinelled:
         """SIGKILL the primary, as a crash would."""
         self.primary.kill()
         self.primary.wait(timeout=10)
+
+    def freeze_primary(self) -> None:
+        """SIGSTOP the primary: its host hangs, its sockets stay open and nothing answers."""
+        self.primary.send_signal(signal.SIGSTOP)
+        # Thawed before it is stopped, so that SIGTERM ends it.
+        self.stack.callback(self.primary.send_signal, signal.SIGCONT)
 
     def restart_primary(self) -> None:
         """Start the killed primary again on its port (the Sentinel makes it a replica)."""

@@ -158,6 +158,34 @@ async def test_the_primary_killed_the_promoted_replica_serves_and_acknowledged_r
     gc.collect()
 
 
+async def test_a_primary_that_hangs_holds_no_write_past_the_bound(setup: Sentinelled) -> None:
+    # Frozen, not dead: connections stay open and unanswered, as when a host hangs or a
+    # network drops packets. A write then waits for the store's timeouts, not forever.
+    await watched(setup)
+    url = parse_store_url(setup.url())
+    async with open_shared_store(url, replica="a", prefix="h") as shared:
+        records = shared.replicas.records
+        assert isinstance(records, RedisSessionRecords)
+        await records.put(_record("before"), ttl=300)
+        setup.freeze_primary()
+        frozen = time.monotonic()
+        attempts = _Attempts(records)
+        with trio.fail_after(RECOVERY_BOUND):
+            while not attempts.written:
+                await attempts.write()
+        _log.warning(
+            "frozen primary: writes again %.1f s after it froze; %d writes failed "
+            "meanwhile, the longest took %.2f s",
+            time.monotonic() - frozen,
+            attempts.failed,
+            attempts.longest,
+        )
+        assert await primary_port(setup) == setup.replica_port
+        # Written before the freeze, replicated (no WAIT here, but long before).
+        assert await records.get("before") == _record("before")
+    gc.collect()
+
+
 async def test_a_write_no_replica_acknowledges_is_refused_within_the_bound(
     redis_port: int,
 ) -> None:
