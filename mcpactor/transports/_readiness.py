@@ -15,6 +15,8 @@ from typing import Final
 
 import trio
 
+from ..protocol import describe_error
+
 __all__ = ["DEFAULT_CHECK_INTERVAL", "Readiness", "ReadinessCheck"]
 
 _log = logging.getLogger("mcpactor.http")
@@ -84,7 +86,11 @@ class Readiness:
         async with self._lock:
             # A probe that waited for another's check takes its answer.
             if trio.current_time() - self._checked_at >= self._interval:
-                problem = await self._check()
+                try:
+                    problem = await self._check()
+                except Exception as exc:
+                    # A check that breaks says not ready, as one that fails does.
+                    problem = f"the readiness check failed: {describe_error(exc)}"
                 self._checked_at = trio.current_time()
                 if problem != self._problem:
                     if problem is not None:

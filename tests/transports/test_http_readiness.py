@@ -144,6 +144,15 @@ async def test_starting_and_draining_need_no_check() -> None:
     assert await readiness.state() == "draining"
 
 
+async def test_a_check_that_breaks_says_not_ready(caplog: pytest.LogCaptureFixture) -> None:
+    async def check() -> str | None:
+        raise RuntimeError("the check itself broke")
+
+    readiness = Readiness(started=True, check=check)
+    assert await readiness.state() == "unavailable"
+    assert "the check itself broke" in caplog.text
+
+
 def test_an_interval_below_zero_is_refused() -> None:
     with pytest.raises(ValueError, match="interval"):
         Readiness(interval=-1)
