@@ -37,6 +37,7 @@ _HTTP_FLAGS: Final = (
     "keep_alive_timeout",
     "request_timeout",
     "health_path",
+    "ready_path",
     "forwarded_allow_ips",
     "forwarded_header",
 )
@@ -59,6 +60,8 @@ def build_http_options(args: argparse.Namespace, config: Any) -> Any:
             labels[name] = "--" + name.replace("_", "-")
     if args.no_health:
         given["health_path"] = None
+    if args.no_ready:
+        given["ready_path"] = None
     if args.access_log:
         given["access_log"] = True
     if "authenticate" in given:
@@ -174,6 +177,8 @@ def serve_over_http(
                 with_admin, args, server, functools.partial(serve, nursery)
             )
             started = True
+            if http_options.readiness is not None:
+                http_options.readiness.started()
             if args.worker_status is not None:
                 # Its supervisor says where they serve, once every worker does.
                 tell_supervisor(args.worker_status, {"ready": True})
@@ -204,6 +209,7 @@ async def _open_store(
 
     from ..runtime import StatelessHost
     from ..store import open_shared_store
+    from ..transports import Readiness
     from ._workers import replica_id
 
     shared = await stack.enter_async_context(
@@ -216,8 +222,13 @@ async def _open_store(
     )
     # The admin listener, if asked for, lists every replica through the same client.
     args.shared_store = shared
+    # Ready while the store answers (checked at most every few seconds), once serving.
+    readiness = http_options.readiness or Readiness(check=shared.problem)
     http_options = attrs.evolve(
-        http_options, replicas=shared.replicas, event_store=shared.event_store
+        http_options,
+        replicas=shared.replicas,
+        event_store=shared.event_store,
+        readiness=readiness,
     )
     options = attrs.evolve(options, tasks=attrs.evolve(options.tasks, store=shared.task_store))
     # A host of our own, so that listen streams hear the changes of every replica.

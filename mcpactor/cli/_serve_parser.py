@@ -176,6 +176,19 @@ def _add_admission_arguments(http: Any) -> None:
         help="serve no liveness endpoint",
     )
     http.add_argument(
+        "--ready-path",
+        type=endpoint_path,
+        default=None,
+        metavar="PATH",
+        help="where the readiness endpoint answers 200, or 503 while starting, stopping "
+        "or when the --store does not answer (default: /readyz)",
+    )
+    http.add_argument(
+        "--no-ready",
+        action="store_true",
+        help="serve no readiness endpoint",
+    )
+    http.add_argument(
         "--access-log",
         action="store_true",
         help="log one line per HTTP request (logger mcpactor.access, at INFO)",

@@ -26,8 +26,11 @@ def add_store_arguments(serve: argparse.ArgumentParser) -> None:
         "--store",
         metavar="URL",
         help="the Redis store shared with the other replicas: redis://[[user]:password@]"
-        "host[:port][/db], rediss://... (TLS: ?ca=, cert=, key=, verify=none) or "
-        "unix:///path?db=N; sessions, SSE events, tasks and change events are shared",
+        "host[:port][/db], rediss://... (TLS: ?ca=, cert=, key=, verify=none), "
+        "unix:///path?db=N, or the primary Sentinel names: redis+sentinel://[[user]:"
+        "password@]host[:port][,host[:port]...]/service[/db]; ?wait=N: a session's record "
+        "is written once N Redis replicas acknowledge it; sessions, SSE events, tasks and "
+        "change events are shared",
     )
     store.add_argument(
         "--store-prefix",

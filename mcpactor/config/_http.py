@@ -54,6 +54,8 @@ class HttpConfig:
     www_authenticate: str | None = None
     #: the liveness endpoint's path; False: none
     health_path: str | Literal[False] | None = None
+    #: the readiness endpoint's path; False: none
+    ready_path: str | Literal[False] | None = None
     access_log: bool | None = None
     #: the legacy HTTP+SSE paths and the WebSocket path; False: that transport is off
     sse_path: str | Literal[False] | None = None
@@ -88,7 +90,13 @@ class HttpConfig:
 
 
 #: the [http] keys that are HttpOptions fields, by kind
-_HTTP_PATH_KEYS: Final = ("health_path", "sse_path", "messages_path", "websocket_path")
+_HTTP_PATH_KEYS: Final = (
+    "health_path",
+    "ready_path",
+    "sse_path",
+    "messages_path",
+    "websocket_path",
+)
 _HTTP_COUNT_KEYS: Final = HTTP_LIMIT_OPTIONS
 _HTTP_SECONDS_KEYS: Final = HTTP_TIMEOUT_OPTIONS
 _HTTP_OPTION_KEYS: Final = (

@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import coredis
 
 from ..runtime import ChangeBus
 from ..runtime.http import EventStore, Replicas, StoreUnavailable
-from ._client import check_reachable, connect
+from ._client import check_reachable, open_client, ping_problem, refuse_cluster
 from ._tasks import RedisTaskStore, open_redis_task_store
 from ._url import StoreURL
 
-__all__ = ["SharedStore", "open_shared_store"]
+__all__ = ["READY_DEADLINE", "SharedStore", "open_shared_store"]
+
+#: seconds the readiness check waits for the store's PING (a probe's usual timeout)
+READY_DEADLINE: Final = 1.0
 
 
 @attrs.frozen(kw_only=True)
@@ -41,6 +44,11 @@ class SharedStore:
     #: where the store is, without its password
     location: str
 
+    async def problem(self) -> str | None:
+        """None when the store answers a PING within ``READY_DEADLINE``, else why not."""
+        why = await ping_problem(self.client, deadline=READY_DEADLINE)
+        return None if why is None else f"the store {self.location} is unreachable: {why}"
+
 
 @contextlib.asynccontextmanager
 async def open_shared_store(
@@ -49,13 +57,14 @@ async def open_shared_store(
     """Connect to ``url`` and yield the shared pieces, as replica ``replica``.
 
     Raises:
-        StoreUnavailable: the store does not answer a PING at the start.
+        StoreUnavailable: the store does not answer a PING at the start, or it is a
+            Redis Cluster node.
     """
-    client = connect(url)
     reached = False
     try:
-        async with client:
+        async with open_client(url) as client:
             await check_reachable(client, url)
+            await refuse_cluster(client, url)
             reached = True
             # Imported once the store answers: a wrong URL is the first thing said.
             from ._bus import open_redis_bus
@@ -69,7 +78,7 @@ async def open_shared_store(
             ):
                 yield SharedStore(
                     replicas=Replicas(
-                        RedisSessionRecords(client, prefix=prefix),
+                        RedisSessionRecords(client, prefix=prefix, wait=url.wait),
                         RedisRelay(client, replica_id=replica, prefix=prefix),
                         changes=bus,
                     ),

@@ -5,12 +5,17 @@
 # expiring with the record's TTL (``SET ... PX``), so Redis forgets a session when the
 # replicas would have. A record is read back whole and checked for size before it is
 # parsed: Redis bounds a string at 512 MB, far beyond what a record may hold.
+#
+# With ``wait`` (the URL's ``?wait=N``) a write is followed, on its connection, by
+# ``WAIT N`` within WAIT_TIMEOUT_MS: a record is said written only once N replicas hold
+# it, so a failover that promotes one of them keeps it. Fewer acknowledgements in time
+# is StoreUnavailable (the session is not started), not a record that a failover may lose.
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import coredis
 
@@ -24,13 +29,20 @@ _log = logging.getLogger("mcpactor.store")
 
 T = TypeVar("T")
 
+#: milliseconds a write waits for its replicas' acknowledgement (``wait``)
+WAIT_TIMEOUT_MS: Final = 1000
+
 
 class RedisSessionRecords:
     """SessionRecords in Redis, shared by every replica that names the same prefix."""
 
-    def __init__(self, client: coredis.Redis[Any], *, prefix: str = "mcpactor") -> None:
+    def __init__(
+        self, client: coredis.Redis[Any], *, prefix: str = "mcpactor", wait: int = 0
+    ) -> None:
         self._client = client
         self._prefix = prefix
+        #: replicas that acknowledge each write before it is said done; 0: none asked
+        self.wait = wait
         self._location = store_location(client)
         #: writes, reads and removals so far (each one Redis command)
         self.operations = 0
@@ -46,9 +58,13 @@ class RedisSessionRecords:
         if not ttl > 0:
             raise ValueError(f"a record lives a positive number of seconds, got {ttl!r}")
         self.operations += 1
-        await self._reach(
-            self._client.set(self._key(record.id), record.encode(), px=max(1, round(ttl * 1000)))
-        )
+        key, value, px = self._key(record.id), record.encode(), max(1, round(ttl * 1000))
+        if not self.wait:
+            await self._reach(self._client.set(key, value, px=px))
+            return
+        # The WAIT goes on the write's own connection: it covers that write.
+        with self._client.ensure_replication(self.wait, WAIT_TIMEOUT_MS):
+            await self._reach(self._client.set(key, value, px=px))
 
     async def get(self, session_id: str) -> SessionRecord | None:
         """Return the record under ``session_id``; None if none, expired or damaged."""

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .http import HttpOptions as HttpOptions
     from .http import McpHttpApp as McpHttpApp
     from .http import MemoryEventStore as MemoryEventStore
+    from .http import Readiness as Readiness
     from .http import open_http_app as open_http_app
     from .http import serve_app as serve_app
     from .http import serve_http as serve_http
@@ -28,6 +29,7 @@ __all__ = [
     "HttpOptions",
     "McpHttpApp",
     "MemoryEventStore",
+    "Readiness",
     "http_error_body",
     "message_event",
     "open_http_app",

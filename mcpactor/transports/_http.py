@@ -44,6 +44,7 @@ from ._asgi import (
 )
 from ._http_options import HttpOptions
 from ._legacy_sse import serve_legacy_post, serve_legacy_stream
+from ._readiness import Readiness
 from ._security import ClientShares, RequestGuard, parse_host
 from ._streamable import serve_streamable
 from ._websocket import serve_websocket
@@ -53,10 +54,24 @@ __all__ = ["McpHttpApp"]
 _access = logging.getLogger("mcpactor.access")
 _HEALTHY: Final = b'{"status":"ok"}'
 _STOPPING: Final = b'{"status":"stopping"}'
+_READY: Final = b'{"status":"ready"}'
 _NO_STORE: Final = ((b"cache-control", b"no-store"),)
 # What of a request the access log shows: bounded, and escaped so that a line is a line.
 _LOGGED_PATH: Final = 200
 _UNPRINTABLE: Final = re.compile(r'[\x00-\x1f\x7f-\x9f"\\]')
+
+
+async def _refuse_probe_method(scope: Scope, send: Send) -> bool:
+    # A probe endpoint answers GET and HEAD; anything else is refused with 405.
+    if scope["method"] in ("GET", "HEAD"):
+        return False
+    await reply(
+        send,
+        405,
+        error_body(INVALID_REQUEST, f"method {scope['method'][:20]} not allowed here"),
+        [(b"allow", b"GET, HEAD")],
+    )
+    return True
 
 
 class McpHttpApp:
@@ -102,6 +117,8 @@ class McpHttpApp:
         self._proxies = options.trusted_proxies()
         #: the stateless requests each client has in flight (HTTP's share, per client)
         self.stateless_shares = ClientShares(options.max_sessions_per_client)
+        #: what the readiness endpoint answers from (ready once serving, if none is given)
+        self.readiness = options.readiness or Readiness(started=True)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection scope."""
@@ -320,6 +337,9 @@ class McpHttpApp:
         if path == options.health_path:
             await self._health(scope, send)
             return
+        if path == options.ready_path:
+            await self._ready(scope, send)
+            return
         if path in self._metadata_paths:
             await self._resource_metadata(scope, send, headers)
             return
@@ -350,18 +370,22 @@ class McpHttpApp:
     async def _health(self, scope: Scope, send: Send) -> None:
         # Liveness for load balancers and supervisors: no guard, no authentication, no
         # session (a probe sends whatever Host its network gives it, and learns nothing).
-        if scope["method"] not in ("GET", "HEAD"):
-            await reply(
-                send,
-                405,
-                error_body(INVALID_REQUEST, f"method {scope['method'][:20]} not allowed here"),
-                [(b"allow", b"GET, HEAD")],
-            )
+        if await _refuse_probe_method(scope, send):
             return
         if self.manager.stopping:
             await reply(send, 503, _STOPPING, _NO_STORE)
         else:
             await reply(send, 200, _HEALTHY, _NO_STORE)
+
+    async def _ready(self, scope: Scope, send: Send) -> None:
+        # Readiness, open to probes as liveness is; why not ready is one word.
+        if await _refuse_probe_method(scope, send):
+            return
+        state = "stopping" if self.manager.stopping else await self.readiness.state()
+        if state is None:
+            await reply(send, 200, _READY, _NO_STORE)
+        else:
+            await reply(send, 503, orjson.dumps({"status": state}), _NO_STORE)
 
     async def _resource_metadata(
         self, scope: Scope, send: Send, headers: Mapping[str, str]

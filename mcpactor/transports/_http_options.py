@@ -10,6 +10,7 @@ import attrs
 from ..auth import ResourceServer
 from ..runtime.http import EventStore, MemoryEventStore, Replicas
 from ._forwarded import FORWARDED_HEADERS, ForwardedHeader, TrustedProxies, parse_networks
+from ._readiness import Readiness
 
 __all__ = ["Authenticate", "ConnectionLimits", "HttpOptions", "default_event_store"]
 
@@ -143,6 +144,10 @@ class HttpOptions:
     tls_key: str | None = None
     #: the liveness endpoint (no authentication, no session); None: off
     health_path: str | None = "/healthz"
+    #: the readiness endpoint (503 while starting, draining or its check fails); None: off
+    ready_path: str | None = "/readyz"
+    #: what the readiness endpoint answers from; None: ready once serving
+    readiness: Readiness | None = None
     #: log one line per HTTP request to the ``mcpactor.access`` logger
     access_log: bool = False
     #: open connections at most, WebSockets included (503 and close above it)
@@ -185,6 +190,10 @@ class HttpOptions:
             )
         if self.health_path is not None and not self.health_path.startswith("/"):
             raise ValueError(f"health_path must start with '/', got {self.health_path!r}")
+        if self.ready_path is not None and not self.ready_path.startswith("/"):
+            raise ValueError(f"ready_path must start with '/', got {self.ready_path!r}")
+        if self.ready_path is not None and self.ready_path == self.health_path:
+            raise ValueError(f"ready_path and health_path are both {self.ready_path!r}")
         if self.forwarded_header not in FORWARDED_HEADERS:
             raise ValueError(
                 f"forwarded_header must be 'x-forwarded-for' or 'forwarded', got "

@@ -44,6 +44,7 @@ from ..runtime.http import (
 from ..server import Server
 from ._http import McpHttpApp
 from ._http_options import ConnectionLimits, HttpOptions, default_event_store
+from ._readiness import Readiness
 
 if TYPE_CHECKING:
     from .h1 import ErrorBody
@@ -57,6 +58,7 @@ __all__ = [
     "ManagerStatistics",
     "McpHttpApp",
     "MemoryEventStore",
+    "Readiness",
     "Replay",
     "SessionManager",
     "open_http_app",

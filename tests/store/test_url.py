@@ -77,3 +77,46 @@ def test_parse_store_url_error_never_shows_password() -> None:
     with pytest.raises(ConfigError) as info:
         parse_store_url("redis://u:topsecret@h/notadb")
     assert "topsecret" not in str(info.value)
+
+
+def test_parse_store_url_sentinel_nodes_service_and_db() -> None:
+    url = parse_store_url("redis+sentinel://:pw@s1,s2:26380,[::1]:5/mymaster/2?wait=1")
+    assert url.sentinels == (("s1", 26379), ("s2", 26380), ("::1", 5))
+    assert (url.service, url.db, url.password, url.wait) == ("mymaster", 2, "pw", 1)
+    assert url.redacted() == "redis+sentinel://:***@s1:26379,s2:26380,[::1]:5/mymaster/2?wait=1"
+    assert "pw" not in repr(url)
+    assert parse_store_url("redis+sentinel://s1/m?db=3").db == 3
+
+
+def test_parse_store_url_wait_on_any_url() -> None:
+    assert parse_store_url("redis://h?wait=2").redacted() == "redis://h:6379/0?wait=2"
+    assert parse_store_url("unix:///s?wait=1").wait == 1
+    assert parse_store_url("redis://h").wait == 0
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("redis+cluster://h:7000", "Redis Cluster is not supported"),
+        ("rediss+cluster://h:7000", "Redis Cluster is not supported"),
+        ("rediss+sentinel://s/m", "TLS to Sentinel"),
+        ("redis+sentinel://s1", "names its primary's service"),
+        ("redis+sentinel://s1/bad name", "names its primary's service"),
+        ("redis+sentinel://s1,/m", "for each Sentinel"),
+        ("redis+sentinel://s1:99999/m", "out of range"),
+        ("redis+sentinel://s1/m/1?db=2", "given twice"),
+        ("redis+sentinel://s1/m?ca=/x", "need a rediss:// URL"),
+        ("redis+sentinel://" + ",".join(["s"] * 17) + "/m", "at most 16 Sentinels"),
+        ("redis://h?wait=x", "wait is a number"),
+        ("redis://h?wait=17", "wait is a number"),
+    ],
+)
+def test_parse_store_url_refuses_sentinel_and_cluster_forms(url: str, why: str) -> None:
+    with pytest.raises(ConfigError, match=why):
+        parse_store_url(url)
+
+
+def test_a_sentinel_url_error_never_shows_password() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_store_url("redis+sentinel://u:topsecret@s1/")
+    assert "topsecret" not in str(info.value)

@@ -1,0 +1,47 @@
+"""The readiness endpoint's flags and ``[http]`` key reach HttpOptions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcpactor.cli import main
+
+from .test_cli_http_options import GOOD, Recorded, write
+from .test_cli_http_options import recorded as recorded  # the fixture
+
+
+def test_the_ready_path_moves_or_goes(tmp_path: Path, recorded: Recorded) -> None:
+    served = str(write(tmp_path / "good.py", GOOD))
+    assert main(["serve", served, "--http", "0", "--ready-path", "/ready"]) == 0
+    assert recorded.options.ready_path == "/ready"
+    recorded.calls.clear()
+    assert main(["serve", served, "--http", "0", "--no-ready"]) == 0
+    assert recorded.options.ready_path is None
+    recorded.calls.clear()
+    assert main(["serve", served, "--http", "0"]) == 0
+    # Without a store nothing is checked: the app is ready once it serves.
+    assert (recorded.options.ready_path, recorded.options.readiness) == ("/readyz", None)
+
+
+@pytest.mark.parametrize(("value", "expected"), [("'/up'", "/up"), ("false", None)])
+def test_the_config_file_sets_the_ready_path(
+    tmp_path: Path, recorded: Recorded, value: str, expected: str | None
+) -> None:
+    write(tmp_path / "good.py", GOOD)
+    config = write(
+        tmp_path / "mcpactor.toml",
+        f"""
+        transport = "http"
+
+        [http]
+        port = 0
+        ready_path = {value}
+
+        [servers.good]
+        target = "good.py"
+        """,
+    )
+    assert main(["serve", "--config", str(config)]) == 0
+    assert recorded.options.ready_path == expected
