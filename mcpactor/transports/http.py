@@ -273,6 +273,8 @@ def _builtin_server(
         error_body=http_error_body,
         # Request actors spawned but not started: a new request waits while many are.
         intake=current_start_gate(),
+        # Requests go to the app's one path as they are; WebSockets through ASGI.
+        handle=app.handle,
     )
 
 
