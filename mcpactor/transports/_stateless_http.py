@@ -63,12 +63,10 @@ async def serve_stateless_post(
     exchange: Exchange,
     principal: object,
     body: Body,
-    client: str | None,
     cors: list[tuple[bytes, bytes]],
 ) -> None:
-    """Serve one POST of a stateless revision (its body already classified); ``client``
-    is the client's address, held to its share of requests in flight; ``cors``, the
-    CORS headers of the answer."""
+    """Serve one POST of a stateless revision (its body already classified); the client
+    is held to its share of requests in flight; ``cors``: the answer's CORS headers."""
     kind = type(body)
     if kind is Notification:
         # Nothing to tell: no session hears it (on HTTP, closing a stream is the cancel).
@@ -92,7 +90,8 @@ async def serve_stateless_post(
         if refusal is not None:
             await app.refuse(exchange, headers, refusal, request.id)
             return
-    counted = counted_client(client)
+    client = exchange.client
+    counted = counted_client(client[0] if client else None)
     shares = app.stateless_shares
     if counted is not None and not shares.take(counted):
         why = (

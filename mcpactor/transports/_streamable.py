@@ -2,7 +2,8 @@
 #
 # The app (_http.py) has checked the request's framing, Host/Origin and authentication
 # before these run. POST checks Accept (406), Content-Type (415) and size (413), decodes
-# the body (-32700 → 400) and classifies it once (``classify_body``): malformed input
+# the body (-32700 → 400) and classifies it once (``classify_body``, which returns the
+# error of one malformed message, naming its id when one could be read): malformed input
 # and bodies that need no answer (202) are settled here, every request reaching a
 # session has a stream waiting for its response, and the session takes the classified
 # body as it is. GET listens on a session's standalone stream or resumes a stream;
@@ -17,7 +18,6 @@ from typing import Final
 import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
-from ..auth import InsufficientScope
 from ..protocol import (
     HEADERLESS_HTTP,
     REVISIONS,
@@ -75,25 +75,22 @@ async def _not_allowed(
 
 
 async def _session(
-    app: Endpoint,
-    headers: Mapping[str, str],
-    principal: object,
-    client: str | None = None,
-    new: bool = False,
+    app: Endpoint, exchange: Exchange, principal: object, new: bool = False
 ) -> tuple[HttpSession | None, int, str]:
-    # The session a request is for: a ``new`` one (for a lone initialize, ``client``'s
+    # The session a request is for: a ``new`` one (for a lone initialize, the client's
     # address held to its share) or the one its Mcp-Session-Id names; else the status
     # and why.
     manager = app.manager
     if new:
         try:
+            client = exchange.client[0] if exchange.client else None
             created = await manager.create(
                 SessionKind.STREAMABLE, principal=principal, client=counted_client(client)
             )
         except SessionLimitReached as exc:
             return None, 503, str(exc)
         return created, 200, ""
-    session_id = headers.get("mcp-session-id")
+    session_id = exchange.headers.get("mcp-session-id")
     if session_id is None:
         return None, 400, "Mcp-Session-Id header required: only initialize may omit it"
     try:
@@ -120,19 +117,23 @@ async def _session(
     return session, 200, ""
 
 
-def _scope_refusal(
-    app: Endpoint, principal: object, body: Body, kind: type
-) -> InsufficientScope | None:
+async def _refused_for_scope(
+    app: Endpoint, exchange: Exchange, principal: object, body: Body, kind: type
+) -> bool:
     # A call whose target needs scopes the token lacks: 403 before any session work (a
-    # batch is left to the dispatcher, which refuses item by item).
+    # batch is left to the dispatcher, which refuses item by item). True once answered.
     if kind is not Request:
-        return None
+        return False
     request: Request = body  # type: ignore[assignment]
     key = _NAMED.get(request.method)
     params = request.params
     if key is None or params is None:
-        return None
-    return app.scope_refusal(principal, request.method, params.get(key))
+        return False
+    denied = app.scope_refusal(principal, request.method, params.get(key))
+    if denied is None:
+        return False
+    await app.refuse(exchange, exchange.headers, denied, request.id)
+    return True
 
 
 def _stateless_revision(headers: Mapping[str, str]) -> bool:
@@ -176,9 +177,7 @@ async def _post(
     try:
         body: Body = classify_body(decode(raw))
     except RemoteProtocolError as exc:
-        # Not JSON, nested deeper than the framer takes, or one malformed message.
-        await reply(exchange, 400, orjson.dumps(error_message_for(exc)))
-        return
+        body = exc
     kind = type(body)
     if kind is RemoteProtocolError:
         await reply(exchange, 400, orjson.dumps(error_message_for(body)))  # type: ignore[arg-type]
@@ -189,26 +188,24 @@ async def _post(
         # No revision named that we know, but the body carries an envelope: the
         # stateless revision's own errors say what is wrong.
         version = _STATELESS
-    client = exchange.client[0] if exchange.client else None
     if version == _STATELESS:
-        await serve_stateless_post(app, exchange, principal, body, client, cors)
+        await serve_stateless_post(app, exchange, principal, body, cors)
         return
     if version is None and not _initializes(body, kind):
         await _unsupported_version(exchange, headers)
         return
-    if app.resource_server is not None:
-        denied = _scope_refusal(app, principal, body, kind)
-        if denied is not None:
-            await app.refuse(exchange, headers, denied, body.id)  # type: ignore[union-attr]
-            return
+    if app.resource_server is not None and await _refused_for_scope(
+        app, exchange, principal, body, kind
+    ):
+        return
     if options.stateless:
-        await _post_stateless(app, exchange, principal, body, version, client, cors)
+        await _post_stateless(app, exchange, principal, body, version, cors)
         return
     # A lone initialize without a session id opens a session; anything else names one.
     new_session = (
         "mcp-session-id" not in headers and kind is not Batch and _initializes(body, kind)
     )
-    session, status, why = await _session(app, headers, principal, client, new_session)
+    session, status, why = await _session(app, exchange, principal, new_session)
     if session is None:
         await _refuse(exchange, status, why)
         return
@@ -304,7 +301,6 @@ async def _post_stateless(
     principal: object,
     body: Body,
     version: str | None,
-    client: str | None,
     cors: list[tuple[bytes, bytes]],
 ) -> None:
     initialize = _initializes(body, type(body))
@@ -329,7 +325,7 @@ async def _post_stateless(
             SessionKind.STATELESS,
             principal=principal,
             protocol_version=None if initialize else version,
-            client=counted_client(client),
+            client=counted_client(exchange.client[0] if exchange.client else None),
         )
     except SessionLimitReached as exc:
         await reply_error(exchange, 503, INTERNAL_ERROR, str(exc))
@@ -369,7 +365,7 @@ async def _get(
             exchange, 406, INVALID_REQUEST, "the Accept header must list text/event-stream"
         )
         return
-    session, status, why = await _session(app, headers, principal)
+    session, status, why = await _session(app, exchange, principal)
     if session is None:
         await _refuse(exchange, status, why)
         return
@@ -406,7 +402,7 @@ async def _delete(
     if app.options.stateless or _stateless_revision(headers):
         await _not_allowed(app, exchange, principal, cors)
         return
-    session, status, why = await _session(app, headers, principal)
+    session, status, why = await _session(app, exchange, principal)
     if session is None:
         await _refuse(exchange, status, why)
         return

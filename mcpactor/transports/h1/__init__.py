@@ -3,7 +3,8 @@
 ``_protocol`` (bytes in, requests out; a response's parts in, bytes out) does no I/O;
 ``_connection`` drives it on a socket and hands each request, which is also the way to
 answer it (an ``Exchange``), to the app: its exchange handler, or its ASGI callable,
-``_websocket`` serves upgrades with wsproto, ``_listener`` accepts and holds the limits.
+``_tls`` is the same connection over TLS, ``_websocket`` serves upgrades with wsproto,
+``_listener`` accepts and holds the limits.
 The server knows nothing of what the app serves: the bodies of the errors it writes
 itself and a gate that new requests wait on are the caller's (``serve_h1``).
 """

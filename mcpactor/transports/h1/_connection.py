@@ -56,9 +56,9 @@ __all__ = [
     "Exchange",
     "Handler",
     "ServerState",
-    "TlsConnection",
     "asgi_handler",
     "date_header",
+    "peer",
 ]
 
 _log = logging.getLogger("mcpactor.http.server")
@@ -349,7 +349,7 @@ class Connection:
     def _abort(self, why: str) -> None:
         # Drop the connection: later writes go nowhere, and a read waiting on the socket
         # (the app watching for a disconnect) ends, so the app hears of it.
-        _log.info("dropping the connection of %s: %s", _peer(self.client), why)
+        _log.info("dropping the connection of %s: %s", peer(self.client), why)
         self.broken = True
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
@@ -379,7 +379,7 @@ class Connection:
         if self.config.access_log:
             _access.info(
                 '%s "- -" %d 0 refused by the server: %s',
-                _peer(self.client),
+                peer(self.client),
                 status,
                 error.message,
             )
@@ -434,59 +434,6 @@ class Connection:
                 # A broken follow-up request: this connection will not serve it.
                 self.eof = self.abandoned = True
                 return
-
-
-class TlsConnection(Connection):
-    """The same connection over trio.SSLStream (which checkpoints on every call)."""
-
-    # The handshake happens on the first read, under the keep-alive deadline like any
-    # wait for a request.
-
-    def __init__(self, server: ServerState, sock: socket.socket) -> None:
-        super().__init__(server, sock)
-        assert self.config.ssl_context is not None
-        self.transport = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
-        self.stream = trio.SSLStream(
-            self.transport, self.config.ssl_context, server_side=True, https_compatible=True
-        )
-        # Decrypted bytes may wait inside the stream while the socket is not readable.
-        self.wait_first = False
-        self.scheme = "https"
-        self.ws_scheme = "wss"
-
-    async def _read(self) -> bytes:
-        try:
-            return bytes(await self.stream.receive_some(READ_SIZE))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            # A failed handshake or a client gone: the end of the connection either way.
-            return b""
-
-    async def _write(self, data: bytes) -> None:
-        if self.broken:
-            return
-        try:
-            with trio.move_on_after(self.config.write_timeout):
-                await self.stream.send_all(data)
-                return
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.broken = True
-            return
-        self._abort("a write timed out: the client does not read")
-
-    def _abort(self, why: str) -> None:
-        _log.info("dropping the connection of %s: %s", _peer(self.client), why)
-        self.broken = True
-        with contextlib.suppress(OSError):
-            self.transport.socket.shutdown(socket.SHUT_RDWR)
-
-    async def _close(self) -> None:
-        server = self.server
-        server.idle.discard(self)
-        server.deadlines.pop(self, None)
-        # close_notify, without waiting for the client's (https_compatible).
-        with trio.move_on_after(LINGER_SECONDS):
-            await self.stream.aclose()
-        self.transport.socket.close()
 
 
 class Exchange(Request):
@@ -592,7 +539,8 @@ def asgi_handler(app: App) -> Handler:
     return handle
 
 
-def _peer(client: tuple[str, int] | None) -> str:
+def peer(client: tuple[str, int] | None) -> str:
+    """A client as the log names it: host:port, or "-"."""
     return f"{client[0]}:{client[1]}" if client else "-"
 
 

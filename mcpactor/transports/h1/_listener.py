@@ -21,10 +21,10 @@ from ._connection import (
     Connection,
     Handler,
     ServerState,
-    TlsConnection,
     date_header,
 )
 from ._protocol import error_response
+from ._tls import TlsConnection
 
 __all__ = ["TurnAwayLog", "serve_h1", "turn_away_response"]
 
