@@ -57,7 +57,9 @@ _UNPRINTABLE: Final = re.compile(r'[\x00-\x1f\x7f-\x9f"\\]')
 class McpHttpApp:
     """The ASGI app serving one Server: ``path`` (Streamable HTTP), legacy SSE, WebSocket.
 
-    It needs a running SessionManager; ``open_http_app`` builds both.
+    It needs a running SessionManager; ``open_http_app`` builds both. Every HTTP request
+    takes one path, ``handle``: the built-in server calls it with its own requests, and
+    the ASGI entry with an ASGI server's.
     """
 
     def __init__(
