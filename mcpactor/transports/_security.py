@@ -271,8 +271,6 @@ class RequestGuard:
             allowed_origins = LOOPBACK_HOSTS if loopback else ()
         self._origins = _Patterns([*allowed_origins, *cors_origins], origins=True)
         self._cors = _Patterns(cors_origins, origins=True)
-        # Clients send the same few Host values over and over: decide each once.
-        self._host_verdicts: dict[str, int] = {}
         #: (Host, Origin) values (None: absent) -> their ``Verdict``, looked up by pair
         self.verdicts: dict[tuple[str | None, str | None], Verdict] = _Verdicts(self)
 
@@ -317,19 +315,10 @@ class RequestGuard:
 
     def host_status(self, host: str) -> int:
         """Return 200 for a Host that names this server, 400 if malformed, else 421."""
-        verdict = self._host_verdicts.get(host)
-        if verdict is None:
-            parsed = parse_host(host)
-            if parsed is None:
-                verdict = 400
-            elif self._hosts.match(None, *parsed):
-                verdict = 200
-            else:
-                verdict = 421
-            if len(self._host_verdicts) >= _MAX_REMEMBERED:
-                self._host_verdicts.clear()
-            self._host_verdicts[host] = verdict
-        return verdict
+        parsed = parse_host(host)
+        if parsed is None:
+            return 400
+        return 200 if self._hosts.match(None, *parsed) else 421
 
     def origin_allowed(self, origin: str | None, host: str | None) -> bool:
         """Return whether a request with this ``Origin`` (None: absent) may proceed."""
