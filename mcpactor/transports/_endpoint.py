@@ -11,7 +11,7 @@ from ..auth import AuthError, InsufficientScope, ResourceServer
 from ..protocol import RequestId
 from ..runtime import StatelessHost
 from ..runtime.http import SessionManager
-from ._asgi import Send
+from ._exchange import Exchange
 from ._http_options import HttpOptions
 from ._security import ClientShares
 
@@ -33,16 +33,15 @@ class Endpoint(Protocol):
     async def admit(
         self,
         headers: Mapping[str, str],
-        send: Send | None,
         query_string: bytes = b"",
         *,
-        deny: Send | None = None,
+        deny: Exchange | None = None,
     ) -> tuple[bool, object]:
         """Apply the Host/Origin guard and the token or hook: (admitted, principal)."""
 
     async def refuse(
         self,
-        send: Send,
+        exchange: Exchange,
         headers: Mapping[str, str],
         error: AuthError,
         request_id: RequestId | None = None,

@@ -6,18 +6,22 @@
 # request than this app (its request/response objects and contexts; the measurement is
 # in docs/performance.md).
 #
-# A request goes through: the Host header's framing (400 and close when it is missing in
-# HTTP/1.1, repeated or malformed, RFC 9112 §3.2) → the health endpoint, which needs
-# nothing more → the Protected Resource Metadata document (RFC 9728), public too →
-# Host/Origin guard (403/421) → authorization: the bearer token (401/400/403/503, with
-# a WWW-Authenticate challenge) or the authentication hook (401) → the endpoint's
-# handler: Streamable HTTP's POST, GET and DELETE (_streamable.py), legacy
-# HTTP+SSE (_legacy_sse.py) or WebSocket (_websocket.py). This module is admission,
-# CORS and dispatch; the handlers reach it through the Endpoint protocol.
+# One path for every HTTP request, ``handle(exchange)``: the built-in server calls it
+# with its own requests, an ASGI server reaches it through ``__call__``, which adapts
+# the scope (``AsgiExchange``). A request goes through: the Host header's framing (400
+# and close when it is missing in HTTP/1.1, repeated or malformed, RFC 9112 §3.2) → the
+# health endpoint, which needs nothing more → the Protected Resource Metadata document
+# (RFC 9728), public too → Host/Origin guard (403/421) → authorization: the bearer
+# token (401/400/403/503, with a WWW-Authenticate challenge) or the authentication hook
+# (401) → the endpoint's handler: Streamable HTTP's POST, GET and DELETE
+# (_streamable.py) or legacy HTTP+SSE (_legacy_sse.py). The guard's verdict on the
+# request's (Host, Origin) pair, framing and CORS headers included, is decided once per
+# pair (``RequestGuard.verdicts``). WebSocket (_websocket.py) is ASGI's alone. This
+# module is admission, CORS and dispatch; the handlers reach it through the Endpoint
+# protocol.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 import re
@@ -31,22 +35,13 @@ from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
 from ..auth import INSUFFICIENT_SCOPE_CODE, AuthError, InsufficientScope, Principal, ResourceServer
 from ..protocol import ErrorResponse, RequestId
 from ..runtime.http import SessionManager
-from ._asgi import (
-    ClientGone,
-    Headers,
-    Receive,
-    Scope,
-    Send,
-    error_body,
-    lifespan,
-    reply,
-    reply_error,
-)
+from ._asgi import AsgiExchange, Receive, Scope, Send, lifespan
+from ._exchange import ClientGone, Exchange, error_body, reply, reply_error
 from ._http_options import HttpOptions
 from ._legacy_sse import serve_legacy_post, serve_legacy_stream
 from ._readiness import Readiness
 from ._security import ClientShares, RequestGuard, parse_host
-from ._streamable import serve_streamable
+from ._streamable import STREAMABLE
 from ._websocket import serve_websocket
 
 __all__ = ["McpHttpApp"]
@@ -61,14 +56,15 @@ _LOGGED_PATH: Final = 200
 _UNPRINTABLE: Final = re.compile(r'[\x00-\x1f\x7f-\x9f"\\]')
 
 
-async def _refuse_probe_method(scope: Scope, send: Send) -> bool:
+async def _refuse_probe_method(exchange: Exchange) -> bool:
     # A probe endpoint answers GET and HEAD; anything else is refused with 405.
-    if scope["method"] in ("GET", "HEAD"):
+    method = exchange.method
+    if method in ("GET", "HEAD"):
         return False
     await reply(
-        send,
+        exchange,
         405,
-        error_body(INVALID_REQUEST, f"method {scope['method'][:20]} not allowed here"),
+        error_body(INVALID_REQUEST, f"method {method[:20]} not allowed here"),
         [(b"allow", b"GET, HEAD")],
     )
     return True
@@ -77,7 +73,9 @@ async def _refuse_probe_method(scope: Scope, send: Send) -> bool:
 class McpHttpApp:
     """The ASGI app serving one Server: ``path`` (Streamable HTTP), legacy SSE, WebSocket.
 
-    It needs a running SessionManager; ``open_http_app`` builds both.
+    It needs a running SessionManager; ``open_http_app`` builds both. Every HTTP request
+    takes one path, ``handle``: the built-in server calls it with its own requests, and
+    the ASGI entry with an ASGI server's.
     """
 
     def __init__(
@@ -98,7 +96,7 @@ class McpHttpApp:
             allowed_origins=options.allowed_origins,
             cors_origins=options.cors_origins,
         )
-        self._paths = {self.path, self.path + "/"}
+        self._verdicts = self.guard.verdicts
         resource_server = options.resource_server
         if resource_server is not None:
             resource_server = resource_server.with_declared_scopes(
@@ -114,7 +112,22 @@ class McpHttpApp:
             self._metadata = b""
         #: the OAuth resource server's settings (the options', with scopes_supported)
         self.resource_server: ResourceServer | None = resource_server
+        # The endpoints behind the guard: handlers by path, then by method (None: any
+        # method). Set from the last to the first in precedence; the public paths
+        # (health, resource metadata) come first of all.
+        routes: dict[str, Mapping[str | None, Any]] = {}
+        if options.messages_path is not None:
+            routes[options.messages_path] = {None: serve_legacy_post}
+            routes[options.messages_path + "/"] = {None: serve_legacy_post}
+        if options.sse_path is not None:
+            routes[options.sse_path] = {None: serve_legacy_stream}
+        routes[self.path] = routes[self.path + "/"] = STREAMABLE
+        for public in (options.health_path or "", *self._metadata_paths):
+            routes.pop(public, None)
+        self._routes = routes
         self._proxies = options.trusted_proxies()
+        #: a bearer token or the authentication hook decides who may call
+        self._authorizing = resource_server is not None or options.authenticate is not None
         #: the stateless requests each client has in flight (HTTP's share, per client)
         self.stateless_shares = ClientShares(options.max_sessions_per_client)
         #: what the readiness endpoint answers from (ready once serving, if none is given)
@@ -123,42 +136,98 @@ class McpHttpApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection scope."""
         kind = scope["type"]
-        if self._proxies is not None and kind != "lifespan":
-            # Behind trusted proxies the client is the one they name, for the per-client
-            # limit and the access log alike, whichever server runs this app.
-            client = scope.get("client")
-            if client:
-                forwarded = self._proxies.client(str(client[0]), scope.get("headers", ()))
-                if forwarded is not None:
-                    scope["client"] = (forwarded, 0)
         if kind == "http":
-            if self.options.access_log:
-                await self._logged(self._http, scope, receive, send)
-            else:
-                await self._http(scope, receive, send)
+            await self.handle(AsgiExchange(scope, receive, send))
         elif kind == "websocket":
+            if self._proxies is not None:
+                client = scope.get("client")
+                if client:
+                    forwarded = self._proxies.client(str(client[0]), scope.get("headers", ()))
+                    if forwarded is not None:
+                        scope["client"] = (forwarded, 0)
             if self.options.access_log:
-                await self._logged(self._websocket, scope, receive, send)
+                await self._logged_websocket(scope, receive, send)
             else:
                 await serve_websocket(self, scope, receive, send)
         elif kind == "lifespan":
             await lifespan(receive, send)
 
-    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await serve_websocket(self, scope, receive, send)
+    async def handle(self, exchange: Exchange) -> None:
+        """Serve one HTTP request: the one path, whichever server runs the app."""
+        started = time.perf_counter()
+        try:
+            if self._proxies is not None:
+                # Behind trusted proxies the client is the one they name, for the
+                # per-client limit and the access log alike.
+                client = exchange.client
+                if client:
+                    forwarded = self._proxies.client(client[0], exchange.raw_headers)
+                    if forwarded is not None:
+                        exchange.client = (forwarded, 0)
+            headers = exchange.headers
+            host = headers.get("host")
+            origin = headers.get("origin")
+            verdict = self._verdicts[host, origin]
+            if verdict.framing is not None or (host is None and exchange.http_version == "1.1"):
+                # Framing (RFC 9112 §3.2): the built-in server refuses these itself.
+                why = verdict.framing or "an HTTP/1.1 request needs a Host header"
+                await reply_error(exchange, 400, INVALID_REQUEST, why, close=True)
+                return
+            path = exchange.path
+            if path[:1] != "/":
+                # absolute-form (RFC 9112 §3.2.2): the target's authority is the Host.
+                target = _absolute_target(path)
+                if target is None:
+                    why = "malformed request target"
+                    await reply_error(exchange, 400, INVALID_REQUEST, why, close=True)
+                    return
+                host, path = target
+                headers["host"] = host
+                verdict = self._verdicts[host, origin]
+            methods = self._routes.get(path)
+            if methods is None:
+                methods = await self._public(exchange, path)
+                if methods is None:
+                    return
+            if exchange.method == "OPTIONS" and self.options.cors_origins:
+                await self._preflight(exchange, headers)
+                return
+            if verdict.status != 200:
+                status = verdict.status
+                await reply_error(
+                    exchange, status, INVALID_REQUEST, verdict.why, close=status == 400
+                )
+                return
+            principal = None
+            if self._authorizing:
+                admitted, principal = await self._authorized(exchange)
+                if not admitted:
+                    return
+            handler = methods.get(exchange.method) or methods[None]
+            await handler(self, exchange, principal, [*verdict.cors])
+        except ClientGone:
+            return
+        finally:
+            if self.options.access_log:
+                _log_access(
+                    exchange.client,
+                    exchange.method,
+                    exchange.path,
+                    exchange.status,
+                    exchange.sent,
+                    started,
+                )
 
-    async def _logged(self, serve: Any, scope: Scope, receive: Receive, send: Send) -> None:
-        # One line per request, written when it ends (SSE streams: when the stream ends).
+    async def _logged_websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # One line per connection, written when it ends.
         status = 0
         sent = 0
 
         async def logged_send(message: dict[str, Any]) -> None:
             nonlocal status, sent
             kind = message["type"]
-            if kind == "http.response.start":
+            if kind in ("http.response.start", "websocket.http.response.start"):
                 status = message["status"]
-            elif kind == "http.response.body":
-                sent += len(message.get("body", b""))
             elif kind == "websocket.accept":
                 status = 101
             elif kind == "websocket.close" and not status:
@@ -169,18 +238,15 @@ class McpHttpApp:
 
         started = time.perf_counter()
         try:
-            await serve(scope, receive, logged_send)
+            await serve_websocket(self, scope, receive, logged_send)
         finally:
-            client = scope.get("client")
-            method = scope.get("method", "GET") if scope["type"] == "http" else "WEBSOCKET"
-            _access.info(
-                '%s "%s %s" %d %d %.1fms',
-                _peer(client),
-                _printable(method, 20),
-                _printable(scope.get("path", ""), _LOGGED_PATH),
+            _log_access(
+                scope.get("client"),
+                "WEBSOCKET",
+                scope.get("path", ""),
                 status,
                 sent,
-                (time.perf_counter() - started) * 1000,
+                started,
             )
 
     # --- common checks ------------------------------------------------------------
@@ -188,43 +254,35 @@ class McpHttpApp:
     async def admit(
         self,
         headers: Mapping[str, str],
-        send: Send | None,
         query_string: bytes = b"",
         *,
-        deny: Send | None = None,
+        deny: Exchange | None = None,
     ) -> tuple[bool, object]:
         """Apply the Host/Origin guard, then the bearer token or the authentication hook.
 
-        Returns (admitted, principal); when refused and ``send`` is given, the refusal
-        has been sent. ``deny``, when ``send`` is not given, sends a refused token's
-        answer (a WebSocket handshake's denial response).
+        Returns (admitted, principal); nothing is answered, but for a refused token when
+        ``deny`` is given (a WebSocket handshake's denial response).
         """
-        # HTTP/2 has no Host header, only the :authority pseudo-header.
-        host = headers.get("host") or headers.get(":authority")
-        if not self.guard.host_allowed(host):
-            if send is not None:
-                status = 400 if host and self.guard.host_status(host) == 400 else 421
-                await reply_error(
-                    send,
-                    status,
-                    INVALID_REQUEST,
-                    "malformed Host header" if status == 400 else "Host header not allowed",
-                    close=status == 400,
-                )
+        if self._verdicts[headers.get("host"), headers.get("origin")].status != 200:
             return False, None
-        if not self.guard.origin_allowed(headers.get("origin"), host):
-            if send is not None:
-                await reply_error(send, 403, INVALID_REQUEST, "Origin not allowed")
+        try:
+            return await self.authorize(headers, query_string)
+        except AuthError as exc:
+            if deny is not None:
+                await self.refuse(deny, headers, exc)
             return False, None
+
+    async def authorize(
+        self, headers: Mapping[str, str], query_string: bytes = b""
+    ) -> tuple[bool, object]:
+        """The bearer token or the authentication hook: (admitted, principal).
+
+        Raises:
+            AuthError: the bearer token is refused.
+        """
         resource_server = self.resource_server
         if resource_server is not None:
-            try:
-                return True, await resource_server.authorize(headers, query_string)
-            except AuthError as exc:
-                answer = send if send is not None else deny
-                if answer is not None:
-                    await self.refuse(answer, headers, exc)
-                return False, None
+            return True, await resource_server.authorize(headers, query_string)
         hook = self.options.authenticate
         if hook is None:
             return True, None
@@ -232,19 +290,29 @@ class McpHttpApp:
         if inspect.isawaitable(principal):
             principal = await principal
         if not principal:
-            if send is not None:
-                await reply(
-                    send,
-                    401,
-                    error_body(INVALID_REQUEST, "authentication required"),
-                    [(b"www-authenticate", self.options.www_authenticate.encode())],
-                )
             return False, None
         return True, principal
 
+    async def _authorized(self, exchange: Exchange) -> tuple[bool, object]:
+        # ``authorize``, its refusal answered.
+        headers = exchange.headers
+        try:
+            admitted, principal = await self.authorize(headers, exchange.query_string)
+        except AuthError as exc:
+            await self.refuse(exchange, headers, exc)
+            return False, None
+        if not admitted:
+            await reply(
+                exchange,
+                401,
+                error_body(INVALID_REQUEST, "authentication required"),
+                [(b"www-authenticate", self.options.www_authenticate.encode())],
+            )
+        return admitted, principal
+
     async def refuse(
         self,
-        send: Send,
+        exchange: Exchange,
         headers: Mapping[str, str],
         error: AuthError,
         request_id: RequestId | None = None,
@@ -254,7 +322,7 @@ class McpHttpApp:
         assert resource_server is not None
         extra = self.cors(headers)
         extra.extend(resource_server.refusal_headers(error))
-        await reply(send, error.status, _auth_error_body(error, request_id), extra)
+        await reply(exchange, error.status, _auth_error_body(error, request_id), extra)
 
     def scope_refusal(
         self, principal: object, method: str, name: object
@@ -302,117 +370,73 @@ class McpHttpApp:
 
     def cors(self, headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
         """The CORS response headers for this request's Origin (none unless configured)."""
-        origin = headers.get("origin")
-        if not self.options.cors_origins or not self.guard.cors_allowed(origin):
-            return []
-        assert origin is not None
-        return [
-            (b"access-control-allow-origin", origin.encode("latin-1")),
-            (
-                b"access-control-expose-headers",
-                b"mcp-session-id, mcp-protocol-version, www-authenticate, retry-after",
-            ),
-            (b"vary", b"origin"),
-        ]
+        return [*self._verdicts[headers.get("host"), headers.get("origin")].cors]
 
-    # --- dispatch -------------------------------------------------------------------
+    # --- what is not an MCP endpoint ------------------------------------------------------
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope["path"]
+    async def _public(self, exchange: Exchange, path: str) -> Mapping[str | None, Any] | None:
+        # The health endpoint and the resource metadata, public; a path the messages path
+        # takes (trailing slashes) is routed there; else 404.
         options = self.options
-        headers = Headers.of(scope)
-        refusal = _host_framing(scope, headers)
-        if refusal is not None:
-            await reply_error(send, 400, INVALID_REQUEST, refusal, close=True)
-            return
-        if path[:1] != "/":
-            # absolute-form (RFC 9112 §3.2.2): the target's authority is the Host.
-            target = _absolute_target(path)
-            if target is None:
-                await reply_error(
-                    send, 400, INVALID_REQUEST, "malformed request target", close=True
-                )
-                return
-            headers["host"], path = target
         if path == options.health_path:
-            await self._health(scope, send)
-            return
+            await self._health(exchange)
+            return None
         if path == options.ready_path:
-            await self._ready(scope, send)
-            return
+            await self._ready(exchange)
+            return None
         if path in self._metadata_paths:
-            await self._resource_metadata(scope, send, headers)
-            return
-        if path in self._paths:
-            handler = functools.partial(serve_streamable, self)
-        elif options.sse_path is not None and path == options.sse_path:
-            handler = functools.partial(serve_legacy_stream, self)
-        elif options.messages_path is not None and path.rstrip("/") == options.messages_path:
-            handler = functools.partial(serve_legacy_post, self)
-        else:
-            await reply_error(
-                send, 404, INVALID_REQUEST, f"no MCP endpoint at {path[:_LOGGED_PATH]!r}"
-            )
-            return
-        if scope["method"] == "OPTIONS" and options.cors_origins:
-            await self._preflight(send, headers)
-            return
-        admitted, principal = await self.admit(headers, send, scope.get("query_string", b""))
-        if not admitted:
-            return
-        # A plain try, not contextlib.suppress: that is one more object kept alive by
-        # every request in flight.
-        try:
-            await handler(scope, receive, send, headers, principal)
-        except ClientGone:
-            return
+            await self._resource_metadata(exchange)
+            return None
+        if options.messages_path is not None and path.rstrip("/") == options.messages_path:
+            return {None: serve_legacy_post}
+        await reply_error(
+            exchange, 404, INVALID_REQUEST, f"no MCP endpoint at {path[:_LOGGED_PATH]!r}"
+        )
+        return None
 
-    async def _health(self, scope: Scope, send: Send) -> None:
+    async def _health(self, exchange: Exchange) -> None:
         # Liveness for load balancers and supervisors: no guard, no authentication, no
         # session (a probe sends whatever Host its network gives it, and learns nothing).
-        if await _refuse_probe_method(scope, send):
+        if await _refuse_probe_method(exchange):
             return
         if self.manager.stopping:
-            await reply(send, 503, _STOPPING, _NO_STORE)
+            await reply(exchange, 503, _STOPPING, _NO_STORE)
         else:
-            await reply(send, 200, _HEALTHY, _NO_STORE)
+            await reply(exchange, 200, _HEALTHY, _NO_STORE)
 
-    async def _ready(self, scope: Scope, send: Send) -> None:
+    async def _ready(self, exchange: Exchange) -> None:
         # Readiness, open to probes as liveness is; why not ready is one word.
-        if await _refuse_probe_method(scope, send):
+        if await _refuse_probe_method(exchange):
             return
         state = "stopping" if self.manager.stopping else await self.readiness.state()
         if state is None:
-            await reply(send, 200, _READY, _NO_STORE)
+            await reply(exchange, 200, _READY, _NO_STORE)
         else:
-            await reply(send, 503, orjson.dumps({"status": state}), _NO_STORE)
+            await reply(exchange, 503, orjson.dumps({"status": state}), _NO_STORE)
 
-    async def _resource_metadata(
-        self, scope: Scope, send: Send, headers: Mapping[str, str]
-    ) -> None:
+    async def _resource_metadata(self, exchange: Exchange) -> None:
         # Public, as RFC 9728 means it: no guard and no token (a client reads it to learn
         # where to get one), and readable by the pages CORS allows.
-        method = scope["method"]
+        method = exchange.method
+        headers = exchange.headers
         if method == "OPTIONS" and self.options.cors_origins:
-            await self._preflight(send, headers)
+            await self._preflight(exchange, headers)
             return
         if method not in ("GET", "HEAD"):
             await reply(
-                send,
+                exchange,
                 405,
                 error_body(INVALID_REQUEST, f"method {method[:20]} not allowed here"),
                 [(b"allow", b"GET, HEAD")],
             )
             return
         extra = [*self.cors(headers), (b"cache-control", b"max-age=300")]
-        await reply(send, 200, self._metadata, extra)
+        await reply(exchange, 200, self._metadata, extra)
 
-    async def _preflight(self, send: Send, headers: Mapping[str, str]) -> None:
+    async def _preflight(self, exchange: Exchange, headers: Mapping[str, str]) -> None:
         cors = self.cors(headers)
-        if not cors or not self.guard.host_allowed(
-            headers.get("host") or headers.get(":authority")
-        ):
-            await reply(send, 403, b"")
+        if not cors or not self.guard.host_allowed(headers.get("host")):
+            await reply(exchange, 403, b"")
             return
         cors += [
             (b"access-control-allow-methods", b"GET, POST, DELETE"),
@@ -423,7 +447,7 @@ class McpHttpApp:
             ),
             (b"access-control-max-age", b"600"),
         ]
-        await reply(send, 204, b"", cors, content_type=None)
+        await reply(exchange, 204, b"", cors, content_type=None)
 
 
 # The longest tool or prompt name, or resource URI, looked up for its scopes.
@@ -478,22 +502,6 @@ def _declared_scopes(server: object) -> list[str]:
     return list(found)
 
 
-def _host_framing(scope: Scope, headers: Mapping[str, str]) -> str | None:
-    # What is wrong with the Host header as HTTP framing (RFC 9112 §3.2), or None. The
-    # built-in server refuses these itself; under another server the app does.
-    host = headers.get("host")
-    if host is None:
-        if scope.get("http_version") == "1.1":
-            return "an HTTP/1.1 request needs a Host header"
-        return None
-    if "," in host:
-        # Headers.of joined several Host lines: a Host value never holds a comma.
-        return "more than one Host header"
-    if parse_host(host) is None:
-        return "malformed Host header"
-    return None
-
-
 def _absolute_target(target: str) -> tuple[str, str] | None:
     # "http://authority/path" -> (authority, "/path"); None unless http(s) and a valid
     # authority (the path is already percent-decoded by the server).
@@ -511,6 +519,21 @@ def _printable(text: str, limit: int) -> str:
     if len(text) > limit:
         text = text[:limit] + "..."
     return _UNPRINTABLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def _log_access(
+    client: Any, method: str, path: str, status: int, sent: int, started: float
+) -> None:
+    # One line per request, written when it ends (SSE streams: when the stream ends).
+    _access.info(
+        '%s "%s %s" %d %d %.1fms',
+        _peer(client),
+        _printable(method, 20),
+        _printable(path, _LOGGED_PATH),
+        status,
+        sent,
+        (time.perf_counter() - started) * 1000,
+    )
 
 
 def _peer(client: Any) -> str:

@@ -27,7 +27,7 @@ import trio
 from ..runtime import METRICS
 from ..runtime.http import Attachment, HttpSession, Item
 from . import _sse
-from ._asgi import Receive, Send, cancel_on_disconnect, reply, send_body, start_sse
+from ._exchange import Exchange, cancel_on_disconnect, reply, send_body, start_sse
 
 __all__ = ["write_stream"]
 
@@ -36,8 +36,7 @@ _NO_CACHE: Final = (b"cache-control", b"no-cache")
 
 
 async def write_stream(
-    receive: Receive,
-    send: Send,
+    exchange: Exchange,
     session: HttpSession,
     attachment: Attachment,
     headers: list[tuple[bytes, bytes]],
@@ -60,26 +59,42 @@ async def write_stream(
         try:
             items: list[Item] = []
             if not started:
-                whole = await _whole_response(
-                    send, session, attachment, headers, retry_ms, json_only, preamble, step_up
-                )
-                if whole is None:
+                # Most answers are one JSON document: wait for it without watching for a
+                # disconnect (that is a task per request); a client that leaves now loses
+                # nothing it could have resumed.
+                try:
+                    first = await attachment.get()
+                except trio.EndOfChannel:
+                    first = None
+                if first is not None and first[2] and not attachment.stream.sse:
+                    data = first[1]
+                    challenge = step_up(data) if step_up is not None else None
+                    METRICS.sent("http", len(data))
+                    if challenge is not None:
+                        await exchange.respond(403, data, [*headers, *challenge])
+                    else:
+                        await exchange.respond(200, data, headers)
                     return
-                items = whole
+                opening = await _open_post(
+                    exchange, session, attachment, headers, first, retry_ms, json_only, preamble
+                )
+                if opening is None:
+                    return
+                items = opening
             try:
                 if not started:
                     # A POST's stream: most end within WATCH_AFTER, so it starts unwatched.
-                    await _open_sse(send, attachment, headers, items, preamble, retry_ms)
+                    await _open_sse(exchange, attachment, headers, items, preamble, retry_ms)
                     session.manager.watch_delay.nudge_later(attachment)
                     if await _write_items(
-                        send, attachment, retry_ms, attachment.get_unless_nudged
+                        exchange, attachment, retry_ms, attachment.get_unless_nudged
                     ):
                         return
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(cancel_on_disconnect, receive, nursery.cancel_scope)
+                    nursery.start_soon(cancel_on_disconnect, exchange, nursery.cancel_scope)
                     if started:
-                        await _open_sse(send, attachment, headers, items, preamble, retry_ms)
-                    await _write_items(send, attachment, retry_ms, attachment.get)
+                        await _open_sse(exchange, attachment, headers, items, preamble, retry_ms)
+                    await _write_items(exchange, attachment, retry_ms, attachment.get)
                     nursery.cancel_scope.cancel()
             finally:
                 attachment.abandon()
@@ -88,42 +103,28 @@ async def write_stream(
             await session.release(attachment)
 
 
-async def _whole_response(
-    send: Send,
+async def _open_post(
+    exchange: Exchange,
     session: HttpSession,
     attachment: Attachment,
     headers: list[tuple[bytes, bytes]],
+    first: Item | None,
     retry_ms: int,
     json_only: bool,
     preamble: bytes,
-    step_up: Callable[[bytes], list[tuple[bytes, bytes]] | None] | None,
 ) -> list[Item] | None:
-    # A POST's stream before its response started: None once it went out as one whole
-    # response (most do), else the items to open an SSE response with.
-    # Most answers are one JSON document: wait for it without watching for a
-    # disconnect (that is a task per request); a client that leaves now loses
-    # nothing it could have resumed.
-    try:
-        first = await attachment.get()
-    except trio.EndOfChannel:
-        first = None
-    if first is not None and first[2] and not attachment.stream.sse:
-        challenge = step_up(first[1]) if step_up is not None else None
-        if challenge is not None:
-            await reply(send, 403, first[1], [*headers, *challenge])
-        else:
-            await reply(send, 200, first[1], headers)
-        return None
+    # A POST's stream whose first item is not a plain JSON answer: None once it went out
+    # as one whole response, else the items to open an SSE response with.
     if first is not None and first[2] and not preamble and not attachment.replay:
         # The stream's one event (no priming event: an older revision, or no
         # session to resume): one complete response.
-        await _reply_sse(send, attachment, headers, [first], retry_ms)
+        await _reply_sse(exchange, attachment, headers, [first], retry_ms)
         return None
     if first is None:
         if json_only:
             # Over before it began (the request was cancelled): nothing to say, and
             # this server promised never to stream.
-            await reply(send, 202, b"", headers, content_type=None)
+            await reply(exchange, 202, b"", headers, content_type=None)
             return None
         return []
     if first[1] or preamble or attachment.replay:
@@ -146,7 +147,7 @@ async def _whole_response(
     event_id, data, _ = second
     attachment.stream.delivered = priming_id if event_id is None else event_id
     await reply(
-        send,
+        exchange,
         200,
         _sse.primed_message(priming_id, data, event_id, retry_ms=retry_ms),
         [_NO_CACHE, *headers],
@@ -156,7 +157,7 @@ async def _whole_response(
 
 
 async def _reply_sse(
-    send: Send,
+    exchange: Exchange,
     attachment: Attachment,
     headers: list[tuple[bytes, bytes]],
     items: list[Item],
@@ -170,7 +171,7 @@ async def _reply_sse(
         if event_id is not None:
             stream.delivered = event_id
     await reply(
-        send,
+        exchange,
         200,
         b"".join(body),
         [_NO_CACHE, *headers],
@@ -179,7 +180,7 @@ async def _reply_sse(
 
 
 async def _open_sse(
-    send: Send,
+    exchange: Exchange,
     attachment: Attachment,
     headers: list[tuple[bytes, bytes]],
     first: list[Item],
@@ -188,7 +189,7 @@ async def _open_sse(
 ) -> None:
     # Start the response, with what comes before the live items in its first write.
     stream = attachment.stream
-    await start_sse(send, headers)
+    await start_sse(exchange, headers)
     chunk = [preamble] if preamble else []
     for replayed_id, data in attachment.replay:
         chunk.append(_sse.message_event(data, replayed_id, retry_ms=retry_ms))
@@ -199,11 +200,11 @@ async def _open_sse(
             stream.delivered = event_id
     # Even with nothing to write yet (a GET resuming after its last event): the head
     # must leave now, or the client waits for the status of a stream that is open.
-    await send_body(send, b"".join(chunk))
+    await send_body(exchange, b"".join(chunk))
 
 
 async def _write_items(
-    send: Send,
+    exchange: Exchange,
     attachment: Attachment,
     retry_ms: int,
     next_item: Callable[[], Awaitable[Item | None]],
@@ -216,7 +217,7 @@ async def _write_items(
         try:
             item = await next_item()
         except trio.EndOfChannel:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await exchange.write(b"", False)
             return True
         if item is None:
             return False
@@ -230,9 +231,7 @@ async def _write_items(
                     stream.delivered = event_id
             if item[2]:
                 # The stream's last item: the end of the body goes in the same write.
-                body = b"".join(chunk)
-                METRICS.sent("http", len(body))
-                await send({"type": "http.response.body", "body": body, "more_body": False})
+                await send_body(exchange, b"".join(chunk), False)
                 return True
             if len(chunk) >= _MAX_CHUNK_EVENTS:
                 break
@@ -241,4 +240,4 @@ async def _write_items(
             except (trio.WouldBlock, trio.EndOfChannel):
                 break
         if chunk:
-            await send_body(send, b"".join(chunk))
+            await send_body(exchange, b"".join(chunk))

@@ -14,10 +14,11 @@ import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
 from ..protocol import decode, error_message_for
+from ..runtime import METRICS
 from ..runtime.http import SessionKind, SessionLimitReached
 from . import _sse
-from ._asgi import Headers, Receive, Scope, Send, client_address, read_body, reply, reply_error
 from ._endpoint import Endpoint
+from ._exchange import Exchange, reply, reply_error
 from ._http_writer import write_stream
 from ._security import counted_client
 
@@ -25,38 +26,33 @@ __all__ = ["serve_legacy_post", "serve_legacy_stream"]
 
 
 async def serve_legacy_stream(
-    app: Endpoint,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    headers: Headers,
-    principal: object,
+    app: Endpoint, exchange: Exchange, principal: object, cors: list[tuple[bytes, bytes]]
 ) -> None:
     """GET on the SSE path: open a session and stream it, starting with ``endpoint``."""
-    if scope["method"] != "GET":
-        await reply(send, 405, b"", [(b"allow", b"GET")], content_type=None)
+    if exchange.method != "GET":
+        await reply(exchange, 405, b"", [(b"allow", b"GET")], content_type=None)
         return
+    client = exchange.client
     try:
         session = await app.manager.create(
             SessionKind.LEGACY_SSE,
             principal=principal,
-            client=counted_client(client_address(scope)),
+            client=counted_client(client[0] if client else None),
         )
     except SessionLimitReached as exc:
-        await reply_error(send, 503, INTERNAL_ERROR, str(exc))
+        await reply_error(exchange, 503, INTERNAL_ERROR, str(exc))
         return
     try:
         attachment = await session.listen()
         assert attachment is not None  # a new session has no listener yet
         messages_path = app.options.messages_path
         assert messages_path is not None  # the app routes here only when it is set
-        endpoint = f"{scope.get('root_path', '')}{messages_path}?session_id={session.id}"
+        endpoint = f"{exchange.root_path}{messages_path}?session_id={session.id}"
         await write_stream(
-            receive,
-            send,
+            exchange,
             session,
             attachment,
-            app.cors(headers),
+            cors,
             started=True,
             retry_ms=app.options.retry_ms,
             preamble=_sse.endpoint_event(endpoint),
@@ -66,21 +62,17 @@ async def serve_legacy_stream(
 
 
 async def serve_legacy_post(
-    app: Endpoint,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    headers: Headers,
-    principal: object,
+    app: Endpoint, exchange: Exchange, principal: object, cors: list[tuple[bytes, bytes]]
 ) -> None:
     """POST on the messages path: hand the message to its session; 202."""
-    if scope["method"] != "POST":
-        await reply(send, 405, b"", [(b"allow", b"POST")], content_type=None)
+    if exchange.method != "POST":
+        await reply(exchange, 405, b"", [(b"allow", b"POST")], content_type=None)
         return
-    query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    query = urllib.parse.parse_qs(exchange.query_string.decode("latin-1"))
     session_ids = query.get("session_id")
     if not session_ids:
-        await reply_error(send, 400, INVALID_REQUEST, "session_id query parameter required")
+        why = "session_id query parameter required"
+        await reply_error(exchange, 400, INVALID_REQUEST, why)
         return
     session = app.manager.get(session_ids[0])
     if (
@@ -88,21 +80,22 @@ async def serve_legacy_post(
         or session.kind is not SessionKind.LEGACY_SSE
         or session.principal != principal
     ):
-        await reply_error(send, 404, INVALID_REQUEST, "session not found")
+        await reply_error(exchange, 404, INVALID_REQUEST, "session not found")
         return
     if principal is not session.principal:
         # The same caller with a new token: its handlers see the new scopes.
         session.principal = principal
-    body = await read_body(receive, app.options.max_body_bytes, headers)
+    body = await exchange.read_body(app.options.max_body_bytes)
     if body is None:
-        await reply_error(send, 413, INVALID_REQUEST, "the body is too large", close=True)
+        await reply_error(exchange, 413, INVALID_REQUEST, "the body is too large", close=True)
         return
+    METRICS.received("http", len(body))
     try:
         value = decode(body)
     except RemoteProtocolError as exc:
-        await reply(send, 400, orjson.dumps(error_message_for(exc)))
+        await reply(exchange, 400, orjson.dumps(error_message_for(exc)))
         return
     if not await session.feed(value):
-        await reply_error(send, 404, INVALID_REQUEST, "session not found")
+        await reply_error(exchange, 404, INVALID_REQUEST, "session not found")
         return
-    await reply(send, 202, b"Accepted", app.cors(headers), content_type=b"text/plain")
+    await reply(exchange, 202, b"Accepted", cors, content_type=b"text/plain")

@@ -20,6 +20,9 @@
 # userinfo, no trailing characters). A value that does not parse matches no pattern:
 # lenient splitting let ``[::1]`` followed by anything pass as loopback. A server
 # refuses an unparseable Host with 400 (RFC 9112 §3.2), a Host not allowed with 421.
+#
+# Clients send the same few (Host, Origin) pairs over and over: the guard decides each
+# pair once (``RequestGuard.verdicts``), framing, guard and CORS headers together.
 
 from __future__ import annotations
 
@@ -27,12 +30,13 @@ import functools
 import ipaddress
 import re
 from collections.abc import Iterable
-from typing import Final
+from typing import Final, NamedTuple
 
 __all__ = [
     "LOOPBACK_HOSTS",
     "ClientShares",
     "RequestGuard",
+    "Verdict",
     "accepts",
     "counted_client",
     "is_loopback",
@@ -208,6 +212,41 @@ class _Patterns:
         return False
 
 
+class Verdict(NamedTuple):
+    """What the guard says of a request's Host and Origin headers."""
+
+    #: why the Host header breaks HTTP framing (400, and the connection closes), or None
+    framing: str | None
+    #: 200 when Host and Origin may reach the endpoints, else the status that refuses them
+    status: int
+    #: why they are refused (when ``status`` is not 200)
+    why: str
+    #: the CORS headers the answers carry for this Origin (none unless configured)
+    cors: tuple[tuple[bytes, bytes], ...]
+
+
+_ALLOWED: Final = Verdict(None, 200, "", ())
+_CORS_EXPOSED: Final = b"mcp-session-id, mcp-protocol-version, www-authenticate, retry-after"
+
+
+class _Verdicts(dict[tuple[str | None, str | None], Verdict]):
+    # (Host, Origin) -> Verdict, each pair judged once, at most _MAX_REMEMBERED kept.
+    __slots__ = ("_guard",)
+
+    def __init__(self, guard: RequestGuard) -> None:
+        super().__init__()
+        self._guard = guard
+
+    def __missing__(self, key: tuple[str | None, str | None]) -> Verdict:
+        verdict = self._guard.judge(*key)
+        host, origin = key
+        if len(host or "") + len(origin or "") <= 2 * _MAX_AUTHORITY:
+            if len(self) >= _MAX_REMEMBERED:
+                self.clear()
+            self[key] = verdict
+        return verdict
+
+
 class RequestGuard:
     """Decides whether a request's Host and Origin headers may reach the server.
 
@@ -232,8 +271,39 @@ class RequestGuard:
             allowed_origins = LOOPBACK_HOSTS if loopback else ()
         self._origins = _Patterns([*allowed_origins, *cors_origins], origins=True)
         self._cors = _Patterns(cors_origins, origins=True)
-        # Clients send the same few Host values over and over: decide each once.
-        self._host_verdicts: dict[str, int] = {}
+        #: (Host, Origin) values (None: absent) -> their ``Verdict``, looked up by pair
+        self.verdicts: dict[tuple[str | None, str | None], Verdict] = _Verdicts(self)
+
+    def judge(self, host: str | None, origin: str | None) -> Verdict:
+        """What a request with these Host and Origin values (None: absent) gets.
+
+        ``verdicts[host, origin]`` is the same, remembered.
+        """
+        framing = None
+        if host is not None:
+            if "," in host:
+                # Several Host lines joined into one: a Host value never holds a comma.
+                framing = "more than one Host header"
+            elif parse_host(host) is None:
+                framing = "malformed Host header"
+        status, why = 200, ""
+        if not self.host_allowed(host):
+            if host and self.host_status(host) == 400:
+                status, why = 400, "malformed Host header"
+            else:
+                status, why = 421, "Host header not allowed"
+        elif not self.origin_allowed(origin, host):
+            status, why = 403, "Origin not allowed"
+        cors: tuple[tuple[bytes, bytes], ...] = ()
+        if origin is not None and self.cors_allowed(origin):
+            cors = (
+                (b"access-control-allow-origin", origin.encode("latin-1")),
+                (b"access-control-expose-headers", _CORS_EXPOSED),
+                (b"vary", b"origin"),
+            )
+        if framing is None and status == 200 and not cors:
+            return _ALLOWED
+        return Verdict(framing, status, why, cors)
 
     def host_allowed(self, host: str | None) -> bool:
         """Return whether the ``Host`` header names this server."""
@@ -245,19 +315,10 @@ class RequestGuard:
 
     def host_status(self, host: str) -> int:
         """Return 200 for a Host that names this server, 400 if malformed, else 421."""
-        verdict = self._host_verdicts.get(host)
-        if verdict is None:
-            parsed = parse_host(host)
-            if parsed is None:
-                verdict = 400
-            elif self._hosts.match(None, *parsed):
-                verdict = 200
-            else:
-                verdict = 421
-            if len(self._host_verdicts) >= _MAX_REMEMBERED:
-                self._host_verdicts.clear()
-            self._host_verdicts[host] = verdict
-        return verdict
+        parsed = parse_host(host)
+        if parsed is None:
+            return 400
+        return 200 if self._hosts.match(None, *parsed) else 421
 
     def origin_allowed(self, origin: str | None, host: str | None) -> bool:
         """Return whether a request with this ``Origin`` (None: absent) may proceed."""

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -43,17 +42,8 @@ from ..protocol import (
 from ..runtime import StatelessHost
 from ..server import called_tool, check_param_headers, check_standard_headers
 from . import _sse
-from ._asgi import (
-    Headers,
-    Receive,
-    Send,
-    error_body,
-    reply,
-    reply_error,
-    send_body,
-    start_sse,
-)
 from ._endpoint import Endpoint
+from ._exchange import Exchange, error_body, reply, reply_error, send_body, start_sse
 from ._security import accepts, counted_client
 
 __all__ = ["serve_stateless_post"]
@@ -70,57 +60,55 @@ _KEEPALIVE: Final = b": keep-alive\n\n"
 
 async def serve_stateless_post(
     app: Endpoint,
-    receive: Receive,
-    send: Send,
-    headers: Headers,
+    exchange: Exchange,
     principal: object,
     body: Body,
-    client: str | None = None,
+    cors: list[tuple[bytes, bytes]],
 ) -> None:
-    """Serve one POST of a stateless revision (its body already classified); ``client``
-    is the client's address, held to its share of requests in flight."""
+    """Serve one POST of a stateless revision (its body already classified); the client
+    is held to its share of requests in flight; ``cors``: the answer's CORS headers."""
     kind = type(body)
     if kind is Notification:
         # Nothing to tell: no session hears it (on HTTP, closing a stream is the cancel).
-        await reply(send, 202, b"", content_type=None)
+        await reply(exchange, 202, b"", content_type=None)
         return
     if kind is not Request:
         what = "a batch" if kind is Batch else "a response"
-        await reply_error(
-            send, 400, INVALID_REQUEST, f"the body must be a single JSON-RPC request, not {what}"
-        )
+        why = f"the body must be a single JSON-RPC request, not {what}"
+        await reply_error(exchange, 400, INVALID_REQUEST, why)
         return
     request: Request = body  # type: ignore[assignment]
     host = app.stateless
-    cors = app.cors(headers)
+    headers = exchange.headers
     try:
         envelope = _read_envelope(host, request, headers)
     except EnvelopeError as exc:
-        await reply(send, exc.http_status, orjson.dumps(error_message_for(exc)), cors)
+        await reply(exchange, exc.http_status, orjson.dumps(error_message_for(exc)), cors)
         return
     if app.resource_server is not None:
         refusal = _scope_refusal(app, principal, request)
         if refusal is not None:
-            await app.refuse(send, headers, refusal, request.id)
+            await app.refuse(exchange, headers, refusal, request.id)
             return
-    counted = counted_client(client)
+    client = exchange.client
+    counted = counted_client(client[0] if client else None)
     shares = app.stateless_shares
     if counted is not None and not shares.take(counted):
         why = (
             f"this client has {shares.limit} requests in flight, the most one client may "
             "(max_sessions_per_client): wait for one to end"
         )
-        await reply(send, 503, error_body(INTERNAL_ERROR, why, request.id), cors)
+        await reply(exchange, 503, error_body(INTERNAL_ERROR, why, request.id), cors)
         return
     limit = app.options.max_body_bytes
     stream = app.options.response_mode != "json" and accepts(
         headers.get("accept"), json=False, event_stream=True
     )
-    events = _Events(send, cors, limit) if stream else None
+    events = _Events(exchange, cors, limit) if stream else None
     # The client leaving cancels the request, and nothing more is sent for it. Served in
     # this task, unwatched: only a request still running a moment later gets a watch.
     scope = trio.CancelScope()
-    armed = app.manager.late_watch.arm(functools.partial(_disconnected, receive), scope)
+    armed = app.manager.late_watch.arm(exchange.disconnected, scope)
     try:
         answer = await host.serve(
             request,
@@ -138,25 +126,23 @@ async def serve_stateless_post(
         return
     data = serialize(answer, limit) or b""
     if events is not None and events.started:
-        await send(
-            {"type": "http.response.body", "body": _sse.message_event(data), "more_body": False}
-        )
+        await send_body(exchange, _sse.message_event(data), False)
         return
     # The JSON answer: one document, its HTTP status read from its error.
     error = answer.get("error")
     status = 200
     if type(error) is dict:
         status, cors = _error_status(app, error, data, cors)
-    await reply(send, status, data, cors)
+    await reply(exchange, status, data, cors)
 
 
 class _Events:
     # The SSE answer: the notifications a handler makes before its answer, each an event
     # without an id (nothing is resumable); the response starts with the first of them.
-    __slots__ = ("_cors", "_limit", "_send", "started")
+    __slots__ = ("_cors", "_exchange", "_limit", "started")
 
-    def __init__(self, send: Send, cors: list[tuple[bytes, bytes]], limit: int) -> None:
-        self._send = send
+    def __init__(self, exchange: Exchange, cors: list[tuple[bytes, bytes]], limit: int) -> None:
+        self._exchange = exchange
         self._cors = cors
         self._limit = limit
         self.started = False
@@ -166,15 +152,15 @@ class _Events:
         if data is None:
             return
         if not self.started:
-            await start_sse(self._send, self._cors)
+            await start_sse(self._exchange, self._cors)
             self.started = True
-        await send_body(self._send, _sse.message_event(data))
+        await send_body(self._exchange, _sse.message_event(data))
 
     async def keepalive(self) -> None:
         if not self.started:
-            await start_sse(self._send, self._cors)
+            await start_sse(self._exchange, self._cors)
             self.started = True
-        await send_body(self._send, _KEEPALIVE)
+        await send_body(self._exchange, _KEEPALIVE)
 
 
 async def _drop(message: JSONObject) -> None:
@@ -207,12 +193,6 @@ def _scope_refusal(app: Endpoint, principal: object, request: Request) -> Insuff
     if key is None or params is None:
         return None
     return app.scope_refusal(principal, request.method, params.get(key))
-
-
-async def _disconnected(receive: Receive) -> None:
-    # Returns once the client has gone (the request's body was read already).
-    while (await receive())["type"] != "http.disconnect":
-        pass
 
 
 def _check_version_header(request: Request, headers: Mapping[str, str]) -> None:

@@ -2,7 +2,8 @@
 #
 # The app (_http.py) has checked the request's framing, Host/Origin and authentication
 # before these run. POST checks Accept (406), Content-Type (415) and size (413), decodes
-# the body (-32700 → 400) and classifies it once (``classify_body``): malformed input
+# the body (-32700 → 400) and classifies it once (``classify_body``, which returns the
+# error of one malformed message, naming its id when one could be read): malformed input
 # and bodies that need no answer (202) are settled here, every request reaching a
 # session has a stream waiting for its response, and the session takes the classified
 # body as it is. GET listens on a session's standalone stream or resumes a stream;
@@ -10,13 +11,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
 import orjson
 
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST, RemoteProtocolError
-from ..auth import InsufficientScope
 from ..protocol import (
     HEADERLESS_HTTP,
     REVISIONS,
@@ -33,6 +34,7 @@ from ..protocol import (
     owed_ids,
     unowed_errors,
 )
+from ..runtime import METRICS
 from ..runtime.http import (
     DuplicateRequestId,
     HttpSession,
@@ -40,23 +42,16 @@ from ..runtime.http import (
     SessionLimitReached,
     StoreUnavailable,
 )
-from ._asgi import (
-    Headers,
-    Receive,
-    Scope,
-    Send,
-    client_address,
-    error_body,
-    read_body,
-    reply,
-    reply_error,
-)
 from ._endpoint import Endpoint
+from ._exchange import Exchange, error_body, reply, reply_error
 from ._http_writer import write_stream
 from ._security import accepts, counted_client
 from ._stateless_http import serve_stateless_post
 
-__all__ = ["serve_streamable"]
+__all__ = ["STREAMABLE", "Handler"]
+
+#: an endpoint's handler: (app, exchange, principal, CORS headers for its answers)
+Handler = Callable[[Endpoint, Exchange, object, list[tuple[bytes, bytes]]], Awaitable[None]]
 
 # What a request without ``MCP-Protocol-Version`` speaks (the revision table says).
 _HEADERLESS_VERSION: Final = HEADERLESS_HTTP.version
@@ -66,54 +61,36 @@ _STATELESS: Final = ""
 _NAMED: Final = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
 
 
-async def serve_streamable(
-    app: Endpoint,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    headers: Headers,
-    principal: object,
+async def _not_allowed(
+    app: Endpoint, exchange: Exchange, principal: object, cors: list[tuple[bytes, bytes]]
 ) -> None:
-    """Serve one request on the MCP path: POST, GET or DELETE."""
-    method = scope["method"]
-    if method == "POST":
-        await _post(app, receive, send, headers, principal, client_address(scope))
-        return
     # A revision without sessions has only POST (and so has the session-era stateless mode).
-    stateless = app.options.stateless or _stateless_revision(headers)
-    if method == "GET" and not stateless:
-        await _get(app, receive, send, headers, principal)
-    elif method == "DELETE" and not stateless:
-        await _delete(app, send, headers, principal)
-    else:
-        await reply(
-            send,
-            405,
-            error_body(INVALID_REQUEST, f"method {method} not allowed here"),
-            [(b"allow", b"POST" if stateless else b"GET, POST, DELETE")],
-        )
+    stateless = app.options.stateless or _stateless_revision(exchange.headers)
+    await reply(
+        exchange,
+        405,
+        error_body(INVALID_REQUEST, f"method {exchange.method} not allowed here"),
+        [(b"allow", b"POST" if stateless else b"GET, POST, DELETE")],
+    )
 
 
 async def _session(
-    app: Endpoint,
-    headers: Mapping[str, str],
-    principal: object,
-    client: str | None = None,
-    new: bool = False,
+    app: Endpoint, exchange: Exchange, principal: object, new: bool = False
 ) -> tuple[HttpSession | None, int, str]:
-    # The session a request is for: a ``new`` one (for a lone initialize, ``client``'s
+    # The session a request is for: a ``new`` one (for a lone initialize, the client's
     # address held to its share) or the one its Mcp-Session-Id names; else the status
     # and why.
     manager = app.manager
     if new:
         try:
+            client = exchange.client[0] if exchange.client else None
             created = await manager.create(
                 SessionKind.STREAMABLE, principal=principal, client=counted_client(client)
             )
         except SessionLimitReached as exc:
             return None, 503, str(exc)
         return created, 200, ""
-    session_id = headers.get("mcp-session-id")
+    session_id = exchange.headers.get("mcp-session-id")
     if session_id is None:
         return None, 400, "Mcp-Session-Id header required: only initialize may omit it"
     try:
@@ -140,19 +117,23 @@ async def _session(
     return session, 200, ""
 
 
-def _scope_refusal(
-    app: Endpoint, principal: object, body: Body, kind: type
-) -> InsufficientScope | None:
+async def _refused_for_scope(
+    app: Endpoint, exchange: Exchange, principal: object, body: Body, kind: type
+) -> bool:
     # A call whose target needs scopes the token lacks: 403 before any session work (a
-    # batch is left to the dispatcher, which refuses item by item).
+    # batch is left to the dispatcher, which refuses item by item). True once answered.
     if kind is not Request:
-        return None
+        return False
     request: Request = body  # type: ignore[assignment]
     key = _NAMED.get(request.method)
     params = request.params
     if key is None or params is None:
-        return None
-    return app.scope_refusal(principal, request.method, params.get(key))
+        return False
+    denied = app.scope_refusal(principal, request.method, params.get(key))
+    if denied is None:
+        return False
+    await app.refuse(exchange, exchange.headers, denied, request.id)
+    return True
 
 
 def _stateless_revision(headers: Mapping[str, str]) -> bool:
@@ -177,78 +158,80 @@ def _header_version(headers: Mapping[str, str]) -> str | None:
 
 
 async def _post(
-    app: Endpoint,
-    receive: Receive,
-    send: Send,
-    headers: Headers,
-    principal: object,
-    client: str | None,
+    app: Endpoint, exchange: Exchange, principal: object, cors: list[tuple[bytes, bytes]]
 ) -> None:
+    headers = exchange.headers
     options = app.options
     json_only = options.response_mode == "json"
-    refusal = _framing_refusal(headers, json_only)
+    refusal = _framing_refusal(headers.get("accept"), headers.get("content-type"), json_only)
     if refusal is not None:
-        await reply_error(send, refusal[0], INVALID_REQUEST, refusal[1])
+        await reply_error(exchange, refusal[0], INVALID_REQUEST, refusal[1])
         return
-    raw = await read_body(receive, options.max_body_bytes, headers)
+    raw = await exchange.read_body(options.max_body_bytes)
     if raw is None:
         # The rest of the body is not read: the connection cannot go on.
         why = f"the body exceeds {options.max_body_bytes} bytes"
-        await reply_error(send, 413, INVALID_REQUEST, why, close=True)
+        await reply_error(exchange, 413, INVALID_REQUEST, why, close=True)
         return
-    body = _classified(raw)
+    METRICS.received("http", len(raw))
+    try:
+        body: Body = classify_body(decode(raw))
+    except RemoteProtocolError as exc:
+        body = exc
     kind = type(body)
     if kind is RemoteProtocolError:
-        await reply(send, 400, orjson.dumps(error_message_for(body)))  # type: ignore[arg-type]
+        await reply(exchange, 400, orjson.dumps(error_message_for(body)))  # type: ignore[arg-type]
         return
-    version = _body_version(headers, body, kind)
+    named = headers.get("mcp-protocol-version")
+    version = _HEADERLESS_VERSION if named is None else _named_revision(named)
+    if (named is None or version is None) and kind is Request and has_envelope(body.params):  # type: ignore[union-attr]
+        # No revision named that we know, but the body carries an envelope: the
+        # stateless revision's own errors say what is wrong.
+        version = _STATELESS
     if version == _STATELESS:
-        await serve_stateless_post(app, receive, send, headers, principal, body, client)
+        await serve_stateless_post(app, exchange, principal, body, cors)
         return
     if version is None and not _initializes(body, kind):
-        await _unsupported_version(send, headers)
+        await _unsupported_version(exchange, headers)
         return
-    if app.resource_server is not None:
-        denied = _scope_refusal(app, principal, body, kind)
-        if denied is not None:
-            await app.refuse(send, headers, denied, body.id)  # type: ignore[union-attr]
-            return
+    if app.resource_server is not None and await _refused_for_scope(
+        app, exchange, principal, body, kind
+    ):
+        return
     if options.stateless:
-        await _post_stateless(app, receive, send, headers, principal, body, version, client)
+        await _post_stateless(app, exchange, principal, body, version, cors)
         return
     # A lone initialize without a session id opens a session; anything else names one.
     new_session = (
         "mcp-session-id" not in headers and kind is not Batch and _initializes(body, kind)
     )
-    session, status, why = await _session(app, headers, principal, client, new_session)
+    session, status, why = await _session(app, exchange, principal, new_session)
     if session is None:
-        await _refuse(send, status, why)
+        await _refuse(exchange, status, why)
         return
     refused = batch_refusal(body, session.revision) if kind is Batch else None  # type: ignore[arg-type]
     if refused is not None:
-        await reply_error(send, 400, INVALID_REQUEST, refused)
+        await reply_error(exchange, 400, INVALID_REQUEST, refused)
         return
     request_ids = owed_ids(body)
     if not request_ids:
-        await _accept_unowed(send, session, body)
+        await _accept_unowed(exchange, session, body)
         return
     try:
         attachment = await session.post(body, request_ids, sse=options.response_mode == "sse")
     except DuplicateRequestId as exc:
-        await reply(send, 400, error_body(INVALID_REQUEST, str(exc), exc.request_id))
+        await reply(exchange, 400, error_body(INVALID_REQUEST, str(exc), exc.request_id))
         return
     if attachment is None:
-        await reply_error(send, 404, INVALID_REQUEST, "session not found")
+        await reply_error(exchange, 404, INVALID_REQUEST, "session not found")
         return
-    extra = app.cors(headers)
     if new_session:
-        await _introduce(app, session, extra)
+        await _introduce(app, session, cors)
     await write_stream(
-        receive,
-        send,
+        exchange,
         session,
         attachment,
-        extra,
+        cors,
         started=False,
         retry_ms=options.retry_ms,
         json_only=json_only,
@@ -256,42 +239,27 @@ async def _post(
     )
 
 
-def _classified(raw: bytes) -> Body:
-    # The body, classified: a RemoteProtocolError for one malformed message, or for a
-    # body that is not JSON or nests deeper than the framer takes (naming the request's
-    # id when one could be read).
-    try:
-        return classify_body(decode(raw))
-    except RemoteProtocolError as exc:
-        return exc
-
-
-def _framing_refusal(headers: Mapping[str, str], json_only: bool) -> tuple[int, str] | None:
-    # A POST's Accept and Content-Type, checked before its body is read.
-    if not accepts(headers.get("accept"), json=True, event_stream=not json_only):
+@functools.lru_cache(maxsize=64)
+def _framing_refusal(
+    accept: str | None, content_type: str | None, json_only: bool
+) -> tuple[int, str] | None:
+    # A POST's Accept and Content-Type, checked before its body is read (clients send
+    # the same few: each decided once).
+    if not accepts(accept, json=True, event_stream=not json_only):
         wanted = "application/json" if json_only else "application/json and text/event-stream"
         return 406, f"the Accept header must list {wanted}"
-    content_type = headers.get("content-type", "")
-    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+    if (content_type or "").split(";", 1)[0].strip().lower() != "application/json":
         return 415, "the Content-Type must be application/json"
     return None
 
 
-def _body_version(headers: Mapping[str, str], body: Body, kind: type) -> str | None:
-    # The session-era revision the POST speaks (None: one we do not speak), or _STATELESS
-    # when it is one of a revision without sessions: the header's, or none we know while
-    # the body carries an envelope (so the stateless revision's own errors say what is
-    # wrong: an unknown version, a missing header).
-    named = headers.get("mcp-protocol-version")
-    if named is None:
-        if kind is Request and has_envelope(body.params):  # type: ignore[union-attr]
-            return _STATELESS
-        return _HEADERLESS_VERSION
+@functools.lru_cache(maxsize=64)
+def _named_revision(named: str) -> str | None:
+    # The session-era revision an MCP-Protocol-Version header names; _STATELESS for one
+    # without sessions; None for one we do not know.
     named = named.strip()
     row = REVISIONS.get(named)
     if row is None:
-        if kind is Request and has_envelope(body.params):  # type: ignore[union-attr]
-            return _STATELESS
         return None
     return named if row.sessions else _STATELESS
 
@@ -316,28 +284,26 @@ async def _introduce(
         app.manager.close_session(session, everywhere=False)
 
 
-async def _accept_unowed(send: Send, session: HttpSession, body: Body) -> None:
+async def _accept_unowed(exchange: Exchange, session: HttpSession, body: Body) -> None:
     # A body that owes no answer by id (notifications, responses): the session hears what
     # is well formed, and malformed items get their errors.
     rest, errors = unowed_errors(body)
     if rest is not None and not await session.feed(rest):
-        await reply_error(send, 404, INVALID_REQUEST, "session not found")
+        await reply_error(exchange, 404, INVALID_REQUEST, "session not found")
         return
     if errors:
-        await _reply_errors(send, errors)
+        await _reply_errors(exchange, errors)
         return
-    await reply(send, 202, b"", content_type=None)
+    await reply(exchange, 202, b"", content_type=None)
 
 
 async def _post_stateless(
     app: Endpoint,
-    receive: Receive,
-    send: Send,
-    headers: Headers,
+    exchange: Exchange,
     principal: object,
     body: Body,
     version: str | None,
-    client: str | None,
+    cors: list[tuple[bytes, bytes]],
 ) -> None:
     initialize = _initializes(body, type(body))
     assert version is not None or initialize
@@ -345,15 +311,15 @@ async def _post_stateless(
     if type(body) is Batch:
         refusal = batch_refusal(body, REVISIONS[version] if version is not None else None)
         if refusal is not None:
-            await reply_error(send, 400, INVALID_REQUEST, refusal)
+            await reply_error(exchange, 400, INVALID_REQUEST, refusal)
             return
     if not request_ids:
         # No session to tell: a notification or response has nowhere to go.
         _, errors = unowed_errors(body)
         if errors:
-            await _reply_errors(send, errors)
+            await _reply_errors(exchange, errors)
             return
-        await reply(send, 202, b"", content_type=None)
+        await reply(exchange, 202, b"", content_type=None)
         return
     options = app.options
     try:
@@ -361,22 +327,21 @@ async def _post_stateless(
             SessionKind.STATELESS,
             principal=principal,
             protocol_version=None if initialize else version,
-            client=counted_client(client),
+            client=counted_client(exchange.client[0] if exchange.client else None),
         )
     except SessionLimitReached as exc:
-        await reply_error(send, 503, INTERNAL_ERROR, str(exc))
+        await reply_error(exchange, 503, INTERNAL_ERROR, str(exc))
         return
     try:
         attachment = await session.post(body, request_ids, sse=options.response_mode == "sse")
         if attachment is None:
-            await reply_error(send, 503, INTERNAL_ERROR, "the server is shutting down")
+            await reply_error(exchange, 503, INTERNAL_ERROR, "the server is shutting down")
             return
         await write_stream(
-            receive,
-            send,
+            exchange,
             session,
             attachment,
-            app.cors(headers),
+            cors,
             started=False,
             retry_ms=options.retry_ms,
             json_only=options.response_mode == "json",
@@ -391,19 +356,23 @@ async def _post_stateless(
 
 
 async def _get(
-    app: Endpoint, receive: Receive, send: Send, headers: Headers, principal: object
+    app: Endpoint, exchange: Exchange, principal: object, cors: list[tuple[bytes, bytes]]
 ) -> None:
+    headers = exchange.headers
+    if app.options.stateless or _stateless_revision(headers):
+        await _not_allowed(app, exchange, principal, cors)
+        return
     if not accepts(headers.get("accept"), json=False, event_stream=True):
         await reply_error(
-            send, 406, INVALID_REQUEST, "the Accept header must list text/event-stream"
+            exchange, 406, INVALID_REQUEST, "the Accept header must list text/event-stream"
         )
         return
-    session, status, why = await _session(app, headers, principal)
+    session, status, why = await _session(app, exchange, principal)
     if session is None:
-        await _refuse(send, status, why)
+        await _refuse(exchange, status, why)
         return
     if _header_version(headers) is None:
-        await _unsupported_version(send, headers)
+        await _unsupported_version(exchange, headers)
         return
     last_event_id = headers.get("last-event-id")
     try:
@@ -412,54 +381,60 @@ async def _get(
         else:
             attachment = await session.listen()
     except StoreUnavailable as exc:
-        await reply_error(send, 503, INTERNAL_ERROR, f"the event store is unavailable: {exc}")
+        why = f"the event store is unavailable: {exc}"
+        await reply_error(exchange, 503, INTERNAL_ERROR, why)
         return
-    if last_event_id is not None:
-        if attachment is None:
-            await reply_error(
-                send, 400, INVALID_REQUEST, f"unknown Last-Event-ID {describe(last_event_id)}"
-            )
-            return
-    else:
-        if attachment is None:
-            await reply_error(
-                send, 409, INVALID_REQUEST, "this session already has a GET stream open"
-            )
-            return
+    if attachment is None:
+        if last_event_id is not None:
+            why = f"unknown Last-Event-ID {describe(last_event_id)}"
+            await reply_error(exchange, 400, INVALID_REQUEST, why)
+        else:
+            why = "this session already has a GET stream open"
+            await reply_error(exchange, 409, INVALID_REQUEST, why)
+        return
     await write_stream(
-        receive,
-        send,
-        session,
-        attachment,
-        app.cors(headers),
-        started=True,
-        retry_ms=app.options.retry_ms,
+        exchange, session, attachment, cors, started=True, retry_ms=app.options.retry_ms
     )
 
 
-async def _delete(app: Endpoint, send: Send, headers: Headers, principal: object) -> None:
-    session, status, why = await _session(app, headers, principal)
+async def _delete(
+    app: Endpoint, exchange: Exchange, principal: object, cors: list[tuple[bytes, bytes]]
+) -> None:
+    headers = exchange.headers
+    if app.options.stateless or _stateless_revision(headers):
+        await _not_allowed(app, exchange, principal, cors)
+        return
+    session, status, why = await _session(app, exchange, principal)
     if session is None:
-        await _refuse(send, status, why)
+        await _refuse(exchange, status, why)
         return
     app.manager.close_session(session)
-    await reply(send, 204, b"", app.cors(headers), content_type=None)
+    await reply(exchange, 204, b"", cors, content_type=None)
 
 
-async def _reply_errors(send: Send, errors: tuple[RemoteProtocolError, ...]) -> None:
+#: the MCP path's handlers by method (None: any other)
+STREAMABLE: Final[Mapping[str | None, Handler]] = {
+    "POST": _post,
+    "GET": _get,
+    "DELETE": _delete,
+    None: _not_allowed,
+}
+
+
+async def _reply_errors(exchange: Exchange, errors: tuple[RemoteProtocolError, ...]) -> None:
     # A batch that owes no answer by id but its malformed items' errors: 400, as a lone
     # malformed message gets, with each error in the batch's order.
-    await reply(send, 400, orjson.dumps([error_message_for(error) for error in errors]))
+    await reply(exchange, 400, orjson.dumps([error_message_for(error) for error in errors]))
 
 
-async def _refuse(send: Send, status: int, why: str) -> None:
+async def _refuse(exchange: Exchange, status: int, why: str) -> None:
     code = INTERNAL_ERROR if status >= 500 else INVALID_REQUEST
-    await reply_error(send, status, code, why)
+    await reply_error(exchange, status, code, why)
 
 
-async def _unsupported_version(send: Send, headers: Mapping[str, str]) -> None:
+async def _unsupported_version(exchange: Exchange, headers: Mapping[str, str]) -> None:
     await reply_error(
-        send,
+        exchange,
         400,
         INVALID_REQUEST,
         f"unsupported MCP-Protocol-Version {describe(headers.get('mcp-protocol-version'))}; "

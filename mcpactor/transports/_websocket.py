@@ -22,7 +22,7 @@ import trio
 from .._exceptions import PARSE_ERROR, ProtocolError, RemoteProtocolError
 from ..protocol import JSONValue, decode
 from ..runtime.http import Attachment, HttpSession, SessionKind, SessionLimitReached
-from ._asgi import Headers, Receive, Scope, Send, client_address
+from ._asgi import AsgiExchange, Headers, Receive, Scope, Send, client_address
 from ._endpoint import Endpoint
 from ._security import counted_client
 
@@ -51,10 +51,9 @@ async def serve_websocket(app: Endpoint, scope: Scope, receive: Receive, send: S
     denied: list[bool] = []
     admitted, principal = await app.admit(
         Headers.of(scope),
-        None,
         scope.get("query_string", b""),
         deny=(
-            functools.partial(_deny, send, denied)
+            AsgiExchange(scope, receive, functools.partial(_deny, send, denied))
             if "websocket.http.response" in scope.get("extensions", ())
             else None
         ),

@@ -275,6 +275,9 @@ def _builtin_server(
         error_body=http_error_body,
         # Request actors spawned but not started: a new request waits while many are.
         intake=current_start_gate(),
+        # Requests go to the app's one path as they are, WebSockets through ASGI; a
+        # subclass that wraps the ASGI entry gets every request through it.
+        handle=app.handle if type(app).__call__ is McpHttpApp.__call__ else None,
     )
 
 

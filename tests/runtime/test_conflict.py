@@ -34,6 +34,7 @@ async def test_a_second_task_entering_raises_busy() -> None:
 
 async def test_two_writers_of_one_http_stream_raise() -> None:
     from mcpactor.runtime.http import Attachment, HttpSession, Stream
+    from mcpactor.transports._asgi import AsgiExchange
     from mcpactor.transports._http_writer import write_stream
 
     class Session:
@@ -52,11 +53,12 @@ async def test_two_writers_of_one_http_stream_raise() -> None:
 
     attachment = Attachment(Stream("1"))
     session: HttpSession = Session()  # type: ignore[assignment]
+    exchange = AsgiExchange({"method": "GET", "path": "/", "headers": []}, receive, send)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(
-            lambda: write_stream(receive, send, session, attachment, [], started=True, retry_ms=0)
+            lambda: write_stream(exchange, session, attachment, [], started=True, retry_ms=0)
         )
         await blocked.wait()
         with pytest.raises(trio.BusyResourceError):
-            await write_stream(receive, send, session, attachment, [], started=True, retry_ms=0)
+            await write_stream(exchange, session, attachment, [], started=True, retry_ms=0)
         nursery.cancel_scope.cancel()

@@ -227,6 +227,23 @@ def test_remembered_host_verdicts_stay_right_past_the_cache_size() -> None:
         assert not guard.host_allowed("127.0.0.2")
 
 
+def test_remembered_host_and_origin_verdicts_stay_right_past_the_cache_size() -> None:
+    guard = RequestGuard(bind_host="127.0.0.1", cors_origins=["http://localhost:5173"])
+    for round_ in range(2):
+        for number in range(600):
+            refused = guard.verdicts[f"evil{number}.example:{round_}", None]
+            assert (refused.status, refused.why) == (421, "Host header not allowed")
+            origin = guard.verdicts["localhost:8000", f"http://evil{number}.example"]
+            assert (origin.status, origin.cors) == (403, ())
+            assert guard.verdicts["localhost:8000", None].status == 200
+        cors = guard.verdicts["127.0.0.1:9", "http://localhost:5173"]
+        assert cors.status == 200
+        assert (b"access-control-allow-origin", b"http://localhost:5173") in cors.cors
+        assert guard.verdicts["[::1", None].framing == "malformed Host header"
+        assert guard.verdicts["a, b", None].framing == "more than one Host header"
+        assert len(guard.verdicts) <= 256
+
+
 @pytest.mark.parametrize(
     "host",
     [

@@ -1,6 +1,9 @@
 # One HTTP/1.1 connection on trio: read the socket, feed the protocol (``_protocol``),
-# call the ASGI app, write what the framing (``_response``) gives. Generic: nothing
-# here knows what the app serves.
+# hand each request to the app as an ``Exchange`` (the request, and the way to answer
+# it), write what its framing gives. Generic: nothing here knows what the app serves.
+# An app with an exchange handler is called with the exchange; any other ASGI app gets
+# the exchange's ASGI face (``asgi_handler``), and WebSocket upgrades always go to the
+# ASGI app.
 #
 # Why our own server: under hypercorn's trio worker most of the CPU a bare ASGI app
 # costs per request is hypercorn's (docs/performance.md has the figures, and this server
@@ -10,8 +13,8 @@
 # message, and h11 parsing in pure Python. So:
 #
 # - one task per connection and none per request: the connection's task parses, calls
-#   the app and writes; the app's ``receive`` reads the socket itself only when the app
-#   asks after the body (to notice a client leaving an SSE stream);
+#   the app and writes; the exchange reads the socket itself only when the app waits for
+#   the client to leave (an SSE stream);
 # - a complete response (the common case) goes out in one ``send_all``: head and body;
 # - the keep-alive and request deadlines are one cancel scope per connection, which the
 #   listener's reaper cancels when the deadline the connection last set has passed;
@@ -29,8 +32,7 @@ import contextlib
 import logging
 import socket
 import time
-import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
 import trio
@@ -44,19 +46,31 @@ from ._protocol import (
     ProtocolError,
     Request,
     Upgrade,
+    error_response,
 )
-from ._response import Response, error_response
 from ._websocket import serve_websocket
 
-__all__ = ["App", "Connection", "ServerState", "TlsConnection", "date_header"]
+__all__ = [
+    "App",
+    "Connection",
+    "Exchange",
+    "Handler",
+    "ServerState",
+    "asgi_handler",
+    "date_header",
+    "peer",
+]
 
 _log = logging.getLogger("mcpactor.http.server")
 _access = logging.getLogger("mcpactor.access")
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
+#: an app's entry for one request: it answers through the exchange
+Handler = Callable[["Exchange"], Awaitable[None]]
 
 READ_SIZE: Final = 65536
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
+_JSON: Final = b"application/json"
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 # Pipelined requests read while the app waits for a disconnect: past this many bytes the
 # client is clearly still there, so stop reading until the current response is done.
@@ -73,7 +87,10 @@ _date = [0, b""]
 
 
 def date_header() -> bytes:
-    """The Date header line (RFC 9110 §6.6.1), formatted once a second."""
+    """The Date header line (RFC 9110 §6.6.1), formatted once a second.
+
+    The server's deadline reaper keeps ``ServerState.date`` from it: responses read that.
+    """
     now = int(time.time())
     if now != _date[0]:
         _date[0] = now
@@ -86,12 +103,15 @@ class ServerState:
     """What every connection of one server shares: the app, the config, the deadlines."""
 
     __slots__ = (
+        "all_closed",
         "app",
         "config",
         "connections",
+        "date",
         "deadlines",
         "draining",
         "error_body",
+        "handle",
         "idle",
         "intake",
         "limits",
@@ -104,8 +124,12 @@ class ServerState:
         *,
         error_body: ErrorBody,
         intake: IntakeGate | None = None,
+        handle: Handler | None = None,
     ) -> None:
+        #: the ASGI app: WebSocket upgrades, and requests when there is no ``handle``
         self.app = app
+        #: what each request is handed to
+        self.handle = handle if handle is not None else asgi_handler(app)
         self.config = config
         self.limits = config.limits()
         self.error_body = error_body
@@ -116,8 +140,13 @@ class ServerState:
         self.deadlines: dict[Connection, float] = {}
         #: of those, the ones with nothing read yet: closed at once when draining
         self.idle: set[Connection] = set()
-        #: connections open (the listener counts them)
+        #: connections open (the listener counts them in, each counts itself out)
         self.connections = 0
+        #: set while no connection is open
+        self.all_closed = trio.Event()
+        self.all_closed.set()
+        #: the Date header line responses carry (the reaper keeps it current)
+        self.date = date_header()
 
 
 class Connection:
@@ -131,7 +160,7 @@ class Connection:
         self.clock = trio.lowlevel.current_clock()
         self.sock = sock
         self.fd = sock.fileno()
-        self.protocol = H1Protocol(server.limits)
+        self.protocol = H1Protocol(server.limits, Exchange)
         #: bytes read while the app waited for a disconnect
         self.buffered = 0
         self.eof = False
@@ -153,28 +182,58 @@ class Connection:
             self.client = self.local = None
 
     async def serve(self) -> None:
-        """Serve requests until the connection ends, then close it."""
+        """Serve requests until the connection ends, then close it.
+
+        A failure of the connection is its own: logged, never raised to the server.
+        """
+        server = self.server
         try:
             with self.timer:
                 while True:
-                    event = await self._next_request()
-                    if event is None:
+                    exchange = await self._next_request()
+                    if exchange is None:
                         return
-                    if event.__class__ is Upgrade:
-                        await self._upgrade(event)
+                    if isinstance(exchange, Upgrade):
+                        await self._upgrade(exchange)
                         return
-                    served = await self._respond(event)  # type: ignore[arg-type]
+                    exchange.connection = self
+                    exchange.client = self.client
+                    if server.draining:
+                        exchange.keep_alive = False
+                    try:
+                        await server.handle(exchange)
+                    except Exception:
+                        _log.exception("the app failed on %s %r", exchange.method, exchange.target)
+                        if not exchange.started:
+                            await exchange.fail(500, "internal server error")
+                        return
+                    if not exchange.started:
+                        await exchange.fail(500, "the app sent no response")
+                        return
+                    if not exchange.finished:
+                        if not exchange.chunked:
+                            return
+                        await self._write(exchange.end())
+                    if not exchange.keep_alive or self.broken:
+                        return
                     # Not kept alive (head, body) while the connection waits for the next.
-                    del event
-                    if not served or self.server.draining:
+                    del exchange
+                    if server.draining:
                         return
         except ProtocolError as error:
             await self._refuse(error)
+        except Exception:
+            _log.exception("an HTTP connection failed")
         finally:
-            with trio.CancelScope(shield=True):
-                await self._close()
+            try:
+                with trio.CancelScope(shield=True):
+                    await self._close()
+            finally:
+                server.connections -= 1
+                if not server.connections:
+                    server.all_closed.set()
 
-    async def _next_request(self) -> Request | Upgrade | None:
+    async def _next_request(self) -> Exchange | Upgrade | None:
         protocol = self.protocol
         try:
             event: Event = protocol.next_event()
@@ -182,7 +241,7 @@ class Connection:
             if self.abandoned:
                 return None
             raise
-        if event.__class__ is Request:
+        if isinstance(event, Exchange):
             # Pipelined: already here.
             return event
         server = self.server
@@ -290,7 +349,7 @@ class Connection:
     def _abort(self, why: str) -> None:
         # Drop the connection: later writes go nowhere, and a read waiting on the socket
         # (the app watching for a disconnect) ends, so the app hears of it.
-        _log.info("dropping the connection of %s: %s", _peer(self.client), why)
+        _log.info("dropping the connection of %s: %s", peer(self.client), why)
         self.broken = True
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
@@ -320,51 +379,29 @@ class Connection:
         if self.config.access_log:
             _access.info(
                 '%s "- -" %d 0 refused by the server: %s',
-                _peer(self.client),
+                peer(self.client),
                 status,
                 error.message,
             )
         content_type, body = self.server.error_body(status, error.message)
-        await self._write(error_response(status, content_type, body, date=date_header()))
+        await self._write(error_response(status, content_type, body, date=self.server.date))
 
     def scope(self, request: Request, kind: str = "http") -> dict[str, Any]:
         """The ASGI scope of ``request`` (``kind``: "http" or "websocket")."""
-        raw_path, _, query = request.target.partition(b"?")
-        path = raw_path.decode("latin-1")
-        if "%" in path:
-            path = urllib.parse.unquote(path)
         return {
             "type": kind,
             "asgi": _ASGI,
             "http_version": request.http_version,
             "method": request.method,
             "scheme": self.scheme if kind == "http" else self.ws_scheme,
-            "path": path,
-            "raw_path": raw_path,
-            "query_string": query,
+            "path": request.path,
+            "raw_path": request.target.partition(b"?")[0],
+            "query_string": request.query_string,
             "root_path": "",
-            "headers": request.headers,
+            "headers": request.raw_headers,
             "client": self.client,
             "server": self.local,
         }
-
-    async def _respond(self, request: Request) -> bool:
-        exchange = _Exchange(self, request)
-        try:
-            await self.server.app(self.scope(request), exchange.receive, exchange.send)
-        except Exception:
-            _log.exception("the ASGI app failed on %s %r", request.method, request.target)
-            if not exchange.started:
-                await exchange.send_error(500, "internal server error")
-            return False
-        if not exchange.started:
-            await exchange.send_error(500, "the app sent no response")
-            return False
-        if not exchange.finished:
-            if not exchange.chunked:
-                return False
-            await self._write(exchange.end())
-        return exchange.keep_alive and not self.broken
 
     async def _upgrade(self, upgrade: Upgrade) -> None:
         scope = self.scope(upgrade.request, "websocket")
@@ -399,95 +436,45 @@ class Connection:
                 return
 
 
-class TlsConnection(Connection):
-    """The same connection over trio.SSLStream (which checkpoints on every call)."""
+class Exchange(Request):
+    """One request as the app sees it, and the way to answer it.
 
-    # The handshake happens on the first read, under the keep-alive deadline like any
-    # wait for a request.
+    What the app reads: ``method``, ``path`` (percent-decoded), ``query_string``,
+    ``headers`` (by lowercase name), ``raw_headers``, ``http_version``, ``client``; what it
+    answers with: ``respond`` (a whole response), or ``begin`` then ``write``... (a
+    streamed one); ``disconnected`` returns when the client leaves.
+    """
 
-    def __init__(self, server: ServerState, sock: socket.socket) -> None:
-        super().__init__(server, sock)
-        assert self.config.ssl_context is not None
-        self.transport = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
-        self.stream = trio.SSLStream(
-            self.transport, self.config.ssl_context, server_side=True, https_compatible=True
-        )
-        # Decrypted bytes may wait inside the stream while the socket is not readable.
-        self.wait_first = False
-        self.scheme = "https"
-        self.ws_scheme = "wss"
+    __slots__ = ("body_sent", "client", "connection")
 
-    async def _read(self) -> bytes:
-        try:
-            return bytes(await self.stream.receive_some(READ_SIZE))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            # A failed handshake or a client gone: the end of the connection either way.
-            return b""
+    #: the connection serving it (set when the request is handed to the app)
+    connection: Connection
+    #: the client's (host, port), or None; an app behind proxies may name another
+    client: tuple[str, int] | None
+    #: the ASGI app has had the body (``receive``)
+    body_sent: bool
+    #: the ASGI root path: none here
+    root_path: Final = ""
 
-    async def _write(self, data: bytes) -> None:
-        if self.broken:
-            return
-        try:
-            with trio.move_on_after(self.config.write_timeout):
-                await self.stream.send_all(data)
-                return
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.broken = True
-            return
-        self._abort("a write timed out: the client does not read")
+    async def read_body(self, limit: int) -> bytes | None:
+        """The whole body (read already); None if it exceeds ``limit`` bytes."""
+        return self.body if self.size <= limit else None
 
-    def _abort(self, why: str) -> None:
-        _log.info("dropping the connection of %s: %s", _peer(self.client), why)
-        self.broken = True
-        with contextlib.suppress(OSError):
-            self.transport.socket.shutdown(socket.SHUT_RDWR)
-
-    async def _close(self) -> None:
-        server = self.server
-        server.idle.discard(self)
-        server.deadlines.pop(self, None)
-        # close_notify, without waiting for the client's (https_compatible).
-        with trio.move_on_after(LINGER_SECONDS):
-            await self.stream.aclose()
-        self.transport.socket.close()
-
-
-class _Exchange(Response):
-    # One request and its response as the ASGI app sees them: ``receive`` and ``send``.
-
-    __slots__ = ("body_sent", "connection", "request")
-
-    def __init__(self, connection: Connection, request: Request) -> None:
-        super().__init__(
-            request.method,
-            request.http_version,
-            request.keep_alive and not connection.server.draining,
-        )
-        self.connection = connection
-        self.request = request
-        self.body_sent = False
-
-    async def receive(self) -> dict[str, Any]:
-        if not self.body_sent:
-            self.body_sent = True
-            return {"type": "http.request", "body": self.request.body, "more_body": False}
-        await self.connection.wait_disconnect()
-        return {"type": "http.disconnect"}
-
-    async def send(self, message: dict[str, Any]) -> None:
-        kind = message["type"]
-        if kind == "http.response.start":
-            self.start(message["status"], message.get("headers", ()), date_header())
-            return
-        if kind != "http.response.body":
-            raise RuntimeError(f"unexpected ASGI message {kind!r}")
+    async def respond(
+        self,
+        status: int,
+        body: bytes,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+        content_type: bytes | None = _JSON,
+    ) -> None:
+        """Send a whole response (``content_type`` goes with a body that is not empty)."""
+        if content_type is not None and body:
+            headers = [*headers, (b"content-type", content_type)]
         connection = self.connection
-        more = message.get("more_body", False)
-        whole = not more and bool(self.head)
-        data = self.body(message.get("body", b""), more, connection.server.draining)
-        if not data:
-            return
-        if whole and connection.server.connections > 1:
+        server = connection.server
+        self.start(status, headers, server.date)
+        data = self.frame(body, False, server.draining)
+        if server.connections > 1:
             # With other connections open, a whole response waits one turn of the
             # scheduler, so that the responses finished in one batch leave together: the
             # write that wakes a sleeping client pays for its wakeup (on loopback, all of
@@ -496,15 +483,64 @@ class _Exchange(Response):
             await trio.lowlevel.cancel_shielded_checkpoint()
         await connection._write(data)
 
-    async def send_error(self, status: int, message: str) -> None:
+    async def begin(self, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:
+        """Start a streamed response: its head goes out with the first ``write``."""
+        self.start(status, headers, self.connection.server.date)
+
+    async def write(self, body: bytes, more: bool = True) -> None:
+        """Send one part of a streamed response (``more=False``: the last)."""
+        connection = self.connection
+        whole = not more and self.response_headers is not None
+        data = self.frame(body, more, connection.server.draining)
+        if not data:
+            return
+        if whole and connection.server.connections > 1:
+            await trio.lowlevel.cancel_shielded_checkpoint()  # as ``respond`` does
+        await connection._write(data)
+
+    async def disconnected(self) -> None:
+        """Return when the client has gone."""
+        await self.connection.wait_disconnect()
+
+    async def fail(self, status: int, message: str) -> None:
+        """Answer with the server's own error body and close the connection after."""
         self.keep_alive = False
         content_type, body = self.connection.server.error_body(status, message)
-        headers = [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]
-        await self.send({"type": "http.response.start", "status": status, "headers": headers})
-        await self.send({"type": "http.response.body", "body": body})
+        await self.respond(status, body, (), content_type)
+
+    # --- the exchange as an ASGI app sees it ----------------------------------------------
+
+    async def receive(self) -> dict[str, Any]:
+        """The ASGI ``receive``: the whole body, then the client leaving."""
+        if self.body_sent:
+            await self.disconnected()
+            return {"type": "http.disconnect"}
+        self.body_sent = True
+        return {"type": "http.request", "body": self.body, "more_body": False}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """The ASGI ``send``."""
+        kind = message["type"]
+        if kind == "http.response.start":
+            await self.begin(message["status"], message.get("headers", ()))
+        elif kind == "http.response.body":
+            await self.write(message.get("body", b""), message.get("more_body", False))
+        else:
+            raise RuntimeError(f"unexpected ASGI message {kind!r}")
 
 
-def _peer(client: tuple[str, int] | None) -> str:
+def asgi_handler(app: App) -> Handler:
+    """The handler that serves each request with the ASGI ``app``."""
+
+    async def handle(exchange: Exchange) -> None:
+        exchange.body_sent = False
+        await app(exchange.connection.scope(exchange), exchange.receive, exchange.send)
+
+    return handle
+
+
+def peer(client: tuple[str, int] | None) -> str:
+    """A client as the log names it: host:port, or "-"."""
     return f"{client[0]}:{client[1]}" if client else "-"
 
 

@@ -19,10 +19,12 @@ from ._connection import (
     READ_SIZE,
     App,
     Connection,
+    Handler,
     ServerState,
-    TlsConnection,
+    date_header,
 )
-from ._response import error_response
+from ._protocol import error_response
+from ._tls import TlsConnection
 
 __all__ = ["TurnAwayLog", "serve_h1", "turn_away_response"]
 
@@ -92,8 +94,6 @@ class _Listener:
         self.state = state
         self.config = state.config
         self.connection_class = Connection if self.config.ssl_context is None else TlsConnection
-        self.all_closed = trio.Event()
-        self.all_closed.set()
         self.turning_away = 0
         self.turn_away_log = TurnAwayLog()
         self.turn_away_bytes = turn_away_response(state.error_body)
@@ -122,10 +122,14 @@ class _Listener:
                         continue
                     if sock.family in (socket.AF_INET, socket.AF_INET6):
                         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                    self.state.connections += 1
-                    if self.all_closed.is_set():
-                        self.all_closed = trio.Event()
-                    nursery.start_soon(self.handle, sock, name=_CONNECTION_TASK_NAME)
+                    # Counted in here; the connection counts itself out when it closes.
+                    state = self.state
+                    state.connections += 1
+                    if state.all_closed.is_set():
+                        state.all_closed = trio.Event()
+                    nursery.start_soon(
+                        self.connection_class(state, sock).serve, name=_CONNECTION_TASK_NAME
+                    )
 
     def turn_away(self, sock: socket.socket, nursery: trio.Nursery) -> None:
         # Over max_connections: a 503 and close, without a parser or a request read.
@@ -157,25 +161,17 @@ class _Listener:
             trio.lowlevel.notify_closing(sock)
             sock.close()
 
-    async def handle(self, sock: socket.socket) -> None:
-        try:
-            await self.connection_class(self.state, sock).serve()
-        except Exception:
-            # One connection's failure is never the server's (invariant 3).
-            _log.exception("an HTTP connection failed")
-        finally:
-            self.state.connections -= 1
-            if not self.state.connections:
-                self.all_closed.set()
-
     async def reap(self) -> None:
         # One task enforces every connection's deadline: cheaper than a cancel scope
-        # deadline moved twice per request, and a second late at worst.
+        # deadline moved twice per request, and a second late at worst. It keeps the
+        # Date header line current too, so that no response reads the clock.
         config = self.config
         tick = min(1.0, config.keep_alive_timeout / 4, config.request_timeout / 4)
-        deadlines = self.state.deadlines
+        state = self.state
+        deadlines = state.deadlines
         while True:
             await trio.sleep(tick)
+            state.date = date_header()
             now = trio.current_time()
             for connection, deadline in list(deadlines.items()):
                 if deadline <= now:
@@ -199,6 +195,7 @@ async def serve_h1(
     sockets: Sequence[socket.socket] | None = None,
     error_body: ErrorBody = plain_error_body,
     intake: IntakeGate | None = None,
+    handle: Handler | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` over HTTP/1.1 on (host, port), or on ``sockets``, until ``shutdown``.
@@ -209,7 +206,8 @@ async def serve_h1(
     binding; either way it closes the sockets it accepted on when it stops accepting.
     ``error_body`` makes the body of the responses the server writes itself (plain
     text by default); while ``intake`` is closed, connections wait before they take in
-    a new request.
+    a new request. Each request is handed to ``handle`` when given (the app's exchange
+    handler), else to ``app`` as ASGI; WebSocket upgrades go to ``app``.
     """
     if sockets is None:
         listeners = await trio.open_tcp_listeners(port, host=host, backlog=config.backlog)
@@ -218,7 +216,9 @@ async def serve_h1(
     bound = sockets[0].getsockname()
     for sock in sockets:
         sock.setblocking(False)
-    server = _Listener(ServerState(app, config, error_body=error_body, intake=intake))
+    server = _Listener(
+        ServerState(app, config, error_body=error_body, intake=intake, handle=handle)
+    )
     async with trio.open_nursery() as connections:
         connections.start_soon(server.reap)
         async with trio.open_nursery() as accepting:
@@ -229,5 +229,5 @@ async def serve_h1(
             accepting.cancel_scope.cancel()
         server.drain()
         with trio.move_on_after(graceful_timeout):
-            await server.all_closed.wait()
+            await server.state.all_closed.wait()
         connections.cancel_scope.cancel()

@@ -1,4 +1,5 @@
-# HTTP/1.1 requests in, sans-io: bytes are fed to an ``H1Protocol``, requests come out.
+# HTTP/1.1 requests in and responses out, sans-io: bytes are fed to an ``H1Protocol``,
+# requests come out; a response's parts go into its request, the bytes to write come out.
 #
 # The shape is h11's: ``receive_data(bytes)`` then ``next_event()`` until it says
 # ``NEED_DATA``; no sockets, no trio, no clock. Parsing is httptools (the llhttp C
@@ -24,10 +25,21 @@
 # completes nothing (no field, no body byte, no chunk) adds to a count that the head
 # limit bounds, so an endless header value, request line or chunk extension is cut at
 # ``max_head_bytes`` (plus at most one feed).
+#
+# A request is also its response's framing (``Response``): the connection hands the
+# request to the app and the app answers through it, so there is one object per
+# exchange. The head is built in one place, when the first body part comes: a complete
+# response (the common case) is one bytes object, head and body, for one write.
+# Framing is Content-Length when the app gave one or the body is complete, otherwise
+# chunked (HTTP/1.1), or the end of the connection marks the end (HTTP/1.0). The Date
+# header is the caller's (no clock here).
 
 from __future__ import annotations
 
+import urllib.parse
 from collections import deque
+from collections.abc import Iterable
+from http import HTTPStatus
 from typing import Final
 
 import attrs
@@ -40,12 +52,16 @@ __all__ = [
     "NEED_DATA",
     "Continue",
     "Event",
+    "Framing",
     "H1Protocol",
     "Limits",
     "NeedData",
     "ProtocolError",
     "Request",
+    "Response",
     "Upgrade",
+    "error_response",
+    "status_line",
 ]
 
 
@@ -70,31 +86,203 @@ class Limits:
     max_body_bytes: int = 4 * 1024 * 1024
 
 
-class Request:
-    """One whole request: its head and its body, decoded from any chunked framing."""
+_status_lines: dict[int, bytes] = {}
+
+
+def status_line(status: int) -> bytes:
+    """The status line of ``status``, CRLF included (cached per status)."""
+    line = _status_lines.get(status)
+    if line is None:
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = ""
+        line = b"HTTP/1.1 %d %s\r\n" % (status, phrase.encode())
+        _status_lines[status] = line
+    return line
+
+
+def error_response(
+    status: int, content_type: bytes, body: bytes, *, date: bytes = b"", extra: bytes = b""
+) -> bytes:
+    """A whole response that closes the connection: a refusal, or a canned 503."""
+    return (
+        status_line(status)
+        + b"content-type: "
+        + content_type
+        + b"\r\nconnection: close\r\n"
+        + extra
+        + date
+        + b"content-length: %d\r\n\r\n" % len(body)
+        + body
+    )
+
+
+class Framing:
+    """The framing of one response: ``start``, ``frame``..., ``end`` (no I/O).
+
+    A ``Response`` is one on its own; a ``Request`` is one too, for the response it gets.
+    """
 
     __slots__ = (
+        "chunked",
+        "date",
+        "finished",
+        "http_version",
+        "keep_alive",
+        "no_body",
+        "response_headers",
+        "sent",
+        "started",
+        "status",
+    )
+
+    # Set by the subclasses' __init__.
+    http_version: str
+    #: the connection may serve another request after this response
+    keep_alive: bool
+    #: a HEAD request's response (or a 204 or 304): its body is never sent
+    no_body: bool
+    started: bool
+    finished: bool
+    chunked: bool
+    #: the response's status, once started (0 before)
+    status: int
+    #: the app's headers, until the first body part writes the head with the Date line
+    response_headers: Iterable[tuple[bytes, bytes]] | None
+    date: bytes
+    #: the body bytes sent so far (framing not counted)
+    sent: int
+
+    def start(self, status: int, headers: Iterable[tuple[bytes, bytes]], date: bytes) -> None:
+        """Take the status and headers (``date``: a whole Date header line, or b"")."""
+        if self.started:
+            raise RuntimeError("the response has already started")
+        self.started = True
+        self.status = status
+        self.response_headers = headers
+        self.date = date
+
+    def frame(self, body: bytes, more: bool, closing: bool = False) -> bytes:
+        """The bytes that send one body part (``closing``: no keep-alive after it)."""
+        if self.finished:
+            raise RuntimeError("the response has already ended")
+        headers = self.response_headers
+        parts: list[bytes] | None = None
+        if headers is not None:
+            # The first part: the head goes with it, its framing chosen now.
+            self.response_headers = None
+            status = self.status
+            if status in (204, 304):
+                self.no_body = True
+            if closing:
+                self.keep_alive = False
+            parts = [_status_lines.get(status) or status_line(status)]
+            has_length = False
+            for name, value in headers:
+                lowered = name.lower()
+                if lowered == b"content-length":
+                    has_length = True
+                elif lowered == b"connection":
+                    if value.lower() == b"close":
+                        self.keep_alive = False
+                    continue
+                elif lowered == b"transfer-encoding":
+                    continue
+                parts.append(name + b": " + value + b"\r\n")
+            parts.append(self.date)
+            if not has_length and status not in (204, 304) and status >= 200:
+                if not more:
+                    parts.append(b"content-length: %d\r\n" % len(body))
+                elif self.http_version == "1.1":
+                    self.chunked = True
+                    parts.append(b"transfer-encoding: chunked\r\n")
+                else:
+                    self.keep_alive = False
+            if not self.keep_alive:
+                parts.append(b"connection: close\r\n")
+            elif self.http_version == "1.0":
+                parts.append(b"connection: keep-alive\r\n")
+            parts.append(b"\r\n")
+        elif not self.started:
+            raise RuntimeError("a response body before the response started")
+        if not more:
+            self.finished = True
+        if self.no_body:
+            return b"".join(parts) if parts is not None else b""
+        self.sent += len(body)
+        if self.chunked:
+            chunk = b"%x\r\n%b\r\n" % (len(body), body) if body else b""
+            body = chunk if more else chunk + b"0\r\n\r\n"
+        if parts is None:
+            return body
+        parts.append(body)
+        return b"".join(parts)
+
+    def end(self) -> bytes:
+        """The bytes that end a response the app left open (b"" if none can)."""
+        if self.finished or not self.chunked:
+            return b""
+        self.finished = True
+        return b"0\r\n\r\n"
+
+
+class Response(Framing):
+    """The framing of one response to one request: ``start``, ``body``..., ``end``."""
+
+    __slots__ = ()
+
+    def __init__(self, method: str, http_version: str, keep_alive: bool) -> None:
+        self.http_version = http_version
+        self.keep_alive = keep_alive
+        self.no_body = method == "HEAD"
+        self.started = self.finished = self.chunked = False
+        self.status = self.sent = 0
+        self.response_headers = None
+        self.date = b""
+
+    body = Framing.frame
+
+
+class Request(Framing):
+    """One whole request, its body decoded from any chunked framing, and its response."""
+
+    __slots__ = (
+        "body",
         "chunks",
         "expects_continue",
-        "fields",
+        "field_count",
         "headers",
-        "http_version",
         "in_body",
-        "keep_alive",
         "method",
+        "path",
+        "query_string",
+        "raw_headers",
         "size",
         "target",
         "upgrade",
     )
 
     def __init__(self) -> None:
+        # The response's framing is set up here too (one object per exchange): what the
+        # head says (method, version, keep-alive) is filled in when it is read.
+        self.started = self.finished = self.chunked = self.no_body = False
+        self.status = self.sent = 0
+        self.response_headers = None
+        self.date = b""
         self.method = ""
         #: the request target, origin-form (absolute-form is rewritten, §3.2.2)
         self.target = b""
+        #: the target's path, percent-decoded, and its query (the bytes after "?")
+        self.path = ""
+        self.query_string = b""
         #: header fields with lowercase names, in the order they came
-        self.headers: list[tuple[bytes, bytes]] = []
-        #: the body as it arrived, in pieces (``body`` joins them)
+        self.raw_headers: list[tuple[bytes, bytes]] = []
+        #: the same by name, decoded (latin-1); repeated fields joined with ", "
+        self.headers: dict[str, str] = {}
+        #: the body as it arrived, in pieces, and whole once the request is
         self.chunks: list[bytes] = []
+        self.body = b""
         self.size = 0
         self.http_version = "1.1"
         #: the client lets the connection serve another request after this one
@@ -105,13 +293,7 @@ class Request:
         #: the head is complete: fields from now on are trailers
         self.in_body = False
         #: header and trailer fields seen
-        self.fields = 0
-
-    @property
-    def body(self) -> bytes:
-        """The whole body."""
-        chunks = self.chunks
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        self.field_count = 0
 
     def __repr__(self) -> str:
         return f"<Request {self.method} {self.target!r} HTTP/{self.http_version}>"
@@ -159,12 +341,16 @@ class H1Protocol:
         "_parser",
         "_parsing",
         "_progressed",
+        "_request_class",
         "_stalled",
         "_switched",
+        "idle",
     )
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, request_class: type[Request] = Request) -> None:
         self._limits = limits
+        #: what requests are made as (a driver's subclass adds its own slots)
+        self._request_class = request_class
         self._parser = httptools.HttpRequestParser(self)
         self._events: deque[Request | Upgrade] = deque()
         self._parsing: Request | None = None
@@ -175,11 +361,8 @@ class H1Protocol:
         self._progressed = False
         #: bytes fed since the parser last advanced (an unterminated field, say)
         self._stalled = 0
-
-    @property
-    def idle(self) -> bool:
-        """Nothing of a next request has been fed (the connection waits for one)."""
-        return self._parsing is None
+        #: nothing of a next request has been read (the connection waits for one)
+        self.idle = True
 
     @property
     def failed(self) -> bool:
@@ -200,10 +383,34 @@ class H1Protocol:
         """Feed bytes from the client (never raises: errors come from ``next_event``)."""
         if self._error is not None or self._switched:
             return
+        self._progressed = False
         try:
-            self._parse(data)
-        except ProtocolError as error:
-            self._error = error
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as upgrade:
+            try:
+                self._upgrade(data, upgrade.args[0] if upgrade.args else len(data))
+            except ProtocolError as error:
+                self._error = error
+            return
+        except httptools.HttpParserError as exc:
+            # A callback's own refusal arrives wrapped in a callback error.
+            context = exc.__context__
+            if isinstance(context, ProtocolError):
+                self._error = context
+            else:
+                self._error = ProtocolError(f"malformed HTTP request: {exc}")
+            return
+        if self._progressed:
+            self._stalled = 0
+            return
+        self._stalled += len(data)
+        limit = self._limits.max_head_bytes
+        if self._stalled > limit:
+            parsing = self._parsing
+            if parsing is None or not parsing.in_body:
+                self._error = ProtocolError(f"request head larger than {limit} bytes", 431)
+            else:
+                self._error = ProtocolError(f"a chunk header or the trailers exceed {limit} bytes")
 
     def next_event(self) -> Event:
         """The next event; ``NEED_DATA`` when the bytes fed so far hold no more."""
@@ -218,28 +425,6 @@ class H1Protocol:
             return CONTINUE
         return NEED_DATA
 
-    def _parse(self, data: bytes) -> None:
-        self._progressed = False
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserUpgrade as upgrade:
-            self._upgrade(data, upgrade.args[0] if upgrade.args else len(data))
-        except httptools.HttpParserError as exc:
-            # A callback's own refusal arrives wrapped in a callback error.
-            if isinstance(exc.__context__, ProtocolError):
-                raise exc.__context__ from None
-            raise ProtocolError(f"malformed HTTP request: {exc}") from None
-        if self._progressed:
-            self._stalled = 0
-            return
-        self._stalled += len(data)
-        limit = self._limits.max_head_bytes
-        if self._stalled > limit:
-            parsing = self._parsing
-            if parsing is None or not parsing.in_body:
-                raise ProtocolError(f"request head larger than {limit} bytes", 431)
-            raise ProtocolError(f"a chunk header or the trailers exceed {limit} bytes")
-
     def _upgrade(self, data: bytes, offset: int) -> None:
         events = self._events
         request = self._parsing
@@ -251,45 +436,45 @@ class H1Protocol:
             events.clear()
             raise ProtocolError("protocol upgrades other than WebSocket are not supported")
         self._parsing = None
+        self.idle = True
         self._switched = True
         events.append(Upgrade(request, data[offset:]))
 
     # --- httptools callbacks (called by the parser, not part of the API) ---------------
-
-    def on_message_begin(self) -> None:
-        self._parsing = Request()
-        self._head_size = 0
+    # Only those defined are called: a request begins with its target's first bytes.
 
     def on_url(self, url: bytes) -> None:
         request = self._parsing
-        assert request is not None
+        if request is None:
+            request = self._parsing = self._request_class()
+            self.idle = False
+            self._head_size = 0
         self._progressed = True
         request.target += url
         limit = self._limits.max_head_bytes
         if len(request.target) > limit:
             raise ProtocolError(f"request target longer than {limit} bytes", 414)
-        self._count_head(len(url))
+        self._head_size += len(url)
+        if self._head_size > limit:
+            raise ProtocolError(f"request head larger than {limit} bytes", 431)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         request = self._parsing
         assert request is not None
         self._progressed = True
-        self._count_head(len(name) + len(value) + 4)
-        request.fields += 1
-        if request.fields > self._limits.max_headers:
-            raise ProtocolError(f"more than {self._limits.max_headers} header fields", 431)
+        self._head_size += len(name) + len(value) + 4
+        limits = self._limits
+        if self._head_size > limits.max_head_bytes:
+            raise ProtocolError(f"request head larger than {limits.max_head_bytes} bytes", 431)
+        request.field_count += 1
+        if request.field_count > limits.max_headers:
+            raise ProtocolError(f"more than {limits.max_headers} header fields", 431)
         if request.in_body:
             # A trailer field (httptools reports them as headers): never one of the
             # request's headers, or a Host, Authorization or Mcp-Session-Id sent after
             # the body would pass checks it never met. Nothing here uses trailers.
             return
-        request.headers.append((name.lower(), value))
-
-    def _count_head(self, size: int) -> None:
-        self._head_size += size
-        limit = self._limits.max_head_bytes
-        if self._head_size > limit:
-            raise ProtocolError(f"request head larger than {limit} bytes", 431)
+        request.raw_headers.append((name.lower(), value))
 
     def on_headers_complete(self) -> None:
         request = self._parsing
@@ -297,7 +482,8 @@ class H1Protocol:
         parser = self._parser
         self._progressed = True
         request.in_body = True
-        request.method = parser.get_method().decode("ascii")
+        method = request.method = parser.get_method().decode("ascii")
+        request.no_body = method == "HEAD"
         version = request.http_version = parser.get_http_version()
         if version != "1.1" and version != "1.0":
             if version[:1].isdigit() and version[:1] >= "2":
@@ -308,7 +494,8 @@ class H1Protocol:
         hosts = 0
         length = False
         codings: bytes | None = None
-        for name, value in request.headers:
+        headers = request.headers
+        for name, value in request.raw_headers:
             if name == b"content-length":
                 length = True
                 if value.strip().isdigit() and int(value) > limit:
@@ -322,6 +509,9 @@ class H1Protocol:
                 request.expects_continue = version == "1.1" and value.lower() == b"100-continue"
             elif name == b"upgrade":
                 request.upgrade = value
+            key = name.decode("latin-1")
+            text = value.decode("latin-1")
+            headers[key] = headers[key] + ", " + text if key in headers else text
         if hosts != 1 and (hosts or version == "1.1"):
             raise ProtocolError(
                 "more than one Host header" if hosts else "an HTTP/1.1 request needs a Host"
@@ -331,6 +521,11 @@ class H1Protocol:
         target = request.target
         if target[:1] != b"/" and target != b"*":
             _absolute_form(request)
+            target = request.target
+        raw_path, _, request.query_string = target.partition(b"?")
+        path = request.path = raw_path.decode("latin-1")
+        if "%" in path:
+            request.path = urllib.parse.unquote(path)
 
     def on_chunk_header(self) -> None:
         self._progressed = True
@@ -350,7 +545,11 @@ class H1Protocol:
         assert request is not None
         self._progressed = True
         request.expects_continue = False
+        chunks = request.chunks
+        if chunks:
+            request.body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         self._parsing = None
+        self.idle = True
         self._events.append(request)
 
 
@@ -381,8 +580,9 @@ def _absolute_form(request: Request) -> None:
     ):
         raise ProtocolError("malformed request target")
     request.target = slash + path if slash else b"/" + path
-    request.headers = [(n, v) for n, v in request.headers if n != b"host"]
-    request.headers.append((b"host", authority))
+    request.raw_headers = [(n, v) for n, v in request.raw_headers if n != b"host"]
+    request.raw_headers.append((b"host", authority))
+    request.headers["host"] = authority.decode("latin-1")
 
 
 def _is_websocket(request: Request) -> bool:

@@ -50,7 +50,7 @@ async def serve_websocket(
     request = upgrade.request
     # wsproto checks the handshake itself: give it the request head as it arrived.
     head = [b"GET ", request.target, b" HTTP/1.1\r\n"]
-    for name, value in request.headers:
+    for name, value in request.raw_headers:
         head += [name, b": ", value, b"\r\n"]
     head.append(b"\r\n")
     try:
