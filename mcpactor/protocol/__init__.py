@@ -46,7 +46,6 @@ from ._envelope import CLIENT_INFO as CLIENT_INFO
 from ._envelope import HEADER_MISMATCH as HEADER_MISMATCH
 from ._envelope import MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY
 from ._envelope import PROTOCOL_VERSION as PROTOCOL_VERSION
-from ._envelope import SERVER_INFO as SERVER_INFO
 from ._envelope import UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERSION
 from ._envelope import Envelope as Envelope
 from ._envelope import EnvelopeError as EnvelopeError
@@ -100,7 +99,6 @@ from ._listen import MAX_URI_BYTES as MAX_URI_BYTES
 from ._listen import ResourceSubscriptions as ResourceSubscriptions
 from ._listen import Subscription as Subscription
 from ._listen import read_filter as read_filter
-from ._mrtr import COMPLETE as COMPLETE
 from ._mrtr import INPUT_REQUIRED as INPUT_REQUIRED
 from ._mrtr import MAX_INPUT_KEY_LENGTH as MAX_INPUT_KEY_LENGTH
 from ._mrtr import MAX_INPUT_REQUESTS as MAX_INPUT_REQUESTS
@@ -125,6 +123,8 @@ from ._session import MAX_CLIENT_DECLARATION_BYTES as MAX_CLIENT_DECLARATION_BYT
 from ._session import Phase as Phase
 from ._session import ServerSession as ServerSession
 from ._session import unanswered_reply as unanswered_reply
+from ._session_events import COMPLETE as COMPLETE
+from ._session_events import SERVER_INFO as SERVER_INFO
 from ._session_events import CancelRequested as CancelRequested
 from ._session_events import ErrorReceived as ErrorReceived
 from ._session_events import Event as Event
@@ -134,6 +134,7 @@ from ._session_events import NotificationReceived as NotificationReceived
 from ._session_events import ResponseReceived as ResponseReceived
 from ._session_events import RootsChanged as RootsChanged
 from ._session_events import Send as Send
+from ._session_events import plain_complete as plain_complete
 from ._types import *  # noqa: F403
 from ._types import __all__ as _types_all
 
@@ -252,6 +253,7 @@ __all__ = [
     "error_message_for",
     "result_message",
     "classify_body",
+    "plain_complete",
     "client_lacks",
     "converter",
     "create_task_result",

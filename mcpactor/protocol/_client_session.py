@@ -77,7 +77,6 @@ from ._envelope import (
     LOG_LEVEL,
     MISSING_CLIENT_CAPABILITY,
     PROTOCOL_VERSION,
-    SERVER_INFO,
     SUBSCRIPTION_ID,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
@@ -93,6 +92,7 @@ from ._jsonrpc import (
 )
 from ._revisions import REVISIONS, STATELESS_REVISIONS, Revision
 from ._session_events import (
+    SERVER_INFO,
     CancelRequested,
     ErrorReceived,
     NotificationReceived,

@@ -40,7 +40,6 @@ __all__ = [
     "MAX_CAPABILITIES_DEPTH",
     "MISSING_CLIENT_CAPABILITY",
     "PROTOCOL_VERSION",
-    "SERVER_INFO",
     "SUBSCRIPTION_ID",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "Envelope",
@@ -63,7 +62,6 @@ PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
-SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 
 #: the deepest ``clientCapabilities`` accepted (the schema's own nest three levels)

@@ -37,8 +37,9 @@ from .._exceptions import INVALID_PARAMS, LocalProtocolError, RemoteProtocolErro
 from ._bounded import bounded_value, clip_all, describe
 from ._envelope import MISSING_CLIENT_CAPABILITY, SUBSCRIPTION_ID, EnvelopeError
 from ._jsonrpc import JSONObject, RequestId
-from ._mrtr import COMPLETE, read_retry
+from ._mrtr import read_retry
 from ._session import Negotiated
+from ._session_events import COMPLETE
 
 __all__ = [
     "AUGMENTABLE",

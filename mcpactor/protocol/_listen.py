@@ -25,8 +25,9 @@ import attrs
 
 from .._exceptions import INVALID_PARAMS, RemoteProtocolError
 from ._bounded import describe, over_limit, utf8_size
-from ._envelope import SERVER_INFO, SUBSCRIPTION_ID, EnvelopeError
+from ._envelope import SUBSCRIPTION_ID, EnvelopeError
 from ._jsonrpc import JSONObject, RequestId
+from ._session_events import SERVER_INFO
 
 __all__ = [
     "ACKNOWLEDGED",

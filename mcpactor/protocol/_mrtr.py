@@ -28,7 +28,6 @@ from ._jsonrpc import JSONObject, RequestId
 from ._session import Negotiated
 
 __all__ = [
-    "COMPLETE",
     "INPUT_REQUIRED",
     "MAX_INPUT_KEY_LENGTH",
     "MAX_INPUT_REQUESTS",
@@ -44,7 +43,6 @@ __all__ = [
 ]
 
 #: the ``resultType`` of a finished result and of an interim one
-COMPLETE: Final = "complete"
 INPUT_REQUIRED: Final = "input_required"
 
 #: the most ``inputRequests`` one result asks, and ``inputResponses`` one retry carries

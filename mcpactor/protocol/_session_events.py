@@ -26,6 +26,8 @@ from ._jsonrpc import (
 from ._negotiated import Negotiated
 
 __all__ = [
+    "COMPLETE",
+    "SERVER_INFO",
     "CancelRequested",
     "ErrorReceived",
     "Event",
@@ -35,7 +37,18 @@ __all__ = [
     "ResponseReceived",
     "RootsChanged",
     "Send",
+    "plain_complete",
 ]
+
+#: the ``resultType`` of a final result (2026-07-28; the others ask for more input)
+COMPLETE: Final = "complete"
+#: where a 2026-07-28 result's ``_meta`` names the server that answered
+SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+
+
+def plain_complete(result: JSONObject, server_info: JSONObject) -> JSONObject:
+    """``result``, with no ``resultType`` or ``_meta`` of its own, as a complete one."""
+    return {**result, "resultType": COMPLETE, "_meta": {SERVER_INFO: server_info}}
 
 
 @attrs.frozen

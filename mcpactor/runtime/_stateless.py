@@ -53,6 +53,7 @@ from ..protocol import (
     StateSealer,
     Subscription,
     error_message,
+    plain_complete,
     read_envelope,
     read_filter,
     read_listen_task_ids,
@@ -65,7 +66,6 @@ from ..server import (
     ask_in_result,
     direct_methods,
     finish_stateless,
-    plain_complete,
     serve_stateless,
 )
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus

@@ -29,7 +29,6 @@ from ._stateless import ask_in_result as ask_in_result
 from ._stateless import called_tool as called_tool
 from ._stateless import direct_methods as direct_methods
 from ._stateless import finish_stateless as finish_stateless
-from ._stateless import plain_complete as plain_complete
 from ._stateless import serve_stateless as serve_stateless
 from ._tasks import TaskHost as TaskHost
 from ._tasks import TaskState as TaskState
@@ -80,7 +79,6 @@ __all__ = [
     "finish_stateless",
     "function_path",
     "isoformat",
-    "plain_complete",
     "serve_stateless",
     "with_related_task",
 ]

@@ -37,6 +37,7 @@ from ..protocol import (
     StateSealer,
     TaskSupport,
     input_required_result,
+    plain_complete,
     read_retry,
     read_task_id,
     read_update,
@@ -62,7 +63,6 @@ __all__ = [
     "direct_methods",
     "discover_result",
     "finish_stateless",
-    "plain_complete",
     "route_stateless",
     "serve_stateless",
     "tool_task_support",
@@ -175,11 +175,6 @@ def complete_result(
         meta = shaped.get("_meta")
         shaped["_meta"] = {**(meta if type(meta) is dict else {}), SERVER_INFO: server_info}
     return shaped
-
-
-def plain_complete(result: JSONObject, server_info: JSONObject) -> JSONObject:
-    """``result``, with no ``resultType`` or ``_meta`` of its own, as a complete one."""
-    return {**result, "resultType": COMPLETE, "_meta": {SERVER_INFO: server_info}}
 
 
 def cache_hint(server: Server, method: str, params: JSONObject | None) -> CacheHint:

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from mcpactor._exceptions import RemoteProtocolError
-from mcpactor.protocol._envelope import SERVER_INFO, SUBSCRIPTION_ID, EnvelopeError
+from mcpactor.protocol import SERVER_INFO
+from mcpactor.protocol._envelope import SUBSCRIPTION_ID, EnvelopeError
 from mcpactor.protocol._listen import (
     MAX_RESOURCE_SUBSCRIPTIONS,
     MAX_SUBSCRIPTION_BYTES,

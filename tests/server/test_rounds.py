@@ -10,8 +10,8 @@ import pytest
 
 from mcpactor import RequestError
 from mcpactor._exceptions import CapabilityError, LocalProtocolError
-from mcpactor.protocol import Request, error_message_for
-from mcpactor.protocol._envelope import SERVER_INFO, read_envelope
+from mcpactor.protocol import SERVER_INFO, Request, error_message_for
+from mcpactor.protocol._envelope import read_envelope
 from mcpactor.protocol._mrtr import elicitation_request, roots_request
 from mcpactor.protocol._sealing import KeyRing, SealingKey, StateRefused, StateSealer
 from mcpactor.server import Context, Server

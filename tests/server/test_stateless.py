@@ -9,8 +9,8 @@ import pytest
 
 from mcpactor import RequestError
 from mcpactor._exceptions import LocalProtocolError
-from mcpactor.protocol import REVISIONS, Request
-from mcpactor.protocol._envelope import ALL_VERSIONS, SERVER_INFO, read_envelope
+from mcpactor.protocol import REVISIONS, SERVER_INFO, Request
+from mcpactor.protocol._envelope import ALL_VERSIONS, read_envelope
 from mcpactor.server import CacheHint, Context, Server
 from mcpactor.server._caching import combine
 from mcpactor.server._stateless import (

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from mcpactor import Server
-from mcpactor.protocol import JSONObject, Request, RequestId
-from mcpactor.protocol._envelope import SERVER_INFO, EnvelopeError, read_envelope
+from mcpactor.protocol import SERVER_INFO, JSONObject, Request, RequestId
+from mcpactor.protocol._envelope import EnvelopeError, read_envelope
 from mcpactor.protocol._ext_tasks import EXTENSION, Update, acknowledgement
 from mcpactor.server import Context, TaskHost
 from mcpactor.server._stateless import serve_stateless, tool_task_support
