@@ -25,6 +25,10 @@ needs_redis = pytest.mark.skipif(
 )
 
 
+class PortTaken(Exception):
+    """The port a redis-server was given was taken before it could bind it."""
+
+
 @contextmanager
 def running_redis(*arguments: str) -> Iterator[str]:
     """Run a redis-server with ``arguments`` until the block ends; yields its directory."""
@@ -37,11 +41,16 @@ def running_redis(*arguments: str) -> Iterator[str]:
         )
         try:
             assert process.stdout is not None
+            said: list[str] = []
             for line in process.stdout:
                 if "ready to accept connections" in line.lower():
                     break
+                said = [*said[-9:], line.rstrip()]
             else:
-                pytest.fail(f"redis-server exited with {process.wait()}")
+                if any("address already in use" in line.lower() for line in said):
+                    raise PortTaken(" ".join(arguments))
+                last = "\n".join(said)
+                pytest.fail(f"redis-server exited with {process.wait()}:\n{last}")
             yield directory
         finally:
             process.terminate()

@@ -22,7 +22,7 @@ from mcpactor.runtime.http import SessionRecord, StoreUnavailable
 from mcpactor.store import RedisSessionRecords, open_shared_store, parse_store_url
 from mcpactor.store._client import CONNECT_TIMEOUT, READ_TIMEOUT
 
-from .conftest import free_port, needs_redis, running_redis
+from .conftest import PortTaken, free_port, needs_redis, running_redis
 from .sentinel import Sentinelled, primary_port, sentinelled, watched
 
 # coredis leaves the memory streams of each connection that never opened (to the Sentinel
@@ -198,13 +198,20 @@ async def test_a_write_no_replica_acknowledges_is_refused_within_the_bound(
 
 
 async def test_a_redis_cluster_node_is_refused_at_the_start(tmp_path: Path) -> None:
-    port = free_port()
-    nodes = str(tmp_path / "nodes.conf")
-    arguments = ("--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes")
-    with running_redis(*arguments, "--cluster-config-file", nodes):
-        url = parse_store_url(f"redis://127.0.0.1:{port}")
-        with pytest.raises(
-            StoreUnavailable, match="is a Redis Cluster node: Redis Cluster is not"
-        ):
-            async with open_shared_store(url, replica="a"):
-                pass
+    for attempt in range(3):
+        # A free port may be taken by another process before the server binds it.
+        port = free_port()
+        nodes = str(tmp_path / f"nodes-{attempt}.conf")
+        arguments = ("--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes")
+        try:
+            with running_redis(*arguments, "--cluster-config-file", nodes):
+                url = parse_store_url(f"redis://127.0.0.1:{port}")
+                with pytest.raises(
+                    StoreUnavailable, match="is a Redis Cluster node: Redis Cluster is not"
+                ):
+                    async with open_shared_store(url, replica="a"):
+                        pass
+            return
+        except PortTaken:
+            continue
+    pytest.fail("three free ports were taken before redis-server could bind them")
