@@ -281,11 +281,11 @@ def test_no_revision_is_named_outside_the_revision_table() -> None:
 STRUCTURE_BUDGET: dict[str, int] = {
     "cycles": 0,  # target 0 import cycles
     "modules": 0,  # target 0 modules over 600 lines
-    "functions": 1,  # target at most 5 functions over 80 lines (an argparse builder may be one)
-    "classes": 1,  # target 0 classes over 25 methods, counting their bases
+    "functions": 0,  # target at most 5 functions over 80 lines (an argparse builder may be one)
+    "classes": 0,  # target 0 classes over 25 methods, counting their bases
     "jsonrpc_dicts": 0,  # target 0 JSON-RPC messages built as dicts outside protocol/
     "now_twins": 0,  # target 0 synchronous *_now twins of asynchronous paths
-    "private_imports": 13,  # target at most 20 imports into another subpackage's private module
+    "private_imports": 0,  # target at most 20 imports into another subpackage's private module
 }
 
 

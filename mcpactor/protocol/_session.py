@@ -40,9 +40,10 @@ from .._exceptions import (
     LocalProtocolError,
     RemoteProtocolError,
 )
-from ._body import Batch, Body, batch_refusal, classify_body
 from ._bounded import bounded_value, clip, describe, over_limit
 from ._jsonrpc import (
+    Batch,
+    Body,
     ErrorResponse,
     JSONObject,
     JSONValue,
@@ -51,6 +52,8 @@ from ._jsonrpc import (
     Request,
     RequestId,
     Response,
+    batch_refusal,
+    classify_body,
     error_message,
     result_message,
 )
@@ -187,13 +190,15 @@ class ServerSession:
         if isinstance(body, Batch):
             return self._receive_batch(body)
         events: list[Event] = []
+        if type(body) is Request:
+            reply = self._receive_request(body, events, None)
+            if reply is not None:
+                events.append(Send(reply, body.id))
+            return events
         reply = self._receive_one(body, events, None)
         if reply is not None:
-            if type(body) is Request:
-                events.append(Send(reply, body.id))
-            else:
-                assert isinstance(body, RemoteProtocolError)
-                events.append(Send(reply, body.request_id))
+            assert isinstance(body, RemoteProtocolError)
+            events.append(Send(reply, body.request_id))
         return events
 
     def _receive_batch(self, body: Batch) -> list[Event]:

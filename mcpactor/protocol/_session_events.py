@@ -91,7 +91,14 @@ class Exchange:
 
     def respond(self, result: JSONObject) -> JSONValue | None:
         """Answer with ``result``; return what to write."""
-        return self._settle(result_message(self.request.id, result))
+        # _settle, unrolled: every answer comes here.
+        request_id = self.request.id
+        message = result_message(request_id, result)
+        in_flight = self._in_flight
+        if in_flight is None:
+            return message
+        self._in_flight = _ANSWERED
+        return in_flight.settle(request_id, message)
 
     def respond_error(self, code: int, message: str, data: JSONValue = None) -> JSONValue | None:
         """Answer with an error; return what to write."""

@@ -29,11 +29,11 @@ from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
 from ._offload import open_process_pool as open_process_pool
 from ._peer import SessionPeer as SessionPeer
 from ._session_actor import SessionActor as SessionActor
+from ._session_actor import StartGate as StartGate
+from ._session_actor import current_start_gate as current_start_gate
 from ._snapshot import Observatory as Observatory
 from ._snapshot import current_observatory as current_observatory
 from ._snapshot import observed as observed
-from ._starts import StartGate as StartGate
-from ._starts import current_start_gate as current_start_gate
 from ._stateless import StatelessHost as StatelessHost
 from ._stateless import StatelessOptions as StatelessOptions
 from ._stateless import StatelessStatistics as StatelessStatistics

@@ -27,7 +27,7 @@ from typing import Final, NoReturn
 
 import trio
 
-from ._starts import current_start_gate
+from ._session_actor import current_start_gate
 
 __all__ = ["collect_when_quiet", "settle_heap"]
 

@@ -175,35 +175,14 @@ class Outbox:
 
     async def send(self, value: Outbound, /) -> None:
         """Hand over one message: delivered now if the outbox is free, else queued."""
+        if self.closed:
+            raise trio.ClosedResourceError("the session's outbox is closed")
         channel = self._channel
-        if channel is None:
-            await self._send_delivering(value)
+        if channel is not None:
+            await channel.send(value)
             return
-        if self.closed:
-            raise trio.ClosedResourceError("the session's outbox is closed")
-        await channel.send(value)
-
-    async def _send_delivering(self, value: Outbound) -> None:
-        if self.closed:
-            raise trio.ClosedResourceError("the session's outbox is closed")
         if self._busy:
-            # Someone delivers: it takes this in turn (room permitting) and we go on.
-            while len(self._pending) >= self._limit:
-                if self._room is None:
-                    self._room = trio.lowlevel.ParkingLot()
-                await self._room.park()
-                if self.closed:
-                    raise trio.ClosedResourceError("the session's outbox is closed")
-            if self.idle:
-                # The deliverer let go while we waited for room: deliver ourselves.
-                self._busy = True
-                self._pending.append(value)
-                self.queued += 1
-                await self._drain()
-                return
-            self._pending.append(value)
-            self.queued += 1
-            await trio.lowlevel.checkpoint()
+            await self._queue(value)
             return
         self._busy = True
         deliver = self._deliver
@@ -217,6 +196,23 @@ class Outbox:
             await self._drain()
         else:
             self._busy = False
+
+    async def _queue(self, value: Outbound) -> None:
+        # Someone delivers: it takes this in turn (room permitting) and we go on.
+        while len(self._pending) >= self._limit:
+            if self._room is None:
+                self._room = trio.lowlevel.ParkingLot()
+            await self._room.park()
+            if self.closed:
+                raise trio.ClosedResourceError("the session's outbox is closed")
+        self._pending.append(value)
+        self.queued += 1
+        if self._busy:
+            await trio.lowlevel.checkpoint()
+            return
+        # The deliverer let go while we waited for room: deliver ourselves.
+        self._busy = True
+        await self._drain()
 
     async def _drain(self) -> None:
         # Deliver what is queued, in order, then let go (``_busy`` is set by the caller).

@@ -55,7 +55,7 @@ async def write_stream(
     Raises:
         trio.BusyResourceError: another task is writing ``attachment`` already.
     """
-    with attachment.writer:
+    with attachment:
         try:
             items: list[Item] = []
             if not started:

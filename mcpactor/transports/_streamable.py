@@ -94,7 +94,7 @@ async def _session(
     if session_id is None:
         return None, 400, "Mcp-Session-Id header required: only initialize may omit it"
     try:
-        # With replicas, a session another replica opened is adopted here.
+        # The caller's own session (with replicas, adopted here if another opened it).
         session = await manager.find(session_id, principal)
     except SessionLimitReached as exc:
         return None, 503, str(exc)
@@ -103,17 +103,8 @@ async def _session(
     if session is None and manager.stopping:
         # Not 404: that would tell the client to start over, on a server going away.
         return None, 503, "the server is shutting down"
-    if (
-        session is None
-        or session.kind is not SessionKind.STREAMABLE
-        or session.principal != principal
-    ):
+    if session is None:
         return None, 404, "session not found: it ended, expired or never existed"
-    if principal is not session.principal:
-        # The same caller with a new token (new scopes, a later expiry): what the
-        # session's handlers see from now on.
-        session.principal = principal
-    manager.confirm(session)
     return session, 200, ""
 
 

@@ -135,7 +135,7 @@ async def _read(
 
 async def _write(send: Send, attachment: Attachment, done: trio.CancelScope) -> None:
     try:
-        with attachment.writer:
+        with attachment:
             async for _event_id, data, _final in attachment:
                 await send({"type": "websocket.send", "text": data.decode()})
     finally:

@@ -7,7 +7,7 @@ import trio.testing
 
 from mcpactor import Server
 from mcpactor.runtime import SessionActor, StartGate
-from mcpactor.runtime._starts import _GATE
+from mcpactor.runtime._session_actor import _GATE
 
 from ..protocol.helpers import initialize, notification, request
 

@@ -364,11 +364,8 @@ class HttpSession:
         for request_id in ids:
             if request_id in by_request:
                 raise DuplicateRequestId(request_id)
-        stream = routing.new_stream()
-        stream.pending = ids
-        for request_id in ids:
-            by_request[request_id] = stream
-        attachment = routing.attach(stream)
+        attachment = routing.open_stream(ids)
+        stream = attachment.stream
         if sse:
             await routing.start_sse(stream)
         if await self.feed(value):

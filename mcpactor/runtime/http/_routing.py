@@ -125,9 +125,12 @@ class Routing:
         self.streams: dict[str, Stream] = {}
         self.by_request: dict[RequestId, Stream] = {}
         self.retained: dict[str, None] = {}
-        self.next_stream = 0
-        self.standalone = self.new_stream()
+        #: stream "0", the one a GET listens on
+        self.standalone = Stream(STANDALONE)
         self.standalone.sse = True
+        self.streams[STANDALONE] = self.standalone
+        # The id of the next request stream (replicas draw a range of their own: share).
+        self.next_stream = 1
         self.connections = 0
         # The run's clock, kept: touch reads it several times per request, and
         # trio.current_time is three calls down to it.
@@ -140,11 +143,23 @@ class Routing:
 
     # --- streams ------------------------------------------------------------------------
 
-    def new_stream(self) -> Stream:
+    def open_stream(self, request_ids: set[RequestId]) -> Attachment:
+        """Open the stream that owes the answers to ``request_ids``, its connection attached."""
         stream = Stream(str(self.next_stream))
         self.next_stream += 1
         self.streams[stream.id] = stream
-        return stream
+        stream.pending = request_ids
+        by_request = self.by_request
+        for request_id in request_ids:
+            by_request[request_id] = stream
+        # ``attach``, for a stream nobody held before.
+        attachment = stream.conn = Attachment(stream)
+        self.connections += 1
+        self.last_active = self.clock.current_time()
+        if self.ended:
+            # The session ended while this POST was on its way: its connection ends.
+            self.detach(stream, attachment)
+        return attachment
 
     def attach(self, stream: Stream) -> Attachment:
         attachment = Attachment(stream)

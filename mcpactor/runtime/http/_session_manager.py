@@ -310,11 +310,6 @@ class SessionManager:
                 self.timers.watch_unconfirmed(session_id)
         return session
 
-    def confirm(self, session: HttpSession) -> None:
-        """A request named ``session``: it is in use, past its initialize."""
-        if self._unconfirmed and session.id is not None:
-            self._unconfirmed.pop(session.id, None)
-
     def _release(self, session: HttpSession) -> None:
         # ``session`` no longer counts against the limits.
         self._open.discard(session)
@@ -329,17 +324,11 @@ class SessionManager:
     def wake(self, session: HttpSession, run: Callable[[], Awaitable[None]]) -> None:
         """Run an awake period of ``session`` (``run``) in the manager's nursery."""
         assert self._nursery is not None
-        self._nursery.start_soon(self._run_awake, session, run)
+        # ``run`` contains its own failures: a failing session must never take the server
+        # down (invariant 3).
+        self._nursery.start_soon(run)
         if session.kind is SessionKind.STREAMABLE and session.id is not None:
             self._watch_sleep(session.id)
-
-    async def _run_awake(self, session: HttpSession, run: Callable[[], Awaitable[None]]) -> None:
-        try:
-            await run()
-        except Exception:
-            # A failing session must never take the server down (invariant 3); it has
-            # ended by now.
-            _log.exception("session %s failed", session.id)
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         """Run a piece of a session's work in the manager's nursery (a teardown, a follower).
@@ -389,21 +378,36 @@ class SessionManager:
         session.close()
 
     async def find(self, session_id: str, principal: object = None) -> HttpSession | None:
-        """Return the live session a client names, or None.
+        """Return the live Streamable HTTP session a client names, if it is that client's.
 
-        With replicas, a session another replica opened is adopted from its record,
-        unless ``principal`` is not the caller who opened it (None then, too).
+        A session found is in use (past its initialize: no longer expires unconfirmed)
+        and takes ``principal`` as its caller's newest token. With replicas, a session
+        another replica opened is adopted from its record. None if there is no such
+        session, or ``principal`` is not the caller who opened it.
 
         Raises:
             SessionLimitReached: a copy would exceed ``max_sessions``.
+            StoreUnavailable: the session had to be read from a store out of reach.
         """
         session = self.sessions.get(session_id)
         if session is not None and session.closing:
             session = None
         replication = self.replication
-        if replication is None:
-            return session
-        return await replication.find(session_id, session, principal)
+        if replication is not None:
+            session = await replication.find(session_id, session, principal)
+        if (
+            session is None
+            or session.kind is not SessionKind.STREAMABLE
+            or session.principal != principal
+        ):
+            return None
+        if principal is not session.principal:
+            # The same caller with a new token (new scopes, a later expiry): what the
+            # session's handlers see from now on.
+            session.principal = principal
+        if self._unconfirmed:
+            self._unconfirmed.pop(session_id, None)
+        return session
 
     def make_room(self) -> None:
         """Make room for one more session if the table is full.

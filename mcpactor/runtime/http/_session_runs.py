@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import logging
 from typing import Any, Final, Protocol
 
 import trio
@@ -20,6 +21,8 @@ from ._routing import Routing
 from ._session_kinds import SessionHost, SessionKind
 
 __all__ = ["RunOwner", "RunState", "SessionRuns"]
+
+_log = logging.getLogger("mcpactor.http")
 
 _INBOX_SIZE: Final = 64
 
@@ -43,6 +46,7 @@ class RunOwner(Protocol):
     kind: SessionKind
     manager: SessionHost[Any]
     closing: bool
+    id: str | None
 
     async def end(self) -> None:
         """The session is over: connections end, the core closes, the store forgets it."""
@@ -89,6 +93,9 @@ class SessionRuns:
         try:
             await actor.run(inbox, outbox=outbox, rest=self._rests)
             rested = actor.core.phase is not Phase.CLOSED
+        except Exception:
+            # A failing session ends alone, never the manager's nursery (invariant 3).
+            _log.exception("session %s failed", session.id)
         finally:
             self.inbox = None
             self.sink = None

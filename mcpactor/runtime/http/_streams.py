@@ -19,7 +19,6 @@ from typing import Final
 import trio
 
 from ...protocol import RequestId
-from .._conflict import ConflictDetector
 from .._metrics import METRICS
 from ._later import Later
 
@@ -73,10 +72,10 @@ class Attachment:
         "_nudged",
         "_reader",
         "_room",
+        "_writing",
         "replay",
         "skip",
         "stream",
-        "writer",
     )
 
     def __init__(self, stream: Stream) -> None:
@@ -96,8 +95,8 @@ class Attachment:
         self._nudgeable = False
         self._nudged = False
         self._nudge_ticket = 0
-        #: held by the one task writing this connection's response (or socket)
-        self.writer = ConflictDetector("another task is writing this stream")
+        # Held by the one task writing this connection's response (or socket): ``with``.
+        self._writing = False
 
     # --- the session's side ---------------------------------------------------------
 
@@ -232,6 +231,21 @@ class Attachment:
             return await self.get()
         except trio.EndOfChannel:
             raise StopAsyncIteration from None
+
+    def __enter__(self) -> Attachment:
+        """Hold the writer's role; a second task writing this stream is refused.
+
+        Raises:
+            trio.BusyResourceError: another task is writing it.
+        """
+        if self._writing:
+            raise trio.BusyResourceError("another task is writing this stream")
+        self._writing = True
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Give the writer's role up."""
+        self._writing = False
 
     # --- parking ------------------------------------------------------------------------
 
