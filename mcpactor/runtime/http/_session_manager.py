@@ -154,7 +154,8 @@ class SessionManager:
         #: unconfirmed sessions closed to make room in a full table
         self.given_way = 0
         self._stopping = trio.Event()
-        self._session_ended = trio.Event()
+        # Made while someone waits for sessions to end (wait_sessions).
+        self._session_ended: trio.Event | None = None
         self._nursery: trio.Nursery | None = None
         #: the idle, unconfirmed and sleep timers of the sessions
         self.timers = SessionTimers(self)
@@ -237,6 +238,8 @@ class SessionManager:
     async def wait_sessions(self, at_most: int = 0) -> None:
         """Wait until no more than ``at_most`` sessions are live (winding down counts)."""
         while len(self._live) > at_most:
+            if self._session_ended is None:
+                self._session_ended = trio.Event()
             await self._session_ended.wait()
 
     def stop(self) -> None:
@@ -344,8 +347,10 @@ class SessionManager:
         self._release(session)
         if session.id is not None:
             self._unconfirmed.pop(session.id, None)
-        self._session_ended.set()
-        self._session_ended = trio.Event()
+        ended = self._session_ended
+        if ended is not None:
+            self._session_ended = None
+            ended.set()
         if session.id is not None:
             # The store holds named sessions only: a stateless one costs it no call.
             self.sessions.remove(session)

@@ -103,8 +103,8 @@ class SessionRuns:
                 self.state = RunState.ASLEEP
                 self.settle()
             else:
-                with trio.CancelScope(shield=True):
-                    await session.end()
+                # Its own store work is shielded: a cancelled run still ends it whole.
+                await session.end()
 
     def _rests(self) -> bool:
         # The actor asks when it finds nothing to do, and when its inbox closed: a rest,
