@@ -328,6 +328,9 @@ class SessionActor:
             self.changes.send_in(None)
             self._nursery = None
             self._outbox.attach(None)
+            if outbox is not None:
+                # The run's outbox goes with the run: a resting session holds none.
+                self._outbox = self.peer.outbox = closed_outbox()
             if final:
                 self.close()
             await self.peer.close_processes()
