@@ -22,6 +22,7 @@ from ._credentials import ADMIN_COOKIE as ADMIN_COOKIE
 
 if TYPE_CHECKING:
     from ..auth import ResourceServer
+    from ..store import RedisSharedHistory
 
 __all__ = [
     "ADMIN_COOKIE",
@@ -42,11 +43,13 @@ def create_admin_app(
     replicas: Callable[[], Awaitable[dict[str, Any]]] | None = None,
     redact: Mapping[str, Sequence[str]] | None = None,
     trace_url: str | None = None,
+    shared_history: RedisSharedHistory | None = None,
 ) -> QuartTrio:
     """The admin app for ``observatory``, requiring ``token`` (or, with ``resource_server``,
     an access token granting ``scope``), with ``/metrics`` if it can; ``replicas`` lists
     the replicas sharing a store (``/api/replicas``); ``redact`` and ``trace_url`` shape a
-    request's story (``/api/request``)."""
+    request's story (``/api/request``); ``shared_history`` merges the other replicas'
+    history into ``/api/history``."""
     # An app made in code gets /metrics as the command line's does; prometheus-client is
     # imported only here, when an app is made, and only if it is installed.
     if importlib.util.find_spec("prometheus_client") is not None:
@@ -61,4 +64,5 @@ def create_admin_app(
         replicas=replicas,
         redact=redact,
         trace_url=trace_url,
+        shared_history=shared_history,
     )

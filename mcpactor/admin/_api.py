@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 import trio
 from quart import Response, current_app, make_response, request
 from quart_trio import QuartTrio
 
-from ..runtime import Observatory
+from ..runtime import History, Observatory
 from ._responses import MAX_PARAM, audit_trail, json_response
 from ._story import story, task_story
+
+if TYPE_CHECKING:
+    from ..store import RedisSharedHistory as SharedHistory
 
 __all__ = ["MIN_INTERVAL", "OUTCOMES", "install_api"]
 
@@ -67,28 +70,101 @@ def _history_filters() -> dict[str, Any]:
     }
 
 
-def _history(observatory: Observatory) -> dict[str, Any]:
-    # The requests that ended and the audit trail, filtered as the query asks.
+async def _history(observatory: Observatory, shared: SharedHistory | None) -> dict[str, Any]:
+    # The requests that ended and the audit trail, filtered as the query asks; with a
+    # shared store, every replica's, each entry naming its replica.
     filters = _history_filters()
     trail = list(audit_trail())
-    answer = observatory.history(cancelled_by=_cancelled_by(), **filters)
+    answer = observatory.history(cancelled_by=_cancelled_by(trail), **filters)
+    actions = trail[::-1]
+    if shared is not None:
+        actions = await _merge(answer, actions, shared, filters)
     find = filters["find"]
-    actions = [
+    answer["audit"] = [
         entry
-        for entry in reversed(trail)
+        for entry in actions
         if find is None or find in orjson.dumps(entry["target"]).decode().lower()
-    ]
-    answer["audit"] = actions[: filters["limit"]]
+    ][: filters["limit"]]
     return answer
 
 
-def _cancelled_by() -> dict[tuple[str, str], str]:
+async def _merge(
+    answer: dict[str, Any],
+    actions: list[dict[str, Any]],
+    shared: SharedHistory,
+    filters: dict[str, Any],
+) -> list[dict[str, Any]]:
+    # This replica's ring and trail (always current) with the others' entries from the
+    # store; a store out of reach leaves this replica's, said so in ``shared``.
+    me = shared.replica
+    items = [{**item, "replica": me} for item in answer["items"]]
+    actions = [{**entry, "replica": me} for entry in actions]
+    read = await shared.read()
+    answer["shared"] = {"self": me, "size": shared.size, "unavailable": read is None}
+    if read is not None:
+        ended, audited = read
+        actions += [entry for entry in map(_action, audited) if entry and entry["replica"] != me]
+        actions.sort(key=lambda entry: entry["at"], reverse=True)
+        cancelled_by = _cancelled_by(actions)
+        wanted = {name: filters[name] for name in ("outcome", "tool", "client", "find")}
+        for entry in ended:
+            item = _item(entry)
+            if item is None or item["replica"] == me:
+                continue
+            if item["outcome"] == "cancelled" and item["cancelled_by"] is None:
+                key = (str(item["session"]), str(item["request"]))
+                item["cancelled_by"] = cancelled_by.get(key)
+            if History.passes(item, **wanted):
+                items.append(item)
+        items.sort(key=lambda item: item["at"], reverse=True)
+    answer["items"] = items[: filters["limit"]]
+    return actions
+
+
+#: what a history entry from the store must hold to be shown: its fields and their types
+_TEXTS: Final = ("method", "name", "error", "detail", "session", "client", "principal")
+
+
+def _item(entry: dict[str, Any]) -> dict[str, Any] | None:
+    # Another replica's history entry, as this page shows its own (or None: damaged).
+    if entry.get("outcome") not in OUTCOMES or not isinstance(entry.get("method"), str):
+        return None
+    item = {name: entry.get(name) for name in _TEXTS}
+    if any(value is not None and not isinstance(value, str) for value in item.values()):
+        return None
+    request = entry.get("request")
+    seconds = entry.get("seconds")
+    return {
+        **item,
+        "at": entry["at"],
+        "outcome": entry["outcome"],
+        "seconds": seconds if isinstance(seconds, int | float) else 0.0,
+        "request": request if isinstance(request, int | str) else None,
+        "cancelled_by": entry.get("cancelled_by")
+        if isinstance(entry.get("cancelled_by"), str)
+        else None,
+        "trace_id": entry.get("trace_id") if isinstance(entry.get("trace_id"), str) else None,
+        "replica": entry["replica"],
+    }
+
+
+def _action(entry: dict[str, Any]) -> dict[str, Any] | None:
+    # Another replica's audit entry (or None: damaged).
+    if not isinstance(entry.get("target"), dict):
+        return None
+    fields = ("action", "who", "from", "result")
+    if any(not isinstance(entry.get(name), str | None) for name in fields):
+        return None
+    return {name: entry.get(name) for name in ("at", "target", *fields, "replica")}
+
+
+def _cancelled_by(trail: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
     # Who cancelled a (session, request id), from the audit trail, when an operator did.
     return {
         (str(entry["target"].get("session")), str(entry["target"].get("request"))): (
             f"the operator ({entry['who']}, from {entry['from']})"
         )
-        for entry in audit_trail()
+        for entry in trail
         if entry["action"] == "cancel-request" and entry["result"] == "done"
     }
 
@@ -130,7 +206,7 @@ def _story(observatory: Observatory) -> Response:
         at=at if at >= 0 else None,
         rules=current_app.config.get("ADMIN_REDACT"),
         trace_url=current_app.config.get("ADMIN_TRACE_URL"),
-        cancelled_by=_cancelled_by(),
+        cancelled_by=_cancelled_by(list(audit_trail())),
     )
     if answer is None:
         return json_response({"error": "no such request is running or kept"}, 404)
@@ -141,9 +217,11 @@ def install_api(
     app: QuartTrio,
     observatory: Observatory,
     replicas: Callable[[], Awaitable[dict[str, Any]]] | None,
+    shared: SharedHistory | None = None,
 ) -> None:
     """Serve ``/api/tree``, ``/api/replicas``, ``/api/stream``, ``/api/history``,
-    ``/api/rates`` and ``/api/request`` from ``observatory``."""
+    ``/api/rates`` and ``/api/request`` from ``observatory`` (the history merged with
+    the other replicas' from ``shared``, when given)."""
 
     @app.get("/api/tree")
     async def tree() -> Response:
@@ -151,7 +229,7 @@ def install_api(
 
     @app.get("/api/history")
     async def history() -> Response:
-        return json_response(_history(observatory))
+        return json_response(await _history(observatory, shared))
 
     @app.get("/api/rates")
     async def rates() -> Response:

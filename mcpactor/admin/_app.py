@@ -28,6 +28,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -43,11 +44,12 @@ from ._actions import install_actions
 from ._api import install_api
 from ._credentials import ADMIN_COOKIE, Credentials
 from ._pages import install_pages
-from ._responses import MAX_PARAM, json_response
+from ._responses import MAX_AUDIT, MAX_PARAM, json_response
 from ._story import RequestLogs, check_trace_url
 
 if TYPE_CHECKING:
     from ..auth import ResourceServer
+    from ..store import RedisSharedHistory
 
 __all__ = [
     "ADMIN_COOKIE",
@@ -88,6 +90,7 @@ def create_admin_app(
     replicas: Callable[[], Awaitable[dict[str, Any]]] | None = None,
     redact: Mapping[str, Sequence[str]] | None = None,
     trace_url: str | None = None,
+    shared_history: RedisSharedHistory | None = None,
 ) -> QuartTrio:
     """The admin app for ``observatory``, requiring ``token`` or, with ``resource_server``,
     an access token it verifies that grants ``scope`` (see the module comment).
@@ -97,6 +100,8 @@ def create_admin_app(
     while ``serve_admin`` serves it. A request's story (``/api/request``) hides the
     argument fields ``redact`` names per tool ("*": every tool) besides keys that look
     like secrets, and links its trace id through ``trace_url`` (``{trace_id}`` in it).
+    With ``shared_history`` (replicas sharing a store), ``/api/history`` merges the
+    other replicas' entries with this one's; its writer reads the app's ``audit_trail``.
     """
     if not token:
         raise ValueError("the admin token must not be empty")
@@ -111,7 +116,8 @@ def create_admin_app(
     credentials = Credentials(token, resource_server, scope)
     credentials.install(app)
     install_pages(app, credentials.csrf)
-    install_api(app, observatory, replicas)
+    app.config["ADMIN_AUDIT"] = collections.deque(maxlen=MAX_AUDIT)
+    install_api(app, observatory, replicas, shared_history)
     install_actions(app, observatory)
     for status in (404, 405, 413):
         app.register_error_handler(status, _http_error)

@@ -196,6 +196,7 @@ async def with_admin(
     scope = getattr(args, "admin_scope", None) or DEFAULT_ADMIN_SCOPE
     # Every replica sharing the store publishes its counts; this page lists them.
     snapshots = _snapshots(args)
+    shared_history = _shared_history(args)
     app = create_admin_app(
         observatory,
         token=token,
@@ -204,6 +205,7 @@ async def with_admin(
         replicas=None if snapshots is None else snapshots.listing,
         redact=getattr(args, "admin_redact", None),
         trace_url=getattr(args, "admin_trace_url", None),
+        shared_history=shared_history,
     )
     limits = getattr(args, "http_limits", None)
     if limits is not None:
@@ -231,6 +233,10 @@ async def with_admin(
             nursery.start_soon(
                 snapshots.run, lambda: replica_summary(observatory, admin_url=admin_url)
             )
+        if shared_history is not None:
+            # What ends here (and what operators do here) goes to the store in batches.
+            trail = app.config["ADMIN_AUDIT"]
+            await nursery.start(shared_history.run, observatory, lambda: trail)
         task_status.started(await nursery.start(_serve_then_stop, serve, nursery))
 
 
@@ -248,8 +254,11 @@ async def _publish_only(
         await serve(task_status=task_status)
         return
     observatory = _observatory(args, server)
+    shared_history = _shared_history(args)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(snapshots.run, lambda: replica_summary(observatory))
+        if shared_history is not None:
+            await nursery.start(shared_history.run, observatory)
         task_status.started(await nursery.start(_serve_then_stop, serve, nursery))
 
 
@@ -272,6 +281,20 @@ def _snapshots(args: argparse.Namespace) -> Any:
     from ..store import RedisReplicaSummaries
 
     return RedisReplicaSummaries(
+        shared.client,
+        replica=shared.replicas.replica_id,
+        prefix=getattr(args, "store_prefix", None) or "mcpactor",
+    )
+
+
+def _shared_history(args: argparse.Namespace) -> Any:
+    # The history the replicas share through the store; None: no store.
+    shared = getattr(args, "shared_store", None)
+    if shared is None:
+        return None
+    from ..store import RedisSharedHistory
+
+    return RedisSharedHistory(
         shared.client,
         replica=shared.replicas.replica_id,
         prefix=getattr(args, "store_prefix", None) or "mcpactor",

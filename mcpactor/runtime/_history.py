@@ -120,6 +120,32 @@ class History:
                 return self._item(entry, {})
         return None
 
+    def since(self, mark: object = None) -> tuple[list[dict[str, Any]], object]:
+        """The entries kept after ``mark`` (every one kept when ``mark`` is None or has
+        left the ring), the oldest first, and the mark to ask with next time.
+
+        Read off the request path (the shared history's writer asks once a second).
+        """
+        self._learn_clients()
+        fresh: list[Ended] = []
+        for entry in reversed(self._ring):
+            if entry is mark:
+                break
+            fresh.append(entry)
+        newest = self._ring[-1] if self._ring else mark
+        return [self._item(entry, {}) for entry in reversed(fresh)], newest
+
+    @staticmethod
+    def passes(
+        item: Mapping[str, Any],
+        outcome: str | None = None,
+        tool: str | None = None,
+        client: str | None = None,
+        find: str | None = None,
+    ) -> bool:
+        """Whether an entry as ``items`` gives it passes the filters ``items`` takes."""
+        return _wanted(item, outcome, tool, client, find)
+
     def _learn_clients(self) -> None:
         # The client of a session that ended before anyone read its name: its initialize
         # kept the clientInfo in its name's place.
@@ -159,19 +185,21 @@ class History:
 
 
 def _wanted(
-    item: dict[str, Any],
+    item: Mapping[str, Any],
     outcome: str | None,
     tool: str | None,
     client: str | None,
     find: str | None,
 ) -> bool:
-    if outcome is not None and item["outcome"] != outcome:
+    if outcome is not None and item.get("outcome") != outcome:
         return False
-    if tool is not None and not any(tool in (item[k] or "").lower() for k in ("method", "name")):
+    if tool is not None and not any(
+        tool in str(item.get(k) or "").lower() for k in ("method", "name")
+    ):
         return False
-    if client is not None and client not in (item["client"] or "").lower():
+    if client is not None and client not in str(item.get("client") or "").lower():
         return False
     if find is not None:
         places = ("session", "request", "client", "principal", "name")
-        return any(find in str(item[k] or "").lower() for k in places)
+        return any(find in str(item.get(k) or "").lower() for k in places)
     return True

@@ -76,6 +76,7 @@ from ._snapshot_items import _principal_text as principal_text
 
 if TYPE_CHECKING:
     from ..server import Server
+    from ._history import History
     from ._offload import ProcessPool
     from ._session_actor import SessionActor
     from ._stateless import StatelessHost
@@ -318,6 +319,21 @@ class Observatory:
         history = METRICS.history
         if history is None:
             return {"kept": False, "size": 0, "items": []}
+        self._learn(history)
+        items = history.items(cancelled_by=cancelled_by, **filters)
+        return {"kept": True, "size": history.size, "items": items}
+
+    def ended_since(self, mark: object = None) -> tuple[list[dict[str, Any]], object]:
+        """The history's entries kept after ``mark``, the oldest first, and the next mark
+        (``History.since``); nothing while the history is not kept."""
+        history = METRICS.history
+        if history is None:
+            return [], None
+        self._learn(history)
+        return history.since(mark)
+
+    def _learn(self, history: History) -> None:
+        # The client and principal of the live sessions, for the entries read now.
         history.learn(
             (
                 key,
@@ -326,8 +342,6 @@ class Observatory:
             )
             for key, _, _, actor, http in self._sessions(self._tables())
         )
-        items = history.items(cancelled_by=cancelled_by, **filters)
-        return {"kept": True, "size": history.size, "items": items}
 
     def rates(self, now: float | None = None, window: float = 60.0) -> dict[str, Any]:
         """Requests/s, errors/s and latency percentiles per tool and per client over the

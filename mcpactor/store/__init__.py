@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._bus import RedisBus as RedisBus
     from ._bus import open_redis_bus as open_redis_bus
     from ._events import RedisEventStore as RedisEventStore
+    from ._history import RedisSharedHistory as RedisSharedHistory
     from ._open import SharedStore as SharedStore
     from ._open import open_shared_store as open_shared_store
     from ._relay import RedisRelay as RedisRelay
@@ -27,6 +28,7 @@ __all__ = [
     "RedisRelay",
     "RedisReplicaSummaries",
     "RedisSessionRecords",
+    "RedisSharedHistory",
     "SharedStore",
     "StoreURL",
     "open_redis_bus",
@@ -44,6 +46,7 @@ _LAZY = {
     "open_shared_store": "._open",
     "RedisRelay": "._relay",
     "RedisSessionRecords": "._sessions",
+    "RedisSharedHistory": "._history",
     "RedisReplicaSummaries": "._summaries",
     "replica_summary": "._summaries",
 }
