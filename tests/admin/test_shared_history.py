@@ -1,0 +1,204 @@
+"""The history shared by replicas through the store: ``/api/history`` merges the other
+replicas' entries with this one's, each naming its replica, with the same filters; a
+store out of reach leaves this replica's own and says so; two ``mcpactor serve --store
+--admin`` processes each list a call the other served."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import coredis
+import httpx
+import pytest
+import trio
+
+from mcpactor.admin import create_admin_app
+from mcpactor.client import connect_http
+from mcpactor.runtime import METRICS, Observatory
+from mcpactor.store import RedisSharedHistory
+
+from ..store.conftest import (  # noqa: F401
+    free_port,
+    redis,
+    redis_port,
+    redis_socket,
+)
+from ..store.test_sessions import ignoring_unclosed_buffers
+from .test_replicas_view import AUTH, TOKEN, _serve_with_admin, _stop
+
+
+def _entry(at: float, request: int, outcome: str = "ok", name: str = "echo") -> dict[str, Any]:
+    return {
+        "at": at,
+        "method": "tools/call",
+        "name": name,
+        "outcome": outcome,
+        "seconds": 0.5,
+        "error": "tool" if outcome == "error" else None,
+        "detail": "the disk is full" if outcome == "error" else None,
+        "session": "other-session",
+        "request": request,
+        "client": "far client 1.0",
+        "principal": None,
+        "cancelled_by": None,
+        "trace_id": None,
+    }
+
+
+@pytest.fixture
+async def observatory() -> AsyncIterator[Observatory]:
+    # This replica's own ring, with one call of its own in it.
+    observatory = Observatory(replica="here")
+    observatory.install()
+    history = METRICS.keep_history()
+    history.append((50.0, "tools/call", "echo", "ok", 0.001, None, None,
+                    ("my-session", 7, "tools/call"), None, None))  # fmt: skip
+    yield observatory
+    METRICS.drop_history()
+
+
+async def test_the_history_merges_every_replicas_entries(
+    redis: coredis.Redis[bytes],  # noqa: F811
+    observatory: Observatory,
+) -> None:
+    there = RedisSharedHistory(redis, replica="there")
+    cancel = {
+        "at": 62.0,
+        "action": "cancel-request",
+        "target": {"session": "other-session", "request": 3},
+        "who": "token",
+        "from": "10.0.0.9",
+        "result": "done",
+    }
+    await there.write(
+        [_entry(40.0, 1), _entry(60.0, 2, "error", "slow"), _entry(63.0, 3, "cancelled")],
+        [cancel],
+    )
+    app = create_admin_app(
+        observatory, token=TOKEN, shared_history=RedisSharedHistory(redis, replica="here")
+    )
+    client = app.test_client()
+    answer = await (await client.get("/api/history", headers=AUTH)).get_json()
+    assert answer["shared"] == {"self": "here", "size": 1000, "unavailable": False}
+    # The newest first, from both replicas, each naming its own.
+    rows = [(item["replica"], item["request"], item["outcome"]) for item in answer["items"]]
+    assert rows == [
+        ("there", 3, "cancelled"),
+        ("there", 2, "error"),
+        ("here", 7, "ok"),
+        ("there", 1, "ok"),
+    ]
+    assert answer["items"][0]["cancelled_by"] == "the operator (token, from 10.0.0.9)"
+    assert answer["items"][1]["detail"] == "the disk is full"
+    assert [(entry["replica"], entry["action"]) for entry in answer["audit"]] == [
+        ("there", "cancel-request")
+    ]
+    # The same filters as one replica's.
+    failed = await client.get("/api/history?outcome=error", headers=AUTH)
+    assert [item["request"] for item in (await failed.get_json())["items"]] == [2]
+    slow = await client.get("/api/history?tool=slow", headers=AUTH)
+    assert [item["request"] for item in (await slow.get_json())["items"]] == [2]
+    found = await client.get("/api/history?find=my-sess", headers=AUTH)
+    assert [item["replica"] for item in (await found.get_json())["items"]] == ["here"]
+    two = await client.get("/api/history?limit=2", headers=AUTH)
+    assert [item["request"] for item in (await two.get_json())["items"]] == [3, 2]
+    # This replica's entries are its ring's, not the store's copy of them (no doubles).
+    await RedisSharedHistory(redis, replica="here").write([_entry(50.0, 7)])
+    again = await (await client.get("/api/history", headers=AUTH)).get_json()
+    assert [item["request"] for item in again["items"]].count(7) == 1
+
+
+async def test_without_a_store_the_history_is_this_process_alone(
+    observatory: Observatory,
+) -> None:
+    client = create_admin_app(observatory, token=TOKEN).test_client()
+    answer = await (await client.get("/api/history", headers=AUTH)).get_json()
+    assert "shared" not in answer
+    assert [set(item) >= {"request"} and "replica" not in item for item in answer["items"]] == [
+        True
+    ]
+
+
+async def test_a_store_out_of_reach_leaves_this_replicas_history(
+    observatory: Observatory,
+) -> None:
+    with ignoring_unclosed_buffers():
+        store: coredis.Redis[bytes] = coredis.Redis(
+            host="127.0.0.1", port=free_port(), connect_timeout=1, stream_timeout=1
+        )
+        async with store:
+            shared = RedisSharedHistory(store, replica="here")
+            client = create_admin_app(
+                observatory, token=TOKEN, shared_history=shared
+            ).test_client()
+            with trio.fail_after(10):
+                response = await client.get("/api/history", headers=AUTH)
+            assert response.status_code == 200
+            answer = await response.get_json()
+    assert answer["shared"]["unavailable"] is True
+    assert [(item["replica"], item["request"]) for item in answer["items"]] == [("here", 7)]
+
+
+async def _history_lists(admin: httpx.AsyncClient, tool: str, within: float = 20) -> Any:
+    # The shared part is written once a second: ask until the call is listed.
+    with trio.fail_after(within):
+        while True:
+            answer = await admin.get("api/history", params={"tool": tool}, headers=AUTH)
+            assert answer.status_code == 200, answer.text
+            history = answer.json()
+            if history["items"]:
+                return history
+            await trio.sleep(0.2)
+
+
+async def test_a_call_served_by_one_replica_is_in_the_others_history(
+    tmp_path: Path,
+    redis_port: int,  # noqa: F811
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    first, first_admin, mcp_url = await _start_replica(redis_port, token_file)
+    try:
+        second, second_admin, _ = await _start_replica(redis_port, token_file)
+        try:
+            async with httpx.AsyncClient(base_url=first_admin, timeout=10) as admin:
+                first_id = (await admin.get("api/replicas", headers=AUTH)).json()["self"]
+            async with connect_http(
+                mcp_url,
+                initialize=True,
+                protocol_version="2025-11-25",
+                client_info={"name": "shared history client", "version": "3.0"},
+            ) as client:
+                await client.call_tool("time_between", {"start": "2026-01-01", "end": "nope"})
+            async with httpx.AsyncClient(base_url=second_admin, timeout=10) as admin:
+                history = await _history_lists(admin, "time_between")
+                assert history["shared"]["unavailable"] is False
+                assert history["shared"]["self"] != first_id
+                (item,) = history["items"]
+                assert item["replica"] == first_id
+                assert item["outcome"] == "error"
+                assert item["client"] == "shared history client 3.0"
+        finally:
+            await _stop(second)
+    finally:
+        await _stop(first)
+
+
+async def _start_replica(store_port: int, token_file: Path) -> tuple[trio.Process, str, str]:
+    # One replica: (its process, its admin page, its MCP endpoint).
+    command = _serve_with_admin(store_port, token_file)
+    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    said = b""
+    with trio.fail_after(30):
+        while (serving := re.search(rb"serving (http://\S+/mcp)\s", said)) is None:
+            chunk = await process.stderr.receive_some(4096)
+            assert chunk, said.decode(errors="replace")
+            said += chunk
+    page = re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)
+    assert page is not None, said.decode(errors="replace")
+    return process, page.group(1).decode(), serving.group(1).decode()
