@@ -308,6 +308,8 @@ def _ended_line(item: dict[str, Any]) -> str:
         parts.append(f"session {_text(item['session'], 14)}")
     if item.get("client"):
         parts.append(_text(item["client"], 24))
+    if item.get("replica"):
+        parts.append(f"on {_text(item['replica'], 40)}")
     parts.append(_age(item.get("seconds")))
     if item.get("cancelled_by"):
         parts.append(f"by {_text(item['cancelled_by'], 60)}")
@@ -324,6 +326,14 @@ def render_history(history: dict[str, Any], *, width: int = 120, color: bool = F
         out = [f"{bold}ENDED LATELY{reset} (not kept by this server)"]
     else:
         out = [f"{bold}ENDED LATELY{reset} ({len(items)} of up to {history.get('size', 0)} kept)"]
+    shared = history.get("shared")
+    if isinstance(shared, dict):
+        # Replicas sharing a store: every replica's, unless the store is out of reach.
+        out[0] += (
+            "; this replica's only: the shared history is unavailable"
+            if shared.get("unavailable")
+            else "; of every replica"
+        )
     out += [f"  {_ended_line(item)}" for item in items if isinstance(item, dict)]
     return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in out)
 

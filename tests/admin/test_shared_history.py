@@ -17,6 +17,7 @@ import pytest
 import trio
 
 from mcpactor.admin import create_admin_app
+from mcpactor.cli._top import render_history
 from mcpactor.client import connect_http
 from mcpactor.runtime import METRICS, Observatory
 from mcpactor.store import RedisSharedHistory
@@ -202,3 +203,14 @@ async def _start_replica(store_port: int, token_file: Path) -> tuple[trio.Proces
     page = re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)
     assert page is not None, said.decode(errors="replace")
     return process, page.group(1).decode(), serving.group(1).decode()
+
+
+def test_top_names_each_entrys_replica_and_an_unavailable_store() -> None:
+    history = {"kept": True, "size": 1000, "items": [{**_entry(1.0, 4), "replica": "there"}]}
+    shared = {**history, "shared": {"self": "here", "size": 1000, "unavailable": False}}
+    text = render_history(shared)
+    assert "of every replica" in text
+    assert "on there" in text
+    shared["shared"] = {"self": "here", "size": 1000, "unavailable": True}
+    assert "the shared history is unavailable" in render_history(shared)
+    assert "replica" not in render_history({**history, "items": [_entry(1.0, 4)]})

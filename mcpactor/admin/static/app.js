@@ -613,6 +613,14 @@ function renderHistory(data) {
   note.textContent = data.kept
     ? `the last ${data.items.length} that match, of up to ${data.size} kept`
     : "not kept in this process";
+  // Replicas sharing a store: each row names its replica; a store out of reach leaves
+  // this replica's own, said so.
+  const shared = data.shared;
+  if (shared) {
+    note.textContent += shared.unavailable
+      ? "; this replica's only: the shared history is unavailable"
+      : "; of every replica";
+  }
   document.getElementById("history-table").tBodies[0].replaceChildren(...data.items.map((item) => {
     const row = el("tr");
     row.dataset.request = String(item.request ?? "");
@@ -622,11 +630,12 @@ function renderHistory(data) {
       cell(item.name ? `${item.method} ${item.name}` : item.method),
       cell(item.request, "id"),
       cell(item.session, "id"),
-      cell(item.client),
+      cell(shared && item.replica !== shared.self ? `${item.client ?? ""} on ${item.replica}` : item.client),
       cell(item.principal),
       cell(item.seconds < 0.01 ? `${(item.seconds * 1000).toFixed(2)} ms` : age(item.seconds)),
       cell(whyText(item)),
-      storyCell(item),
+      // Another replica's request has its story there, not here.
+      shared && item.replica !== shared.self ? cell("") : storyCell(item),
     );
     return row;
   }));
@@ -635,7 +644,8 @@ function renderHistory(data) {
     const on = Object.entries(entry.target || {}).map(([k, v]) => `${k} ${v}`).join(", ");
     row.append(
       cell(clock(entry.at)), cell(entry.action), cell(on, "id"), cell(entry.who),
-      cell(entry.from), cell(entry.result),
+      cell(shared && entry.replica !== shared.self ? `${entry.from} on ${entry.replica}` : entry.from),
+      cell(entry.result),
     );
     return row;
   }));
