@@ -5,7 +5,10 @@ store out of reach leaves this replica's own and says so; two ``mcpactor serve -
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
+import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -29,6 +32,7 @@ from ..store.conftest import (  # noqa: F401
     redis_socket,
 )
 from ..store.test_sessions import ignoring_unclosed_buffers
+from .test_page_chromium import ARGS, CHROMIUM
 from .test_replicas_view import AUTH, TOKEN, _serve_with_admin, _stop
 
 
@@ -144,27 +148,29 @@ async def test_a_store_out_of_reach_leaves_this_replicas_history(
     assert [(item["replica"], item["request"]) for item in answer["items"]] == [("here", 7)]
 
 
-async def _history_lists(admin: httpx.AsyncClient, tool: str, within: float = 20) -> Any:
-    # The shared part is written once a second: ask until the call is listed.
+async def _history_lists(
+    admin: httpx.AsyncClient, tool: str, replica: str, within: float = 20
+) -> Any:
+    # The shared part is written once a second: ask until the replica's call is listed.
     with trio.fail_after(within):
         while True:
             answer = await admin.get("api/history", params={"tool": tool}, headers=AUTH)
             assert answer.status_code == 200, answer.text
             history = answer.json()
-            if history["items"]:
+            if any(item.get("replica") == replica for item in history["items"]):
                 return history
             await trio.sleep(0.2)
 
 
-async def test_a_call_served_by_one_replica_is_in_the_others_history(
-    tmp_path: Path,
-    redis_port: int,  # noqa: F811
-) -> None:
+@contextlib.asynccontextmanager
+async def _served_by_the_first(tmp_path: Path, store_port: int) -> AsyncIterator[tuple[str, str]]:
+    # Two replicas sharing the store; a failing call served by the first: yields (the
+    # first's replica id, the second's admin page).
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
-    first, first_admin, mcp_url = await _start_replica(redis_port, token_file)
+    first, first_admin, mcp_url = await _start_replica(store_port, token_file)
     try:
-        second, second_admin, _ = await _start_replica(redis_port, token_file)
+        second, second_admin, _ = await _start_replica(store_port, token_file)
         try:
             async with httpx.AsyncClient(base_url=first_admin, timeout=10) as admin:
                 first_id = (await admin.get("api/replicas", headers=AUTH)).json()["self"]
@@ -175,18 +181,72 @@ async def test_a_call_served_by_one_replica_is_in_the_others_history(
                 client_info={"name": "shared history client", "version": "3.0"},
             ) as client:
                 await client.call_tool("time_between", {"start": "2026-01-01", "end": "nope"})
-            async with httpx.AsyncClient(base_url=second_admin, timeout=10) as admin:
-                history = await _history_lists(admin, "time_between")
-                assert history["shared"]["unavailable"] is False
-                assert history["shared"]["self"] != first_id
-                (item,) = history["items"]
-                assert item["replica"] == first_id
-                assert item["outcome"] == "error"
-                assert item["client"] == "shared history client 3.0"
+            yield first_id, second_admin
         finally:
             await _stop(second)
     finally:
         await _stop(first)
+
+
+async def test_a_call_served_by_one_replica_is_in_the_others_history(
+    tmp_path: Path,
+    redis_port: int,  # noqa: F811
+) -> None:
+    async with (
+        _served_by_the_first(tmp_path, redis_port) as (first_id, second_admin),
+        httpx.AsyncClient(base_url=second_admin, timeout=10) as admin,
+    ):
+        history = await _history_lists(admin, "time_between", first_id)
+    assert history["shared"]["unavailable"] is False
+    assert history["shared"]["self"] != first_id
+    (item,) = [item for item in history["items"] if item["replica"] == first_id]
+    assert item["outcome"] == "error"
+    assert item["client"] == "shared history client 3.0"
+
+
+def _read_page(admin_url: str, seen: dict[str, Any]) -> None:
+    # In a worker thread: sign in and read the history as a person would see it.
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(15_000)
+            page.goto(admin_url)
+            page.fill("input[name=token]", TOKEN)
+            page.click("button[type=submit]")
+            page.goto(admin_url + "?tool=time_between")
+            page.locator("#history-table tbody tr").first.wait_for()
+            seen["rows"] = page.locator("#history-table tbody tr").all_inner_texts()
+            seen["note"] = page.inner_text("#history-note")
+            seen["details"] = page.locator("#history-table tbody tr button").count()
+        finally:
+            browser.close()
+
+
+@pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason=f"no Chromium at {CHROMIUM}")
+async def test_the_page_lists_another_replicas_call(
+    tmp_path: Path,
+    redis_port: int,  # noqa: F811
+) -> None:
+    pytest.importorskip("playwright.sync_api")
+    seen: dict[str, Any] = {}
+    async with (
+        _served_by_the_first(tmp_path, redis_port) as (first_id, second_admin),
+        httpx.AsyncClient(base_url=second_admin, timeout=10) as admin,
+    ):
+        await _history_lists(admin, "time_between", first_id)
+        with trio.fail_after(90):
+            await trio.to_thread.run_sync(functools.partial(_read_page, second_admin, seen))
+    # The store outlives the replicas of the test before: this one's call is the row
+    # naming the replica that served it.
+    (row,) = [row for row in seen["rows"] if first_id in row]
+    assert "tools/call time_between" in row
+    assert f"shared history client 3.0 on {first_id}" in row
+    assert all("time_between" in row for row in seen["rows"])
+    assert "of every replica" in seen["note"]
+    assert seen["details"] == 0, "its story is on the replica that served it"
 
 
 async def _start_replica(store_port: int, token_file: Path) -> tuple[trio.Process, str, str]:
