@@ -108,9 +108,9 @@ class SessionRuns:
 
     def _rests(self) -> bool:
         # The actor asks when it finds nothing to do, and when its inbox closed: a rest,
-        # unless the session is closing. A session that answered only what the core
-        # answers alone (initialize, ping, notifications) rests at once; one that served
-        # a request stays awake until the sleep timer finds it quiet.
+        # unless the session is closing. An operating session that answered only what
+        # the core answers alone (ping, notifications) rests at once; one that served a
+        # request stays awake until the sleep timer finds it quiet.
         if self._session.closing:
             return False
         if self.state is RunState.FALLING_ASLEEP:
@@ -127,6 +127,9 @@ class SessionRuns:
         sink = self.sink
         return (
             session.kind is SessionKind.STREAMABLE
+            # Between initialize and notifications/initialized the client's next message
+            # is on its way: the session waits for it awake (or for the sleep timer).
+            and session.actor.core.phase is Phase.OPERATING
             and not routing.by_request
             and routing.standalone.conn is None
             and sink is not None
