@@ -395,7 +395,11 @@ def main() -> None:
         per = f"{seconds * 1e6:.1f} µs of CPU per tools/call ({1 / seconds:,.0f} per CPU s)"
     if args.profile:
         profiler.disable()
-        pstats.Stats(profiler).sort_stats(os.environ.get("MICRO_SORT", "tottime")).print_stats(int(os.environ.get("MICRO_LINES", "30")))
+        # MICRO_SORT and MICRO_LINES choose the profile's order and length.
+        order = os.environ.get("MICRO_SORT", "tottime")
+        pstats.Stats(profiler).sort_stats(order).print_stats(
+            int(os.environ.get("MICRO_LINES", "30"))
+        )
     print(f"{args.mode if not args.sessions else 'sessions'}: {per}")
 
 
