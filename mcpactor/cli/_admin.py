@@ -195,8 +195,8 @@ async def with_admin(
     resource_server = getattr(args, "resource_server", None)
     scope = getattr(args, "admin_scope", None) or DEFAULT_ADMIN_SCOPE
     # Every replica sharing the store publishes its counts; this page lists them.
-    snapshots = _snapshots(args)
-    shared_history = _shared_history(args)
+    snapshots = _in_shared_store(args, "RedisReplicaSummaries")
+    shared_history = _in_shared_store(args, "RedisSharedHistory")
     app = create_admin_app(
         observatory,
         token=token,
@@ -249,12 +249,12 @@ async def _publish_only(
 ) -> None:
     from ..store import replica_summary
 
-    snapshots = _snapshots(args)
+    snapshots = _in_shared_store(args, "RedisReplicaSummaries")
     if snapshots is None:
         await serve(task_status=task_status)
         return
     observatory = _observatory(args, server)
-    shared_history = _shared_history(args)
+    shared_history = _in_shared_store(args, "RedisSharedHistory")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(snapshots.run, lambda: replica_summary(observatory))
         if shared_history is not None:
@@ -273,28 +273,16 @@ def _observatory(args: argparse.Namespace, server: Server) -> Any:
     return observatory
 
 
-def _snapshots(args: argparse.Namespace) -> Any:
-    # This replica's counts, published to the store its replicas share; None: no store.
+def _in_shared_store(args: argparse.Namespace, kind: str) -> Any:
+    # This replica's part of a record the replicas share through the store (its counts,
+    # its history), under the deployment's prefix; None without a store. The store
+    # package is imported only then: its extra may be missing otherwise.
     shared = getattr(args, "shared_store", None)
     if shared is None:
         return None
-    from ..store import RedisReplicaSummaries
+    from .. import store
 
-    return RedisReplicaSummaries(
-        shared.client,
-        replica=shared.replicas.replica_id,
-        prefix=getattr(args, "store_prefix", None) or "mcpactor",
-    )
-
-
-def _shared_history(args: argparse.Namespace) -> Any:
-    # The history the replicas share through the store; None: no store.
-    shared = getattr(args, "shared_store", None)
-    if shared is None:
-        return None
-    from ..store import RedisSharedHistory
-
-    return RedisSharedHistory(
+    return getattr(store, kind)(
         shared.client,
         replica=shared.replicas.replica_id,
         prefix=getattr(args, "store_prefix", None) or "mcpactor",
