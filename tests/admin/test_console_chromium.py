@@ -24,8 +24,9 @@ import trio
 
 from mcpactor.client import connect_http
 
+from .browser import ARTIFACTS, CHROMIUM, signed_in_page
 from .harness import TOKEN, open_served
-from .test_page_chromium import ARGS, ARTIFACTS, CHROMIUM, _call_slow
+from .test_page_chromium import _call_slow
 from .test_page_holds_still import _press
 
 playwright_api = pytest.importorskip(
@@ -50,84 +51,69 @@ def _shot(page: Any, name: str, *, docs: bool = True, **options: Any) -> None:
 
 
 def _drive(admin_url: str, seen: dict[str, Any]) -> None:
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(15_000)
-            problems: list[str] = []
-            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            page.on(
-                "response",
-                lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 400 else None,
-            )
-            page.goto(admin_url)
-            page.fill("input[name=token]", TOKEN)
-            page.click("button[type=submit]")
-            cdp = page.context.new_cdp_session(page)
-            # The rates: the quick tool's row, its numbers and its chart.
-            echo = page.locator("#rates-tools tbody tr", has_text="tools/call echo")
-            echo.wait_for()
-            seen["echo rate"] = echo.locator("td").nth(1).inner_text()
-            seen["echo p95"] = echo.locator("td").nth(4).inner_text()
-            seen["charts"] = page.locator("#rates-tools svg.chart polyline").count()
-            seen["client rows"] = page.locator("#rates-clients tbody tr").all_inner_texts()
-            # (The docs' picture of the rates is taken under a longer load than this.)
-            _shot(page.locator("#rates"), "admin-rates.png", docs=False)
-            # The window is a filter like the others: in the address.
-            page.select_option("select[name=over]", "300")
-            page.wait_for_function("() => location.search.includes('over=300')")
-            # A running request's story, from its title in the tree, at the first press.
-            title = ".node[data-request][data-session] .title.link"
-            page.locator(title).first.wait_for()
-            _press(cdp, page, title, 0.3)
-            page.locator("dialog#story[open]").wait_for()
-            seen["running title"] = page.locator("#story-title").inner_text()
-            seen["running facts"] = page.locator("#story-facts").inner_text()
-            seen["running arguments"] = page.locator("#story-arguments").inner_text()
-            _press(cdp, page, "#story-close", 0.15)
-            page.locator("dialog#story").wait_for(state="hidden")
-            # Closed, the story leaves the address (the dialog's close event says so).
-            page.wait_for_function("() => !location.search.includes('story=')")
-            seen["closed link"] = page.url
-            # A task's story, from its id in the tree.
-            task = ".node[data-task] .title.link"
-            page.locator(task).first.wait_for()
-            _press(cdp, page, task, 0.2)
-            page.locator("dialog#story[open]").wait_for()
-            seen["task title"] = page.locator("#story-title").inner_text()
-            seen["task facts"] = page.locator("#story-facts").inner_text()
-            seen["task arguments shown"] = page.locator("#story-request").is_visible()
-            _press(cdp, page, "#story-close", 0.1)
-            page.locator("dialog#story").wait_for(state="hidden")
-            # The failed sign-in's story, from the history.
-            failed = page.locator("#history-table tbody tr", has_text="tools/call sign_in")
-            failed.wait_for()
-            _press(cdp, page, "#history-table tbody tr:has-text('sign_in') button", 0.45)
-            page.locator("dialog#story[open]").wait_for()
-            page.wait_for_function(
-                "() => document.getElementById('story-title').textContent.includes('sign_in')"
-            )
-            seen["failed facts"] = page.locator("#story-facts").inner_text()
-            seen["failed arguments"] = page.locator("#story-arguments").inner_text()
-            seen["failed note"] = page.locator("#story-arguments-note").inner_text()
-            seen["logs"] = page.locator("#story-logs li").all_inner_texts()
-            seen["trace"] = page.locator("#story-trace").get_attribute("href")
-            seen["trace shown"] = page.locator("#story-trace").is_visible()
-            _shot(page, "admin-story.png")
-            # The address names the open story: opening it again reopens the story.
-            seen["link"] = page.url
-            page.goto("about:blank")
-            page.goto(seen["link"])
-            page.locator("dialog#story[open]").wait_for()
-            page.wait_for_function(
-                "() => document.getElementById('story-title').textContent.includes('sign_in')"
-            )
-            seen["reopened"] = page.locator("#story-facts").inner_text()
-            seen["window"] = page.input_value("select[name=over]")
-            seen["problems"] = problems
-        finally:
-            browser.close()
+    with signed_in_page(admin_url, TOKEN) as (page, problems):
+        cdp = page.context.new_cdp_session(page)
+        # The rates: the quick tool's row, its numbers and its chart.
+        echo = page.locator("#rates-tools tbody tr", has_text="tools/call echo")
+        echo.wait_for()
+        seen["echo rate"] = echo.locator("td").nth(1).inner_text()
+        seen["echo p95"] = echo.locator("td").nth(4).inner_text()
+        seen["charts"] = page.locator("#rates-tools svg.chart polyline").count()
+        seen["client rows"] = page.locator("#rates-clients tbody tr").all_inner_texts()
+        # (The docs' picture of the rates is taken under a longer load than this.)
+        _shot(page.locator("#rates"), "admin-rates.png", docs=False)
+        # The window is a filter like the others: in the address.
+        page.select_option("select[name=over]", "300")
+        page.wait_for_function("() => location.search.includes('over=300')")
+        # A running request's story, from its title in the tree, at the first press.
+        title = ".node[data-request][data-session] .title.link"
+        page.locator(title).first.wait_for()
+        _press(cdp, page, title, 0.3)
+        page.locator("dialog#story[open]").wait_for()
+        seen["running title"] = page.locator("#story-title").inner_text()
+        seen["running facts"] = page.locator("#story-facts").inner_text()
+        seen["running arguments"] = page.locator("#story-arguments").inner_text()
+        _press(cdp, page, "#story-close", 0.15)
+        page.locator("dialog#story").wait_for(state="hidden")
+        # Closed, the story leaves the address (the dialog's close event says so).
+        page.wait_for_function("() => !location.search.includes('story=')")
+        seen["closed link"] = page.url
+        # A task's story, from its id in the tree.
+        task = ".node[data-task] .title.link"
+        page.locator(task).first.wait_for()
+        _press(cdp, page, task, 0.2)
+        page.locator("dialog#story[open]").wait_for()
+        seen["task title"] = page.locator("#story-title").inner_text()
+        seen["task facts"] = page.locator("#story-facts").inner_text()
+        seen["task arguments shown"] = page.locator("#story-request").is_visible()
+        _press(cdp, page, "#story-close", 0.1)
+        page.locator("dialog#story").wait_for(state="hidden")
+        # The failed sign-in's story, from the history.
+        failed = page.locator("#history-table tbody tr", has_text="tools/call sign_in")
+        failed.wait_for()
+        _press(cdp, page, "#history-table tbody tr:has-text('sign_in') button", 0.45)
+        page.locator("dialog#story[open]").wait_for()
+        page.wait_for_function(
+            "() => document.getElementById('story-title').textContent.includes('sign_in')"
+        )
+        seen["failed facts"] = page.locator("#story-facts").inner_text()
+        seen["failed arguments"] = page.locator("#story-arguments").inner_text()
+        seen["failed note"] = page.locator("#story-arguments-note").inner_text()
+        seen["logs"] = page.locator("#story-logs li").all_inner_texts()
+        seen["trace"] = page.locator("#story-trace").get_attribute("href")
+        seen["trace shown"] = page.locator("#story-trace").is_visible()
+        _shot(page, "admin-story.png")
+        # The address names the open story: opening it again reopens the story.
+        seen["link"] = page.url
+        page.goto("about:blank")
+        page.goto(seen["link"])
+        page.locator("dialog#story[open]").wait_for()
+        page.wait_for_function(
+            "() => document.getElementById('story-title').textContent.includes('sign_in')"
+        )
+        seen["reopened"] = page.locator("#story-facts").inner_text()
+        seen["window"] = page.input_value("select[name=over]")
+        seen["problems"] = problems
 
 
 async def test_rates_and_a_request_s_story_on_the_page() -> None:

@@ -20,9 +20,9 @@ import trio
 from mcpactor.client import ClientSession, connect_http
 from mcpactor.runtime import METRICS, History
 
+from .browser import ARTIFACTS, CHROMIUM, signed_in_page
 from .harness import TOKEN, Served, open_served
 from .test_actions import _call_slow
-from .test_page_chromium import ARGS, ARTIFACTS, CHROMIUM
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -148,35 +148,24 @@ def test_the_history_is_kept_while_someone_asks_for_it() -> None:
 
 def _open_link(admin_url: str, link: str, seen: dict[str, Any]) -> None:
     # In a worker thread: sign in, then open the link as a person pasting it would.
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(15_000)
-            page.goto(admin_url)
-            page.fill("input[name=token]", TOKEN)
-            page.click("button[type=submit]")
-            page.locator("#tree .node").first.wait_for()
-            page.goto(admin_url + link)
-            row = page.locator("#history-table tbody tr").first
-            row.wait_for()
-            seen["rows"] = page.locator("#history-table tbody tr").all_inner_texts()
-            seen["find"] = page.input_value("input[name=find]")
-            seen["outcome"] = page.input_value("select[name=outcome]")
-            seen["audit"] = page.locator("#audit-table tbody tr").all_inner_texts()
-            seen["picked"] = page.locator(".node.picked").get_attribute("data-session-id")
-            # Choosing another outcome keeps the filters in the address.
-            page.select_option("select[name=outcome]", "")
-            page.wait_for_function("() => !location.search.includes('outcome')")
-            page.wait_for_function(
-                "() => document.querySelectorAll('#history-table tbody tr').length >= 3"
-            )
-            seen["url"] = page.url
-            page.screenshot(path=str(ARTIFACTS / "admin-history.png"), full_page=True)
-        finally:
-            browser.close()
+    with signed_in_page(admin_url, TOKEN) as (page, _):
+        page.locator("#tree .node").first.wait_for()
+        page.goto(admin_url + link)
+        row = page.locator("#history-table tbody tr").first
+        row.wait_for()
+        seen["rows"] = page.locator("#history-table tbody tr").all_inner_texts()
+        seen["find"] = page.input_value("input[name=find]")
+        seen["outcome"] = page.input_value("select[name=outcome]")
+        seen["audit"] = page.locator("#audit-table tbody tr").all_inner_texts()
+        seen["picked"] = page.locator(".node.picked").get_attribute("data-session-id")
+        # Choosing another outcome keeps the filters in the address.
+        page.select_option("select[name=outcome]", "")
+        page.wait_for_function("() => !location.search.includes('outcome')")
+        page.wait_for_function(
+            "() => document.querySelectorAll('#history-table tbody tr').length >= 3"
+        )
+        seen["url"] = page.url
+        page.screenshot(path=str(ARTIFACTS / "admin-history.png"), full_page=True)
 
 
 @pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason=f"no Chromium at {CHROMIUM}")

@@ -8,9 +8,7 @@ client with the cancellation. Screenshots go to tests/artifacts/.
 from __future__ import annotations
 
 import functools
-import os
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,19 +17,8 @@ import trio
 from mcpactor import RequestError
 from mcpactor.client import ClientSession, connect_http
 
+from .browser import ARTIFACTS, CHROMIUM, signed_in_page
 from .harness import TOKEN, open_served
-
-CHROMIUM = os.environ.get("MCPACTOR_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (the test extra)"
@@ -58,44 +45,33 @@ async def _call_slow(client: ClientSession, outcome: dict[str, Any]) -> None:
 def _drive(admin_url: str, seen: dict[str, Any]) -> None:
     # In a worker thread: Playwright's sync API, against the server in the trio run.
     ARTIFACTS.mkdir(exist_ok=True)
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 760})
-            page.set_default_timeout(15_000)
-            page.goto(admin_url)
-            # No cookie yet: the page sends the browser to the login form.
-            assert page.url.endswith("/login")
-            page.fill("input[name=token]", TOKEN)
-            page.click("button[type=submit]")
-            row = page.locator(".node[data-request][data-session]").first
-            row.wait_for()
-            seen["title"] = row.locator(".title").inner_text()
-            first = float(row.locator(".progress-text").get_attribute("data-progress") or "0")
-            # The progress moves on its own, over SSE.
-            page.wait_for_function(
-                """(first) => {
-                    const text = document.querySelector(
-                        '.node[data-request][data-session] .progress-text');
-                    return text && Number(text.dataset.progress) > first + 1;
-                }""",
-                arg=first,
-            )
-            seen["progress"] = (
-                first,
-                float(row.locator(".progress-text").get_attribute("data-progress") or "0"),
-            )
-            page.screenshot(path=str(ARTIFACTS / "admin-tree.png"))
-            row.locator("button", has_text="Cancel").click()
-            page.locator("dialog#confirm").wait_for(state="visible")
-            seen["confirm"] = page.locator("#confirm-text").inner_text()
-            page.screenshot(path=str(ARTIFACTS / "admin-confirm.png"))
-            page.click("#confirm-ok")
-            page.locator(".node[data-request][data-session]").wait_for(state="detached")
-            seen["toast"] = page.locator("#toast").inner_text()
-            page.screenshot(path=str(ARTIFACTS / "admin-after-cancel.png"))
-        finally:
-            browser.close()
+    with signed_in_page(admin_url, TOKEN, height=760) as (page, _):
+        row = page.locator(".node[data-request][data-session]").first
+        row.wait_for()
+        seen["title"] = row.locator(".title").inner_text()
+        first = float(row.locator(".progress-text").get_attribute("data-progress") or "0")
+        # The progress moves on its own, over SSE.
+        page.wait_for_function(
+            """(first) => {
+                const text = document.querySelector(
+                    '.node[data-request][data-session] .progress-text');
+                return text && Number(text.dataset.progress) > first + 1;
+            }""",
+            arg=first,
+        )
+        seen["progress"] = (
+            first,
+            float(row.locator(".progress-text").get_attribute("data-progress") or "0"),
+        )
+        page.screenshot(path=str(ARTIFACTS / "admin-tree.png"))
+        row.locator("button", has_text="Cancel").click()
+        page.locator("dialog#confirm").wait_for(state="visible")
+        seen["confirm"] = page.locator("#confirm-text").inner_text()
+        page.screenshot(path=str(ARTIFACTS / "admin-confirm.png"))
+        page.click("#confirm-ok")
+        page.locator(".node[data-request][data-session]").wait_for(state="detached")
+        seen["toast"] = page.locator("#toast").inner_text()
+        page.screenshot(path=str(ARTIFACTS / "admin-after-cancel.png"))
 
 
 async def _busy_neighbours(url: str, *, task_status: trio.TaskStatus[None]) -> None:

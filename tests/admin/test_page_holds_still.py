@@ -19,8 +19,9 @@ import trio
 
 from mcpactor.client import connect_http
 
+from .browser import signed_in_page
 from .harness import TOKEN, open_served
-from .test_page_chromium import ARGS, CHROMIUM, _call_slow, playwright_api
+from .test_page_chromium import _call_slow
 
 __all__: list[str] = []
 
@@ -51,60 +52,45 @@ def _progress(page: Any) -> float:
 
 
 def _drive(admin_url: str, seen: dict[str, Any]) -> None:
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 760})
-            page.set_default_timeout(15_000)
-            problems: list[str] = []
-            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            page.on(
-                "response",
-                lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 400 else None,
-            )
-            page.goto(admin_url)
-            page.fill("input[name=token]", TOKEN)
-            page.click("button[type=submit]")
-            cancel = ".node[data-request][data-session] button"
-            page.locator(cancel).wait_for()
-            page.eval_on_selector(cancel, "(button) => { button.marked = true; }")
-            cdp = page.context.new_cdp_session(page)
-            first = _progress(page)
-            opened = 0
-            for hold in HOLDS:
-                _press(cdp, page, cancel, hold)
-                if page.locator("dialog#confirm[open]").count():
-                    opened += 1
-                    seen.setdefault("confirm", page.locator("#confirm-text").inner_text())
-                    _press(cdp, page, "dialog#confirm button[value=cancel]", 0.1)
-                    page.locator("dialog#confirm").wait_for(state="hidden")
-                time.sleep(0.2)  # the person moving on to the next press
-            seen["opened"] = opened
-            seen["progress"] = (first, _progress(page))
-            seen["same button"] = page.eval_on_selector(cancel, "(b) => b.marked === true")
-            seen["streams shown"] = page.locator(".node .kind", has_text="stream").count()
-            seen["progress text"] = page.locator(".progress-text").first.inner_text()
-            # Selected text holds the page still; letting go of it lets it move again.
-            page.evaluate(
-                """() => {
-                    const title = document.querySelector('.node[data-session] .title');
-                    document.getSelection().selectAllChildren(title);
-                }"""
-            )
-            held = _progress(page)
-            page.wait_for_function(
-                "() => document.getElementById('status').textContent.startsWith('held')"
-            )
-            seen["held"] = (held, _progress(page))
-            page.evaluate("() => document.getSelection().removeAllRanges()")
-            page.wait_for_function(
-                "(held) => Number(document.querySelector("
-                "'.node[data-session] .progress-text').dataset.progress) > held",
-                arg=held,
-            )
-            seen["problems"] = problems
-        finally:
-            browser.close()
+    with signed_in_page(admin_url, TOKEN, height=760) as (page, problems):
+        cancel = ".node[data-request][data-session] button"
+        page.locator(cancel).wait_for()
+        page.eval_on_selector(cancel, "(button) => { button.marked = true; }")
+        cdp = page.context.new_cdp_session(page)
+        first = _progress(page)
+        opened = 0
+        for hold in HOLDS:
+            _press(cdp, page, cancel, hold)
+            if page.locator("dialog#confirm[open]").count():
+                opened += 1
+                seen.setdefault("confirm", page.locator("#confirm-text").inner_text())
+                _press(cdp, page, "dialog#confirm button[value=cancel]", 0.1)
+                page.locator("dialog#confirm").wait_for(state="hidden")
+            time.sleep(0.2)  # the person moving on to the next press
+        seen["opened"] = opened
+        seen["progress"] = (first, _progress(page))
+        seen["same button"] = page.eval_on_selector(cancel, "(b) => b.marked === true")
+        seen["streams shown"] = page.locator(".node .kind", has_text="stream").count()
+        seen["progress text"] = page.locator(".progress-text").first.inner_text()
+        # Selected text holds the page still; letting go of it lets it move again.
+        page.evaluate(
+            """() => {
+                const title = document.querySelector('.node[data-session] .title');
+                document.getSelection().selectAllChildren(title);
+            }"""
+        )
+        held = _progress(page)
+        page.wait_for_function(
+            "() => document.getElementById('status').textContent.startsWith('held')"
+        )
+        seen["held"] = (held, _progress(page))
+        page.evaluate("() => document.getSelection().removeAllRanges()")
+        page.wait_for_function(
+            "(held) => Number(document.querySelector("
+            "'.node[data-session] .progress-text').dataset.progress) > held",
+            arg=held,
+        )
+        seen["problems"] = problems
 
 
 async def test_every_press_lands_on_the_first_try_while_the_page_updates() -> None:

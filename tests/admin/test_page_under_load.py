@@ -24,8 +24,8 @@ import trio
 from mcpactor import RequestError
 from mcpactor.client import ClientSession, connect_http
 
+from .browser import ARTIFACTS, CHROMIUM, signed_in_page
 from .harness import TOKEN, Served, open_served
-from .test_page_chromium import ARGS, ARTIFACTS, CHROMIUM
 
 DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "admin-under-load.png"
 #: the bench's concurrency
@@ -63,35 +63,26 @@ async def _call_slow(client: ClientSession, outcome: dict[str, Any]) -> None:
 
 def _drive(admin_url: str, seen: dict[str, Any], shots: list[Path]) -> None:
     # In a worker thread: Playwright's sync API against the server in the trio run.
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(20_000)
-            page.goto(admin_url)
-            page.fill("input[name=token]", TOKEN)
-            page.click("button[type=submit]")
-            slow = page.locator(
-                ".node[data-request][data-session]",
-                has=page.locator(".title", has_text="tools/call slow"),
-            ).first
-            slow.wait_for()
-            # Wait for a snapshot that has the whole load in it: every load session.
-            page.wait_for_function(
-                """(clients) => document.querySelectorAll(
-                    '.node[data-session-id]').length >= clients""",
-                arg=CLIENTS,
-            )
-            seen["sessions"] = page.locator(".node[data-session-id]").count()
-            for path in shots:
-                page.screenshot(path=str(path), full_page=False)
-            slow.locator("button", has_text="Cancel").click()
-            page.locator("dialog#confirm").wait_for(state="visible")
-            page.click("#confirm-ok")
-            slow.wait_for(state="detached")
-            seen["toast"] = page.locator("#toast").inner_text()
-        finally:
-            browser.close()
+    with signed_in_page(admin_url, TOKEN, timeout_ms=20_000) as (page, _):
+        slow = page.locator(
+            ".node[data-request][data-session]",
+            has=page.locator(".title", has_text="tools/call slow"),
+        ).first
+        slow.wait_for()
+        # Wait for a snapshot that has the whole load in it: every load session.
+        page.wait_for_function(
+            """(clients) => document.querySelectorAll(
+                '.node[data-session-id]').length >= clients""",
+            arg=CLIENTS,
+        )
+        seen["sessions"] = page.locator(".node[data-session-id]").count()
+        for path in shots:
+            page.screenshot(path=str(path), full_page=False)
+        slow.locator("button", has_text="Cancel").click()
+        page.locator("dialog#confirm").wait_for(state="visible")
+        page.click("#confirm-ok")
+        slow.wait_for(state="detached")
+        seen["toast"] = page.locator("#toast").inner_text()
 
 
 async def _count(served: Served, what: str) -> int:

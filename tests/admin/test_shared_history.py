@@ -32,7 +32,7 @@ from ..store.conftest import (  # noqa: F401
     redis_socket,
 )
 from ..store.test_sessions import ignoring_unclosed_buffers
-from .test_page_chromium import ARGS, CHROMIUM
+from .browser import CHROMIUM, signed_in_page
 from .test_replicas_view import AUTH, TOKEN, _serve_with_admin, _stop
 
 
@@ -206,23 +206,12 @@ async def test_a_call_served_by_one_replica_is_in_the_others_history(
 
 def _read_page(admin_url: str, seen: dict[str, Any]) -> None:
     # In a worker thread: sign in and read the history as a person would see it.
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(15_000)
-            page.goto(admin_url)
-            page.fill("input[name=token]", TOKEN)
-            page.click("button[type=submit]")
-            page.goto(admin_url + "?tool=time_between")
-            page.locator("#history-table tbody tr").first.wait_for()
-            seen["rows"] = page.locator("#history-table tbody tr").all_inner_texts()
-            seen["note"] = page.inner_text("#history-note")
-            seen["details"] = page.locator("#history-table tbody tr button").count()
-        finally:
-            browser.close()
+    with signed_in_page(admin_url, TOKEN) as (page, _):
+        page.goto(admin_url + "?tool=time_between")
+        page.locator("#history-table tbody tr").first.wait_for()
+        seen["rows"] = page.locator("#history-table tbody tr").all_inner_texts()
+        seen["note"] = page.inner_text("#history-note")
+        seen["details"] = page.locator("#history-table tbody tr button").count()
 
 
 @pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason=f"no Chromium at {CHROMIUM}")
