@@ -7,6 +7,7 @@ test that needs TCP (a replica process given ``--store redis://...``) asks for
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
@@ -65,6 +66,20 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def free_cluster_port() -> int:
+    """A loopback port a Redis Cluster node may take: it and its bus port, 10 000 higher, free."""
+    for _ in range(100):
+        port = random.randint(20_000, 55_535)
+        try:
+            with socket.socket() as node, socket.socket() as bus:
+                node.bind(("127.0.0.1", port))
+                bus.bind(("127.0.0.1", port + 10_000))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no port pair free for a Redis Cluster node in 100 tries")
 
 
 @pytest.fixture(scope="module")

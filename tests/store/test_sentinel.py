@@ -22,7 +22,7 @@ from mcpactor.runtime.http import SessionRecord, StoreUnavailable
 from mcpactor.store import RedisSessionRecords, open_shared_store, parse_store_url
 from mcpactor.store._client import CONNECT_TIMEOUT, READ_TIMEOUT
 
-from .conftest import PortTaken, free_port, needs_redis, running_redis
+from .conftest import PortTaken, free_cluster_port, needs_redis, running_redis
 from .sentinel import Sentinelled, primary_port, sentinelled, watched
 
 # coredis leaves the memory streams of each connection that never opened (to the Sentinel
@@ -199,8 +199,9 @@ async def test_a_write_no_replica_acknowledges_is_refused_within_the_bound(
 
 async def test_a_redis_cluster_node_is_refused_at_the_start(tmp_path: Path) -> None:
     for attempt in range(3):
-        # A free port may be taken by another process before the server binds it.
-        port = free_port()
+        # A free port may be taken by another process before the server binds it; a
+        # cluster node also needs its bus port, 10 000 higher, so the port stays below 55 536.
+        port = free_cluster_port()
         nodes = str(tmp_path / f"nodes-{attempt}.conf")
         arguments = ("--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes")
         try:
