@@ -11,6 +11,7 @@ from ..auth import ResourceServer
 from ..runtime.http import EventStore, MemoryEventStore, Replicas
 from ._forwarded import FORWARDED_HEADERS, ForwardedHeader, TrustedProxies, parse_networks
 from ._readiness import Readiness
+from ._server_card import ServerCardOptions
 
 __all__ = ["Authenticate", "ConnectionLimits", "HttpOptions", "default_event_store"]
 
@@ -175,6 +176,10 @@ class HttpOptions:
     #: the header those proxies write the client's address to: "x-forwarded-for" or
     #: "forwarded" (RFC 7239); only that one is read
     forwarded_header: ForwardedHeader = "x-forwarded-for"
+    #: the Server Card at ``<path>/server-card`` and the AI Catalog (SEP-2127,
+    #: experimental): on by default, public; ``ServerCardOptions(enabled=False,
+    #: catalog=False)`` serves neither
+    server_card: ServerCardOptions = attrs.field(factory=ServerCardOptions)
 
     def __attrs_post_init__(self) -> None:
         if self.response_mode not in ("auto", "sse", "json"):
