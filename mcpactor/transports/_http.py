@@ -130,7 +130,7 @@ class McpHttpApp:
             path=self.path,
             options=options.server_card,
             https=options.tls_cert is not None,
-            sse_path=options.sse_path,
+            sse_path=options.sse_path if options.messages_path is not None else None,
             resource_server=resource_server,
             host_allowed=self.guard.host_allowed,
         )

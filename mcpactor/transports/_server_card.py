@@ -197,21 +197,25 @@ def catalog_identifier(card_name: str) -> str:
     ``com.example/weather`` is ``urn:air:example.com:mcp:weather``, as the draft's example.
     """
     namespace, _, name = card_name.partition("/")
-    return f"urn:air:{'.'.join(reversed(namespace.split('.')))}:mcp:{name}"
+    return f"urn:air:{_reversed_host(namespace)}:mcp:{name}"
 
 
 def card_name(server_name: str, url: str) -> str:
     """The card's name: the server's if it is "namespace/name", else the host's + it."""
     if 3 <= len(server_name) <= _MAX_NAME and _NAME.fullmatch(server_name):
         return server_name
-    host = urllib.parse.urlsplit(url).hostname or "localhost"
-    labels = host.split(".")
-    # example.com -> com.example; an address or a bare name stays as it is.
-    if len(labels) > 1 and not all(label.isdigit() for label in labels):
-        host = ".".join(reversed(labels))
+    host = _reversed_host(urllib.parse.urlsplit(url).hostname or "localhost")
     namespace = _NOT_NAMESPACE.sub("-", host).strip("-.")[:100] or "localhost"
     slug = _NOT_SLUG.sub("-", server_name).strip("-")[: _MAX_NAME - len(namespace) - 1]
     return f"{namespace}/{slug or 'server'}"
+
+
+def _reversed_host(host: str) -> str:
+    # example.com <-> com.example; an IPv4 address or a bare name stays as it is.
+    labels = host.split(".")
+    if all(label.isdigit() for label in labels):
+        return host
+    return ".".join(reversed(labels))
 
 
 def _remote(
