@@ -97,14 +97,14 @@ class ServerCardOptions:
     version: str | None = None
     website_url: str | None = None
     #: where the source is: ``{"url": ..., "source": "github"}`` (``subfolder``, ``id``)
-    repository: Mapping[str, str] | None = None
+    repository: Mapping[str, str] | None = attrs.field(default=None, hash=False)
     #: the headers a client must send (the draft's KeyValueInput objects); None: the
     #: ``Authorization`` bearer header when the endpoint is an OAuth resource server
     headers: tuple[dict[str, Any], ...] | None = attrs.field(
-        default=None, converter=_frozen_mappings
+        default=None, converter=_frozen_mappings, hash=False
     )
     #: other cards the catalog lists beside this endpoint's: identifier -> card URL
-    catalog_entries: Mapping[str, str] = attrs.field(factory=dict)
+    catalog_entries: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     #: seconds a client or cache may reuse the card and the catalog (Cache-Control)
     max_age: int = 3600
 
