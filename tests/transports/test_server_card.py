@@ -364,6 +364,18 @@ def test_bad_card_options_are_refused(given: dict[str, Any], complaint: str) -> 
         ServerCardOptions(**given)
 
 
+def test_options_with_mappings_stay_hashable() -> None:
+    card = ServerCardOptions(
+        repository={"url": "https://github.com/example/x", "source": "github"},
+        catalog_entries={"urn:air:example.com:mcp:x": "https://example.com/x/server-card"},
+        headers=[{"name": "X-Api-Key", "isRequired": True}],
+    )
+    assert hash(HttpOptions(server_card=card)) == hash(HttpOptions(server_card=card))
+    assert server_card(weather(), "https://example.com/mcp", options=card)["remotes"][0][
+        "headers"
+    ] == [{"name": "X-Api-Key", "isRequired": True}]
+
+
 def test_the_config_table_is_checked(tmp_path: Path) -> None:
     reader = Reader(tmp_path / "mcpactor.toml", "http")
     read = read_http_config(reader, {"server_card": {"title": "Desk", "max_age": 60}})
