@@ -21,6 +21,7 @@ import orjson
 from .._exceptions import INVALID_REQUEST
 from ..auth import ResourceServer
 from ..protocol import LATEST
+from ..server import Server
 from ._exchange import Exchange, error_body, reply, reply_error
 from ._security import parse_host
 from ._server_card import (
@@ -66,7 +67,7 @@ class Discovery:
 
     def __init__(
         self,
-        server: Any,
+        server: Server[Any],
         *,
         path: str,
         options: ServerCardOptions,

@@ -15,11 +15,10 @@
 # Host/Origin guard (403/421) → authorization: the bearer token (401/400/403/503, with a
 # WWW-Authenticate challenge) or the authentication hook (401) → the endpoint's handler:
 # Streamable HTTP's POST, GET and DELETE (_streamable.py) or legacy HTTP+SSE
-# (_legacy_sse.py). The guard's verdict on the
-# request's (Host, Origin) pair, framing and CORS headers included, is decided once per
-# pair (``RequestGuard.verdicts``). WebSocket (_websocket.py) is ASGI's alone. This
-# module is admission, CORS and dispatch; the handlers reach it through the Endpoint
-# protocol.
+# (_legacy_sse.py). The guard's verdict on the request's (Host, Origin) pair, framing
+# and CORS headers included, is decided once per pair (``RequestGuard.verdicts``).
+# WebSocket (_websocket.py) is ASGI's alone. This module is admission, CORS and
+# dispatch; the handlers reach it through the Endpoint protocol.
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from typing import Any, Final
 import attrs
 
 from ..protocol import ALL_VERSIONS, LATEST, SESSION_REVISIONS
+from ..server import Server
 
 __all__ = [
     "CARD_MEDIA_TYPE",
@@ -138,7 +139,7 @@ class ServerCardOptions:
 
 
 def server_card(
-    server: Any,
+    server: Server[Any],
     url: str,
     *,
     options: ServerCardOptions | None = None,
