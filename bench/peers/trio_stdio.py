@@ -14,6 +14,7 @@ cancellation (the targets file skips those tests), and echo_sync is no worker th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -138,16 +139,12 @@ async def main() -> None:
     stdin = trio.lowlevel.FdStream(os.dup(0))
     stdout = trio.lowlevel.FdStream(os.dup(1))
     async with stdin, stdout:
-        try:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await serve(stdin, stdout)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
 
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["stdio"]:
         sys.exit(f"usage: {sys.argv[0]} stdio")
-    try:  # noqa: SIM105 - contextlib would add to the ceiling's cold start
+    with contextlib.suppress(KeyboardInterrupt):  # trio imports contextlib anyway
         trio.run(main)
-    except KeyboardInterrupt:
-        pass
