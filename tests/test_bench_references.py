@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -306,3 +307,25 @@ def test_the_summary_sets_ours_beside_each_reference() -> None:
     assert "| 200 sessions holding a stream: RSS MB | 40 | – | – | – | – |" in lines
     assert not any("mcpactor-2026 beside" in line for line in lines)  # none of those peers ran
     assert not report.report(records, ["trio"]).startswith("### mcpactor beside")
+
+
+def test_the_cold_start_script_measures_targets_of_the_targets_file() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "cold_start.py"), "--targets", "trio-stdio", "--runs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    (row,) = [line for line in done.stdout.splitlines() if line.strip().startswith("trio-stdio")]
+    assert "cpu@answer" in row
+    assert " MB " in row
+    refused = subprocess.run(
+        [sys.executable, str(BENCH / "cold_start.py"), "--targets", "raw-http-json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert "no stdio target 'raw-http-json'" in refused.stderr
