@@ -2,6 +2,7 @@
 
     python bench/importtime.py [--runs 5] [--top 25]            mcpactor serve clock over stdio
     python bench/importtime.py [--runs 5] -- COMMAND ...        any stdio server (a python command)
+    python bench/importtime.py --exits -- COMMAND ...           a command that exits by itself
     python bench/importtime.py --file imports.txt               a saved -X importtime log
 
 The server is started with ``-X importtime`` (a python COMMAND gets it after its
@@ -65,6 +66,20 @@ def cached_env() -> dict[str, str]:
     return env
 
 
+def one_run(argv: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """The stderr lines of a command that exits by itself (``mcpactor --version``, say)."""
+    done = subprocess.run(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    return done.stderr.decode(errors="replace").splitlines()
+
+
 def one_start(argv: list[str], env: dict[str, str] | None = None) -> list[str]:
     """The stderr lines of one start of a stdio server, to its initialize answer and exit."""
     # stderr to a file: a pipe nobody reads while we wait for the answer would fill up
@@ -121,6 +136,9 @@ def main() -> None:
         action="store_true",
         help="run with the environment as it is (default: byte code cached in a private folder)",
     )
+    parser.add_argument(
+        "--exits", action="store_true", help="COMMAND exits by itself: no initialize is sent"
+    )
     parser.add_argument("command", nargs="*", help="a python stdio server's command (after --)")
     args = parser.parse_args()
     if args.file:
@@ -130,8 +148,9 @@ def main() -> None:
     command = args.command or [sys.executable, "-m", "mcpactor", "serve", "clock"]
     argv = importtime_argv(command)
     env = None if args.inherit_env else cached_env()
-    one_start(argv, env)  # discarded: byte-compiling, the page cache
-    print(table([by_package(one_start(argv, env)) for _ in range(args.runs)], args.top))
+    once = one_run if args.exits else one_start
+    once(argv, env)  # discarded: byte-compiling, the page cache
+    print(table([by_package(once(argv, env)) for _ in range(args.runs)], args.top))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Instructions per tools/call of mcpactor's benchmark server, counted by callgrind.
 
     python bench/instructions.py http-json|http-sse|http-2026|stdio|stdio-2026
-        [--calls 1000,4000] [--connections 16] [--pipelined 64] [--python PYTHON]
+        [--calls 1000,4000] [--connections 16] [--pipelined 64] [--python PYTHON] [--keep DIR]
 
 Wall-clock figures move with the machine's load (steal, other tenants); instruction counts
 do not. The server (bench/mcpactor_server.py) runs under ``valgrind --tool=callgrind``
@@ -238,6 +238,10 @@ def count(mode: str, calls: int, args: argparse.Namespace) -> int:
             process.send_signal(signal.SIGINT)
         if process.wait(600) not in (0, -signal.SIGINT):
             raise SystemExit(f"the server exited with {process.returncode}")
+        if args.keep:
+            # for callgrind_annotate: which C functions the instructions are spent in
+            os.makedirs(args.keep, exist_ok=True)
+            shutil.copy(out, os.path.join(args.keep, f"callgrind.{mode}.{calls}.out"))
         return totals(out)
 
 
@@ -258,6 +262,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--pipelined", type=int, default=64)
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument(
+        "--keep", metavar="DIR", help="keep the callgrind files here (callgrind.MODE.CALLS.out)"
+    )
     args = parser.parse_args(argv)
     try:
         low, high = (int(n) for n in args.calls.split(","))

@@ -58,3 +58,27 @@ def test_the_imports_of_a_stdio_server_to_its_first_answer() -> None:
     rows = [line.split(" | ")[0] for line in done.stdout.splitlines() if line.startswith("| ")]
     assert "| trio" in rows
     assert "| orjson" in rows
+
+
+def test_the_imports_of_a_command_that_exits_by_itself() -> None:
+    command = [sys.executable, "-c", "import json"]
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "importtime.py"),
+            "--runs",
+            "1",
+            "--exits",
+            "--top",
+            "99",
+            "--",
+            *command,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    rows = [line.split(" | ")[0] for line in done.stdout.splitlines()]
+    assert "| json" in rows
+    assert "| trio" not in rows
