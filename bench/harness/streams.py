@@ -76,18 +76,33 @@ def stream_request(endpoint: Endpoint, session: str | None, serial: int) -> byte
 async def hold_streams(
     endpoint: Endpoint, sessions: list[str | None], at_once: int = 64, timeout: float = 30
 ) -> list[HeldStream]:
-    """A held stream per session, opened at_once at a time; each once its head is in."""
+    """A held stream per session, opened at_once at a time; each once its head is in.
+
+    If one cannot be opened, all are closed and the first failure is raised.
+    """
     gate = asyncio.Semaphore(at_once)
     loop = asyncio.get_running_loop()
+    opened: list[HeldStream] = []
 
-    async def one(serial: int, session: str | None) -> HeldStream:
+    async def one(serial: int, session: str | None) -> None:
         async with gate:
             _, held = await loop.create_connection(HeldStream, endpoint.host, endpoint.port)
+            opened.append(held)
             held.transport.write(stream_request(endpoint, session, serial))
-            await asyncio.wait_for(asyncio.shield(held.opened), timeout)
-            return held
+            try:
+                await asyncio.wait_for(asyncio.shield(held.opened), timeout)
+            except TimeoutError:
+                raise RuntimeError(f"stream {serial}: no response head in {timeout} s") from None
 
-    return list(await asyncio.gather(*(one(i, s) for i, s in enumerate(sessions))))
+    results = await asyncio.gather(
+        *(one(i, s) for i, s in enumerate(sessions)), return_exceptions=True
+    )
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures:
+        for held in opened:
+            held.close()
+        raise failures[0]
+    return opened
 
 
 async def probe(run: Run, endpoint: Endpoint, pid: int | None, session: str | None) -> Metrics:
