@@ -293,7 +293,7 @@ def test_the_summary_sets_ours_beside_each_reference() -> None:
         rec("s", "ts-sdk", "stdio", "stdio_pipe64", 0, rps=35_000.0, srv_cpu_us=30.0),
         rec("m", "mcpactor", "stdio", "cold_start", 0, init_cpu_ms=270.0, rss_idle_mb=31.7),
         rec("t", "trio", "stdio", "cold_start", 0, init_cpu_ms=150.0, rss_idle_mb=25.7),
-        rec("m", "mcpactor", "http-json", "http_streams", 0, streams=200, rss_held_mb=40.0),
+        rec("m", "mcpactor", "http-json", "http_streams", 0, streams=10_000, rss_held_mb=40.0),
     ]
     text = report.report(records, ["trio", "ts-sdk"], report.HEADLINE)
     lines = text.splitlines()
@@ -304,7 +304,7 @@ def test_the_summary_sets_ours_beside_each_reference() -> None:
         in lines
     )
     assert "| idle RSS after initialize, MB | 31.7 | 25.7 | 1.23 [1], +6.0 | – | – |" in lines
-    assert "| 200 sessions holding a stream: RSS MB | 40 | – | – | – | – |" in lines
+    assert "| 10,000 sessions holding a stream: RSS MB | 40 | – | – | – | – |" in lines
     assert not any("mcpactor-2026 beside" in line for line in lines)  # none of those peers ran
     assert not report.report(records, ["trio"]).startswith("### mcpactor beside")
 

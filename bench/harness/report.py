@@ -315,8 +315,9 @@ def headline_table(spec: str, cells: list[Cell]) -> list[str]:
             if difference and isinstance(a, (int, float)) and isinstance(b, (int, float)):
                 cell += f", {a - b:+.1f}"
             shown.append(cell)
-        if metric == "rss_held_mb":
-            label = f"{fmt(value(mine, 'streams'))} {label}"
+        streams = value(mine, "streams")
+        if metric == "rss_held_mb" and isinstance(streams, (int, float)):
+            label = f"{int(streams):,} {label}"
         rows.append(f"| {label} | " + " | ".join(shown) + " |")
     if not rows:
         return []
