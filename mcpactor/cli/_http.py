@@ -40,6 +40,7 @@ _HTTP_FLAGS: Final = (
     "ready_path",
     "forwarded_allow_ips",
     "forwarded_header",
+    "drain_delay",
 )
 
 
@@ -123,6 +124,7 @@ def serve_over_http(
     """Serve ``server`` over HTTP as ``args`` say, or supervise its workers; the exit status."""
     import socket
 
+    import attrs
     import trio
 
     from ..transports import serve_http
@@ -170,6 +172,12 @@ def serve_over_http(
                 http_options, options, stateless = await _open_store(
                     stack, args, server, http_options, options, stateless
                 )
+            if http_options.readiness is None:
+                from ..transports import Readiness
+
+                # One readiness for /readyz, the admin page's drain action and SIGTERM.
+                http_options = attrs.evolve(http_options, readiness=Readiness())
+            args.readiness = http_options.readiness
             nursery = await stack.enter_async_context(trio.open_nursery())
             if args.worker_lifeline is not None:
                 nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
