@@ -106,7 +106,8 @@ async def test_the_drain_action_drains_the_served_process(tmp_path: Path) -> Non
                 said += chunk
         admin_url = re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)
         served = re.search(rb"serving (http://127\.0\.0\.1:\d+)/mcp", said)
-        assert admin_url is not None and served is not None, said.decode()
+        assert admin_url is not None, said.decode()
+        assert served is not None, said.decode()
         auth = {"Authorization": f"Bearer {TOKEN}"}
         async with (
             httpx.AsyncClient(base_url=admin_url.group(1).decode(), timeout=10) as admin,
