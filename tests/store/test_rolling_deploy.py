@@ -14,7 +14,9 @@ The load, all through the balancer and all at once, for the whole deploy:
 - tasks (session era, raw HTTP: the SDK's client has no tasks API), created on one
   replica, polled with ``tasks/get`` on others, their result read with ``tasks/result``;
 - the SDK's client at 2026-07-28: a ``subscriptions/listen`` stream, listened to again
-  each time a draining replica ends it, beside stateless calls of ``slow``.
+  each time a draining replica ends it, beside stateless calls of ``slow``;
+- a session's GET stream (raw HTTP, to see its event ids), resumed with
+  ``Last-Event-ID`` each time a draining replica ends it.
 
 Counted, all asserted zero: requests that failed, calls lost (a label sent and never
 finished), duplicated results (a label run twice, or answered with another's label),
@@ -43,7 +45,7 @@ from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import SubscriptionLost
 
-from .replicas import Deployment, deployment, open_session, post, request
+from .replicas import SESSION_REVISION, Deployment, deployment, open_session, post, request
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -84,6 +86,10 @@ class Tally:
     listens_lost: list[str] = attrs.Factory(list)
     tasks: int = 0
     tasks_lost: list[str] = attrs.Factory(list)
+    #: GET streams opened: the first, then one per resumption
+    get_streams: int = 0
+    #: what ends the GET stream's worker once the deploy is over
+    get_scope: anyio.CancelScope = attrs.Factory(anyio.CancelScope)
 
     def fail(self, what: str, error: BaseException | str) -> None:
         """Count one failed request, with what it was."""
@@ -226,6 +232,35 @@ async def _listen_and_call(url: str, tally: Tally, stop: anyio.Event) -> None:
                     tally.listens_lost.append(f"listen: {type(exc).__name__}: {exc}"[:300])
 
 
+async def _get_stream(url: str, tally: Tally) -> None:
+    # A session's GET stream, resumed from its last event id whenever it ends.
+    async with httpx.AsyncClient(timeout=httpx.Timeout(TIMEOUT, read=None)) as http:
+        session = await open_session(http, url)
+        headers = {
+            "accept": "text/event-stream",
+            "mcp-session-id": session,
+            "mcp-protocol-version": SESSION_REVISION,
+        }
+        with tally.get_scope:
+            while True:
+                tally.get_streams += 1
+                try:
+                    async with http.stream("GET", url, headers=headers) as got:
+                        if got.status_code != 200:
+                            body = (await got.aread())[:300]
+                            tally.listens_lost.append(f"GET {got.status_code} {body!r}")
+                            return
+                        async for line in got.aiter_lines():
+                            if line.startswith("id:"):
+                                headers["last-event-id"] = line[3:].strip()
+                except httpx.HTTPError as exc:
+                    tally.listens_lost.append(f"GET stream: {type(exc).__name__}: {exc}"[:300])
+                    return
+                if "last-event-id" not in headers:
+                    tally.listens_lost.append("a GET stream ended before its first event")
+                    return
+
+
 def _p99(seconds: list[float]) -> float:
     ordered = sorted(seconds)
     return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)] if ordered else math.nan
@@ -241,6 +276,7 @@ async def _deploy_under_load(deployed: Deployment) -> tuple[Tally, float, float]
         load.start_soon(_progress_calls, url, tally, stop)
         load.start_soon(_tasks, url, tally, stop)
         load.start_soon(_listen_and_call, url, tally, stop)
+        load.start_soon(_get_stream, url, tally)
         with anyio.fail_after(TIMEOUT):
             while len(tally.answered) < 20 or not tally.tasks:  # noqa: ASYNC110
                 await anyio.sleep(0.05)  # the load warming up
@@ -250,6 +286,7 @@ async def _deploy_under_load(deployed: Deployment) -> tuple[Tally, float, float]
                 await anyio.to_thread.run_sync(deployed.restart, index)
         ended = time.monotonic()
         stop.set()
+        tally.get_scope.cancel()
     return tally, began, ended
 
 
@@ -281,7 +318,8 @@ def test_a_rolling_deploy_under_load_loses_nothing(deployed: Deployment) -> None
         f"\nrolling deploy: {ROUNDS} rounds of {len(deployed.replicas)} restarts in "
         f"{ended - began:.1f} s; {len(tally.answered)} calls answered ({len(during)} during "
         f"the deploy, p99 {_p99(during) * 1000:.0f} ms), {tally.progress_calls} progress "
-        f"calls, {tally.tasks} tasks, {tally.listens} listen streams"
+        f"calls, {tally.tasks} tasks, {tally.listens} listen streams, "
+        f"{tally.get_streams} GET streams"
     )
     assert deployed.restarts == [ROUNDS] * len(deployed.replicas)
     report = {
@@ -297,3 +335,4 @@ def test_a_rolling_deploy_under_load_loses_nothing(deployed: Deployment) -> None
     )
     assert during, "no call was answered during the deploy"
     assert tally.listens > 1, "no listen stream was ended by a draining replica"
+    assert tally.get_streams > 1, "no GET stream was ended by a draining replica"
