@@ -40,6 +40,7 @@ _HTTP_FLAGS: Final = (
     "ready_path",
     "forwarded_allow_ips",
     "forwarded_header",
+    "drain_delay",
 )
 
 
@@ -170,6 +171,7 @@ def serve_over_http(
                 http_options, options, stateless = await _open_store(
                     stack, args, server, http_options, options, stateless
                 )
+            http_options = _with_readiness(args, http_options)
             nursery = await stack.enter_async_context(trio.open_nursery())
             if args.worker_lifeline is not None:
                 nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
@@ -177,8 +179,7 @@ def serve_over_http(
                 with_admin, args, server, functools.partial(serve, nursery)
             )
             started = True
-            if http_options.readiness is not None:
-                http_options.readiness.started()
+            http_options.readiness.started()
             if args.worker_status is not None:
                 # Its supervisor says where they serve, once every worker does.
                 tell_supervisor(args.worker_status, {"ready": True})
@@ -193,6 +194,18 @@ def serve_over_http(
             raise
         raise StartFailed(exc) from exc
     return 0
+
+
+def _with_readiness(args: argparse.Namespace, http_options: Any) -> Any:
+    # One readiness for /readyz, SIGTERM and the admin page's drain action (args.readiness).
+    import attrs
+
+    from ..transports import Readiness
+
+    if http_options.readiness is None:
+        http_options = attrs.evolve(http_options, readiness=Readiness())
+    args.readiness = http_options.readiness
+    return http_options
 
 
 async def _open_store(

@@ -78,6 +78,8 @@ class HttpConfig:
     forwarded_header: str | None = None
     #: the ``[http.server_card]`` table: the Server Card and AI Catalog (experimental)
     server_card: ServerCardOptions | None = None
+    #: seconds a draining server keeps accepting before its listener closes
+    drain_delay: float | None = None
 
     def options(self) -> dict[str, Any]:
         """The ``HttpOptions`` keyword arguments the file sets (``authenticate`` unloaded)."""
@@ -114,6 +116,7 @@ _HTTP_OPTION_KEYS: Final = (
     "access_log",
     "forwarded_allow_ips",
     "forwarded_header",
+    "drain_delay",
     *_HTTP_PATH_KEYS,
     *_HTTP_COUNT_KEYS,
     *_HTTP_SECONDS_KEYS,
@@ -168,6 +171,12 @@ def read_http_config(reader: Reader, table: Mapping[str, Any]) -> HttpConfig:
     authenticate = reader.reference(table, "authenticate")
     given.update(_limits(reader, table))
     given.update(_forwarded(reader, table))
+    drain_delay = reader.optional(table, "drain_delay", (int, float))
+    if drain_delay is not None:
+        # TOML has inf and nan; neither is a delay. 0: the listener closes at once.
+        if isinstance(drain_delay, bool) or not 0 <= drain_delay < float("inf"):
+            raise reader.error("drain_delay", "expected a number of seconds from 0", drain_delay)
+        given["drain_delay"] = float(drain_delay)
     return HttpConfig(
         host=reader.optional(table, "host", str, "127.0.0.1"),
         port=port,
