@@ -128,7 +128,9 @@ async def test_over_legacy_http_and_sse() -> None:
                 "params": {"found": 2},
             }
             assert answer.message()["result"] == {"hits": ["tell-1", "tell-2"]}
-            await post({"jsonrpc": "2.0", "method": "com.example/selected", "params": {"hit": "h"}})
+            await post(
+                {"jsonrpc": "2.0", "method": "com.example/selected", "params": {"hit": "h"}}
+            )
             await catalogue.selected_event.wait()
             bad = {"jsonrpc": "2.0", "id": 3, "method": "com.example/search", "params": {}}
             await post(bad)
