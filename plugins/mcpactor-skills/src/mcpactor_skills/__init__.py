@@ -1,0 +1,115 @@
+"""Agent Skills served over MCP (the Skills extension, SEP-2640), from a folder.
+
+Each directory of the folder holding a ``SKILL.md`` is a skill (the directories above
+it are its prefix); every file of it is a ``skill://<skill-path>/<file>`` resource, and
+``skill://index.json`` lists the skills. ``load_skills(folder)`` reads and checks a
+folder, and its ``add_to(server)`` serves it on any server.
+
+The plugin ``skills`` (``mcpactor serve skills``) serves the folder
+``MCPACTOR_SKILLS_FOLDER`` names; ``configure`` does the same from code.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final
+
+from mcpactor import Server
+
+from ._files import FileRefused, MissingFile
+from ._folder import Skill, SkillsError
+from ._skills import (
+    DEFAULT_CACHE,
+    DEFAULT_MAX_FILE_BYTES,
+    EXTENSION_ID,
+    INDEX_SCHEMA,
+    INDEX_URI,
+    Skills,
+    SkillTemplate,
+    load_skills,
+)
+
+__all__ = [
+    "DEFAULT_CACHE",
+    "EXTENSION_ID",
+    "INDEX_SCHEMA",
+    "INDEX_URI",
+    "FileRefused",
+    "MissingFile",
+    "Skill",
+    "SkillTemplate",
+    "Skills",
+    "SkillsError",
+    "configure",
+    "load_skills",
+    "server",
+]
+__version__ = "0.1.0"
+
+_log = logging.getLogger("mcpactor_skills")
+_FOLDER: Final = "MCPACTOR_SKILLS_FOLDER"
+_MAX_FILE_BYTES: Final = "MCPACTOR_SKILLS_MAX_FILE_BYTES"
+
+server = Server(
+    "skills",
+    version=__version__,
+    title="Skills",
+    instructions=(
+        "Serves Agent Skills as skill:// resources. Read skill://index.json for the list "
+        "of skills, then a skill's SKILL.md (skill://<skill-path>/SKILL.md); the files it "
+        "refers to are resources relative to it."
+    ),
+)
+
+#: what the plugin serves now (None before ``configure`` finds a folder)
+_served: Skills | None = None
+
+
+def configure(
+    folder: str | os.PathLike[str] | None = None, *, max_file_bytes: int | None = None
+) -> Skills | None:
+    """Serve the skills of ``folder`` on the plugin's server, instead of any before.
+
+    What is not given comes from the environment: ``MCPACTOR_SKILLS_FOLDER`` (the
+    folder; without one nothing is served) and ``MCPACTOR_SKILLS_MAX_FILE_BYTES`` (the
+    largest file a read returns, default 1 MiB).
+
+    Raises:
+        SkillsError: the folder cannot be served (the message says why, file by file).
+        ValueError: the size limit is not a positive whole number.
+    """
+    global _served
+    if folder is None:
+        folder = os.environ.get(_FOLDER) or None
+    if max_file_bytes is None:
+        raw = os.environ.get(_MAX_FILE_BYTES)
+        try:
+            max_file_bytes = int(raw) if raw else DEFAULT_MAX_FILE_BYTES
+        except ValueError:
+            raise ValueError(f"{_MAX_FILE_BYTES} must be a whole number, got {raw!r}") from None
+    skills = None
+    if folder is not None:
+        skills = load_skills(folder, max_file_bytes=max_file_bytes)
+    if _served is not None:
+        _served.remove_from(server)
+    _served = skills
+    if skills is not None:
+        skills.add_to(server)
+    return skills
+
+
+@server.lifespan
+@asynccontextmanager
+async def _say_what_is_served(_: Server) -> AsyncIterator[None]:
+    # Said once the server starts, where the operator looks: not on import.
+    if _served is None:
+        _log.warning("no skills are served: set %s to a folder of skills", _FOLDER)
+    else:
+        _log.info("serving %d skills from %s", len(_served.skills), _served.folder)
+    yield
+
+
+configure()
