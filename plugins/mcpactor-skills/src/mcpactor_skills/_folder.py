@@ -48,10 +48,13 @@ class SkillsError(ValueError):
         self.folder = folder
         #: every problem found, each naming its file
         self.problems = problems
-        lines = [f"skills folder {folder!r}: {problems[0]}"]
+        # The first line is what a start-up report shows: it says how many follow.
+        first = f"skills folder {folder!r}: {problems[0]}"
+        if len(problems) > 1:
+            first += f" (and {len(problems) - 1} more)"
+        lines = [first]
         more = problems[1:_PROBLEMS_SHOWN]
         if more:
-            lines.append(f"  and {len(problems) - 1} more:")
             lines.extend(f"  - {problem}" for problem in more)
             if len(problems) > _PROBLEMS_SHOWN:
                 lines.append(f"  - … {len(problems) - _PROBLEMS_SHOWN} not shown")
