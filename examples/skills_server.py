@@ -8,8 +8,9 @@ can complete.
 
 from pathlib import Path
 
-from mcpactor import RequestError, Server
 from mcpactor_skills import SkillTemplate, load_skills
+
+from mcpactor import RequestError, Server
 
 #: metres per unit
 UNITS = {"metre": 1.0, "inch": 0.0254, "foot": 0.3048, "mile": 1609.344}

@@ -32,7 +32,9 @@ from tests.client.conftest import ServerMessages
 ROOT: Final = Path(__file__).resolve().parents[2]
 SAMPLE: Final = ROOT / "plugins" / "mcpactor-skills" / "sample"
 EXAMPLE: Final = ROOT / "examples" / "skills_server.py"
-INDEX_FORMAT: Final = json.loads((ROOT / "tests" / "data" / "skills-index.schema.json").read_text())
+INDEX_FORMAT: Final = json.loads(
+    (ROOT / "tests" / "data" / "skills-index.schema.json").read_text()
+)
 SESSION: Final = "2025-11-25"
 STATELESS: Final = "2026-07-28"
 #: seconds a server gets to start (a cold Python import) and answer
@@ -200,7 +202,9 @@ async def test_the_sample_folder_is_served_as_the_sep_says(transport: str, revis
     assert reference["text"] == (SAMPLE / "git-workflow/references/BRANCHING.md").read_text()
     assert script["mimeType"] == "text/x-python"
     assert logo["mimeType"] == "image/png"
-    assert base64.b64decode(logo["blob"]) == (SAMPLE / "release-notes/assets/logo.png").read_bytes()
+    assert (
+        base64.b64decode(logo["blob"]) == (SAMPLE / "release-notes/assets/logo.png").read_bytes()
+    )
     if revision == STATELESS:
         # Cache hints: the plugin's a minute, private, on reads and lists alike.
         for result in (index_result, listed):

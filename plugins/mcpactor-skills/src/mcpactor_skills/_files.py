@@ -15,7 +15,15 @@ import os
 import stat
 from typing import Final
 
-__all__ = ["FileRefused", "MissingFile", "checked_path", "is_text", "mime_type", "read_bounded", "sniff"]
+__all__ = [
+    "FileRefused",
+    "MissingFile",
+    "checked_path",
+    "is_text",
+    "mime_type",
+    "read_bounded",
+    "sniff",
+]
 
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
@@ -82,8 +90,7 @@ def checked_path(path: str) -> str:
         raise FileRefused(f"the path has more than {MAX_PATH_DEPTH} segments")
     if not path or any(not part or part.startswith(".") for part in parts):
         raise FileRefused(
-            "the path must be relative to the skill, without empty, hidden, '.' or '..' "
-            "segments"
+            "the path must be relative to the skill, without empty, hidden, '.' or '..' segments"
         )
     return path
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # no stubs: only safe_load is used
 
 __all__ = ["Skill", "SkillsError", "read_folder", "skill_file_uri"]
 
@@ -154,12 +154,6 @@ def _walk(scan: _Scan, directory: str, prefix: tuple[str, ...]) -> None:
         return
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
-            if not _SEGMENT.fullmatch(entry.name):
-                scan.problems.append(
-                    f"{scan.shown(entry.path)}: a prefix directory's name may hold only "
-                    "letters, digits and '-', '.', '_', '~'"
-                )
-                continue
             _walk(scan, entry.path, (*prefix, entry.name))
 
 
@@ -168,6 +162,13 @@ def _add_skill(scan: _Scan, directory: str, prefix: tuple[str, ...]) -> None:
     if not prefix:
         scan.problems.append(
             f"{SKILL_FILE} is at the top of the folder: each skill is a directory below it"
+        )
+        return
+    bad = [segment for segment in prefix[:-1] if not _SEGMENT.fullmatch(segment)]
+    if bad:
+        scan.problems.append(
+            f"{scan.shown(directory)}: the prefix directory {bad[0]!r} may hold only letters, "
+            "digits and '-', '.', '_', '~'"
         )
         return
     found = dict(_skill_files(scan, directory, directory, 0))
@@ -193,9 +194,7 @@ def _add_skill(scan: _Scan, directory: str, prefix: tuple[str, ...]) -> None:
     )
 
 
-def _skill_files(
-    scan: _Scan, skill: str, directory: str, depth: int
-) -> Iterator[tuple[str, str]]:
+def _skill_files(scan: _Scan, skill: str, directory: str, depth: int) -> Iterator[tuple[str, str]]:
     """The files of the skill at ``skill`` below ``directory``, as ``/`` paths: each
     with the path of the file read for it (another for a symlink)."""
     if depth > scan.max_depth:
