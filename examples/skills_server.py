@@ -8,22 +8,12 @@ can complete.
 
 from pathlib import Path
 
-from mcpactor_skills import SkillTemplate, load_skills
+from mcpactor_skills import SkillTemplate, skills_extension
 
 from mcpactor import RequestError, Server
 
 #: metres per unit
 UNITS = {"metre": 1.0, "inch": 0.0254, "foot": 0.3048, "mile": 1609.344}
-
-server = Server("units", version="1.0.0")
-
-
-@server.tool()
-def convert(value: float, unit: str) -> float:
-    """Convert a length in ``unit`` (metre, inch, foot, mile) to metres."""
-    if unit not in UNITS:
-        raise ValueError(f"unknown unit {unit!r}: one of {', '.join(UNITS)}")
-    return value * UNITS[unit]
 
 
 def unit_skill(unit: str) -> str:
@@ -36,17 +26,32 @@ def unit_skill(unit: str) -> str:
     )
 
 
-@server.completion("skill://units/{unit}/SKILL.md", "unit")
-def complete_unit(value: str, context: dict[str, str]) -> list[str]:
-    return [unit for unit in UNITS if unit.startswith(value)]
-
-
-skills = load_skills(
-    Path(__file__).parent / "skills",
-    templates=[
-        SkillTemplate(
-            "skill://units/{unit}/SKILL.md", "How to convert to and from one unit", unit_skill
+server = Server(
+    "units",
+    version="1.0.0",
+    extensions=[
+        skills_extension(
+            Path(__file__).parent / "skills",
+            templates=[
+                SkillTemplate(
+                    "skill://units/{unit}/SKILL.md",
+                    "How to convert to and from one unit",
+                    unit_skill,
+                )
+            ],
         )
     ],
 )
-skills.add_to(server)
+
+
+@server.tool()
+def convert(value: float, unit: str) -> float:
+    """Convert a length in ``unit`` (metre, inch, foot, mile) to metres."""
+    if unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}: one of {', '.join(UNITS)}")
+    return value * UNITS[unit]
+
+
+@server.completion("skill://units/{unit}/SKILL.md", "unit")
+def complete_unit(value: str, context: dict[str, str]) -> list[str]:
+    return [unit for unit in UNITS if unit.startswith(value)]

@@ -10,11 +10,18 @@ from typing import Final
 
 import mcpactor_skills
 import pytest
-from mcpactor_skills import INDEX_URI, SkillsError, SkillTemplate, load_skills
+from mcpactor_skills import (
+    EXTENSION_ID,
+    INDEX_URI,
+    SkillsError,
+    SkillTemplate,
+    load_skills,
+    skills_extension,
+)
 from mcpactor_skills._files import FileRefused, checked_path, mime_type
 
 import mcpactor.testing
-from mcpactor import CacheHint, RequestError, SchemaError, Server
+from mcpactor import CacheHint, ExtensionError, RequestError, SchemaError, Server
 
 SAMPLE: Final = Path(__file__).resolve().parents[1] / "sample"
 
@@ -268,3 +275,29 @@ def test_the_plugin_serves_what_the_environment_names(
         monkeypatch.delenv("MCPACTOR_SKILLS_MAX_FILE_BYTES")
         assert mcpactor_skills.configure() is None
     assert not mcpactor_skills.server._registry.resources
+
+
+# --- the extension ------------------------------------------------------------------------
+
+
+async def test_the_extension_declares_itself_and_serves_the_folder() -> None:
+    server = Server("ext", extensions=[skills_extension(SAMPLE)])
+    assert EXTENSION_ID in server.extensions
+    async with mcpactor.testing.client(server) as client:
+        capabilities = client.server.capabilities
+        index = await client.request("resources/read", {"uri": INDEX_URI})
+    assert capabilities["extensions"] == {EXTENSION_ID: {}}
+    assert json.loads(index["contents"][0]["text"])["skills"][1]["name"] == "git-workflow"
+
+
+def test_a_second_skills_extension_is_refused_leaving_nothing_behind(folder: Path) -> None:
+    skill(folder, "tool", "name: tool\ndescription: d")
+    server = Server("twice", extensions=[skills_extension(SAMPLE)])
+    before = set(server._registry.resources)
+    with pytest.raises(ExtensionError, match="already enabled"):
+        server.extensions.enable(skills_extension(folder))
+    assert set(server._registry.resources) == before
+    # Two folders on one server: a URI both would serve is refused, whole.
+    clash = Server("clash", extensions=[skills_extension(SAMPLE)])
+    with pytest.raises(SchemaError, match="already registered"):
+        load_skills(SAMPLE).add_to(clash)

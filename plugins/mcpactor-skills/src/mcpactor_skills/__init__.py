@@ -2,8 +2,9 @@
 
 Each directory of the folder holding a ``SKILL.md`` is a skill (the directories above
 it are its prefix); every file of it is a ``skill://<skill-path>/<file>`` resource, and
-``skill://index.json`` lists the skills. ``load_skills(folder)`` reads and checks a
-folder, and its ``add_to(server)`` serves it on any server.
+``skill://index.json`` lists the skills. ``skills_extension(folder)`` is the extension
+a server enables to serve them (``Server(..., extensions=[skills_extension("skills")])``);
+``load_skills(folder)`` reads and checks a folder without enabling anything.
 
 The plugin ``skills`` (``mcpactor serve skills``) serves the folder
 ``MCPACTOR_SKILLS_FOLDER`` names; ``configure`` does the same from code.
@@ -17,7 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Final
 
-from mcpactor import Server
+from mcpactor import Extension, Server
 
 from ._files import FileRefused, MissingFile
 from ._folder import Skill, SkillsError
@@ -30,6 +31,7 @@ from ._skills import (
     Skills,
     SkillTemplate,
     load_skills,
+    skills_extension,
 )
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "configure",
     "load_skills",
     "server",
+    "skills_extension",
 ]
 __version__ = "0.1.0"
 
@@ -64,6 +67,9 @@ server = Server(
     ),
 )
 
+_PLUGIN_EXTENSION: Final = Extension(
+    EXTENSION_ID, description="Agent Skills served as skill:// resources (SEP-2640)"
+)
 #: what the plugin serves now (None before ``configure`` finds a folder)
 _served: Skills | None = None
 
@@ -98,6 +104,10 @@ def configure(
     _served = skills
     if skills is not None:
         skills.add_to(server)
+        if EXTENSION_ID not in server.extensions:
+            # Declared once a folder is served, and kept: the resources come and go with
+            # the folder, so it requires nothing a later configure could take away.
+            server.extensions.enable(_PLUGIN_EXTENSION)
     return skills
 
 

@@ -24,6 +24,7 @@ from mcpactor import (
     BlobResourceContents,
     CacheHint,
     Context,
+    Extension,
     RequestError,
     Server,
     TextResourceContents,
@@ -39,6 +40,7 @@ __all__ = [
     "SkillTemplate",
     "Skills",
     "load_skills",
+    "skills_extension",
 ]
 
 #: the extension's identifier under ``capabilities.extensions``
@@ -124,6 +126,20 @@ class Skills:
             for t in self.templates
         )
         return {"$schema": INDEX_SCHEMA, "skills": entries}
+
+    def extension(self) -> Extension:
+        """The Skills extension serving these skills, for ``Server(extensions=[...])``.
+
+        It declares ``io.modelcontextprotocol/skills`` under ``capabilities.extensions``
+        (no settings: the SEP defines none), needs the ``resources`` capability, and its
+        setup is ``add_to``.
+        """
+        return Extension(
+            EXTENSION_ID,
+            requires=("resources",),
+            setup=self.add_to,
+            description=f"Agent Skills of {self.folder} served as skill:// resources",
+        )
 
     def add_to(self, server: Server[Any]) -> None:
         """Register the skills' resources, templates and index on ``server``.
@@ -289,3 +305,31 @@ def load_skills(
         if template.uri in uris:
             raise SkillsError(os.fspath(folder), [f"the template {template.uri!r} is a skill"])
     return Skills(root, skills, templates=templates, max_file_bytes=max_file_bytes, cache=cache)
+
+
+def skills_extension(
+    folder: str | os.PathLike[str],
+    *,
+    templates: Sequence[SkillTemplate] = (),
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_files: int = DEFAULT_MAX_FILES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    cache: CacheHint | None = DEFAULT_CACHE,
+) -> Extension:
+    """The Skills extension serving the skills of ``folder`` (see ``load_skills``).
+
+    ``Server(..., extensions=[skills_extension("skills")])`` declares the extension and
+    serves every file of every skill, the skills' templates and ``skill://index.json``.
+
+    Raises:
+        SkillsError: the folder cannot be served (every problem is listed).
+    """
+    skills = load_skills(
+        folder,
+        templates=templates,
+        max_file_bytes=max_file_bytes,
+        max_files=max_files,
+        max_depth=max_depth,
+        cache=cache,
+    )
+    return skills.extension()
