@@ -30,7 +30,7 @@ from mcpactor.client import ClientSession, connect_http, connect_stdio
 from tests.client.conftest import ServerMessages
 
 ROOT: Final = Path(__file__).resolve().parents[2]
-SAMPLE: Final = ROOT / "plugins" / "mcpactor-skills" / "sample"
+SAMPLE: Final = ROOT / "plugins" / "mcpactor-skills" / "tests" / "sample"
 EXAMPLE: Final = ROOT / "examples" / "skills_server.py"
 INDEX_FORMAT: Final = json.loads(
     (ROOT / "tests" / "data" / "skills-index.schema.json").read_text()

@@ -23,7 +23,7 @@ from mcpactor_skills._files import FileRefused, checked_path, mime_type
 import mcpactor.testing
 from mcpactor import CacheHint, ExtensionError, RequestError, SchemaError, Server
 
-SAMPLE: Final = Path(__file__).resolve().parents[1] / "sample"
+SAMPLE: Final = Path(__file__).resolve().parent / "sample"
 
 
 def skill(folder: Path, path: str, frontmatter: str, body: str = "# Body\n") -> Path:
