@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
+import shutil
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
+import jsonschema
 import mcpactor_skills
 import pytest
 from mcpactor_skills import (
@@ -301,3 +306,67 @@ def test_a_second_skills_extension_is_refused_leaving_nothing_behind(folder: Pat
     clash = Server("clash", extensions=[skills_extension(SAMPLE)])
     with pytest.raises(SchemaError, match="already registered"):
         load_skills(SAMPLE).add_to(clash)
+
+
+# --- archives -------------------------------------------------------------------------------
+
+INDEX_FORMAT: Final = json.loads(
+    (
+        Path(__file__).resolve().parents[3] / "tests" / "data" / "skills-index.schema.json"
+    ).read_text()
+)
+
+
+async def test_with_archives_each_skill_is_one_tar_gz_the_index_lists(folder: Path) -> None:
+    shutil.copytree(SAMPLE, folder, dirs_exist_ok=True)
+    script = folder / "acme" / "billing" / "refunds" / "scripts" / "total.py"
+    script.chmod(0o755)
+    server = Server("archives", extensions=[skills_extension(folder, archives=True)])
+    async with mcpactor.testing.client(server) as client:
+        index = json.loads(
+            (await client.request("resources/read", {"uri": INDEX_URI}))["contents"][0]["text"]
+        )
+        packed = await client.request(
+            "resources/read", {"uri": "skill://acme/billing/refunds.tar.gz"}
+        )
+        single = await client.request(
+            "resources/read", {"uri": "skill://acme/billing/refunds/templates/email.md"}
+        )
+    jsonschema.Draft202012Validator(INDEX_FORMAT).validate(index)
+    assert index["skills"][0] == {
+        "name": "refunds",
+        "type": "archive",
+        "description": load_skills(SAMPLE).skills[0].description,
+        "url": "skill://acme/billing/refunds.tar.gz",
+    }
+    (contents,) = packed["contents"]
+    assert contents["mimeType"] == "application/gzip"
+    data = base64.b64decode(contents["blob"])
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        members = archive.getmembers()
+        # SKILL.md at the root, no wrapper directory, only regular files, no ".."
+        assert [m.name for m in members] == [
+            "SKILL.md",
+            "scripts/total.py",
+            "templates/email.md",
+        ]
+        assert all(m.isfile() for m in members)
+        modes = {m.name: m.mode for m in members}
+        extracted = archive.extractfile("templates/email.md")
+        assert extracted is not None
+        email = extracted.read()
+    assert modes == {"SKILL.md": 0o644, "scripts/total.py": 0o755, "templates/email.md": 0o644}
+    assert email == (folder / "acme/billing/refunds/templates/email.md").read_bytes()
+    # The same files are still resources of their own.
+    assert single["contents"][0]["text"] == email.decode()
+
+
+async def test_an_archive_is_bounded_like_the_reads_it_is_made_of(folder: Path) -> None:
+    tool = skill(folder, "tool", "name: tool\ndescription: d")
+    for n in range(20):
+        (tool / f"{n}.txt").write_text("x" * 90)
+    server = Server("bounded")
+    load_skills(folder, max_file_bytes=100, archives=True).add_to(server)
+    async with mcpactor.testing.client(server) as client:
+        with pytest.raises(RequestError, match="more than the 1600 bytes an archive holds"):
+            await client.request("resources/read", {"uri": "skill://tool.tar.gz"})

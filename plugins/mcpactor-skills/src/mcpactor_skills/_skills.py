@@ -30,6 +30,7 @@ from mcpactor import (
     TextResourceContents,
 )
 
+from ._archive import ARCHIVE_SUFFIX, pack
 from ._files import FileRefused, MissingFile, checked_path, is_text, mime_type, read_bounded, sniff
 from ._folder import SCHEME, SKILL_FILE, Skill, SkillsError, read_folder, skill_file_uri
 
@@ -55,6 +56,8 @@ DEFAULT_MAX_DEPTH: Final = 16
 #: skills are files that change with a deployment: a minute is fresh enough
 DEFAULT_CACHE: Final = CacheHint(ttl_ms=60_000)
 _INVALID_PARAMS: Final = -32602
+#: an archive holds at most this many times the largest file a read returns
+_ARCHIVE_FILES: Final = 16
 #: characters of a URI an error repeats
 _MAX_SHOWN: Final = 200
 
@@ -95,6 +98,7 @@ class Skills:
         templates: Sequence[SkillTemplate] = (),
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         cache: CacheHint | None = DEFAULT_CACHE,
+        archives: bool = False,
     ) -> None:
         #: the folder, as a real path
         self.folder = folder
@@ -103,6 +107,8 @@ class Skills:
         #: the parameterized skills served beside them
         self.templates = tuple(templates)
         self.max_file_bytes = max_file_bytes
+        #: whether each skill is also one ``.tar.gz`` resource, which the index lists
+        self.archives = archives
         self.cache = cache
         # server -> the URIs registered on it, to take them away again
         self._registered: dict[int, list[str]] = {}
@@ -115,9 +121,9 @@ class Skills:
         entries: list[dict[str, str]] = [
             {
                 "name": skill.name,
-                "type": "skill-md",
+                "type": "archive" if self.archives else "skill-md",
                 "description": skill.description,
-                "url": skill.uri,
+                "url": _archive_uri(skill) if self.archives else skill.uri,
             }
             for skill in self.skills
         ]
@@ -182,6 +188,10 @@ class Skills:
             for file in skill.files:
                 add(self._file_reader(skill, file), skill_file_uri(skill.path, file),
                     **self._file_options(skill, file))  # fmt: skip
+            if self.archives:
+                add(self._archive_reader(skill), _archive_uri(skill),
+                    name=f"{skill.name}{ARCHIVE_SUFFIX}", mime_type="application/gzip",
+                    description=f"The skill {skill.name!r} as one archive")  # fmt: skip
             add(
                 self._template_reader(skill),
                 f"{SCHEME}{skill.path}/{{+path}}",
@@ -240,6 +250,17 @@ class Skills:
 
         return read_any_skill_file
 
+    def _archive_reader(self, skill: Skill) -> Callable[[Context], BlobResourceContents]:
+        uri = _archive_uri(skill)
+
+        def read_skill_archive(ctx: Context) -> BlobResourceContents:
+            limit = self.max_file_bytes
+            with _read_errors(uri, ctx):
+                data = pack(skill, max_file_bytes=limit, max_total_bytes=_ARCHIVE_FILES * limit)
+            return BlobResourceContents.from_bytes(uri, data, "application/gzip")
+
+        return read_skill_archive
+
     def _read(
         self, ctx: Context, skill: Skill, real: str, uri: str, name: str
     ) -> TextResourceContents | BlobResourceContents:
@@ -252,6 +273,10 @@ class Skills:
             except UnicodeDecodeError:
                 pass
         return BlobResourceContents.from_bytes(uri, data, mime)
+
+
+def _archive_uri(skill: Skill) -> str:
+    return f"{SCHEME}{skill.path}{ARCHIVE_SUFFIX}"
 
 
 @contextmanager
@@ -278,12 +303,15 @@ def load_skills(
     max_files: int = DEFAULT_MAX_FILES,
     max_depth: int = DEFAULT_MAX_DEPTH,
     cache: CacheHint | None = DEFAULT_CACHE,
+    archives: bool = False,
 ) -> Skills:
     """Read and check a folder of skills: each directory holding a SKILL.md is one.
 
     ``max_file_bytes`` bounds each read (and each SKILL.md), ``max_files`` the files of
     the folder, ``max_depth`` its directories' depth; ``cache`` is the hint reads and
-    lists carry at the revisions that have hints (None: the server's).
+    lists carry at the revisions that have hints (None: the server's). With
+    ``archives`` each skill is also served as ``skill://<skill-path>.tar.gz``, and the
+    index lists those (its files stay readable one by one).
 
     Raises:
         SkillsError: the folder cannot be served; the message lists every problem, each
@@ -304,7 +332,14 @@ def load_skills(
     for template in templates:
         if template.uri in uris:
             raise SkillsError(os.fspath(folder), [f"the template {template.uri!r} is a skill"])
-    return Skills(root, skills, templates=templates, max_file_bytes=max_file_bytes, cache=cache)
+    return Skills(
+        root,
+        skills,
+        templates=templates,
+        max_file_bytes=max_file_bytes,
+        cache=cache,
+        archives=archives,
+    )
 
 
 def skills_extension(
@@ -315,6 +350,7 @@ def skills_extension(
     max_files: int = DEFAULT_MAX_FILES,
     max_depth: int = DEFAULT_MAX_DEPTH,
     cache: CacheHint | None = DEFAULT_CACHE,
+    archives: bool = False,
 ) -> Extension:
     """The Skills extension serving the skills of ``folder`` (see ``load_skills``).
 
@@ -331,5 +367,6 @@ def skills_extension(
         max_files=max_files,
         max_depth=max_depth,
         cache=cache,
+        archives=archives,
     )
     return skills.extension()
