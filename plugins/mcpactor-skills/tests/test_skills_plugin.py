@@ -370,3 +370,14 @@ async def test_an_archive_is_bounded_like_the_reads_it_is_made_of(folder: Path) 
     async with mcpactor.testing.client(server) as client:
         with pytest.raises(RequestError, match="more than the 1600 bytes an archive holds"):
             await client.request("resources/read", {"uri": "skill://tool.tar.gz"})
+
+
+def test_two_skills_of_one_name_are_told_apart_by_their_prefixes(folder: Path) -> None:
+    skill(folder, "acme/billing/refunds", "name: refunds\ndescription: Billing refunds.")
+    skill(folder, "acme/support/refunds", "name: refunds\ndescription: Support refunds.")
+    index = load_skills(folder).index()
+    assert [(e["name"], e["url"]) for e in index["skills"]] == [
+        ("refunds", "skill://acme/billing/refunds/SKILL.md"),
+        ("refunds", "skill://acme/support/refunds/SKILL.md"),
+    ]
+    jsonschema.Draft202012Validator(INDEX_FORMAT).validate(index)
