@@ -27,6 +27,7 @@ from mcpactor_skills._files import FileRefused, checked_path, mime_type
 
 import mcpactor.testing
 from mcpactor import CacheHint, ExtensionError, RequestError, SchemaError, Server
+from mcpactor.client import ClientSession
 
 SAMPLE: Final = Path(__file__).resolve().parent / "sample"
 
@@ -381,3 +382,20 @@ def test_two_skills_of_one_name_are_told_apart_by_their_prefixes(folder: Path) -
         ("refunds", "skill://acme/support/refunds/SKILL.md"),
     ]
     jsonschema.Draft202012Validator(INDEX_FORMAT).validate(index)
+
+
+async def test_a_directory_uri_is_refused_saying_what_to_read(served: Server) -> None:
+    async with mcpactor.testing.client(served) as client:
+        for uri in ("skill://git-workflow/references", "skill://git-workflow/"):
+            with pytest.raises(RequestError) as refused:
+                await client.request("resources/read", {"uri": uri})
+            assert refused.value.code == -32602
+        assert "a directory: read its files by their own URIs" in str(
+            await _error(client, "skill://git-workflow/references")
+        )
+
+
+async def _error(client: ClientSession, uri: str) -> RequestError:
+    with pytest.raises(RequestError) as refused:
+        await client.request("resources/read", {"uri": uri})
+    return refused.value

@@ -146,6 +146,9 @@ def read_bounded(directory: str, relative: str, limit: int, *, cut: bool = False
         os.close(fd)
     try:
         info = os.fstat(file_fd)
+        if stat.S_ISDIR(info.st_mode):
+            # SEP-2640 defines no directory reads: a whole skill is its archive.
+            raise FileRefused("a directory: read its files by their own URIs")
         if not stat.S_ISREG(info.st_mode):
             raise FileRefused("not a regular file")
         if info.st_size > limit and not cut:
