@@ -156,7 +156,10 @@ def test_symlinks_out_of_a_skill_are_refused_and_inside_it_served(
     (tool / "out.md").symlink_to(tmp_path / "secret.txt")
     other = skill(folder, "other", "name: other\ndescription: d")
     (tool / "sideways.md").symlink_to(other / "SKILL.md")
+    (tool / ".env").write_text("TOKEN=1")
+    (tool / "env.md").symlink_to(".env")
     assert problems(folder) == [
+        "tool/env.md: a symlink to a hidden file",
         "tool/out.md: a symlink leading outside its skill",
         "tool/sideways.md: a symlink leading outside its skill",
     ]
@@ -364,12 +367,12 @@ async def test_with_archives_each_skill_is_one_tar_gz_the_index_lists(folder: Pa
 
 async def test_an_archive_is_bounded_like_the_reads_it_is_made_of(folder: Path) -> None:
     tool = skill(folder, "tool", "name: tool\ndescription: d")
-    for n in range(20):
+    for n in range(5):
         (tool / f"{n}.txt").write_text("x" * 90)
     server = Server("bounded")
     load_skills(folder, max_file_bytes=100, archives=True).add_to(server)
     async with mcpactor.testing.client(server) as client:
-        with pytest.raises(RequestError, match="more than the 1600 bytes an archive holds"):
+        with pytest.raises(RequestError, match="more than the 400 bytes an archive holds"):
             await client.request("resources/read", {"uri": "skill://tool.tar.gz"})
 
 

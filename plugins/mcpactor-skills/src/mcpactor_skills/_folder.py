@@ -213,6 +213,9 @@ def _skill_files(scan: _Scan, skill: str, directory: str, depth: int) -> Iterato
             if not os.path.isfile(target):
                 continue  # a symlinked directory is not entered
             real = os.path.relpath(target, skill).replace(os.sep, "/")
+            if any(part.startswith(".") for part in real.split("/")):
+                scan.problems.append(f"{scan.shown(entry.path)}: a symlink to a hidden file")
+                continue
         elif stat.S_ISDIR(mode):
             if os.path.lexists(os.path.join(entry.path, SKILL_FILE)):
                 scan.problems.append(

@@ -57,7 +57,7 @@ DEFAULT_MAX_DEPTH: Final = 16
 DEFAULT_CACHE: Final = CacheHint(ttl_ms=60_000)
 _INVALID_PARAMS: Final = -32602
 #: an archive holds at most this many times the largest file a read returns
-_ARCHIVE_FILES: Final = 16
+_ARCHIVE_FILES: Final = 4
 #: characters of a URI an error repeats
 _MAX_SHOWN: Final = 200
 
