@@ -98,7 +98,11 @@ async def _http_server(target: list[str], env: dict[str, str]) -> AsyncIterator[
 
 @asynccontextmanager
 async def served(
-    transport: str, revision: str, *, folder: Path | None = SAMPLE, target: str = "skills"
+    transport: str,
+    revision: str,
+    *,
+    folder: Path | None = SAMPLE,
+    target: tuple[str, ...] = ("skills",),
 ) -> AsyncIterator[tuple[ClientSession, Wire]]:
     """A client of ``mcpactor serve TARGET`` at ``revision``, and what the server sent."""
     wire = Wire(revision)
@@ -106,12 +110,12 @@ async def served(
     hooks: dict[str, Any] = {"on_server_message": wire, "protocol_version": revision}
     with trio.fail_after(TIMEOUT):
         if transport == "stdio":
-            command = [sys.executable, "-m", "mcpactor", "serve", target]
+            command = [sys.executable, "-m", "mcpactor", "serve", *target]
             async with connect_stdio(command, env=env, cwd=ROOT, initialize=True, **hooks) as c:
                 yield c, wire
         else:
             async with (
-                _http_server([target], env) as url,
+                _http_server(list(target), env) as url,
                 connect_http(url, initialize=True, **hooks) as client,
             ):
                 yield client, wire
@@ -307,7 +311,10 @@ def test_a_folder_that_is_not_one_stops_the_start_up(tmp_path: Path) -> None:
 async def test_a_template_skill_is_indexed_registered_and_read(
     transport: str, revision: str
 ) -> None:
-    async with served(transport, revision, folder=None, target=str(EXAMPLE)) as (client, wire):
+    async with served(transport, revision, folder=None, target=(str(EXAMPLE),)) as (
+        client,
+        wire,
+    ):
         assert wire.capabilities["extensions"][EXTENSION_ID] == {}
         index = json.loads((await read(client, INDEX_URI))["text"])
         templates = await client.request("resources/templates/list", {})
@@ -337,3 +344,64 @@ async def test_a_template_skill_is_indexed_registered_and_read(
     assert completed["completion"]["values"] == ["metre"]
     assert unknown.code in (-32002, -32602)
     assert [tool["name"] for tool in tools] == ["convert"]
+
+
+# --- the extension enabled on another server, by its identifier ------------------------
+
+NOTES: Final = """
+from mcpactor import Server
+
+server = Server("notes")
+
+
+@server.tool
+def shout(text: str) -> str:
+    \"\"\"Say it louder.\"\"\"
+    return text.upper()
+"""
+
+
+@pytest.mark.parametrize(("transport", "revision"), WAYS)
+async def test_serve_extension_adds_the_folders_skills_to_any_server(
+    transport: str, revision: str, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.py").write_text(NOTES)
+    target = ("--extension", EXTENSION_ID, str(tmp_path / "notes.py"))
+    async with served(transport, revision, target=target) as (client, wire):
+        assert wire.capabilities["extensions"] == {EXTENSION_ID: {}}
+        skill_md = await read(client, "skill://git-workflow/SKILL.md")
+        shouted = await client.call_tool("shout", {"text": "hi"})
+    assert skill_md["text"] == (SAMPLE / "git-workflow" / "SKILL.md").read_text()
+    assert shouted["content"][0]["text"] == "HI"
+
+
+async def test_mcpactor_toml_enables_the_extension(tmp_path: Path) -> None:
+    (tmp_path / "notes.py").write_text(NOTES)
+    (tmp_path / "mcpactor.toml").write_text(
+        f'extensions = ["{EXTENSION_ID}"]\n\n[servers.notes]\ntarget = "notes.py:server"\n'
+    )
+    config = ("--config", str(tmp_path / "mcpactor.toml"))
+    async with served("stdio", STATELESS, target=config) as (client, wire):
+        assert wire.capabilities["extensions"] == {EXTENSION_ID: {}}
+        index = json.loads((await read(client, INDEX_URI))["text"])
+    assert len(index["skills"]) == 3
+
+
+def test_the_extension_without_a_folder_stops_the_start_up_naming_the_variable(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.py").write_text(NOTES)
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpactor", "serve", "--extension", EXTENSION_ID, "notes.py"],
+        env=_environment(None),
+        cwd=tmp_path,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "'$MCPACTOR_SKILLS_FOLDER': not set: the extension io.modelcontextprotocol/skills" in (
+        done.stderr
+    )

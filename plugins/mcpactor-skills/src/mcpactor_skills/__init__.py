@@ -7,7 +7,10 @@ a server enables to serve them (``Server(..., extensions=[skills_extension("skil
 ``load_skills(folder)`` reads and checks a folder without enabling anything.
 
 The plugin ``skills`` (``mcpactor serve skills``) serves the folder
-``MCPACTOR_SKILLS_FOLDER`` names; ``configure`` does the same from code.
+``MCPACTOR_SKILLS_FOLDER`` names; ``configure`` does the same from code. The entry point
+of the ``mcpactor.extensions`` group, ``configured_extension``, enables the extension on
+any served server (``mcpactor serve --extension io.modelcontextprotocol/skills app.py``),
+for the same folder.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "Skills",
     "SkillsError",
     "configure",
+    "configured_extension",
     "load_skills",
     "server",
     "skills_extension",
@@ -91,11 +95,7 @@ def configure(
     if folder is None:
         folder = os.environ.get(_FOLDER) or None
     if max_file_bytes is None:
-        raw = os.environ.get(_MAX_FILE_BYTES)
-        try:
-            max_file_bytes = int(raw) if raw else DEFAULT_MAX_FILE_BYTES
-        except ValueError:
-            raise ValueError(f"{_MAX_FILE_BYTES} must be a whole number, got {raw!r}") from None
+        max_file_bytes = _max_file_bytes()
     skills = None
     if folder is not None:
         skills = load_skills(folder, max_file_bytes=max_file_bytes)
@@ -109,6 +109,38 @@ def configure(
             # the folder, so it requires nothing a later configure could take away.
             server.extensions.enable(_PLUGIN_EXTENSION)
     return skills
+
+
+def configured_extension() -> Extension:
+    """The Skills extension of the folder ``MCPACTOR_SKILLS_FOLDER`` names.
+
+    The ``mcpactor.extensions`` entry point: loading it reads nothing; the folder is read
+    and checked when a server enables it, and enabling fails (naming the variable, or
+    every problem of the folder) when it is unset or cannot be served.
+    """
+    return Extension(
+        EXTENSION_ID,
+        requires=("resources",),
+        setup=_serve_configured_folder,
+        description=f"Agent Skills of the folder {_FOLDER} names, as skill:// resources",
+    )
+
+
+def _serve_configured_folder(target: Server) -> None:
+    folder = os.environ.get(_FOLDER)
+    if not folder:
+        raise SkillsError(
+            f"${_FOLDER}", [f"not set: the extension {EXTENSION_ID} serves the folder it names"]
+        )
+    load_skills(folder, max_file_bytes=_max_file_bytes()).add_to(target)
+
+
+def _max_file_bytes() -> int:
+    raw = os.environ.get(_MAX_FILE_BYTES)
+    try:
+        return int(raw) if raw else DEFAULT_MAX_FILE_BYTES
+    except ValueError:
+        raise ValueError(f"{_MAX_FILE_BYTES} must be a whole number, got {raw!r}") from None
 
 
 @server.lifespan
