@@ -402,3 +402,15 @@ async def _error(client: ClientSession, uri: str) -> RequestError:
     with pytest.raises(RequestError) as refused:
         await client.request("resources/read", {"uri": uri})
     return refused.value
+
+
+async def test_a_skills_file_template_completes_its_files(served: Server) -> None:
+    async with mcpactor.testing.client(served) as client:
+        completed = await client.request(
+            "completion/complete",
+            {
+                "ref": {"type": "ref/resource", "uri": "skill://acme/billing/refunds/{+path}"},
+                "argument": {"name": "path", "value": "s"},
+            },
+        )
+    assert completed["completion"]["values"] == ["scripts/total.py"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
@@ -192,12 +192,16 @@ class Skills:
                 add(self._archive_reader(skill), _archive_uri(skill),
                     name=f"{skill.name}{ARCHIVE_SUFFIX}", mime_type="application/gzip",
                     description=f"The skill {skill.name!r} as one archive")  # fmt: skip
+            files_uri = f"{SCHEME}{skill.path}/{{+path}}"
             add(
                 self._template_reader(skill),
-                f"{SCHEME}{skill.path}/{{+path}}",
+                files_uri,
                 name=f"{skill.name}-files",
                 description=f"Any file of the skill {skill.name!r}, by its path in the skill",
             )
+            # A host completing ``path`` gets the skill's files: a completer replaces any
+            # before it for the same template, so registering again is harmless.
+            server.completion(files_uri, "path")(_file_completer(skill))
         for template in self.templates:
             add(template.read, template.uri, description=template.description,
                 mime_type="text/markdown")  # fmt: skip
@@ -273,6 +277,13 @@ class Skills:
             except UnicodeDecodeError:
                 pass
         return BlobResourceContents.from_bytes(uri, data, mime)
+
+
+def _file_completer(skill: Skill) -> Callable[[str, Mapping[str, str]], list[str]]:
+    def complete_skill_file(value: str, context: Mapping[str, str]) -> list[str]:
+        return [file for file in skill.files if file.startswith(value)]
+
+    return complete_skill_file
 
 
 def _archive_uri(skill: Skill) -> str:
