@@ -30,15 +30,6 @@ def add_serve_parser(commands: Any) -> argparse.ArgumentParser:
     add_global_arguments(serve, command=True)
     add_composition_arguments(serve)
     serve.add_argument(
-        "--extension",
-        dest="extensions",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="enable the installed extension ID (e.g. com.example/search) on the served "
-        "server; repeat for more (adds to mcpactor.toml's extensions)",
-    )
-    serve.add_argument(
         "--grace",
         type=seconds,
         default=5.0,
