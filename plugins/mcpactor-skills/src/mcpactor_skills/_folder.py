@@ -7,8 +7,8 @@
 # follow the Agent Skills specification, and whose ``name`` is its directory's name.
 #
 # Nothing outside the folder is ever served: a symlink is served only when it leads to
-# a file inside its own skill (as that file), and one leading anywhere else stops the
-# start-up; symlinked directories are not entered. Everything is bounded: the files of a
+# a file inside its own skill that is not hidden (as that file), and one leading anywhere
+# else stops the start-up; symlinked directories are not entered. Everything is bounded: the files of a
 # folder, the depth of a path, the size of a SKILL.md. Every problem found is reported
 # at once, the first on the error's first line.
 

@@ -151,7 +151,9 @@ class Skills:
         """Register the skills' resources, templates and index on ``server``.
 
         Raises:
-            SchemaError: one of the URIs is registered there already.
+            SchemaError: one of the URIs is registered there already (nothing of these
+                skills stays registered).
+            ValueError: these skills are served by ``server`` already.
         """
         if id(server) in self._registered:
             raise ValueError(f"{self!r} is served by {server!r} already")
@@ -219,13 +221,13 @@ class Skills:
                 "mime_type": "text/markdown",
                 "size": size,
             }
-        head = None if mime_type(file) != "application/octet-stream" else b""
-        if head is not None:
-            head = sniff(skill.directory, real)
+        mime = mime_type(file)
+        if mime == "application/octet-stream":  # a name that says nothing: the bytes may
+            mime = mime_type(file, sniff(skill.directory, real))
         return {
             "name": f"{skill.name}/{file}",
             "description": f"{file} of the skill {skill.name!r}",
-            "mime_type": mime_type(file, head),
+            "mime_type": mime,
             "size": size,
         }
 
