@@ -15,21 +15,26 @@ from typing import Final
 import jsonschema
 import mcpactor_skills
 import pytest
+import trio
 from mcpactor_skills import (
     EXTENSION_ID,
     INDEX_URI,
+    Skills,
     SkillsError,
     SkillTemplate,
     load_skills,
     skills_extension,
 )
 from mcpactor_skills._files import FileRefused, checked_path, mime_type
+from mcpactor_skills._watch import watch
 
 import mcpactor.testing
 from mcpactor import CacheHint, ExtensionError, RequestError, SchemaError, Server
 from mcpactor.client import ClientSession
 
 SAMPLE: Final = Path(__file__).resolve().parent / "sample"
+#: long enough for every legitimate wait; a hang fails instead of blocking
+GUARD: Final = 10.0
 
 
 def skill(folder: Path, path: str, frontmatter: str, body: str = "# Body\n") -> Path:
@@ -414,3 +419,67 @@ async def test_a_skills_file_template_completes_its_files(served: Server) -> Non
             },
         )
     assert completed["completion"]["values"] == ["scripts/total.py"]
+
+
+# --- watching the folder ------------------------------------------------------------------
+
+
+async def test_a_watched_folder_that_breaks_is_kept_then_served_once_mended(
+    folder: Path,
+) -> None:
+    skill(folder, "tool", "name: tool\ndescription: d")
+    tried = trio.Event()
+    served: list[Skills] = []
+    changed = trio.Event()
+
+    def reload() -> Skills:
+        try:
+            return load_skills(folder)
+        finally:
+            trio.from_thread.run_sync(tried.set)
+
+    def serve(skills: Skills) -> None:
+        served.append(skills)
+        changed.set()
+
+    with trio.fail_after(GUARD):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(watch, load_skills(folder), 0.01, reload, serve)
+            (folder / "tool" / "SKILL.md").write_text("no frontmatter")
+            await tried.wait()
+            assert served == []  # broken: what was served stays
+            skill(folder, "tool", "name: tool\ndescription: mended")
+            await changed.wait()
+            nursery.cancel_scope.cancel()
+    assert [s.description for s in served[-1].skills] == ["mended"]
+
+
+async def test_the_watching_plugin_serves_a_new_skill_and_tells_clients(folder: Path) -> None:
+    skill(folder, "tool", "name: tool\ndescription: d")
+    try:
+        mcpactor_skills.configure(folder, watch=0.01)
+        with trio.fail_after(GUARD):
+            async with mcpactor.testing.client(mcpactor_skills.server) as client:
+                skill(folder, "late", "name: late\ndescription: Came later.")
+                await client.notifications.wait_for("notifications/resources/list_changed")
+                while True:  # told at the first change; the swap may have more to do
+                    listed = await client.request("resources/list", {})
+                    uris = {resource["uri"] for resource in listed["resources"]}
+                    if "skill://late/SKILL.md" in uris:
+                        break
+                    await client.notifications.wait_for("notifications/resources/list_changed")
+                index = await client.request("resources/read", {"uri": INDEX_URI})
+    finally:
+        mcpactor_skills.configure()
+    names = [entry["name"] for entry in json.loads(index["contents"][0]["text"])["skills"]]
+    assert names == ["late", "tool"]
+
+
+def test_watch_seconds_must_be_positive(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="watch must be positive seconds"):
+        mcpactor_skills.configure(SAMPLE, watch=0)
+    monkeypatch.setenv("MCPACTOR_SKILLS_WATCH", "soon")
+    with pytest.raises(ValueError, match="MCPACTOR_SKILLS_WATCH must be positive seconds"):
+        mcpactor_skills.configure(SAMPLE)
+    monkeypatch.delenv("MCPACTOR_SKILLS_WATCH")
+    mcpactor_skills.configure()

@@ -19,7 +19,10 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Final
+
+import trio
 
 from mcpactor import Extension, Server
 
@@ -36,6 +39,7 @@ from ._skills import (
     load_skills,
     skills_extension,
 )
+from ._watch import watch
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -59,6 +63,7 @@ __version__ = "0.1.0"
 _log = logging.getLogger("mcpactor_skills")
 _FOLDER: Final = "MCPACTOR_SKILLS_FOLDER"
 _MAX_FILE_BYTES: Final = "MCPACTOR_SKILLS_MAX_FILE_BYTES"
+_WATCH: Final = "MCPACTOR_SKILLS_WATCH"
 
 server = Server(
     "skills",
@@ -76,39 +81,63 @@ _PLUGIN_EXTENSION: Final = Extension(
 )
 #: what the plugin serves now (None before ``configure`` finds a folder)
 _served: Skills | None = None
+#: seconds between looks at the folder while the server runs (None: no looks)
+_watch_seconds: float | None = None
 
 
 def configure(
-    folder: str | os.PathLike[str] | None = None, *, max_file_bytes: int | None = None
+    folder: str | os.PathLike[str] | None = None,
+    *,
+    max_file_bytes: int | None = None,
+    watch: float | None = None,
 ) -> Skills | None:
     """Serve the skills of ``folder`` on the plugin's server, instead of any before.
 
     What is not given comes from the environment: ``MCPACTOR_SKILLS_FOLDER`` (the
-    folder; without one nothing is served) and ``MCPACTOR_SKILLS_MAX_FILE_BYTES`` (the
-    largest file a read returns, default 1 MiB).
+    folder; without one nothing is served), ``MCPACTOR_SKILLS_MAX_FILE_BYTES`` (the
+    largest file a read returns, default 1 MiB) and ``MCPACTOR_SKILLS_WATCH`` (seconds
+    between looks at the folder while the server runs: a change is served, and clients
+    are told the resource list changed; default: no looks).
 
     Raises:
         SkillsError: the folder cannot be served (the message says why, file by file).
-        ValueError: the size limit is not a positive whole number.
+        ValueError: the size limit or the seconds are not a positive number.
     """
-    global _served
+    global _watch_seconds
     if folder is None:
         folder = os.environ.get(_FOLDER) or None
     if max_file_bytes is None:
         max_file_bytes = _max_file_bytes()
+    if watch is None:
+        watch = _seconds(_WATCH)
+    elif not watch > 0:
+        raise ValueError(f"watch must be positive seconds, got {watch!r}")
     skills = None
     if folder is not None:
         skills = load_skills(folder, max_file_bytes=max_file_bytes)
-    if _served is not None:
-        _served.remove_from(server)
-    _served = skills
-    if skills is not None:
-        skills.add_to(server)
-        if EXTENSION_ID not in server.extensions:
-            # Declared once a folder is served, and kept: the resources come and go with
-            # the folder, so it requires nothing a later configure could take away.
-            server.extensions.enable(_PLUGIN_EXTENSION)
+    _serve(skills)
+    _watch_seconds = watch
     return skills
+
+
+def _serve(skills: Skills | None) -> None:
+    """Serve ``skills`` instead of what was served; what was, if they cannot be."""
+    global _served
+    before = _served
+    if before is not None:
+        before.remove_from(server)
+    try:
+        if skills is not None:
+            skills.add_to(server)
+    except BaseException:
+        if before is not None:
+            before.add_to(server)
+        raise
+    _served = skills
+    if skills is not None and EXTENSION_ID not in server.extensions:
+        # Declared once a folder is served, and kept: the resources come and go with the
+        # folder, so it requires nothing a later configure could take away.
+        server.extensions.enable(_PLUGIN_EXTENSION)
 
 
 def configured_extension() -> Extension:
@@ -135,6 +164,19 @@ def _serve_configured_folder(target: Server) -> None:
     load_skills(folder, max_file_bytes=_max_file_bytes()).add_to(target)
 
 
+def _seconds(name: str) -> float | None:
+    raw = os.environ.get(name)
+    if not raw:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"{name} must be positive seconds, got {raw!r}")
+    return seconds
+
+
 def _max_file_bytes() -> int:
     raw = os.environ.get(_MAX_FILE_BYTES)
     try:
@@ -145,13 +187,25 @@ def _max_file_bytes() -> int:
 
 @server.lifespan
 @asynccontextmanager
-async def _say_what_is_served(_: Server) -> AsyncIterator[None]:
+async def _serving(_: Server) -> AsyncIterator[None]:
     # Said once the server starts, where the operator looks: not on import.
-    if _served is None:
+    served, seconds = _served, _watch_seconds
+    if served is None:
         _log.warning("no skills are served: set %s to a folder of skills", _FOLDER)
     else:
-        _log.info("serving %d skills from %s", len(_served.skills), _served.folder)
-    yield
+        _log.info("serving %d skills from %s", len(served.skills), served.folder)
+    if served is None or seconds is None:
+        yield
+        return
+    limit = served.max_file_bytes
+    reload = partial(load_skills, served.folder, max_file_bytes=limit)
+    async with trio.open_nursery() as nursery:
+        # Started once it has looked: a change from now on is seen.
+        await nursery.start(watch, served, seconds, reload, _serve)
+        try:
+            yield
+        finally:
+            nursery.cancel_scope.cancel()
 
 
 configure()

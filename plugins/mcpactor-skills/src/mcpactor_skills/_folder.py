@@ -8,9 +8,9 @@
 #
 # Nothing outside the folder is ever served: a symlink is served only when it leads to
 # a file inside its own skill that is not hidden (as that file), and one leading anywhere
-# else stops the start-up; symlinked directories are not entered. Everything is bounded: the files of a
-# folder, the depth of a path, the size of a SKILL.md. Every problem found is reported
-# at once, the first on the error's first line.
+# else stops the start-up; symlinked directories are not entered. Everything is
+# bounded: the files of a folder, the depth of a path, the size of a SKILL.md. Every
+# problem found is reported at once, the first on the error's first line.
 
 from __future__ import annotations
 
