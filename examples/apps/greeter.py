@@ -28,12 +28,16 @@ if not VIEW.is_file():
         f"(cd {VIEW.parent.parent} && npm ci && npm run build)"
     )
 
-server = Server("greeter", version="1.0.0")
+server = Server("greeter", version="1.0.0", extensions=[apps.extension])
 
 # Everything the view needs is inline, so its CSP names no origin: the host's default
 # policy (no network, no external scripts) is the one it runs under.
 apps.add_ui_resource(
-    server, VIEW_URI, VIEW, title="Greeter", description="Greets whoever you name.",
+    server,
+    VIEW_URI,
+    VIEW,
+    title="Greeter",
+    description="Greets whoever you name.",
     prefers_border=True,
 )
 

@@ -10,6 +10,7 @@ tools any client could call or to tools only apps see (``visibility=["app"]``)::
 
     from mcpactor.ext import apps
 
+    server = Server("greeter", extensions=[apps.extension])
     apps.add_ui_resource(server, "ui://greeter/form.html", HTML, prefers_border=True)
 
     @server.tool(meta=apps.ui("ui://greeter/form.html"))
@@ -18,15 +19,18 @@ tools any client could call or to tools only apps see (``visibility=["app"]``)::
     @server.tool(meta=apps.ui(visibility=["app"]))
     async def greet(name: str) -> str: ...
 
-Everything an author gives is checked when it is given (a ``SchemaError`` naming it);
-``check`` finds, at start, a tool whose view the server does not serve.
+Enabling ``extension`` declares ``io.modelcontextprotocol/ui`` under
+``capabilities.extensions`` (2025-11-25 sessions and 2026-07-28). Everything an author
+gives is checked when it is given (a ``SchemaError`` naming it); when the server starts,
+the extension checks that every view a tool names is served.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
@@ -35,7 +39,7 @@ import attrs
 
 from .._exceptions import SchemaError
 from ..protocol import LATEST, JSONObject, TextResourceContents, describe
-from ..server import CacheHint, Server
+from ..server import CacheHint, Extension, Server
 
 __all__ = [
     "EXTENSION_ID",
@@ -46,6 +50,7 @@ __all__ = [
     "Visibility",
     "add_ui_resource",
     "check",
+    "extension",
     "ui",
     "ui_resource_uri",
 ]
@@ -105,11 +110,7 @@ def _origins(field: str) -> Any:
     def convert(value: str | Sequence[str]) -> tuple[str, ...]:
         items = (value,) if isinstance(value, str) else tuple(value)
         for item in items:
-            if (
-                not isinstance(item, str)
-                or len(item) > _MAX_LENGTH
-                or not _ORIGIN.fullmatch(item)
-            ):
+            if not isinstance(item, str) or len(item) > _MAX_LENGTH or not _ORIGIN.fullmatch(item):
                 raise SchemaError(
                     f"Csp {field}: {describe(item)} is not an origin "
                     "(scheme://host[:port] with http, https, ws or wss, the host's first "
@@ -297,7 +298,11 @@ def _resource_meta(
         if permissions.wire():
             entry["permissions"] = permissions.wire()
     if domain is not None:
-        if not isinstance(domain, str) or len(domain) > _MAX_LENGTH or not _DOMAIN.fullmatch(domain):
+        if (
+            not isinstance(domain, str)
+            or len(domain) > _MAX_LENGTH
+            or not _DOMAIN.fullmatch(domain)
+        ):
             raise SchemaError(
                 f"{what}: domain {describe(domain)} must be a host name, like "
                 "'a904794854a047f6.claudemcpcontent.com' (its form is the host's)"
@@ -305,7 +310,9 @@ def _resource_meta(
         entry["domain"] = domain
     if prefers_border is not None:
         if not isinstance(prefers_border, bool):
-            raise SchemaError(f"{what}: prefers_border must be a bool, got {describe(prefers_border)}")
+            raise SchemaError(
+                f"{what}: prefers_border must be a bool, got {describe(prefers_border)}"
+            )
         entry["prefersBorder"] = prefers_border
     return {"ui": entry} if entry else None
 
@@ -325,10 +332,30 @@ def check(server: Server[Any]) -> None:
         if uri is None:
             continue
         if uri not in catalog.resources:
-            missing.append(f"tool {describe(name)} names {describe(uri)}")
+            missing.append(f"tool {describe(name)} names the view {describe(uri)}")
     if missing:
         raise SchemaError(
-            f"server {describe(server.name)}: no UI resource is registered for "
+            f"server {describe(server.name)}: "
             + "; ".join(missing)
-            + " (serve each with apps.add_ui_resource)"
+            + ", which no resource serves (serve it with apps.add_ui_resource)"
         )
+
+
+@asynccontextmanager
+async def _checked(server: Server[Any]) -> AsyncIterator[None]:
+    # Entered when the server starts, once everything is registered.
+    check(server)
+    yield
+
+
+def _setup(server: Server[Any]) -> None:
+    server.lifespan(_checked)
+
+
+#: the MCP Apps extension: ``Server(extensions=[apps.extension])``
+extension: Final = Extension(
+    EXTENSION_ID,
+    requires=("tools", "resources"),
+    setup=_setup,
+    description="MCP Apps: tools with interactive HTML views, served as ui:// resources",
+)
