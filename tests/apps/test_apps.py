@@ -179,7 +179,7 @@ def test_bad_view_uris_are_refused(uri: Any, message: str) -> None:
     ],
 )
 def test_a_csp_origin_must_be_an_origin(origin: str) -> None:
-    with pytest.raises(SchemaError, match="connect_domains: .* is not an origin"):
+    with pytest.raises(SchemaError, match=r"connect_domains: .* is not an origin"):
         apps.Csp(connect_domains=[origin])
 
 
