@@ -94,7 +94,7 @@ def _mcpactor_serve(host_origin: str, log: Path) -> Iterator[str]:
 
 
 class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, *args: Any) -> None:
         pass
 
 
