@@ -51,6 +51,7 @@ __all__ = [
     "add_ui_resource",
     "check",
     "extension",
+    "host_supports",
     "ui",
     "ui_resource_uri",
 ]
@@ -202,6 +203,19 @@ def ui(
     if resource_uri is not None:
         out[LEGACY_RESOURCE_URI_KEY] = resource_uri
     return out
+
+
+def host_supports(client_capabilities: Mapping[str, Any]) -> bool:
+    """Whether a client's capabilities say it renders HTML views (``ctx.client_capabilities``).
+
+    A host declares ``extensions["io.modelcontextprotocol/ui"].mimeTypes``, in
+    ``initialize`` or (2026-07-28) in each request's envelope: a tool may answer
+    differently for one that does not, though its text answer must stand on its own.
+    """
+    extensions = client_capabilities.get("extensions")
+    settings = extensions.get(EXTENSION_ID) if isinstance(extensions, Mapping) else None
+    types = settings.get("mimeTypes") if isinstance(settings, Mapping) else None
+    return isinstance(types, list) and MIME_TYPE in types
 
 
 def _visibility(visibility: Sequence[Visibility]) -> list[str]:

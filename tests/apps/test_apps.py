@@ -90,11 +90,19 @@ async def _check_apps(session: ClientSession, revision: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _served_over_http() -> AsyncIterator[str]:
+async def _served_over_http(module: str | Path = SERVER) -> AsyncIterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "mcpactor", "serve", SERVER, "--http", f"127.0.0.1:{port}"]
+    command = [
+        sys.executable,
+        "-m",
+        "mcpactor",
+        "serve",
+        str(module),
+        "--http",
+        f"127.0.0.1:{port}",
+    ]
     process = await trio.lowlevel.open_process(command, cwd=ROOT, stderr=subprocess.DEVNULL)
     try:
         with trio.fail_after(TIMEOUT):
@@ -291,3 +299,44 @@ async def test_the_extension_needs_a_resource_to_serve() -> None:
     with pytest.raises(Exception, match=r"io.modelcontextprotocol/ui requires .*resources"):
         async with server.running():
             pytest.fail("the server started")
+
+
+# --- what the host said -------------------------------------------------------------------
+
+SUPPORTS = """
+from mcpactor import Context, Server
+from mcpactor.ext import apps
+
+server = Server("asks", extensions=[apps.extension])
+apps.add_ui_resource(server, "ui://asks/a.html", "<!doctype html><html></html>")
+
+
+@server.tool(meta=apps.ui("ui://asks/a.html"))
+async def show(ctx: Context) -> str:
+    return "view" if apps.host_supports(ctx.client_capabilities) else "text"
+"""
+HOST_CAPABILITIES = {"extensions": {UI: {"mimeTypes": [MIME]}}}
+
+
+async def test_a_tool_knows_whether_the_host_renders_views(tmp_path: Path) -> None:
+    module = tmp_path / "asks.py"
+    module.write_text(SUPPORTS, encoding="utf-8")
+    async with _served_over_http(module) as url:
+        for revision in ("2025-11-25", "2026-07-28"):
+            for capabilities, expected in ((HOST_CAPABILITIES, "view"), ({}, "text")):
+                with trio.fail_after(TIMEOUT):
+                    async with connect_http(url) as session:
+                        # At 2026-07-28 what discovery declared rides in each request.
+                        stateless = revision == "2026-07-28"
+                        opening = session.discover if stateless else session.initialize
+                        await opening(revision, capabilities)
+                        called = await session.call_tool("show", {})
+                assert called["content"][0]["text"] == expected, (revision, capabilities)
+
+
+def test_host_supports_reads_the_mime_types() -> None:
+    assert apps.host_supports(HOST_CAPABILITIES)
+    assert not apps.host_supports({"extensions": {UI: {"mimeTypes": ["text/html"]}}})
+    assert not apps.host_supports({"extensions": {UI: {}}})
+    assert not apps.host_supports({"extensions": []})
+    assert not apps.host_supports({})
