@@ -70,7 +70,7 @@ async def serve_stateless_post(
     kind = type(body)
     if kind is Notification:
         # Nothing to tell: no session hears it (on HTTP, closing a stream is the cancel).
-        await reply(exchange, 202, b"", content_type=None)
+        await reply(exchange, 202, b"", cors, content_type=None)
         return
     if kind is not Request:
         what = "a batch" if kind is Batch else "a response"
