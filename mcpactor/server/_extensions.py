@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import orjson
 
-from .._exceptions import INTERNAL_ERROR, INVALID_PARAMS, ExtensionError, RequestError
+from .._exceptions import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    ExtensionError,
+    RequestError,
+    SchemaError,
+)
 from ..protocol import (
     CORE_METHODS,
     LATEST,
@@ -389,6 +395,55 @@ class Extensions:
                     return server, notification
         return None
 
+    def outgoing(self, method: str, params: JSONObject) -> JSONObject:
+        """``params`` of notification ``method`` a handler sends, once checked.
+
+        Raises:
+            ExtensionError: no extension of this server (or one it mounts) declares it.
+            SchemaError: ``params`` break its params schema.
+        """
+        for _, extension in self.tree():
+            for notification in extension.notifications:
+                if notification.name == method:
+                    errors = notification.violations(params)
+                    if errors:
+                        raise SchemaError(
+                            f"notification {describe(method)} does not match its params "
+                            f"schema: {_violations(errors)}"
+                        )
+                    return params
+        raise ExtensionError(
+            f"{describe(method)} is not a notification of an extension enabled on {self._server!r}"
+        )
+
+    async def notified(self, method: str, params: JSONObject, ctx: Context) -> bool:
+        """Run the handler of a notification the client sent; False if none receives it.
+
+        A notification has no answer: params that break its schema, or a handler that
+        fails, are logged and go no further.
+        """
+        found = self.receiver(method)
+        if found is None:
+            return False
+        server, notification = found
+        errors = notification.violations(params)
+        if errors:
+            _log.warning(
+                "dropped notification %s: its params break its schema: %s",
+                describe(method),
+                _violations(errors),
+            )
+            return True
+        if server is not self._server:
+            ctx = _context_for(ctx, server)
+        handler = notification.handler
+        assert handler is not None
+        try:
+            await handler(_without_meta(params), ctx)
+        except Exception:
+            _log.exception("the handler of notification %s failed", describe(method))
+        return True
+
     def capabilities(self, revision: Revision) -> JSONObject | None:
         """This server's own ``capabilities.extensions`` at ``revision`` (None: none)."""
         if not self._enabled or not revision.extension_capabilities:
@@ -471,6 +526,11 @@ def serving(registry: Registry, extensions: Extensions) -> Callable[[str], bool]
         return method in requests or serves(method)
 
     return served
+
+
+def _context_for(ctx: Context, server: Composable) -> Context:
+    # The Context a mounted server's handler sees: its own server's.
+    return type(ctx)(ctx._peer, ctx.request_id, ctx.negotiated, ctx.meta, server)
 
 
 def _mounts_under(server: Composable) -> Iterator[Any]:

@@ -69,7 +69,9 @@ async def serve_stateless_post(
     is held to its share of requests in flight; ``cors``: the answer's CORS headers."""
     kind = type(body)
     if kind is Notification:
-        # Nothing to tell: no session hears it (on HTTP, closing a stream is the cancel).
+        # No session hears it (on HTTP, closing a stream is the cancel); an extension's
+        # handler may, in this task: a client sending many waits for each.
+        await app.stateless.notified(body, _drop, principal)  # type: ignore[arg-type]
         await reply(exchange, 202, b"", cors, content_type=None)
         return
     if kind is not Request:

@@ -36,6 +36,7 @@ from ..protocol import (
     JSONObject,
     JSONValue,
     LineFramer,
+    Notification,
     Request,
     RequestId,
     decode,
@@ -203,6 +204,14 @@ class PipeRouter:
                 cancelled = self._scopes.get(params.get("requestId"))  # type: ignore[arg-type]
                 if cancelled is not None:
                     cancelled.cancel("cancelled by the client")
+                    return True
+            elif type(params) is dict:
+                meta = params.get("_meta")
+                method = item.get("method")
+                if type(meta) is dict and PROTOCOL_VERSION in meta and type(method) is str:
+                    # A 2026-07-28 notification: an extension's handler may receive it.
+                    notification = Notification(method, params)
+                    self._nursery.start_soon(self.host.notified, notification, self._emit)
                     return True
         self._session_used = True
         return False
