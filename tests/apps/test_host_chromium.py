@@ -7,6 +7,7 @@ view and renders it in a sandboxed iframe under the CSP its ``_meta.ui`` declare
 the ext-apps App Bridge connects the view (the ext-apps ``App``, inlined into the view
 at build time) to the host. Pressing the view's button calls the app-only tool through
 the host; the answer must show in the iframe, and nothing may go wrong on the console.
+The view cannot reach the server around the host: its policy allows no connection.
 
 Both Node packages are installed from their lock files (``npm ci``) and built here. The
 screenshot goes to tests/artifacts/apps-host.png (and docs/images/ with
@@ -119,6 +120,26 @@ def _shot(page: Any) -> None:
         page.screenshot(path=str(DOCS / "apps-host.png"))
 
 
+def _check_the_sandbox(page: Any, url: str, problems: list[str]) -> None:
+    """The view runs under the policy its ``_meta.ui.csp`` (none) makes: no network."""
+    (view,) = [frame for frame in page.frames if frame != page.main_frame]
+    policy = view.evaluate(
+        "document.querySelector('meta[http-equiv=Content-Security-Policy]').content"
+    )
+    assert "default-src 'none'" in policy
+    assert "connect-src 'none'" in policy
+    before = len(problems)
+    # Straight to the server, around the host: the browser refuses, and says so.
+    reached = view.evaluate(
+        "url => fetch(url, {method: 'POST'}).then(() => 'reached', () => 'refused')", url
+    )
+    assert reached == "refused"
+    refusals = problems[before:]
+    assert refusals, "the browser said nothing of the refused connection"
+    assert all("Content Security Policy" in text for text in refusals), refusals
+    del problems[before:]
+
+
 def test_the_greeter_answers_through_a_real_host(tmp_path: Path) -> None:
     assert NPM is not None
     built(EXAMPLE, NPM)
@@ -163,6 +184,7 @@ def test_the_greeter_answers_through_a_real_host(tmp_path: Path) -> None:
             assert view.locator("#answer").inner_text() == ANSWER
             assert page.evaluate("window.hostState.appCalls") == ["greet"]
             _shot(page)
+            _check_the_sandbox(page, url, problems)
         finally:
             browser.close()
     assert problems == []
