@@ -229,11 +229,14 @@ def host_supports(client_capabilities: Mapping[str, Any]) -> bool:
 def _visibility(visibility: Sequence[Visibility]) -> list[str]:
     if isinstance(visibility, str):
         raise SchemaError(f"visibility must be a list, like [{visibility!r}]")
-    chosen: list[str] = list(visibility)
-    unknown = [item for item in chosen if item not in _VISIBILITIES]
-    if unknown or not chosen or len(set(chosen)) != len(chosen):
+    chosen: list[Any] = list(visibility) if isinstance(visibility, Sequence) else []
+    if (
+        not chosen
+        or any(type(item) is not str or item not in _VISIBILITIES for item in chosen)
+        or len(set(chosen)) != len(chosen)
+    ):
         raise SchemaError(
-            f"visibility {describe(chosen)} must hold 'model', 'app' or both, once each"
+            f"visibility {describe(visibility)} must hold 'model', 'app' or both, once each"
         )
     return chosen
 
@@ -340,27 +343,52 @@ def _resource_meta(
 
 
 def check(server: Server[Any]) -> None:
-    """SchemaError naming each tool whose ``_meta.ui.resourceUri`` the server does not serve.
+    """SchemaError naming each tool whose ``_meta.ui`` names no view the server serves.
 
-    Run at start, once every tool and resource is registered (mounted servers included:
-    resource URIs are never prefixed, so a mounted tool's view keeps its URI).
+    A tool's ``_meta.ui`` may be written by hand: its ``resourceUri`` must be a
+    ``ui://`` URI, served by a resource of type ``text/html;profile=mcp-app``, and its
+    ``visibility`` a list of ``"model"`` and ``"app"``. Run at start, once every tool
+    and resource is registered (mounted servers included: resource URIs are never
+    prefixed, so a mounted tool's view keeps its URI).
     """
     catalog = server._catalog()
-    missing = []
+    problems = []
     for name, tool in catalog.tools.items():
         meta = tool.wire(LATEST).get("_meta")
         entry = meta.get("ui") if isinstance(meta, dict) else None
-        uri = entry.get("resourceUri") if isinstance(entry, dict) else None
+        if entry is None:
+            continue
+        what = f"tool {describe(name)}"
+        try:
+            uri = _tool_view(entry, what)
+        except SchemaError as exc:
+            problems.append(str(exc))
+            continue
         if uri is None:
             continue
-        if uri not in catalog.resources:
-            missing.append(f"tool {describe(name)} names the view {describe(uri)}")
-    if missing:
-        raise SchemaError(
-            f"server {describe(server.name)}: "
-            + "; ".join(missing)
-            + ", which no resource serves (serve it with apps.add_ui_resource)"
-        )
+        resource = catalog.resources.get(uri)
+        if resource is None:
+            problems.append(
+                f"{what} names the view {describe(uri)}, which no resource serves "
+                "(serve it with apps.add_ui_resource)"
+            )
+        elif (mime_type := resource.wire(LATEST).get("mimeType")) != MIME_TYPE:
+            problems.append(
+                f"{what} names the view {describe(uri)}, a resource of type "
+                f"{describe(mime_type)}, not {MIME_TYPE!r}"
+            )
+    if problems:
+        raise SchemaError(f"server {describe(server.name)}: " + "; ".join(problems))
+
+
+def _tool_view(entry: object, what: str) -> str | None:
+    # The view a tool's _meta.ui names (None: it names none), checked as apps.ui checks.
+    if not isinstance(entry, dict):
+        raise SchemaError(f"{what}: _meta.ui must be an object, got {describe(entry)}")
+    if entry.get("visibility") is not None:
+        _visibility(entry["visibility"])
+    uri = entry.get("resourceUri")
+    return None if uri is None else ui_resource_uri(uri, what=f"{what}'s view")
 
 
 @asynccontextmanager

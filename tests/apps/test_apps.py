@@ -340,3 +340,59 @@ def test_host_supports_reads_the_mime_types() -> None:
     assert not apps.host_supports({"extensions": {UI: {}}})
     assert not apps.host_supports({"extensions": []})
     assert not apps.host_supports({})
+
+
+HAND_WRITTEN = """
+from mcpactor import Server
+from mcpactor.ext import apps
+
+server = Server("by-hand", extensions=[apps.extension])
+apps.add_ui_resource(server, "ui://by-hand/view.html", "<!doctype html><html></html>")
+
+
+@server.resource("ui://by-hand/plain.html", mime_type="text/html")
+def plain() -> str:
+    return "<html></html>"
+
+
+@server.tool(meta={"ui": {"resourceUri": "https://by-hand.example/view.html"}})
+async def elsewhere() -> str:
+    return "x"
+
+
+@server.tool(meta={"ui": {"resourceUri": "ui://by-hand/plain.html"}})
+async def untyped() -> str:
+    return "x"
+
+
+@server.tool(meta={"ui": {"resourceUri": "ui://by-hand/view.html", "visibility": [{}]}})
+async def hidden() -> str:
+    return "x"
+
+
+@server.tool(meta={"ui": "ui://by-hand/view.html"})
+async def flat() -> str:
+    return "x"
+
+
+@server.tool(meta={"ui": {"resourceUri": "ui://by-hand/view.html", "visibility": ["app"]}})
+async def fine() -> str:
+    return "x"
+"""
+
+
+async def test_hand_written_tool_meta_is_checked_at_start() -> None:
+    namespace: dict[str, Any] = {}
+    exec(compile(HAND_WRITTEN, "by_hand.py", "exec"), namespace)
+    with pytest.raises(SchemaError) as refused:
+        async with namespace["server"].running():
+            pytest.fail("the server started")
+    message = str(refused.value)
+    assert "tool 'elsewhere''s view: 'https://by-hand.example/view.html' must use" in message
+    assert (
+        "tool 'untyped' names the view 'ui://by-hand/plain.html', a resource of type "
+        "'text/html', not 'text/html;profile=mcp-app'"
+    ) in message
+    assert "visibility [{}] must hold 'model', 'app' or both" in message
+    assert "tool 'flat': _meta.ui must be an object" in message
+    assert "'fine'" not in message
