@@ -603,8 +603,10 @@ def test_toml_blocks_parse_as_the_files_they_stand_for(page: Path, tmp_path: Pat
     for block in _blocks(page.read_text(encoding="utf-8"), "toml"):
         data = tomllib.loads(block)
         if "project" in data:
-            # A plugin's pyproject.toml: its entry point in the group discovery reads.
-            assert "mcpactor.servers" in data["project"]["entry-points"]
+            # A plugin's (or an extension's) pyproject.toml: its entry point in a group
+            # discovery reads.
+            groups = {"mcpactor.servers", "mcpactor.extensions"}
+            assert groups & set(data["project"]["entry-points"])
         else:
             parse_config(data, source=tmp_path / "mcpactor.toml")
 

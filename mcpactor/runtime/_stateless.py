@@ -40,6 +40,9 @@ from .._exceptions import (
 from ..protocol import (
     AUGMENTABLE,
     LISTEN_FILTER_KEY,
+    PROTOCOL_VERSION,
+    REVISIONS,
+    STATELESS_REVISIONS,
     STATUS_NOTIFICATION,
     Envelope,
     EnvelopeError,
@@ -235,9 +238,10 @@ class StatelessHost:
     ) -> None:
         """Run the handler of a client's notification that an extension receives.
 
-        Read under its own envelope, as a request is; what its handler sends goes to
-        ``emit``. A notification no extension receives, with a refused envelope, or past
-        ``MAX_RUNNING`` running at once, is dropped (nothing answers a notification).
+        Read under its envelope if it carries one, as a request is (else at the newest
+        stateless revision, the client's capabilities unknown); what its handler sends
+        goes to ``emit``. A notification no extension receives, with a refused envelope,
+        or past ``MAX_RUNNING`` running at once, is dropped (nothing answers it).
         """
         method = notification.method
         params = notification.params or {}
@@ -247,15 +251,20 @@ class StatelessHost:
         if self._notified >= MAX_RUNNING:
             _log.warning("dropped notification %s: too many running", describe(method))
             return
-        # Read as a request of no id would be: the envelope is the same.
         carrier = Request(0, method, params)
-        try:
-            envelope = self.envelope(carrier)
-        except EnvelopeError as exc:
-            _log.warning("dropped notification %s: %s", describe(method), exc.message)
-            return
-        flight = Flight(self, carrier, emit, principal, None, trio.current_time())
         meta = params.get("_meta")
+        if type(meta) is dict and PROTOCOL_VERSION in meta:
+            # Read as a request of no id would be: the envelope is the same.
+            try:
+                envelope = self.envelope(carrier)
+            except EnvelopeError as exc:
+                _log.warning("dropped notification %s: %s", describe(method), exc.message)
+                return
+        else:
+            # The revision asks requests, not notifications, to carry an envelope: one
+            # without says nothing of the client.
+            envelope = Envelope(REVISIONS[STATELESS_REVISIONS[-1]])
+        flight = Flight(self, carrier, emit, principal, None, trio.current_time())
         ctx = Context(flight, None, envelope, meta if type(meta) is dict else None, self.server)
         self._notified += 1
         try:

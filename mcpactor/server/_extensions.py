@@ -236,6 +236,14 @@ def _requirements(value: Iterable[str]) -> tuple[str, ...]:
     return names
 
 
+def _methods(value: Iterable[CustomMethod]) -> tuple[CustomMethod, ...]:
+    return tuple(value)
+
+
+def _notifications(value: Iterable[CustomNotification]) -> tuple[CustomNotification, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class Extension:
     """A protocol extension (SEP-2133) as a server enables it: see ``server.extensions``."""
@@ -248,14 +256,17 @@ class Extension:
     #: ``"resources.subscribe"``) and other extensions' identifiers
     requires: tuple[str, ...] = attrs.field(default=(), converter=_requirements)
     #: the request methods it adds
-    methods: tuple[CustomMethod, ...] = attrs.field(default=(), converter=tuple)
+    methods: tuple[CustomMethod, ...] = attrs.field(default=(), converter=_methods)
     #: the notification methods it adds (received, sent, or both)
-    notifications: tuple[CustomNotification, ...] = attrs.field(default=(), converter=tuple)
+    notifications: tuple[CustomNotification, ...] = attrs.field(
+        default=(), converter=_notifications
+    )
     #: ``setup(server)``, run with the ``Server`` enabling it: registers its tools,
     #: resources and prompts
     setup: Callable[[Any], object] | None = None
     #: one line saying what it is
     description: str = ""
+    # Middleware an extension brings goes beside these, as one more declared field.
 
     def __attrs_post_init__(self) -> None:
         if any(type(m) is not CustomMethod for m in self.methods):

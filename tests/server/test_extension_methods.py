@@ -253,3 +253,17 @@ async def test_a_custom_request_is_served_at_2026_07_28() -> None:
     with pytest.raises(RequestError) as info:
         await serve_stateless(server, "ping", {}, ctx)
     assert info.value.code == -32601
+
+
+async def test_a_custom_request_is_counted_under_its_method() -> None:
+    from mcpactor.runtime import METRICS
+
+    def counted(outcome: str) -> int:
+        return METRICS.requests().get(("com.example/search", "", outcome), 0)
+
+    ok, error = counted("ok"), counted("error")
+    async with mcpactor.testing.client(make(Catalogue())) as client:
+        await client.request("com.example/search", {"query": "x"})
+        with pytest.raises(RequestError):
+            await client.request("com.example/search", {"query": 1})
+    assert (counted("ok"), counted("error")) == (ok + 1, error + 1)
