@@ -119,6 +119,7 @@ class Call:
 
 
 CALLS: Final = {
+    "apps_view": Call("show_forecast", {"city": "Oslo"}, "sun in Oslo"),
     "cancellation_check": Call("count_primes", {"below": 100}, 25),
     "cancellation_pool": Call("square", {"n": 7}, 49),
     "cancellation_process": Call("proof_of_work", {"prefix": "mcp", "zeros": 1}, None),

@@ -8,7 +8,13 @@ import pytest
 
 import mcpactor
 
-PUBLIC_MODULES = ["mcpactor", "mcpactor.protocol", "mcpactor.server", "mcpactor.runtime"]
+PUBLIC_MODULES = [
+    "mcpactor",
+    "mcpactor.protocol",
+    "mcpactor.server",
+    "mcpactor.runtime",
+    "mcpactor.ext.apps",
+]
 
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)

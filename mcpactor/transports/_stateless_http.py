@@ -72,7 +72,7 @@ async def serve_stateless_post(
         # No session hears it (on HTTP, closing a stream is the cancel); an extension's
         # handler may, in this task: a client sending many waits for each.
         await app.stateless.notified(body, _drop, principal)  # type: ignore[arg-type]
-        await reply(exchange, 202, b"", content_type=None)
+        await reply(exchange, 202, b"", cors, content_type=None)
         return
     if kind is not Request:
         what = "a batch" if kind is Batch else "a response"
