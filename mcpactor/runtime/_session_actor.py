@@ -469,8 +469,12 @@ class SessionActor:
         try:
             try:
                 with scope:
+                    server = self.server
                     answer = await handled(
-                        self.server.handle_request(request.method, params, ctx),
+                        server.handle_request,
+                        ctx,
+                        server.middleware,
+                        scope,
                         request.method,
                         params,
                         request_id,

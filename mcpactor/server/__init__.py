@@ -14,6 +14,21 @@ from ._execution import function_path as function_path
 from ._headers import Header as Header
 from ._headers import check_param_headers as check_param_headers
 from ._headers import check_standard_headers as check_standard_headers
+from ._middleware import NO_ANSWER as NO_ANSWER
+from ._middleware import Call as Call
+from ._middleware import InputRequiredResult as InputRequiredResult
+from ._middleware import LogMessage as LogMessage
+from ._middleware import Message as Message
+from ._middleware import Middleware as Middleware
+from ._middleware import MiddlewareChain as MiddlewareChain
+from ._middleware import Next as Next
+from ._middleware import Notice as Notice
+from ._middleware import Progress as Progress
+from ._middleware import Result as Result
+from ._middleware import Terminal as Terminal
+from ._middleware import Want as Want
+from ._middleware import message_of as message_of
+from ._middleware import notice_of as notice_of
 from ._registered import adapt_tool_result as adapt_tool_result
 from ._registry import Catalog as Catalog
 from ._results import Audio as Audio
@@ -44,8 +59,10 @@ if TYPE_CHECKING:
     from ._compose import MountStatistics as MountStatistics
 
 __all__ = [
+    "NO_ANSWER",
     "Audio",
     "CacheHint",
+    "Call",
     "Catalog",
     "Context",
     "HandlerTimeout",
@@ -53,10 +70,19 @@ __all__ = [
     "Image",
     "InputNeeded",
     "InputRequired",
+    "InputRequiredResult",
+    "LogMessage",
+    "Message",
+    "Middleware",
+    "MiddlewareChain",
     "Mount",
     "MountStatistics",
+    "Next",
+    "Notice",
     "Offload",
     "Peer",
+    "Progress",
+    "Result",
     "Rounds",
     "Server",
     "ServerListener",
@@ -64,8 +90,10 @@ __all__ = [
     "TaskHost",
     "TaskMetadata",
     "TaskState",
+    "Terminal",
     "UriTemplate",
     "UriTemplateError",
+    "Want",
     "adapt_content",
     "adapt_tool_result",
     "ask_in_result",
@@ -79,6 +107,8 @@ __all__ = [
     "finish_stateless",
     "function_path",
     "isoformat",
+    "message_of",
+    "notice_of",
     "serve_stateless",
     "with_related_task",
 ]

@@ -1,0 +1,306 @@
+# The middleware chain of one request, run in the request actor's own task.
+#
+# ``through`` is what ``handled`` (_request.py) awaits instead of the handler when the
+# server has middleware. The layers are async generators (server/_middleware.py); the
+# innermost ``next`` is the request's ``Terminal``. Two things run in the one task:
+#
+# - the handler, awaited as it would be without middleware, inside a cancel scope of
+#   its own (so its cancel scopes nest in its own frames, as trio requires);
+# - the chain: one coroutine (``_deliver``: the outermost ``async for``) that is stepped
+#   by hand. Each step forwards whatever trio asks of it to the event loop, until the
+#   terminal wants the next message (``Want``) or the chain is over.
+#
+# So no task is spawned and nothing is buffered: the chain is stepped once to reach the
+# handler; each notice the handler sends for its request (its Context's peer is a
+# ``_Tap`` meanwhile) steps it again from inside the handler's ``await`` — the layers
+# see it, the one that lets it through has it sent by the core, and the handler goes on
+# — and the handler's result (or failure, thrown in) steps it to its end. A chain that
+# answers or refuses while the handler runs cancels the handler's scope. Every layer's
+# stream is closed, innermost first, before ``through`` returns, whatever happened.
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import types
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..protocol import JSONObject, RequestId
+from ..server import (
+    NO_ANSWER,
+    Call,
+    Context,
+    Message,
+    MiddlewareChain,
+    Next,
+    Notice,
+    Result,
+    Terminal,
+    Want,
+    finish_stateless,
+    message_of,
+    notice_of,
+)
+
+if TYPE_CHECKING:
+    from ..auth import Principal
+    from ..server import Offload, SessionTaskHost
+
+__all__ = ["Step", "through"]
+
+_log = logging.getLogger("mcpactor")
+
+#: what the innermost step awaits: the server's handling of a method with its params
+Step = Callable[[str, JSONObject | None, Context], Awaitable[JSONObject | None]]
+
+
+class _Pump:
+    # The chain of one request: its coroutine, and how it ended.
+    __slots__ = ("coro", "ended", "error", "final", "handler", "lock")
+
+    def __init__(self, coro: Coroutine[Any, Any, Result | None]) -> None:
+        self.coro = coro
+        self.ended = False
+        self.final: Result | None = None
+        self.error: Exception | None = None
+        # The handler's own scope, cancelled when the chain ends before it does.
+        self.handler: trio.CancelScope | None = None
+        # Made when a second task of the handler's sends a notice while one is passing.
+        self.lock: trio.StrictFIFOLock | None = None
+
+
+@types.coroutine
+def _drive(
+    pump: _Pump, value: object, error: BaseException | None
+) -> Generator[Any, Any, Want | None]:
+    # Step the chain with ``value`` (or ``error`` thrown in) until the terminal wants
+    # the next message (that Want) or the chain is over (None). What trio asks of the
+    # chain on the way passes through, both ways.
+    coro = pump.coro
+    while True:
+        try:
+            yielded = coro.throw(error) if error is not None else coro.send(value)
+        except StopIteration as stop:
+            pump.ended = True
+            pump.final = stop.value
+            return None
+        except Exception as exc:
+            pump.ended = True
+            pump.error = exc
+            return None
+        except BaseException:
+            pump.ended = True
+            raise
+        if type(yielded) is Want:
+            return yielded
+        error = None
+        try:
+            value = yield yielded
+        except BaseException as exc:
+            value, error = None, exc
+
+
+async def _deliver(
+    first: Next, call: Call, peer: Any, request_id: RequestId | None
+) -> Result | None:
+    # The outermost loop: what the chain yields goes out as it comes (the core builds
+    # each notice); the answer is kept for the request actor to send.
+    final: Result | None = None
+    async for message in first(call):
+        if isinstance(message, Result):
+            if final is not None:
+                raise RuntimeError("a middleware yielded a second answer to one request")
+            final = message
+        elif isinstance(message, Notice):
+            await peer.notify(message.method, message.params, related_request_id=request_id)
+        else:
+            raise TypeError(f"a middleware yielded {type(message).__name__}, not a message")
+    return final
+
+
+async def through(
+    chain: MiddlewareChain,
+    step: Step,
+    method: str,
+    params: JSONObject | None,
+    ctx: Context,
+    scope: trio.CancelScope | None,
+    kind: str = "request",
+) -> JSONObject | None:
+    """Serve one request (or client notification) through ``chain`` around ``step``.
+
+    Returns the result to answer with (None for a notification); raises what the chain
+    raised (a RequestError refusal, a failing layer's or handler's exception).
+    """
+    first = chain.first
+    assert first is not None
+    terminal = Terminal()
+    call = Call(method, params, ctx, scope, kind, terminal)
+    peer = ctx._peer
+    request_id = ctx.request_id
+    pump = _Pump(_deliver(first, call, peer, request_id))
+    if request_id is not None:
+        ctx._peer = _Tap(peer, pump, request_id)
+    try:
+        want = await _drive(pump, None, None)
+        if want is not None:
+            wanted = want.call
+            failure: Exception | None = None
+            result: JSONObject | None = None
+            with trio.CancelScope() as handler:
+                pump.handler = handler
+                try:
+                    result = await step(wanted.method, wanted.params, ctx)
+                except Exception as exc:
+                    failure = exc
+            if not pump.ended:
+                if failure is not None:
+                    want = await _drive(pump, None, failure)
+                else:
+                    fed = NO_ANSWER if result is None else message_of(result)
+                    want = await _drive(pump, fed, None)
+                if want is not None:
+                    raise RuntimeError("a middleware asked for more after the answer")
+    except BaseException as exc:
+        if not pump.ended:
+            # Cancelled (or failed) with the chain waiting on the handler: each layer
+            # sees it where it waits, and ends as it would.
+            with contextlib.suppress(BaseException):
+                await _drive(pump, None, exc)
+        raise
+    finally:
+        if request_id is not None:
+            ctx._peer = peer
+        await _close(terminal.opened)
+    return _outcome(pump, call, ctx, kind)
+
+
+def _outcome(pump: _Pump, call: Call, ctx: Context, kind: str) -> JSONObject | None:
+    if pump.error is not None:
+        raise pump.error
+    final = pump.final
+    if kind != "request":
+        return None
+    if final is None:
+        raise RuntimeError("the middleware chain ended without an answer")
+    payload = final.payload
+    revision = ctx.negotiated.revision
+    if revision.result_type and "resultType" not in payload:
+        # An answer a layer made itself, shaped as the revision sends results.
+        payload = finish_stateless(ctx.server, call.method, call.params, ctx, payload)
+    return payload
+
+
+async def _close(opened: list[AsyncIterator[Message]]) -> None:
+    # Innermost first, as a stack unwinds; a finished generator closes at once.
+    for stream in reversed(opened):
+        aclose = getattr(stream, "aclose", None)
+        if aclose is None:
+            continue
+        try:
+            await aclose()
+        except trio.Cancelled:
+            # Its cleanup was cut short by the request's own cancellation, which goes on.
+            continue
+        except Exception:
+            _log.exception("a middleware failed while closing")
+
+
+class _Tap:
+    """A Context's peer while its request runs through middleware: its notices go in."""
+
+    __slots__ = ("_peer", "_pump", "_request_id")
+
+    def __init__(self, peer: Any, pump: _Pump, request_id: RequestId) -> None:
+        self._peer = peer
+        self._pump = pump
+        self._request_id = request_id
+
+    def __getattr__(self, name: str) -> Any:
+        # Whatever else a peer offers (the session's id, a flight's scope, …).
+        return getattr(self._peer, name)
+
+    async def notify(
+        self, method: str, params: JSONObject, *, related_request_id: RequestId | None
+    ) -> None:
+        """Pass a notice for the request through the chain; send others as they are."""
+        pump = self._pump
+        if related_request_id != self._request_id:
+            await self._peer.notify(method, params, related_request_id=related_request_id)
+            return
+        if pump.ended:
+            # The chain is over (it answered or refused): the handler is being cancelled.
+            await trio.lowlevel.checkpoint()
+            return
+        if pump.lock is None:
+            pump.lock = trio.StrictFIFOLock()
+        async with pump.lock:
+            if pump.ended:
+                return
+            await _drive(pump, notice_of(method, params), None)
+            if pump.ended and pump.handler is not None:
+                pump.handler.cancel("the middleware chain answered the request")
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject,
+        *,
+        related_request_id: RequestId | None,
+        timeout: float | None,
+    ) -> JSONObject:
+        """Send a server→client request and wait for its result."""
+        result: JSONObject = await self._peer.request(
+            method, params, related_request_id=related_request_id, timeout=timeout
+        )
+        return result
+
+    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
+        """Close the response stream of a request (HTTP only)."""
+        await self._peer.close_sse_stream(related_request_id=related_request_id)
+
+    def log_enabled(self, level: str) -> bool:
+        """Return whether the client wants log messages at ``level``."""
+        return bool(self._peer.log_enabled(level))
+
+    def subscribe(self, uri: str) -> None:
+        """Remember that the client wants updates of ``uri``."""
+        self._peer.subscribe(uri)
+
+    def unsubscribe(self, uri: str) -> None:
+        """Forget the client's subscription to ``uri``."""
+        self._peer.unsubscribe(uri)
+
+    async def subscriptions_changed(self) -> None:
+        """Make a change of the subscriptions known where it must be."""
+        await self._peer.subscriptions_changed()
+
+    async def run_sync(self, fn: Callable[[], Any]) -> Any:
+        """Run a blocking callable in a worker thread."""
+        return await self._peer.run_sync(fn)
+
+    async def call(
+        self,
+        fn: Callable[..., Any],
+        kwargs: Mapping[str, Any],
+        *,
+        offload: Offload,
+        timeout: float | None,
+    ) -> Any:
+        """Run a tool's function as ``offload`` says."""
+        return await self._peer.call(fn, kwargs, offload=offload, timeout=timeout)
+
+    @property
+    def tasks(self) -> SessionTaskHost:
+        """The tasks of this requestor."""
+        host: SessionTaskHost = self._peer.tasks
+        return host
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who the request was admitted as, or None."""
+        principal: Principal | None = self._peer.principal
+        return principal
