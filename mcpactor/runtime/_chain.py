@@ -2,7 +2,7 @@
 #
 # ``through`` is what ``handled`` (_request.py) awaits instead of the handler when the
 # server has middleware. The layers are async generators (server/_middleware.py); the
-# innermost ``next`` is the request's ``Terminal``. Two things run in the one task:
+# innermost ``call_next`` is the request's ``Terminal``. Two things run in the one task:
 #
 # - the handler, awaited as it would be without middleware, inside a cancel scope of
 #   its own (so its cancel scopes nest in its own frames, as trio requires);
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from ..protocol import JSONObject, RequestId
+from ..protocol import JSONObject, Negotiated, NotificationReceived, RequestId, describe
 from ..server import (
     NO_ANSWER,
     Call,
@@ -38,6 +38,7 @@ from ..server import (
     Next,
     Notice,
     Result,
+    Server,
     Terminal,
     Want,
     finish_stateless,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from ..auth import Principal
     from ..server import Offload, SessionTaskHost
 
-__all__ = ["Step", "through"]
+__all__ = ["Step", "notified", "through"]
 
 _log = logging.getLogger("mcpactor")
 
@@ -176,6 +177,33 @@ async def through(
             ctx._peer = peer
         await _close(terminal.opened)
     return _outcome(pump, call, ctx, kind)
+
+
+async def notified(
+    server: Server, peer: Any, negotiated: Negotiated | None, event: NotificationReceived
+) -> None:
+    """Hand a client notification the core leaves to the server to its middleware.
+
+    Awaited in the session actor's own step, so notifications keep their order; a
+    failing layer is logged and the session goes on.
+    """
+    if negotiated is None:
+        return
+    notification = event.notification
+    params = notification.params
+    meta = params.get("_meta") if params is not None else None
+    ctx = Context(peer, None, negotiated, meta if type(meta) is dict else None, server)
+    try:
+        await through(
+            server.middleware, _ignored, notification.method, params, ctx, None, "notification"
+        )
+    except Exception:
+        _log.exception("middleware failed on notification %s", describe(notification.method))
+
+
+async def _ignored(method: str, params: JSONObject | None, ctx: Context) -> None:
+    # What the server does with a client notification it has no handler for.
+    _log.debug("ignored notification %s", describe(method))
 
 
 def _outcome(pump: _Pump, call: Call, ctx: Context, kind: str) -> JSONObject | None:

@@ -65,6 +65,7 @@ from ..protocol import (
     describe,
 )
 from ..server import Context, Server
+from ._chain import notified
 from ._changes import ChangeNotices
 from ._messages import (
     RESPONSE,
@@ -374,6 +375,9 @@ class SessionActor:
                         )
                     elif kind is RootsChanged:
                         self._roots.start(self._nursery)
+                    elif kind is NotificationReceived and self.server.middleware.first:
+                        assert isinstance(event, NotificationReceived)
+                        await notified(self.server, self.peer, self.core.negotiated, event)
                     else:
                         self._settle(event)
                 acted = True

@@ -1,15 +1,15 @@
 # Middleware: what wraps the one request path, in both eras and on every transport.
 #
-# A middleware is an async generator function ``(call, next)``: it sees the ``Call``
+# A middleware is an async generator function ``(call, call_next)``: it sees the ``Call``
 # (method, params, the request's Context and cancel scope), may rewrite its params,
-# answer without calling ``next``, refuse by raising RequestError, and otherwise
-# iterates ``next(call)`` and yields each message of the answer as it comes — every
+# answer without calling ``call_next``, refuse by raising RequestError, and otherwise
+# iterates ``call_next(call)`` and yields each message of the answer as it comes — every
 # notice the handler sends for its request (progress, log messages), then the result
 # (or, at 2026-07-28, the ``input_required`` result that asks for more). It never sees
 # the envelope: the protocol core builds every message from the payloads it lets pass.
 #
-# The chain is composed once, when a middleware is added: each layer's ``next`` is a
-# ``_Link`` to the layer inside it, and the innermost ``next`` is the request's own
+# The chain is composed once, when a middleware is added: each layer's ``call_next`` is a
+# ``_Link`` to the layer inside it, and the innermost ``call_next`` is the request's own
 # ``Terminal``, the stream the runtime feeds from the handler (runtime/_chain.py). This
 # module is pure: no trio, no I/O; the runtime drives it.
 
@@ -94,14 +94,14 @@ class InputRequiredResult(Result):
     __slots__ = ()
 
 
-#: what a middleware receives from ``next`` and yields: notices, then the answer
+#: what a middleware receives from ``call_next`` and yields: notices, then the answer
 Message = Notice | Result
 
 
 class Call:
     """One request (or client notification) on its way to the server's handler.
 
-    ``params`` may be replaced or changed before ``next(call)``; the method, the
+    ``params`` may be replaced or changed before ``call_next(call)``; the method, the
     request's id and its envelope are the protocol's and stay as they came.
     """
 
@@ -149,7 +149,7 @@ class Call:
 
 #: the next step of the chain: the layer inside, or the handler itself
 Next = Callable[[Call], AsyncIterator[Message]]
-#: a middleware: an async generator function ``layer(call, next)`` yielding messages
+#: a middleware: an async generator function ``layer(call, call_next)`` yielding messages
 Middleware = Callable[[Call, Next], AsyncIterator[Message]]
 
 
@@ -167,7 +167,7 @@ NO_ANSWER: Final = object()
 
 
 class Terminal:
-    """The innermost ``next``: the handler's messages, as the runtime feeds them."""
+    """The innermost ``call_next``: the handler's messages, as the runtime feeds them."""
 
     __slots__ = ("call", "done", "opened", "started")
 
@@ -202,7 +202,7 @@ class Terminal:
 
 
 class _Link:
-    # One layer's ``next``: calls the layer inside it (or the request's terminal).
+    # One layer's ``call_next``: calls the layer inside it (or the request's terminal).
     __slots__ = ("inner", "middleware")
 
     def __init__(self, middleware: Middleware | None, inner: _Link | None) -> None:
@@ -214,7 +214,7 @@ class _Link:
         terminal = call._terminal
         if middleware is None:
             if terminal.started:
-                raise RuntimeError("a middleware called next() twice for one request")
+                raise RuntimeError("a middleware called call_next() twice for one request")
             terminal.started = True
             terminal.call = call
             return terminal
