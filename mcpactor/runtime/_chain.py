@@ -4,26 +4,29 @@
 # server has middleware. The layers are async generators (server/_middleware.py); the
 # innermost ``call_next`` is the request's ``Terminal``. Two things run in the one task:
 #
-# - the handler, awaited as it would be without middleware, inside a cancel scope of
-#   its own (so its cancel scopes nest in its own frames, as trio requires);
-# - the chain: one coroutine (``_deliver``: the outermost ``async for``) that is stepped
-#   by hand. Each step forwards whatever trio asks of it to the event loop, until the
-#   terminal wants the next message (``Want``) or the chain is over.
+# - the handler, awaited as it would be without middleware (so the cancel scopes it
+#   enters nest in its own frames, as trio requires);
+# - the chain: its outermost stream, stepped by hand (``_drive``). Each step forwards
+#   whatever trio asks of it to the event loop, until the terminal wants the next
+#   message (it yields itself, known by identity) or the chain is over; a notice the
+#   outermost layer yields is sent on the way.
 #
 # So no task is spawned and nothing is buffered: the chain is stepped once to reach the
 # handler; each notice the handler sends for its request (its Context's peer is a
 # ``_Tap`` meanwhile) steps it again from inside the handler's ``await`` — the layers
 # see it, the one that lets it through has it sent by the core, and the handler goes on
 # — and the handler's result (or failure, thrown in) steps it to its end. A chain that
-# answers or refuses while the handler runs cancels the handler's scope. Every layer's
-# stream is closed, innermost first, before ``through`` returns, whatever happened.
+# answers or refuses while the handler runs ends the handler at its pending notice
+# (``ChainAnswered``, a BaseException like Cancelled; a cancel scope per request would
+# cost more than the rest of the chain). Every layer's stream is closed, innermost
+# first, before ``through`` returns, whatever happened.
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import types
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -35,12 +38,10 @@ from ..server import (
     Context,
     Message,
     MiddlewareChain,
-    Next,
     Notice,
     Result,
     Server,
     Terminal,
-    Want,
     finish_stateless,
     message_of,
     notice_of,
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from ..auth import Principal
     from ..server import Offload, SessionTaskHost
 
-__all__ = ["Step", "notified", "through"]
+__all__ = ["ChainAnswered", "Step", "notified", "through"]
 
 _log = logging.getLogger("mcpactor")
 
@@ -58,68 +59,80 @@ _log = logging.getLogger("mcpactor")
 Step = Callable[[str, JSONObject | None, Context], Awaitable[JSONObject | None]]
 
 
-class _Pump:
-    # The chain of one request: its coroutine, and how it ended.
-    __slots__ = ("coro", "ended", "error", "final", "handler", "lock")
+class _Pump(Terminal):
+    # One request's chain: its innermost step (the Terminal it is), the outermost
+    # stream it steps by hand, and how the chain ended.
+    __slots__ = ("ended", "error", "final", "lock", "peer", "pending", "request_id", "stream")
 
-    def __init__(self, coro: Coroutine[Any, Any, Result | None]) -> None:
-        self.coro = coro
+    def __init__(self, peer: Any, request_id: RequestId | None) -> None:
+        super().__init__()
+        self.peer = peer
+        self.request_id = request_id
+        self.stream: AsyncIterator[Message] | None = None
+        # The outermost stream's pending ``__anext__`` (None: ask it for the next one).
+        self.pending: Any = None
         self.ended = False
         self.final: Result | None = None
         self.error: Exception | None = None
-        # The handler's own scope, cancelled when the chain ends before it does.
-        self.handler: trio.CancelScope | None = None
         # Made when a second task of the handler's sends a notice while one is passing.
         self.lock: trio.StrictFIFOLock | None = None
 
 
 @types.coroutine
-def _drive(
-    pump: _Pump, value: object, error: BaseException | None
-) -> Generator[Any, Any, Want | None]:
+def _drive(pump: _Pump, value: object, error: BaseException | None) -> Generator[Any, Any, bool]:
     # Step the chain with ``value`` (or ``error`` thrown in) until the terminal wants
-    # the next message (that Want) or the chain is over (None). What trio asks of the
-    # chain on the way passes through, both ways.
-    coro = pump.coro
+    # the next message (True) or the chain is over (False). A notice the outermost layer
+    # yields is sent (the core builds it) and the chain goes on; the answer is kept.
+    # What trio asks of the chain on the way passes through, both ways.
+    stream = pump.stream
+    assert stream is not None
     while True:
+        pending = pump.pending
+        if pending is None:
+            pending = pump.pending = stream.__anext__()
         try:
-            yielded = coro.throw(error) if error is not None else coro.send(value)
+            yielded = pending.throw(error) if error is not None else pending.send(value)
         except StopIteration as stop:
+            # The outermost layer yielded a message.
+            pump.pending = value = error = None
+            message = stop.value
+            if isinstance(message, Result):
+                if pump.final is not None:
+                    pump.error = RuntimeError("a middleware yielded a second answer")
+                    pump.ended = True
+                    return False
+                pump.final = message
+            elif isinstance(message, Notice):
+                try:
+                    yield from pump.peer.notify(
+                        message.method, message.params, related_request_id=pump.request_id
+                    ).__await__()
+                except BaseException:
+                    pump.ended = True
+                    raise
+            else:
+                kind = type(message).__name__
+                pump.error = TypeError(f"a middleware yielded {kind}, not a message")
+                pump.ended = True
+                return False
+            continue
+        except StopAsyncIteration:
             pump.ended = True
-            pump.final = stop.value
-            return None
+            return False
         except Exception as exc:
             pump.ended = True
             pump.error = exc
-            return None
+            return False
         except BaseException:
             pump.ended = True
             raise
-        if type(yielded) is Want:
-            return yielded
+        if yielded is pump:
+            return True
         error = None
         try:
             value = yield yielded
         except BaseException as exc:
             value, error = None, exc
-
-
-async def _deliver(
-    first: Next, call: Call, peer: Any, request_id: RequestId | None
-) -> Result | None:
-    # The outermost loop: what the chain yields goes out as it comes (the core builds
-    # each notice); the answer is kept for the request actor to send.
-    final: Result | None = None
-    async for message in first(call):
-        if isinstance(message, Result):
-            if final is not None:
-                raise RuntimeError("a middleware yielded a second answer to one request")
-            final = message
-        elif isinstance(message, Notice):
-            await peer.notify(message.method, message.params, related_request_id=request_id)
-        else:
-            raise TypeError(f"a middleware yielded {type(message).__name__}, not a message")
-    return final
 
 
 async def through(
@@ -138,32 +151,35 @@ async def through(
     """
     first = chain.first
     assert first is not None
-    terminal = Terminal()
-    call = Call(method, params, ctx, scope, kind, terminal)
     peer = ctx._peer
     request_id = ctx.request_id
-    pump = _Pump(_deliver(first, call, peer, request_id))
+    pump = _Pump(peer, request_id)
+    call = Call(method, params, ctx, scope, kind, pump)
+    pump.stream = first(call)
     if request_id is not None:
         ctx._peer = _Tap(peer, pump, request_id)
     try:
-        want = await _drive(pump, None, None)
-        if want is not None:
-            wanted = want.call
+        if await _drive(pump, None, None):
+            wanted = pump.call
+            assert wanted is not None
             failure: Exception | None = None
             result: JSONObject | None = None
-            with trio.CancelScope() as handler:
-                pump.handler = handler
-                try:
-                    result = await step(wanted.method, wanted.params, ctx)
-                except Exception as exc:
-                    failure = exc
+            try:
+                result = await step(wanted.method, wanted.params, ctx)
+            except Exception as exc:
+                failure = exc
+            except BaseException as exc:
+                # The chain answered (or refused) while the handler ran: the handler was
+                # ended from its pending notice, and what the chain said is the answer.
+                if not (pump.ended and _answered_only(exc)):
+                    raise
             if not pump.ended:
                 if failure is not None:
-                    want = await _drive(pump, None, failure)
+                    wants = await _drive(pump, None, failure)
                 else:
                     fed = NO_ANSWER if result is None else message_of(result)
-                    want = await _drive(pump, fed, None)
-                if want is not None:
+                    wants = await _drive(pump, fed, None)
+                if wants:
                     raise RuntimeError("a middleware asked for more after the answer")
     except BaseException as exc:
         if not pump.ended:
@@ -175,8 +191,26 @@ async def through(
     finally:
         if request_id is not None:
             ctx._peer = peer
-        await _close(terminal.opened)
-    return _outcome(pump, call, ctx, kind)
+        opened = pump.opened
+        for stream in reversed(opened):
+            if getattr(stream, "ag_frame", True) is not None:
+                await _close(stream)
+        # The call and its terminal refer to each other: part them, so that reference
+        # counting frees the request's chain at once, without the cycle collector.
+        pump.call = pump.stream = pump.pending = None
+        opened.clear()
+    if pump.error is not None:
+        raise pump.error
+    if kind != "request":
+        return None
+    final = pump.final
+    if final is None:
+        raise RuntimeError("the middleware chain ended without an answer")
+    payload = final.payload
+    if ctx.negotiated.revision.result_type and "resultType" not in payload:
+        # An answer a layer made itself, shaped as the revision sends results.
+        payload = finish_stateless(ctx.server, call.method, call.params, ctx, payload)
+    return payload
 
 
 async def notified(
@@ -206,35 +240,37 @@ async def _ignored(method: str, params: JSONObject | None, ctx: Context) -> None
     _log.debug("ignored notification %s", describe(method))
 
 
-def _outcome(pump: _Pump, call: Call, ctx: Context, kind: str) -> JSONObject | None:
-    if pump.error is not None:
-        raise pump.error
-    final = pump.final
-    if kind != "request":
-        return None
-    if final is None:
-        raise RuntimeError("the middleware chain ended without an answer")
-    payload = final.payload
-    revision = ctx.negotiated.revision
-    if revision.result_type and "resultType" not in payload:
-        # An answer a layer made itself, shaped as the revision sends results.
-        payload = finish_stateless(ctx.server, call.method, call.params, ctx, payload)
-    return payload
+async def _close(stream: AsyncIterator[Message]) -> None:
+    # A layer's stream left open (the request ended in the middle of it): innermost
+    # first, as a stack unwinds.
+    aclose = getattr(stream, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except trio.Cancelled:
+        # Its cleanup was cut short by the request's own cancellation, which goes on.
+        return
+    except Exception:
+        _log.exception("a middleware failed while closing")
 
 
-async def _close(opened: list[AsyncIterator[Message]]) -> None:
-    # Innermost first, as a stack unwinds; a finished generator closes at once.
-    for stream in reversed(opened):
-        aclose = getattr(stream, "aclose", None)
-        if aclose is None:
-            continue
-        try:
-            await aclose()
-        except trio.Cancelled:
-            # Its cleanup was cut short by the request's own cancellation, which goes on.
-            continue
-        except Exception:
-            _log.exception("a middleware failed while closing")
+class ChainAnswered(BaseException):
+    """Raised in a handler, at its pending notice, once its middleware answered or refused.
+
+    A BaseException, as trio's Cancelled is: the handler unwinds (its ``finally`` runs,
+    its nursery's tasks are cancelled) and what the chain said is the request's answer.
+    """
+
+
+def _answered_only(exc: BaseException) -> bool:
+    # The handler ended by ChainAnswered alone (a nursery of its own may group it).
+    if isinstance(exc, ChainAnswered):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        rest = exc.split(ChainAnswered)[1]
+        return rest is None
+    return False
 
 
 class _Tap:
@@ -259,18 +295,15 @@ class _Tap:
         if related_request_id != self._request_id:
             await self._peer.notify(method, params, related_request_id=related_request_id)
             return
+        if not pump.ended:
+            if pump.lock is None:
+                pump.lock = trio.StrictFIFOLock()
+            async with pump.lock:
+                if not pump.ended:
+                    await _drive(pump, notice_of(method, params), None)
         if pump.ended:
-            # The chain is over (it answered or refused): the handler is being cancelled.
-            await trio.lowlevel.checkpoint()
-            return
-        if pump.lock is None:
-            pump.lock = trio.StrictFIFOLock()
-        async with pump.lock:
-            if pump.ended:
-                return
-            await _drive(pump, notice_of(method, params), None)
-            if pump.ended and pump.handler is not None:
-                pump.handler.cancel("the middleware chain answered the request")
+            # The chain is over (it answered or refused): the handler ends here.
+            raise ChainAnswered
 
     async def request(
         self,

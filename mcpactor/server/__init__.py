@@ -26,7 +26,6 @@ from ._middleware import Notice as Notice
 from ._middleware import Progress as Progress
 from ._middleware import Result as Result
 from ._middleware import Terminal as Terminal
-from ._middleware import Want as Want
 from ._middleware import message_of as message_of
 from ._middleware import notice_of as notice_of
 from ._registered import adapt_tool_result as adapt_tool_result
@@ -93,7 +92,6 @@ __all__ = [
     "Terminal",
     "UriTemplate",
     "UriTemplateError",
-    "Want",
     "adapt_content",
     "adapt_tool_result",
     "ask_in_result",

@@ -38,7 +38,6 @@ __all__ = [
     "Progress",
     "Result",
     "Terminal",
-    "Want",
     "message_of",
     "notice_of",
 ]
@@ -153,21 +152,15 @@ Next = Callable[[Call], AsyncIterator[Message]]
 Middleware = Callable[[Call, Next], AsyncIterator[Message]]
 
 
-class Want:
-    """What the innermost step asks its driver for: the next message of ``call``'s answer."""
-
-    __slots__ = ("call",)
-
-    def __init__(self, call: Call) -> None:
-        self.call = call
-
-
 #: fed to a Terminal when the handler is done without an answer (a notification)
 NO_ANSWER: Final = object()
 
 
 class Terminal:
-    """The innermost ``call_next``: the handler's messages, as the runtime feeds them."""
+    """The innermost ``call_next``: the handler's messages, as the runtime feeds them.
+
+    The runtime's driver of one request's chain is a Terminal of its own kind.
+    """
 
     __slots__ = ("call", "done", "opened", "started")
 
@@ -182,17 +175,16 @@ class Terminal:
         return self
 
     def __anext__(self) -> Generator[Any, Any, Message]:
+        if self.done:
+            raise StopAsyncIteration
         return self._want()
 
     @types.coroutine
     def _want(self) -> Generator[Any, Any, Message]:
-        if self.done:
-            raise StopAsyncIteration
-        call = self.call
-        assert call is not None
-        # Yielded up through every layer to the driver, which answers with the next
-        # message (or throws the handler's failure in here).
-        item = yield Want(call)
+        # The terminal itself is yielded up through every layer to its driver, which
+        # knows it by identity and answers with the next message (or throws the
+        # handler's failure in here).
+        item = yield self
         if item is NO_ANSWER:
             self.done = True
             raise StopAsyncIteration
