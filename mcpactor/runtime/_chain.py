@@ -65,7 +65,11 @@ class _Pump(Terminal):
     __slots__ = ("ended", "error", "final", "lock", "peer", "pending", "request_id", "stream")
 
     def __init__(self, peer: Any, request_id: RequestId | None) -> None:
-        super().__init__()
+        # Terminal's fields, set here: one call less per request.
+        self.call: Call | None = None
+        self.started = False
+        self.done = False
+        self.opened: list[AsyncIterator[Message]] = []
         self.peer = peer
         self.request_id = request_id
         self.stream: AsyncIterator[Message] | None = None
@@ -79,11 +83,19 @@ class _Pump(Terminal):
 
 
 @types.coroutine
-def _drive(pump: _Pump, value: object, error: BaseException | None) -> Generator[Any, Any, bool]:
-    # Step the chain with ``value`` (or ``error`` thrown in) until the terminal wants
-    # the next message (True) or the chain is over (False). A notice the outermost layer
-    # yields is sent (the core builds it) and the chain goes on; the answer is kept.
-    # What trio asks of the chain on the way passes through, both ways.
+def _drive(
+    pump: _Pump,
+    value: object,
+    error: BaseException | None,
+    step: Step | None,
+    ctx: Context | None,
+) -> Generator[Any, Any, bool]:
+    # Step the chain with ``value`` (or ``error`` thrown in) until it is over (False) or,
+    # with no ``step`` to run, until the terminal wants the next message (True). With
+    # ``step``, the terminal's first want runs it — the handler, awaited right here —
+    # and feeds the chain its result or failure. A notice the outermost layer yields is
+    # sent (the core builds it) and the chain goes on; the answer is kept. What trio
+    # asks of the chain, or of the handler, on the way passes through, both ways.
     stream = pump.stream
     assert stream is not None
     while True:
@@ -126,13 +138,35 @@ def _drive(pump: _Pump, value: object, error: BaseException | None) -> Generator
         except BaseException:
             pump.ended = True
             raise
-        if yielded is pump:
+        if yielded is not pump:
+            error = None
+            try:
+                value = yield yielded
+            except BaseException as exc:
+                value, error = None, exc
+            continue
+        if step is None:
             return True
-        error = None
+        wanted = pump.call
+        assert wanted is not None
+        assert ctx is not None
         try:
-            value = yield yielded
-        except BaseException as exc:
+            result = yield from step(wanted.method, wanted.params, ctx).__await__()
+        except Exception as exc:
             value, error = None, exc
+        except BaseException as exc:
+            # The chain answered (or refused) while the handler ran: the handler was
+            # ended from its pending notice, and what the chain said is the answer.
+            if pump.ended and _answered_only(exc):
+                return False
+            raise
+        else:
+            value = NO_ANSWER if result is None else message_of(result)
+        # The handler runs once; a layer that wants more after its answer is an error.
+        step = None
+        if pump.ended:
+            # It swallowed the ChainAnswered of a notice: the chain's answer stands.
+            return False
 
 
 async def through(
@@ -159,34 +193,14 @@ async def through(
     if request_id is not None:
         ctx._peer = _Tap(peer, pump, request_id)
     try:
-        if await _drive(pump, None, None):
-            wanted = pump.call
-            assert wanted is not None
-            failure: Exception | None = None
-            result: JSONObject | None = None
-            try:
-                result = await step(wanted.method, wanted.params, ctx)
-            except Exception as exc:
-                failure = exc
-            except BaseException as exc:
-                # The chain answered (or refused) while the handler ran: the handler was
-                # ended from its pending notice, and what the chain said is the answer.
-                if not (pump.ended and _answered_only(exc)):
-                    raise
-            if not pump.ended:
-                if failure is not None:
-                    wants = await _drive(pump, None, failure)
-                else:
-                    fed = NO_ANSWER if result is None else message_of(result)
-                    wants = await _drive(pump, fed, None)
-                if wants:
-                    raise RuntimeError("a middleware asked for more after the answer")
+        if await _drive(pump, None, None, step, ctx):
+            raise RuntimeError("a middleware asked for more after the answer")
     except BaseException as exc:
         if not pump.ended:
             # Cancelled (or failed) with the chain waiting on the handler: each layer
             # sees it where it waits, and ends as it would.
             with contextlib.suppress(BaseException):
-                await _drive(pump, None, exc)
+                await _drive(pump, None, exc, None, ctx)
         raise
     finally:
         if request_id is not None:
@@ -300,7 +314,7 @@ class _Tap:
                 pump.lock = trio.StrictFIFOLock()
             async with pump.lock:
                 if not pump.ended:
-                    await _drive(pump, notice_of(method, params), None)
+                    await _drive(pump, notice_of(method, params), None, None, None)
         if pump.ended:
             # The chain is over (it answered or refused): the handler ends here.
             raise ChainAnswered
