@@ -26,6 +26,7 @@ import trio
 
 from ._exceptions import INVALID_PARAMS, RequestError
 from .protocol import JSONObject, bounded_value, describe
+from .runtime import ChainAnswered
 from .server import (
     Call,
     InputRequiredResult,
@@ -42,6 +43,7 @@ from .server import (
 __all__ = [
     "RATE_LIMITED",
     "Call",
+    "ChainAnswered",
     "InputRequiredResult",
     "LogMessage",
     "Message",
