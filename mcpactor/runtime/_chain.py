@@ -27,7 +27,7 @@ import contextlib
 import logging
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import trio
 
@@ -36,6 +36,7 @@ from ..server import (
     NO_ANSWER,
     Call,
     Context,
+    InputRequiredResult,
     Message,
     MiddlewareChain,
     Notice,
@@ -43,7 +44,6 @@ from ..server import (
     Server,
     Terminal,
     finish_stateless,
-    message_of,
     notice_of,
 )
 
@@ -59,17 +59,112 @@ _log = logging.getLogger("mcpactor")
 Step = Callable[[str, JSONObject | None, Context], Awaitable[JSONObject | None]]
 
 
-class _Pump(Terminal):
+class _Tapped:
+    """A Context's peer while its request runs through middleware: its notices go in.
+
+    The peer methods of a ``_Pump``, which stands in for the Context's own peer.
+    """
+
+    __slots__ = ()
+    peer: Any
+    request_id: RequestId | None
+
+    def __getattr__(self, name: str) -> Any:
+        # Whatever else a peer offers (the session's id, a flight's scope, …).
+        return getattr(self.peer, name)
+
+    async def notify(
+        self, method: str, params: JSONObject, *, related_request_id: RequestId | None
+    ) -> None:
+        """Pass a notice for the request through the chain; send others as they are."""
+        pump = cast(_Pump, self)
+        if related_request_id != self.request_id:
+            await self.peer.notify(method, params, related_request_id=related_request_id)
+            return
+        if not pump.ended:
+            if pump.lock is None:
+                pump.lock = trio.StrictFIFOLock()
+            async with pump.lock:
+                if not pump.ended:
+                    await _drive(pump, notice_of(method, params), None, None, None)
+        if pump.ended:
+            # The chain is over (it answered or refused): the handler ends here.
+            raise ChainAnswered
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject,
+        *,
+        related_request_id: RequestId | None,
+        timeout: float | None,
+    ) -> JSONObject:
+        """Send a server→client request and wait for its result."""
+        result: JSONObject = await self.peer.request(
+            method, params, related_request_id=related_request_id, timeout=timeout
+        )
+        return result
+
+    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
+        """Close the response stream of a request (HTTP only)."""
+        await self.peer.close_sse_stream(related_request_id=related_request_id)
+
+    def log_enabled(self, level: str) -> bool:
+        """Return whether the client wants log messages at ``level``."""
+        return bool(self.peer.log_enabled(level))
+
+    def subscribe(self, uri: str) -> None:
+        """Remember that the client wants updates of ``uri``."""
+        self.peer.subscribe(uri)
+
+    def unsubscribe(self, uri: str) -> None:
+        """Forget the client's subscription to ``uri``."""
+        self.peer.unsubscribe(uri)
+
+    async def subscriptions_changed(self) -> None:
+        """Make a change of the subscriptions known where it must be."""
+        await self.peer.subscriptions_changed()
+
+    async def run_sync(self, fn: Callable[[], Any]) -> Any:
+        """Run a blocking callable in a worker thread."""
+        return await self.peer.run_sync(fn)
+
+    async def call(
+        self,
+        fn: Callable[..., Any],
+        kwargs: Mapping[str, Any],
+        *,
+        offload: Offload,
+        timeout: float | None,
+    ) -> Any:
+        """Run a tool's function as ``offload`` says."""
+        return await self.peer.call(fn, kwargs, offload=offload, timeout=timeout)
+
+    @property
+    def tasks(self) -> SessionTaskHost:
+        """The tasks of this requestor."""
+        host: SessionTaskHost = self.peer.tasks
+        return host
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who the request was admitted as, or None."""
+        principal: Principal | None = self.peer.principal
+        return principal
+
+
+class _Pump(Terminal, _Tapped):
     # One request's chain: its innermost step (the Terminal it is), the outermost
-    # stream it steps by hand, and how the chain ended.
+    # stream it steps by hand, and how the chain ended. While the handler runs it is
+    # its Context's peer too (``_Tapped``): the request's notices go into the chain.
     __slots__ = ("ended", "error", "final", "lock", "peer", "pending", "request_id", "stream")
 
     def __init__(self, peer: Any, request_id: RequestId | None) -> None:
         # Terminal's fields, set here: one call less per request.
-        self.call: Call | None = None
+        self.served: Call | None = None
         self.started = False
         self.done = False
-        self.opened: list[AsyncIterator[Message]] = []
+        self.opened: list[AsyncIterator[Message]] | None = None
         self.peer = peer
         self.request_id = request_id
         self.stream: AsyncIterator[Message] | None = None
@@ -147,7 +242,7 @@ def _drive(
             continue
         if step is None:
             return True
-        wanted = pump.call
+        wanted = pump.served
         assert wanted is not None
         assert ctx is not None
         try:
@@ -161,7 +256,12 @@ def _drive(
                 return False
             raise
         else:
-            value = NO_ANSWER if result is None else message_of(result)
+            if result is None:
+                value = NO_ANSWER
+            elif result.get("resultType") == "input_required":
+                value = InputRequiredResult(result)
+            else:
+                value = Result(result)
         # The handler runs once; a layer that wants more after its answer is an error.
         step = None
         if pump.ended:
@@ -189,9 +289,14 @@ async def through(
     request_id = ctx.request_id
     pump = _Pump(peer, request_id)
     call = Call(method, params, ctx, scope, kind, pump)
-    pump.stream = first(call)
+    # The outermost layer's stream is the pump's own; the layers inside it note theirs.
+    layer = first.middleware
+    inner = first.inner
+    assert layer is not None
+    assert inner is not None
+    stream = pump.stream = layer(call, inner)
     if request_id is not None:
-        ctx._peer = _Tap(peer, pump, request_id)
+        ctx._peer = pump
     try:
         if await _drive(pump, None, None, step, ctx):
             raise RuntimeError("a middleware asked for more after the answer")
@@ -206,13 +311,16 @@ async def through(
         if request_id is not None:
             ctx._peer = peer
         opened = pump.opened
-        for stream in reversed(opened):
-            if getattr(stream, "ag_frame", True) is not None:
-                await _close(stream)
+        if opened is not None:
+            for inside in reversed(opened):
+                if getattr(inside, "ag_frame", True) is not None:
+                    await _close(inside)
+            opened.clear()
+        if getattr(stream, "ag_frame", True) is not None:
+            await _close(stream)
         # The call and its terminal refer to each other: part them, so that reference
         # counting frees the request's chain at once, without the cycle collector.
-        pump.call = pump.stream = pump.pending = None
-        opened.clear()
+        pump.served = pump.stream = pump.pending = None
     if pump.error is not None:
         raise pump.error
     if kind != "request":
@@ -285,97 +393,3 @@ def _answered_only(exc: BaseException) -> bool:
         rest = exc.split(ChainAnswered)[1]
         return rest is None
     return False
-
-
-class _Tap:
-    """A Context's peer while its request runs through middleware: its notices go in."""
-
-    __slots__ = ("_peer", "_pump", "_request_id")
-
-    def __init__(self, peer: Any, pump: _Pump, request_id: RequestId) -> None:
-        self._peer = peer
-        self._pump = pump
-        self._request_id = request_id
-
-    def __getattr__(self, name: str) -> Any:
-        # Whatever else a peer offers (the session's id, a flight's scope, …).
-        return getattr(self._peer, name)
-
-    async def notify(
-        self, method: str, params: JSONObject, *, related_request_id: RequestId | None
-    ) -> None:
-        """Pass a notice for the request through the chain; send others as they are."""
-        pump = self._pump
-        if related_request_id != self._request_id:
-            await self._peer.notify(method, params, related_request_id=related_request_id)
-            return
-        if not pump.ended:
-            if pump.lock is None:
-                pump.lock = trio.StrictFIFOLock()
-            async with pump.lock:
-                if not pump.ended:
-                    await _drive(pump, notice_of(method, params), None, None, None)
-        if pump.ended:
-            # The chain is over (it answered or refused): the handler ends here.
-            raise ChainAnswered
-
-    async def request(
-        self,
-        method: str,
-        params: JSONObject,
-        *,
-        related_request_id: RequestId | None,
-        timeout: float | None,
-    ) -> JSONObject:
-        """Send a server→client request and wait for its result."""
-        result: JSONObject = await self._peer.request(
-            method, params, related_request_id=related_request_id, timeout=timeout
-        )
-        return result
-
-    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
-        """Close the response stream of a request (HTTP only)."""
-        await self._peer.close_sse_stream(related_request_id=related_request_id)
-
-    def log_enabled(self, level: str) -> bool:
-        """Return whether the client wants log messages at ``level``."""
-        return bool(self._peer.log_enabled(level))
-
-    def subscribe(self, uri: str) -> None:
-        """Remember that the client wants updates of ``uri``."""
-        self._peer.subscribe(uri)
-
-    def unsubscribe(self, uri: str) -> None:
-        """Forget the client's subscription to ``uri``."""
-        self._peer.unsubscribe(uri)
-
-    async def subscriptions_changed(self) -> None:
-        """Make a change of the subscriptions known where it must be."""
-        await self._peer.subscriptions_changed()
-
-    async def run_sync(self, fn: Callable[[], Any]) -> Any:
-        """Run a blocking callable in a worker thread."""
-        return await self._peer.run_sync(fn)
-
-    async def call(
-        self,
-        fn: Callable[..., Any],
-        kwargs: Mapping[str, Any],
-        *,
-        offload: Offload,
-        timeout: float | None,
-    ) -> Any:
-        """Run a tool's function as ``offload`` says."""
-        return await self._peer.call(fn, kwargs, offload=offload, timeout=timeout)
-
-    @property
-    def tasks(self) -> SessionTaskHost:
-        """The tasks of this requestor."""
-        host: SessionTaskHost = self._peer.tasks
-        return host
-
-    @property
-    def principal(self) -> Principal | None:
-        """Who the request was admitted as, or None."""
-        principal: Principal | None = self._peer.principal
-        return principal

@@ -26,7 +26,6 @@ from ._middleware import Notice as Notice
 from ._middleware import Progress as Progress
 from ._middleware import Result as Result
 from ._middleware import Terminal as Terminal
-from ._middleware import message_of as message_of
 from ._middleware import notice_of as notice_of
 from ._registered import adapt_tool_result as adapt_tool_result
 from ._registry import Catalog as Catalog
@@ -105,7 +104,6 @@ __all__ = [
     "finish_stateless",
     "function_path",
     "isoformat",
-    "message_of",
     "notice_of",
     "serve_stateless",
     "with_related_task",

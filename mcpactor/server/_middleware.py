@@ -38,13 +38,11 @@ __all__ = [
     "Progress",
     "Result",
     "Terminal",
-    "message_of",
     "notice_of",
 ]
 
 PROGRESS: Final = "notifications/progress"
 LOG: Final = "notifications/message"
-INPUT_REQUIRED: Final = "input_required"
 
 
 class Notice:
@@ -162,14 +160,16 @@ class Terminal:
     The runtime's driver of one request's chain is a Terminal of its own kind.
     """
 
-    __slots__ = ("call", "done", "opened", "started")
+    __slots__ = ("done", "opened", "served", "started")
 
     def __init__(self) -> None:
-        self.call: Call | None = None
+        #: the call the innermost layer passed on (its params as the layers left them)
+        self.served: Call | None = None
         self.started = False
         self.done = False
-        #: the layers' streams opened for the request, outermost first (closed at its end)
-        self.opened: list[AsyncIterator[Message]] = []
+        #: the streams of the layers inside the outermost one, outermost first (closed at
+        #: the request's end); None until there is one
+        self.opened: list[AsyncIterator[Message]] | None = None
 
     def __aiter__(self) -> Terminal:
         return self
@@ -208,12 +208,16 @@ class _Link:
             if terminal.started:
                 raise RuntimeError("a middleware called call_next() twice for one request")
             terminal.started = True
-            terminal.call = call
+            terminal.served = call
             return terminal
         inner = self.inner
         assert inner is not None
         stream = middleware(call, inner)
-        terminal.opened.append(stream)
+        opened = terminal.opened
+        if opened is None:
+            terminal.opened = [stream]
+        else:
+            opened.append(stream)
         return stream
 
 
@@ -260,10 +264,3 @@ def notice_of(method: str, params: JSONObject) -> Notice:
     if method == LOG:
         return LogMessage(method, params)
     return Notice(method, params)
-
-
-def message_of(result: JSONObject) -> Result:
-    """The typed message of a handler's result (``input_required`` or a final one)."""
-    if result.get("resultType") == INPUT_REQUIRED:
-        return InputRequiredResult(result)
-    return Result(result)
