@@ -8,7 +8,13 @@ import pytest
 
 import mcpactor
 
-PUBLIC_MODULES = ["mcpactor", "mcpactor.protocol", "mcpactor.server", "mcpactor.runtime"]
+PUBLIC_MODULES = [
+    "mcpactor",
+    "mcpactor.protocol",
+    "mcpactor.server",
+    "mcpactor.runtime",
+    "mcpactor.middleware",
+]
 
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)
@@ -69,3 +75,17 @@ def test_the_clients_feature_objects_are_exported(name: str) -> None:
 
     assert name in mcpactor.client.__all__
     assert getattr(mcpactor.client, name).__module__ == "mcpactor.client"
+
+
+def test_the_middleware_api_is_documented_and_every_server_has_a_chain() -> None:
+    import mcpactor.middleware as middleware
+
+    undocumented = [
+        name
+        for name in middleware.__all__
+        if isinstance(getattr(middleware, name), type)
+        and not (getattr(middleware, name).__doc__ or "").strip()
+    ]
+    assert undocumented == []
+    assert isinstance(mcpactor.Server("x").middleware, middleware.MiddlewareChain)
+    assert middleware.Call is mcpactor.server.Call

@@ -203,13 +203,7 @@ def _drive(
             # The outermost layer yielded a message.
             pump.pending = value = error = None
             message = stop.value
-            if isinstance(message, Result):
-                if pump.final is not None:
-                    pump.error = RuntimeError("a middleware yielded a second answer")
-                    pump.ended = True
-                    return False
-                pump.final = message
-            elif isinstance(message, Notice):
+            if isinstance(message, Notice):
                 try:
                     yield from pump.peer.notify(
                         message.method, message.params, related_request_id=pump.request_id
@@ -217,10 +211,7 @@ def _drive(
                 except BaseException:
                     pump.ended = True
                     raise
-            else:
-                kind = type(message).__name__
-                pump.error = TypeError(f"a middleware yielded {kind}, not a message")
-                pump.ended = True
+            elif not _kept(pump, message):
                 return False
             continue
         except StopAsyncIteration:
@@ -267,6 +258,20 @@ def _drive(
         if pump.ended:
             # It swallowed the ChainAnswered of a notice: the chain's answer stands.
             return False
+
+
+def _kept(pump: _Pump, message: object) -> bool:
+    # Keep the answer the outermost layer yielded; anything else ends the chain failed.
+    if isinstance(message, Result) and pump.final is None:
+        pump.final = message
+        return True
+    if isinstance(message, Result):
+        pump.error = RuntimeError("a middleware yielded a second answer")
+    else:
+        kind = type(message).__name__
+        pump.error = TypeError(f"a middleware yielded {kind}, not a message")
+    pump.ended = True
+    return False
 
 
 async def through(

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import types
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from ..protocol import JSONObject
@@ -174,7 +174,7 @@ class Terminal:
     def __aiter__(self) -> Terminal:
         return self
 
-    def __anext__(self) -> Generator[Any, Any, Message]:
+    def __anext__(self) -> Awaitable[Message]:
         if self.done:
             raise StopAsyncIteration
         return self._want()
