@@ -4,19 +4,20 @@
 # server has middleware. The layers are async generators (server/_middleware.py); the
 # innermost ``call_next`` is the request's ``Terminal``. Two things run in the one task:
 #
-# - the handler, awaited as it would be without middleware (so the cancel scopes it
-#   enters nest in its own frames, as trio requires);
-# - the chain: its outermost stream, stepped by hand (``_drive``). Each step forwards
-#   whatever trio asks of it to the event loop, until the terminal wants the next
-#   message (it yields itself, known by identity) or the chain is over; a notice the
-#   outermost layer yields is sent on the way.
+# - the chain: its outermost loop (``_deliver``, an ``async for`` over the outermost
+#   layer) stepped by hand (``_drive``). Each step forwards whatever trio asks of it to
+#   the event loop, until the terminal wants the next message (it yields itself, known
+#   by identity) or the chain is over;
+# - the handler, awaited inside that step when the terminal first wants a message, as
+#   it would be without middleware (so the cancel scopes it enters nest in its own
+#   frames, as trio requires).
 #
-# So no task is spawned and nothing is buffered: the chain is stepped once to reach the
-# handler; each notice the handler sends for its request (its Context's peer is a
-# ``_Tap`` meanwhile) steps it again from inside the handler's ``await`` — the layers
-# see it, the one that lets it through has it sent by the core, and the handler goes on
-# — and the handler's result (or failure, thrown in) steps it to its end. A chain that
-# answers or refuses while the handler runs ends the handler at its pending notice
+# So no task is spawned and nothing is buffered. Each notice the handler sends for its
+# request (its Context's peer is the request's ``_Pump`` meanwhile) steps the chain again
+# from inside the handler's ``await``: the layers see it, the notice the outermost one
+# lets through is sent (the core builds it), and the handler goes on. The handler's
+# result (or failure, thrown in) steps the chain to its end. A chain that answers or
+# refuses while the handler runs ends the handler at its pending notice
 # (``ChainAnswered``, a BaseException like Cancelled; a cancel scope per request would
 # cost more than the rest of the chain). Every layer's stream is closed, innermost
 # first, before ``through`` returns, whatever happened.
@@ -26,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import types
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import trio
@@ -157,7 +158,7 @@ class _Pump(Terminal, _Tapped):
     # One request's chain: its innermost step (the Terminal it is), the outermost
     # stream it steps by hand, and how the chain ended. While the handler runs it is
     # its Context's peer too (``_Tapped``): the request's notices go into the chain.
-    __slots__ = ("ended", "error", "final", "lock", "peer", "pending", "request_id", "stream")
+    __slots__ = ("coro", "ended", "error", "final", "lock", "peer", "request_id", "stream")
 
     def __init__(self, peer: Any, request_id: RequestId | None) -> None:
         # Terminal's fields, set here: one call less per request.
@@ -168,8 +169,8 @@ class _Pump(Terminal, _Tapped):
         self.peer = peer
         self.request_id = request_id
         self.stream: AsyncIterator[Message] | None = None
-        # The outermost stream's pending ``__anext__`` (None: ask it for the next one).
-        self.pending: Any = None
+        # The chain's outermost loop (``_deliver``), stepped by hand.
+        self.coro: Coroutine[Any, Any, None] | None = None
         self.ended = False
         self.final: Result | None = None
         self.error: Exception | None = None
@@ -191,30 +192,12 @@ def _drive(
     # and feeds the chain its result or failure. A notice the outermost layer yields is
     # sent (the core builds it) and the chain goes on; the answer is kept. What trio
     # asks of the chain, or of the handler, on the way passes through, both ways.
-    stream = pump.stream
-    assert stream is not None
+    coro = pump.coro
+    assert coro is not None
     while True:
-        pending = pump.pending
-        if pending is None:
-            pending = pump.pending = stream.__anext__()
         try:
-            yielded = pending.throw(error) if error is not None else pending.send(value)
-        except StopIteration as stop:
-            # The outermost layer yielded a message.
-            pump.pending = value = error = None
-            message = stop.value
-            if isinstance(message, Notice):
-                try:
-                    yield from pump.peer.notify(
-                        message.method, message.params, related_request_id=pump.request_id
-                    ).__await__()
-                except BaseException:
-                    pump.ended = True
-                    raise
-            elif not _kept(pump, message):
-                return False
-            continue
-        except StopAsyncIteration:
+            yielded = coro.throw(error) if error is not None else coro.send(value)
+        except StopIteration:
             pump.ended = True
             return False
         except Exception as exc:
@@ -260,6 +243,18 @@ def _drive(
             return False
 
 
+async def _deliver(pump: _Pump, stream: AsyncIterator[Message]) -> None:
+    # The outermost loop, the one coroutine ``_drive`` steps: a notice the outermost
+    # layer yields is sent (the core builds it), the answer is kept.
+    async for message in stream:
+        if isinstance(message, Notice):
+            await pump.peer.notify(
+                message.method, message.params, related_request_id=pump.request_id
+            )
+        elif not _kept(pump, message):
+            return
+
+
 def _kept(pump: _Pump, message: object) -> bool:
     # Keep the answer the outermost layer yielded; anything else ends the chain failed.
     if isinstance(message, Result) and pump.final is None:
@@ -300,6 +295,7 @@ async def through(
     assert layer is not None
     assert inner is not None
     stream = pump.stream = layer(call, inner)
+    pump.coro = _deliver(pump, stream)
     if request_id is not None:
         ctx._peer = pump
     try:
@@ -325,7 +321,7 @@ async def through(
             await _close(stream)
         # The call and its terminal refer to each other: part them, so that reference
         # counting frees the request's chain at once, without the cycle collector.
-        pump.served = pump.stream = pump.pending = None
+        pump.served = pump.stream = pump.coro = None
     if pump.error is not None:
         raise pump.error
     if kind != "request":
