@@ -17,6 +17,7 @@ from mcpactor.client import ClientSession, connect_http
 from mcpactor.middleware import (
     RATE_LIMITED,
     Call,
+    LogMessage,
     Message,
     Next,
     Progress,
@@ -345,3 +346,56 @@ async def test_response_cache_keeps_nothing_without_hints() -> None:
         await client.read_resource("mem://clock")
         await client.read_resource("mem://clock")
     assert len(reads) == 2
+
+
+async def test_a_log_message_passes_through_the_chain_rewritten(version: str) -> None:
+    server = Server("logs", "1.0.0")
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        """Log a message, then answer."""
+        await ctx.info("secret 1234")
+        return "done"
+
+    @server.middleware.use
+    async def redact(call: Call, call_next: Next) -> AsyncIterator[Message]:
+        async for message in call_next(call):
+            if isinstance(message, LogMessage):
+                message.params = {**message.params, "data": "secret ****"}
+            yield message
+
+    async with opened(server, version) as client:
+        await client.set_logging_level("info")
+        assert (await client.call_tool("chatty")).text == "done"
+        logged = [
+            n.params["data"]
+            for n in client.notifications.received
+            if n.method == "notifications/message" and n.params is not None
+        ]
+    assert logged == ["secret ****"]
+
+
+async def test_an_input_required_answer_is_a_message_of_its_own() -> None:
+    server = Server("asks", "1.0.0")
+    seen: list[str] = []
+    form = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        """Ask the user's name, then greet them."""
+        answer = await ctx.elicit("Your name?", form)
+        return f"hello {(answer.content or {}).get('name')}"
+
+    @server.middleware.use
+    async def watch(call: Call, call_next: Next) -> AsyncIterator[Message]:
+        async for message in call_next(call):
+            if call.method == "tools/call":
+                seen.append(type(message).__name__)
+            yield message
+
+    async def answer(params: dict[str, object]) -> dict[str, object]:
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    async with opened(server, STATELESS, elicitation_handler=answer) as client:
+        assert (await client.call_tool("greet")).text == "hello Ada"
+    assert seen == ["InputRequiredResult", "Result"]
