@@ -79,7 +79,9 @@ class _Tapped:
     ) -> None:
         """Pass a notice for the request through the chain; send others as they are."""
         pump = cast(_Pump, self)
-        if related_request_id != self.request_id:
+        request_id = self.request_id
+        if request_id is None or related_request_id != request_id:
+            # Not the request's own, or the request is over (a peer kept past it).
             await self.peer.notify(method, params, related_request_id=related_request_id)
             return
         if not pump.ended:
@@ -321,7 +323,7 @@ async def through(
             await _close(stream)
         # The call and its terminal refer to each other: part them, so that reference
         # counting frees the request's chain at once, without the cycle collector.
-        pump.served = pump.stream = pump.coro = None
+        pump.served = pump.stream = pump.coro = pump.request_id = None
     if pump.error is not None:
         raise pump.error
     if kind != "request":
