@@ -65,6 +65,9 @@ RATE_LIMITED: Final = -32029
 
 _log = logging.getLogger("mcpactor.middleware")
 
+# Characters of a client's name or version a rate limit keys its caller by.
+_KEY_TEXT: Final = 200
+
 
 def caller_of(call: Call) -> Hashable:
     """Who makes ``call``: its principal's subject, else the client's name and version."""
@@ -72,7 +75,8 @@ def caller_of(call: Call) -> Hashable:
     if principal is not None:
         return ("principal", principal.subject)
     info = call.context.client_info or {}
-    return ("client", str(info.get("name")), str(info.get("version")))
+    # What came off the wire, bounded: a key is kept per caller.
+    return ("client", str(info.get("name"))[:_KEY_TEXT], str(info.get("version"))[:_KEY_TEXT])
 
 
 def _tool_name(call: Call) -> str | None:
@@ -224,10 +228,12 @@ class ResponseCache:
     most ``max_entries`` are kept, the oldest dropped first.
     """
 
-    def __init__(self, max_entries: int = 1024) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
+    def __init__(self, max_entries: int = 1024, *, max_key_bytes: int = 65_536) -> None:
+        if max_entries < 1 or max_key_bytes < 1:
+            raise ValueError("max_entries and max_key_bytes must be at least 1")
         self.max_entries = max_entries
+        #: requests whose params (as JSON) are longer are served and never cached
+        self.max_key_bytes = max_key_bytes
         # key -> (expiry on trio's clock, the result), oldest first
         self._entries: collections.OrderedDict[Hashable, tuple[float, JSONObject]] = (
             collections.OrderedDict()
@@ -245,7 +251,12 @@ class ResponseCache:
             async for message in call_next(call):
                 yield message
             return
-        shared, private = _cache_keys(call)
+        keys = _cache_keys(call, self.max_key_bytes)
+        if keys is None:
+            async for message in call_next(call):
+                yield message
+            return
+        shared, private = keys
         now = trio.current_time()
         for key in (private, shared):
             cached = self._entries.get(key)
@@ -276,10 +287,13 @@ class ResponseCache:
             entries.popitem(last=False)
 
 
-def _cache_keys(call: Call) -> tuple[Hashable, Hashable]:
-    # (shared, private): what a result is cached under by its cacheScope.
+def _cache_keys(call: Call, limit: int) -> tuple[Hashable, Hashable] | None:
+    # (shared, private): what a result is cached under by its cacheScope; None for
+    # params too long to keep as a key.
     params = {k: v for k, v in (call.params or {}).items() if k != "_meta"}
     text = orjson.dumps(params, option=orjson.OPT_SORT_KEYS)
+    if len(text) > limit:
+        return None
     shared = (call.method, call.revision, text)
     principal = call.principal
     who = principal.subject if principal is not None else None

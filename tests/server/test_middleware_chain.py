@@ -399,3 +399,16 @@ async def test_an_input_required_answer_is_a_message_of_its_own() -> None:
     async with opened(server, STATELESS, elicitation_handler=answer) as client:
         assert (await client.call_tool("greet")).text == "hello Ada"
     assert seen == ["InputRequiredResult", "Result"]
+
+
+async def test_response_cache_keeps_no_request_over_its_key_bound(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    server, reads = reading_server(CacheHint(ttl_ms=60_000))
+    cache = ResponseCache(max_key_bytes=8)
+    server.middleware.use(cache)
+    async with opened(server, STATELESS) as client:
+        await client.read_resource("mem://clock")
+        await client.read_resource("mem://clock")
+    assert len(reads) == 2
+    assert len(cache) == 0
