@@ -16,6 +16,7 @@ import cProfile
 import pstats
 import socket
 import time
+from typing import Any
 
 import orjson
 import trio
@@ -115,6 +116,12 @@ async def run(calls: int, window: int = 64, size: int = 0, revision: str | None 
     return elapsed / calls
 
 
+async def passing(call: Any, call_next: Any) -> Any:
+    """A middleware that passes every message through unchanged (``--middleware pass``)."""
+    async for message in call_next(call):
+        yield message
+
+
 def main() -> None:
     """Run the benchmark and print µs per call (optionally the top of a profile)."""
     parser = argparse.ArgumentParser()
@@ -123,7 +130,15 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=64, help="requests in flight")
     parser.add_argument("--revision", default=None, help="a stateless revision, no session")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--middleware",
+        choices=["none", "pass"],
+        default="none",
+        help="pass: one middleware that passes every message through",
+    )
     args = parser.parse_args()
+    if args.middleware == "pass":
+        server.middleware.use(passing)
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()

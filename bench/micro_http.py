@@ -354,6 +354,12 @@ def _print_allocations(stats: list[tracemalloc.StatisticDiff], count: int, top: 
         print(f"  {stat.size_diff / count:8.0f} B  {where:60.60}  {line[:60]}")
 
 
+async def passing(call: Any, call_next: Any) -> Any:
+    """A middleware that passes every message through unchanged (``--middleware pass``)."""
+    async for message in call_next(call):
+        yield message
+
+
 def main() -> None:
     """Run the benchmark and print µs per call (optionally the top of a profile)."""
     parser = argparse.ArgumentParser()
@@ -367,7 +373,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9, help="rounds of --burst")
     parser.add_argument("--top", type=int, default=15, help="source lines shown by --memory")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--middleware",
+        choices=["none", "pass"],
+        default="none",
+        help="pass: one middleware that passes every message through",
+    )
     args = parser.parse_args()
+    if args.middleware == "pass":
+        server.middleware.use(passing)
     if args.memory:
         trio.run(functools.partial(run_memory, args.mode, min(args.calls, 2000), top=args.top))
         return

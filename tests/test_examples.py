@@ -31,6 +31,7 @@ import pytest
 import trio
 
 import mcpactor.testing
+from mcpactor import RequestError
 from mcpactor.client import connect_http, connect_stdio
 from tests.doc_includes import expanded
 from tests.spec_schema import check_server_message
@@ -341,3 +342,34 @@ async def test_two_eras_asks_across_retries_over_stdio_too() -> None:
         "1 table(s) free on saturday. Who is coming?",
         "Book saturday for Grace, 4 guest(s)?",
     ]
+
+
+@pytest.mark.parametrize("revision", [REVISION, STATELESS])
+async def test_middleware_example_audits_filters_and_caches(revision: str) -> None:
+    command = [sys.executable, "-m", "mcpactor", "serve", str(ROOT / "examples" / "middleware.py")]
+    said: list[str | None] = []
+
+    async def progress(value: float, total: float | None, message: str | None) -> None:
+        said.append(message)
+
+    with trio.fail_after(TIMEOUT):
+        async with connect_stdio(command, initialize=True, protocol_version=revision) as client:
+            names = [tool["name"] for tool in await client.list_tools()]
+            first = await client.call_tool("add_note", {"text": "milk"}, progress_handler=progress)
+            second = await client.call_tool("add_note", {"text": "bread"})
+            with pytest.raises(RequestError) as hidden:
+                await client.call_tool("drop_all")
+            with pytest.raises(RequestError) as unknown:
+                await client.call_tool("no_such_tool")
+            read = await client.read_resource("notes://all")
+            again = await client.read_resource("notes://all")
+    assert names == ["add_note"]
+    assert first["_meta"]["example.com/audit"] == {"tool": "add_note", "calls": 1}
+    assert second["_meta"]["example.com/audit"] == {"tool": "add_note", "calls": 2}
+    assert said == ["saved"]
+    assert hidden.value.code == unknown.value.code
+    assert hidden.value.message == "unknown tool: 'drop_all'"
+    assert read["contents"][0]["text"] == "milk\nbread\n(read 1 time(s))"
+    # At 2026-07-28 the second read is answered from the cache, as its hint allows.
+    times = "1" if revision == STATELESS else "2"
+    assert again["contents"][0]["text"] == f"milk\nbread\n(read {times} time(s))"

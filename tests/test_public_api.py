@@ -14,6 +14,7 @@ PUBLIC_MODULES = [
     "mcpactor.server",
     "mcpactor.runtime",
     "mcpactor.ext.apps",
+    "mcpactor.middleware",
 ]
 
 
@@ -86,3 +87,17 @@ def test_the_extension_points_are_exported(name: str) -> None:
     if name != "ExtensionError":
         assert getattr(mcpactor, name) is getattr(mcpactor.server, name)
         assert name in mcpactor.server.__all__
+
+
+def test_the_middleware_api_is_documented_and_every_server_has_a_chain() -> None:
+    import mcpactor.middleware as middleware
+
+    undocumented = [
+        name
+        for name in middleware.__all__
+        if isinstance(getattr(middleware, name), type)
+        and not (getattr(middleware, name).__doc__ or "").strip()
+    ]
+    assert undocumented == []
+    assert isinstance(mcpactor.Server("x").middleware, middleware.MiddlewareChain)
+    assert middleware.Call is mcpactor.server.Call

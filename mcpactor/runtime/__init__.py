@@ -5,6 +5,7 @@ from ._bus import ChangeBus as ChangeBus
 from ._bus import ChangeEvent as ChangeEvent
 from ._bus import InMemoryBus as InMemoryBus
 from ._bus import Listener as Listener
+from ._chain import ChainAnswered as ChainAnswered
 from ._changes import ChangeNotices as ChangeNotices
 from ._conflict import ConflictDetector as ConflictDetector
 from ._heap import collect_when_quiet as collect_when_quiet
@@ -65,6 +66,7 @@ __all__ = [
     "LISTEN",
     "LOG_CONTEXT",
     "METRICS",
+    "ChainAnswered",
     "ChangeBus",
     "ChangeEvent",
     "ChangeNotices",

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import trio
 
@@ -16,7 +16,8 @@ from ._peer_base import Sessionless, principal_of
 
 if TYPE_CHECKING:
     from ..auth import Principal
-    from ..server import Offload
+    from ..protocol import Envelope
+    from ..server import Context, Offload
 
 __all__ = ["Emit", "Flight", "FlightHost"]
 
@@ -33,6 +34,17 @@ class FlightHost(Protocol):
 
     def _pool(self) -> ProcessPool:
         """The worker processes of offloaded tools."""
+        ...
+
+    async def call(
+        self,
+        method: str,
+        params: JSONObject | None,
+        ctx: Context,
+        envelope: Envelope,
+        principal: object,
+    ) -> JSONObject:
+        """Serve the request (its handler, and the revision's shaping of its result)."""
         ...
 
 
@@ -87,6 +99,11 @@ class Flight(Sessionless):
                     note if isinstance(note, str) else None,
                 )
         await self.emit(Notification(method, params).to_json())
+
+    async def step(self, method: str, params: JSONObject | None, ctx: Context) -> JSONObject:
+        """Serve the request's method with ``params``: the innermost step of its chain."""
+        envelope = cast("Envelope", ctx.negotiated)
+        return await self._host.call(method, params, ctx, envelope, self._admitted)
 
     def cancel(self, reason: str) -> bool:
         """End the request as its client leaving would; False if it cannot be cancelled."""

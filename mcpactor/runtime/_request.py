@@ -2,18 +2,20 @@
 # log context, the handler's failure turned into the error it is answered with, and the
 # metrics of its end. A session's request actor (_session_actor.py) and a 2026-07-28
 # request (_stateless.py) both run their handler through ``handled``; each then has its
-# answer built by its protocol core.
+# answer built by its protocol core. It is also the one point every request crosses
+# where the server's middleware (_chain.py) wraps the handler.
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import trio
 
 from .._exceptions import INTERNAL_ERROR, ProtocolError, RequestError
 from ..protocol import JSONObject, RequestId, describe, describe_error
+from ..server import Context, MiddlewareChain
+from ._chain import through
 from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
 
 __all__ = ["handled"]
@@ -22,9 +24,12 @@ _log = logging.getLogger("mcpactor")
 
 
 async def handled(
-    handler: Coroutine[Any, Any, JSONObject],
+    step: Callable[[str, JSONObject | None, Context], Awaitable[JSONObject]],
+    ctx: Context,
+    chain: MiddlewareChain,
+    scope: trio.CancelScope | None,
     method: str,
-    params: Mapping[str, Any] | None,
+    params: JSONObject | None,
     request_id: RequestId,
     session_id: str | None,
     version: str,
@@ -32,9 +37,10 @@ async def handled(
     started: float,
     principal: object = None,
 ) -> JSONObject | RequestError | ProtocolError:
-    """Await ``handler``: its result, or the error its request is to be answered with.
+    """Serve the request with ``step`` through ``chain``: the result, or the error to answer.
 
-    A cancellation goes through (the request's scope answers for it) and counts as one.
+    ``scope`` is the request's cancel scope (the middleware's ``call.cancel_scope``). A
+    cancellation goes through (the request's scope answers for it) and counts as one.
     ``principal`` is what a request without a session was admitted as (the history's).
     """
     metrics = METRICS
@@ -50,7 +56,12 @@ async def handled(
     detail: str | None = None
     try:
         try:
-            result = await handler
+            if chain.first is None:
+                result = await step(method, params, ctx)
+            else:
+                served = await through(chain, step, method, params, ctx, scope)
+                assert served is not None
+                result = served
         except (RequestError, ProtocolError) as exc:
             outcome, error, detail = ERROR, "request", exc.message
             return exc

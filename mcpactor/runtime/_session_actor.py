@@ -64,6 +64,7 @@ from ..protocol import (
     ServerSession,
 )
 from ..server import Context, Server
+from ._chain import notified
 from ._changes import ChangeNotices
 from ._messages import (
     RESPONSE,
@@ -378,6 +379,9 @@ class SessionActor:
                         )
                     elif kind is RootsChanged:
                         self._roots.start(self._nursery)
+                    elif kind is NotificationReceived and self.server.middleware.first:
+                        assert isinstance(event, NotificationReceived)
+                        await notified(self.server, self.peer, self.core.negotiated, event)
                     else:
                         self._settle(event)
                 acted = True
@@ -473,8 +477,12 @@ class SessionActor:
         try:
             try:
                 with scope:
+                    server = self.server
                     answer = await handled(
-                        self.server.handle_request(request.method, params, ctx),
+                        server.handle_request,
+                        ctx,
+                        server.middleware,
+                        scope,
                         request.method,
                         params,
                         request_id,

@@ -347,7 +347,10 @@ class StatelessHost:
             flight, request_id, envelope, meta if type(meta) is dict else None, self.server
         )
         result = await handled(
-            self._call(method, params, ctx, envelope, principal),
+            flight.step,
+            ctx,
+            self.server.middleware,
+            flight.scope,
             method,
             params,
             request_id,
@@ -367,7 +370,7 @@ class StatelessHost:
             answer = exchange.respond_error(result.code, result.message, result.data)
         return cast(JSONObject, answer)
 
-    async def _call(
+    async def call(
         self,
         method: str,
         params: JSONObject | None,
@@ -375,6 +378,7 @@ class StatelessHost:
         envelope: Envelope,
         principal: object,
     ) -> JSONObject:
+        """Serve a request other than subscriptions/listen: its result, as sent."""
         # The handler of a request other than subscriptions/listen, and its result shaped
         # for the revision. Most requests are the handler's alone (direct_methods), the
         # rest route_stateless's to decide: a retry's round, and a call that may become

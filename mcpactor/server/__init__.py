@@ -19,6 +19,19 @@ from ._extensions import check_identifier as check_identifier
 from ._headers import Header as Header
 from ._headers import check_param_headers as check_param_headers
 from ._headers import check_standard_headers as check_standard_headers
+from ._middleware import NO_ANSWER as NO_ANSWER
+from ._middleware import Call as Call
+from ._middleware import InputRequiredResult as InputRequiredResult
+from ._middleware import LogMessage as LogMessage
+from ._middleware import Message as Message
+from ._middleware import Middleware as Middleware
+from ._middleware import MiddlewareChain as MiddlewareChain
+from ._middleware import Next as Next
+from ._middleware import Notice as Notice
+from ._middleware import Progress as Progress
+from ._middleware import Result as Result
+from ._middleware import Terminal as Terminal
+from ._middleware import notice_of as notice_of
 from ._registered import adapt_tool_result as adapt_tool_result
 from ._registry import Catalog as Catalog
 from ._results import Audio as Audio
@@ -49,8 +62,10 @@ if TYPE_CHECKING:
     from ._compose import MountStatistics as MountStatistics
 
 __all__ = [
+    "NO_ANSWER",
     "Audio",
     "CacheHint",
+    "Call",
     "Catalog",
     "Context",
     "CustomMethod",
@@ -62,10 +77,19 @@ __all__ = [
     "Image",
     "InputNeeded",
     "InputRequired",
+    "InputRequiredResult",
+    "LogMessage",
+    "Message",
+    "Middleware",
+    "MiddlewareChain",
     "Mount",
     "MountStatistics",
+    "Next",
+    "Notice",
     "Offload",
     "Peer",
+    "Progress",
+    "Result",
     "Rounds",
     "Server",
     "ServerListener",
@@ -73,6 +97,7 @@ __all__ = [
     "TaskHost",
     "TaskMetadata",
     "TaskState",
+    "Terminal",
     "UriTemplate",
     "UriTemplateError",
     "adapt_content",
@@ -89,6 +114,7 @@ __all__ = [
     "finish_stateless",
     "function_path",
     "isoformat",
+    "notice_of",
     "serve_stateless",
     "with_related_task",
 ]

@@ -34,6 +34,7 @@ from ._dispatch import Handler, ServedMethods, ServerListener, method_table
 from ._extensions import Extension, Extensions, serving
 from ._handlers import Handlers
 from ._lifespans import Lifespans
+from ._middleware import MiddlewareChain
 from ._options import PromptOptions, ResourceOptions, ToolOptions, check_options, registrar
 from ._registered import Registry
 from ._registration import completer_context, is_template, prompt_entry, resource_entry, tool_entry
@@ -191,6 +192,9 @@ class Server(Generic[StateT]):
         #: the ``ServerListener``\ s told about list changes and resource updates: add
         #: one to start telling it, discard it to stop
         self.listeners: set[ServerListener] = self._changes.listeners
+        #: the middleware around every request it serves: ``server.middleware.use(layer)``
+        #: adds one inside those added before (docs/middleware.md)
+        self.middleware = MiddlewareChain()
         # Last: an extension's setup registers on the server as it is built.
         self.extensions.enable(*extensions)
 

@@ -1,0 +1,398 @@
+# The middleware chain of one request, run in the request actor's own task.
+#
+# ``through`` is what ``handled`` (_request.py) awaits instead of the handler when the
+# server has middleware. The layers are async generators (server/_middleware.py); the
+# innermost ``call_next`` is the request's ``Terminal``. Two things run in the one task:
+#
+# - the chain: its outermost loop (``_deliver``, an ``async for`` over the outermost
+#   layer) stepped by hand (``_drive``). Each step forwards whatever trio asks of it to
+#   the event loop, until the terminal wants the next message (it yields itself, known
+#   by identity) or the chain is over;
+# - the handler, awaited inside that step when the terminal first wants a message, as
+#   it would be without middleware (so the cancel scopes it enters nest in its own
+#   frames, as trio requires).
+#
+# So no task is spawned and nothing is buffered. Each notice the handler sends for its
+# request (its Context's peer is the request's ``_Pump`` meanwhile) steps the chain again
+# from inside the handler's ``await``: the layers see it, the notice the outermost one
+# lets through is sent (the core builds it), and the handler goes on. The handler's
+# result (or failure, thrown in) steps the chain to its end. A chain that answers or
+# refuses while the handler runs ends the handler at its pending notice
+# (``ChainAnswered``, a BaseException like Cancelled; a cancel scope per request would
+# cost more than the rest of the chain). Every layer's stream is closed, innermost
+# first, before ``through`` returns, whatever happened.
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import types
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import trio
+
+from ..protocol import JSONObject, Negotiated, NotificationReceived, RequestId, describe
+from ..server import (
+    NO_ANSWER,
+    Call,
+    Context,
+    InputRequiredResult,
+    Message,
+    MiddlewareChain,
+    Notice,
+    Result,
+    Server,
+    Terminal,
+    finish_stateless,
+    notice_of,
+)
+
+if TYPE_CHECKING:
+    from ..auth import Principal
+    from ..server import Offload, SessionTaskHost
+
+__all__ = ["ChainAnswered", "Step", "notified", "through"]
+
+_log = logging.getLogger("mcpactor")
+
+#: what the innermost step awaits: the server's handling of a method with its params
+Step = Callable[[str, JSONObject | None, Context], Awaitable[JSONObject | None]]
+
+
+class _Tapped:
+    """A Context's peer while its request runs through middleware: its notices go in.
+
+    The peer methods of a ``_Pump``, which stands in for the Context's own peer.
+    """
+
+    __slots__ = ()
+    peer: Any
+    request_id: RequestId | None
+
+    def __getattr__(self, name: str) -> Any:
+        # Whatever else a peer offers (the session's id, a flight's scope, …).
+        return getattr(self.peer, name)
+
+    async def notify(
+        self, method: str, params: JSONObject, *, related_request_id: RequestId | None
+    ) -> None:
+        """Pass a notice for the request through the chain; send others as they are."""
+        pump = cast(_Pump, self)
+        request_id = self.request_id
+        if request_id is None or related_request_id != request_id:
+            # Not the request's own, or the request is over (a peer kept past it).
+            await self.peer.notify(method, params, related_request_id=related_request_id)
+            return
+        if not pump.ended:
+            if pump.lock is None:
+                pump.lock = trio.StrictFIFOLock()
+            async with pump.lock:
+                if not pump.ended:
+                    await _drive(pump, notice_of(method, params), None, None, None)
+        if pump.ended:
+            # The chain is over (it answered or refused): the handler ends here.
+            raise ChainAnswered
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject,
+        *,
+        related_request_id: RequestId | None,
+        timeout: float | None,
+    ) -> JSONObject:
+        """Send a server→client request and wait for its result."""
+        result: JSONObject = await self.peer.request(
+            method, params, related_request_id=related_request_id, timeout=timeout
+        )
+        return result
+
+    async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
+        """Close the response stream of a request (HTTP only)."""
+        await self.peer.close_sse_stream(related_request_id=related_request_id)
+
+    def log_enabled(self, level: str) -> bool:
+        """Return whether the client wants log messages at ``level``."""
+        return bool(self.peer.log_enabled(level))
+
+    def subscribe(self, uri: str) -> None:
+        """Remember that the client wants updates of ``uri``."""
+        self.peer.subscribe(uri)
+
+    def unsubscribe(self, uri: str) -> None:
+        """Forget the client's subscription to ``uri``."""
+        self.peer.unsubscribe(uri)
+
+    async def subscriptions_changed(self) -> None:
+        """Make a change of the subscriptions known where it must be."""
+        await self.peer.subscriptions_changed()
+
+    async def run_sync(self, fn: Callable[[], Any]) -> Any:
+        """Run a blocking callable in a worker thread."""
+        return await self.peer.run_sync(fn)
+
+    async def call(
+        self,
+        fn: Callable[..., Any],
+        kwargs: Mapping[str, Any],
+        *,
+        offload: Offload,
+        timeout: float | None,
+    ) -> Any:
+        """Run a tool's function as ``offload`` says."""
+        return await self.peer.call(fn, kwargs, offload=offload, timeout=timeout)
+
+    @property
+    def tasks(self) -> SessionTaskHost:
+        """The tasks of this requestor."""
+        host: SessionTaskHost = self.peer.tasks
+        return host
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who the request was admitted as, or None."""
+        principal: Principal | None = self.peer.principal
+        return principal
+
+
+class _Pump(Terminal, _Tapped):
+    # One request's chain: its innermost step (the Terminal it is), the outermost
+    # stream it steps by hand, and how the chain ended. While the handler runs it is
+    # its Context's peer too (``_Tapped``): the request's notices go into the chain.
+    __slots__ = ("coro", "ended", "error", "final", "lock", "peer", "request_id", "stream")
+
+    def __init__(self, peer: Any, request_id: RequestId | None) -> None:
+        # Terminal's fields, set here: one call less per request.
+        self.served: Call | None = None
+        self.started = False
+        self.done = False
+        self.opened: list[AsyncIterator[Message]] | None = None
+        self.peer = peer
+        self.request_id = request_id
+        self.stream: AsyncIterator[Message] | None = None
+        # The chain's outermost loop (``_deliver``), stepped by hand.
+        self.coro: Coroutine[Any, Any, None] | None = None
+        self.ended = False
+        self.final: Result | None = None
+        self.error: Exception | None = None
+        # Made when a second task of the handler's sends a notice while one is passing.
+        self.lock: trio.StrictFIFOLock | None = None
+
+
+@types.coroutine
+def _drive(
+    pump: _Pump,
+    value: object,
+    error: BaseException | None,
+    step: Step | None,
+    ctx: Context | None,
+) -> Generator[Any, Any, bool]:
+    # Step the chain with ``value`` (or ``error`` thrown in) until it is over (False) or,
+    # with no ``step`` to run, until the terminal wants the next message (True). With
+    # ``step``, the terminal's first want runs it — the handler, awaited right here —
+    # and feeds the chain its result or failure. A notice the outermost layer yields is
+    # sent (the core builds it) and the chain goes on; the answer is kept. What trio
+    # asks of the chain, or of the handler, on the way passes through, both ways.
+    coro = pump.coro
+    assert coro is not None
+    while True:
+        try:
+            yielded = coro.throw(error) if error is not None else coro.send(value)
+        except StopIteration:
+            pump.ended = True
+            return False
+        except Exception as exc:
+            pump.ended = True
+            pump.error = exc
+            return False
+        except BaseException:
+            pump.ended = True
+            raise
+        if yielded is not pump:
+            error = None
+            try:
+                value = yield yielded
+            except BaseException as exc:
+                value, error = None, exc
+            continue
+        if step is None:
+            return True
+        wanted = pump.served
+        assert wanted is not None
+        assert ctx is not None
+        try:
+            result = yield from step(wanted.method, wanted.params, ctx).__await__()
+        except Exception as exc:
+            value, error = None, exc
+        except BaseException as exc:
+            # The chain answered (or refused) while the handler ran: the handler was
+            # ended from its pending notice, and what the chain said is the answer.
+            if pump.ended and _answered_only(exc):
+                return False
+            raise
+        else:
+            if result is None:
+                value = NO_ANSWER
+            elif result.get("resultType") == "input_required":
+                value = InputRequiredResult(result)
+            else:
+                value = Result(result)
+        # The handler runs once; a layer that wants more after its answer is an error.
+        step = None
+        if pump.ended:
+            # It swallowed the ChainAnswered of a notice: the chain's answer stands.
+            return False
+
+
+async def _deliver(pump: _Pump, stream: AsyncIterator[Message]) -> None:
+    # The outermost loop, the one coroutine ``_drive`` steps: a notice the outermost
+    # layer yields is sent (the core builds it), the answer is kept.
+    async for message in stream:
+        if isinstance(message, Notice):
+            await pump.peer.notify(
+                message.method, message.params, related_request_id=pump.request_id
+            )
+        elif not _kept(pump, message):
+            return
+
+
+def _kept(pump: _Pump, message: object) -> bool:
+    # Keep the answer the outermost layer yielded; anything else ends the chain failed.
+    if isinstance(message, Result) and pump.final is None:
+        pump.final = message
+        return True
+    if isinstance(message, Result):
+        pump.error = RuntimeError("a middleware yielded a second answer")
+    else:
+        kind = type(message).__name__
+        pump.error = TypeError(f"a middleware yielded {kind}, not a message")
+    pump.ended = True
+    return False
+
+
+async def through(
+    chain: MiddlewareChain,
+    step: Step,
+    method: str,
+    params: JSONObject | None,
+    ctx: Context,
+    scope: trio.CancelScope | None,
+    kind: str = "request",
+) -> JSONObject | None:
+    """Serve one request (or client notification) through ``chain`` around ``step``.
+
+    Returns the result to answer with (None for a notification); raises what the chain
+    raised (a RequestError refusal, a failing layer's or handler's exception).
+    """
+    first = chain.first
+    assert first is not None
+    peer = ctx._peer
+    request_id = ctx.request_id
+    pump = _Pump(peer, request_id)
+    call = Call(method, params, ctx, scope, kind, pump)
+    # The outermost layer's stream is the pump's own; the layers inside it note theirs.
+    layer = first.middleware
+    inner = first.inner
+    assert layer is not None
+    assert inner is not None
+    stream = pump.stream = layer(call, inner)
+    pump.coro = _deliver(pump, stream)
+    if request_id is not None:
+        ctx._peer = pump
+    try:
+        if await _drive(pump, None, None, step, ctx):
+            raise RuntimeError("a middleware asked for more after the answer")
+    except BaseException as exc:
+        if not pump.ended:
+            # Cancelled (or failed) with the chain waiting on the handler: each layer
+            # sees it where it waits, and ends as it would.
+            with contextlib.suppress(BaseException):
+                await _drive(pump, None, exc, None, ctx)
+        raise
+    finally:
+        if request_id is not None:
+            ctx._peer = peer
+        opened = pump.opened
+        if opened is not None:
+            for inside in reversed(opened):
+                if getattr(inside, "ag_frame", True) is not None:
+                    await _close(inside)
+            opened.clear()
+        if getattr(stream, "ag_frame", True) is not None:
+            await _close(stream)
+        # The call and its terminal refer to each other: part them, so that reference
+        # counting frees the request's chain at once, without the cycle collector.
+        pump.served = pump.stream = pump.coro = pump.request_id = None
+    if pump.error is not None:
+        raise pump.error
+    if kind != "request":
+        return None
+    final = pump.final
+    if final is None:
+        raise RuntimeError("the middleware chain ended without an answer")
+    payload = final.payload
+    if ctx.negotiated.revision.result_type and "resultType" not in payload:
+        # An answer a layer made itself, shaped as the revision sends results.
+        payload = finish_stateless(ctx.server, call.method, call.params, ctx, payload)
+    return payload
+
+
+async def notified(
+    server: Server, peer: Any, negotiated: Negotiated | None, event: NotificationReceived
+) -> None:
+    """Hand a client notification the core leaves to the server to its middleware.
+
+    Awaited in the session actor's own step, so notifications keep their order; a
+    failing layer is logged and the session goes on.
+    """
+    if negotiated is None:
+        return
+    notification = event.notification
+    params = notification.params
+    meta = params.get("_meta") if params is not None else None
+    ctx = Context(peer, None, negotiated, meta if type(meta) is dict else None, server)
+    try:
+        await through(
+            server.middleware, _ignored, notification.method, params, ctx, None, "notification"
+        )
+    except Exception:
+        _log.exception("middleware failed on notification %s", describe(notification.method))
+
+
+async def _ignored(method: str, params: JSONObject | None, ctx: Context) -> None:
+    # What the server does with a client notification it has no handler for.
+    _log.debug("ignored notification %s", describe(method))
+
+
+async def _close(stream: AsyncIterator[Message]) -> None:
+    # A layer's stream left open (the request ended in the middle of it): innermost
+    # first, as a stack unwinds.
+    aclose = getattr(stream, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except trio.Cancelled:
+        # Its cleanup was cut short by the request's own cancellation, which goes on.
+        return
+    except Exception:
+        _log.exception("a middleware failed while closing")
+
+
+class ChainAnswered(BaseException):
+    """Raised in a handler, at its pending notice, once its middleware answered or refused.
+
+    A BaseException, as trio's Cancelled is: the handler unwinds (its ``finally`` runs,
+    its nursery's tasks are cancelled) and what the chain said is the request's answer.
+    """
+
+
+def _answered_only(exc: BaseException) -> bool:
+    # The handler ended by ChainAnswered alone (a nursery of its own may group it).
+    if isinstance(exc, ChainAnswered):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        rest = exc.split(ChainAnswered)[1]
+        return rest is None
+    return False
