@@ -4,9 +4,9 @@
 build backend from the configured index) and the real ``mcpactor serve`` enables it by
 its identifier, from ``mcpactor.toml`` and from ``--extension``. Its entry in
 ``capabilities.extensions`` is checked in a 2025-11-25 session and in a 2026-07-28
-discovery, and its custom method called over stdio, Streamable HTTP and WebSocket with
-mcpactor's own client; a missing requirement and an unknown identifier fail start-up
-with a message naming them.
+discovery, and its custom method called and its middleware seen over stdio, Streamable
+HTTP and WebSocket with mcpactor's own client; a missing requirement and an unknown
+identifier fail start-up with a message naming them.
 """
 
 from __future__ import annotations
@@ -113,6 +113,12 @@ async def check_the_extension(session: ClientSession, version: str) -> None:
     assert result["clientDeclared"] is False
     if version == STATELESS:
         assert result["resultType"] == "complete"
+    # Its middleware: every tool result says how many words it holds.
+    [tool] = await session.list_tools()  # "shout", under a prefix where it is mounted
+    call = {"name": tool["name"], "arguments": {"text": "a b"}}
+    shouted = await session.request("tools/call", call)
+    assert shouted["content"][0]["text"] == "A B"
+    assert shouted["_meta"]["com.example/words"] == 2
     with pytest.raises(RequestError) as info:
         await session.request("com.example/count", {"text": 3})
     assert info.value.code == -32602

@@ -166,6 +166,10 @@ def assemble(
             raise MountConflict(
                 str(exc), entry_point=exc.entry_point, distribution=exc.distribution
             ) from exc
+        # Only the served server's chain runs: each server's middleware wraps the
+        # composed server's requests, in the order the servers are listed.
+        for layer in server.middleware:
+            parent.middleware.use(layer)
     return parent
 
 

@@ -9,11 +9,11 @@
 # a refused extension leaves nothing behind, and its requirements are checked when the
 # server starts (``Server.running``), against the whole composed server.
 #
-# Custom request methods go into the server's one method table (_dispatch.py) beside
-# the core ones, so they are dispatched, cancelled, traced and counted as core ones are,
-# in both eras; what this module adds is their validation (params -> -32602, a result
-# that breaks its schema -> -32603). Notifications a client sends reach ``notified``
-# from the runtime; notifications a handler sends go out through ``Context.notify``.
+# Custom request methods go into the server's one method table (_dispatch.py), so they
+# are served as core ones are, in both eras, with their validation added here (params ->
+# -32602, a result breaking its schema -> -32603); client notifications reach
+# ``notified``, a handler's go out through ``Context.notify``; middleware joins the
+# server's one chain (_middleware.py).
 
 from __future__ import annotations
 
@@ -42,12 +42,14 @@ from ..protocol import (
     Revision,
     describe,
 )
+from ._extension_undo import Undo
 from ._registry import compile_validator
 from ._validation import SchemaValidator
 
 if TYPE_CHECKING:
     from ._context import Context
     from ._dispatch import Composable
+    from ._middleware import Middleware
     from ._registered import Registry
 
 __all__ = [
@@ -266,7 +268,8 @@ class Extension:
     setup: Callable[[Any], object] | None = None
     #: one line saying what it is
     description: str = ""
-    # Middleware an extension brings goes beside these, as one more declared field.
+    #: the middleware it brings, outermost first, added after what was enabled before it
+    middleware: tuple[Middleware, ...] = attrs.field(default=(), converter=tuple)
 
     def __attrs_post_init__(self) -> None:
         if any(type(m) is not CustomMethod for m in self.methods):
@@ -281,6 +284,8 @@ class Extension:
             raise ExtensionError(f"{self.identifier} names a method twice: {', '.join(twice)}")
         if self.setup is not None and not callable(self.setup):
             raise ExtensionError(f"{self.identifier}: setup must be callable")
+        if not all(callable(layer) for layer in self.middleware):
+            raise ExtensionError(f"{self.identifier}: each middleware must be callable")
 
     def method_names(self) -> tuple[str, ...]:
         """Every method it adds, requests then notifications."""
@@ -362,7 +367,7 @@ class Extensions:
                     f"{owners[name]} registered it first"
                 )
         # Kept first so that its setup sees it enabled; all of it undone if setup fails.
-        with _Undo(self._server):
+        with Undo(self._server):
             self._enabled[identifier] = extension
             table = self._server._methods
             for method in extension.methods:
@@ -372,6 +377,9 @@ class Extensions:
                 self.notifications[notification.name] = notification
             if extension.setup is not None:
                 extension.setup(self._server)
+        # Last, once nothing can fail: its layers go inside those added before.
+        for layer in extension.middleware:
+            self._server.middleware.use(layer)
         self._server._served.clear()
 
     def _method_owners(self) -> dict[str, str]:
@@ -553,44 +561,3 @@ def _mounts_under(server: Composable) -> Iterator[Any]:
 
 def _what(need: str) -> str:
     return f"extension {need}" if "/" in need else f"the {need!r} capability"
-
-
-class _Undo:
-    """Puts a server's registrations back as they were if the block raises."""
-
-    def __init__(self, server: Any) -> None:
-        self._server = server
-
-    def __enter__(self) -> None:
-        server = self._server
-        registry = server._registry
-        extensions = server.extensions
-        self._tables: list[tuple[dict[Any, Any], set[Any]]] = [
-            (table, set(table))
-            for table in (
-                registry.tools,
-                registry.resources,
-                registry.templates,
-                registry.prompts,
-                registry.completers,
-                server._methods,
-                extensions._enabled,
-                extensions.requests,
-                extensions.notifications,
-            )
-        ]
-        self._lists: list[tuple[list[Any], int]] = [
-            (server._lifespans.others, len(server._lifespans.others)),
-            (server.roots_changed_hooks, len(server.roots_changed_hooks)),
-        ]
-
-    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
-        if kind is None:
-            return
-        for table, before in self._tables:
-            for key in [k for k in table if k not in before]:
-                del table[key]
-        for items, length in self._lists:
-            del items[length:]
-        for family in ("tools", "resources", "prompts"):
-            self._server._changes.list_changed(family)

@@ -19,6 +19,7 @@ import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
+from .._exceptions import PluginError
 from ..protocol import JSONObject
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ __all__ = [
     "Result",
     "Terminal",
     "notice_of",
+    "refuse_mounted_middleware",
 ]
 
 PROGRESS: Final = "notifications/progress"
@@ -264,3 +266,28 @@ def notice_of(method: str, params: JSONObject) -> Notice:
     if method == LOG:
         return LogMessage(method, params)
     return Notice(method, params)
+
+
+def refuse_mounted_middleware(server: Any) -> None:
+    """Refuse to serve a tree where a mounted server has middleware the served one lacks.
+
+    The chain that runs is the served server's: a mounted server's layers (its own or
+    its extensions') that the served server has not taken into its own chain would be
+    skipped without a word, so starting says so instead.
+
+    Raises:
+        PluginError: names the mounted server and its layers.
+    """
+    served = {id(layer) for layer in server.middleware}
+    pending = [(mount, mount.name) for mount in server.mounts]
+    while pending:
+        mount, where = pending.pop()
+        missing = [layer for layer in mount.server.middleware if id(layer) not in served]
+        if missing:
+            names = ", ".join(getattr(m, "__name__", type(m).__name__) for m in missing)
+            raise PluginError(
+                f"mounted server {where!r} has middleware ({names}) that the server "
+                "mounting it does not run: only the served server's chain runs, so add "
+                "these layers to it (server.middleware.use)"
+            )
+        pending += [(child, f"{where}/{child.name}") for child in mount.server.mounts]

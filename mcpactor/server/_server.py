@@ -34,7 +34,7 @@ from ._dispatch import Handler, ServedMethods, ServerListener, method_table
 from ._extensions import Extension, Extensions, serving
 from ._handlers import Handlers
 from ._lifespans import Lifespans
-from ._middleware import MiddlewareChain
+from ._middleware import MiddlewareChain, refuse_mounted_middleware
 from ._options import PromptOptions, ResourceOptions, ToolOptions, check_options, registrar
 from ._registered import Registry
 from ._registration import completer_context, is_template, prompt_entry, resource_entry, tool_entry
@@ -413,6 +413,7 @@ class Server(Generic[StateT]):
             ExtensionError: an extension's requirement is not met (before anything
                 starts; the message names the extension and what is missing).
         """
+        refuse_mounted_middleware(self)
         checked = self.extensions.check()
         try:
             async with self._lifespans.running(self):

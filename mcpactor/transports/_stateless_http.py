@@ -92,6 +92,10 @@ async def serve_stateless_post(
         if refusal is not None:
             await app.refuse(exchange, headers, refusal, request.id)
             return
+    stream = _streams(app, request, headers)
+    if stream is None:
+        await reply(exchange, 406, error_body(INVALID_REQUEST, _NO_EVENTS, request.id), cors)
+        return
     client = exchange.client
     counted = counted_client(client[0] if client else None)
     shares = app.stateless_shares
@@ -103,17 +107,6 @@ async def serve_stateless_post(
         await reply(exchange, 503, error_body(INTERNAL_ERROR, why, request.id), cors)
         return
     limit = app.options.max_body_bytes
-    takes_events = accepts(headers.get("accept"), json=False, event_stream=True)
-    # A listen request's answer is an SSE stream whatever the response mode (the revision
-    # says so): a client that takes no events cannot listen, and is told so at once.
-    listen = request.method == LISTEN
-    if listen and not takes_events:
-        if counted is not None:
-            shares.give(counted)
-        why = f"{LISTEN} answers with an SSE stream: the Accept header must list text/event-stream"
-        await reply(exchange, 406, error_body(INVALID_REQUEST, why, request.id), cors)
-        return
-    stream = takes_events and (listen or app.options.response_mode != "json")
     events = _Events(exchange, cors, limit) if stream else None
     # The client leaving cancels the request, and nothing more is sent for it. Served in
     # this task, unwatched: only a request still running a moment later gets a watch.
@@ -144,6 +137,21 @@ async def serve_stateless_post(
     if type(error) is dict:
         status, cors = _error_status(app, error, data, cors)
     await reply(exchange, status, data, cors)
+
+
+_NO_EVENTS: Final = (
+    f"{LISTEN} answers with an SSE stream: the Accept header must list text/event-stream"
+)
+
+
+def _streams(app: Endpoint, request: Request, headers: Mapping[str, str]) -> bool | None:
+    # Whether the answer is an SSE stream; None: it must be and the client takes none. A
+    # listen request's answer is a stream whatever the response mode (the revision says
+    # so), so a client that takes no events is told at once rather than held unanswered.
+    takes_events = accepts(headers.get("accept"), json=False, event_stream=True)
+    if request.method == LISTEN:
+        return True if takes_events else None
+    return takes_events and app.options.response_mode != "json"
 
 
 class _Events:

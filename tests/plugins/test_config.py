@@ -8,12 +8,14 @@ import subprocess
 import sys
 import textwrap
 import types
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 import trio
 
+import mcpactor.testing
 from mcpactor import PluginError, Server
 from mcpactor.cli import main
 from mcpactor.client import ClientSession, ProxyServer, connect_stdio, connect_websocket
@@ -278,6 +280,39 @@ def test_assemble_mounts_each_server_under_its_prefix(tmp_path: Path) -> None:
     ]
     assert isinstance(mounts["far"].server, ProxyServer)
     assert sorted(served._catalog().tools) == ["b_ping", "one_ping"]
+
+
+async def test_assemble_runs_each_servers_middleware_in_the_order_listed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    one, two = Server("one"), Server("two")
+    one.add_tool(lambda: "1", name="ping")
+    two.add_tool(lambda: "2", name="pong")
+    seen: list[str] = []
+
+    def noting(tag: str) -> Any:
+        async def layer(call: Any, call_next: Any) -> AsyncIterator[Any]:
+            seen.append(f"{tag} {call.method}")
+            async for message in call_next(call):
+                yield message
+
+        return layer
+
+    first, second = one.middleware.use(noting("one")), two.middleware.use(noting("two"))
+    module = types.ModuleType("_config_test_layered")
+    vars(module).update(one=one, two=two)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    served = assemble(
+        [
+            ServerConfig(name="one", target="_config_test_layered:one"),
+            ServerConfig(name="two", target="_config_test_layered:two"),
+        ]
+    )
+    # Only the served server's chain runs: it took each server's layers, in order.
+    assert list(served.middleware) == [first, second]
+    async with mcpactor.testing.client(served) as client:
+        assert (await client.call_tool("two_pong")).text == "2"
+    assert seen[-2:] == ["one tools/call", "two tools/call"]
 
 
 def test_assemble_without_prefixes_keeps_explicit_ones(monkeypatch: pytest.MonkeyPatch) -> None:

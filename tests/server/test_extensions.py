@@ -14,9 +14,11 @@ from mcpactor import (
     CustomNotification,
     Extension,
     ExtensionError,
+    PluginError,
     SchemaError,
     Server,
 )
+from mcpactor.middleware import Result
 from mcpactor.protocol import CORE_METHODS, REVISIONS
 from mcpactor.server import Context, Extensions
 from mcpactor.server._stateless import discover_result
@@ -344,3 +346,62 @@ def test_discover_declares_them() -> None:
     assert result["capabilities"]["extensions"] == {"com.example/search": {"ranking": True}}
     ctx = envelope_context(server, {"extensions": {"com.example/search": {}}})
     assert ctx.client_capabilities["extensions"] == {"com.example/search": {}}
+
+
+# --- middleware an extension brings --------------------------------------------------
+
+
+def tagging(tag: str, seen: list[str]) -> Any:
+    """A layer that notes each request it sees and tags its result's text."""
+
+    async def layer(call: Any, call_next: Any) -> AsyncIterator[Any]:
+        seen.append(f"{tag}:{call.method}")
+        async for message in call_next(call):
+            if isinstance(message, Result) and call.method == "tools/call":
+                message.payload["content"][0]["text"] += f" {tag}"
+            yield message
+
+    layer.__name__ = f"tag_{tag}"
+    return layer
+
+
+async def test_an_extensions_middleware_joins_the_chain_after_what_came_before() -> None:
+    seen: list[str] = []
+    server = with_tool(Server("s"))
+    own = server.middleware.use(tagging("own", seen))
+    ext = Extension("com.example/tags", middleware=[tagging("ext1", seen), tagging("ext2", seen)])
+    server.extensions.enable(ext)
+    assert list(server.middleware) == [own, *ext.middleware]
+    async with mcpactor.testing.client(server) as client:
+        result = await client.call_tool("ping_me")
+    # The first added is outermost: it sees the request first and the answer last.
+    assert result.text == "pong ext2 ext1 own"
+    assert seen[-3:] == ["own:tools/call", "ext1:tools/call", "ext2:tools/call"]
+
+
+def test_a_refused_extension_adds_no_middleware() -> None:
+    server = with_tool(Server("s", extensions=[search()]))
+    clash = Extension(
+        "com.example/other",
+        methods=[CustomMethod("com.example/search", echo)],
+        middleware=[tagging("x", [])],
+    )
+    with pytest.raises(ExtensionError, match="registered it first"):
+        server.extensions.enable(clash)
+    assert list(server.middleware) == []
+    with pytest.raises(ExtensionError, match="each middleware must be callable"):
+        Extension("com.example/bad", middleware=["not a layer"])  # type: ignore[list-item]
+
+
+async def test_a_mounted_servers_middleware_the_parent_does_not_run_fails_its_start() -> None:
+    child = with_tool(Server("child"))
+    layer = child.middleware.use(tagging("child", []))
+    parent = Server("parent")
+    parent.mount(child, "c", name="kid")
+    with pytest.raises(PluginError, match=r"mounted server 'kid' has middleware \(tag_child\)"):
+        async with parent.running():
+            pass
+    # Taken into the parent's own chain, it runs there, and the start goes ahead.
+    parent.middleware.use(layer)
+    async with mcpactor.testing.client(parent) as client:
+        assert (await client.call_tool("c_ping_me")).text == "pong child"
