@@ -173,6 +173,7 @@ def serve_over_http(
             nursery = await stack.enter_async_context(trio.open_nursery())
             if args.worker_lifeline is not None:
                 nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
+            nursery.start_soon(_refuse_reloads, worker_socket is not None)
             bound_host, bound_port = await nursery.start(
                 with_admin, args, server, functools.partial(serve, nursery)
             )
@@ -193,6 +194,29 @@ def serve_over_http(
             raise
         raise StartFailed(exc) from exc
     return 0
+
+
+async def _refuse_reloads(worker: bool) -> None:
+    # SIGHUP would end the process by default: one process has nothing to reload with
+    # (its port would close between the old server and the new), so it says so and serves on.
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            if worker:
+                logging.getLogger("mcpactor.workers").warning(
+                    "SIGHUP ignored: a worker is reloaded by its supervisor (pid %d); "
+                    "send SIGHUP to it",
+                    os.getppid(),
+                )
+            else:
+                say(
+                    "SIGHUP ignored: reloading replaces worker processes one at a time, "
+                    "which needs --workers N; restart to load changes",
+                    level=logging.WARNING,
+                )
 
 
 async def _open_store(

@@ -22,6 +22,9 @@ command with one listening socket handed down (``--worker-socket FD``):
 - Each worker is a trio task of the supervisor: a worker that exits after it served is
   started again, after a delay that doubles while it keeps failing soon after starting;
   after ``MAX_QUICK_EXITS`` such exits in a row the supervisor gives up and stops.
+- ``SIGHUP`` to the supervisor replaces the workers one at a time, each new one serving
+  on its predecessor's socket before the old one is asked to stop (``_worker_reload``):
+  new processes read the config file and import the served code anew.
 - Workers run in sessions of their own, so a terminal's Ctrl-C reaches the supervisor
   alone: it sends each worker one SIGTERM per signal it gets (the first stops them
   gracefully, a second at once).
@@ -49,6 +52,8 @@ from typing import Any, Final
 
 import attrs
 import trio
+
+from ._worker_reload import Reloads
 
 __all__ = [
     "MAX_QUICK_EXITS",
@@ -200,7 +205,7 @@ class WorkerFailure:
     traceback: str | None = None
 
 
-@attrs.define
+@attrs.define(eq=False)
 class _Worker:
     number: int
     listener: socket.socket
@@ -208,6 +213,18 @@ class _Worker:
     exit_code: int | None = None
     #: it said it serves, at least once
     served: bool = False
+    #: started by a reload: if it cannot start, the reload stops, not the supervisor
+    on_trial: bool = False
+    #: replaced by a reload: it stops, and is not started again
+    retired: bool = False
+    #: why it could not start (``on_trial`` only)
+    rejection: WorkerFailure | None = None
+    #: set once it serves, or once it stopped without ever serving
+    settled: trio.Event = attrs.Factory(trio.Event)
+    #: set once it stopped for good
+    ended: trio.Event = attrs.Factory(trio.Event)
+    #: the wait before it is started again, cancelled when it is retired
+    pause: trio.CancelScope | None = None
 
 
 @attrs.define
@@ -231,27 +248,62 @@ class _Supervisor:
         self.command = list(command)
         self.env = env
         self.on_ready = on_ready
+        #: the worker serving each slot; a reload puts a new one in its predecessor's place
         self.workers = [_Worker(n, sockets[n % len(sockets)]) for n in range(count)]
+        #: every worker whose process runs or may run again (a retiring one included)
+        self.live: set[_Worker] = set()
         self.waiting = count
+        #: set once every first worker serves
+        self.serving = trio.Event()
         self.stopping = trio.Event()
         self.failure: WorkerFailure | None = None
+        self.reloads = Reloads(self)
+        self._running: trio.Nursery | None = None
 
     async def run(self, stop: trio.Event | None) -> int:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        signals_ = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        with trio.open_signal_receiver(*signals_) as signals:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._forward, signals)
                 if stop is not None:
                     nursery.start_soon(self._stop_on, stop)
                 async with trio.open_nursery() as running:
+                    self._running = running
                     for worker in self.workers:
-                        running.start_soon(self._keep_running, worker)
+                        self.start(worker)
+                    nursery.start_soon(self.reloads.run)
                 nursery.cancel_scope.cancel()
         if self.failure is not None:
             return self.failure.status
         return 0 if all(worker.exit_code == 0 for worker in self.workers) else 1
 
+    def start(self, worker: _Worker) -> None:
+        """Run ``worker`` (and run it again when it exits) until it stops for good."""
+        assert self._running is not None
+        self.live.add(worker)
+        self._running.start_soon(self._keep_running, worker)
+
+    def successor(self, worker: _Worker) -> _Worker:
+        """Start a new worker, on trial, to take ``worker``'s place on its socket."""
+        new = _Worker(worker.number, worker.listener, on_trial=True)
+        self.start(new)
+        return new
+
+    def retire(self, worker: _Worker) -> None:
+        """Stop ``worker`` gracefully, for good: a reload has replaced it."""
+        worker.retired = True
+        if worker.pause is not None:
+            worker.pause.cancel()
+        process = worker.process
+        if process is not None and process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+
     async def _forward(self, signals: AsyncIterator[int]) -> None:
         async for signum in signals:
+            if signum == signal.SIGHUP:
+                if not self.stopping.is_set():
+                    self.reloads.ask()
+                continue
             if not self.stopping.is_set():
                 _log.info("%s: stopping the workers", signal.Signals(signum).name)
                 self.stopping.set()
@@ -265,7 +317,7 @@ class _Supervisor:
         self._signal_all()
 
     def _signal_all(self) -> None:
-        for worker in self.workers:
+        for worker in self.live:
             process = worker.process
             if process is not None and process.returncode is None:
                 process.send_signal(signal.SIGTERM)
@@ -278,17 +330,29 @@ class _Supervisor:
         self._signal_all()
 
     async def _keep_running(self, worker: _Worker) -> None:
+        try:
+            await self._keep_running_until_stopped(worker)
+        finally:
+            self.live.discard(worker)
+            worker.settled.set()
+            worker.ended.set()
+
+    async def _keep_running_until_stopped(self, worker: _Worker) -> None:
         quick_exits = 0
-        while not self.stopping.is_set():
+        while not self.stopping.is_set() and not worker.retired:
             started = trio.current_time()
             run = await self._run_once(worker)
             worker.exit_code = run.code
-            if self.stopping.is_set():
+            if self.stopping.is_set() or worker.retired:
                 return
             ran = trio.current_time() - started
             if not run.ready and not worker.served:
                 # It never served: every start would fail the same way.
-                self._fail(_failure(worker.number, run))
+                if worker.on_trial:
+                    # Started by a reload: the workers it was to replace go on serving.
+                    worker.rejection = _failure(worker.number, run)
+                else:
+                    self._fail(_failure(worker.number, run))
                 return
             quick_exits = quick_exits + 1 if ran < _STABLE_AFTER or not run.ready else 0
             if not run.ready:
@@ -317,8 +381,9 @@ class _Supervisor:
                 ran,
                 delay,
             )
-            with trio.move_on_after(delay):
+            with trio.move_on_after(delay) as worker.pause:
                 await self.stopping.wait()
+            worker.pause = None
 
     async def _run_once(self, worker: _Worker) -> _Run:
         run = _Run()
@@ -348,7 +413,7 @@ class _Supervisor:
                 os.close(lifeline)
                 os.close(status)
             worker.process = process
-            if self.stopping.is_set():
+            if self.stopping.is_set() or worker.retired:
                 process.send_signal(signal.SIGTERM)
             os.set_blocking(reading, False)
             said = bytearray()
@@ -389,12 +454,18 @@ class _Supervisor:
                 run.ready = True
                 if not worker.served:
                     worker.served = True
-                    self.waiting -= 1
-                    ready = self.waiting == 0 and not self.stopping.is_set()
-                    if ready and self.on_ready is not None:
-                        self.on_ready()
+                    worker.settled.set()
+                    if not worker.on_trial:
+                        self._first_served()
             elif "lines" in message:
                 run.report = message
+
+    def _first_served(self) -> None:
+        self.waiting -= 1
+        if self.waiting == 0 and not self.stopping.is_set():
+            self.serving.set()
+            if self.on_ready is not None:
+                self.on_ready()
 
 
 def _drain(fd: int, said: bytearray) -> bool:
@@ -459,10 +530,11 @@ async def supervise(
     Each worker runs ``command`` plus ``--worker-socket FD --worker-lifeline FD
     --worker-status FD --worker-number N``, in ``env`` (default: this process's).
     ``on_ready`` is called once every worker has said it serves. Setting ``stop`` stops
-    them as a first SIGTERM does. A worker that exits before it served, or exits
-    ``MAX_QUICK_EXITS`` times in a row soon after starting, stops them all: ``on_failure``
-    (default: log it) gets why, and the exit code is the worker's status. Otherwise it is
-    0 when every worker stopped cleanly, 1 if not.
+    them as a first SIGTERM does; SIGHUP replaces them one at a time (``Reloads``). A
+    worker that exits before it served, or exits ``MAX_QUICK_EXITS`` times in a row soon
+    after starting, stops them all: ``on_failure`` (default: log it) gets why, and the
+    exit code is the worker's status. Otherwise it is 0 when every worker stopped
+    cleanly, 1 if not.
     """
     supervisor = _Supervisor(command, sockets, count, env=env, on_ready=on_ready)
     code = await supervisor.run(stop)
