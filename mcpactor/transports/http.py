@@ -73,6 +73,9 @@ _log = logging.getLogger("mcpactor.http")
 #: worker (HTTP/1.1 and HTTP/2; TLS through its config)
 HttpServerKind = Literal["builtin", "hypercorn"]
 
+# Seconds a graceful stop waits for the connections accepted just before it to have their
+# first request answered before the sessions stop taking requests.
+_FIRST_ANSWER_WAIT: Final = 1.0
 # Seconds the HTTP server waits for open connections beyond the sessions' own grace period.
 _SHUTDOWN_MARGIN: Final = 2.0
 # hypercorn's default listen backlog (100) makes the kernel drop connection attempts when
@@ -201,11 +204,12 @@ async def serve_app(
     grace = (manager.session_options or SessionOptions()).shutdown_grace
     shutdown = trio.Event()
     served = trio.Event()
+    # Set by the built-in server once every connection it accepted has had an answer:
+    # a client whose connection was accepted just before the stop is served, not refused.
+    answered = trio.Event() if http_server == "builtin" else None
 
     def begin_shutdown() -> None:
-        if not shutdown.is_set():
-            shutdown.set()
-            manager.stop()
+        shutdown.set()
 
     async with trio.open_nursery() as nursery:
         if tune_gc:
@@ -217,7 +221,7 @@ async def serve_app(
         if http_server == "builtin":
             bound = await nursery.start(
                 _serve_until_done,
-                _builtin_server(app, host, port, grace, shutdown, sockets),
+                _builtin_server(app, host, port, grace, shutdown, sockets, answered),
                 served,
             )
         else:
@@ -230,6 +234,14 @@ async def serve_app(
         _log.info("serving MCP on http://%s:%d%s", bound[0], bound[1], app.path)
         task_status.started(bound)
         await shutdown.wait()
+        if answered is not None:
+            # The listener has stopped accepting. The sessions stop taking requests once
+            # the connections it took have each had an answer (their first request came
+            # with them, or comes just after), or after a moment: one that sends
+            # nothing, or streams, does not hold the stop back.
+            with trio.move_on_after(_FIRST_ANSWER_WAIT):
+                await answered.wait()
+        manager.stop()
         await manager.wait_sessions(0)
         # Every session has ended; the last responses may still be on their way out.
         await served.wait()
@@ -243,6 +255,7 @@ def _builtin_server(
     grace: float,
     shutdown: trio.Event,
     sockets: Sequence[socket.socket] | None,
+    answered: trio.Event | None = None,
 ) -> Callable[..., Awaitable[None]]:
     from ..runtime import current_start_gate
     from ._asgi import http_error_body
@@ -278,6 +291,7 @@ def _builtin_server(
         # Requests go to the app's one path as they are, WebSockets through ASGI; a
         # subclass that wraps the ASGI entry gets every request through it.
         handle=app.handle if type(app).__call__ is McpHttpApp.__call__ else None,
+        answered=answered,
     )
 
 
