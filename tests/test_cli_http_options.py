@@ -139,7 +139,10 @@ def test_every_flag_reaches_http_options(tmp_path: Path, recorded: Recorded) -> 
 
 def test_without_flags_the_defaults_stand(tmp_path: Path, recorded: Recorded) -> None:
     assert main(["serve", str(write(tmp_path / "good.py", GOOD)), "--http", "0"]) == 0
-    assert recorded.options == HttpOptions(max_body_bytes=recorded.options.max_body_bytes)
+    # The readiness is the command's own (the admin page's drain action drains it).
+    assert recorded.options == HttpOptions(
+        max_body_bytes=recorded.options.max_body_bytes, readiness=recorded.options.readiness
+    )
     assert recorded.options.health_path == "/healthz"
 
 

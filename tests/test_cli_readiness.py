@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import trio
 
 from mcpactor.cli import main
+from mcpactor.transports import Readiness
 
 from .test_cli_http_options import GOOD, Recorded, write
 from .test_cli_http_options import recorded as recorded  # the fixture
@@ -21,8 +23,14 @@ def test_the_ready_path_moves_or_goes(tmp_path: Path, recorded: Recorded) -> Non
     assert recorded.options.ready_path is None
     recorded.calls.clear()
     assert main(["serve", served, "--http", "0"]) == 0
-    # Without a store nothing is checked: the app is ready once it serves.
-    assert (recorded.options.ready_path, recorded.options.readiness) == ("/readyz", None)
+    # Without a store nothing is checked: ready once it serves. One readiness answers
+    # the endpoint and is what SIGTERM and the admin page's drain action drain.
+    readiness = recorded.options.readiness
+    assert recorded.options.ready_path == "/readyz"
+    assert isinstance(readiness, Readiness)
+    assert trio.run(readiness.state) is None
+    readiness.drain()
+    assert trio.run(readiness.state) == "draining"
 
 
 @pytest.mark.parametrize(("value", "expected"), [("'/up'", "/up"), ("false", None)])

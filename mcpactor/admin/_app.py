@@ -41,7 +41,7 @@ from quart_trio import QuartTrio
 from ..runtime import METRICS, Observatory
 from ..transports.http import ConnectionLimits
 from ._actions import install_actions
-from ._api import install_api
+from ._api import ReadinessView, install_api
 from ._credentials import ADMIN_COOKIE, Credentials
 from ._pages import install_pages
 from ._responses import MAX_AUDIT, MAX_PARAM, json_response
@@ -91,6 +91,7 @@ def create_admin_app(
     redact: Mapping[str, Sequence[str]] | None = None,
     trace_url: str | None = None,
     shared_history: RedisSharedHistory | None = None,
+    readiness: ReadinessView | None = None,
 ) -> QuartTrio:
     """The admin app for ``observatory``, requiring ``token`` or, with ``resource_server``,
     an access token it verifies that grants ``scope`` (see the module comment).
@@ -102,6 +103,7 @@ def create_admin_app(
     like secrets, and links its trace id through ``trace_url`` (``{trace_id}`` in it).
     With ``shared_history`` (replicas sharing a store), ``/api/history`` merges the
     other replicas' entries with this one's; its writer reads the app's ``audit_trail``.
+    ``readiness`` (the served server's ``Readiness.describe``) is shown with the tree.
     """
     if not token:
         raise ValueError("the admin token must not be empty")
@@ -117,7 +119,7 @@ def create_admin_app(
     credentials.install(app)
     install_pages(app, credentials.csrf)
     app.config["ADMIN_AUDIT"] = collections.deque(maxlen=MAX_AUDIT)
-    install_api(app, observatory, replicas, shared_history)
+    install_api(app, observatory, replicas, shared_history, readiness)
     install_actions(app, observatory)
     for status in (404, 405, 413):
         app.register_error_handler(status, _http_error)

@@ -206,6 +206,7 @@ async def with_admin(
         redact=getattr(args, "admin_redact", None),
         trace_url=getattr(args, "admin_trace_url", None),
         shared_history=shared_history,
+        readiness=_readiness_of(args),
     )
     limits = getattr(args, "http_limits", None)
     if limits is not None:
@@ -271,6 +272,12 @@ def _observatory(args: argparse.Namespace, server: Server) -> Any:
     observatory.install()
     observatory.serve(server)
     return observatory
+
+
+def _readiness_of(args: argparse.Namespace) -> Callable[[], Awaitable[Any]] | None:
+    # The served server's readiness, as the page shows it; None when it serves no HTTP.
+    readiness = getattr(args, "readiness", None)
+    return None if readiness is None else readiness.describe
 
 
 def _in_shared_store(args: argparse.Namespace, kind: str) -> Any:

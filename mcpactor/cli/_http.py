@@ -126,7 +126,7 @@ def serve_over_http(
     import trio
 
     from ..transports import serve_http
-    from ._workers import tell_supervisor, watch_lifeline
+    from ._workers import tell_supervisor
 
     host, port = _parse_bind(args.http)
     args.listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -170,16 +170,14 @@ def serve_over_http(
                 http_options, options, stateless = await _open_store(
                     stack, args, server, http_options, options, stateless
                 )
+            http_options = _with_readiness(args, http_options)
             nursery = await stack.enter_async_context(trio.open_nursery())
-            if args.worker_lifeline is not None:
-                nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
-            nursery.start_soon(_refuse_reloads, worker_socket is not None)
+            _watch_the_process(nursery, args, stop)
             bound_host, bound_port = await nursery.start(
                 with_admin, args, server, functools.partial(serve, nursery)
             )
             started = True
-            if http_options.readiness is not None:
-                http_options.readiness.started()
+            http_options.readiness.started()
             if args.worker_status is not None:
                 # Its supervisor says where they serve, once every worker does.
                 tell_supervisor(args.worker_status, {"ready": True})
@@ -196,27 +194,16 @@ def serve_over_http(
     return 0
 
 
-async def _refuse_reloads(worker: bool) -> None:
-    # SIGHUP would end the process by default: one process has nothing to reload with
-    # (its port would close between the old server and the new), so it says so and serves on.
-    import signal
+def _with_readiness(args: argparse.Namespace, http_options: Any) -> Any:
+    # One readiness for /readyz, SIGTERM and the admin page's drain action (args.readiness).
+    import attrs
 
-    import trio
+    from ..transports import Readiness
 
-    with trio.open_signal_receiver(signal.SIGHUP) as signals:
-        async for _ in signals:
-            if worker:
-                logging.getLogger("mcpactor.workers").warning(
-                    "SIGHUP ignored: a worker is reloaded by its supervisor (pid %d); "
-                    "send SIGHUP to it",
-                    os.getppid(),
-                )
-            else:
-                say(
-                    "SIGHUP ignored: reloading replaces worker processes one at a time, "
-                    "which needs --workers N; restart to load changes",
-                    level=logging.WARNING,
-                )
+    if http_options.readiness is None:
+        http_options = attrs.evolve(http_options, readiness=Readiness())
+    args.readiness = http_options.readiness
+    return http_options
 
 
 async def _open_store(
@@ -258,6 +245,38 @@ async def _open_store(
     # A host of our own, so that listen streams hear the changes of every replica.
     host = StatelessHost(server, options=stateless, session_options=options, bus=shared.bus)
     return http_options, options, host
+
+
+def _watch_the_process(nursery: Any, args: argparse.Namespace, stop: Any) -> None:
+    # A worker stops when its supervisor's lifeline closes; SIGHUP reloads no process.
+    from ._workers import watch_lifeline
+
+    if args.worker_lifeline is not None:
+        nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
+    nursery.start_soon(_refuse_reloads, args.worker_socket is not None)
+
+
+async def _refuse_reloads(worker: bool) -> None:
+    # SIGHUP would end the process by default: one process has nothing to reload with
+    # (its port would close between the old server and the new), so it says so and serves on.
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            if worker:
+                logging.getLogger("mcpactor.workers").warning(
+                    "SIGHUP ignored: a worker is reloaded by its supervisor (pid %d); "
+                    "send SIGHUP to it",
+                    os.getppid(),
+                )
+            else:
+                say(
+                    "SIGHUP ignored: reloading replaces worker processes one at a time, "
+                    "which needs --workers N; restart to load changes",
+                    level=logging.WARNING,
+                )
 
 
 def _url(host: str, port: int, path: str, scheme: str = "http") -> str:

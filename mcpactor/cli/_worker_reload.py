@@ -25,14 +25,12 @@ never run beside it.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from collections.abc import MutableSequence
+from typing import Final, Generic, Protocol, TypeVar
 
 import trio
 
 from ._report import say
-
-if TYPE_CHECKING:
-    from ._workers import _Supervisor, _Worker
 
 __all__ = ["READY_WITHIN", "Reloads"]
 
@@ -42,10 +40,51 @@ _log = logging.getLogger("mcpactor.workers")
 READY_WITHIN: Final = 120.0
 
 
-class Reloads:
+class _Failure(Protocol):
+    # Why a worker could not start (``WorkerFailure``).
+    @property
+    def lines(self) -> tuple[str, ...]: ...
+    @property
+    def traceback(self) -> str | None: ...
+
+
+class _Worker(Protocol):
+    # One worker of the supervisor, as a reload sees it (``_workers._Worker``).
+    on_trial: bool
+
+    @property
+    def number(self) -> int: ...
+    @property
+    def process(self) -> trio.Process | None: ...
+    @property
+    def served(self) -> bool: ...
+    @property
+    def rejection(self) -> _Failure | None: ...
+    @property
+    def settled(self) -> trio.Event: ...
+    @property
+    def ended(self) -> trio.Event: ...
+
+
+_W = TypeVar("_W", bound=_Worker)
+
+
+class _Supervisor(Protocol[_W]):
+    # What a reload asks of the supervisor (``_workers._Supervisor``).
+    @property
+    def workers(self) -> MutableSequence[_W]: ...
+    @property
+    def serving(self) -> trio.Event: ...
+    @property
+    def stopping(self) -> trio.Event: ...
+    def successor(self, worker: _W, /) -> _W: ...
+    def retire(self, worker: _W, /) -> None: ...
+
+
+class Reloads(Generic[_W]):
     """The reloads of a supervisor's workers: one at a time, a SIGHUP during one queued."""
 
-    def __init__(self, supervisor: _Supervisor) -> None:
+    def __init__(self, supervisor: _Supervisor[_W]) -> None:
         self._supervisor = supervisor
         self._wanted = trio.Event()
         self._busy = False
@@ -106,7 +145,7 @@ class Reloads:
                 return
         say(f"reloaded: {count} workers replaced")
 
-    def _abandon(self, new: _Worker, *, replaced: int, count: int) -> None:
+    def _abandon(self, new: _W, *, replaced: int, count: int) -> None:
         rejection = new.rejection
         if rejection is None:
             lines: tuple[str, ...] = (
