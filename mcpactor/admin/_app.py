@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -147,6 +148,7 @@ async def serve_admin(
     host: str = "127.0.0.1",
     port: int = 0,
     limits: ConnectionLimits | None = None,
+    sockets: Sequence[socket.socket] | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the admin app on ``host:port`` until cancelled, each connection contained.
@@ -158,7 +160,8 @@ async def serve_admin(
     It runs on the worker ``--http-server hypercorn`` uses (``serve_asgi``): nothing a
     client sends ends the listener. ``limits`` hold its connections (default: the
     defaults, with at most ``ADMIN_MAX_CONNECTIONS`` open). Reports the bound (host,
-    port) through ``task_status``, so ``port=0`` works.
+    port) through ``task_status``, so ``port=0`` works. Given listening ``sockets`` (a
+    worker's, from its supervisor), it accepts on those instead of binding.
     """
     from ..transports.http import serve_asgi
 
@@ -175,6 +178,7 @@ async def serve_admin(
             limits=limits or ConnectionLimits(max_connections=ADMIN_MAX_CONNECTIONS),
             lifespan=True,
             error_body=_admin_error_body,
+            sockets=sockets,
             task_status=task_status,
         )
     finally:

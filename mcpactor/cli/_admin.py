@@ -14,6 +14,7 @@ import argparse
 import ipaddress
 import logging
 import secrets
+import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -214,10 +215,12 @@ async def with_admin(
         import attrs
 
         limits = attrs.evolve(limits, max_connections=ADMIN_MAX_CONNECTIONS)
+    inherited = getattr(args, "worker_admin_socket", None)
+    sockets = None if inherited is None else [socket.socket(fileno=inherited)]
     async with trio.open_nursery() as nursery:
         bound_host, bound_port = await nursery.start(
             lambda task_status: serve_admin(
-                app, host=host, port=port, limits=limits, task_status=task_status
+                app, host=host, port=port, limits=limits, sockets=sockets, task_status=task_status
             )
         )
         where = f"[{bound_host}]" if ":" in bound_host else bound_host

@@ -24,6 +24,9 @@ from ._report import StartFailed, say, say_failure
 __all__ = ["build_http_options", "serve_over_http"]
 
 
+# The admin listener's backlog under --workers (hypercorn's default, as it has alone).
+_ADMIN_BACKLOG: Final = 100
+
 #: HttpOptions fields set by a command-line flag of the same name
 _HTTP_FLAGS: Final = (
     "response_mode",
@@ -310,6 +313,13 @@ def _serve_workers(
         say(f"cannot listen on {args.http}: {exc.strerror or exc}", level=logging.ERROR)
         return 1
     try:
+        admin_socket = _admin_socket(args)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        say(f"cannot listen on --admin {args.admin}: {exc.strerror or exc}", level=logging.ERROR)
+        return 1
+    try:
         bound_host, bound_port = sockets[0].getsockname()[:2]
         if not keyed:
             # The workers share one key, so that a retry may land on any of them.
@@ -338,8 +348,25 @@ def _serve_workers(
                 env=environment,
                 on_ready=serving,
                 on_failure=failed,
+                admin_socket=admin_socket,
             )
         )
     finally:
         for sock in sockets:
             sock.close()
+        if admin_socket is not None:
+            admin_socket.close()
+
+
+def _admin_socket(args: argparse.Namespace) -> Any:
+    # The admin listener of --workers, bound here once: the first worker serves the page
+    # on it, and a reload's new first worker takes it over without a moment unbound.
+    import socket
+
+    from ._admin import admin_bind
+
+    if getattr(args, "admin", None) is None:
+        return None
+    host, port = admin_bind(args.admin, allow_remote=args.admin_allow_remote)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=_ADMIN_BACKLOG)

@@ -244,8 +244,11 @@ class _Supervisor:
         *,
         env: Mapping[str, str] | None,
         on_ready: Callable[[], None] | None,
+        admin_socket: socket.socket | None = None,
     ):
         self.command = list(command)
+        #: the first worker's admin listener (``--worker-admin-socket``), or None
+        self.admin_socket = admin_socket
         self.env = env
         self.on_ready = on_ready
         #: the worker serving each slot; a reload puts a new one in its predecessor's place
@@ -390,6 +393,7 @@ class _Supervisor:
         lifeline, held = os.pipe()
         reading, status = os.pipe()
         listener = worker.listener.fileno()
+        inherited = [listener, lifeline, status]
         command = [
             *self.command,
             "--worker-socket",
@@ -401,11 +405,14 @@ class _Supervisor:
             "--worker-number",
             str(worker.number),
         ]
+        if worker.number == 0 and self.admin_socket is not None:
+            inherited.append(self.admin_socket.fileno())
+            command += ["--worker-admin-socket", str(inherited[-1])]
         try:
             try:
                 process = await trio.lowlevel.open_process(
                     command,
-                    pass_fds=(listener, lifeline, status),
+                    pass_fds=inherited,
                     start_new_session=True,
                     env=self.env,
                 )
@@ -524,6 +531,7 @@ async def supervise(
     env: Mapping[str, str] | None = None,
     on_ready: Callable[[], None] | None = None,
     on_failure: Callable[[WorkerFailure], None] | None = None,
+    admin_socket: socket.socket | None = None,
 ) -> int:
     """Run ``count`` workers of ``command`` on ``sockets`` until a signal; return an exit code.
 
@@ -534,9 +542,11 @@ async def supervise(
     worker that exits before it served, or exits ``MAX_QUICK_EXITS`` times in a row soon
     after starting, stops them all: ``on_failure`` (default: log it) gets why, and the
     exit code is the worker's status. Otherwise it is 0 when every worker stopped
-    cleanly, 1 if not.
+    cleanly, 1 if not. The first worker gets ``admin_socket`` too, for its admin page.
     """
-    supervisor = _Supervisor(command, sockets, count, env=env, on_ready=on_ready)
+    supervisor = _Supervisor(
+        command, sockets, count, env=env, on_ready=on_ready, admin_socket=admin_socket
+    )
     code = await supervisor.run(stop)
     failure = supervisor.failure
     if failure is not None:

@@ -343,6 +343,7 @@ async def serve_asgi(
     limits: ConnectionLimits | None = None,
     lifespan: bool = True,
     error_body: ErrorBody | None = None,
+    sockets: Sequence[socket.socket] | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve any ASGI app on hypercorn's trio worker, each connection contained, until cancelled.
@@ -352,26 +353,37 @@ async def serve_asgi(
     ``ConnectionLimits()``) hold its connections and HTTP/2 streams. Reports the bound
     (host, port) through ``task_status``, so ``port=0`` works. With ``lifespan``, the
     app's ASGI lifespan runs around serving. ``error_body`` makes the bodies of the
-    responses the server writes itself (default: plain text).
+    responses the server writes itself (default: plain text). Given listening
+    ``sockets``, it accepts on those instead of binding, and closes them when it stops.
     """
     from ._hypercorn_worker import hypercorn_config, serve_hypercorn
     from .h1 import plain_error_body
 
     limits = limits or ConnectionLimits()
-    config = hypercorn_config(limits, [_bind(host, port)], graceful_timeout=1.0)
-    async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(
-            functools.partial(
-                serve_hypercorn,
-                app,
-                config,
-                limits,
-                trio.Event(),
-                error_body=error_body or plain_error_body,
-                lifespan=lifespan,
+    # hypercorn closes the sockets it is given by descriptor: it gets duplicates.
+    binds = (
+        [_bind(host, port)]
+        if sockets is None
+        else [f"fd://{os.dup(sock.fileno())}" for sock in sockets]
+    )
+    config = hypercorn_config(limits, binds, graceful_timeout=1.0)
+    try:
+        async with trio.open_nursery() as nursery:
+            bound: list[str] = await nursery.start(
+                functools.partial(
+                    serve_hypercorn,
+                    app,
+                    config,
+                    limits,
+                    trio.Event(),
+                    error_body=error_body or plain_error_body,
+                    lifespan=lifespan,
+                )
             )
-        )
-        task_status.started(_address(binds[0]))
+            task_status.started(_address(bound[0]))
+    finally:
+        for sock in sockets or ():
+            sock.close()
 
 
 def _bind(host: str, port: int) -> str:
