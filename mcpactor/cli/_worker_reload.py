@@ -149,7 +149,7 @@ class Reloads(Generic[_W]):
         rejection = new.rejection
         if rejection is None:
             lines: tuple[str, ...] = (
-                f"it did not say it serves within {READY_WITHIN:.0f} s; it was stopped",
+                f"it did not say it serves within {READY_WITHIN:g} s; it was stopped",
             )
             traceback = None
         else:

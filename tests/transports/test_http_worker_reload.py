@@ -317,3 +317,65 @@ async def test_sighup_without_workers_is_said_and_serving_goes_on(tmp_path: Path
             process.kill()
             await process.wait()
         await process.stderr.aclose()
+
+
+_STUCK_WORKER = """
+import os, signal, sys
+from pathlib import Path
+
+pids = Path({pids!r})
+with pids.open("a") as file:
+    file.write(f"{{os.getpid()}}\\n")
+status = int(sys.argv[sys.argv.index("--worker-status") + 1])
+if len(pids.read_text().split()) == 1:
+    # The first worker serves; the ones a reload starts never say so.
+    os.write(status, b'{{"ready": true}}\\n')
+signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGTERM}})
+signal.sigwait({{signal.SIGTERM}})
+"""
+
+
+async def test_a_new_worker_that_never_serves_stops_the_reload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mcpactor.cli import _worker_reload
+    from mcpactor.cli._workers import bind_sockets, supervise
+
+    from .test_http_workers import _gone, _running
+
+    monkeypatch.setattr(_worker_reload, "READY_WITHIN", 0.5)
+    pids = tmp_path / "pids"
+    script = tmp_path / "worker.py"
+    script.write_text(_STUCK_WORKER.format(pids=str(pids)))
+    sockets = bind_sockets("127.0.0.1", 0, 1, backlog=16)
+    stop = trio.Event()
+    serving = trio.Event()
+    codes: list[int] = []
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                command = [sys.executable, str(script)]
+                codes.append(await supervise(command, sockets, 1, stop=stop, on_ready=serving.set))
+
+            nursery.start_soon(run)
+            with trio.fail_after(30):
+                await serving.wait()
+            (first,) = map(int, pids.read_text().split())
+            # The supervisor's signal receiver takes it: this process is not hung up.
+            signal.raise_signal(signal.SIGHUP)
+            with trio.fail_after(30):
+                while len(pids.read_text().split()) < 2:  # noqa: ASYNC110 (another process)
+                    await trio.sleep(0.05)
+            stuck = int(pids.read_text().split()[1])
+            # Not ready in time: it is stopped, the reload with it; the first serves on.
+            await _gone(stuck)
+            assert _running(first)
+            stop.set()
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert codes == [0]
+    said = capsys.readouterr().err
+    assert "reload stopped: the new worker 0 could not start, so the old workers go on" in said
+    assert "it did not say it serves within 0.5 s; it was stopped" in said
