@@ -121,6 +121,8 @@ class Reloads(Generic[_W]):
         count = len(supervisor.workers)
         say(f"SIGHUP: replacing the {count} workers one at a time")
         for number in range(count):
+            if supervisor.stopping.is_set():
+                return
             old = supervisor.workers[number]
             new = supervisor.successor(old)
             with trio.move_on_after(READY_WITHIN):
@@ -141,8 +143,8 @@ class Reloads(Generic[_W]):
             )
             supervisor.retire(old)
             await old.ended.wait()
-            if supervisor.stopping.is_set():
-                return
+        if supervisor.stopping.is_set():
+            return
         say(f"reloaded: {count} workers replaced")
 
     def _abandon(self, new: _W, *, replaced: int, count: int) -> None:

@@ -264,8 +264,8 @@ class _Supervisor:
         self._running: trio.Nursery | None = None
 
     async def run(self, stop: trio.Event | None) -> int:
-        signals_ = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-        with trio.open_signal_receiver(*signals_) as signals:
+        handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        with trio.open_signal_receiver(*handled) as signals:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._forward, signals)
                 if stop is not None:
