@@ -1,13 +1,22 @@
 """Cold start over stdio: spawn a server, send initialize, time the response line.
 
     python bench/cold_start.py [--runs N] [--bytecode MODE] [--baseline DIR] [-- COMMAND ...]
+    python bench/cold_start.py --targets trio-stdio,ts-sdk-stdio,mcpactor-stdio [--runs N]
 
 Without a COMMAND it measures, in turn, ``python -c "import trio"`` (the floor: an
 interpreter that imports trio and exits), ``bench/mcpactor_server.py stdio`` and
 ``mcpactor serve clock``, N runs each, interleaved so a busy machine slows all of them
 alike, and prints the median and quartiles of the time to the initialize response (to
-exit, for the floor), the idle RSS after it, the time to exit after stdin EOF, and the
-CPU time the process used in all (user + system: on a busy machine the steadier number).
+exit, for the floor), the CPU the server had used when it answered (user + system of all
+its threads: on a busy machine the steadier number), the idle RSS after it, the time to
+exit after stdin EOF, and the CPU time the process used in all.
+
+``--targets NAMES`` measures the stdio targets of bench/targets.toml of those names
+instead (round three's three: the bare trio server, the TypeScript SDK and mcpactor's
+bench server), with their commands as the harness runs them: {python} is --python,
+{python_mcpactor} --python-mcpactor (default --python), {node} the node on PATH; the
+TypeScript SDK is installed with npm ci first when missing. A target of a revision
+without a handshake gets its opening request (server/discover) instead of initialize.
 
 ``--baseline DIR`` runs every server case a second time with the ``mcpactor`` package
 found in DIR (for example ``git archive OLD mcpactor | tar -x -C DIR``), interleaved with
@@ -56,9 +65,11 @@ INITIALIZE = (
 )
 
 #: ms to the initialize response (to exit, for the floor), idle RSS in MB, ms to exit
-#: after stdin EOF, CPU ms of the whole process
-Run: TypeAlias = tuple[float, float | None, float, float]
-Case: TypeAlias = tuple[Callable[[list[str], dict[str, str]], Run], list[str], dict[str, str]]
+#: after stdin EOF, CPU ms of the whole process, CPU ms at the response (None: the floor)
+Run: TypeAlias = tuple[float, float | None, float, float, float | None]
+Case: TypeAlias = tuple[
+    Callable[[list[str], dict[str, str], bytes], Run], list[str], dict[str, str], bytes
+]
 
 
 def _children_cpu_ms() -> float:
@@ -76,7 +87,16 @@ def _rss_mb(pid: int) -> float | None:
     return None
 
 
-def run_server(argv: list[str], env: dict[str, str]) -> Run:
+def _cpu_ms(pid: int) -> float | None:
+    """The user + system CPU of a live process, all its threads, in ms."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) * 1e3 / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def run_server(argv: list[str], env: dict[str, str], opening: bytes = INITIALIZE) -> Run:
     """Spawn a stdio server, time its initialize response, then close its stdin."""
     cpu = _children_cpu_ms()
     start = time.perf_counter()
@@ -85,10 +105,11 @@ def run_server(argv: list[str], env: dict[str, str]) -> Run:
     )
     assert proc.stdin is not None
     assert proc.stdout is not None
-    proc.stdin.write(INITIALIZE)
+    proc.stdin.write(opening)
     proc.stdin.flush()
     line = proc.stdout.readline()
     answered = time.perf_counter()
+    answer_cpu = _cpu_ms(proc.pid)
     if b'"result"' not in line:
         proc.kill()
         raise RuntimeError(f"{argv}: no initialize result, got {line[:200]!r}")
@@ -103,15 +124,44 @@ def run_server(argv: list[str], env: dict[str, str]) -> Run:
     exited = time.perf_counter()
     watchdog.cancel()
     proc.stdout.close()
-    return (answered - start) * 1e3, rss, (exited - eof) * 1e3, _children_cpu_ms() - cpu
+    total = _children_cpu_ms() - cpu
+    return (answered - start) * 1e3, rss, (exited - eof) * 1e3, total, answer_cpu
 
 
-def run_floor(argv: list[str], env: dict[str, str]) -> Run:
+def run_floor(argv: list[str], env: dict[str, str], opening: bytes = b"") -> Run:
     """Spawn a command that just exits."""
     cpu = _children_cpu_ms()
     start = time.perf_counter()
     subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, env=env)
-    return (time.perf_counter() - start) * 1e3, None, 0.0, _children_cpu_ms() - cpu
+    return (time.perf_counter() - start) * 1e3, None, 0.0, _children_cpu_ms() - cpu, None
+
+
+def target_commands(
+    names: str, python: str, python_mcpactor: str
+) -> dict[str, tuple[list[str], bytes]]:
+    """The stdio targets of bench/targets.toml named in names: argv and opening request."""
+    sys.path.insert(0, str(HERE))
+    from harness.npm import ensure_installed
+    from harness.targets import command, expand, parse_targets
+
+    values = {
+        "python": python,
+        "python_mcpactor": python_mcpactor,
+        "node": shutil.which("node") or "node",
+        "bench": str(HERE),
+    }
+    found = {t.name: t for t in parse_targets((HERE / "targets.toml").read_text())}
+    out = {}
+    for name in names.split(","):
+        target = found.get(name)
+        if target is None or target.kind != "stdio":
+            stdio = sorted(n for n, t in found.items() if t.kind == "stdio")
+            raise SystemExit(f"no stdio target {name!r} in bench/targets.toml: {', '.join(stdio)}")
+        if target.npm:
+            ensure_installed(Path(expand(target.npm, values)))
+        opening = target.revision.request(1, *target.revision.opening()) + b"\n"
+        out[name] = (command(target, values), opening)
+    return out
 
 
 def _bytecode_env(mode: str, package: Path) -> dict[str, str]:
@@ -147,6 +197,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--python-mcpactor", help="{python_mcpactor} of --targets")
+    parser.add_argument("--targets", metavar="NAMES", help="stdio targets of bench/targets.toml")
     parser.add_argument("--bytecode", choices=["cached", "source", "inherit"], default="cached")
     parser.add_argument("--baseline", metavar="DIR", help="a directory holding another mcpactor")
     parser.add_argument("command", nargs="*", help="a stdio server command (after --)")
@@ -154,32 +206,38 @@ def main() -> None:
     python = args.python
     mcpactor = str(Path(python).with_name("mcpactor"))
     servers = (
-        {" ".join(args.command): args.command}
+        {" ".join(args.command): (args.command, INITIALIZE)}
         if args.command
         else {
-            "bench/mcpactor_server.py stdio": [python, str(HERE / "mcpactor_server.py"), "stdio"],
-            "mcpactor serve clock": [mcpactor, "serve", "clock"],
+            "bench/mcpactor_server.py stdio": (
+                [python, str(HERE / "mcpactor_server.py"), "stdio"],
+                INITIALIZE,
+            ),
+            "mcpactor serve clock": ([mcpactor, "serve", "clock"], INITIALIZE),
         }
     )
+    if args.targets:
+        servers = target_commands(args.targets, python, args.python_mcpactor or python)
     versions: dict[str, Path] = {"": HERE.parent / "mcpactor"}
     if args.baseline is not None:
         versions["baseline: "] = Path(args.baseline, "mcpactor")
     cases: dict[str, Case] = {}
     if not args.command:
         env = _bytecode_env(args.bytecode, versions[""])
-        cases["python -c 'import trio' (floor)"] = (run_floor, [python, "-c", "import trio"], env)
+        floor = [python, "-c", "import trio"]
+        cases["python -c 'import trio' (floor)"] = (run_floor, floor, env, b"")
     for label, package in versions.items():
         env = _bytecode_env(args.bytecode, package)
         if args.bytecode != "source" and label:
             env = _with_package(env, str(package.parent))
-        for name, argv in servers.items():
-            cases[label + name] = (run_server, argv, env)
-    for run, argv, env in cases.values():  # one discarded run each: byte-compile, page cache
-        run(argv, env)
+        for name, (argv, opening) in servers.items():
+            cases[label + name] = (run_server, argv, env, opening)
+    for run, argv, env, opening in cases.values():  # one discarded run each: byte code, cache
+        run(argv, env, opening)
     results: dict[str, list[Run]] = {name: [] for name in cases}
     for _ in range(args.runs):
-        for name, (run, argv, env) in cases.items():
-            results[name].append(run(argv, env))
+        for name, (run, argv, env, opening) in cases.items():
+            results[name].append(run(argv, env, opening))
     print(
         f"cold start ({args.runs} runs each, bytecode {args.bytecode}, {os.cpu_count()} CPUs, "
         f"load {os.getloadavg()[0]:.2f}): median [quartiles], ms"
@@ -190,6 +248,9 @@ def main() -> None:
         exit_ms = [row[2] for row in rows]
         cpu_ms = statistics.median(row[3] for row in rows)
         line = f"  {name:46} start {_summary(start_ms)}  cpu {cpu_ms:6.1f}"
+        at_answer = [row[4] for row in rows if row[4] is not None]
+        if at_answer:
+            line += f"  cpu@answer {_summary(at_answer)}"
         if rss:
             rss_mb, exit_median = statistics.median(rss), statistics.median(exit_ms)
             line += f"  rss {rss_mb:5.1f} MB  exit {exit_median:5.1f}"

@@ -1,7 +1,8 @@
 """Instructions per tools/call of mcpactor's benchmark server, counted by callgrind.
 
     python bench/instructions.py http-json|http-sse|http-2026|stdio|stdio-2026
-        [--calls 1000,4000] [--connections 16] [--pipelined 64] [--python PYTHON]
+        [--calls 1000,4000] [--connections 16] [--pipelined 64] [--python PYTHON] [--keep DIR]
+        [--functions N]
 
 Wall-clock figures move with the machine's load (steal, other tenants); instruction counts
 do not. The server (bench/mcpactor_server.py) runs under ``valgrind --tool=callgrind``
@@ -16,6 +17,11 @@ often. In SSE mode about 1 % of POSTs outlast the 5 ms coalescing window under c
 and are streamed (none do in the harness's runs), and the coalescing timer wakes about
 every tenth call (every sixteenth natively), so the SSE figure is a few thousand
 instructions above what the same calls cost natively.
+
+``--functions N`` prints the N C functions (the interpreter's, orjson's, the C library's)
+with the most instructions per call, each the difference of the two runs' counts
+(callgrind_annotate's, exclusive) over N2 - N1; ``--keep DIR`` leaves the two callgrind
+files of each mode in DIR for a closer look.
 """
 
 from __future__ import annotations
@@ -238,7 +244,48 @@ def count(mode: str, calls: int, args: argparse.Namespace) -> int:
             process.send_signal(signal.SIGINT)
         if process.wait(600) not in (0, -signal.SIGINT):
             raise SystemExit(f"the server exited with {process.returncode}")
+        if args.keep:
+            # for callgrind_annotate: which C functions the instructions are spent in
+            os.makedirs(args.keep, exist_ok=True)
+            shutil.copy(out, os.path.join(args.keep, f"callgrind.{mode}.{calls}.out"))
         return totals(out)
+
+
+ANNOTATED = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S.*?)(?: \[[^\]]*\])?$")
+
+
+def by_function(annotated: str) -> dict[str, int]:
+    """Instructions per function in callgrind_annotate's output (the function's own, exclusive).
+
+    A function is named ``file:function`` with the file's folders left out, so that the
+    same function of two runs has one name.
+    """
+    out: dict[str, int] = {}
+    for line in annotated.splitlines():
+        match = ANNOTATED.match(line)
+        if match is None or match[2] == "PROGRAM TOTALS":
+            continue
+        where, _, function = match[2].rpartition(":")
+        name = f"{os.path.basename(where)}:{function}" if where else function
+        out[name] = out.get(name, 0) + int(match[1].replace(",", ""))
+    return out
+
+
+def per_call_functions(low: str, high: str, calls: int) -> list[tuple[str, float]]:
+    """Instructions per call by function: the second file's counts less the first's, over calls."""
+
+    def annotate(path: str) -> dict[str, int]:
+        done = subprocess.run(
+            ["callgrind_annotate", "--threshold=100", "--auto=no", path],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return by_function(done.stdout)
+
+    first, second = annotate(low), annotate(high)
+    rows = [(name, (n - first.get(name, 0)) / calls) for name, n in second.items()]
+    return sorted(rows, key=lambda row: -row[1])
 
 
 def totals(path: str) -> int:
@@ -258,6 +305,16 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--pipelined", type=int, default=64)
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument(
+        "--keep", metavar="DIR", help="keep the callgrind files here (callgrind.MODE.CALLS.out)"
+    )
+    parser.add_argument(
+        "--functions",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print the N functions with the most instructions per call",
+    )
     args = parser.parse_args(argv)
     try:
         low, high = (int(n) for n in args.calls.split(","))
@@ -271,6 +328,8 @@ def main(argv: list[str]) -> None:
             raise SystemExit(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
     if shutil.which("valgrind") is None:
         raise SystemExit("no valgrind on PATH (Debian's valgrind package)")
+    if args.functions and not args.keep:
+        args.keep = tempfile.mkdtemp(prefix="instructions-")
     for mode in modes:
         first, second = count(mode, low, args), count(mode, high, args)
         per_call = (second - first) / (high - low)
@@ -278,6 +337,10 @@ def main(argv: list[str]) -> None:
             f"{mode}: {per_call:,.0f} instructions per call",
             f"({first:,} at {low}, {second:,} at {high})",
         )
+        if args.functions:
+            kept = [os.path.join(args.keep, f"callgrind.{mode}.{n}.out") for n in (low, high)]
+            for name, n in per_call_functions(*kept, high - low)[: args.functions]:
+                print(f"  {n:10,.0f}  {name}")
 
 
 if __name__ == "__main__":

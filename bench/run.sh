@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Runs mcpactor beside the official SDK, fastmcp and the framework-free ceilings, in one
-# run, and prints the harness's markdown tables with ratios.
+# Runs mcpactor beside the official SDKs (Python, and TypeScript on Node), fastmcp and the
+# framework-free ceilings (bare trio), in one run, and prints the harness's markdown tables
+# with ratios, a summary of mcpactor beside bare trio and the TypeScript SDK first.
 #
 #   bash bench/run.sh [harness options...]      e.g. --tests stdio_lat1,stdio_pipe64
+#   bash bench/run.sh --suite round3 --out bench/results/NAME.json    every row of issue 45
 #
+# The TypeScript SDK's targets need node and npm on PATH; the harness runs npm ci in
+# bench/peers/ts/ (from its package-lock.json) when the locked SDK is not installed there.
 # The harness is bench/mcpbench.py (bench/harness/), its servers bench/peers/ and
 # bench/mcpactor_server.py, its targets bench/targets.toml. bench/setup.sh creates the
 # venvs it runs in (.bench-venvs/, or $VENV_DIR) on first use, from PyPI and this checkout.

@@ -7,6 +7,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ._exceptions import CapabilityError as CapabilityError
+from ._exceptions import ExtensionError as ExtensionError
 from ._exceptions import LocalProtocolError as LocalProtocolError
 from ._exceptions import MCPActorError as MCPActorError
 from ._exceptions import PluginError as PluginError
@@ -39,6 +40,9 @@ from .runtime import check_cancelled as check_cancelled
 from .server import Audio as Audio
 from .server import CacheHint as CacheHint
 from .server import Context as Context
+from .server import CustomMethod as CustomMethod
+from .server import CustomNotification as CustomNotification
+from .server import Extension as Extension
 from .server import Header as Header
 from .server import Image as Image
 from .server import InputRequired as InputRequired
@@ -61,8 +65,12 @@ __all__ = [
     "Completion",
     "Context",
     "CreateMessageResult",
+    "CustomMethod",
+    "CustomNotification",
     "ElicitResult",
     "EmbeddedResource",
+    "Extension",
+    "ExtensionError",
     "GetPromptResult",
     "Header",
     "Icon",

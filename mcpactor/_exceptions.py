@@ -19,6 +19,7 @@ __all__ = [
     "URL_ELICITATION_REQUIRED",
     "CapabilityError",
     "ConfigError",
+    "ExtensionError",
     "LocalProtocolError",
     "MCPActorError",
     "PluginError",
@@ -138,6 +139,10 @@ class PluginError(MCPActorError):
         super().__init__(message)
         self.entry_point = entry_point
         self.distribution = distribution
+
+
+class ExtensionError(PluginError):
+    """An extension cannot be enabled, or its requirements are not met; names it."""
 
 
 class ConfigError(MCPActorError, ValueError):

@@ -5,6 +5,15 @@ A plugin is a distribution whose metadata names a ``Server`` object::
     [project.entry-points."mcpactor.servers"]
     clock = "mcpactor_clock:server"
 
+Extensions (SEP-2133) are packaged the same way, in a group of their own, and are enabled
+only when named (``mcpactor.toml``'s ``extensions``, ``mcpactor serve --extension``)::
+
+    [project.entry-points."mcpactor.extensions"]
+    search = "mcpactor_search:extension"
+
+``load_extensions(identifiers)`` finds them by the identifier of the ``Extension`` each
+entry point gives (an ``Extension``, or a callable returning one).
+
 ``discover()`` loads every plugin (or the ones named) and reports each, loaded or not: a
 plugin that fails to import, names something that is not a Server, or reuses a name
 another distribution took is a ``PluginError`` in its report, and the others load
@@ -31,16 +40,27 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from ._exceptions import PluginError
-from .server import Server
+from ._exceptions import ConfigError, PluginError
+from .server import Extension, Server
 
 if TYPE_CHECKING:
     import importlib.metadata
 
-__all__ = ["GROUP", "Plugin", "discover", "load_plugin", "plugin_names"]
+__all__ = [
+    "EXTENSIONS_GROUP",
+    "GROUP",
+    "Plugin",
+    "discover",
+    "installed_extensions",
+    "load_extensions",
+    "load_plugin",
+    "plugin_names",
+]
 
 #: the entry-point group plugins register their Server under
 GROUP: Final = "mcpactor.servers"
+#: the entry-point group extensions register their ``Extension`` (or a factory) under
+EXTENSIONS_GROUP: Final = "mcpactor.extensions"
 
 
 @attrs.frozen
@@ -446,3 +466,72 @@ def _shown_path(path: str) -> str:
     except ValueError:  # another drive, on Windows
         return path
     return path if relative.startswith(os.pardir) else relative
+
+
+# --- extensions ------------------------------------------------------------------------
+
+
+def installed_extensions(*, group: str = EXTENSIONS_GROUP) -> dict[str, Extension]:
+    """Every installed extension by its identifier, loaded (none of them enabled).
+
+    Raises:
+        PluginError: an entry point does not load, gives no Extension, or two give the
+            same identifier (the message names the entry points and distributions).
+    """
+    found: dict[str, tuple[Extension, str]] = {}
+    for entry in _entry_points(group):
+        distribution, version = entry.identify()
+        origin = f"{distribution} {version}" if distribution and version else distribution
+        where = (
+            f"{entry.name} = {entry.value} (group {group}, {origin or 'an unknown distribution'})"
+        )
+        try:
+            obj = entry.load()
+            extension = obj if isinstance(obj, Extension) else obj() if callable(obj) else obj
+        except Exception as exc:
+            raise PluginError(
+                f"extension entry point {where} failed to load: {_describe_failure(exc)}",
+                entry_point=entry.name,
+                distribution=distribution,
+            ) from exc
+        if not isinstance(extension, Extension):
+            raise PluginError(
+                f"extension entry point {where} gives {type(extension).__name__} "
+                f"{_short(extension)}, not a mcpactor.Extension (or a callable returning one)",
+                entry_point=entry.name,
+                distribution=distribution,
+            )
+        first = found.get(extension.identifier)
+        if first is not None and first[0] is not extension:
+            raise PluginError(
+                f"two installed extensions are {extension.identifier}: {first[1]} and {where}",
+                entry_point=entry.name,
+                distribution=distribution,
+            )
+        found[extension.identifier] = (extension, where)
+    return {identifier: extension for identifier, (extension, _) in sorted(found.items())}
+
+
+def load_extensions(
+    identifiers: Iterable[str], *, group: str = EXTENSIONS_GROUP, source: str = "enabled"
+) -> list[Extension]:
+    """The installed extensions of ``identifiers``, in that order (duplicates once).
+
+    ``source`` says where they were named (for the message of an unknown one).
+
+    Raises:
+        ConfigError: one is not installed (the message lists the installed ones).
+        PluginError: an installed extension does not load.
+    """
+    wanted = list(dict.fromkeys(identifiers))
+    if not wanted:
+        return []
+    installed = installed_extensions(group=group)
+    unknown = [identifier for identifier in wanted if identifier not in installed]
+    if unknown:
+        listed = ", ".join(installed) if installed else "none"
+        raise ConfigError(
+            f"{source}: extension {', '.join(map(repr, unknown))} is not installed "
+            f"(installed extensions: {listed})"
+        )
+    return [installed[identifier] for identifier in wanted]

@@ -26,6 +26,11 @@ def _required_setting(name: str, folder: Path) -> str:
     # What the required settings of the bundled plugins need to start: somewhere to read.
     if name == "MCPACTOR_FS_ROOTS":
         return str(folder)
+    if name == "MCPACTOR_SKILLS_FOLDER":
+        skill = folder / "skills" / "hello"
+        skill.mkdir(parents=True, exist_ok=True)
+        (skill / "SKILL.md").write_text("---\nname: hello\ndescription: Say hello.\n---\n")
+        return str(folder / "skills")
     if name == "MCPACTOR_SQLITE_DB":
         path = folder / "empty.db"
         sqlite3.connect(path).close()
@@ -38,8 +43,8 @@ def list_tools_over_stdio(
 ) -> tuple[dict[str, Any], list[str]]:
     """Start ``command``, initialize it over stdio and list its tools; then close its stdin.
 
-    Returns the ``initialize`` result and the tools' names. The server must exit with
-    status 0 once its stdin is closed.
+    Returns the ``initialize`` result and the tools' names (none for a server without
+    tools). The server must exit with status 0 once its stdin is closed.
     """
     messages = [
         {
@@ -69,5 +74,9 @@ def list_tools_over_stdio(
     answers = {answer.get("id"): answer for answer in map(json.loads, done.stdout.splitlines())}
     assert set(answers) >= {1, 2}, done.stdout
     initialized: dict[str, Any] = answers[1]["result"]
+    if "tools" not in initialized["capabilities"]:
+        # A server with no tools (skills are resources) does not serve tools/list.
+        assert answers[2]["error"]["code"] == -32601, answers[2]
+        return initialized, []
     tools = [tool["name"] for tool in answers[2]["result"]["tools"]]
     return initialized, tools

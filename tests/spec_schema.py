@@ -106,7 +106,7 @@ def check_server_message(
         # Older schemas have no form for an error whose request id could not be read;
         # 2025-11-25 lets the id be left out.
         schema_revision = revision if "id" in message else "2025-11-25"
-        envelope = "JSONRPCErrorResponse" if schema_revision == "2025-11-25" else "JSONRPCError"
+        envelope = "JSONRPCError" if schema_revision < "2025-11-25" else "JSONRPCErrorResponse"
         check(message, schema_revision, envelope)
         return
     if "result" in message:

@@ -22,6 +22,7 @@ runs = load_harness("runs")
 RUN_SH_VALUES = {
     "python": "/venvs/peers/bin/python",
     "python_mcpactor": "/venvs/mcpactor/bin/python",
+    "node": "/usr/bin/node",
     "bench": str(BENCH),
     "port": 4242,
 }
@@ -32,19 +33,25 @@ RUN_SH_VALUES = {
 
 def test_every_target_of_the_targets_file_runs_a_script_of_this_repository() -> None:
     found = targets.parse_targets((BENCH / "targets.toml").read_text())
-    assert {t.peer for t in found} >= {"raw", "raw-hypercorn", "sdk", "fastmcp", "mcpactor"}
+    peers = {"trio", "ts-sdk", "raw", "raw-hypercorn", "sdk", "fastmcp", "mcpactor"}
+    assert {t.peer for t in found} >= peers
     for target in found:
         argv = targets.command(target, RUN_SH_VALUES)
-        scripts = [Path(a) for a in argv if a.endswith(".py")]
+        scripts = [Path(a) for a in argv if a.endswith((".py", ".mjs"))]
         assert scripts, target.name
         for script in scripts:
             assert script.is_file(), (target.name, script)
             assert script.resolve().is_relative_to(BENCH), (target.name, script)
-        expected = (
-            "/venvs/mcpactor/bin/python"
-            if target.peer.startswith("mcpactor")
-            else ("/venvs/peers/bin/python")
-        )
+        if target.peer.startswith("mcpactor"):
+            expected = "/venvs/mcpactor/bin/python"
+        elif target.peer == "ts-sdk":
+            expected = "/usr/bin/node"
+            # the harness installs the SDK from the lock committed beside the server
+            folder = Path(targets.expand(target.npm, RUN_SH_VALUES))
+            assert (folder / "package-lock.json").is_file(), target.name
+            assert scripts[0].parent == folder, target.name
+        else:
+            expected = "/venvs/peers/bin/python"
         assert argv[0] == expected, target.name
         if target.kind == "http":
             assert "4242" in " ".join(argv)

@@ -84,3 +84,23 @@ def test_bad_arguments_are_refused_before_anything_runs() -> None:
         instructions.main(["stdio", "--calls", "5,5"])
     with pytest.raises(SystemExit, match="N1,N2"):
         instructions.main(["stdio", "--calls", "1000"])
+
+
+ANNOTATED = """\
+--------------------------------------------------------------------------------
+Ir                   file:function
+--------------------------------------------------------------------------------
+1,635,154,243 (100.0%)  PROGRAM TOTALS
+95,894,580 ( 5.86%)  /tmp/build/Python/ceval.c:_PyEval_EvalFrameDefault'2 [/lib/libpython3.so]
+    1,000 ( 0.00%)  /tmp/build/Objects/dictobject.c:_Py_dict_lookup [/lib/libpython3.11.so.1.0]
+      500 ( 0.00%)  /other/build/Objects/dictobject.c:_Py_dict_lookup [/lib/libpython3.11.so.1.0]
+       20 ( 0.00%)  ???:0x0000000000123456 [/lib/orjson.so]
+"""
+
+
+def test_instructions_by_function_are_read_from_callgrind_annotate() -> None:
+    assert instructions.by_function(ANNOTATED) == {
+        "ceval.c:_PyEval_EvalFrameDefault'2": 95_894_580,
+        "dictobject.c:_Py_dict_lookup": 1_500,
+        "???:0x0000000000123456": 20,
+    }

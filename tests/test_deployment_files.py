@@ -116,10 +116,12 @@ def test_the_pods_are_probed_where_mcpactor_answers_and_stop_gracefully() -> Non
     assert container["ports"] == [{"name": "http", "containerPort": PORT}]
     args = _serve(container["args"])
     assert parse_store_url(args.store).host == "redis"
-    # SIGTERM comes after preStop; mcpactor then takes --grace; Kubernetes kills after
-    # terminationGracePeriodSeconds, counted from the start of preStop.
+    # SIGTERM comes after preStop; mcpactor then drains (the drain delay) and takes
+    # --grace; Kubernetes kills after terminationGracePeriodSeconds, counted from the
+    # start of preStop.
     pause = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
-    assert pause + args.grace < pod["terminationGracePeriodSeconds"]
+    drain = args.drain_delay if args.drain_delay is not None else defaults.drain_delay
+    assert pause + drain + args.grace < pod["terminationGracePeriodSeconds"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] == _dockerfile_user()
     # A rolling update never has fewer ready replicas than asked for.
@@ -231,8 +233,10 @@ def test_the_compose_replicas_share_a_store_behind_sentinel() -> None:
         for host, port in url.sentinels:
             assert host in services
             assert port == 26379
-        # Docker kills after stop_grace_period: longer than mcpactor's --grace.
-        assert int(service["stop_grace_period"].rstrip("s")) > args.grace
+        # Docker kills after stop_grace_period: longer than mcpactor's drain delay and
+        # --grace; the drain delay outlasts HAProxy's checks taking a replica out.
+        assert int(service["stop_grace_period"].rstrip("s")) > args.drain_delay + args.grace
+        assert args.drain_delay > _haproxy_takes_out()
         assert "MCPACTOR_STATE_KEYS" in service["environment"]
     sentinel = (DEPLOYMENT / "sentinel.conf").read_text()
     (monitor,) = re.findall(r"^sentinel monitor (\S+) (\S+) (\d+) (\d+)$", sentinel, re.M)
@@ -242,6 +246,14 @@ def test_the_compose_replicas_share_a_store_behind_sentinel() -> None:
     sentinels = [name for name in services if name.startswith("sentinel-")]
     assert int(quorum) <= len(sentinels) == 3
     assert "--replicaof" in services["redis-replica"]["command"]
+
+
+def _haproxy_takes_out() -> float:
+    # Seconds HAProxy takes at most to take a failing replica out: inter times fall.
+    config = (DEPLOYMENT / "haproxy.cfg").read_text()
+    found = re.findall(r"^\s*server \S+ \S+ check inter (\d+)s fall (\d+)", config, re.M)
+    assert found, "no checked server in haproxy.cfg"
+    return max(int(inter) * int(fall) for inter, fall in found)
 
 
 def test_haproxy_balances_every_replica_on_readiness(tmp_path: Path) -> None:

@@ -119,6 +119,7 @@ class Call:
 
 
 CALLS: Final = {
+    "apps_view": Call("show_forecast", {"city": "Oslo"}, "sun in Oslo"),
     "cancellation_check": Call("count_primes", {"below": 100}, 25),
     "cancellation_pool": Call("square", {"n": 7}, 49),
     "cancellation_process": Call("proof_of_work", {"prefix": "mcp", "zeros": 1}, None),
@@ -305,6 +306,28 @@ async def test_the_authenticate_sample_names_the_bearer(load: Callable[[str], Mo
     assert module.options.authenticate is module.authenticate
 
 
+async def test_the_server_card_sample_serves_its_card_and_catalog(
+    load: Callable[[str], ModuleType],
+) -> None:
+    from mcpactor.transports import open_http_app
+    from tests.transports._http_client import AsgiClient
+
+    module = load("http_server_card")
+    async with (
+        trio.open_nursery() as nursery,
+        open_http_app(module.server, options=module.options) as app,
+    ):
+        http = AsgiClient(app, nursery)
+        card = await (await http.request("GET", "/mcp/server-card", {})).json()
+        assert (card["name"], card["title"]) == ("com.example/weather", "Weather")
+        assert card["remotes"][0]["url"] == "https://mcp.example.com/mcp"
+        catalog = await (await http.request("GET", "/.well-known/ai-catalog.json", {})).json()
+        assert [entry["url"] for entry in catalog["entries"]] == [
+            "https://mcp.example.com/mcp/server-card",
+            "https://mail.example.com/mcp/server-card",
+        ]
+
+
 def test_the_websocket_sample_defines_its_function(load: Callable[[str], ModuleType]) -> None:
     # Run against a server in tests/transports/test_http_docs.py.
     module = load("http_websocket")
@@ -464,6 +487,7 @@ CHECKED: Final = {
     "eras_elicit",
     "eras_rounds",
     "http_authenticate",
+    "http_server_card",
     "http_websocket",
     "operations_observatory",
     "plugins_entry_point",
@@ -602,8 +626,10 @@ def test_toml_blocks_parse_as_the_files_they_stand_for(page: Path, tmp_path: Pat
     for block in _blocks(page.read_text(encoding="utf-8"), "toml"):
         data = tomllib.loads(block)
         if "project" in data:
-            # A plugin's pyproject.toml: its entry point in the group discovery reads.
-            assert "mcpactor.servers" in data["project"]["entry-points"]
+            # A plugin's (or an extension's) pyproject.toml: its entry point in a group
+            # discovery reads.
+            groups = {"mcpactor.servers", "mcpactor.extensions"}
+            assert groups & set(data["project"]["entry-points"])
         else:
             parse_config(data, source=tmp_path / "mcpactor.toml")
 

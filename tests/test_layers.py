@@ -123,6 +123,9 @@ LAYERS: dict[str, frozenset[str]] = {
     # who is asking: the Principal, the errors of authorization, the token verifiers
     "auth": frozenset({"protocol"}),
     "server": frozenset({"protocol", "auth"}),
+    # the protocol extensions mcpactor ships (MCP Apps): written on the server layer's
+    # public API, as a third-party extension would be
+    "ext": frozenset({"protocol", "auth", "server"}),
     "runtime": frozenset({"protocol", "auth", "server"}),
     "transports": frozenset({"protocol", "auth", "runtime"}),
     "client": frozenset({"protocol", "auth", "transports"}),

@@ -8,7 +8,13 @@ import pytest
 
 import mcpactor
 
-PUBLIC_MODULES = ["mcpactor", "mcpactor.protocol", "mcpactor.server", "mcpactor.runtime"]
+PUBLIC_MODULES = [
+    "mcpactor",
+    "mcpactor.protocol",
+    "mcpactor.server",
+    "mcpactor.runtime",
+    "mcpactor.ext.apps",
+]
 
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)
@@ -69,3 +75,14 @@ def test_the_clients_feature_objects_are_exported(name: str) -> None:
 
     assert name in mcpactor.client.__all__
     assert getattr(mcpactor.client, name).__module__ == "mcpactor.client"
+
+
+@pytest.mark.parametrize(
+    "name", ["Extension", "CustomMethod", "CustomNotification", "ExtensionError"]
+)
+def test_the_extension_points_are_exported(name: str) -> None:
+    assert name in mcpactor.__all__
+    assert getattr(mcpactor, name).__module__ == "mcpactor"
+    if name != "ExtensionError":
+        assert getattr(mcpactor, name) is getattr(mcpactor.server, name)
+        assert name in mcpactor.server.__all__

@@ -73,6 +73,7 @@ def test_every_bundled_plugin_is_here() -> None:
         "mcpactor-conformance",
         "mcpactor-fs",
         "mcpactor-memory",
+        "mcpactor-skills",
         "mcpactor-sqlite",
     ]
 

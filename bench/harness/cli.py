@@ -6,8 +6,9 @@
     ... --revision 2026-07-28                                 speak it (no handshake)
     bench/mcpbench.py --report a.json [b.json ...]            the tables of saved records
 
-In a command, {python} is --python (or the target's own python), {bench} the folder of
-this harness's bench/, {port} a free port per spawn, and any --set NAME=VALUE fills {NAME}.
+In a command, {python} is --python (or the target's own python), {node} the node on PATH,
+{bench} the folder of this harness's bench/, {port} a free port per spawn, and any
+--set NAME=VALUE fills {NAME}.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from .report import report
+from .report import HEADLINE, report
 from .runs import Metrics, Run, run_all
 from .system import raise_fd_limit
 from .targets import ALL_TESTS, SUITES, Target, parse_targets
@@ -64,6 +66,13 @@ def parser() -> argparse.ArgumentParser:
         "--duration", type=float, default=2.0, help="seconds measured per throughput cell"
     )
     ap.add_argument(
+        "--streams",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="sessions holding a stream open in http_streams",
+    )
+    ap.add_argument(
         "--warmup", type=float, default=0.5, help="seconds of load before a cell is measured"
     )
     ap.add_argument(
@@ -89,7 +98,15 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", help="write the raw records (JSON) here as they come")
     ap.add_argument("--report", nargs="+", metavar="JSON", help="print the tables of records")
     ap.add_argument(
-        "--peer-order", default="raw,sdk,fastmcp", help="peers first in tables and ratios"
+        "--peer-order",
+        default="trio,ts-sdk,raw,sdk,fastmcp",
+        help="peers first in tables and ratios",
+    )
+    ap.add_argument(
+        "--headline",
+        default=HEADLINE,
+        metavar="OURS:REF,...;...",
+        help="summary tables: a peer's figures beside the references' (empty: none)",
     )
     ap.add_argument("-v", "--verbose", action="store_true", help="print each round's figures")
     return ap
@@ -97,7 +114,11 @@ def parser() -> argparse.ArgumentParser:
 
 def placeholders(args: argparse.Namespace) -> dict[str, str]:
     """The {names} commands may use."""
-    values = {"python": args.python, "bench": str(BENCH_DIR)}
+    values = {
+        "python": args.python,
+        "bench": str(BENCH_DIR),
+        "node": shutil.which("node") or "node",
+    }
     for item in args.set:
         name, eq, value = item.partition("=")
         if not eq or not name.isidentifier():
@@ -185,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         records = []
         for name in args.report:
             records += orjson.loads(Path(name).read_bytes())
-        print(report(records, order))
+        print(report(records, order, args.headline))
         return 0
     try:
         values = placeholders(args)
@@ -203,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         max_other=args.max_other,
         retries=args.retries,
         verbose=args.verbose,
+        streams=args.streams,
     )
     records: list[dict[str, Any]] = []
     record = recorder(run, time.strftime("%Y%m%d-%H%M%S"), records, args.out)
@@ -218,5 +240,5 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.duration}s/cell, loop {loop}, scratch {run.scratch}"
     )
     runner(run_all(run, targets, tests, args.rounds, record))
-    print(report(records, order))
+    print(report(records, order, args.headline))
     return 0

@@ -51,7 +51,22 @@ COLUMNS = {
         "unique_ids",
         "alive_of_20",
     ],
-    "cold_start": ["init_ms", "rss_idle_mb", "exit_on_eof_ms"],
+    "http_streams": [
+        "streams",
+        "open_s",
+        "statuses",
+        "still_open",
+        "rss_base_mb",
+        "rss_held_mb",
+        "kb_per_stream",
+        "idle_p50_us",
+        "idle_p99_us",
+        "held_p50_us",
+        "held_p99_us",
+        "p99_over_idle",
+        "errors",
+    ],
+    "cold_start": ["init_ms", "init_cpu_ms", "rss_idle_mb", "exit_on_eof_ms"],
     "progress": ["total_ms", "notifs", "us_per_step", "ok"],
     "cancel": [
         "stop_ms",
@@ -64,7 +79,7 @@ COLUMNS = {
     ],
 }
 # Columns that runs recorded before they existed do not have: shown only where some row does.
-NEWER_COLUMNS = frozenset({"srv_sys_us"})
+NEWER_COLUMNS = frozenset({"srv_sys_us", "init_cpu_ms"})
 HEADINGS = {
     "rps": "req/s (min–max)",
     "p50_us": "p50 µs",
@@ -83,11 +98,39 @@ RATIO_METRICS = {
     "stdio_sleep1000": ["wall_s", "rss_delta_mb"],
     "http_sleep1000": ["wall_s", "rss_delta_mb"],
     "http_sessions1000": ["per_session_ms", "kb_per_session"],
-    "cold_start": ["init_ms", "rss_idle_mb"],
+    "http_streams": ["rss_held_mb", "p99_over_idle"],
+    "cold_start": ["init_ms", "init_cpu_ms", "rss_idle_mb"],
     "progress": ["us_per_step"],
     "cancel": ["stop_ms"],
 }
 RANK = {test: i for i, test in enumerate(ALL_TESTS)}
+
+# The summary tables of a run: our peer beside the references (--headline OURS:REF,...;...),
+# a row per figure of the round-three table: (label, mode, test, metric, show difference).
+HEADLINE = "mcpactor:trio,ts-sdk;mcpactor-2026:trio-2026"
+HEADLINE_ROWS = [
+    ("stdio, 64 pipelined, req/s", "stdio", "stdio_pipe64", "rps", False),
+    ("stdio, 64 pipelined, server CPU µs per call", "stdio", "stdio_pipe64", "srv_cpu_us", False),
+    ("stdio, 1 in flight, p50 µs", "stdio", "stdio_lat1", "p50_us", False),
+    ("HTTP JSON, 16 connections, req/s", "http-json", "http_c16_s1", "rps", False),
+    (
+        "memory per idle HTTP session, kB",
+        "http-json",
+        "http_sessions1000",
+        "kb_per_session",
+        False,
+    ),
+    (
+        "cold start to the initialize answer, server CPU ms",
+        "stdio",
+        "cold_start",
+        "init_cpu_ms",
+        False,
+    ),
+    ("idle RSS after initialize, MB", "stdio", "cold_start", "rss_idle_mb", True),
+    ("sessions holding a stream: RSS MB", "http-json", "http_streams", "rss_held_mb", False),
+    ("… a call's p99 beside them / idle", "http-json", "http_streams", "p99_over_idle", False),
+]
 
 
 def kind_of(test: str) -> str:
@@ -238,14 +281,62 @@ def peer_tables(peer: str, cells: list[Cell]) -> list[str]:
     return lines
 
 
+def find_cell(cells: list[Cell], peer: str, mode: str, test: str) -> Cell | None:
+    """peer's cell of test in mode: its target of that mode, else one standing in for it."""
+    exact = [c for c in cells if c.peer == peer and c.mode == mode and c.test == test]
+    stand_in = [c for c in cells if c.peer == peer and mode in c.modes and c.test == test]
+    return (exact or stand_in or [None])[0]
+
+
+def headline_table(spec: str, cells: list[Cell]) -> list[str]:
+    """The summary: OURS's medians beside each reference's, with the paired ratio and, where
+    asked, the difference; [] when the records hold neither side."""
+    ours, _, refs = spec.partition(":")
+    references = [r for r in refs.split(",") if r]
+    present = {c.peer for c in cells}
+    if not ours or ours not in present or not present & set(references):
+        return []
+
+    def value(cell: Cell | None, metric: str) -> Any:
+        return None if cell is None else cell.median().get(metric, (None, None))[0]
+
+    rows = []
+    for label, mode, test, metric, difference in HEADLINE_ROWS:
+        mine = find_cell(cells, ours, mode, test)
+        if mine is None:
+            continue
+        shown = [fmt(value(mine, metric))]
+        for ref in references:
+            theirs = find_cell(cells, ref, mode, test)
+            shown.append(fmt(value(theirs, metric)))
+            q = paired_ratio(mine, theirs, metric) if theirs is not None else None
+            cell = fmt_ratio(*q) if q else "–"
+            a, b = value(mine, metric), value(theirs, metric)
+            if difference and isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                cell += f", {a - b:+.1f}"
+            shown.append(cell)
+        streams = value(mine, "streams")
+        if metric == "rss_held_mb" and isinstance(streams, (int, float)):
+            label = f"{int(streams):,} {label}"
+        rows.append(f"| {label} | " + " | ".join(shown) + " |")
+    if not rows:
+        return []
+    heads = [h for ref in references for h in (ref, f"{ours} / {ref}")]
+    return [
+        f"### {ours} beside {', '.join(references)} (medians; ratios paired, [n pairs])\n",
+        f"| measure | {ours} | " + " | ".join(heads) + " |",
+        "|" + "---|" * (len(heads) + 2),
+        *rows,
+        "",
+    ]
+
+
 def ratio_table(peers: list[str], cells: list[Cell]) -> list[str]:
     """Every later peer over every earlier one, per mode, test and metric; [] if none compare."""
     pairs = [(later, earlier) for i, earlier in enumerate(peers) for later in peers[i + 1 :]]
 
     def find(peer: str, mode: str, test: str) -> Cell | None:
-        exact = [c for c in cells if c.peer == peer and c.mode == mode and c.test == test]
-        stand_in = [c for c in cells if c.peer == peer and mode in c.modes and c.test == test]
-        return (exact or stand_in or [None])[0]
+        return find_cell(cells, peer, mode, test)
 
     rows = []
     modes = list(dict.fromkeys(c.mode for c in cells))
@@ -272,11 +363,15 @@ def ratio_table(peers: list[str], cells: list[Cell]) -> list[str]:
     ]
 
 
-def report(records: list[dict[str, Any]], preferred: list[str] | None = None) -> str:
-    """The whole report of a list of records."""
+def report(
+    records: list[dict[str, Any]], preferred: list[str] | None = None, headline: str = ""
+) -> str:
+    """The whole report of a list of records; headline (OURS:REF,...;...) puts summaries first."""
     cells = list(collect(records).values())
     peers = peer_order(cells, preferred or [])
     lines: list[str] = []
+    for spec in filter(None, headline.split(";")):
+        lines += headline_table(spec, cells)
     for peer in peers:
         lines += peer_tables(peer, cells)
     if len(peers) > 1:

@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO, Any
 
-from .system import Meter, free_port, rss_kb, stop
+from .npm import ensure_installed
+from .system import Meter, cpu_seconds, free_port, rss_kb, stop
 from .targets import ROUNDS_OF, THROUGHPUT_TESTS, Target, command, expand, http_cell_shape
 from .wire import (
     ECHO_TEXT,
@@ -44,6 +45,7 @@ class Run:
         max_other: float = 25.0,
         retries: int = 3,
         verbose: bool = False,
+        streams: int = 10_000,
     ) -> None:
         self.values = values  # the {placeholders} of the targets' commands
         self.duration = duration
@@ -51,6 +53,7 @@ class Run:
         self.max_other = max_other
         self.retries = retries
         self.verbose = verbose
+        self.streams = streams  # sessions holding a stream open in http_streams
         self.scratch = Path(tempfile.mkdtemp(prefix="mcpbench-"))
         self._serial = itertools.count()
 
@@ -397,8 +400,8 @@ async def stdio_sleep1000(
 
 
 def cold_start(run: Run, target: Target) -> Metrics:
-    """Spawn to the initialize reply (server/discover's where there is no handshake); idle RSS;
-    stdin closed to the process's exit."""
+    """Spawn to the initialize reply (server/discover's where there is no handshake), in wall
+    time and in the CPU the server used to get there; idle RSS; stdin closed to the exit."""
     with run.stderr(target) as err:
         t0 = time.perf_counter()
         process = subprocess.Popen(
@@ -414,6 +417,9 @@ def cold_start(run: Run, target: Target) -> Metrics:
         process.stdin.flush()
         line = process.stdout.readline()
         t1 = time.perf_counter()
+    # the CPU of all of the server's threads (Node's too) up to its answer: on a shared
+    # machine the steadier figure, as waiting for a core is not in it
+    cpu = cpu_seconds(process.pid)
     rss = rss_kb(process.pid)
     t2 = time.perf_counter()
     process.stdin.close()
@@ -424,8 +430,10 @@ def cold_start(run: Run, target: Target) -> Metrics:
         exit_ms = None
         stop(process)
     process.stdout.close()
+    answered = b'"result"' in line
     return {
-        "init_ms": (t1 - t0) * 1e3 if b'"result"' in line else None,
+        "init_ms": (t1 - t0) * 1e3 if answered else None,
+        "init_cpu_ms": cpu * 1e3 if answered and cpu is not None else None,
         "rss_idle_mb": megabytes(rss),
         "exit_on_eof_ms": exit_ms,
     }
@@ -852,13 +860,33 @@ async def run_group(
         runner = stdio_throughput if target.kind == "stdio" else http_throughput
         return await runner(run, target, tests)
     (test,) = tests
+    if test == "http_streams":
+        from .streams import http_streams  # it builds on this module
+
+        return {test: await http_streams(run, target)}
     return {test: await SINGLE[target.kind, test](run, target)}
 
 
 async def run_all(
     run: Run, targets: list[Target], tests: list[str], rounds: int, record: Record
 ) -> None:
-    """Every test on every target it applies to, round after round; failures are recorded."""
+    """Every test on every target it applies to, round after round; failures are recorded.
+
+    A target needing npm packages gets them installed first; one that cannot fails each
+    of its tests with the reason, and the rest run.
+    """
+    targets = list(targets)
+    for target in [t for t in targets if t.npm]:
+        todo = [t for t in tests if target.runs(t)]
+        try:
+            ensure_installed(Path(expand(target.npm, run.values)))
+        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            run.log(f"  !! {target.name}: {exc}")
+            for test in todo:
+                record(target, test, 0, {"failed": f"npm: {exc}"[:120]})
+            targets.remove(target)
+    if not targets:
+        return
     for group in groups_of(tests):
         group_rounds = ROUNDS_OF.get(group[0], rounds) if len(group) == 1 else rounds
         for round_no in range(group_rounds):

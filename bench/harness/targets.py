@@ -22,17 +22,34 @@ STDIO_TESTS = [
 ]
 # http_cC_sS: C connections, each with one call in flight, spread over S sessions.
 HTTP_CELLS = [f"http_c{c}_s{s}" for s in (1, 64) for c in (1, 16, 64)]
-HTTP_TESTS = [*HTTP_CELLS, "http_sleep1000", "http_sessions1000", "progress", "cancel"]
+HTTP_TESTS = [
+    *HTTP_CELLS,
+    "http_sleep1000",
+    "http_sessions1000",
+    "http_streams",
+    "progress",
+    "cancel",
+]
 ALL_TESTS = list(dict.fromkeys(STDIO_TESTS + HTTP_TESTS))
 SUITES = {
     "quick": ["stdio_lat1", "stdio_pipe64", "cold_start", "http_c1_s1", "http_c16_s1"],
+    # every row of the round-three table (the summary the report puts first)
+    "round3": [
+        "stdio_lat1",
+        "stdio_pipe64",
+        "cold_start",
+        "http_c16_s1",
+        "http_sessions1000",
+        "http_streams",
+    ],
     "all": ALL_TESTS,
 }
 # Closed-loop load on one server process, which serves all of them in one round.
 THROUGHPUT_TESTS = frozenset(
     ["stdio_lat1", "stdio_pipe64", "stdio_lat1_sync", "stdio_pipe64_sync", *HTTP_CELLS]
 )
-ROUNDS_OF = {"cancel": 1, "cold_start": 10}  # cancel waits out its sleeps; cold_start is cheap
+# cancel waits out its sleeps; cold_start is cheap; http_streams opens --streams sessions
+ROUNDS_OF = {"cancel": 1, "cold_start": 10, "http_streams": 1}
 
 
 def http_cell_shape(test: str) -> tuple[int, int]:
@@ -61,6 +78,7 @@ class Target:
     pid: int | None = None  # an HTTP server already running, for its CPU and RSS
     revision: Revision = field(default_factory=Revision)  # what the driver speaks to it
     bearer: str = ""  # a file holding an access token every HTTP request carries; may hold {bench}
+    npm: str = ""  # a folder whose locked npm packages the command needs; may hold {bench}
 
     def __post_init__(self) -> None:
         self.peer = self.peer or self.name
@@ -78,6 +96,9 @@ class Target:
             return False
         if self.stateless:  # one session is all a stateless server has
             if test == "http_sessions1000":
+                return False
+            # a session-era server without sessions has no stream per session to hold
+            if test == "http_streams" and not self.revision.stateless:
                 return False
             if test in HTTP_CELLS and http_cell_shape(test)[1] != 1:
                 return False
@@ -98,6 +119,7 @@ KEYS = {
     "python",
     "revision",
     "bearer",
+    "npm",
 }
 
 
@@ -126,6 +148,7 @@ def parse_targets(text: str) -> list[Target]:
                 python=table.get("python", ""),
                 revision=_revision(table),
                 bearer=table.get("bearer", ""),
+                npm=table.get("npm", ""),
             )
         )
     return out

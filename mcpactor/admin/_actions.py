@@ -1,9 +1,11 @@
 # What an operator can do from the page: cancel a request, a stateless request or a task,
-# close a session. Each goes through the Observatory's action (the paths the protocol
-# uses) and is written to the audit log with what it acted on and who asked.
+# close a session, drain the server. Each goes through the Observatory's action (the
+# paths the protocol uses), draining through the server's readiness (as SIGTERM does),
+# and is written to the audit log with what it acted on and who asked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
@@ -16,7 +18,10 @@ from ._responses import MAX_PARAM, audit, json_response, remember, remote
 __all__ = ["ACTIONS", "install_actions"]
 
 #: the actions, by the name in their path
-ACTIONS: Final = ("cancel-request", "cancel-stateless", "cancel-task", "close-session")
+ACTIONS: Final = ("cancel-request", "cancel-stateless", "cancel-task", "close-session", "drain")
+
+#: begins draining the server (readiness false, then a graceful stop); False if it was
+Drain = Callable[[], bool]
 
 #: what each action acts on: the body's fields that name it
 _TARGETS: Final = {
@@ -24,6 +29,7 @@ _TARGETS: Final = {
     "cancel-stateless": ("key",),
     "cancel-task": ("task",),
     "close-session": ("session",),
+    "drain": (),
 }
 
 
@@ -38,7 +44,13 @@ def _field(given: dict[str, Any], name: str) -> str:
     return value
 
 
-async def _act(observatory: Observatory, action: str, given: dict[str, Any]) -> bool:
+async def _act(
+    observatory: Observatory, drain: Drain | None, action: str, given: dict[str, Any]
+) -> bool:
+    if action == "drain":
+        if drain is None:
+            raise _BadAction("this server has no HTTP listener to drain")
+        return drain()
     if action == "cancel-request":
         request_id = given.get("request")
         if isinstance(request_id, bool) or not isinstance(request_id, int | str):
@@ -60,11 +72,15 @@ async def _act(observatory: Observatory, action: str, given: dict[str, Any]) -> 
 
 def _target(action: str, given: dict[str, Any]) -> str:
     # The fields were checked by _act: strings of at most MAX_PARAM characters, or ints.
-    return " ".join(f"{name} {given.get(name)!r}" for name in _TARGETS.get(action, ()))
+    named = " ".join(f"{name} {given.get(name)!r}" for name in _TARGETS.get(action, ()))
+    return named or "the server"
 
 
-def install_actions(app: QuartTrio, observatory: Observatory) -> None:
-    """Serve ``POST /api/actions/<action>`` (a JSON object naming what to act on)."""
+def install_actions(app: QuartTrio, observatory: Observatory, drain: Drain | None = None) -> None:
+    """Serve ``POST /api/actions/<action>`` (a JSON object naming what to act on).
+
+    ``drain`` begins draining the served server (the ``drain`` action); None: it has none.
+    """
 
     @app.post("/api/actions/<action>")
     async def act(action: str) -> Response:
@@ -76,7 +92,7 @@ def install_actions(app: QuartTrio, observatory: Observatory) -> None:
         if type(given) is not dict:
             return json_response({"error": "the body must be a JSON object"}, 400)
         try:
-            done = await _act(observatory, action, given)
+            done = await _act(observatory, drain, action, given)
         except _BadAction as exc:
             return json_response({"error": str(exc)}, 400 if action in ACTIONS else 404)
         audit.info(

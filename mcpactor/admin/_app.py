@@ -92,6 +92,7 @@ def create_admin_app(
     redact: Mapping[str, Sequence[str]] | None = None,
     trace_url: str | None = None,
     shared_history: RedisSharedHistory | None = None,
+    drain: Callable[[], bool] | None = None,
     readiness: ReadinessView | None = None,
 ) -> QuartTrio:
     """The admin app for ``observatory``, requiring ``token`` or, with ``resource_server``,
@@ -104,6 +105,8 @@ def create_admin_app(
     like secrets, and links its trace id through ``trace_url`` (``{trace_id}`` in it).
     With ``shared_history`` (replicas sharing a store), ``/api/history`` merges the
     other replicas' entries with this one's; its writer reads the app's ``audit_trail``.
+    ``drain`` begins draining the served server (``Readiness.drain``): the ``drain``
+    action, refused without it.
     ``readiness`` (the served server's ``Readiness.describe``) is shown with the tree.
     """
     if not token:
@@ -121,7 +124,7 @@ def create_admin_app(
     install_pages(app, credentials.csrf)
     app.config["ADMIN_AUDIT"] = collections.deque(maxlen=MAX_AUDIT)
     install_api(app, observatory, replicas, shared_history, readiness)
-    install_actions(app, observatory)
+    install_actions(app, observatory, drain)
     for status in (404, 405, 413):
         app.register_error_handler(status, _http_error)
     for hook in _ROUTE_HOOKS:

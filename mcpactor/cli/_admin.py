@@ -207,6 +207,7 @@ async def with_admin(
         redact=getattr(args, "admin_redact", None),
         trace_url=getattr(args, "admin_trace_url", None),
         shared_history=shared_history,
+        drain=_drain_of(args),
         readiness=_readiness_of(args),
     )
     limits = getattr(args, "http_limits", None)
@@ -264,6 +265,12 @@ async def _publish_only(
         if shared_history is not None:
             await nursery.start(shared_history.run, observatory)
         task_status.started(await nursery.start(_serve_then_stop, serve, nursery))
+
+
+def _drain_of(args: argparse.Namespace) -> Any:
+    # The HTTP server's readiness drains it, as SIGTERM does; stdio has nothing to drain.
+    readiness = getattr(args, "readiness", None)
+    return None if readiness is None else readiness.drain
 
 
 def _observatory(args: argparse.Namespace, server: Server) -> Any:

@@ -111,6 +111,15 @@ def add_composition_arguments(serve: argparse.ArgumentParser) -> None:
         help="a plugin that fails to load stops the server instead of being left out "
         "(a TARGET named on the command line always does)",
     )
+    serve.add_argument(
+        "--extension",
+        dest="extensions",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="enable the installed extension ID (e.g. com.example/search) on the served "
+        "server; repeatable (adds to the extensions of --config)",
+    )
 
 
 def address_list(text: str) -> tuple[str, ...]:

@@ -43,6 +43,7 @@ _HTTP_FLAGS: Final = (
     "ready_path",
     "forwarded_allow_ips",
     "forwarded_header",
+    "drain_delay",
 )
 
 

@@ -63,7 +63,7 @@ def inspect(args: argparse.Namespace) -> int:
     from .._exceptions import ConfigError
     from ..protocol import LATEST, REVISIONS
     from ._extras import require_serve_extras
-    from ._serve import _served_server
+    from ._serve import _enable_extensions, _served_server
 
     if args.revision is not None and args.revision not in REVISIONS:
         raise ConfigError(
@@ -77,6 +77,7 @@ def inspect(args: argparse.Namespace) -> int:
     # A URL among the targets is proxied: that needs the http extra.
     require_serve_extras(args, config, http=False)
     server = _served_server(args, config)
+    _enable_extensions(args, config, server)
     revisions = [args.revision] if args.revision is not None else list(REVISIONS)
     report = trio.run(inspect_server, server, revisions)
     if args.json:
@@ -109,7 +110,44 @@ async def inspect_server(server: Server, revisions: Sequence[str]) -> dict[str, 
                     offered["prompts"] = await client.list_prompts()
                 info = client.server.info
                 per_revision[version] = offered
-    return {"server": info, "instructions": server.instructions, "revisions": per_revision}
+    return {
+        "server": info,
+        "instructions": server.instructions,
+        "extensions": _extensions(server),
+        "revisions": per_revision,
+    }
+
+
+def _extensions(server: Server) -> list[dict[str, Any]]:
+    # What is enabled, as declared: the wire shows only the settings.
+    return [
+        {
+            "identifier": extension.identifier,
+            "server": owner.name,
+            "description": extension.description,
+            "settings": extension.settings,
+            "requires": list(extension.requires),
+            "methods": [
+                {
+                    "name": method.name,
+                    "description": method.description,
+                    "paramsSchema": method.params_schema,
+                    "resultSchema": method.result_schema,
+                }
+                for method in extension.methods
+            ],
+            "notifications": [
+                {
+                    "name": notification.name,
+                    "description": notification.description,
+                    "paramsSchema": notification.params_schema,
+                    "received": notification.handler is not None,
+                }
+                for notification in extension.notifications
+            ],
+        }
+        for owner, extension in server.extensions.tree()
+    ]
 
 
 @contextlib.asynccontextmanager
@@ -219,7 +257,32 @@ def render(report: Mapping[str, Any], detailed: str) -> str:
             lines.append(f"      {_clip(prompt['description'], width - 6)}")
     if prompts:
         lines.append("  (* required)")
+    lines += _render_extensions(report.get("extensions") or [], width)
     return "\n".join(lines) + "\n"
+
+
+def _render_extensions(extensions: Sequence[Mapping[str, Any]], width: int) -> list[str]:
+    import orjson
+
+    if not extensions:
+        return []  # most servers enable none: no section
+    lines = ["", f"Extensions ({len(extensions)})"]
+    for extension in extensions:
+        settings = orjson.dumps(extension["settings"]).decode()
+        lines.append(f"  {_clip(extension['identifier'], 120)}  settings: {_clip(settings, 200)}")
+        if extension.get("description"):
+            lines.append(f"      {_clip(extension['description'], width - 6)}")
+        if extension.get("requires"):
+            lines.append(f"      requires: {_clip(', '.join(extension['requires']), width - 16)}")
+        for method in extension["methods"]:
+            lines.append(f"      request {_clip(method['name'], 120)}")
+            lines.append(f"          params: {_schema(method['paramsSchema'], width - 18)}")
+            lines.append(f"          result: {_schema(method['resultSchema'], width - 18)}")
+        for notification in extension["notifications"]:
+            way = "received" if notification["received"] else "sent"
+            lines.append(f"      notification {_clip(notification['name'], 120)} ({way})")
+            lines.append(f"          params: {_schema(notification['paramsSchema'], width - 18)}")
+    return lines
 
 
 _CAPABILITY_COLUMNS: Final = ("tools", "resources", "prompts", "logging", "completions")

@@ -66,6 +66,7 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         refuse_auth_on_stdio(args, config)
         refuse_store_on_stdio(args, config)
     server = _served_server(args, config)
+    _enable_extensions(args, config, server)
     stateless = _stateless_options(args)
     options = SessionOptions(shutdown_grace=args.grace)
     tasks = getattr(args, "tasks", None)
@@ -100,6 +101,19 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             raise
         raise StartFailed(exc) from exc
     return 0
+
+
+def _enable_extensions(args: argparse.Namespace, config: Any, server: Server) -> None:
+    # The file's extensions, then the command line's: installed ones, named to be enabled.
+    from ..plugins import load_extensions
+
+    named = [*(config.extensions if config is not None else ()), *args.extensions]
+    where = f"{config.source}: extensions" if config is not None else "--extension"
+    enabled = {extension.identifier for _, extension in server.extensions.tree()}
+    for extension in load_extensions(named, source=where):
+        # A plugin may enable it in code already: it is served once.
+        if extension.identifier not in enabled:
+            server.extensions.enable(extension)
 
 
 def _stateless_options(args: argparse.Namespace) -> Any:

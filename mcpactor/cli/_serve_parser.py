@@ -189,6 +189,16 @@ def _add_admission_arguments(http: Any) -> None:
         help="serve no readiness endpoint",
     )
     http.add_argument(
+        "--drain-delay",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="on SIGTERM, seconds the server goes on accepting while its readiness "
+        "endpoint says 503, so that a load balancer probing it sends work elsewhere, "
+        "before the listener closes and in-flight work gets --grace; waited only if a "
+        "probe has asked (default: 5)",
+    )
+    http.add_argument(
         "--access-log",
         action="store_true",
         help="log one line per HTTP request (logger mcpactor.access, at INFO)",

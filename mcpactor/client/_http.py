@@ -123,8 +123,9 @@ class _StreamableHttp:
         self._posts: dict[RequestId, _Post] = {}
         self._initializing: set[RequestId] = set()
         self._listing_tools: set[RequestId] = set()
-        # Whether the last request written spoke a stateless revision.
+        # Whether the last request written spoke a stateless revision, and which.
         self._stateless = False
+        self._stateless_version: str | None = None
         # The mirrored parameters of each tool, from the last tools/list answers.
         self._tool_headers: dict[str, dict[tuple[str, ...], str]] = {}
         self._listening = False
@@ -168,6 +169,9 @@ class _StreamableHttp:
                 if outgoing.stateless and type(message) is dict
                 else []
             )
+            for name, value in own:
+                if name == "mcp-protocol-version":
+                    self._stateless_version = value
             await self._nursery.start(self._post_requests, body, outgoing.request_ids, own)
             return
         await self._post_other(body)
@@ -185,8 +189,14 @@ class _StreamableHttp:
                 post.scope.cancel("the client cancelled its request")
 
     async def _post_other(self, body: bytes) -> None:
-        # A notification or a response: the server takes it with 202 and no body.
-        headers = self.headers(("accept", _ACCEPT_BOTH), ("content-type", "application/json"))
+        # A notification or a response: the server takes it with 202 and no body. At a
+        # stateless revision it names the revision the requests name, and no session.
+        extra = [("accept", _ACCEPT_BOTH), ("content-type", "application/json")]
+        version = self._stateless_version
+        if self._stateless and version is not None:
+            headers = self.headers(("mcp-protocol-version", version), *extra, own=True)
+        else:
+            headers = self.headers(*extra)
         try:
             async with self.pool.request(
                 "POST", self.url, headers, body, bounded=False

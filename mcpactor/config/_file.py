@@ -22,7 +22,7 @@ from typing import Any, Final, Literal, TypeVar
 
 import attrs
 
-from .._exceptions import ConfigError
+from .._exceptions import ConfigError, PluginError
 from ..runtime import TaskOptions
 from ._admin import AdminConfig
 from ._admin import read_admin_config as _admin_config
@@ -72,6 +72,7 @@ _KEYS: Final = frozenset(
         "observability",
         "admin",
         "store",
+        "extensions",
     }
 )
 _T = TypeVar("_T")
@@ -111,6 +112,8 @@ class Config:
     admin: AdminConfig | None = None
     #: ``[store]``: the Redis store shared by replicas (_store.py); None: no table
     store: StoreConfig | None = None
+    #: ``extensions``: the identifiers of installed extensions to enable, in order
+    extensions: tuple[str, ...] = ()
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -219,7 +222,22 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
         auth=_table(reader, data, "auth", _auth_config),
         admin=_table(reader, data, "admin", _admin_config),
         store=_table(reader, data, "store", _store_config),
+        extensions=_extensions(reader, data),
     )
+
+
+def _extensions(reader: _Reader, data: Mapping[str, Any]) -> tuple[str, ...]:
+    # Named as SEP-2133 says; whether they are installed is known when serving.
+    from ..server import check_identifier
+
+    names = reader.string_list(data, "extensions") or ()
+    for name in names:
+        try:
+            check_identifier(name)
+        except PluginError:
+            why = "extension identifiers of the form '{vendor-prefix}/{name}' (com.example/x)"
+            raise reader.error("extensions", why, name) from None
+    return names
 
 
 def _table(

@@ -17,6 +17,7 @@ from ..transports import (
     FORWARDED_HEADERS,
     HTTP_LIMIT_OPTIONS,
     HTTP_TIMEOUT_OPTIONS,
+    ServerCardOptions,
     parse_networks,
 )
 from ._reader import Reader
@@ -75,6 +76,10 @@ class HttpConfig:
     #: the reverse proxies whose forwarded client address is honoured, and the header
     forwarded_allow_ips: tuple[str, ...] | None = None
     forwarded_header: str | None = None
+    #: the ``[http.server_card]`` table: the Server Card and AI Catalog (experimental)
+    server_card: ServerCardOptions | None = None
+    #: seconds a draining server keeps accepting before its listener closes
+    drain_delay: float | None = None
 
     def options(self) -> dict[str, Any]:
         """The ``HttpOptions`` keyword arguments the file sets (``authenticate`` unloaded)."""
@@ -86,6 +91,8 @@ class HttpConfig:
             if value is not None:
                 # ``false`` in the file switches a path off: None in HttpOptions.
                 given[name] = None if value is False and name in _HTTP_PATH_KEYS else value
+        if self.server_card is not None:
+            given["server_card"] = self.server_card
         return given
 
 
@@ -109,6 +116,7 @@ _HTTP_OPTION_KEYS: Final = (
     "access_log",
     "forwarded_allow_ips",
     "forwarded_header",
+    "drain_delay",
     *_HTTP_PATH_KEYS,
     *_HTTP_COUNT_KEYS,
     *_HTTP_SECONDS_KEYS,
@@ -127,9 +135,14 @@ _HTTP_KEYS: Final = frozenset(
         "allowed_origins",
         "server",
         "workers",
+        "server_card",
         *_HTTP_OPTION_KEYS,
     }
 )
+
+#: the keys of ``[http.server_card]``, by kind (the rest are tables of strings)
+_CARD_SWITCHES: Final = ("enabled", "catalog")
+_CARD_TEXTS: Final = ("url", "name", "title", "description", "version", "website_url")
 
 
 def read_http_config(reader: Reader, table: Mapping[str, Any]) -> HttpConfig:
@@ -158,6 +171,12 @@ def read_http_config(reader: Reader, table: Mapping[str, Any]) -> HttpConfig:
     authenticate = reader.reference(table, "authenticate")
     given.update(_limits(reader, table))
     given.update(_forwarded(reader, table))
+    drain_delay = reader.optional(table, "drain_delay", (int, float))
+    if drain_delay is not None:
+        # TOML has inf and nan; neither is a delay. 0: the listener closes at once.
+        if isinstance(drain_delay, bool) or not 0 <= drain_delay < float("inf"):
+            raise reader.error("drain_delay", "expected a number of seconds from 0", drain_delay)
+        given["drain_delay"] = float(drain_delay)
     return HttpConfig(
         host=reader.optional(table, "host", str, "127.0.0.1"),
         port=port,
@@ -173,8 +192,38 @@ def read_http_config(reader: Reader, table: Mapping[str, Any]) -> HttpConfig:
         authenticate=authenticate,
         www_authenticate=reader.optional(table, "www_authenticate", str),
         access_log=reader.optional(table, "access_log", bool),
+        server_card=_server_card(reader, table),
         **given,
     )
+
+
+def _server_card(http_reader: Reader, http: Mapping[str, Any]) -> ServerCardOptions | None:
+    # [http.server_card]: ServerCardOptions by its fields' names; None when absent.
+    if "server_card" not in http:
+        return None
+    table = http_reader.table(http, "server_card")
+    reader = http_reader.nested("server_card")
+    reader.known(
+        table,
+        {*_CARD_SWITCHES, *_CARD_TEXTS, "repository", "catalog_entries", "max_age"},
+    )
+    given: dict[str, Any] = {}
+    for key in _CARD_SWITCHES:
+        if key in table:
+            given[key] = reader.optional(table, key, bool)
+    for key in _CARD_TEXTS:
+        if key in table:
+            given[key] = reader.optional(table, key, str)
+    if "repository" in table:
+        given["repository"] = reader.strings(table, "repository")
+    if "catalog_entries" in table:
+        given["catalog_entries"] = reader.strings(table, "catalog_entries")
+    if "max_age" in table:
+        given["max_age"] = reader.optional(table, "max_age", int)
+    try:
+        return ServerCardOptions(**given)
+    except ValueError as exc:
+        raise ConfigError(f"{reader.source}: {reader.prefix}: {exc}") from None
 
 
 def _tls(reader: Reader, table: Mapping[str, Any]) -> dict[str, Any]:

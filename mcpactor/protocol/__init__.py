@@ -107,6 +107,7 @@ from ._mrtr import input_required_result as input_required_result
 from ._mrtr import needed_capabilities as needed_capabilities
 from ._mrtr import read_retry as read_retry
 from ._negotiated import Negotiated as Negotiated
+from ._revisions import CORE_METHODS as CORE_METHODS
 from ._revisions import HEADERLESS_HTTP as HEADERLESS_HTTP
 from ._revisions import LATEST as LATEST
 from ._revisions import REVISIONS as REVISIONS
@@ -164,6 +165,7 @@ __all__ = [
     "AUGMENTABLE",
     "CLIENT_INFO",
     "COMPLETE",
+    "CORE_METHODS",
     "DEFAULT_MAX_LINE_BYTES",
     "HEADERLESS_HTTP",
     "HEADER_MISMATCH",

@@ -20,6 +20,7 @@ from typing import Final
 import attrs
 
 __all__ = [
+    "CORE_METHODS",
     "HEADERLESS_HTTP",
     "LATEST",
     "REVISIONS",
@@ -142,6 +143,9 @@ class Revision:
     header_mirroring: bool = False
     #: server capabilities may list ``extensions`` (and clients declare theirs)
     extensions: bool = False
+    #: a server's enabled extensions are declared under ``capabilities.extensions``:
+    #: where the schema has the field, and in 2025-11-25 sessions by SEP-2133
+    extension_capabilities: bool = False
 
 
 _BASE_TOOL: Final = frozenset({"name", "description", "inputSchema"})
@@ -204,6 +208,10 @@ REVISIONS: Final[Mapping[str, Revision]] = {
             input_errors_in_result=True,
             client_requests=_SESSION_REQUESTS | _SESSION_TASK_REQUESTS,
             server_requests=_WITH_ELICITATION | _SESSION_TASK_REQUESTS | {"ping"},
+            # SEP-2133 (final) negotiates extensions in initialize's capabilities, and
+            # this schema's capability objects admit the extra key: extension SDKs and
+            # hosts (MCP Apps) already use it in 2025-11-25 sessions.
+            extension_capabilities=True,
         ),
         Revision(
             "2026-07-28",
@@ -242,6 +250,7 @@ REVISIONS: Final[Mapping[str, Revision]] = {
             listen=True,
             header_mirroring=True,
             extensions=True,
+            extension_capabilities=True,
         ),
     )
 }
@@ -254,6 +263,32 @@ LATEST: Final = REVISIONS[SESSION_REVISIONS[-1]]
 #: What a Streamable HTTP request without ``MCP-Protocol-Version`` is taken to speak:
 #: the transports page says to assume the revision that introduced the transport.
 HEADERLESS_HTTP: Final = REVISIONS["2025-03-26"]
+
+
+# The notifications of every revision, either way (the schemas' *Notification methods).
+_NOTIFICATIONS: Final = frozenset(
+    {
+        "notifications/cancelled",
+        "notifications/elicitation/complete",
+        "notifications/initialized",
+        "notifications/message",
+        "notifications/progress",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+        "notifications/roots/list_changed",
+        "notifications/subscriptions/acknowledged",
+        "notifications/tasks/status",
+        "notifications/tools/list_changed",
+    }
+)
+#: Every method name the core protocol defines at some revision, requests and
+#: notifications, either way: what an extension may not register as its own.
+CORE_METHODS: Final = frozenset(
+    _NOTIFICATIONS.union(
+        *(r.client_requests | r.server_requests | r.input_requests for r in REVISIONS.values())
+    )
+)
 
 
 def revision(version: str) -> Revision:

@@ -34,6 +34,7 @@ from ._session_actor import current_start_gate as current_start_gate
 from ._snapshot import Observatory as Observatory
 from ._snapshot import current_observatory as current_observatory
 from ._snapshot import observed as observed
+from ._stateless import LISTEN as LISTEN
 from ._stateless import StatelessHost as StatelessHost
 from ._stateless import StatelessOptions as StatelessOptions
 from ._stateless import StatelessStatistics as StatelessStatistics
@@ -61,6 +62,7 @@ __all__ = [
     "CANCELLED",
     "DEFAULT_BUFFER",
     "ERROR",
+    "LISTEN",
     "LOG_CONTEXT",
     "METRICS",
     "ChangeBus",

@@ -62,7 +62,6 @@ from ..protocol import (
     RootsChanged,
     Send,
     ServerSession,
-    describe,
 )
 from ..server import Context, Server
 from ._changes import ChangeNotices
@@ -77,6 +76,7 @@ from ._messages import (
     closed_outbox,
 )
 from ._metrics import METRICS
+from ._notified import NotificationHandlers
 from ._peer import PrincipalHolder, SessionPeer
 from ._request import handled
 from ._roots import RootsHooks
@@ -166,6 +166,7 @@ class SessionActor:
         "_closing",
         "_flights",
         "_idle",
+        "_notified",
         "_nursery",
         "_outbox",
         "_overruled",
@@ -232,6 +233,8 @@ class SessionActor:
         #: the session's listener on its Server (in ``server.listeners`` once registered)
         self.changes = ChangeNotices(server, self.core, peer)
         self._roots = RootsHooks(server, self.core, peer)
+        # The client's notifications an extension of the server receives.
+        self._notified = NotificationHandlers(server, self.core, peer)
         # This trio run's counts of request actors, started and in flight (set by ``run``).
         self._starts = _NO_GATE
         METRICS.session_opened()
@@ -266,6 +269,7 @@ class SessionActor:
             and not self.peer.awaiting_client
             and not self.changes.sending
             and not self._roots.running
+            and not self._notified.running
             and not self.tasks.statistics().running
         )
 
@@ -419,7 +423,7 @@ class SessionActor:
             self.changes.forget()
         else:
             assert isinstance(event, NotificationReceived)
-            _log.debug("ignored notification %s", describe(event.notification.method))
+            self._notified.start(self._nursery, event.notification)
 
     # --- request actors -------------------------------------------------------------
 

@@ -40,18 +40,23 @@ from .._exceptions import (
 from ..protocol import (
     AUGMENTABLE,
     LISTEN_FILTER_KEY,
+    PROTOCOL_VERSION,
+    REVISIONS,
+    STATELESS_REVISIONS,
     STATUS_NOTIFICATION,
     Envelope,
     EnvelopeError,
     Exchange,
     JSONObject,
     KeyRing,
+    Notification,
     Request,
     RequestId,
     Revision,
     SealingKey,
     StateSealer,
     Subscription,
+    describe,
     error_message,
     plain_complete,
     read_envelope,
@@ -71,6 +76,7 @@ from ..server import (
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
 from ._flight import Emit, Flight
 from ._messages import SessionOptions
+from ._notified import MAX_RUNNING
 from ._offload import ProcessPool
 from ._request import handled
 from ._views import HostView, RequestView
@@ -168,6 +174,8 @@ class StatelessHost:
         self._direct: tuple[Revision | None, frozenset[str]] = (None, frozenset())
         # The last envelope read, with (a copy of) the _meta it was read from.
         self._last_envelope: tuple[JSONObject, Envelope] | None = None
+        # Handlers of the client's extension notifications running now.
+        self._notified = 0
 
     def statistics(self) -> StatelessStatistics:
         """Return how busy the host is right now."""
@@ -224,6 +232,45 @@ class StatelessHost:
         if type(meta) is dict:
             self._last_envelope = (dict(meta), envelope)
         return envelope
+
+    async def notified(
+        self, notification: Notification, emit: Emit, principal: object = None
+    ) -> None:
+        """Run the handler of a client's notification that an extension receives.
+
+        Read under its envelope if it carries one, as a request is (else at the newest
+        stateless revision, the client's capabilities unknown); what its handler sends
+        goes to ``emit``. A notification no extension receives, with a refused envelope,
+        or past ``MAX_RUNNING`` running at once, is dropped (nothing answers it).
+        """
+        method = notification.method
+        params = notification.params or {}
+        if self.server.extensions.receiver(method) is None:
+            _log.debug("ignored notification %s", describe(method))
+            return
+        if self._notified >= MAX_RUNNING:
+            _log.warning("dropped notification %s: too many running", describe(method))
+            return
+        carrier = Request(0, method, params)
+        meta = params.get("_meta")
+        if type(meta) is dict and PROTOCOL_VERSION in meta:
+            # Read as a request of no id would be: the envelope is the same.
+            try:
+                envelope = self.envelope(carrier)
+            except EnvelopeError as exc:
+                _log.warning("dropped notification %s: %s", describe(method), exc.message)
+                return
+        else:
+            # The revision asks requests, not notifications, to carry an envelope: one
+            # without says nothing of the client.
+            envelope = Envelope(REVISIONS[STATELESS_REVISIONS[-1]])
+        flight = Flight(self, carrier, emit, principal, None, trio.current_time())
+        ctx = Context(flight, None, envelope, meta if type(meta) is dict else None, self.server)
+        self._notified += 1
+        try:
+            await self.server.extensions.notified(method, params, ctx)
+        finally:
+            self._notified -= 1
 
     async def serve(
         self,

@@ -11,6 +11,11 @@ from ._execution import HandlerTimeout as HandlerTimeout
 from ._execution import Offload as Offload
 from ._execution import TaskMetadata as TaskMetadata
 from ._execution import function_path as function_path
+from ._extensions import CustomMethod as CustomMethod
+from ._extensions import CustomNotification as CustomNotification
+from ._extensions import Extension as Extension
+from ._extensions import Extensions as Extensions
+from ._extensions import check_identifier as check_identifier
 from ._headers import Header as Header
 from ._headers import check_param_headers as check_param_headers
 from ._headers import check_standard_headers as check_standard_headers
@@ -48,6 +53,10 @@ __all__ = [
     "CacheHint",
     "Catalog",
     "Context",
+    "CustomMethod",
+    "CustomNotification",
+    "Extension",
+    "Extensions",
     "HandlerTimeout",
     "Header",
     "Image",
@@ -70,6 +79,7 @@ __all__ = [
     "adapt_tool_result",
     "ask_in_result",
     "called_tool",
+    "check_identifier",
     "check_param_headers",
     "check_standard_headers",
     "direct_methods",

@@ -118,6 +118,12 @@ class Composition:
             self.mounts.remove(mount)
             self._table = None
             raise PluginError(problem_report(label, table.problems))
+        try:
+            self.parent.extensions.clashes(server.extensions.tree())
+        except PluginError:
+            self.mounts.remove(mount)
+            self._table = None
+            raise
         # The parent hears the child's changes as its own.
         server.listeners.add(self.parent._changes)
         self.parent.roots_changed_hooks.append(RootsHook(mount))
@@ -200,13 +206,26 @@ class Composition:
     async def handle_request(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
         """Serve one request of the composed server."""
         route = self._routes.get(method)
-        if route is None or not self._serves(method):
+        if route is None:
+            return await self._custom(method, params, ctx)
+        if not self._serves(method):
             raise method_not_found(method)
         try:
             return await route(params, ctx)
         except InsufficientScope as exc:
             # The parent's own completer asked for more (its other handlers say so).
             raise scope_error(exc.scopes) from None
+
+    async def _custom(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:
+        # An extension's method: the parent's own, else the mount whose tree serves it.
+        parent = self.parent
+        if method in parent.extensions.requests:
+            result: JSONObject = await parent._methods[method](params, ctx)
+            return result
+        for mount in self.mounts:
+            if mount.server.extensions.owner(method) is not None:
+                return await mount._call(method, params, ctx)
+        raise method_not_found(method)
 
     def _serves(self, method: str) -> bool:
         family = method.partition("/")[0]

@@ -300,6 +300,22 @@ class Context(Generic[StateT]):
             "notifications/progress", params, related_request_id=self.request_id
         )
 
+    async def notify(self, method: str, params: JSONObject | None = None) -> None:
+        """Send an extension's notification ``method`` to the client, tied to this request.
+
+        The method must be a ``CustomNotification`` of an extension the handler's server
+        enabled, and ``params`` must match its schema.
+
+        Raises:
+            ExtensionError: no enabled extension declares ``method``.
+            SchemaError: ``params`` break its params schema.
+        """
+        server = self.server
+        if server is None:
+            raise RuntimeError("this Context belongs to no server, so it has no extensions")
+        checked = server.extensions.outgoing(method, params or {})
+        await self._peer.notify(method, checked, related_request_id=self.request_id)
+
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
         """Send a log message to the client if it passes the level the client set.
 

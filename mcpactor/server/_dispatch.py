@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 __all__ = [
     "HANDLERS",
     "Composable",
+    "ExtensionsView",
     "Handler",
+    "Mounted",
     "ServedMethods",
     "ServerListener",
     "method_not_found",
@@ -113,6 +115,15 @@ class Composable(Protocol):
 
     name: str
     roots_changed_hooks: list[Callable[[Context], Any]]
+
+    @property
+    def extensions(self) -> ExtensionsView:
+        """The extensions it enabled."""
+
+    @property
+    def mounts(self) -> Sequence[Mounted]:
+        """The servers it mounts."""
+
     _registry: Registry
     _handlers: Handlers
 
@@ -146,3 +157,28 @@ class Composable(Protocol):
 
     def required_scopes(self, method: str, name: str) -> tuple[str, ...]:
         """The scopes a request of ``method`` for ``name`` needs (empty: none known)."""
+
+
+class Mounted(Protocol):
+    """What a composition reads of one of its mounts."""
+
+    @property
+    def server(self) -> Composable:
+        """The mounted server."""
+
+
+class ExtensionsView(Protocol):
+    """What a composition asks of a server's extensions (``server.extensions``)."""
+
+    @property
+    def requests(self) -> Mapping[str, Handler]:
+        """The custom request methods of its own extensions, by method."""
+
+    def tree(self) -> Iterator[tuple[Composable, Any]]:
+        """Every extension of the server and of the servers it mounts, with its owner."""
+
+    def owner(self, method: str) -> Composable | None:
+        """The server whose extension serves request ``method``, if any."""
+
+    def clashes(self, more: Iterable[tuple[Composable, Any]] = ()) -> dict[str, Composable]:
+        """Every identifier of the composed server; ExtensionError on a clash."""

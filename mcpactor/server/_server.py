@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 
@@ -31,6 +31,7 @@ from ._caching import CacheHint
 from ._changes import Changes
 from ._context import Context, StateT
 from ._dispatch import Handler, ServedMethods, ServerListener, method_table
+from ._extensions import Extension, Extensions, serving
 from ._handlers import Handlers
 from ._lifespans import Lifespans
 from ._options import PromptOptions, ResourceOptions, ToolOptions, check_options, registrar
@@ -78,7 +79,8 @@ class Server(Generic[StateT]):
 
     ``lifespan`` (an async context manager factory, called with the server) is entered
     while the server runs; what it yields is ``server.state`` and ``ctx.state``, and the
-    server is a ``Server[State]`` of its type.
+    server is a ``Server[State]`` of its type. ``extensions`` are enabled as
+    ``server.extensions.enable`` does, in order, once the rest is set.
     """
 
     # What serverInfo says; assign a new value (a new list of icons) to change it.
@@ -105,6 +107,7 @@ class Server(Generic[StateT]):
         tool_timeout: float | None = None,
         cache: CacheHint | None = None,
         hide_unauthorized: bool = False,
+        extensions: Iterable[Extension] = (),
         lifespan: None = None,
     ) -> None: ...
     @overload
@@ -122,6 +125,7 @@ class Server(Generic[StateT]):
         tool_timeout: float | None = None,
         cache: CacheHint | None = None,
         hide_unauthorized: bool = False,
+        extensions: Iterable[Extension] = (),
         lifespan: Callable[[Server[Any]], AbstractAsyncContextManager[S]],
     ) -> None: ...
     def __init__(
@@ -138,6 +142,7 @@ class Server(Generic[StateT]):
         tool_timeout: float | None = None,
         cache: CacheHint | None = None,
         hide_unauthorized: bool = False,
+        extensions: Iterable[Extension] = (),
         lifespan: Callable[[Server[Any]], AbstractAsyncContextManager[Any]] | None = None,
     ) -> None:
         if page_size < 1:
@@ -175,14 +180,19 @@ class Server(Generic[StateT]):
         self._mounts: Composition | None = None
         self._registry = Registry()
         self._handlers = Handlers(self, self._registry)
-        self._methods: Mapping[str, Handler] = method_table(self._handlers, _tasks.handle)
+        # Core methods, and the custom ones of its extensions as they are enabled.
+        self._methods: dict[str, Handler] = method_table(self._handlers, _tasks.handle)
+        #: the extensions enabled on it (``enable`` more; iterate; ``in``)
+        self.extensions = Extensions(self)
         # The handlers of what it serves now: asked once per method and change.
-        self._served = ServedMethods(self._methods, self._registry.serves)
+        self._served = ServedMethods(self._methods, serving(self._registry, self.extensions))
         self._changes = Changes(self._registry, self._handlers, self._served)
         self._lifespans = Lifespans(lifespan)
         #: the ``ServerListener``\ s told about list changes and resource updates: add
         #: one to start telling it, discard it to stop
         self.listeners: set[ServerListener] = self._changes.listeners
+        # Last: an extension's setup registers on the server as it is built.
+        self.extensions.enable(*extensions)
 
     def __repr__(self) -> str:
         return f"<Server {describe(self.name)} {self.version}>"
@@ -205,6 +215,9 @@ class Server(Generic[StateT]):
     def capabilities(self, revision: Revision) -> JSONObject:
         """The server capabilities: exactly what this server serves."""
         capabilities = self._registry.capabilities(revision)
+        extensions = self.extensions.capabilities(revision)
+        if extensions is not None:
+            capabilities["extensions"] = extensions
         if self._mounts is not None:
             return self._mounts.capabilities(revision, capabilities)
         return capabilities
@@ -391,13 +404,21 @@ class Server(Generic[StateT]):
         ``state`` until it is left. Mounted servers start after this server's own
         lifespans, each supervised in a task of its own (see ``mount``), and stop before
         them.
+
+        Raises:
+            ExtensionError: an extension's requirement is not met (before anything
+                starts; the message names the extension and what is missing).
         """
-        async with self._lifespans.running(self):
-            if self._mounts is None:
-                yield self
-            else:
-                async with self._mounts.running():
+        checked = self.extensions.check()
+        try:
+            async with self._lifespans.running(self):
+                if self._mounts is None:
                     yield self
+                else:
+                    async with self._mounts.running():
+                        yield self
+        finally:
+            self.extensions.checked(checked)
 
     # --- composition ------------------------------------------------------------------
 

@@ -340,7 +340,8 @@ def route_stateless(
         return _completed(
             server, method, ctx, _serve_task_method(method, params, ctx, tasks, principal)
         )
-    if method not in revision.client_requests:
+    if method not in revision.client_requests and server.extensions.owner(method) is None:
+        # Core methods the revision does not have; an extension's are the server's.
         raise method_not_found(method)
     if method == DISCOVER:
         return _ready(discover_result(server, revision, tasks=tasks))

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from ._forwarded import parse_networks as parse_networks
     from ._http_options import _LIMITS as HTTP_LIMIT_OPTIONS
     from ._http_options import _POSITIVE_SECONDS as HTTP_TIMEOUT_OPTIONS
+    from ._server_card import ServerCardOptions as ServerCardOptions
+    from ._server_card import server_card as server_card
     from ._sse import message_event as message_event
     from .http import EventStore as EventStore
     from .http import HttpOptions as HttpOptions
@@ -30,6 +32,7 @@ __all__ = [
     "McpHttpApp",
     "MemoryEventStore",
     "Readiness",
+    "ServerCardOptions",
     "http_error_body",
     "message_event",
     "open_http_app",
@@ -38,6 +41,7 @@ __all__ = [
     "serve_http",
     "serve_stdio",
     "serve_streams",
+    "server_card",
 ]
 
 # A stdio server never loads the HTTP stack: its names are imported on first use.
@@ -51,6 +55,8 @@ _OPTION_NAMES = {
     "parse_networks": ("._forwarded", "parse_networks"),
     "HTTP_LIMIT_OPTIONS": ("._http_options", "_LIMITS"),
     "HTTP_TIMEOUT_OPTIONS": ("._http_options", "_POSITIVE_SECONDS"),
+    "ServerCardOptions": ("._server_card", "ServerCardOptions"),
+    "server_card": ("._server_card", "server_card"),
 }
 
 

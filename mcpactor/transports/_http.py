@@ -11,14 +11,14 @@
 # the scope (``AsgiExchange``). A request goes through: the Host header's framing (400
 # and close when it is missing in HTTP/1.1, repeated or malformed, RFC 9112 §3.2) → the
 # health endpoint, which needs nothing more → the Protected Resource Metadata document
-# (RFC 9728), public too → Host/Origin guard (403/421) → authorization: the bearer
-# token (401/400/403/503, with a WWW-Authenticate challenge) or the authentication hook
-# (401) → the endpoint's handler: Streamable HTTP's POST, GET and DELETE
-# (_streamable.py) or legacy HTTP+SSE (_legacy_sse.py). The guard's verdict on the
-# request's (Host, Origin) pair, framing and CORS headers included, is decided once per
-# pair (``RequestGuard.verdicts``). WebSocket (_websocket.py) is ASGI's alone. This
-# module is admission, CORS and dispatch; the handlers reach it through the Endpoint
-# protocol.
+# (RFC 9728), the Server Card and the AI Catalog (SEP-2127, _discovery.py), public too →
+# Host/Origin guard (403/421) → authorization: the bearer token (401/400/403/503, with a
+# WWW-Authenticate challenge) or the authentication hook (401) → the endpoint's handler:
+# Streamable HTTP's POST, GET and DELETE (_streamable.py) or legacy HTTP+SSE
+# (_legacy_sse.py). The guard's verdict on the request's (Host, Origin) pair, framing
+# and CORS headers included, is decided once per pair (``RequestGuard.verdicts``).
+# WebSocket (_websocket.py) is ASGI's alone. This module is admission, CORS and
+# dispatch; the handlers reach it through the Endpoint protocol.
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from ..auth import INSUFFICIENT_SCOPE_CODE, AuthError, InsufficientScope, Princi
 from ..protocol import ErrorResponse, RequestId
 from ..runtime.http import SessionManager
 from ._asgi import AsgiExchange, Receive, Scope, Send, lifespan
+from ._discovery import Discovery
 from ._exchange import ClientGone, Exchange, error_body, reply, reply_error
 from ._http_options import HttpOptions
 from ._legacy_sse import serve_legacy_post, serve_legacy_stream
@@ -122,7 +123,17 @@ class McpHttpApp:
         if options.sse_path is not None:
             routes[options.sse_path] = {None: serve_legacy_stream}
         routes[self.path] = routes[self.path + "/"] = STREAMABLE
-        for public in (options.health_path or "", *self._metadata_paths):
+        #: the Server Card and AI Catalog (public, like the health and metadata paths)
+        self.discovery = Discovery(
+            manager.server,
+            path=self.path,
+            options=options.server_card,
+            https=options.tls_cert is not None,
+            sse_path=options.sse_path if options.messages_path is not None else None,
+            resource_server=resource_server,
+            host_allowed=self.guard.host_allowed,
+        )
+        for public in (options.health_path or "", *self._metadata_paths, *self.discovery.paths):
             routes.pop(public, None)
         self._routes = routes
         self._proxies = options.trusted_proxies()
@@ -386,6 +397,9 @@ class McpHttpApp:
             return None
         if path in self._metadata_paths:
             await self._resource_metadata(exchange)
+            return None
+        if path in self.discovery.paths:
+            await self.discovery.serve(exchange, path)
             return None
         if options.messages_path is not None and path.rstrip("/") == options.messages_path:
             return {None: serve_legacy_post}

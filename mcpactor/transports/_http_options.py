@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from math import inf
 from typing import Final, Literal
 
 import attrs
@@ -11,6 +12,7 @@ from ..auth import ResourceServer
 from ..runtime.http import EventStore, MemoryEventStore, Replicas
 from ._forwarded import FORWARDED_HEADERS, ForwardedHeader, TrustedProxies, parse_networks
 from ._readiness import Readiness
+from ._server_card import ServerCardOptions
 
 __all__ = ["Authenticate", "ConnectionLimits", "HttpOptions", "default_event_store"]
 
@@ -148,6 +150,10 @@ class HttpOptions:
     ready_path: str | None = "/readyz"
     #: what the readiness endpoint answers from; None: ready once serving
     readiness: Readiness | None = None
+    #: seconds a draining server keeps accepting, not ready, before its listener closes
+    #: (so that a load balancer probing the readiness endpoint sees it fail); waited
+    #: only if a probe has asked since the server started
+    drain_delay: float = 5.0
     #: log one line per HTTP request to the ``mcpactor.access`` logger
     access_log: bool = False
     #: open connections at most, WebSockets included (503 and close above it)
@@ -175,6 +181,10 @@ class HttpOptions:
     #: the header those proxies write the client's address to: "x-forwarded-for" or
     #: "forwarded" (RFC 7239); only that one is read
     forwarded_header: ForwardedHeader = "x-forwarded-for"
+    #: the Server Card at ``<path>/server-card`` and the AI Catalog (SEP-2127,
+    #: experimental): on by default, public; ``ServerCardOptions(enabled=False,
+    #: catalog=False)`` serves neither
+    server_card: ServerCardOptions = attrs.field(factory=ServerCardOptions)
 
     def __attrs_post_init__(self) -> None:
         if self.response_mode not in ("auto", "sse", "json"):
@@ -194,6 +204,9 @@ class HttpOptions:
             raise ValueError(f"ready_path must start with '/', got {self.ready_path!r}")
         if self.ready_path is not None and self.ready_path == self.health_path:
             raise ValueError(f"ready_path and health_path are both {self.ready_path!r}")
+        delay = self.drain_delay
+        if isinstance(delay, bool) or not isinstance(delay, int | float) or not 0 <= delay < inf:
+            raise ValueError(f"drain_delay must be a number of seconds from 0, got {delay!r}")
         if self.forwarded_header not in FORWARDED_HEADERS:
             raise ValueError(
                 f"forwarded_header must be 'x-forwarded-for' or 'forwarded', got "

@@ -6,6 +6,11 @@
 # check fails. The check's answer is kept for ``interval`` seconds and one check runs at
 # a time, so a storm of probes from many load balancers costs the store one PING per
 # interval, and a probe never waits longer than the check's own deadline.
+#
+# Draining is said here and acted on by whoever serves: ``drain()`` makes readiness false
+# at once, and ``wait_draining()`` is what the server's drain task awaits (the signal
+# handler and the admin page's drain action both end up in ``drain()``). Whether any
+# probe ever asked is kept too: a server nothing probes has no load balancer to wait for.
 
 from __future__ import annotations
 
@@ -46,7 +51,8 @@ class Readiness:
         if not interval >= 0:
             raise ValueError(f"interval is a number of seconds from 0, got {interval!r}")
         self._started = started
-        self._draining = False
+        self._draining = trio.Event()
+        self._probed = False
         self._check = check
         self._interval = interval
         self._checked_at = -float("inf")
@@ -61,15 +67,27 @@ class Readiness:
     @property
     def draining(self) -> bool:
         """Whether the server is draining (it finishes its work and takes none)."""
-        return self._draining
+        return self._draining.is_set()
+
+    @property
+    def probed(self) -> bool:
+        """Whether a probe has asked (``state``) since the server was made."""
+        return self._probed
 
     def started(self) -> None:
         """Say the server serves: ready from now on, unless draining or the check fails."""
         self._started = True
 
-    def drain(self) -> None:
-        """Say the server drains: not ready from now on."""
-        self._draining = True
+    def drain(self) -> bool:
+        """Say the server drains: not ready from now on; False if it already was."""
+        if self._draining.is_set():
+            return False
+        self._draining.set()
+        return True
+
+    async def wait_draining(self) -> None:
+        """Wait until the server drains (``drain`` was called)."""
+        await self._draining.wait()
 
     async def state(self) -> str | None:
         """None when ready, else why not: ``starting``, ``draining`` or ``unavailable``.
@@ -77,9 +95,10 @@ class Readiness:
         ``unavailable`` is what the check found wrong; the details are logged, not
         returned, since a probe is answered to anyone who asks.
         """
+        self._probed = True
         if not self._started:
             return "starting"
-        if self._draining:
+        if self._draining.is_set():
             return "draining"
         if self._check is None:
             return None

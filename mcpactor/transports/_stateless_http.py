@@ -39,7 +39,7 @@ from ..protocol import (
     error_message_for,
     serialize,
 )
-from ..runtime import StatelessHost
+from ..runtime import LISTEN, StatelessHost
 from ..server import called_tool, check_param_headers, check_standard_headers
 from . import _sse
 from ._endpoint import Endpoint
@@ -69,8 +69,10 @@ async def serve_stateless_post(
     is held to its share of requests in flight; ``cors``: the answer's CORS headers."""
     kind = type(body)
     if kind is Notification:
-        # Nothing to tell: no session hears it (on HTTP, closing a stream is the cancel).
-        await reply(exchange, 202, b"", content_type=None)
+        # No session hears it (on HTTP, closing a stream is the cancel); an extension's
+        # handler may, in this task: a client sending many waits for each.
+        await app.stateless.notified(body, _drop, principal)  # type: ignore[arg-type]
+        await reply(exchange, 202, b"", cors, content_type=None)
         return
     if kind is not Request:
         what = "a batch" if kind is Batch else "a response"
@@ -101,9 +103,17 @@ async def serve_stateless_post(
         await reply(exchange, 503, error_body(INTERNAL_ERROR, why, request.id), cors)
         return
     limit = app.options.max_body_bytes
-    stream = app.options.response_mode != "json" and accepts(
-        headers.get("accept"), json=False, event_stream=True
-    )
+    takes_events = accepts(headers.get("accept"), json=False, event_stream=True)
+    # A listen request's answer is an SSE stream whatever the response mode (the revision
+    # says so): a client that takes no events cannot listen, and is told so at once.
+    listen = request.method == LISTEN
+    if listen and not takes_events:
+        if counted is not None:
+            shares.give(counted)
+        why = f"{LISTEN} answers with an SSE stream: the Accept header must list text/event-stream"
+        await reply(exchange, 406, error_body(INVALID_REQUEST, why, request.id), cors)
+        return
+    stream = takes_events and (listen or app.options.response_mode != "json")
     events = _Events(exchange, cors, limit) if stream else None
     # The client leaving cancels the request, and nothing more is sent for it. Served in
     # this task, unwatched: only a request still running a moment later gets a watch.

@@ -36,6 +36,7 @@ from ..protocol import (
     JSONObject,
     JSONValue,
     LineFramer,
+    Notification,
     Request,
     RequestId,
     decode,
@@ -127,6 +128,11 @@ async def read_input(
         requests.cancel_scope.deadline = trio.current_time() + grace
 
 
+def _has_envelope(params: object) -> bool:
+    meta = params.get("_meta") if type(params) is dict else None
+    return type(meta) is dict and PROTOCOL_VERSION in meta
+
+
 class PipeRouter:
     """Takes a pipe's stateless requests (and their cancellations) off the session."""
 
@@ -204,6 +210,16 @@ class PipeRouter:
                 if cancelled is not None:
                     cancelled.cancel("cancelled by the client")
                     return True
+            elif type(item.get("method")) is str and (
+                not self._session_used or _has_envelope(params)
+            ):
+                # A 2026-07-28 notification (with an envelope, or on a pipe no session
+                # message came through): an extension's handler may receive it.
+                notification = Notification(
+                    item["method"], params if type(params) is dict else None
+                )
+                self._nursery.start_soon(self.host.notified, notification, self._emit)
+                return True
         self._session_used = True
         return False
 

@@ -206,7 +206,7 @@ async def _post(
         return
     request_ids = owed_ids(body)
     if not request_ids:
-        await _accept_unowed(exchange, session, body)
+        await _accept_unowed(exchange, session, body, cors)
         return
     try:
         attachment = await session.post(body, request_ids, sse=options.response_mode == "sse")
@@ -275,9 +275,12 @@ async def _introduce(
         app.manager.close_session(session, everywhere=False)
 
 
-async def _accept_unowed(exchange: Exchange, session: HttpSession, body: Body) -> None:
+async def _accept_unowed(
+    exchange: Exchange, session: HttpSession, body: Body, cors: list[tuple[bytes, bytes]]
+) -> None:
     # A body that owes no answer by id (notifications, responses): the session hears what
-    # is well formed, and malformed items get their errors.
+    # is well formed, and malformed items get their errors. The 202 carries the CORS
+    # headers: a browser client treats an answer without them as a failed request.
     rest, errors = unowed_errors(body)
     if rest is not None and not await session.feed(rest):
         await reply_error(exchange, 404, INVALID_REQUEST, "session not found")
@@ -285,7 +288,7 @@ async def _accept_unowed(exchange: Exchange, session: HttpSession, body: Body) -
     if errors:
         await _reply_errors(exchange, errors)
         return
-    await reply(exchange, 202, b"", content_type=None)
+    await reply(exchange, 202, b"", cors, content_type=None)
 
 
 async def _post_stateless(
@@ -310,7 +313,7 @@ async def _post_stateless(
         if errors:
             await _reply_errors(exchange, errors)
             return
-        await reply(exchange, 202, b"", content_type=None)
+        await reply(exchange, 202, b"", cors, content_type=None)
         return
     options = app.options
     try:

@@ -148,8 +148,12 @@ async def serve_http(
     ``host:port`` and closes them when it stops; ``host`` is then only what the Host
     check expects. A
     graceful stop refuses new sessions and connections, gives in-flight requests the
-    sessions' ``shutdown_grace``, cancels what is left and returns; with
-    ``handle_signals``, a second signal cancels at once. The server's lifespans are
+    sessions' ``shutdown_grace``, cancels what is left and returns. With
+    ``handle_signals`` the first SIGINT or SIGTERM drains first: readiness turns false
+    at once, and the listener keeps accepting for ``options.drain_delay`` seconds if a
+    probe has asked the readiness endpoint (so that a load balancer sees it fail); the
+    admin page's drain action (``Readiness.drain``) does the same; a second signal
+    cancels at once. The server's lifespans are
     entered around it all. With ``tune_gc``, the process's cycle collector is set up for
     serving once the lifespans have started (``settle_heap``), and the young generations
     are collected in quiet spells (``collect_when_quiet``).
@@ -208,14 +212,19 @@ async def serve_app(
     # a client whose connection was accepted just before the stop is served, not refused.
     answered = trio.Event() if http_server == "builtin" else None
 
+    readiness = app.readiness
+
     def begin_shutdown() -> None:
-        shutdown.set()
+        if not shutdown.is_set():
+            readiness.drain()
+            shutdown.set()
 
     async with trio.open_nursery() as nursery:
         if tune_gc:
             nursery.start_soon(collect_when_quiet)
+        nursery.start_soon(_drain_then_stop, readiness, app.options.drain_delay, begin_shutdown)
         if handle_signals:
-            nursery.start_soon(_watch_signals, begin_shutdown, nursery.cancel_scope, manager)
+            nursery.start_soon(_watch_signals, readiness, nursery.cancel_scope, manager)
         if stop is not None:
             nursery.start_soon(_stop_on, stop, begin_shutdown)
         if http_server == "builtin":
@@ -418,15 +427,29 @@ async def _stop_on(stop: trio.Event, begin_shutdown: Callable[[], None]) -> None
     begin_shutdown()
 
 
+async def _drain_then_stop(
+    readiness: Readiness, delay: float, begin_shutdown: Callable[[], None]
+) -> None:
+    # Draining, whoever asked: readiness is false already; the listener stays open for
+    # ``delay`` while a load balancer may still send work (only if something probes
+    # readiness: nothing else would notice), then the graceful stop begins.
+    await readiness.wait_draining()
+    if delay > 0 and readiness.probed:
+        _log.info("draining: not ready; the listener closes in %g s", delay)
+        await trio.sleep(delay)
+    begin_shutdown()
+
+
 async def _watch_signals(
-    begin_shutdown: Callable[[], None], serving: trio.CancelScope, manager: SessionManager
+    readiness: Readiness, serving: trio.CancelScope, manager: SessionManager
 ) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         first = True
         async for signum in signals:
             if first:
-                _log.info("%s: finishing in-flight requests", signal.Signals(signum).name)
-                begin_shutdown()
+                name = signal.Signals(signum).name
+                _log.info("%s: draining, then finishing in-flight requests", name)
+                readiness.drain()
                 first = False
             else:
                 _log.warning("second signal: cancelling everything")

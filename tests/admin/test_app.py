@@ -73,6 +73,8 @@ async def test_the_login_form_sets_a_cookie_that_is_not_the_token() -> None:
         ("cancel-task", {"task": 3}),
         ("cancel-stateless", {"key": "1"}),
         ("close-session", {}),
+        # An app made without a server to drain.
+        ("drain", {}),
     ],
 )
 async def test_bad_action_bodies_are_refused_with_a_reason(action: str, body: object) -> None:

@@ -85,3 +85,51 @@ async def test_a_served_process_has_its_admin_listener(tmp_path: Path) -> None:
         with trio.fail_after(30):
             await process.wait()
         await process.stderr.aclose()
+
+
+async def test_the_drain_action_drains_the_served_process(tmp_path: Path) -> None:
+    # The page's drain action does what SIGTERM does: not ready at once, written to the
+    # audit log, and the process stops by itself once the drain delay is over.
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    command = [sys.executable, "-m", "mcpactor", "serve", "--http", "127.0.0.1:0"]
+    command += ["--drain-delay", "0.5", "--admin", "127.0.0.1:0"]
+    command += ["--admin-token-file", str(token_file), "clock"]
+    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    said = b""
+    try:
+        with trio.fail_after(30):
+            while b"mcpactor: serving" not in said:
+                chunk = await process.stderr.receive_some(4096)
+                assert chunk, said.decode()
+                said += chunk
+        admin_url = re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)
+        served = re.search(rb"serving (http://127\.0\.0\.1:\d+)/mcp", said)
+        assert admin_url is not None, said.decode()
+        assert served is not None, said.decode()
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx.AsyncClient(base_url=admin_url.group(1).decode(), timeout=10) as admin,
+            httpx.AsyncClient(base_url=served.group(1).decode(), timeout=10) as http,
+        ):
+            assert (await http.get("/readyz")).status_code == 200
+            drained = await admin.post("api/actions/drain", json={}, headers=auth)
+            assert (drained.status_code, drained.json()) == (
+                200,
+                {"action": "drain", "done": True},
+            )
+            ready = await http.get("/readyz")
+            assert (ready.status_code, ready.json()) == (503, {"status": "draining"})
+            again = await admin.post("api/actions/drain", json={}, headers=auth)
+            assert (again.status_code, again.json()["done"]) == (409, False)
+        with trio.fail_after(30):
+            await process.wait()
+        assert process.returncode == 0
+        said += await process.stderr.receive_some(65536)
+        assert b"admin action drain on the server by" in said, said.decode()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        await process.stderr.aclose()

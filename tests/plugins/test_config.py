@@ -152,7 +152,8 @@ def test_mcpactor_toml_wins_over_pyproject(tmp_path: Path) -> None:
     [
         (
             "servres = {}",
-            "mcpactor.toml: servres: unknown key; expected one of admin, auth, env, grace",
+            "mcpactor.toml: servres: unknown key; expected one of admin, auth, env, extensions, "
+            "grace",
         ),
         ('transport = "tcp"', "transport: expected one of 'stdio', 'http', got 'tcp'"),
         ("prefix = 1", "prefix: expected true or false, got 1"),

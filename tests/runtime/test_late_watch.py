@@ -68,3 +68,23 @@ async def test_disarming_ends_a_running_watch(autojump_clock: trio.testing.MockC
         assert watch.watching == 0
         assert not request.cancel_called
         nursery.cancel_scope.cancel()
+
+
+async def test_a_request_that_ends_as_its_watch_starts_ends_nothing_else() -> None:
+    # The timer starts a watch, and the request ends before the watch's first step: the
+    # watch finds nothing to watch. (It used to fail an assertion, in the app's nursery:
+    # the server ended.)
+    watch = LateWatch(1.0)
+
+    async def gone() -> None:
+        raise AssertionError("a disarmed request's client is not watched")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch.run)
+        await trio.testing.wait_all_tasks_blocked()
+        armed = watch.arm(gone, trio.CancelScope())
+        watch._start(armed)
+        armed.disarm()
+        await trio.testing.wait_all_tasks_blocked()
+        assert watch.watching == 0
+        nursery.cancel_scope.cancel()

@@ -122,6 +122,34 @@ async def test_requests_running_on_a_stopping_replica_are_told_the_session_goes_
         assert _sum(await on(client, c, 1).call(*_add())) == 2
 
 
+async def test_a_resumable_stream_of_a_stopping_replica_ends_for_its_client_to_resume(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Past the grace period, a stream whose events the store holds is not answered with
+    # an error: it ends, as a cut connection would, and its client resumes it elsewhere,
+    # where the stored events are replayed and the request's fate is told.
+    async with cluster(2, event_store=MemoryEventStore()) as c:
+        client = await initialized(c, 0)
+        call = client.request(
+            "tools/call", {"name": "hold", "arguments": {}, "_meta": {"progressToken": "h"}}
+        )
+        held = start_post(client, call)
+        with trio.fail_after(10):
+            await c.probe.started.wait()
+        c.manager(1).followers.step = 1.0
+        c.manager(0).stop()
+        events = await (await held.wait()).events()
+        assert c.probe.cancelled.is_set()
+        messages = [event.message() for event in events if event.data]
+        assert [message.get("method") for message in messages] == ["notifications/progress"]
+        first_id = events[0].id
+        assert first_id is not None
+        resumed = await on(client, c, 1).get(last_event_id=first_id)
+        assert resumed.status == 200
+        replayed = await resumed.messages()
+        assert replayed == [messages[0], _lost(call["id"])]
+
+
 # --- leases of in-flight requests -----------------------------------------------------------
 
 

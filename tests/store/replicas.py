@@ -98,8 +98,11 @@ http {{
 _HAPROXY_CONF: Final = """\
 global
     maxconn 1024
+    log stdout format raw local0 info
 defaults
     mode http
+    log global
+    option httplog
     timeout connect 2s
     timeout client 1h
     timeout server 1h
@@ -113,7 +116,7 @@ frontend mcp
 backend replicas
     balance roundrobin
     option httpchk
-    http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host 127.0.0.1
+    http-check send meth GET uri {check} ver HTTP/1.1 hdr Host 127.0.0.1
     http-response set-header X-Replica %[srv_name]
 {servers}
 """
@@ -143,9 +146,9 @@ def wait_until(
         time.sleep(_PROBE_PAUSE)
 
 
-def _healthy(port: int) -> bool:
+def _healthy(port: int, path: str = "/healthz") -> bool:
     try:
-        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1.0).status_code == 200
+        return httpx.get(f"http://127.0.0.1:{port}{path}", timeout=1.0).status_code == 200
     except httpx.TransportError:
         return False
 
@@ -192,6 +195,12 @@ class Deployment:
     events: Path
     #: which balancer runs (``nginx_port`` and ``nginx`` are its port and process)
     balancer: str = "nginx"
+    #: each replica's command, to start it again (``restart``)
+    commands: list[list[str]] = attrs.Factory(list)
+    #: what stops the processes when the deployment ends
+    stack: ExitStack | None = None
+    #: how many times each replica was started again
+    restarts: list[int] = attrs.Factory(list)
 
     @property
     def url(self) -> str:
@@ -250,6 +259,42 @@ class Deployment:
         process.terminate()
         return process.wait(timeout=READY_TIMEOUT)
 
+    def restart(self, index: int) -> None:
+        """Restart one replica as a rolling deploy does, and wait until it serves again.
+
+        SIGTERM (it drains), its exit (status 0) awaited, the same command started on
+        the same port, its ``/readyz`` awaited, then a request through the balancer
+        answered by it: the balancer has it back.
+        """
+        assert self.stack is not None
+        status = self.terminate(index)
+        assert status == 0, f"replica {index} exited with {status}\n{self.logs()}"
+        self.restarts[index] += 1
+        old = self.replicas[index]
+        log = self.directory / f"replica-{index}.{self.restarts[index]}.log"
+        process = _spawn(self.commands[index], log, self.stack)
+        replica = self.replicas[index] = Replica(port=old.port, process=process, log=log)
+        wait_until(
+            functools.partial(_healthy, replica.port, "/readyz"),
+            f"the restarted replica on {replica.address}",
+            log,
+            process,
+        )
+        wait_until(
+            functools.partial(self._through_balancer, replica.address),
+            f"the balancer sending requests to {replica.address} again",
+            log,
+            process,
+        )
+
+    def _through_balancer(self, address: str) -> bool:
+        # One probe through the balancer: True if ``address`` answered it.
+        try:
+            answer = httpx.get(f"http://127.0.0.1:{self.nginx_port}/healthz", timeout=1.0)
+        except httpx.TransportError:
+            return False
+        return answer.headers.get("x-replica", "").split(",")[-1].strip() == address
+
     def pause_redis(self) -> None:
         """Stop redis where it is (SIGSTOP): connections stay open and nothing answers."""
         self.redis.send_signal(signal.SIGSTOP)
@@ -296,13 +341,13 @@ def _spawn(arguments: list[str], log: Path, stack: ExitStack) -> subprocess.Pope
     return process
 
 
-def _haproxy_conf(port: int, replicas: list[Replica]) -> str:
+def _haproxy_conf(port: int, replicas: list[Replica], check: str = "/healthz") -> str:
     # Each server is named by its address: what X-Replica says, as with nginx.
     servers = "\n".join(
         f"    server {replica.address} {replica.address} check inter 500ms fall 1 rise 1"
         for replica in replicas
     )
-    return _HAPROXY_CONF.format(port=port, servers=servers)
+    return _HAPROXY_CONF.format(port=port, servers=servers, check=check)
 
 
 def _nginx_conf(prefix: Path, port: int, replicas: list[Replica]) -> str:
@@ -342,11 +387,13 @@ def deployment(
     count: int = 3,
     balancer: str = "nginx",
     arguments: tuple[str, ...] = (),
+    check: str = "/healthz",
 ) -> Iterator[Deployment]:
     """Run redis, ``count`` replicas and a balancer until the block ends.
 
     ``balancer`` is ``"nginx"`` or ``"haproxy"``; each replica's command ends with
-    ``arguments`` (``--max-sessions 2``, say).
+    ``arguments`` (``--max-sessions 2``, say). HAProxy's health check asks ``check``
+    (``/readyz``: a draining replica is taken out).
     """
     if REDIS is None:
         pytest.skip("redis-server is not installed (CI installs Debian's redis-server)")
@@ -368,20 +415,19 @@ def deployment(
         os.environ["MCPACTOR_REPLICA_LOG"] = str(events)
         stack.callback(os.environ.pop, "MCPACTOR_REPLICA_LOG", None)
         replicas = []
+        commands = []
         for number in range(count):
             port = free_port()
             log = directory / f"replica-{number}.log"
-            process = _spawn(
-                [
-                    *(sys.executable, "-m", "mcpactor", "serve", str(SERVER)),
-                    *("--http", f"127.0.0.1:{port}"),
-                    *("--store", f"redis://127.0.0.1:{redis_port}"),
-                    *("--state-key-file", str(keys)),
-                    *arguments,
-                ],
-                log,
-                stack,
-            )
+            command = [
+                *(sys.executable, "-m", "mcpactor", "serve", str(SERVER)),
+                *("--http", f"127.0.0.1:{port}"),
+                *("--store", f"redis://127.0.0.1:{redis_port}"),
+                *("--state-key-file", str(keys)),
+                *arguments,
+            ]
+            commands.append(command)
+            process = _spawn(command, log, stack)
             replicas.append(Replica(port=port, process=process, log=log))
         for replica in replicas:
             wait_until(
@@ -396,7 +442,7 @@ def deployment(
         nginx_port = free_port()
         if balancer == "haproxy":
             conf = prefix / "haproxy.cfg"
-            conf.write_text(_haproxy_conf(nginx_port, replicas))
+            conf.write_text(_haproxy_conf(nginx_port, replicas, check))
             assert HAPROXY is not None
             command = [HAPROXY, "-db", "-f", str(conf)]
         else:
@@ -416,6 +462,9 @@ def deployment(
             nginx=nginx,
             events=events,
             balancer=balancer,
+            commands=commands,
+            stack=stack,
+            restarts=[0] * count,
         )
         holder.append(running)
         yield running

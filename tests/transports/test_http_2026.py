@@ -12,7 +12,7 @@ import trio.testing
 from mcpactor import Context, Server
 from mcpactor.runtime import StatelessOptions
 from mcpactor.runtime.http._session_manager import STATELESS_WATCH_AFTER
-from mcpactor.transports import open_http_app
+from mcpactor.transports import HttpOptions, open_http_app
 
 from ..runtime.conftest import live_tasks
 from ..spec_schema import check, check_server_message
@@ -298,6 +298,48 @@ async def test_a_listen_stream_ends_with_its_result_on_shutdown(probe: Probe) ->
         assert rest[-1]["id"] == listen["id"]
         assert rest[-1]["result"]["resultType"] == "complete"
         check(rest[-1], REVISION, "SubscriptionsListenResultResponse")
+
+
+async def test_a_listen_stream_is_a_stream_on_a_server_answering_json(probe: Probe) -> None:
+    # JSON answers are for one-off requests: the revision says a listen request's answer
+    # is an SSE stream, so it streams whatever the server's response mode.
+    options = HttpOptions(response_mode="json")
+    async with asgi_client(make_server(probe), options=options) as (_, http):
+        client = Client(http)
+        reply = await client.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+        assert reply["result"]["structuredContent"] == {"result": 2}
+        listen = client.message(
+            "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+        )
+        stream = await client.post(listen)
+        assert stream.content_type == "text/event-stream"
+        first = await stream.next_event()
+        assert first is not None
+        check(first.message(), REVISION, "SubscriptionsAcknowledgedNotification")
+        await client.call("tools/call", {"name": "change_tools", "arguments": {}})
+        changed = await stream.next_event()
+        assert changed is not None
+        assert changed.message()["method"] == "notifications/tools/list_changed"
+        await stream.disconnect()
+
+
+async def test_a_listen_request_that_takes_no_events_is_refused_at_once(probe: Probe) -> None:
+    # A server answering JSON takes a POST accepting JSON alone; a listen request cannot
+    # be answered that way, so it is refused at once rather than held without an answer.
+    options = HttpOptions(response_mode="json")
+    async with asgi_client(make_server(probe), options=options) as (app, http):
+        client = Client(http)
+        listen = client.message("subscriptions/listen", {"notifications": {}})
+        response = await client.post(listen, accept="application/json")
+        assert response.status == 406
+        reply = await response.json()
+        assert reply["id"] == listen["id"]
+        assert reply["error"]["code"] == -32600
+        assert "text/event-stream" in reply["error"]["message"]
+        assert app.stateless.statistics().listen_streams == 0
+        # The refusal gave back the client's share: its next request is served.
+        again = await client.call("tools/list")
+        assert again["result"]["tools"]
 
 
 async def test_keepalive_comments_on_an_idle_listen_stream(

@@ -217,6 +217,24 @@ async def test_no_cors_headers_unless_configured(probe: Probe) -> None:
         assert other.status == 403
 
 
+async def test_a_notifications_202_carries_the_cors_headers(probe: Probe) -> None:
+    # A browser client treats an answer without them as a failed request: the official
+    # TypeScript client's initialize failed at its notifications/initialized.
+    page = "http://localhost:5173"
+    options = HttpOptions(cors_origins=[page])
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    async with asgi_client(make_server(probe), options=options) as (_, http):
+        session = await initialized(http)
+        accepted = await session.post(notification, origin=page)
+        assert accepted.status == 202
+        assert accepted.headers["access-control-allow-origin"] == page
+        stateless = McpClient(http)
+        stateless.protocol_version = "2026-07-28"
+        accepted = await stateless.post(notification, origin=page)
+        assert accepted.status == 202
+        assert accepted.headers["access-control-allow-origin"] == page
+
+
 def test_remembered_host_verdicts_stay_right_past_the_cache_size() -> None:
     guard = RequestGuard(bind_host="127.0.0.1")
     for round_ in range(2):

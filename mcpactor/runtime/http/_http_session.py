@@ -258,7 +258,8 @@ class HttpSession:
         self.closing = True
         self.routing.ended = True
         self.runs.state = RunState.ASLEEP
-        self.routing.end_streams(_COPY_DROPPED if self._copy_only else None)
+        copy_only = self._copy_only
+        self.routing.end_streams(_COPY_DROPPED if copy_only else None, hand_over=copy_only)
         self.actor.close()
         self.runs.settle()
         self._opened()

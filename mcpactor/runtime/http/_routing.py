@@ -449,15 +449,20 @@ class Routing:
         else:
             await self.retain_or_forget(stream)
 
-    def end_streams(self, unanswered: str | None = None) -> None:
+    def end_streams(self, unanswered: str | None = None, *, hand_over: bool = False) -> None:
         # The actor is done: requests still owed an answer get an error (saying
-        # ``unanswered``, if given), every connection ends.
+        # ``unanswered``, if given), every connection ends. With ``hand_over`` (this
+        # replica's copy is dropped as it stops), a stream whose first event is in the
+        # shared store just ends, as a cut connection would: its client, told the retry
+        # delay by that first event, resumes it on another replica with Last-Event-ID,
+        # which replays what is stored and then says how the request ended.
         for stream in list(self.streams.values()):
+            resumable = hand_over and stream.leased
             self.unlease(stream)
             conn = stream.conn
             if conn is None:
                 continue
-            if stream.pending:
+            if stream.pending and not resumable:
                 reply = (
                     self.actor.core.ended_reply(stream.pending)
                     if unanswered is None

@@ -154,6 +154,8 @@ class SessionManager:
         #: unconfirmed sessions closed to make room in a full table
         self.given_way = 0
         self._stopping = trio.Event()
+        # What the stateless tasks get to finish once stopped (its deadline set then).
+        self._task_grace = trio.CancelScope()
         # Made while someone waits for sessions to end (wait_sessions).
         self._session_ended: trio.Event | None = None
         self._nursery: trio.Nursery | None = None
@@ -215,8 +217,8 @@ class SessionManager:
             manager.start_soon(self.late_watch.run)
             if self.replication is not None:
                 await self.replication.start(manager)
-            # The tasks of stateless requests (tasks extension) end once every session
-            # has: the grace periods are over.
+            # The tasks of stateless requests (tasks extension) get the grace period
+            # too, counted from the stop, and end once every session has.
             async with trio.open_nursery() as tasks:
                 self.stateless.open_tasks(tasks)
                 async with trio.open_nursery() as nursery:
@@ -224,6 +226,9 @@ class SessionManager:
                     task_status.started(self)
                     try:
                         await self._stopping.wait()
+                        self._task_grace.deadline = (
+                            trio.current_time() + self.effective_session_options.shutdown_grace
+                        )
                     finally:
                         # Also when cancelled: sleeping sessions have no task to cancel.
                         for session in list(self._live):
@@ -232,8 +237,18 @@ class SessionManager:
                                 self.drop_copy(session)
                             else:
                                 self.close_session(session)
+                with self._task_grace:
+                    await self._stateless_tasks_idle()
                 tasks.cancel_scope.cancel()
             manager.cancel_scope.cancel()
+
+    async def _stateless_tasks_idle(self) -> None:
+        # The tasks extension's own table, when it has one that says when it is idle.
+        wait_idle = getattr(self.stateless.tasks, "wait_idle", None)
+        if wait_idle is not None:
+            await wait_idle()
+        else:
+            await trio.lowlevel.checkpoint()
 
     async def wait_sessions(self, at_most: int = 0) -> None:
         """Wait until no more than ``at_most`` sessions are live (winding down counts)."""
@@ -254,6 +269,7 @@ class SessionManager:
         """Cancel every session at once, without a grace period."""
         self._stopping.set()
         self.stateless.stop()
+        self._task_grace.cancel()
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel("the server was stopped without grace")
 

@@ -82,8 +82,9 @@ class LateWatch:
         try:
             assert armed.watching is not None
             gone, target = armed.gone, armed.target
-            assert gone is not None
-            assert target is not None
+            if gone is None or target is None:
+                # The request ended between the start of this watch and its first step.
+                return
             with armed.watching:
                 await gone()
                 target.cancel("the client closed the response")

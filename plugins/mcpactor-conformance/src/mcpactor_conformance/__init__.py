@@ -44,6 +44,7 @@ from mcpactor import (
 )
 
 from . import _stateless, _tasks
+from ._extension import extension
 
 __version__ = "0.1.0"
 
@@ -55,6 +56,7 @@ __all__ = [
     "PIXEL_PNG",
     "SILENCE_WAV",
     "USER_FORM",
+    "extension",
     "server",
 ]
 
