@@ -252,11 +252,13 @@ async def _open_store(
 
 
 def _watch_the_process(nursery: Any, args: argparse.Namespace, stop: Any) -> None:
-    # A worker stops when its supervisor's lifeline closes; SIGHUP reloads no process.
-    from ._workers import watch_lifeline
+    # A worker stops when its supervisor's lifeline closes, or when a reload retires it;
+    # SIGHUP reloads no process.
+    from ._workers import watch_lifeline, watch_retirement
 
     if args.worker_lifeline is not None:
         nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
+        nursery.start_soon(watch_retirement, stop)
     nursery.start_soon(_refuse_reloads, args.worker_socket is not None)
 
 

@@ -1,9 +1,13 @@
 """Replacing the workers of ``mcpactor serve --workers N`` one at a time, on ``SIGHUP``.
 
 For each worker in turn the supervisor starts a new one on the same listening socket,
-waits until it says it serves, then asks the old one to stop (SIGTERM: it finishes its
-in-flight requests within ``--grace``) and waits for it to exit before the next. So at
-most N + 1 workers run, and each socket always has a process accepting on it.
+waits until it says it serves, then asks the old one to stop (``RETIRE_SIGNAL``: it
+drains as on SIGTERM, but closes its listener at once, without the drain delay, and
+finishes its in-flight requests within ``--grace``) and waits for it to exit before the
+next. So at most N + 1 workers run, and each socket always has a process accepting on
+it. The drain delay is for a load balancer to see a replica go; here the port stays
+served, and an old worker answering ``/readyz`` "draining" for the delay would only
+make probes of a healthy port fail now and then.
 
 No connection is refused or dropped meanwhile. The supervisor holds every listening
 socket open from start to end, and a new worker accepts on its predecessor's socket: the

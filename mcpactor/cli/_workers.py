@@ -58,6 +58,7 @@ from ._worker_reload import Reloads
 __all__ = [
     "MAX_QUICK_EXITS",
     "PATH_ENV",
+    "RETIRE_SIGNAL",
     "USAGE_EXIT",
     "WorkerFailure",
     "bind_sockets",
@@ -65,6 +66,7 @@ __all__ = [
     "supervise",
     "tell_supervisor",
     "watch_lifeline",
+    "watch_retirement",
     "worker_command",
     "workers_refusal",
 ]
@@ -78,6 +80,8 @@ USAGE_EXIT: Final = 2
 MAX_QUICK_EXITS: Final = 8
 #: the environment variable that hands a worker the supervisor's ``sys.path`` (JSON)
 PATH_ENV: Final = "MCPACTOR_WORKER_PATH"
+#: what the supervisor sends a worker a reload has replaced: stop, without a drain delay
+RETIRE_SIGNAL: Final[int] = getattr(signal, "SIGUSR1", signal.SIGTERM)
 # Seconds before a worker that exited is started again; doubled for each exit that
 # followed its start within _STABLE_AFTER seconds, up to _MAX_DELAY.
 _FIRST_DELAY: Final = 0.5
@@ -172,6 +176,18 @@ async def watch_lifeline(fd: int, stop: trio.Event) -> None:
         stop.set()
     finally:
         os.close(fd)
+
+
+async def watch_retirement(stop: trio.Event) -> None:
+    """Set ``stop`` when the supervisor retires this worker (``RETIRE_SIGNAL``).
+
+    A retired worker's socket goes on being served by its successor: it stops at once,
+    without the drain delay, which is there for a load balancer to notice a replica
+    going away (SIGTERM, to the whole supervisor, still waits it).
+    """
+    with trio.open_signal_receiver(RETIRE_SIGNAL) as signals:
+        async for _ in signals:
+            stop.set()
 
 
 def tell_supervisor(fd: int, message: Mapping[str, Any]) -> None:
@@ -299,7 +315,7 @@ class _Supervisor:
             worker.pause.cancel()
         process = worker.process
         if process is not None and process.returncode is None:
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(RETIRE_SIGNAL)
 
     async def _forward(self, signals: AsyncIterator[int]) -> None:
         async for signum in signals:
@@ -420,8 +436,10 @@ class _Supervisor:
                 os.close(lifeline)
                 os.close(status)
             worker.process = process
-            if self.stopping.is_set() or worker.retired:
+            if self.stopping.is_set():
                 process.send_signal(signal.SIGTERM)
+            elif worker.retired:
+                process.send_signal(RETIRE_SIGNAL)
             os.set_blocking(reading, False)
             said = bytearray()
             async with trio.open_nursery() as nursery:
