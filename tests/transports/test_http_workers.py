@@ -285,9 +285,10 @@ def test_the_config_file_can_ask_for_workers(
         return 0
 
     monkeypatch.setattr("mcpactor.cli._workers.supervise", fake_supervise)
-    # The supervisor puts the workers' shared key in this process's environment: gone
-    # again after the test, or later tests' servers would start with it.
-    monkeypatch.delenv(STATE_KEYS_ENV, raising=False)
+    # The supervisor puts the workers' shared key in this process's environment: unset
+    # again after the test (setenv records it unset), or later tests' servers start with it.
+    monkeypatch.setenv(STATE_KEYS_ENV, "")
+    monkeypatch.delenv(STATE_KEYS_ENV)
     config = tmp_path / "mcpactor.toml"
     server = _server_file(tmp_path)
     config.write_text(
