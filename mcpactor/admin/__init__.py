@@ -23,6 +23,7 @@ from ._credentials import ADMIN_COOKIE as ADMIN_COOKIE
 if TYPE_CHECKING:
     from ..auth import ResourceServer
     from ..store import RedisSharedHistory
+    from ._api import ReadinessView
 
 __all__ = [
     "ADMIN_COOKIE",
@@ -45,13 +46,15 @@ def create_admin_app(
     trace_url: str | None = None,
     shared_history: RedisSharedHistory | None = None,
     drain: Callable[[], bool] | None = None,
+    readiness: ReadinessView | None = None,
 ) -> QuartTrio:
     """The admin app for ``observatory``, requiring ``token`` (or, with ``resource_server``,
     an access token granting ``scope``), with ``/metrics`` if it can; ``replicas`` lists
     the replicas sharing a store (``/api/replicas``); ``redact`` and ``trace_url`` shape a
     request's story (``/api/request``); ``shared_history`` merges the other replicas'
     history into ``/api/history``; ``drain`` (the served server's ``Readiness.drain``)
-    is what the ``drain`` action calls."""
+    is what the ``drain`` action calls; ``readiness`` (its ``Readiness.describe``) is
+    shown with the tree (``/api/tree``, ``/api/stream``)."""
     # An app made in code gets /metrics as the command line's does; prometheus-client is
     # imported only here, when an app is made, and only if it is installed.
     if importlib.util.find_spec("prometheus_client") is not None:
@@ -68,4 +71,5 @@ def create_admin_app(
         trace_url=trace_url,
         shared_history=shared_history,
         drain=drain,
+        readiness=readiness,
     )

@@ -21,7 +21,11 @@ from ._story import story, task_story
 if TYPE_CHECKING:
     from ..store import RedisSharedHistory as SharedHistory
 
-__all__ = ["MIN_INTERVAL", "OUTCOMES", "install_api"]
+__all__ = ["MIN_INTERVAL", "OUTCOMES", "ReadinessView", "install_api"]
+
+#: the served server's readiness, as ``Readiness.describe`` tells it: ``ready``,
+#: ``starting``, ``draining`` or ``unavailable``, and why when unavailable
+ReadinessView = Callable[[], Awaitable[tuple[str, str | None]]]
 
 #: the outcomes the history is filtered by
 OUTCOMES: Final = ("ok", "error", "cancelled", "timed out")
@@ -30,6 +34,8 @@ OUTCOMES: Final = ("ok", "error", "cancelled", "timed out")
 MIN_INTERVAL: Final = 0.25
 _DEFAULT_INTERVAL: Final = 0.5
 _MAX_LIMIT: Final = 1000
+# The most of why the server is not ready that a snapshot carries (the store's words).
+_MAX_WHY: Final = 500
 
 
 def _number(text: str | None, default: float) -> float:
@@ -213,19 +219,31 @@ def _story(observatory: Observatory) -> Response:
     return json_response(answer)
 
 
+async def _readiness(readiness: ReadinessView | None) -> dict[str, Any] | None:
+    # What a snapshot says of the server's readiness; None where nothing serves HTTP.
+    if readiness is None:
+        return None
+    state, why = await readiness()
+    return {"state": state, "why": None if why is None else why[:_MAX_WHY]}
+
+
 def install_api(
     app: QuartTrio,
     observatory: Observatory,
     replicas: Callable[[], Awaitable[dict[str, Any]]] | None,
     shared: SharedHistory | None = None,
+    readiness: ReadinessView | None = None,
 ) -> None:
     """Serve ``/api/tree``, ``/api/replicas``, ``/api/stream``, ``/api/history``,
     ``/api/rates`` and ``/api/request`` from ``observatory`` (the history merged with
-    the other replicas' from ``shared``, when given)."""
+    the other replicas' from ``shared``, when given); each snapshot of the tree says
+    the server's ``readiness`` too."""
 
     @app.get("/api/tree")
     async def tree() -> Response:
-        return json_response(observatory.snapshot(**_filters()))
+        snapshot = observatory.snapshot(**_filters())
+        snapshot["readiness"] = await _readiness(readiness)
+        return json_response(snapshot)
 
     @app.get("/api/history")
     async def history() -> Response:
@@ -254,7 +272,9 @@ def install_api(
         async def events() -> AsyncIterator[bytes]:
             # Runs only while a page is connected: the response ends with it.
             while True:
-                data = orjson.dumps(observatory.snapshot(**filters))
+                snapshot = observatory.snapshot(**filters)
+                snapshot["readiness"] = await _readiness(readiness)
+                data = orjson.dumps(snapshot)
                 yield b"event: tree\ndata: " + data + b"\n\n"
                 await trio.sleep(interval)
 

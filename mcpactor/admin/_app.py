@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -41,7 +42,7 @@ from quart_trio import QuartTrio
 from ..runtime import METRICS, Observatory
 from ..transports.http import ConnectionLimits
 from ._actions import install_actions
-from ._api import install_api
+from ._api import ReadinessView, install_api
 from ._credentials import ADMIN_COOKIE, Credentials
 from ._pages import install_pages
 from ._responses import MAX_AUDIT, MAX_PARAM, json_response
@@ -92,6 +93,7 @@ def create_admin_app(
     trace_url: str | None = None,
     shared_history: RedisSharedHistory | None = None,
     drain: Callable[[], bool] | None = None,
+    readiness: ReadinessView | None = None,
 ) -> QuartTrio:
     """The admin app for ``observatory``, requiring ``token`` or, with ``resource_server``,
     an access token it verifies that grants ``scope`` (see the module comment).
@@ -105,6 +107,7 @@ def create_admin_app(
     other replicas' entries with this one's; its writer reads the app's ``audit_trail``.
     ``drain`` begins draining the served server (``Readiness.drain``): the ``drain``
     action, refused without it.
+    ``readiness`` (the served server's ``Readiness.describe``) is shown with the tree.
     """
     if not token:
         raise ValueError("the admin token must not be empty")
@@ -120,7 +123,7 @@ def create_admin_app(
     credentials.install(app)
     install_pages(app, credentials.csrf)
     app.config["ADMIN_AUDIT"] = collections.deque(maxlen=MAX_AUDIT)
-    install_api(app, observatory, replicas, shared_history)
+    install_api(app, observatory, replicas, shared_history, readiness)
     install_actions(app, observatory, drain)
     for status in (404, 405, 413):
         app.register_error_handler(status, _http_error)
@@ -148,6 +151,7 @@ async def serve_admin(
     host: str = "127.0.0.1",
     port: int = 0,
     limits: ConnectionLimits | None = None,
+    sockets: Sequence[socket.socket] | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the admin app on ``host:port`` until cancelled, each connection contained.
@@ -159,7 +163,8 @@ async def serve_admin(
     It runs on the worker ``--http-server hypercorn`` uses (``serve_asgi``): nothing a
     client sends ends the listener. ``limits`` hold its connections (default: the
     defaults, with at most ``ADMIN_MAX_CONNECTIONS`` open). Reports the bound (host,
-    port) through ``task_status``, so ``port=0`` works.
+    port) through ``task_status``, so ``port=0`` works. Given listening ``sockets`` (a
+    worker's, from its supervisor), it accepts on those instead of binding.
     """
     from ..transports.http import serve_asgi
 
@@ -176,6 +181,7 @@ async def serve_admin(
             limits=limits or ConnectionLimits(max_connections=ADMIN_MAX_CONNECTIONS),
             lifespan=True,
             error_body=_admin_error_body,
+            sockets=sockets,
             task_status=task_status,
         )
     finally:

@@ -14,6 +14,7 @@ import argparse
 import ipaddress
 import logging
 import secrets
+import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,7 @@ async def with_admin(
         trace_url=getattr(args, "admin_trace_url", None),
         shared_history=shared_history,
         drain=_drain_of(args),
+        readiness=_readiness_of(args),
     )
     limits = getattr(args, "http_limits", None)
     if limits is not None:
@@ -214,10 +216,12 @@ async def with_admin(
         import attrs
 
         limits = attrs.evolve(limits, max_connections=ADMIN_MAX_CONNECTIONS)
+    inherited = getattr(args, "worker_admin_socket", None)
+    sockets = None if inherited is None else [socket.socket(fileno=inherited)]
     async with trio.open_nursery() as nursery:
         bound_host, bound_port = await nursery.start(
             lambda task_status: serve_admin(
-                app, host=host, port=port, limits=limits, task_status=task_status
+                app, host=host, port=port, limits=limits, sockets=sockets, task_status=task_status
             )
         )
         where = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -278,6 +282,12 @@ def _observatory(args: argparse.Namespace, server: Server) -> Any:
     observatory.install()
     observatory.serve(server)
     return observatory
+
+
+def _readiness_of(args: argparse.Namespace) -> Callable[[], Awaitable[Any]] | None:
+    # The served server's readiness, as the page shows it; None when it serves no HTTP.
+    readiness = getattr(args, "readiness", None)
+    return None if readiness is None else readiness.describe
 
 
 def _in_shared_store(args: argparse.Namespace, kind: str) -> Any:

@@ -24,6 +24,9 @@ from ._report import StartFailed, say, say_failure
 __all__ = ["build_http_options", "serve_over_http"]
 
 
+# The admin listener's backlog under --workers (hypercorn's default, as it has alone).
+_ADMIN_BACKLOG: Final = 100
+
 #: HttpOptions fields set by a command-line flag of the same name
 _HTTP_FLAGS: Final = (
     "response_mode",
@@ -127,7 +130,7 @@ def serve_over_http(
     import trio
 
     from ..transports import serve_http
-    from ._workers import tell_supervisor, watch_lifeline
+    from ._workers import tell_supervisor
 
     host, port = _parse_bind(args.http)
     args.listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -173,8 +176,7 @@ def serve_over_http(
                 )
             http_options = _with_readiness(args, http_options)
             nursery = await stack.enter_async_context(trio.open_nursery())
-            if args.worker_lifeline is not None:
-                nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
+            _watch_the_process(nursery, args, stop)
             bound_host, bound_port = await nursery.start(
                 with_admin, args, server, functools.partial(serve, nursery)
             )
@@ -249,6 +251,40 @@ async def _open_store(
     return http_options, options, host
 
 
+def _watch_the_process(nursery: Any, args: argparse.Namespace, stop: Any) -> None:
+    # A worker stops when its supervisor's lifeline closes, or when a reload retires it;
+    # SIGHUP reloads no process.
+    from ._workers import watch_lifeline, watch_retirement
+
+    if args.worker_lifeline is not None:
+        nursery.start_soon(watch_lifeline, args.worker_lifeline, stop)
+        nursery.start_soon(watch_retirement, stop)
+    nursery.start_soon(_refuse_reloads, args.worker_socket is not None)
+
+
+async def _refuse_reloads(worker: bool) -> None:
+    # SIGHUP would end the process by default: one process has nothing to reload with
+    # (its port would close between the old server and the new), so it says so and serves on.
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            if worker:
+                logging.getLogger("mcpactor.workers").warning(
+                    "SIGHUP ignored: a worker is reloaded by its supervisor (pid %d); "
+                    "send SIGHUP to it",
+                    os.getppid(),
+                )
+            else:
+                say(
+                    "SIGHUP ignored: reloading replaces worker processes one at a time, "
+                    "which needs --workers N; restart to load changes",
+                    level=logging.WARNING,
+                )
+
+
 def _url(host: str, port: int, path: str, scheme: str = "http") -> str:
     return (
         f"{scheme}://[{host}]:{port}{path}" if ":" in host else f"{scheme}://{host}:{port}{path}"
@@ -280,6 +316,13 @@ def _serve_workers(
         say(f"cannot listen on {args.http}: {exc.strerror or exc}", level=logging.ERROR)
         return 1
     try:
+        admin_socket = _admin_socket(args)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        say(f"cannot listen on --admin {args.admin}: {exc.strerror or exc}", level=logging.ERROR)
+        return 1
+    try:
         bound_host, bound_port = sockets[0].getsockname()[:2]
         if not keyed:
             # The workers share one key, so that a retry may land on any of them.
@@ -308,8 +351,25 @@ def _serve_workers(
                 env=environment,
                 on_ready=serving,
                 on_failure=failed,
+                admin_socket=admin_socket,
             )
         )
     finally:
         for sock in sockets:
             sock.close()
+        if admin_socket is not None:
+            admin_socket.close()
+
+
+def _admin_socket(args: argparse.Namespace) -> Any:
+    # The admin listener of --workers, bound here once: the first worker serves the page
+    # on it, and a reload's new first worker takes it over without a moment unbound.
+    import socket
+
+    from ._admin import admin_bind
+
+    if getattr(args, "admin", None) is None:
+        return None
+    host, port = admin_bind(args.admin, allow_remote=args.admin_allow_remote)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=_ADMIN_BACKLOG)

@@ -272,6 +272,9 @@ def _add_worker_arguments(serve: argparse.ArgumentParser, http: Any) -> None:
     # What the supervisor of --workers hands each worker: its listening socket, and the
     # pipe whose end tells it that the supervisor is gone.
     serve.add_argument("--worker-socket", type=int, help=argparse.SUPPRESS)
+    # The first worker's admin listener, held by the supervisor so that a reload's new
+    # first worker serves the page on the same port while the old one still does.
+    serve.add_argument("--worker-admin-socket", type=int, help=argparse.SUPPRESS)
     serve.add_argument("--worker-lifeline", type=int, help=argparse.SUPPRESS)
     serve.add_argument("--worker-status", type=int, help=argparse.SUPPRESS)
     serve.add_argument("--worker-number", type=int, help=argparse.SUPPRESS)

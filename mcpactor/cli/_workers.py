@@ -22,6 +22,9 @@ command with one listening socket handed down (``--worker-socket FD``):
 - Each worker is a trio task of the supervisor: a worker that exits after it served is
   started again, after a delay that doubles while it keeps failing soon after starting;
   after ``MAX_QUICK_EXITS`` such exits in a row the supervisor gives up and stops.
+- ``SIGHUP`` to the supervisor replaces the workers one at a time, each new one serving
+  on its predecessor's socket before the old one is asked to stop (``_worker_reload``):
+  new processes read the config file and import the served code anew.
 - Workers run in sessions of their own, so a terminal's Ctrl-C reaches the supervisor
   alone: it sends each worker one SIGTERM per signal it gets (the first stops them
   gracefully, a second at once).
@@ -50,9 +53,12 @@ from typing import Any, Final
 import attrs
 import trio
 
+from ._worker_reload import Reloads
+
 __all__ = [
     "MAX_QUICK_EXITS",
     "PATH_ENV",
+    "RETIRE_SIGNAL",
     "USAGE_EXIT",
     "WorkerFailure",
     "bind_sockets",
@@ -60,6 +66,7 @@ __all__ = [
     "supervise",
     "tell_supervisor",
     "watch_lifeline",
+    "watch_retirement",
     "worker_command",
     "workers_refusal",
 ]
@@ -73,6 +80,8 @@ USAGE_EXIT: Final = 2
 MAX_QUICK_EXITS: Final = 8
 #: the environment variable that hands a worker the supervisor's ``sys.path`` (JSON)
 PATH_ENV: Final = "MCPACTOR_WORKER_PATH"
+#: what the supervisor sends a worker a reload has replaced: stop, without a drain delay
+RETIRE_SIGNAL: Final[int] = getattr(signal, "SIGUSR1", signal.SIGTERM)
 # Seconds before a worker that exited is started again; doubled for each exit that
 # followed its start within _STABLE_AFTER seconds, up to _MAX_DELAY.
 _FIRST_DELAY: Final = 0.5
@@ -169,6 +178,18 @@ async def watch_lifeline(fd: int, stop: trio.Event) -> None:
         os.close(fd)
 
 
+async def watch_retirement(stop: trio.Event) -> None:
+    """Set ``stop`` when the supervisor retires this worker (``RETIRE_SIGNAL``).
+
+    A retired worker's socket goes on being served by its successor: it stops at once,
+    without the drain delay, which is there for a load balancer to notice a replica
+    going away (SIGTERM, to the whole supervisor, still waits it).
+    """
+    with trio.open_signal_receiver(RETIRE_SIGNAL) as signals:
+        async for _ in signals:
+            stop.set()
+
+
 def tell_supervisor(fd: int, message: Mapping[str, Any]) -> None:
     """Write the worker's status ``message`` on the pipe ``fd``, then close it.
 
@@ -200,7 +221,7 @@ class WorkerFailure:
     traceback: str | None = None
 
 
-@attrs.define
+@attrs.define(eq=False)
 class _Worker:
     number: int
     listener: socket.socket
@@ -208,6 +229,18 @@ class _Worker:
     exit_code: int | None = None
     #: it said it serves, at least once
     served: bool = False
+    #: started by a reload: if it cannot start, the reload stops, not the supervisor
+    on_trial: bool = False
+    #: replaced by a reload: it stops, and is not started again
+    retired: bool = False
+    #: why it could not start (``on_trial`` only)
+    rejection: WorkerFailure | None = None
+    #: set once it serves, or once it stopped without ever serving
+    settled: trio.Event = attrs.Factory(trio.Event)
+    #: set once it stopped for good
+    ended: trio.Event = attrs.Factory(trio.Event)
+    #: the wait before it is started again, cancelled when it is retired
+    pause: trio.CancelScope | None = None
 
 
 @attrs.define
@@ -227,31 +260,69 @@ class _Supervisor:
         *,
         env: Mapping[str, str] | None,
         on_ready: Callable[[], None] | None,
+        admin_socket: socket.socket | None = None,
     ):
         self.command = list(command)
+        #: the first worker's admin listener (``--worker-admin-socket``), or None
+        self.admin_socket = admin_socket
         self.env = env
         self.on_ready = on_ready
+        #: the worker serving each slot; a reload puts a new one in its predecessor's place
         self.workers = [_Worker(n, sockets[n % len(sockets)]) for n in range(count)]
+        #: every worker whose process runs or may run again (a retiring one included)
+        self.live: set[_Worker] = set()
         self.waiting = count
+        #: set once every first worker serves
+        self.serving = trio.Event()
         self.stopping = trio.Event()
         self.failure: WorkerFailure | None = None
+        self.reloads = Reloads(self)
+        self._running: trio.Nursery | None = None
 
     async def run(self, stop: trio.Event | None) -> int:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        with trio.open_signal_receiver(*handled) as signals:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._forward, signals)
                 if stop is not None:
                     nursery.start_soon(self._stop_on, stop)
                 async with trio.open_nursery() as running:
+                    self._running = running
                     for worker in self.workers:
-                        running.start_soon(self._keep_running, worker)
+                        self.start(worker)
+                    nursery.start_soon(self.reloads.run)
                 nursery.cancel_scope.cancel()
         if self.failure is not None:
             return self.failure.status
         return 0 if all(worker.exit_code == 0 for worker in self.workers) else 1
 
+    def start(self, worker: _Worker) -> None:
+        """Run ``worker`` (and run it again when it exits) until it stops for good."""
+        assert self._running is not None
+        self.live.add(worker)
+        self._running.start_soon(self._keep_running, worker)
+
+    def successor(self, worker: _Worker) -> _Worker:
+        """Start a new worker, on trial, to take ``worker``'s place on its socket."""
+        new = _Worker(worker.number, worker.listener, on_trial=True)
+        self.start(new)
+        return new
+
+    def retire(self, worker: _Worker) -> None:
+        """Stop ``worker`` gracefully, for good: a reload has replaced it."""
+        worker.retired = True
+        if worker.pause is not None:
+            worker.pause.cancel()
+        process = worker.process
+        if process is not None and process.returncode is None:
+            process.send_signal(RETIRE_SIGNAL)
+
     async def _forward(self, signals: AsyncIterator[int]) -> None:
         async for signum in signals:
+            if signum == signal.SIGHUP:
+                if not self.stopping.is_set():
+                    self.reloads.ask()
+                continue
             if not self.stopping.is_set():
                 _log.info("%s: stopping the workers", signal.Signals(signum).name)
                 self.stopping.set()
@@ -265,7 +336,7 @@ class _Supervisor:
         self._signal_all()
 
     def _signal_all(self) -> None:
-        for worker in self.workers:
+        for worker in self.live:
             process = worker.process
             if process is not None and process.returncode is None:
                 process.send_signal(signal.SIGTERM)
@@ -278,17 +349,29 @@ class _Supervisor:
         self._signal_all()
 
     async def _keep_running(self, worker: _Worker) -> None:
+        try:
+            await self._keep_running_until_stopped(worker)
+        finally:
+            self.live.discard(worker)
+            worker.settled.set()
+            worker.ended.set()
+
+    async def _keep_running_until_stopped(self, worker: _Worker) -> None:
         quick_exits = 0
-        while not self.stopping.is_set():
+        while not self.stopping.is_set() and not worker.retired:
             started = trio.current_time()
             run = await self._run_once(worker)
             worker.exit_code = run.code
-            if self.stopping.is_set():
+            if self.stopping.is_set() or worker.retired:
                 return
             ran = trio.current_time() - started
             if not run.ready and not worker.served:
                 # It never served: every start would fail the same way.
-                self._fail(_failure(worker.number, run))
+                if worker.on_trial:
+                    # Started by a reload: the workers it was to replace go on serving.
+                    worker.rejection = _failure(worker.number, run)
+                else:
+                    self._fail(_failure(worker.number, run))
                 return
             quick_exits = quick_exits + 1 if ran < _STABLE_AFTER or not run.ready else 0
             if not run.ready:
@@ -317,14 +400,16 @@ class _Supervisor:
                 ran,
                 delay,
             )
-            with trio.move_on_after(delay):
+            with trio.move_on_after(delay) as worker.pause:
                 await self.stopping.wait()
+            worker.pause = None
 
     async def _run_once(self, worker: _Worker) -> _Run:
         run = _Run()
         lifeline, held = os.pipe()
         reading, status = os.pipe()
         listener = worker.listener.fileno()
+        inherited = [listener, lifeline, status]
         command = [
             *self.command,
             "--worker-socket",
@@ -336,11 +421,14 @@ class _Supervisor:
             "--worker-number",
             str(worker.number),
         ]
+        if worker.number == 0 and self.admin_socket is not None:
+            inherited.append(self.admin_socket.fileno())
+            command += ["--worker-admin-socket", str(inherited[-1])]
         try:
             try:
                 process = await trio.lowlevel.open_process(
                     command,
-                    pass_fds=(listener, lifeline, status),
+                    pass_fds=inherited,
                     start_new_session=True,
                     env=self.env,
                 )
@@ -350,6 +438,8 @@ class _Supervisor:
             worker.process = process
             if self.stopping.is_set():
                 process.send_signal(signal.SIGTERM)
+            elif worker.retired:
+                process.send_signal(RETIRE_SIGNAL)
             os.set_blocking(reading, False)
             said = bytearray()
             async with trio.open_nursery() as nursery:
@@ -389,12 +479,18 @@ class _Supervisor:
                 run.ready = True
                 if not worker.served:
                     worker.served = True
-                    self.waiting -= 1
-                    ready = self.waiting == 0 and not self.stopping.is_set()
-                    if ready and self.on_ready is not None:
-                        self.on_ready()
+                    worker.settled.set()
+                    if not worker.on_trial:
+                        self._first_served()
             elif "lines" in message:
                 run.report = message
+
+    def _first_served(self) -> None:
+        self.waiting -= 1
+        if self.waiting == 0 and not self.stopping.is_set():
+            self.serving.set()
+            if self.on_ready is not None:
+                self.on_ready()
 
 
 def _drain(fd: int, said: bytearray) -> bool:
@@ -453,18 +549,22 @@ async def supervise(
     env: Mapping[str, str] | None = None,
     on_ready: Callable[[], None] | None = None,
     on_failure: Callable[[WorkerFailure], None] | None = None,
+    admin_socket: socket.socket | None = None,
 ) -> int:
     """Run ``count`` workers of ``command`` on ``sockets`` until a signal; return an exit code.
 
     Each worker runs ``command`` plus ``--worker-socket FD --worker-lifeline FD
     --worker-status FD --worker-number N``, in ``env`` (default: this process's).
     ``on_ready`` is called once every worker has said it serves. Setting ``stop`` stops
-    them as a first SIGTERM does. A worker that exits before it served, or exits
-    ``MAX_QUICK_EXITS`` times in a row soon after starting, stops them all: ``on_failure``
-    (default: log it) gets why, and the exit code is the worker's status. Otherwise it is
-    0 when every worker stopped cleanly, 1 if not.
+    them as a first SIGTERM does; SIGHUP replaces them one at a time (``Reloads``). A
+    worker that exits before it served, or exits ``MAX_QUICK_EXITS`` times in a row soon
+    after starting, stops them all: ``on_failure`` (default: log it) gets why, and the
+    exit code is the worker's status. Otherwise it is 0 when every worker stopped
+    cleanly, 1 if not. The first worker gets ``admin_socket`` too, for its admin page.
     """
-    supervisor = _Supervisor(command, sockets, count, env=env, on_ready=on_ready)
+    supervisor = _Supervisor(
+        command, sockets, count, env=env, on_ready=on_ready, admin_socket=admin_socket
+    )
     code = await supervisor.run(stop)
     failure = supervisor.failure
     if failure is not None:

@@ -102,6 +102,26 @@ class Readiness:
             return "draining"
         if self._check is None:
             return None
+        return None if await self._checked() is None else "unavailable"
+
+    async def describe(self) -> tuple[str, str | None]:
+        """What an operator is shown: the state and, when unavailable, why.
+
+        The state is ``ready``, ``starting``, ``draining`` or ``unavailable``; why is
+        what the check found wrong (None otherwise). Asking is not a probe's asking.
+        """
+        if not self._started:
+            return "starting", None
+        if self.draining:
+            return "draining", None
+        if self._check is None:
+            return "ready", None
+        problem = await self._checked()
+        return ("ready", None) if problem is None else ("unavailable", problem)
+
+    async def _checked(self) -> str | None:
+        # The check's answer: at most one check per interval, one at a time.
+        assert self._check is not None
         async with self._lock:
             # A probe that waited for another's check takes its answer.
             if trio.current_time() - self._checked_at >= self._interval:
@@ -117,4 +137,4 @@ class Readiness:
                     else:
                         _log.info("ready again")
                 self._problem = problem
-        return None if self._problem is None else "unavailable"
+        return self._problem

@@ -73,6 +73,9 @@ _log = logging.getLogger("mcpactor.http")
 #: worker (HTTP/1.1 and HTTP/2; TLS through its config)
 HttpServerKind = Literal["builtin", "hypercorn"]
 
+# Seconds a graceful stop waits for the connections accepted just before it to have their
+# first request answered before the sessions stop taking requests.
+_FIRST_ANSWER_WAIT: Final = 1.0
 # Seconds the HTTP server waits for open connections beyond the sessions' own grace period.
 _SHUTDOWN_MARGIN: Final = 2.0
 # hypercorn's default listen backlog (100) makes the kernel drop connection attempts when
@@ -205,6 +208,9 @@ async def serve_app(
     grace = (manager.session_options or SessionOptions()).shutdown_grace
     shutdown = trio.Event()
     served = trio.Event()
+    # Set by the built-in server once every connection it accepted has had an answer:
+    # a client whose connection was accepted just before the stop is served, not refused.
+    answered = trio.Event() if http_server == "builtin" else None
 
     readiness = app.readiness
 
@@ -212,7 +218,6 @@ async def serve_app(
         if not shutdown.is_set():
             readiness.drain()
             shutdown.set()
-            manager.stop()
 
     async with trio.open_nursery() as nursery:
         if tune_gc:
@@ -225,7 +230,7 @@ async def serve_app(
         if http_server == "builtin":
             bound = await nursery.start(
                 _serve_until_done,
-                _builtin_server(app, host, port, grace, shutdown, sockets),
+                _builtin_server(app, host, port, grace, shutdown, sockets, answered),
                 served,
             )
         else:
@@ -238,6 +243,14 @@ async def serve_app(
         _log.info("serving MCP on http://%s:%d%s", bound[0], bound[1], app.path)
         task_status.started(bound)
         await shutdown.wait()
+        if answered is not None:
+            # The listener has stopped accepting. The sessions stop taking requests once
+            # the connections it took have each had an answer (their first request came
+            # with them, or comes just after), or after a moment: one that sends
+            # nothing, or streams, does not hold the stop back.
+            with trio.move_on_after(_FIRST_ANSWER_WAIT):
+                await answered.wait()
+        manager.stop()
         await manager.wait_sessions(0)
         # Every session has ended; the last responses may still be on their way out.
         await served.wait()
@@ -251,6 +264,7 @@ def _builtin_server(
     grace: float,
     shutdown: trio.Event,
     sockets: Sequence[socket.socket] | None,
+    answered: trio.Event | None = None,
 ) -> Callable[..., Awaitable[None]]:
     from ..runtime import current_start_gate
     from ._asgi import http_error_body
@@ -286,6 +300,7 @@ def _builtin_server(
         # Requests go to the app's one path as they are, WebSockets through ASGI; a
         # subclass that wraps the ASGI entry gets every request through it.
         handle=app.handle if type(app).__call__ is McpHttpApp.__call__ else None,
+        answered=answered,
     )
 
 
@@ -337,6 +352,7 @@ async def serve_asgi(
     limits: ConnectionLimits | None = None,
     lifespan: bool = True,
     error_body: ErrorBody | None = None,
+    sockets: Sequence[socket.socket] | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve any ASGI app on hypercorn's trio worker, each connection contained, until cancelled.
@@ -346,26 +362,37 @@ async def serve_asgi(
     ``ConnectionLimits()``) hold its connections and HTTP/2 streams. Reports the bound
     (host, port) through ``task_status``, so ``port=0`` works. With ``lifespan``, the
     app's ASGI lifespan runs around serving. ``error_body`` makes the bodies of the
-    responses the server writes itself (default: plain text).
+    responses the server writes itself (default: plain text). Given listening
+    ``sockets``, it accepts on those instead of binding, and closes them when it stops.
     """
     from ._hypercorn_worker import hypercorn_config, serve_hypercorn
     from .h1 import plain_error_body
 
     limits = limits or ConnectionLimits()
-    config = hypercorn_config(limits, [_bind(host, port)], graceful_timeout=1.0)
-    async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(
-            functools.partial(
-                serve_hypercorn,
-                app,
-                config,
-                limits,
-                trio.Event(),
-                error_body=error_body or plain_error_body,
-                lifespan=lifespan,
+    # hypercorn closes the sockets it is given by descriptor: it gets duplicates.
+    binds = (
+        [_bind(host, port)]
+        if sockets is None
+        else [f"fd://{os.dup(sock.fileno())}" for sock in sockets]
+    )
+    config = hypercorn_config(limits, binds, graceful_timeout=1.0)
+    try:
+        async with trio.open_nursery() as nursery:
+            bound: list[str] = await nursery.start(
+                functools.partial(
+                    serve_hypercorn,
+                    app,
+                    config,
+                    limits,
+                    trio.Event(),
+                    error_body=error_body or plain_error_body,
+                    lifespan=lifespan,
+                )
             )
-        )
-        task_status.started(_address(binds[0]))
+            task_status.started(_address(bound[0]))
+    finally:
+        for sock in sockets or ():
+            sock.close()
 
 
 def _bind(host: str, port: int) -> str:

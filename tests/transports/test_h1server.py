@@ -396,6 +396,33 @@ async def test_shutdown_closes_idle_connections_and_lets_responses_finish() -> N
         await busy.aclose()
 
 
+async def test_shutdown_serves_the_first_request_of_a_connection_it_accepted() -> None:
+    # A client whose connection was accepted just before the stop sends its request
+    # right after: it is answered (and the connection closed), not dropped unanswered.
+    async with running(echo_app) as (port, shutdown):
+        fresh = await trio.open_tcp_stream("127.0.0.1", port)
+        kept = await trio.open_tcp_stream("127.0.0.1", port)
+        await kept.send_all(post("/", b"first"))
+        kept_reader = Reader(kept)
+        status, headers, _ = await kept_reader.response()
+        assert (status, headers.get("connection")) == (200, None)
+        await trio.testing.wait_all_tasks_blocked()
+        shutdown.set()
+        await trio.testing.wait_all_tasks_blocked()
+        # Kept alive after an answer, and idle: closed at once.
+        with trio.fail_after(5):
+            assert await kept_reader.at_eof()
+        await fresh.send_all(post("/", b"late"))
+        reader = Reader(fresh)
+        with trio.fail_after(5):
+            status, headers, body = await reader.response()
+        assert (status, headers["connection"]) == (200, "close")
+        assert orjson.loads(body)["body"] == "late"
+        assert await reader.at_eof()
+        await fresh.aclose()
+        await kept.aclose()
+
+
 async def test_a_connection_that_fails_inside_the_server_does_not_stop_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

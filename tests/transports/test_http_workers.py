@@ -21,6 +21,7 @@ import trio
 from mcpactor.cli import _workers as workers_module
 from mcpactor.cli import main
 from mcpactor.cli._workers import WorkerFailure, bind_sockets, supervise
+from mcpactor.config import STATE_KEYS_ENV
 
 from ._cli import Served, first_line, server_file, serving
 from ._http_client import McpClient, SocketClient
@@ -284,6 +285,10 @@ def test_the_config_file_can_ask_for_workers(
         return 0
 
     monkeypatch.setattr("mcpactor.cli._workers.supervise", fake_supervise)
+    # The supervisor puts the workers' shared key in this process's environment: unset
+    # again after the test (setenv records it unset), or later tests' servers start with it.
+    monkeypatch.setenv(STATE_KEYS_ENV, "")
+    monkeypatch.delenv(STATE_KEYS_ENV)
     config = tmp_path / "mcpactor.toml"
     server = _server_file(tmp_path)
     config.write_text(

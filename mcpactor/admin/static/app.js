@@ -474,9 +474,22 @@ function sessionFound(wanted, session) {
     session.tasks.some((t) => found(wanted, t.id));
 }
 
+// What /readyz answers: ready, starting, draining, or not ready and why (the store's
+// check). A server with no HTTP listener has no readiness to show.
+const READINESS = { ready: "ready", starting: "starting", draining: "draining", unavailable: "not ready" };
+function renderReadiness(readiness) {
+  const badge = document.getElementById("readiness");
+  badge.hidden = !readiness;
+  if (!readiness) return;
+  const word = READINESS[readiness.state] || readiness.state;
+  badge.className = `readiness ${readiness.state}`;
+  setText(badge, readiness.why ? `${word}: ${readiness.why}` : word);
+}
+
 function render(data) {
   lastTree = data;
   const wanted = finding();
+  renderReadiness(data.readiness);
   setText(document.getElementById("replica"),
     `${data.replica.id} · pid ${data.replica.pid} · up ${age(data.replica.uptime)}`);
   renderCounts(data);

@@ -82,6 +82,9 @@ OPS_PER_CHECKPOINT: Final = 16
 # Closing after a refusal: how long, and how much, to read and drop first.
 LINGER_SECONDS: Final = 1.0
 LINGER_BYTES: Final = 1024 * 1024
+#: seconds a draining server waits for the first request of a connection it accepted
+#: before it began draining (the client sends it right away, unless it only preconnected)
+DRAIN_FIRST_REQUEST: Final = 1.0
 
 _date = [0, b""]
 
@@ -103,6 +106,7 @@ class ServerState:
     """What every connection of one server shares: the app, the config, the deadlines."""
 
     __slots__ = (
+        "all_answered",
         "all_closed",
         "app",
         "config",
@@ -111,10 +115,12 @@ class ServerState:
         "deadlines",
         "draining",
         "error_body",
+        "fresh",
         "handle",
         "idle",
         "intake",
         "limits",
+        "unanswered",
     )
 
     def __init__(
@@ -138,8 +144,18 @@ class ServerState:
         self.draining = False
         #: connections waiting for a request (or the rest of one), by deadline
         self.deadlines: dict[Connection, float] = {}
-        #: of those, the ones with nothing read yet: closed at once when draining
+        #: of those, the ones kept alive after an answer with nothing read yet: closed at
+        #: once when draining
         self.idle: set[Connection] = set()
+        #: connections open that have not had an answer yet: their client has sent, or is
+        #: about to send, a request, so draining serves it rather than close them
+        self.unanswered = 0
+        #: of those, the ones with nothing read yet: their deadline is shortened to
+        #: ``DRAIN_FIRST_REQUEST`` when draining
+        self.fresh: set[Connection] = set()
+        #: set while every open connection has had an answer
+        self.all_answered = trio.Event()
+        self.all_answered.set()
         #: connections open (the listener counts them in, each counts itself out)
         self.connections = 0
         #: set while no connection is open
@@ -168,6 +184,8 @@ class Connection:
         self.abandoned = False
         self.broken = False
         self.linger = False
+        #: it has answered a request (or been upgraded): idle from now on between requests
+        self.answered = False
         self.unyielded = 0
         #: wait for the socket to be readable before reading the next request
         self.wait_first = True
@@ -194,6 +212,7 @@ class Connection:
                     if exchange is None:
                         return
                     if isinstance(exchange, Upgrade):
+                        self._answered()
                         await self._upgrade(exchange)
                         return
                     exchange.connection = self
@@ -214,6 +233,8 @@ class Connection:
                         if not exchange.chunked:
                             return
                         await self._write(exchange.end())
+                    if not self.answered:
+                        self._answered()
                     if not exchange.keep_alive or self.broken:
                         return
                     # Not kept alive (head, body) while the connection waits for the next.
@@ -229,9 +250,18 @@ class Connection:
                 with trio.CancelScope(shield=True):
                     await self._close()
             finally:
+                if not self.answered:
+                    self._answered()
                 server.connections -= 1
                 if not server.connections:
                     server.all_closed.set()
+
+    def _answered(self) -> None:
+        self.answered = True
+        server = self.server
+        server.unanswered -= 1
+        if not server.unanswered:
+            server.all_answered.set()
 
     async def _next_request(self) -> Exchange | Upgrade | None:
         protocol = self.protocol
@@ -247,13 +277,18 @@ class Connection:
         server = self.server
         config = self.config
         waiting = protocol.idle
-        if waiting:
+        if waiting and self.answered:
+            # Kept alive: nothing of a next request is here, so a draining server may
+            # close it. A new connection waits for its request, which draining serves.
             if server.draining:
                 return None
             server.idle.add(self)
-        server.deadlines[self] = self.clock.current_time() + (
-            config.keep_alive_timeout if waiting else config.request_timeout
-        )
+        timeout = config.keep_alive_timeout if waiting else config.request_timeout
+        if waiting and not self.answered:
+            server.fresh.add(self)
+            if server.draining:
+                timeout = min(timeout, DRAIN_FIRST_REQUEST)
+        server.deadlines[self] = self.clock.current_time() + timeout
         try:
             while True:
                 if event is CONTINUE:
@@ -276,6 +311,7 @@ class Connection:
                     if waiting:
                         waiting = False
                         server.idle.discard(self)
+                        server.fresh.discard(self)
                         server.deadlines[self] = self.clock.current_time() + config.request_timeout
                         intake = server.intake
                         if intake is not None and intake.closed:
@@ -284,6 +320,7 @@ class Connection:
                 event = protocol.next_event()
         finally:
             server.idle.discard(self)
+            server.fresh.discard(self)
             server.deadlines.pop(self, None)
         self.buffered = 0
         return event  # type: ignore[return-value]
@@ -357,6 +394,7 @@ class Connection:
     async def _close(self) -> None:
         server = self.server
         server.idle.discard(self)
+        server.fresh.discard(self)
         server.deadlines.pop(self, None)
         sock = self.sock
         if self.linger and not self.eof and not self.broken:

@@ -14,6 +14,7 @@ import trio
 
 from ._config import ErrorBody, H1Config, IntakeGate, plain_error_body
 from ._connection import (
+    DRAIN_FIRST_REQUEST,
     LINGER_BYTES,
     LINGER_SECONDS,
     READ_SIZE,
@@ -127,6 +128,9 @@ class _Listener:
                     state.connections += 1
                     if state.all_closed.is_set():
                         state.all_closed = trio.Event()
+                    state.unanswered += 1
+                    if state.all_answered.is_set():
+                        state.all_answered = trio.Event()
                     nursery.start_soon(
                         self.connection_class(state, sock).serve, name=_CONNECTION_TASK_NAME
                     )
@@ -182,6 +186,12 @@ class _Listener:
         state.draining = True
         for connection in list(state.idle):
             connection.timer.cancel()
+        # A connection accepted before the drain, its first request not here yet: it
+        # is served if that comes soon (the client sent it, or is about to).
+        soon = trio.current_time() + DRAIN_FIRST_REQUEST
+        for connection in state.fresh:
+            if state.deadlines.get(connection, soon) > soon:
+                state.deadlines[connection] = soon
 
 
 async def serve_h1(
@@ -196,14 +206,17 @@ async def serve_h1(
     error_body: ErrorBody = plain_error_body,
     intake: IntakeGate | None = None,
     handle: Handler | None = None,
+    answered: trio.Event | None = None,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` over HTTP/1.1 on (host, port), or on ``sockets``, until ``shutdown``.
 
-    Reports the bound (host, port). On shutdown it stops accepting, closes idle
-    connections, lets connections finish their response (up to ``graceful_timeout``
-    seconds) and returns. Given listening ``sockets``, it accepts on those instead of
-    binding; either way it closes the sockets it accepted on when it stops accepting.
+    Reports the bound (host, port). On shutdown it stops accepting, closes connections
+    kept alive idle, serves the first request of connections accepted but not answered
+    yet (then sets ``answered``, if given), lets connections finish their response (up
+    to ``graceful_timeout`` seconds) and returns. Given listening ``sockets``, it
+    accepts on those instead of binding; either way it closes the sockets it accepted on
+    when it stops accepting.
     ``error_body`` makes the body of the responses the server writes itself (plain
     text by default); while ``intake`` is closed, connections wait before they take in
     a new request. Each request is handed to ``handle`` when given (the app's exchange
@@ -228,6 +241,16 @@ async def serve_h1(
             await shutdown.wait()
             accepting.cancel_scope.cancel()
         server.drain()
+        if answered is not None:
+            connections.start_soon(_set_when, server.state.all_answered, answered)
         with trio.move_on_after(graceful_timeout):
             await server.state.all_closed.wait()
+        if answered is not None:
+            # Every connection closed (so each had its answer), or the time is up.
+            answered.set()
         connections.cancel_scope.cancel()
+
+
+async def _set_when(done: trio.Event, then: trio.Event) -> None:
+    await done.wait()
+    then.set()
