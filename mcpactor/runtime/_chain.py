@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import trio
 
-from ..protocol import JSONObject, Negotiated, NotificationReceived, RequestId, describe
+from ..protocol import JSONObject, RequestId, describe
 from ..server import (
     NO_ANSWER,
     Call,
@@ -338,31 +338,27 @@ async def through(
     return payload
 
 
-async def notified(
-    server: Server, peer: Any, negotiated: Negotiated | None, event: NotificationReceived
-) -> None:
-    """Hand a client notification the core leaves to the server to its middleware.
+async def notified(server: Server, method: str, params: JSONObject, ctx: Context) -> None:
+    """Serve a client notification the core leaves to the server, in both eras.
 
-    Awaited in the session actor's own step, so notifications keep their order; a
-    failing layer is logged and the session goes on.
+    Its middleware sees it first; inside, the extension that receives it (if any) runs
+    its handler. A failing layer or handler is logged and the session (or the stateless
+    host) goes on: a notification has no answer to carry an error.
     """
-    if negotiated is None:
-        return
-    notification = event.notification
-    params = notification.params
-    meta = params.get("_meta") if params is not None else None
-    ctx = Context(peer, None, negotiated, meta if type(meta) is dict else None, server)
     try:
-        await through(
-            server.middleware, _ignored, notification.method, params, ctx, None, "notification"
-        )
+        if server.middleware.first is None:
+            await _received(method, params, ctx)
+        else:
+            await through(server.middleware, _received, method, params, ctx, None, "notification")
     except Exception:
-        _log.exception("middleware failed on notification %s", describe(notification.method))
+        _log.exception("serving notification %s failed", describe(method))
 
 
-async def _ignored(method: str, params: JSONObject | None, ctx: Context) -> None:
-    # What the server does with a client notification it has no handler for.
-    _log.debug("ignored notification %s", describe(method))
+async def _received(method: str, params: JSONObject | None, ctx: Context) -> None:
+    # The innermost step of a client notification: its extension's handler, if any.
+    server = ctx.server
+    if not await server.extensions.notified(method, params or {}, ctx):
+        _log.debug("ignored notification %s", describe(method))
 
 
 async def _close(stream: AsyncIterator[Message]) -> None:

@@ -1,6 +1,6 @@
-# The notifications a client sends that an extension of the Server receives, as one
-# session runs their handlers (in the session era; a 2026-07-28 notification is the
-# stateless host's).
+# The notifications a client sends that the core leaves to the Server (an extension
+# receives them, or its middleware sees them), as one session runs them through the
+# chain (in the session era; a 2026-07-28 notification is the stateless host's).
 #
 # A notification has no answer and no id to cancel it by, so a handler runs in a task
 # of the session's nursery and ends with the session. A client sending them faster than
@@ -16,6 +16,7 @@ import trio
 
 from ..protocol import Notification, ServerSession, describe
 from ..server import Context, Peer, Server
+from ._chain import notified
 
 __all__ = ["MAX_RUNNING", "NotificationHandlers"]
 
@@ -41,10 +42,11 @@ class NotificationHandlers:
         """Run the handler of ``notification``, if an extension receives it."""
         method = notification.method
         negotiated = self._core.negotiated
+        server = self._server
         if (
             nursery is None
             or negotiated is None
-            or self._server.extensions.receiver(method) is None
+            or (server.extensions.receiver(method) is None and server.middleware.first is None)
         ):
             _log.debug("ignored notification %s", describe(method))
             return
@@ -65,6 +67,6 @@ class NotificationHandlers:
 
     async def _run(self, method: str, params: dict[str, object], ctx: Context) -> None:
         try:
-            await self._server.extensions.notified(method, params, ctx)
+            await notified(self._server, method, params, ctx)
         finally:
             self.running -= 1

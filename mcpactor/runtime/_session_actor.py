@@ -64,7 +64,6 @@ from ..protocol import (
     ServerSession,
 )
 from ..server import Context, Server
-from ._chain import notified
 from ._changes import ChangeNotices
 from ._messages import (
     RESPONSE,
@@ -379,9 +378,6 @@ class SessionActor:
                         )
                     elif kind is RootsChanged:
                         self._roots.start(self._nursery)
-                    elif kind is NotificationReceived and self.server.middleware.first:
-                        assert isinstance(event, NotificationReceived)
-                        await notified(self.server, self.peer, self.core.negotiated, event)
                     else:
                         self._settle(event)
                 acted = True

@@ -74,6 +74,7 @@ from ..server import (
     serve_stateless,
 )
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
+from ._chain import notified
 from ._flight import Emit, Flight
 from ._messages import SessionOptions
 from ._notified import MAX_RUNNING
@@ -245,7 +246,8 @@ class StatelessHost:
         """
         method = notification.method
         params = notification.params or {}
-        if self.server.extensions.receiver(method) is None:
+        server = self.server
+        if server.extensions.receiver(method) is None and server.middleware.first is None:
             _log.debug("ignored notification %s", describe(method))
             return
         if self._notified >= MAX_RUNNING:
@@ -268,7 +270,7 @@ class StatelessHost:
         ctx = Context(flight, None, envelope, meta if type(meta) is dict else None, self.server)
         self._notified += 1
         try:
-            await self.server.extensions.notified(method, params, ctx)
+            await notified(self.server, method, params, ctx)
         finally:
             self._notified -= 1
 

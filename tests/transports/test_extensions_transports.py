@@ -138,3 +138,41 @@ async def test_over_legacy_http_and_sse() -> None:
             assert refused is not None
             assert refused.message()["error"]["code"] == -32602
             await stream.disconnect()
+
+
+def recording(server: Any) -> list[tuple[str, str]]:
+    """Put a layer on ``server`` that notes each call it sees: its kind and method."""
+    seen: list[tuple[str, str]] = []
+
+    async def layer(call: Any, call_next: Any) -> AsyncIterator[Any]:
+        seen.append((call.kind, call.method))
+        async for message in call_next(call):
+            yield message
+
+    server.middleware.use(layer)
+    return seen
+
+
+@pytest.mark.parametrize("version", REVISIONS)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_extensions_methods_pass_through_the_servers_middleware(
+    transport: str, version: str
+) -> None:
+    # With middleware the extension's handlers still run, inside it: the request and the
+    # notification alike, in both eras.
+    catalogue, heard = Catalogue(), Heard()
+    server = make(catalogue)
+    seen = recording(server)
+    with trio.fail_after(GUARD):
+        if transport == "stdio":
+            async with server.running(), over_stdio(server, version, heard) as client:
+                await exercise(client, catalogue, heard)
+        else:
+            async with served_app(server) as (_, http):
+                url = f"http://{http.host}:{http.port}/mcp"
+                async with connect_http(
+                    url, initialize=True, protocol_version=version, on_server_message=heard
+                ) as client:
+                    await exercise(client, catalogue, heard)
+    assert ("request", "com.example/search") in seen
+    assert ("notification", "com.example/selected") in seen
