@@ -20,8 +20,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -112,6 +112,7 @@ def http_args(args: list[str]) -> tuple[str, int, HttpOptions]:
         "--auth",
         "--admin",
         "--admin-watch",
+        "--middleware",
     }
     if unknown:
         raise ValueError(f"unknown options: {sorted(unknown)}")
@@ -172,14 +173,22 @@ async def _with_admin(serve: Callable[[], Awaitable[object]], *, watch: bool) ->
         nursery.cancel_scope.cancel()
 
 
+async def _passing(call: Any, call_next: Any) -> AsyncIterator[Any]:
+    # One middleware that passes every message through: what a layer costs.
+    async for message in call_next(call):
+        yield message
+
+
 def main(argv: list[str]) -> None:
     """Serve the bench server on the transport the harness asks for."""
     if len(argv) < 2 or argv[1] not in ("stdio", "http"):
         sys.exit(
-            f"usage: {argv[0]} stdio"
+            f"usage: {argv[0]} stdio [--middleware]"
             " | http HOST PORT [--json] [--stateless] [--hypercorn] [--auth]"
-            " [--admin] [--admin-watch]"
+            " [--admin] [--admin-watch] [--middleware]"
         )
+    if "--middleware" in argv:
+        server.middleware.use(_passing)
     if argv[1] == "stdio":
         from mcpactor.transports.stdio import serve_stdio
 
