@@ -162,11 +162,16 @@ async def test_a_primary_that_hangs_holds_no_write_past_the_bound(setup: Sentine
     # Frozen, not dead: connections stay open and unanswered, as when a host hangs or a
     # network drops packets. A write then waits for the store's timeouts, not forever.
     await watched(setup)
+    # Written before the freeze and acknowledged by the replica (``?wait=1``): replication
+    # is asynchronous, and a write just before a freeze may not have reached it otherwise.
+    acknowledged = parse_store_url(setup.url("wait=1"))
+    async with open_shared_store(acknowledged, replica="a", prefix="h") as shared:
+        await shared.replicas.records.put(_record("before"), ttl=300)
+    # The writes during the freeze wait for no replica: the promoted one has none.
     url = parse_store_url(setup.url())
     async with open_shared_store(url, replica="a", prefix="h") as shared:
         records = shared.replicas.records
         assert isinstance(records, RedisSessionRecords)
-        await records.put(_record("before"), ttl=300)
         setup.freeze_primary()
         frozen = time.monotonic()
         attempts = _Attempts(records)
@@ -181,7 +186,7 @@ async def test_a_primary_that_hangs_holds_no_write_past_the_bound(setup: Sentine
             attempts.longest,
         )
         assert await primary_port(setup) == setup.replica_port
-        # Written before the freeze, replicated (no WAIT here, but long before).
+        # Written before the freeze and acknowledged by the replica: kept.
         assert await records.get("before") == _record("before")
     gc.collect()
 
