@@ -114,6 +114,24 @@ def _enable_extensions(args: argparse.Namespace, config: Any, server: Server) ->
         # A plugin may enable it in code already: it is served once.
         if extension.identifier not in enabled:
             server.extensions.enable(extension)
+    _enable_tool_search(args, config, server, enabled)
+
+
+def _enable_tool_search(
+    args: argparse.Namespace, config: Any, server: Server, enabled: set[str]
+) -> None:
+    # --tool-search, or the file's [tool_search]; a server that enables it in code keeps its own.
+    from ..server import TOOL_SEARCH, tool_search
+
+    table = config.tool_search if config is not None else None
+    wanted = args.tool_search or (table is not None and table.enabled)
+    if args.pinned and not wanted:
+        raise ConfigError("--pin needs --tool-search (or [tool_search] in the config file)")
+    if not wanted or TOOL_SEARCH in enabled:
+        return
+    pinned = [*(table.pinned if table is not None else ()), *args.pinned]
+    limit = table.limit if table is not None else 5
+    server.extensions.enable(tool_search(pinned=dict.fromkeys(pinned), limit=limit))
 
 
 def _stateless_options(args: argparse.Namespace) -> Any:
