@@ -106,11 +106,15 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def _enable_extensions(args: argparse.Namespace, config: Any, server: Server) -> None:
     # The file's extensions, then the command line's: installed ones, named to be enabled.
     from ..plugins import load_extensions
+    from ..server import BUILTIN_EXTENSIONS
 
     named = [*(config.extensions if config is not None else ()), *args.extensions]
     where = f"{config.source}: extensions" if config is not None else "--extension"
     enabled = {extension.identifier for _, extension in server.extensions.tree()}
-    for extension in load_extensions(named, source=where):
+    # mcpactor's own (search mode, tool manifests) need no installing.
+    builtin = [BUILTIN_EXTENSIONS[name]() for name in named if name in BUILTIN_EXTENSIONS]
+    installed = [name for name in named if name not in BUILTIN_EXTENSIONS]
+    for extension in [*builtin, *load_extensions(installed, source=where)]:
         # A plugin may enable it in code already: it is served once.
         if extension.identifier not in enabled:
             server.extensions.enable(extension)

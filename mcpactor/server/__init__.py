@@ -54,6 +54,9 @@ from ._tasks import encode_cursor as encode_cursor
 from ._tasks import failure_message as failure_message
 from ._tasks import isoformat as isoformat
 from ._tasks import with_related_task as with_related_task
+from ._tool_manifests import TOOL_MANIFESTS as TOOL_MANIFESTS
+from ._tool_manifests import tool_digest as tool_digest
+from ._tool_manifests import tool_manifests as tool_manifests
 from ._tool_search import TOOL_SEARCH as TOOL_SEARCH
 from ._tool_search import ToolSearch as ToolSearch
 from ._tool_search import tool_search as tool_search
@@ -65,7 +68,9 @@ if TYPE_CHECKING:
     from ._compose import MountStatistics as MountStatistics
 
 __all__ = [
+    "BUILTIN_EXTENSIONS",
     "NO_ANSWER",
+    "TOOL_MANIFESTS",
     "TOOL_SEARCH",
     "Audio",
     "CacheHint",
@@ -121,9 +126,14 @@ __all__ = [
     "isoformat",
     "notice_of",
     "serve_stateless",
+    "tool_digest",
+    "tool_manifests",
     "tool_search",
     "with_related_task",
 ]
+
+#: mcpactor's own extensions, by identifier: what makes each with its defaults
+BUILTIN_EXTENSIONS = {TOOL_MANIFESTS: tool_manifests, TOOL_SEARCH: tool_search}
 
 # Composition is loaded when a server first mounts another: its names on first use.
 _COMPOSE_NAMES = frozenset({"Mount", "MountStatistics"})
