@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 from collections.abc import AsyncIterator
@@ -66,16 +67,10 @@ class Wire:
 async def served(version: str, capabilities: Any, *extra: str) -> AsyncIterator[Wire]:
     command = [*SERVE, "--extension", TOOL_MANIFESTS, *extra]
     async with trio.open_nursery() as nursery:
-        process = await nursery.start(
-            lambda task_status: trio.run_process(
-                command,
-                stdin=-1,
-                stdout=-1,
-                cwd=ROOT,
-                check=False,
-                task_status=task_status,
-            )
+        run = functools.partial(
+            trio.run_process, command, stdin=-1, stdout=-1, cwd=ROOT, check=False
         )
+        process = await nursery.start(run)
         wire = Wire(process, version, capabilities)
         try:
             if version != STATELESS:
