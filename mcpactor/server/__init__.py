@@ -1,5 +1,6 @@
 """What users write servers with: ``Server``, ``Context`` and result helpers."""
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import describe
@@ -133,7 +134,10 @@ __all__ = [
 ]
 
 #: mcpactor's own extensions, by identifier: what makes each with its defaults
-BUILTIN_EXTENSIONS = {TOOL_MANIFESTS: tool_manifests, TOOL_SEARCH: tool_search}
+BUILTIN_EXTENSIONS: dict[str, Callable[[], Extension]] = {
+    TOOL_MANIFESTS: tool_manifests,
+    TOOL_SEARCH: tool_search,
+}
 
 # Composition is loaded when a server first mounts another: its names on first use.
 _COMPOSE_NAMES = frozenset({"Mount", "MountStatistics"})

@@ -186,6 +186,8 @@ class ToolSearch:
 
     def extension(self) -> Extension:
         """This search mode as an ``Extension`` to enable on the served server."""
+        # Typed loosely: the field's tuple converter leaves mypy a type it cannot solve.
+        layers: tuple[Any, ...] = (self.layer,)
         return Extension(
             identifier=TOOL_SEARCH,
             settings={
@@ -195,7 +197,7 @@ class ToolSearch:
             },
             requires=("tools",),
             setup=self.setup,
-            middleware=[self.layer],
+            middleware=layers,
             description="search mode: search_tools and call_tool in place of a long tool list",
         )
 
