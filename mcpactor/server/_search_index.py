@@ -83,7 +83,7 @@ _STOP: Final = frozenset(
 _SYNONYM_GROUPS: Final = (
     # the verbs of create, read, update and delete, as requests phrase them
     "create add new make register open insert upload post issue place book reserve "
-    "schedule write record log submit send setup",
+    "schedule write submit send setup",
     "get fetch retrieve read show view look lookup detail see check track inspect",
     "list enumerate browse all index",
     "update modify change edit set alter rename adjust fix correct",
