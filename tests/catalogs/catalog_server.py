@@ -14,6 +14,9 @@ import trio
 from mcpactor import Context, Server, tool_search
 from tests.catalogs.catalog_data import tools
 
+#: set when a slow call ends (in this process: the in-memory tests)
+ENDED = trio.Event()
+
 
 def _tool(name: str, schema: dict[str, Any]) -> Any:
     async def call(ctx: Context, **given: Any) -> str:
@@ -21,7 +24,10 @@ def _tool(name: str, schema: dict[str, Any]) -> Any:
         if arguments.get("limit") == -1:
             # A slow call: reports progress, then waits to be cancelled.
             await ctx.report_progress(1, 2, "started")
-            await trio.sleep_forever()
+            try:
+                await trio.sleep_forever()
+            finally:
+                ENDED.set()
         return f"{name} called with {sorted(arguments.items())}"
 
     # The schema is given; the signature names each argument, as a handler's would.

@@ -13,6 +13,7 @@ import trio
 
 from mcpactor import RequestError, Server, tool_search
 from mcpactor.testing import client
+from tests.catalogs import catalog_server
 from tests.catalogs.catalog_server import build
 
 QUERIES = json.loads((Path(__file__).parent / "queries.json").read_text())
@@ -99,6 +100,7 @@ async def test_call_tool_is_the_named_tools_own_call() -> None:
 
 
 async def test_progress_and_cancellation_pass_through() -> None:
+    catalog_server.ENDED = trio.Event()
     server = build(search=True)
     async with client(server) as session:
         progressed = trio.Event()
@@ -122,6 +124,9 @@ async def test_progress_and_cancellation_pass_through() -> None:
             nursery.start_soon(call)
             await progressed.wait()
             cancelled.cancel()
+        # The tool itself was cancelled, not just the client's wait.
+        with trio.fail_after(5):
+            await catalog_server.ENDED.wait()
         assert seen
         # The session serves on after the cancelled call.
         result = await session.call_tool("call_tool", {"name": "ping"})

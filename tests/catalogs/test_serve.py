@@ -98,3 +98,10 @@ def test_the_official_sdk_client_uses_search_mode() -> None:
     assert json.loads(found)["tools"][0]["name"] == "devops_create_deployment"
     assert called == "devops_get_deployment called with [('deployment_id', '7')]"
     assert invalid_is_error
+
+
+def test_pin_without_search_mode_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from mcpactor.cli import main
+
+    assert main(["serve", str(ROOT / TARGET), "--pin", "ping"]) != 0
+    assert "--pin needs --tool-search" in capsys.readouterr().err
