@@ -11,6 +11,7 @@ import pytest
 
 from mcpactor.client import connect_stdio
 from tests.catalogs.test_search_mode import FLOOR, QUERIES, tokens
+from tests.spec_schema import check
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = "tests/catalogs/catalog_server.py:server"
@@ -25,6 +26,7 @@ async def test_serve_tool_search_over_stdio(version: str) -> None:
     ) as session:
         listing = await session.request("tools/list", {})
         assert [tool["name"] for tool in listing["tools"]] == ["search_tools", "call_tool", "ping"]
+        check(listing, version, "ListToolsResult")
         print(f"search mode over stdio at {version}: tools/list is {tokens(listing)} tokens")
         assert tokens(listing) < 2000
         hits = 0
@@ -33,6 +35,7 @@ async def test_serve_tool_search_over_stdio(version: str) -> None:
             hits += wanted in [tool["name"] for tool in result["structuredContent"]["tools"]]
         print(f"search mode over stdio at {version}: {hits}/{len(QUERIES)} in the top 3")
         assert hits / len(QUERIES) >= FLOOR
+        check(result, version, "CallToolResult")
         result = await session.call_tool(
             "call_tool", {"name": "travel_get_itinerary", "arguments": {"itinerary_id": "t-9"}}
         )
