@@ -14,6 +14,8 @@ mode without a line of code.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from mcpactor import Server, tool_manifests, tool_search
 
 # --8<-- [start:tools]
@@ -31,7 +33,7 @@ VERBS = {
 }
 
 
-def make_tool(name: str) -> object:
+def make_tool(name: str) -> Callable[[str], Awaitable[str]]:
     async def tool(record_id: str = "") -> str:
         return f"{name}({record_id})"
 
@@ -44,7 +46,7 @@ def domain_server(domain: str) -> Server:
         for verb, description in VERBS.items():
             words = record.replace("_", " ")
             server.add_tool(
-                make_tool(f"{domain}_{verb}_{record}"),  # type: ignore[arg-type]
+                make_tool(f"{domain}_{verb}_{record}"),
                 name=f"{domain}_{verb}_{record}",
                 description=description.format(record=words, domain=domain),
             )

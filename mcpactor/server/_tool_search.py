@@ -90,15 +90,30 @@ class ToolSearch:
             self.builds += 1
         return index
 
-    def listing(self, revision: Revision) -> JSONObject:
-        """The ``tools/list`` result of search mode: the two tools and the pinned ones."""
-        listing = self._listings.get(revision.version)
+    def listing(self, ctx: Context) -> JSONObject:
+        """The ``tools/list`` result of search mode: the two tools and the pinned ones
+        (with ``hide_unauthorized``, those the caller's scopes reach)."""
+        revision = ctx.negotiated.revision
+        principal = self._principal(ctx)
+        listing = self._listings.get(revision.version) if principal is None else None
         if listing is None:
             entries = self._entries()
             names = [self.search_tool, self.call_tool, *self.pinned]
-            tools = [entries[name].wire(revision) for name in names if name in entries]
-            listing = self._listings[revision.version] = {"tools": tools}
+            tools = [
+                entries[name].wire(revision)
+                for name in names
+                if name in entries
+                and (principal is None or principal.scopes.issuperset(scopes_of(entries[name])))
+            ]
+            listing = {"tools": tools}
+            if principal is None:
+                self._listings[revision.version] = listing
         return listing
+
+    def _principal(self, ctx: Context) -> Any:
+        # Who the lists are cut for: the caller where the server hides what it may not call.
+        server = self._server
+        return ctx.principal if server is not None and server.hide_unauthorized else None
 
     def search(self, query: str, limit: int | None, ctx: Context) -> list[JSONObject]:
         """The definitions of the tools best matching ``query`` that ``ctx`` may see."""
@@ -107,7 +122,7 @@ class ToolSearch:
         if not 1 <= wanted <= MAX_RESULTS:
             raise RequestError(INVALID_PARAMS, f"limit must be 1 to {MAX_RESULTS}")
         entries = self._entries()
-        principal = ctx.principal if self._server and self._server.hide_unauthorized else None
+        principal = self._principal(ctx)
         found: list[JSONObject] = []
         for name in self.index(revision).search(query[:MAX_QUERY_CHARS], MAX_RESULTS):
             entry = entries.get(name)
@@ -148,7 +163,7 @@ class ToolSearch:
         """The middleware: the small ``tools/list``, and ``call_tool`` made a direct call."""
         if call.kind == "request":
             if call.method == "tools/list":
-                yield Result(dict(self.listing(call.context.negotiated.revision)))
+                yield Result(dict(self.listing(call.context)))
                 return
             params = call.params
             if call.method == "tools/call" and params and params.get("name") == self.call_tool:

@@ -180,3 +180,44 @@ def test_bad_settings_are_refused() -> None:
         tool_search(limit=0)
     with pytest.raises(TypeError, match="pinned"):
         tool_search(pinned=[1])  # type: ignore[list-item]
+
+
+async def test_hidden_tools_stay_hidden_from_callers_without_their_scopes() -> None:
+    from tests.server.conftest import make_context
+    from tests.server.test_scopes import caller
+
+    extension = tool_search(pinned=["wipe_disk", "ping"])
+    server = Server("guarded", hide_unauthorized=True, extensions=[extension])
+
+    @server.tool(scopes=["admin"])
+    def wipe_disk() -> str:
+        """Erase every file on the disk."""
+        return "wiped"
+
+    @server.tool
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    @server.tool
+    def erase_draft() -> str:
+        """Erase one draft file."""
+        return "erased"
+
+    state = extension.middleware[0].__self__
+    user = make_context(peer=caller("read"), server=server)
+    admin = make_context(peer=caller("admin"), server=server)
+    assert [t["name"] for t in state.listing(user)["tools"]] == [
+        "search_tools",
+        "call_tool",
+        "ping",
+    ]
+    assert [t["name"] for t in state.listing(admin)["tools"]] == [
+        "search_tools",
+        "call_tool",
+        "wipe_disk",
+        "ping",
+    ]
+    assert [t["name"] for t in state.search("erase files", None, user)] == ["erase_draft"]
+    found = {t["name"] for t in state.search("erase files", None, admin)}
+    assert found == {"erase_draft", "wipe_disk"}
