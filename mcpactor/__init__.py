@@ -47,6 +47,8 @@ from .server import Header as Header
 from .server import Image as Image
 from .server import InputRequired as InputRequired
 from .server import Server as Server
+from .server import tool_manifests as tool_manifests
+from .server import tool_search as tool_search
 
 if TYPE_CHECKING:
     from .protocol import CreateMessageResult as CreateMessageResult
@@ -100,6 +102,8 @@ __all__ = [
     "TransportError",
     "__version__",
     "check_cancelled",
+    "tool_manifests",
+    "tool_search",
 ]
 
 # The types of server→client requests load on first use (see protocol/_client_types.py).

@@ -120,6 +120,20 @@ def add_composition_arguments(serve: argparse.ArgumentParser) -> None:
         help="enable the installed extension ID (e.g. com.example/search) on the served "
         "server; repeatable (adds to the extensions of --config)",
     )
+    serve.add_argument(
+        "--tool-search",
+        action="store_true",
+        help="search mode: clients list search_tools and call_tool (and the --pin tools) "
+        "instead of every tool (docs/catalogs.md)",
+    )
+    serve.add_argument(
+        "--pin",
+        dest="pinned",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="with --tool-search, list TOOL as well; repeatable",
+    )
 
 
 def address_list(text: str) -> tuple[str, ...]:

@@ -106,14 +106,36 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def _enable_extensions(args: argparse.Namespace, config: Any, server: Server) -> None:
     # The file's extensions, then the command line's: installed ones, named to be enabled.
     from ..plugins import load_extensions
+    from ..server import BUILTIN_EXTENSIONS
 
     named = [*(config.extensions if config is not None else ()), *args.extensions]
     where = f"{config.source}: extensions" if config is not None else "--extension"
     enabled = {extension.identifier for _, extension in server.extensions.tree()}
-    for extension in load_extensions(named, source=where):
+    # mcpactor's own (search mode, tool manifests) need no installing.
+    builtin = [BUILTIN_EXTENSIONS[name]() for name in named if name in BUILTIN_EXTENSIONS]
+    installed = [name for name in named if name not in BUILTIN_EXTENSIONS]
+    for extension in [*builtin, *load_extensions(installed, source=where)]:
         # A plugin may enable it in code already: it is served once.
         if extension.identifier not in enabled:
             server.extensions.enable(extension)
+    _enable_tool_search(args, config, server, enabled)
+
+
+def _enable_tool_search(
+    args: argparse.Namespace, config: Any, server: Server, enabled: set[str]
+) -> None:
+    # --tool-search, or the file's [tool_search]; a server that enables it in code keeps its own.
+    from ..server import TOOL_SEARCH, tool_search
+
+    table = config.tool_search if config is not None else None
+    wanted = args.tool_search or (table is not None and table.enabled)
+    if args.pinned and not wanted:
+        raise ConfigError("--pin needs --tool-search (or [tool_search] in the config file)")
+    if not wanted or TOOL_SEARCH in enabled:
+        return
+    pinned = [*(table.pinned if table is not None else ()), *args.pinned]
+    limit = table.limit if table is not None else 5
+    server.extensions.enable(tool_search(pinned=dict.fromkeys(pinned), limit=limit))
 
 
 def _stateless_options(args: argparse.Namespace) -> Any:

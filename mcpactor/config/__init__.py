@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._auth import AuthConfig as AuthConfig
     from ._file import CONFIG_NAME as CONFIG_NAME
     from ._file import Config as Config
+    from ._file import ToolSearchConfig as ToolSearchConfig
     from ._file import find_config as find_config
     from ._file import load_config as load_config
     from ._file import parse_config as parse_config
@@ -62,6 +63,7 @@ _NAMES = {
     "AuthConfig": "._auth",
     "CONFIG_NAME": "._file",
     "Config": "._file",
+    "ToolSearchConfig": "._file",
     "find_config": "._file",
     "load_config": "._file",
     "parse_config": "._file",
@@ -99,6 +101,7 @@ __all__ = [
     "ServerConfig",
     "StoreConfig",
     "TargetError",
+    "ToolSearchConfig",
     "assemble",
     "find_config",
     "line_of",

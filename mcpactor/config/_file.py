@@ -45,6 +45,7 @@ __all__ = [
     "MountConflict",
     "ServerConfig",
     "StoreConfig",
+    "ToolSearchConfig",
     "assemble",
     "find_config",
     "load_config",
@@ -73,9 +74,22 @@ _KEYS: Final = frozenset(
         "admin",
         "store",
         "extensions",
+        "tool_search",
     }
 )
 _T = TypeVar("_T")
+
+
+@attrs.frozen
+class ToolSearchConfig:
+    """``[tool_search]``: search mode for the served server."""
+
+    #: False: the table is there but search mode is off
+    enabled: bool = True
+    #: the tools listed beside ``search_tools`` and ``call_tool``
+    pinned: tuple[str, ...] = ()
+    #: how many tools a search returns unless it asks for another number
+    limit: int = 5
 
 
 @attrs.frozen
@@ -114,6 +128,8 @@ class Config:
     store: StoreConfig | None = None
     #: ``extensions``: the identifiers of installed extensions to enable, in order
     extensions: tuple[str, ...] = ()
+    #: ``[tool_search]``: serve in search mode (docs/catalogs.md); None: no table
+    tool_search: ToolSearchConfig | None = None
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -223,6 +239,19 @@ def parse_config(data: Mapping[str, Any], *, source: Path, key: str = "") -> Con
         admin=_table(reader, data, "admin", _admin_config),
         store=_table(reader, data, "store", _store_config),
         extensions=_extensions(reader, data),
+        tool_search=_table(reader, data, "tool_search", _tool_search_config),
+    )
+
+
+def _tool_search_config(reader: _Reader, table: Mapping[str, Any]) -> ToolSearchConfig:
+    reader.known(table, {"enabled", "pinned", "limit"})
+    limit = reader.optional(table, "limit", int, 5)
+    if not 1 <= limit <= 50:
+        raise reader.error("limit", "a number of results from 1 to 50", limit)
+    return ToolSearchConfig(
+        enabled=reader.optional(table, "enabled", bool, True),
+        pinned=reader.string_list(table, "pinned") or (),
+        limit=limit,
     )
 
 

@@ -1,5 +1,6 @@
 """What users write servers with: ``Server``, ``Context`` and result helpers."""
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import describe
@@ -54,6 +55,12 @@ from ._tasks import encode_cursor as encode_cursor
 from ._tasks import failure_message as failure_message
 from ._tasks import isoformat as isoformat
 from ._tasks import with_related_task as with_related_task
+from ._tool_manifests import TOOL_MANIFESTS as TOOL_MANIFESTS
+from ._tool_manifests import tool_digest as tool_digest
+from ._tool_manifests import tool_manifests as tool_manifests
+from ._tool_search import TOOL_SEARCH as TOOL_SEARCH
+from ._tool_search import ToolSearch as ToolSearch
+from ._tool_search import tool_search as tool_search
 from ._uritemplate import UriTemplate as UriTemplate
 from ._uritemplate import UriTemplateError as UriTemplateError
 
@@ -62,7 +69,10 @@ if TYPE_CHECKING:
     from ._compose import MountStatistics as MountStatistics
 
 __all__ = [
+    "BUILTIN_EXTENSIONS",
     "NO_ANSWER",
+    "TOOL_MANIFESTS",
+    "TOOL_SEARCH",
     "Audio",
     "CacheHint",
     "Call",
@@ -98,6 +108,7 @@ __all__ = [
     "TaskMetadata",
     "TaskState",
     "Terminal",
+    "ToolSearch",
     "UriTemplate",
     "UriTemplateError",
     "adapt_content",
@@ -116,8 +127,17 @@ __all__ = [
     "isoformat",
     "notice_of",
     "serve_stateless",
+    "tool_digest",
+    "tool_manifests",
+    "tool_search",
     "with_related_task",
 ]
+
+#: mcpactor's own extensions, by identifier: what makes each with its defaults
+BUILTIN_EXTENSIONS: dict[str, Callable[[], Extension]] = {
+    TOOL_MANIFESTS: tool_manifests,
+    TOOL_SEARCH: tool_search,
+}
 
 # Composition is loaded when a server first mounts another: its names on first use.
 _COMPOSE_NAMES = frozenset({"Mount", "MountStatistics"})

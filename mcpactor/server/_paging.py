@@ -1,19 +1,25 @@
 # Paging of the list results (``tools/list`` and the others).
 #
-# A list is cut into pages of ``page_size`` entries once per kind and revision, and kept
-# until the registry changes (the Server drops the cached pages then). Where the list is
-# cacheable (``Revision.cacheable``) tools are listed by name, so that every replica and
-# restart answers the same pages (the changelog asks for a deterministic order); the
-# session revisions keep registration order. A cursor is the
-# opaque base64 of ``[kind, page]``: one minted for another list, or not minted here, is
-# a -32602 error naming it, bounded.
+# A list is built once per kind and revision, and kept until the registry changes (the
+# Server drops the cached lists then). Where the list is cacheable (``Revision.cacheable``)
+# tools are listed by name, so that every replica and restart answers the same pages (the
+# changelog asks for a deterministic order); the session revisions keep registration
+# order. A cursor is the opaque base64 of ``[kind, offset, last]``: where the next page
+# starts and the key (name, URI or URI template) of the last entry already given. While
+# the list is unchanged the offset is used as it is; once it changed, the next page starts
+# after ``last`` where it now is (in a list by name, after where it would sort), so
+# entries added or removed between pages make no entry that was listed throughout come
+# twice or go missing. A cursor minted for another list, or not minted here, is a -32602
+# error naming it, bounded.
 
 from __future__ import annotations
 
 import base64
+import bisect
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
+import attrs
 import orjson
 
 from .._exceptions import INVALID_PARAMS, RequestError
@@ -21,8 +27,38 @@ from ..protocol import JSONObject, Revision, bounded_value, describe
 
 __all__ = ["Pages", "paginate"]
 
-#: (kind, revision) -> the pages of that list
-Pages = dict[tuple[str, str], list[list[JSONObject]]]
+# The field that names an entry of each list.
+_KEYS: Final = {"resources": "uri", "resourceTemplates": "uriTemplate"}
+#: a cursor longer than this is refused before it is decoded
+MAX_CURSOR_CHARS: Final = 4096
+
+
+@attrs.define(eq=False)
+class _Listing:
+    # One list as built: its entries in order, and where each is, worked out when asked.
+    items: list[JSONObject]
+    key: str
+    by_name: bool
+    _keys: list[str] | None = None
+    _positions: dict[str, int] | None = None
+
+    def key_at(self, index: int) -> str:
+        return str(self.items[index].get(self.key))
+
+    def after(self, last: str) -> int | None:
+        # Where the entries after ``last`` start now (None: it is gone, order unknown).
+        if self.by_name:
+            if self._keys is None:
+                self._keys = [self.key_at(i) for i in range(len(self.items))]
+            return bisect.bisect_right(self._keys, last)
+        if self._positions is None:
+            self._positions = {self.key_at(i): i for i in range(len(self.items))}
+        position = self._positions.get(last)
+        return None if position is None else position + 1
+
+
+#: (kind, revision) -> that list as built
+Pages = dict[tuple[str, str], _Listing]
 
 
 def paginate(
@@ -35,35 +71,55 @@ def paginate(
 ) -> JSONObject:
     """The page of list ``kind`` that ``params["cursor"]`` asks for, with ``nextCursor``."""
     key = (kind, revision.version)
-    pages = cache.get(key)
-    if pages is None:
+    listing = cache.get(key)
+    if listing is None:
         items = [entry.wire(revision) for entry in entries]
-        if kind == "tools" and "tools/list" in revision.cacheable:
+        by_name = kind == "tools" and "tools/list" in revision.cacheable
+        if by_name:
             items.sort(key=lambda item: str(item.get("name")))
-        pages = [items[i : i + page_size] for i in range(0, len(items), page_size)] or [[]]
-        cache[key] = pages
-    index = decode_cursor(params.get("cursor"), kind)
-    if index >= len(pages):
-        raise RequestError(INVALID_PARAMS, "the cursor is past the end of the list")
-    result: JSONObject = {kind: pages[index]}
-    if index + 1 < len(pages):
-        result["nextCursor"] = encode_cursor(kind, index + 1)
+        listing = cache[key] = _Listing(items, _KEYS.get(kind, "name"), by_name)
+    start = _start(listing, decode_cursor(params.get("cursor"), kind))
+    end = start + page_size
+    result: JSONObject = {kind: listing.items[start:end]}
+    if end < len(listing.items):
+        result["nextCursor"] = encode_cursor(kind, end, listing.key_at(end - 1))
     return result
 
 
-def encode_cursor(kind: str, page: int) -> str:
-    """The cursor of page number ``page`` of list ``kind``."""
-    return base64.urlsafe_b64encode(orjson.dumps([kind, page])).decode("ascii")
-
-
-def decode_cursor(cursor: Any, kind: str) -> int:
-    """The page number a cursor of list ``kind`` names (0 for none); -32602 if it is not one."""
+def _start(listing: _Listing, cursor: tuple[int, str] | None) -> int:
     if cursor is None:
         return 0
+    offset, last = cursor
+    items = listing.items
+    if offset <= len(items) and listing.key_at(offset - 1) == last:
+        return offset  # the list as the cursor was minted for (or the same up to here)
+    after = listing.after(last)
+    if after is not None:
+        return after
+    # Its last entry was removed from a list in registration order: resume at the same
+    # place, one back, so a removal before it repeats an entry rather than skipping one.
+    return min(offset - 1, len(items))
+
+
+def encode_cursor(kind: str, offset: int, last: str) -> str:
+    """The cursor of list ``kind`` from ``offset`` on, after the entry keyed ``last``."""
+    return base64.urlsafe_b64encode(orjson.dumps([kind, offset, last])).decode("ascii")
+
+
+def decode_cursor(cursor: Any, kind: str) -> tuple[int, str] | None:
+    """The offset and last key a cursor of list ``kind`` holds (None for no cursor).
+
+    Raises:
+        RequestError: -32602, the cursor is not one of this list's.
+    """
+    if cursor is None:
+        return None
     try:
-        decoded = orjson.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
-        if decoded[0] == kind and type(decoded[1]) is int and decoded[1] >= 0:
-            return int(decoded[1])
+        if len(cursor) <= MAX_CURSOR_CHARS:
+            decoded = orjson.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+            name, offset, last = decoded
+            if name == kind and type(offset) is int and offset >= 1 and type(last) is str:
+                return offset, last
     except (ValueError, TypeError, AttributeError, IndexError, KeyError, orjson.JSONDecodeError):
         pass
     raise RequestError(
