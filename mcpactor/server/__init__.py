@@ -54,6 +54,9 @@ from ._tasks import encode_cursor as encode_cursor
 from ._tasks import failure_message as failure_message
 from ._tasks import isoformat as isoformat
 from ._tasks import with_related_task as with_related_task
+from ._transform import ArgTransform as ArgTransform
+from ._transform import ToolTransform as ToolTransform
+from ._transform import transformed as transformed
 from ._uritemplate import UriTemplate as UriTemplate
 from ._uritemplate import UriTemplateError as UriTemplateError
 
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NO_ANSWER",
+    "ArgTransform",
     "Audio",
     "CacheHint",
     "Call",
@@ -98,6 +102,7 @@ __all__ = [
     "TaskMetadata",
     "TaskState",
     "Terminal",
+    "ToolTransform",
     "UriTemplate",
     "UriTemplateError",
     "adapt_content",
@@ -116,6 +121,7 @@ __all__ = [
     "isoformat",
     "notice_of",
     "serve_stateless",
+    "transformed",
     "with_related_task",
 ]
 
