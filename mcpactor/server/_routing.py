@@ -83,17 +83,25 @@ def build_table(parent: Composable, mounts: Sequence[Mount], *, started: bool = 
     _add_catalog(table, parent.name, None, parent._registry.catalog())
     for mount in mounts:
         catalog = mount.server._catalog()
+        made: dict[str, TransformedTool] = {}
         if mount.tools:
-            catalog = _transformed(table, parent.name, mount, catalog, started=started)
-        _add_catalog(table, parent.name, mount, catalog)
+            catalog = _transformed(table, parent.name, mount, catalog, made, started=started)
+        _add_catalog(table, parent.name, mount, catalog, made)
     return table
 
 
 def _transformed(
-    table: Table, parent: str, mount: Mount, catalog: Catalog, *, started: bool
+    table: Table,
+    parent: str,
+    mount: Mount,
+    catalog: Catalog,
+    made: dict[str, TransformedTool],
+    *,
+    started: bool,
 ) -> Catalog:
     # The child's tools as the mount exposes them: hidden ones left out, transformed ones
-    # replaced by entries of their own (keyed by their new unprefixed name).
+    # replaced by entries of their own (keyed by their new unprefixed name, also in
+    # ``made``: a child's catalogue may hold transformed tools of its own mounts).
     tools: dict[str, Listed] = {}
     transforms = mount.tools
     for name, entry in catalog.tools.items():
@@ -105,7 +113,9 @@ def _transformed(
             continue
         new_name = transform.name or name
         try:
-            tools[new_name] = transform_tool(mount.expose(new_name), name, entry, transform)
+            tools[new_name] = made[new_name] = transform_tool(
+                mount.expose(new_name), name, entry, transform
+            )
         except SchemaError as exc:
             table.problems.append(f"{_owner(parent, mount)}: {exc}")
             continue
@@ -119,7 +129,13 @@ def _transformed(
     return Catalog(tools, catalog.prompts, catalog.resources, catalog.templates)
 
 
-def _add_catalog(table: Table, parent: str, mount: Mount | None, catalog: Catalog) -> None:
+def _add_catalog(
+    table: Table,
+    parent: str,
+    mount: Mount | None,
+    catalog: Catalog,
+    made: Mapping[str, TransformedTool] | None = None,
+) -> None:
     owner = _owner(parent, mount)
     for kind, entries, routes, listed in (
         ("tool", catalog.tools, table.tools, table.listed_tools),
@@ -142,7 +158,8 @@ def _add_catalog(table: Table, parent: str, mount: Mount | None, catalog: Catalo
                     f"{describe(name)})"
                 )
                 continue
-            if isinstance(entry, TransformedTool):
+            if made and made.get(name) is entry:
+                assert isinstance(entry, TransformedTool)
                 routes[exposed] = Route(mount, entry.source, entry)
                 listed[exposed] = entry
                 continue
