@@ -18,8 +18,34 @@ follows its new signature, and its calls are validated against it (docs/transfor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .server import ArgTransform as ArgTransform
+from .server import Server
 from .server import ToolTransform as ToolTransform
-from .server import transformed as transformed
 
 __all__ = ["ArgTransform", "ToolTransform", "transformed"]
+
+
+def transformed(server: Server[Any], tools: Mapping[str, ToolTransform]) -> Server[Any]:
+    """A Server serving ``server`` with its ``tools`` transformed (for serving it alone).
+
+    It has the server's name, version and instructions, runs its middleware, and mounts
+    it unprefixed with the transformations; mount ``server`` with ``tools=`` instead to
+    compose it with others.
+    """
+    parent: Server[Any] = Server(
+        server.name,
+        server.version,
+        title=server.title,
+        description=server.description,
+        instructions=server.instructions,
+        website_url=server.website_url,
+        icons=server.icons,
+    )
+    parent.mount(server, name=server.name, tools=tools)
+    # The served server's chain is the one that runs: the original's layers move up.
+    for layer in server.middleware:
+        parent.middleware.use(layer)
+    return parent

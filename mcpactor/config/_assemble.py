@@ -163,14 +163,9 @@ def assemble(
             mount_prefix: str | None = config.name if prefix else None
         else:
             mount_prefix = config.prefix or None
+        limit = config.max_concurrent
         try:
-            parent.mount(
-                server,
-                mount_prefix,
-                name=config.name,
-                max_concurrent=config.max_concurrent,
-                tools=tools or None,
-            )
+            parent.mount(server, mount_prefix, name=config.name, max_concurrent=limit, tools=tools)
         except PluginError as exc:
             raise MountConflict(
                 str(exc), entry_point=exc.entry_point, distribution=exc.distribution

@@ -56,7 +56,6 @@ from ._tasks import isoformat as isoformat
 from ._tasks import with_related_task as with_related_task
 from ._transform import ArgTransform as ArgTransform
 from ._transform import ToolTransform as ToolTransform
-from ._transform import transformed as transformed
 from ._uritemplate import UriTemplate as UriTemplate
 from ._uritemplate import UriTemplateError as UriTemplateError
 
@@ -121,7 +120,6 @@ __all__ = [
     "isoformat",
     "notice_of",
     "serve_stateless",
-    "transformed",
     "with_related_task",
 ]
 

@@ -33,7 +33,7 @@ from ._results import error_result
 from ._scopes import scopes_of
 from ._validation import SchemaValidator
 
-__all__ = ["ArgTransform", "ToolTransform", "TransformedTool", "transform_tool", "transformed"]
+__all__ = ["ArgTransform", "ToolTransform", "TransformedTool", "transform_tool"]
 
 _log = logging.getLogger("mcpactor")
 
@@ -250,15 +250,48 @@ def transform_tool(exposed: str, source: str, entry: Listed, transform: ToolTran
     if transform.output_schema is not None:
         definition["outputSchema"] = copy.deepcopy(transform.output_schema)
     schema = copy.deepcopy(original.get("inputSchema") or {"type": "object"})
+    mapping = _Mapping()
+    _transform_arguments(schema, transform.arguments, mapping, what)
+    definition["inputSchema"] = schema
+    validator = compile_validator(schema, what=f"tool {describe(exposed)}")
+    shadowed = set(mapping.renamed.values()) | set(mapping.hidden)
+    return TransformedTool(
+        source=source,
+        entry=entry,
+        transform=transform,
+        definition=definition,
+        validator=validator,
+        renamed=mapping.renamed,
+        hidden=mapping.hidden,
+        defaults=mapping.defaults,
+        shadowed=frozenset(shadowed - set(schema["properties"])),
+    )
+
+
+def _claim(properties: dict[str, Any], name: str, prop: Any, what: str) -> None:
+    if name in properties:
+        raise SchemaError(f"{what}: two arguments are named {describe(name)}")
+    properties[name] = prop
+
+
+@attrs.define
+class _Mapping:
+    # How a transformed tool's arguments map back to the original's.
+    renamed: dict[str, str] = attrs.Factory(dict)
+    hidden: dict[str, Any] = attrs.Factory(dict)
+    defaults: dict[str, Any] = attrs.Factory(dict)
+
+
+def _transform_arguments(
+    schema: JSONObject, arguments: Mapping[str, ArgTransform], mapping: _Mapping, what: str
+) -> None:
+    # Rewrites ``schema`` (a copy of the original's inputSchema) in place.
     properties: dict[str, Any] = schema.get("properties") or {}
     required: list[str] = list(schema.get("required") or [])
-    renamed: dict[str, str] = {}
-    hidden: dict[str, Any] = {}
-    defaults: dict[str, Any] = {}
     new_properties: dict[str, Any] = {}
     new_required: list[str] = []
     for name, prop in properties.items():
-        arg = transform.arguments.get(name)
+        arg = arguments.get(name)
         if arg is None:
             _claim(new_properties, name, prop, what)
             if name in required:
@@ -267,7 +300,7 @@ def transform_tool(exposed: str, source: str, entry: Listed, transform: ToolTran
         if arg.hide:
             value = arg.value if arg.value is not _UNSET else arg.default
             if value is not _UNSET:
-                hidden[name] = value
+                mapping.hidden[name] = value
             elif name in required:
                 raise SchemaError(
                     f"{what}: argument {describe(name)} is required: hiding it needs a value"
@@ -280,13 +313,13 @@ def transform_tool(exposed: str, source: str, entry: Listed, transform: ToolTran
         new_name = arg.name or name
         if arg.default is not _UNSET:
             prop["default"] = arg.default
-            defaults[name] = arg.default
+            mapping.defaults[name] = arg.default
         elif name in required:
             new_required.append(new_name)
         if new_name != name:
-            renamed[new_name] = name
+            mapping.renamed[new_name] = name
         _claim(new_properties, new_name, prop, what)
-    unknown = sorted(set(transform.arguments) - set(properties))
+    unknown = sorted(set(arguments) - set(properties))
     if unknown:
         raise SchemaError(
             f"{what}: no argument {', '.join(map(describe, unknown))}; "
@@ -297,48 +330,3 @@ def transform_tool(exposed: str, source: str, entry: Listed, transform: ToolTran
         schema["required"] = new_required
     else:
         schema.pop("required", None)
-    definition["inputSchema"] = schema
-    validator = compile_validator(schema, what=f"tool {describe(exposed)}")
-    shadowed = frozenset((set(renamed.values()) | set(hidden)) - set(new_properties))
-    return TransformedTool(
-        source=source,
-        entry=entry,
-        transform=transform,
-        definition=definition,
-        validator=validator,
-        renamed=renamed,
-        hidden=hidden,
-        defaults=defaults,
-        shadowed=shadowed,
-    )
-
-
-def _claim(properties: dict[str, Any], name: str, prop: Any, what: str) -> None:
-    if name in properties:
-        raise SchemaError(f"{what}: two arguments are named {describe(name)}")
-    properties[name] = prop
-
-
-def transformed(server: Any, tools: Mapping[str, ToolTransform]) -> Any:
-    """A Server serving ``server`` with its ``tools`` transformed (for serving it alone).
-
-    It has the server's name, version and instructions, runs its middleware, and mounts
-    it unprefixed with the transformations; mount ``server`` with ``tools=`` instead to
-    compose it with others.
-    """
-    from ._server import Server
-
-    parent: Server[Any] = Server(
-        server.name,
-        server.version,
-        title=server.title,
-        description=server.description,
-        instructions=server.instructions,
-        website_url=server.website_url,
-        icons=server.icons,
-    )
-    parent.mount(server, name=server.name, tools=tools)
-    # The served server's chain is the one that runs: the original's layers move up.
-    for layer in server.middleware:
-        parent.middleware.use(layer)
-    return parent
