@@ -103,29 +103,38 @@ def _transformed(
     # replaced by entries of their own (keyed by their new unprefixed name, also in
     # ``made``: a child's catalogue may hold transformed tools of its own mounts).
     tools: dict[str, Listed] = {}
+    # exposed name -> the child's tool it is, to name both when two would share one
+    sources: dict[str, str] = {}
     transforms = mount.tools
+    owner = _owner(parent, mount)
+
+    def add(name: str, entry: Listed, source: str) -> None:
+        taken = sources.get(name)
+        if taken is not None:
+            table.problems.append(
+                f"tool {describe(mount.expose(name))} is served twice: by {owner}'s tools "
+                f"{describe(taken)} and {describe(source)} (transformed)"
+            )
+            return
+        sources[name] = source
+        tools[name] = entry
+
     for name, entry in catalog.tools.items():
         transform = transforms.get(name)
-        if transform is None:
-            tools[name] = entry
-            continue
-        if transform.hide:
+        if transform is None or transform.keep_original:
+            add(name, entry, name)
+        if transform is None or transform.hide:
             continue
         new_name = transform.name or name
         try:
-            tools[new_name] = made[new_name] = transform_tool(
-                mount.expose(new_name), name, entry, transform
-            )
+            made[new_name] = transform_tool(mount.expose(new_name), name, entry, transform)
         except SchemaError as exc:
-            table.problems.append(f"{_owner(parent, mount)}: {exc}")
+            table.problems.append(f"{owner}: {exc}")
             continue
-        if transform.keep_original:
-            tools.setdefault(name, entry)
+        add(new_name, made[new_name], name)
     if started:
         for name in sorted(set(transforms) - set(catalog.tools)):
-            table.problems.append(
-                f"{_owner(parent, mount)} has no tool {describe(name)} to transform"
-            )
+            table.problems.append(f"{owner} has no tool {describe(name)} to transform")
     return Catalog(tools, catalog.prompts, catalog.resources, catalog.templates)
 
 
