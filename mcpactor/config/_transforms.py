@@ -7,8 +7,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
 
 import attrs
 
@@ -17,6 +17,8 @@ from ._reader import NOT_A_NAME, Reader
 from ._targets import load_hook
 
 __all__ = ["ToolTransformConfig", "read_tool_transforms"]
+
+_T = TypeVar("_T")
 
 _TOOL_KEYS: Final = frozenset(
     {
@@ -139,7 +141,7 @@ def _argument(reader: Reader, table: Mapping[str, Any]) -> ArgTransform:
     )
 
 
-def _build(reader: Reader, key: str, cls: Any, **fields: Any) -> Any:
+def _build(reader: Reader, key: str, cls: Callable[..., _T], **fields: Any) -> _T:
     try:
         return cls(**fields)
     except ValueError as exc:

@@ -28,7 +28,7 @@ from .._exceptions import INVALID_PARAMS, RequestError, SchemaError, ToolError
 from ..protocol import LATEST, JSONObject, Revision, describe, describe_error, error_text
 from ._context import Context
 from ._registered import _validate
-from ._registry import Listed, _prune, check_tool_name, compile_validator
+from ._registry import Listed, _prune, check_tool_name, compile_validator, validation_errors
 from ._results import error_result
 from ._scopes import scopes_of
 from ._validation import SchemaValidator
@@ -154,6 +154,8 @@ class TransformedTool:
     defaults: Mapping[str, Any]
     #: original names callers may no longer send
     shadowed: frozenset[str]
+    #: checks what ``after`` returns against the transformation's ``output_schema``
+    output_validator: SchemaValidator | None = None
 
     @property
     def name(self) -> str:
@@ -208,7 +210,24 @@ class TransformedTool:
         except Exception as exc:
             _log.exception("tool %r: its result could not be finished", self.name)
             return error_result(f"tool {describe(self.name)} failed: {describe_error(exc)}")
-        return result if changed is None else dict(changed)
+        if changed is not None:
+            result = dict(changed)
+        return self._checked_output(result)
+
+    def _checked_output(self, result: JSONObject) -> JSONObject:
+        # What ``after`` made must match the outputSchema the transformed tool lists.
+        validator = self.output_validator
+        structured = result.get("structuredContent")
+        if validator is None or structured is None or result.get("isError"):
+            return result
+        errors = validation_errors(validator, structured)
+        if not errors:
+            return result
+        _log.error("tool %r returned output that breaks its outputSchema: %s", self.name, errors)
+        return error_result(
+            f"tool {describe(self.name)} returned output that does not match its "
+            "outputSchema: " + "; ".join(f"{e['path']}: {e['message']}" for e in errors)
+        )
 
     async def _arguments(self, arguments: JSONObject, ctx: Context) -> dict[str, Any]:
         # What the original gets: names mapped back, defaults and hidden values filled in.
@@ -228,7 +247,9 @@ class TransformedTool:
         return sent
 
 
-def transform_tool(exposed: str, source: str, entry: Listed, transform: ToolTransform) -> Any:
+def transform_tool(
+    exposed: str, source: str, entry: Listed, transform: ToolTransform
+) -> TransformedTool:
     """The ``TransformedTool`` exposing ``entry`` as ``exposed``.
 
     Raises:
@@ -247,8 +268,12 @@ def transform_tool(exposed: str, source: str, entry: Listed, transform: ToolTran
             **(original.get("annotations") or {}),
             **transform.annotations,
         }
+    output_validator = None
     if transform.output_schema is not None:
         definition["outputSchema"] = copy.deepcopy(transform.output_schema)
+        output_validator = compile_validator(
+            definition["outputSchema"], what=f"outputSchema of tool {describe(exposed)}"
+        )
     schema = copy.deepcopy(original.get("inputSchema") or {"type": "object"})
     mapping = _Mapping()
     _transform_arguments(schema, transform.arguments, mapping, what)
@@ -265,6 +290,7 @@ def transform_tool(exposed: str, source: str, entry: Listed, transform: ToolTran
         hidden=mapping.hidden,
         defaults=mapping.defaults,
         shadowed=frozenset(shadowed - set(schema["properties"])),
+        output_validator=output_validator,
     )
 
 

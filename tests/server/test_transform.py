@@ -188,3 +188,33 @@ def test_every_tool_table_key_is_documented() -> None:
     section = doc[doc.index("## `[servers.NAME.tools.TOOL]`") :]
     for key in _TOOL_KEYS | _ARGUMENT_KEYS:
         assert f"| `{key}` |" in section, key
+
+
+async def test_an_after_hook_is_held_to_the_output_schema_it_declares() -> None:
+    def tripled(result: dict[str, Any], ctx: object) -> dict[str, Any]:
+        value = result["structuredContent"]["result"] * 3
+        return {**result, "structuredContent": {"total": value}}
+
+    def broken(result: dict[str, Any], ctx: object) -> dict[str, Any]:
+        return {**result, "structuredContent": {"total": "many"}}
+
+    schema = {
+        "type": "object",
+        "properties": {"total": {"type": "integer"}},
+        "required": ["total"],
+    }
+    served = transformed(
+        make_calc(),
+        {
+            "add": ToolTransform(name="triple", after=tripled, output_schema=schema),
+            "reset": ToolTransform(after=broken, output_schema=schema),
+        },
+    )
+    async with client(served) as session:
+        listed = {tool["name"]: tool for tool in await session.list_tools()}
+        assert listed["triple"]["outputSchema"] == schema
+        good = await session.call_tool("triple", {"a": 1, "b": 2})
+        bad = await session.call_tool("reset", {"confirm": True})
+    assert good["structuredContent"] == {"total": 9}
+    assert bad["isError"] is True
+    assert "does not match its outputSchema" in bad["content"][0]["text"]
