@@ -16,11 +16,12 @@ from ..server import ArgTransform, ToolTransform
 from ._reader import NOT_A_NAME, Reader
 from ._targets import load_hook
 
-__all__ = ["ToolTransformConfig", "read_tool_transforms"]
+__all__ = ["ARGUMENT_KEYS", "TOOL_KEYS", "ToolTransformConfig", "read_tool_transforms"]
 
 _T = TypeVar("_T")
 
-_TOOL_KEYS: Final = frozenset(
+#: every key of a ``[servers.NAME.tools.TOOL]`` table
+TOOL_KEYS: Final = frozenset(
     {
         "name",
         "title",
@@ -34,7 +35,8 @@ _TOOL_KEYS: Final = frozenset(
         "after",
     }
 )
-_ARGUMENT_KEYS: Final = frozenset(
+#: every key of its ``arguments.ARG`` tables
+ARGUMENT_KEYS: Final = frozenset(
     {"name", "description", "default", "hide", "value", "value_from", "constraints"}
 )
 
@@ -78,7 +80,7 @@ def read_tool_transforms(
 
 
 def _tool(reader: Reader, table: Mapping[str, Any]) -> ToolTransformConfig:
-    reader.known(table, _TOOL_KEYS)
+    reader.known(table, TOOL_KEYS)
     arguments: dict[str, ArgTransform] = {}
     values_from: dict[str, str] = {}
     arguments_reader = reader.nested("arguments")
@@ -116,7 +118,7 @@ def _tool(reader: Reader, table: Mapping[str, Any]) -> ToolTransformConfig:
 
 
 def _argument(reader: Reader, table: Mapping[str, Any]) -> ArgTransform:
-    reader.known(table, _ARGUMENT_KEYS)
+    reader.known(table, ARGUMENT_KEYS)
     hide = reader.optional(table, "hide", bool, False)
     given: dict[str, Any] = {}
     for key in ("default", "value"):

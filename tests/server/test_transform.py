@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcpactor import PluginError, Server, ToolError
-from mcpactor.config import ConfigError, assemble, load_config
+from mcpactor.config import ARGUMENT_KEYS, TOOL_KEYS, ConfigError, assemble, load_config
 from mcpactor.testing import client
 from mcpactor.transform import ArgTransform, ToolTransform, transformed
 
@@ -182,11 +182,9 @@ async def test_a_tool_table_transforms_the_served_tool(tmp_path: Path) -> None:
 
 
 def test_every_tool_table_key_is_documented() -> None:
-    from mcpactor.config._transforms import _ARGUMENT_KEYS, _TOOL_KEYS
-
     doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     section = doc[doc.index("## `[servers.NAME.tools.TOOL]`") :]
-    for key in _TOOL_KEYS | _ARGUMENT_KEYS:
+    for key in TOOL_KEYS | ARGUMENT_KEYS:
         assert f"| `{key}` |" in section, key
 
 
