@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 import attrs
+import httpx2
 import mcp.types as types
 import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
@@ -51,6 +52,16 @@ def wipe() -> str:
 '''
 
 HOOKS = '''
+from mcpactor.auth import Principal
+
+
+async def authenticate(headers):
+    """The HTTP case's authentication hook: one token, naming alice."""
+    if headers.get("authorization") == "Bearer s3cret":
+        return Principal(subject="alice")
+    return None
+
+
 def caller(ctx):
     """Who asks: the principal's subject over HTTP with authorization, else the client."""
     if ctx.principal is not None:
@@ -469,6 +480,7 @@ def test_transformation_through_the_official_client(case: Case, tmp_path: Path) 
 def test_a_transformation_over_streamable_http(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The hidden value is computed from the principal the HTTP layer admitted.
     case = next(case for case in CASES if case.id == "declared-in-python")
     config = _deploy(tmp_path, case)
     for key, value in _environment(tmp_path).items():
@@ -476,15 +488,23 @@ def test_a_transformation_over_streamable_http(
     monkeypatch.chdir(tmp_path)
 
     async def over_http(port: int) -> None:
+        url = f"http://127.0.0.1:{port}/mcp"
+        headers = {"Authorization": "Bearer s3cret"}
         with anyio.fail_after(TIMEOUT * 3):
             async with (
-                streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_),
+                httpx2.AsyncClient(headers=headers) as http,
+                streamable_http_client(url, http_client=http) as (read, write, *_),
                 ClientSession(read, write, client_info=CLIENT) as session,
             ):
                 await session.initialize()
-                await python_declared(session)
+                tools = await _tools(session)
+                assert set(tools["server_greet"].input_schema["properties"]) == {"name"}
+                result = await session.call_tool("server_greet", {"name": "Ada"})
+                assert _text(result) == "HI, ADA (ASKED BY ALICE)!"
+                assert _sum(await session.call_tool("server_plus", {"x": 3, "b": 4})) == 11
+                await _refused(session, "server_plus", {"x": 30, "b": 4}, "maximum")
 
-    with serving_http("--config", str(config)) as port:
+    with serving_http("--config", str(config), "--authenticate", "hooks:authenticate") as port:
         anyio.run(over_http, port, backend="asyncio")
 
 
