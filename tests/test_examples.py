@@ -375,11 +375,12 @@ async def test_middleware_example_audits_filters_and_caches(revision: str) -> No
     assert again["contents"][0]["text"] == f"milk\nbread\n(read {times} time(s))"
 
 
-async def test_transformations_example_exposes_the_transformed_tool() -> None:
+@pytest.mark.parametrize("revision", [REVISION, STATELESS])
+async def test_transformations_example_exposes_the_transformed_tool(revision: str) -> None:
     example = ROOT / "examples" / "transformations.py"
     command = [sys.executable, "-m", "mcpactor", "serve", str(example)]
     with trio.fail_after(TIMEOUT):
-        async with connect_stdio(command, initialize=True, protocol_version=REVISION) as client:
+        async with connect_stdio(command, initialize=True, protocol_version=revision) as client:
             tools = await client.list_tools()
             result = await client.call_tool("forecast", {"city": " lisbon ", "days": 2})
             refused = await client.call_tool("forecast", {"city": "Lisbon", "days": 9})

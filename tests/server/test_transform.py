@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mcpactor import PluginError, Server, ToolError
+from mcpactor import PluginError, RequestError, Server, ToolError
 from mcpactor.config import ARGUMENT_KEYS, TOOL_KEYS, ConfigError, assemble, load_config
 from mcpactor.testing import client
 from mcpactor.transform import ArgTransform, ToolTransform, transformed
@@ -216,3 +216,32 @@ async def test_an_after_hook_is_held_to_the_output_schema_it_declares() -> None:
     assert good["structuredContent"] == {"total": 9}
     assert bad["isError"] is True
     assert "does not match its outputSchema" in bad["content"][0]["text"]
+
+
+@pytest.mark.parametrize("revision", ["2025-06-18", "2025-11-25"])
+async def test_a_constraint_is_refused_as_the_revision_refuses_bad_arguments(
+    revision: str,
+) -> None:
+    narrowed = {"a": ArgTransform(constraints={"maximum": 5})}
+    served = transformed(make_calc(), {"add": ToolTransform(arguments=narrowed)})
+    original = make_calc()
+    async with client(served, protocol_version=revision) as session:
+        ok = await session.call_tool("add", {"a": 5, "b": 1})
+        try:
+            answer: Any = await session.call_tool("add", {"a": 6, "b": 1})
+        except RequestError as exc:
+            answer = exc
+    # The same call of a tool whose own schema refuses it, for comparison.
+    async with client(original, protocol_version=revision) as session:
+        try:
+            expected: Any = await session.call_tool("add", {"a": "6", "b": 1})
+        except RequestError as exc:
+            expected = exc
+    assert ok["structuredContent"] == {"result": 6}
+    assert type(answer) is type(expected)
+    if isinstance(answer, RequestError):
+        assert answer.code == expected.code == -32602
+        assert "6 is greater than the maximum of 5" in answer.message
+    else:
+        assert answer["isError"] is True
+        assert "6 is greater than the maximum of 5" in answer["content"][0]["text"]
