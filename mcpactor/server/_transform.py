@@ -205,13 +205,15 @@ class TransformedTool:
             return result
         try:
             changed = await _maybe_await(transform.after(result, ctx))
+            if changed is not None:
+                result = dict(changed)
+                if not isinstance(result.get("content"), list):
+                    raise TypeError("'after' returned a result without a 'content' list")
         except ToolError as exc:
             return error_result(error_text(exc, None))
         except Exception as exc:
             _log.exception("tool %r: its result could not be finished", self.name)
             return error_result(f"tool {describe(self.name)} failed: {describe_error(exc)}")
-        if changed is not None:
-            result = dict(changed)
         return self._checked_output(result)
 
     def _checked_output(self, result: JSONObject) -> JSONObject:

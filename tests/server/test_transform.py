@@ -245,3 +245,16 @@ async def test_a_constraint_is_refused_as_the_revision_refuses_bad_arguments(
     else:
         assert answer["isError"] is True
         assert "6 is greater than the maximum of 5" in answer["content"][0]["text"]
+
+
+async def test_an_after_hook_returning_no_result_is_an_error_result() -> None:
+    def wrong(result: dict[str, Any], ctx: object) -> list[str]:
+        return ["not", "a", "result"]
+
+    served = transformed(make_calc(), {"add": ToolTransform(after=wrong)})
+    async with client(served) as session:
+        answer = await session.call_tool("add", {"a": 1, "b": 2})
+        still = await session.call_tool("add", {"a": 1, "b": 2})
+    assert answer["isError"] is True
+    assert answer["content"][0]["text"].startswith("tool 'add' failed: ")
+    assert still["isError"] is True  # the session goes on serving
