@@ -129,6 +129,9 @@ CALLS: Final = {
     "eras_header": Call("query", {"region": "eu", "sql": "select 1"}, "eu: select 1"),
     "eras_task": Call("render", {"scene": "dawn"}, "rendered dawn"),
     "http_serve": Call("add", {"a": 2, "b": 3}, 5),
+    "transformations_mount": Call(
+        "weather_forecast", {"city": "Oslo", "days": 2}, "2 day(s) of sun in Oslo (metric)"
+    ),
     "middleware_builtins": Call("search", {"query": "trio"}, "3 results for trio"),
     "middleware_early": Call("price", {"item": "APPLE"}, "apple: 3 EUR"),
     "middleware_shape": Call("greet", {"name": "Ada"}, "hello Ada"),

@@ -373,3 +373,29 @@ async def test_middleware_example_audits_filters_and_caches(revision: str) -> No
     # At 2026-07-28 the second read is answered from the cache, as its hint allows.
     times = "1" if revision == STATELESS else "2"
     assert again["contents"][0]["text"] == f"milk\nbread\n(read {times} time(s))"
+
+
+@pytest.mark.parametrize("revision", [REVISION, STATELESS])
+async def test_transformations_example_exposes_the_transformed_tool(revision: str) -> None:
+    example = ROOT / "examples" / "transformations.py"
+    command = [sys.executable, "-m", "mcpactor", "serve", str(example)]
+    with trio.fail_after(TIMEOUT):
+        async with connect_stdio(command, initialize=True, protocol_version=revision) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("forecast", {"city": " lisbon ", "days": 2})
+            refused = await client.call_tool("forecast", {"city": "Lisbon", "days": 9})
+            with pytest.raises(RequestError) as hidden:
+                await client.call_tool("debug_dump")
+    assert [tool["name"] for tool in tools] == ["forecast"]
+    (forecast,) = tools
+    assert forecast["annotations"] == {"readOnlyHint": True}
+    assert set(forecast["inputSchema"]["properties"]) == {"city", "days"}
+    assert forecast["inputSchema"]["properties"]["days"]["maximum"] == 7
+    texts = [block["text"] for block in result["content"]]
+    assert texts == [
+        "Lisbon: 2 day(s) of sun, 21°C (asked by mcpactor)",
+        "Source: the example weather service.",
+    ]
+    assert refused["isError"] is True
+    assert "9 is greater than the maximum of 7" in refused["content"][0]["text"]
+    assert hidden.value.message == "unknown tool: 'debug_dump'"

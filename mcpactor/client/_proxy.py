@@ -32,7 +32,15 @@ from .._exceptions import (
     RequestError,
 )
 from ..protocol import LATEST, JSONObject, Revision, bounded_value, describe
-from ..server import Catalog, Context, Mount, Server, adapt_tool_result, error_result
+from ..server import (
+    Catalog,
+    Context,
+    Mount,
+    Server,
+    ToolTransform,
+    adapt_tool_result,
+    error_result,
+)
 from ._connect import connect_stdio
 from ._errors import unwrap_single_errors
 from ._http import connect_http
@@ -109,6 +117,7 @@ class ProxyServer(Server):
         *,
         name: str | None = None,
         max_concurrent: int | None = None,
+        tools: Mapping[str, ToolTransform] | None = None,
     ) -> Mount:
         """A proxy serves its remote only; mount both in a third server instead."""
         raise TypeError(f"{self!r} cannot mount servers; mount both in another Server")

@@ -49,6 +49,9 @@ if TYPE_CHECKING:
     from ._targets import TargetError as TargetError
     from ._targets import load_hook as load_hook
     from ._targets import load_server as load_server
+    from ._transforms import ARGUMENT_KEYS as ARGUMENT_KEYS
+    from ._transforms import TOOL_KEYS as TOOL_KEYS
+    from ._transforms import ToolTransformConfig as ToolTransformConfig
 
 #: every name by the module that holds it
 _NAMES = {
@@ -81,16 +84,21 @@ _NAMES = {
     "TargetError": "._targets",
     "load_hook": "._targets",
     "load_server": "._targets",
+    "ARGUMENT_KEYS": "._transforms",
+    "TOOL_KEYS": "._transforms",
+    "ToolTransformConfig": "._transforms",
 }
 
 __all__ = [
     "ADMIN_KEYS",
+    "ARGUMENT_KEYS",
     "AUTH_KEYS",
     "CONFIG_NAME",
     "DEFAULT_PREFIX",
     "MAX_INTROSPECTION_CACHE",
     "NOT_A_NAME",
     "STATE_KEYS_ENV",
+    "TOOL_KEYS",
     "AdminConfig",
     "AuthConfig",
     "Config",
@@ -102,6 +110,7 @@ __all__ = [
     "StoreConfig",
     "TargetError",
     "ToolSearchConfig",
+    "ToolTransformConfig",
     "assemble",
     "find_config",
     "line_of",

@@ -16,9 +16,10 @@ import attrs
 
 from .._exceptions import ConfigError, PluginError
 from .._version import __version__
-from ..server import Server
+from ..server import Server, ToolTransform
 from ._reader import NOT_A_NAME
 from ._targets import TargetError, load_server
+from ._transforms import ToolTransformConfig
 
 __all__ = ["MountConflict", "ServerConfig", "assemble", "target_configs"]
 
@@ -51,6 +52,8 @@ class ServerConfig:
     headers: Mapping[str, str] = attrs.field(factory=dict)
     #: seconds each of its tools may run unless the tool sets its own ``timeout``
     tool_timeout: float | None = None
+    #: ``[servers.NAME.tools.TOOL]``: how its tools are exposed, by their own names
+    tools: Mapping[str, ToolTransformConfig] = attrs.field(factory=dict)
 
 
 class MountConflict(PluginError, ConfigError):
@@ -119,7 +122,7 @@ def assemble(
         seen.add(spec.name)
     wanted = [s.plugin for s in servers if s.plugin is not None]
     plugins = {p.name: p for p in discover(wanted)} if wanted else {}
-    loaded: list[tuple[ServerConfig, Server]] = []
+    loaded: list[tuple[ServerConfig, Server, dict[str, ToolTransform]]] = []
     failures: list[str] = []
     for config in servers:
         try:
@@ -140,6 +143,8 @@ def assemble(
             if config.tool_timeout is not None:
                 # The server's default deadline; tools with their own ``timeout`` keep it.
                 server.tool_timeout = config.tool_timeout
+            # Their functions are imported with the server: a failure is that server's.
+            tools = {tool: spec.load() for tool, spec in config.tools.items()}
         except Exception as exc:
             # Importing a module runs its code: any failure there is that server's own.
             failure = _failed(config, exc)
@@ -148,20 +153,19 @@ def assemble(
             _log.error("%s\n  (left out; the others are served)", failure)
             failures.append(str(failure))
             continue
-        loaded.append((config, server))
+        loaded.append((config, server, tools))
     if not loaded:
         reasons = "\n".join(failures) if failures else "no server was given and none is installed"
         raise PluginError(f"nothing to serve:\n{reasons}")
-    parent = Server(name, __version__, instructions=_instructions(loaded))
-    for config, server in loaded:
+    parent = Server(name, __version__, instructions=_instructions([x[:2] for x in loaded]))
+    for config, server, tools in loaded:
         if config.prefix is True:
             mount_prefix: str | None = config.name if prefix else None
         else:
             mount_prefix = config.prefix or None
+        limit = config.max_concurrent
         try:
-            parent.mount(
-                server, mount_prefix, name=config.name, max_concurrent=config.max_concurrent
-            )
+            parent.mount(server, mount_prefix, name=config.name, max_concurrent=limit, tools=tools)
         except PluginError as exc:
             raise MountConflict(
                 str(exc), entry_point=exc.entry_point, distribution=exc.distribution

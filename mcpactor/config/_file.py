@@ -35,6 +35,7 @@ from ._reader import NOT_A_NAME
 from ._reader import Reader as _Reader
 from ._store import StoreConfig
 from ._store import read_store_config as _store_config
+from ._transforms import read_tool_transforms
 
 __all__ = [
     "AdminConfig",
@@ -298,6 +299,7 @@ def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
             "cwd",
             "headers",
             "tool_timeout",
+            "tools",
         },
     )
     sources = [key for key in ("plugin", "target", "command", "url") if key in value]
@@ -353,6 +355,7 @@ def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
         cwd=str(reader.directory / cwd) if cwd is not None else None,
         headers=inner.strings(value, "headers"),
         tool_timeout=tool_timeout,
+        tools=read_tool_transforms(inner.nested("tools"), inner.table(value, "tools")),
     )
 
 

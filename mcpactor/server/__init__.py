@@ -61,6 +61,8 @@ from ._tool_manifests import tool_manifests as tool_manifests
 from ._tool_search import TOOL_SEARCH as TOOL_SEARCH
 from ._tool_search import ToolSearch as ToolSearch
 from ._tool_search import tool_search as tool_search
+from ._transform import ArgTransform as ArgTransform
+from ._transform import ToolTransform as ToolTransform
 from ._uritemplate import UriTemplate as UriTemplate
 from ._uritemplate import UriTemplateError as UriTemplateError
 
@@ -73,6 +75,7 @@ __all__ = [
     "NO_ANSWER",
     "TOOL_MANIFESTS",
     "TOOL_SEARCH",
+    "ArgTransform",
     "Audio",
     "CacheHint",
     "Call",
@@ -109,6 +112,7 @@ __all__ = [
     "TaskState",
     "Terminal",
     "ToolSearch",
+    "ToolTransform",
     "UriTemplate",
     "UriTemplateError",
     "adapt_content",

@@ -47,6 +47,7 @@ from ._registry import Catalog
 from ._routed import RoutedHandlers
 from ._routing import Table, build_table, merge_into, problem_report
 from ._scopes import scope_error
+from ._transform import ToolTransform
 
 __all__ = ["Composition", "Mount", "MountState", "MountStatistics"]
 
@@ -83,6 +84,7 @@ class Composition:
         prefix: str | None,
         name: str | None,
         max_concurrent: int | None,
+        tools: Mapping[str, ToolTransform] | None = None,
     ) -> Mount:
         """Mount ``server``; PluginError if it cannot be (bad prefix, name clash)."""
         label = name or prefix or server.name
@@ -110,7 +112,15 @@ class Composition:
             raise PluginError(
                 f"cannot mount {describe(label)}: {self.parent!r} is already serving"
             )
-        mount = Mount(server, name=label, prefix=prefix, max_concurrent=max_concurrent)
+        for tool, transform in (tools or {}).items():
+            if not isinstance(transform, ToolTransform):
+                raise PluginError(
+                    f"tools[{describe(tool)}] of {describe(label)}: expected a ToolTransform, "
+                    f"got {type(transform).__name__}"
+                )
+        mount = Mount(
+            server, name=label, prefix=prefix, max_concurrent=max_concurrent, tools=tools
+        )
         self.mounts.append(mount)
         self._table = None
         table = build_table(self.parent, self.mounts)
@@ -186,7 +196,7 @@ class Composition:
                             started.append((mount, stop))
                         for kind in ("tools", "resources", "prompts"):
                             self.parent._changes.list_changed(kind)  # drops pages built before
-                        table = build_table(self.parent, self.mounts)
+                        table = build_table(self.parent, self.mounts, started=True)
                         if table.problems:
                             problem = PluginError(problem_report(None, table.problems))
                         else:
@@ -270,4 +280,7 @@ class Composition:
             return structured
         if route.mount is None:
             return self.parent._registry.tool_output(route.name, structured)
+        changed = route.transform.transform if route.transform is not None else None
+        if changed is not None and (changed.after or changed.output_schema):
+            return structured  # no longer what the original's annotation describes
         return route.mount.server.tool_output(route.name, structured)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Literal, final
 
 import attrs
@@ -21,6 +21,7 @@ from .._exceptions import INTERNAL_ERROR, RequestError
 from ..protocol import JSONObject, describe
 from ._context import Context
 from ._dispatch import Composable
+from ._transform import ToolTransform
 
 __all__ = [
     "Mount",
@@ -61,7 +62,13 @@ class Mount:
     """A server mounted in another: its name, prefix, state and limit on concurrent calls."""
 
     def __init__(
-        self, server: Composable, *, name: str, prefix: str | None, max_concurrent: int | None
+        self,
+        server: Composable,
+        *,
+        name: str,
+        prefix: str | None,
+        max_concurrent: int | None,
+        tools: Mapping[str, ToolTransform] | None = None,
     ) -> None:
         #: the mounted server
         self.server = server
@@ -69,6 +76,8 @@ class Mount:
         self.name = name
         #: what its tool and prompt names are prefixed with (joined by ``_``), or None
         self.prefix = prefix
+        #: how its tools are exposed, by their own names (``ToolTransform``)
+        self.tools: Mapping[str, ToolTransform] = dict(tools or {})
         #: how many of its requests may run at once (None: no limit)
         self.max_concurrent = max_concurrent
         self._limiter = trio.CapacityLimiter(max_concurrent) if max_concurrent else None

@@ -62,6 +62,13 @@ class RoutedHandlers:
             raise RequestError(
                 INVALID_PARAMS, f"unknown tool: {describe(name)}", {"name": bounded_value(name)}
             )
+        if route.transform is not None:
+            mount = route.mount
+
+            async def original(sent: JSONObject, ctx: Context) -> JSONObject:
+                return await self._forward(mount, "tools/call", sent, ctx)
+
+            return await route.transform.call(params, ctx, original)
         return await self._forward(route.mount, "tools/call", {**params, "name": route.name}, ctx)
 
     async def _get_prompt(self, params: JSONObject, ctx: Context) -> JSONObject:

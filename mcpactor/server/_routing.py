@@ -20,6 +20,7 @@ from ._dispatch import Composable
 from ._mount import Mount
 from ._registry import Catalog, Listed, ListedTemplate, check_tool_name
 from ._scopes import scopes_of
+from ._transform import TransformedTool, transform_tool
 from ._uritemplate import UriTemplate
 
 __all__ = ["Renamed", "Route", "Table", "build_table", "merge_into", "problem_report"]
@@ -47,6 +48,8 @@ class Route:
 
     mount: Mount | None  # None: the parent's own
     name: str  # the name the owner knows it by
+    #: the transformation it is exposed under (tools of a mount with ``tools``)
+    transform: TransformedTool | None = None
 
 
 @attrs.define
@@ -70,16 +73,78 @@ class Table:
         )
 
 
-def build_table(parent: Composable, mounts: Sequence[Mount]) -> Table:
-    """The routing table of ``parent`` and its ``mounts``, with every clash in ``problems``."""
+def build_table(parent: Composable, mounts: Sequence[Mount], *, started: bool = False) -> Table:
+    """The routing table of ``parent`` and its ``mounts``, with every clash in ``problems``.
+
+    ``started``: the children run, so their lists are complete (a proxied server's is
+    empty before): a transformation of a tool none of them has is a problem too.
+    """
     table = Table()
     _add_catalog(table, parent.name, None, parent._registry.catalog())
     for mount in mounts:
-        _add_catalog(table, parent.name, mount, mount.server._catalog())
+        catalog = mount.server._catalog()
+        made: dict[str, TransformedTool] = {}
+        if mount.tools:
+            catalog = _transformed(table, parent.name, mount, catalog, made, started=started)
+        _add_catalog(table, parent.name, mount, catalog, made)
     return table
 
 
-def _add_catalog(table: Table, parent: str, mount: Mount | None, catalog: Catalog) -> None:
+def _transformed(
+    table: Table,
+    parent: str,
+    mount: Mount,
+    catalog: Catalog,
+    made: dict[str, TransformedTool],
+    *,
+    started: bool,
+) -> Catalog:
+    # The child's tools as the mount exposes them: hidden ones left out, transformed ones
+    # replaced by entries of their own (keyed by their new unprefixed name, also in
+    # ``made``: a child's catalogue may hold transformed tools of its own mounts).
+    tools: dict[str, Listed] = {}
+    # exposed name -> the child's tool it is, to name both when two would share one
+    sources: dict[str, str] = {}
+    transforms = mount.tools
+    owner = _owner(parent, mount)
+
+    def add(name: str, entry: Listed, source: str) -> None:
+        taken = sources.get(name)
+        if taken is not None:
+            table.problems.append(
+                f"tool {describe(mount.expose(name))} is served twice: by {owner}'s tools "
+                f"{describe(taken)} and {describe(source)} (transformed)"
+            )
+            return
+        sources[name] = source
+        tools[name] = entry
+
+    for name, entry in catalog.tools.items():
+        transform = transforms.get(name)
+        if transform is None or transform.keep_original:
+            add(name, entry, name)
+        if transform is None or transform.hide:
+            continue
+        new_name = transform.name or name
+        try:
+            made[new_name] = transform_tool(mount.expose(new_name), name, entry, transform)
+        except SchemaError as exc:
+            table.problems.append(f"{owner}: {exc}")
+            continue
+        add(new_name, made[new_name], name)
+    if started:
+        for name in sorted(set(transforms) - set(catalog.tools)):
+            table.problems.append(f"{owner} has no tool {describe(name)} to transform")
+    return Catalog(tools, catalog.prompts, catalog.resources, catalog.templates)
+
+
+def _add_catalog(
+    table: Table,
+    parent: str,
+    mount: Mount | None,
+    catalog: Catalog,
+    made: Mapping[str, TransformedTool] | None = None,
+) -> None:
     owner = _owner(parent, mount)
     for kind, entries, routes, listed in (
         ("tool", catalog.tools, table.tools, table.listed_tools),
@@ -101,6 +166,11 @@ def _add_catalog(table: Table, parent: str, mount: Mount | None, catalog: Catalo
                     f"(its {kind} {describe(taken.name)}) and by {owner} (its {kind} "
                     f"{describe(name)})"
                 )
+                continue
+            if made and made.get(name) is entry:
+                assert isinstance(entry, TransformedTool)
+                routes[exposed] = Route(mount, entry.source, entry)
+                listed[exposed] = entry
                 continue
             routes[exposed] = Route(mount, name)
             listed[exposed] = Renamed(entry, exposed) if exposed != name else entry

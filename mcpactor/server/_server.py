@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 
@@ -44,6 +44,7 @@ from ._scopes import scope_error
 if TYPE_CHECKING:
     # Composition (``mount``) and URI templates are loaded when a server first uses them.
     from ._compose import Composition, Mount
+    from ._transform import ToolTransform
 
 __all__ = ["Server", "ServerListener"]
 
@@ -434,6 +435,7 @@ class Server(Generic[StateT]):
         *,
         name: str | None = None,
         max_concurrent: int | None = None,
+        tools: Mapping[str, ToolTransform] | None = None,
     ) -> Mount:
         """Serve ``server`` as part of this one and return its ``Mount``.
 
@@ -442,6 +444,9 @@ class Server(Generic[StateT]):
         prefix, else the server's name) names it in logs and errors; ``max_concurrent``
         limits how many of its requests run at once. While this server runs, the mounted
         one's lifespans run under supervision: if they fail, only its requests fail.
+        ``tools`` maps some of its tool names to a ``ToolTransform``: the tool is exposed
+        renamed, redescribed, with other arguments, wrapped or hidden
+        (docs/transformations.md).
 
         Raises:
             PluginError: a name or URI would be served twice (the message names both
@@ -453,7 +458,9 @@ class Server(Generic[StateT]):
             from ._compose import Composition
 
             self._mounts = self._changes.composition = Composition(self)
-        mount = self._mounts.add(server, prefix=prefix, name=name, max_concurrent=max_concurrent)
+        mount = self._mounts.add(
+            server, prefix=prefix, name=name, max_concurrent=max_concurrent, tools=tools
+        )
         self.mounts = tuple(self._mounts.mounts)
         return mount
 
