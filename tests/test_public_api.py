@@ -15,6 +15,7 @@ PUBLIC_MODULES = [
     "mcpactor.runtime",
     "mcpactor.ext.apps",
     "mcpactor.middleware",
+    "mcpactor.openapi",
 ]
 
 
