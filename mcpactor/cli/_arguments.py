@@ -109,8 +109,7 @@ def add_composition_arguments(serve: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a header sent with every call of openapi:DOCUMENT targets (an API key); "
-        "repeatable",
+        help="a header sent with every call of openapi:DOCUMENT targets (an API key); repeatable",
     )
     serve.add_argument(
         "--max-concurrent",

@@ -63,10 +63,12 @@ class Caller:
             url = Url.parse(url_text)
         except ValueError as exc:
             raise CallFailed(f"cannot call {url_text!r}: {exc}") from exc
-        sent = [*self.headers.items()]
-        if self.principal_headers is not None:
-            sent.extend(self.principal_headers(principal).items())
-        sent.extend(headers)
+        # An argument's header wins over the principal's, which wins over the configured.
+        chosen: dict[str, tuple[str, str]] = {}
+        extra = self.principal_headers(principal) if self.principal_headers else {}
+        for name, value in [*self.headers.items(), *extra.items(), *headers]:
+            chosen[name.lower()] = (name, value)
+        sent = list(chosen.values())
         sent.append(("accept", "application/json, */*;q=0.5"))
         what = f"{operation.method.upper()} {url_text}"
         with trio.move_on_after(

@@ -58,8 +58,8 @@ def from_openapi(
     url = base_url or _document_url(doc, origin)
     if url is None:
         raise OpenAPIError(
-            f"{origin}: no absolute URL in 'servers' to call: give base_url "
-            "(e.g. base_url='https://api.example.com/v3')"
+            f"{origin}: no absolute URL in 'servers' to call: give base_url= "
+            "(in mcpactor.toml: base_url; with mcpactor serve: --openapi-base-url)"
         )
     from ..client import HttpPool
 
@@ -103,10 +103,9 @@ def from_openapi(
 def _tool_handler(caller: Caller, operation: Operation) -> Callable[..., Any]:
     what = f"{operation.method.upper()} {operation.path}"
 
-    async def call(**arguments: Any) -> Any:
-        ctx: Context = arguments.pop(_CONTEXT)
+    async def call(_openapi_context: Context, **arguments: Any) -> Any:
         try:
-            answer = await caller.call(operation, arguments, ctx.principal)
+            answer = await caller.call(operation, arguments, _openapi_context.principal)
         except CallFailed as exc:
             return error(str(exc))
         return tool_answer(operation, answer, what)
@@ -140,10 +139,9 @@ def _add_resource(server: Server, caller: Caller, operation: Operation) -> bool:
         return False
     what = f"{operation.method.upper()} {operation.path}"
 
-    async def read(**arguments: Any) -> str:
-        ctx: Context = arguments.pop(_CONTEXT)
+    async def read(_openapi_context: Context, **arguments: Any) -> str:
         try:
-            answer = await caller.call(operation, arguments, ctx.principal)
+            answer = await caller.call(operation, arguments, _openapi_context.principal)
         except CallFailed as exc:
             raise OpenAPIError(str(exc)) from None
         if not 200 <= answer.status < 300:
