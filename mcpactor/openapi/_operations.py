@@ -129,8 +129,10 @@ def operations(document: Document, names: Mapping[str, str]) -> Iterator[Operati
 
 def tool_name(method: str, path: str, operation_id: str | None) -> str:
     """The operationId, else method and path, in the characters tool names allow."""
-    raw = operation_id or f"{method}_{path}"
-    name = _NOT_A_NAME.sub("_", raw).strip("_") or method
+    if operation_id:
+        name = _NOT_A_NAME.sub("_", operation_id).strip("_") or method
+    else:
+        name = "_".join(part for part in _NOT_A_NAME.split(f"{method}/{path}") if part)
     return name[:128]
 
 

@@ -1,0 +1,280 @@
+"""from_openapi in one process: documents read, schemas converted, requests placed.
+
+Calls go to a real HTTP server on loopback (tests/openapi/_api.py) through a client in
+memory; the official client and ``mcpactor serve`` are test_serve_openapi.py's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from mcpactor import Server
+from mcpactor.client import connect_memory
+from mcpactor.openapi import OpenAPIError, Route, from_openapi
+from mcpactor.openapi._calls import request_parts
+from mcpactor.openapi._document import Document
+from mcpactor.openapi._operations import operations
+from tests.openapi._api import serving
+
+PETS: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "Pets", "version": "2.0"},
+    "servers": [{"url": "https://pets.example.com/v2"}],
+    "paths": {
+        "/pets": {
+            "get": {
+                "operationId": "listPets",
+                "tags": ["read"],
+                "summary": "List pets",
+                "responses": {"200": {"description": "ok"}},
+            },
+            "post": {
+                "operationId": "addPet",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}
+                    },
+                },
+                "responses": {"201": {"$ref": "#/components/responses/Pet"}},
+            },
+        },
+        "/pets/{id}": {
+            "parameters": [
+                {"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}
+            ],
+            "get": {
+                "operationId": "getPet",
+                "responses": {"200": {"$ref": "#/components/responses/Pet"}},
+            },
+            "delete": {"responses": {"204": {"description": "gone"}}},
+        },
+        "/big": {"get": {"operationId": "big", "responses": {"200": {"description": "ok"}}}},
+        "/slow": {"get": {"operationId": "slow", "responses": {"200": {"description": "ok"}}}},
+    },
+    "components": {
+        "responses": {
+            "Pet": {
+                "description": "a pet",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}},
+            }
+        },
+        "schemas": {
+            "Pet": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "age": {
+                        "type": "integer",
+                        "nullable": True,
+                        "minimum": 0,
+                        "exclusiveMinimum": True,
+                    },
+                    "parent": {"$ref": "#/components/schemas/Pet"},
+                    "kind": {"type": "string", "enum": ["cat", "dog"], "nullable": True},
+                    "tag": {"allOf": [{"$ref": "#/components/schemas/Tag"}], "nullable": True},
+                },
+            },
+            "Tag": {"type": "object", "properties": {"label": {"type": "string"}}},
+        },
+    },
+}
+
+
+def test_schemas_are_2020_12_with_refs_inlined_and_cycles_in_defs() -> None:
+    server = from_openapi(PETS)
+    tools = server._registry.tools
+    assert set(tools) == {"listPets", "addPet", "getPet", "delete_pets_id", "big", "slow"}
+    add = tools["addPet"].definition
+    schema = add["inputSchema"]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    pet = schema["properties"]["body"]
+    assert schema["required"] == ["body"]
+    assert pet["properties"]["age"] == {"type": ["integer", "null"], "exclusiveMinimum": 0}
+    assert pet["properties"]["kind"]["enum"] == ["cat", "dog", None]
+    assert pet["properties"]["tag"]["anyOf"][1] == {"type": "null"}
+    # The cycle: Pet.parent is a Pet, defined once under $defs at the schema's root.
+    assert pet["properties"]["parent"] == {"$ref": "#/$defs/Pet"}
+    assert schema["$defs"]["Pet"]["properties"]["parent"] == {"$ref": "#/$defs/Pet"}
+    validator = jsonschema.Draft202012Validator(schema)
+    assert validator.is_valid(
+        {"body": {"name": "a", "parent": {"name": "b", "parent": {"name": "c"}}}}
+    )
+    assert not validator.is_valid({"body": {"name": "a", "parent": {"name": "b", "parent": {}}}})
+    assert not validator.is_valid({"body": {"name": "a", "age": 0}})
+    assert add["outputSchema"]["type"] == "object"
+    # Path-level parameters, and the name a method and path give an operation without an id.
+    assert tools["delete_pets_id"].definition["inputSchema"]["required"] == ["id"]
+    assert tools["listPets"].definition["description"] == "List pets"
+
+
+def test_references_that_cannot_be_followed_are_refused_clearly() -> None:
+    external = json.loads(json.dumps(PETS))
+    external["paths"]["/pets"]["post"]["requestBody"]["content"]["application/json"]["schema"] = {
+        "$ref": "common.yaml#/Pet"
+    }
+    with pytest.raises(OpenAPIError, match=r"POST /pets requestBody.*another document"):
+        from_openapi(external)
+    looping = json.loads(json.dumps(PETS))
+    looping["components"]["responses"]["Pet"] = {"$ref": "#/components/responses/Pet"}
+    with pytest.raises(OpenAPIError, match="references loop"):
+        from_openapi(looping)
+    with pytest.raises(OpenAPIError, match=r"Swagger 2\.0"):
+        from_openapi({"swagger": "2.0", "paths": {}})
+    with pytest.raises(OpenAPIError, match="cannot read"):
+        from_openapi("no/such/document.yaml")
+
+
+@pytest.mark.parametrize(
+    ("spec", "value", "expected"),
+    [
+        ({"in": "query"}, ["a", "b c"], "/x?p=a&p=b%20c"),
+        ({"in": "query", "explode": False}, ["a", "b"], "/x?p=a,b"),
+        ({"in": "query", "style": "spaceDelimited", "explode": False}, ["a", "b"], "/x?p=a%20b"),
+        ({"in": "query", "style": "pipeDelimited", "explode": False}, ["a", "b"], "/x?p=a|b"),
+        ({"in": "query", "style": "deepObject"}, {"k": "v w"}, "/x?p%5Bk%5D=v%20w"),
+        ({"in": "query"}, {"k": 1, "m": True}, "/x?k=1&m=true"),
+        ({"in": "query"}, "a&b=c", "/x?p=a%26b%3Dc"),
+        ({"in": "path"}, "a/b", "/x/a%2Fb"),
+        ({"in": "path"}, [1, 2], "/x/1,2"),
+        ({"in": "path", "style": "label"}, "v", "/x/.v"),
+        ({"in": "path", "style": "matrix"}, "v", "/x/;p=v"),
+        ({"in": "path", "allowReserved": True}, "a/b", "/x/a/b"),
+    ],
+)
+def test_parameters_are_placed_by_their_style(
+    spec: dict[str, Any], value: Any, expected: str
+) -> None:
+    path = "/x/{p}" if spec["in"] == "path" else "/x"
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            path: {
+                "get": {
+                    "operationId": "op",
+                    "parameters": [{"name": "p", "required": True, **spec}],
+                }
+            }
+        },
+    }
+    (operation,) = operations(Document(document), {})
+    target, _, _ = request_parts(operation, {"p": value})
+    assert target == expected
+
+
+def test_headers_cookies_and_bodies() -> None:
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/f": {
+                "post": {
+                    "operationId": "op",
+                    "parameters": [
+                        {"name": "X-Ids", "in": "header", "schema": {"type": "array"}},
+                        {"name": "session", "in": "cookie"},
+                        {"name": "body", "in": "query"},
+                    ],
+                    "requestBody": {
+                        "content": {
+                            "application/x-www-form-urlencoded": {"schema": {"type": "object"}}
+                        }
+                    },
+                }
+            }
+        },
+    }
+    (operation,) = operations(Document(document), {})
+    # A parameter took the name 'body': the request body is 'body__request'.
+    assert set(operation.input_schema["properties"]) == {
+        "X-Ids",
+        "session",
+        "body",
+        "body__request",
+    }
+    target, headers, body = request_parts(
+        operation,
+        {
+            "X-Ids": [1, 2],
+            "session": "a b",
+            "body": "q",
+            "body__request": {"n": "v w", "ok": True},
+        },
+    )
+    assert target == "/f?body=q"
+    assert ("X-Ids", "1,2") in headers
+    assert ("cookie", "session=a%20b") in headers
+    assert ("content-type", "application/x-www-form-urlencoded") in headers
+    assert body == b"n=v+w&ok=true"
+
+
+def _write(tmp_path: Path, document: dict[str, Any]) -> Path:
+    path = tmp_path / "pets.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+async def test_route_maps_names_and_resources(tmp_path: Path) -> None:
+    with serving(_write(tmp_path, PETS), "/v2") as api:
+        server = from_openapi(
+            PETS,
+            base_url=api.base_url,
+            names={"getPet": "fetch_pet", "DELETE /pets/{id}": "remove_pet"},
+            route_map=[
+                Route("exclude", pattern="^/(big|slow)$"),
+                Route("resource", methods=["GET"], tags=["read"]),
+                Route("resource", operation_ids=["getPet"]),
+            ],
+        )
+        async with connect_memory(server, initialize=True) as client:
+            tools = {tool["name"] for tool in await client.list_tools()}
+            assert tools == {"addPet", "remove_pet"}
+            (resource,) = await client.list_resources()
+            assert resource["uri"] == f"{api.base_url}/pets"
+            (template,) = await client.list_resource_templates()
+            assert template["uriTemplate"] == f"{api.base_url}/pets/{{id}}"
+            read = await client.read_resource(f"{api.base_url}/pets/12")
+            assert json.loads(read["contents"][0]["text"]) == {"name": "x"}
+            assert (api.requests[-1].method, api.requests[-1].path) == ("GET", "/v2/pets/12")
+
+
+async def test_bounds_and_deadlines(tmp_path: Path) -> None:
+    document = json.loads(json.dumps(PETS))
+    with serving(_write(tmp_path, document), "/v2") as api:
+        server = from_openapi(document, base_url=api.base_url, timeout=1.0, max_response_bytes=10)
+        async with connect_memory(server, initialize=True) as client:
+            result = await client.call_tool("getPet", {"id": 3})
+            assert result.is_error
+            assert "HTTP 200 with 13 bytes, more than the 10" in result.text
+            result = await client.call_tool("slow", {})
+            assert result.is_error
+            assert "GET " in result.text
+            assert "timed out after 1 s" in result.text
+            assert api.released.is_set() or api.held.is_set()
+
+
+async def test_mounted_next_to_a_local_server(tmp_path: Path) -> None:
+    with serving(_write(tmp_path, PETS), "/v2") as api:
+        parent = Server("parent")
+
+        @parent.tool
+        def hello() -> str:
+            """Say hello."""
+            return "hello"
+
+        parent.mount(from_openapi(PETS, base_url=api.base_url), "pets")
+        async with connect_memory(parent, initialize=True) as client:
+            names = {tool["name"] for tool in await client.list_tools()}
+            assert {"hello", "pets_getPet", "pets_addPet"} <= names
+            result = await client.call_tool("pets_addPet", {"body": {"name": "Rex"}})
+            assert not result.is_error, result
+            assert result["structuredContent"] == {"name": "x"}
+            assert api.requests[-1].json() == {"name": "Rex"}
+            assert api.requests[-1].headers["content-type"] == "application/json"
