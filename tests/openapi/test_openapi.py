@@ -278,3 +278,46 @@ async def test_mounted_next_to_a_local_server(tmp_path: Path) -> None:
             assert result["structuredContent"] == {"name": "x"}
             assert api.requests[-1].json() == {"name": "Rex"}
             assert api.requests[-1].headers["content-type"] == "application/json"
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "openapi_server.py"
+
+
+async def test_the_example_calls_its_api() -> None:
+    # examples/openapi_server.py as a user runs it, against a loopback API of its document.
+    import os
+    import sys
+
+    from mcpactor.client import connect_stdio
+
+    with serving(EXAMPLE.parent / "openapi" / "library.yaml", "/api") as api:
+        env = {**os.environ, "LIBRARY_URL": api.base_url, "LIBRARY_TOKEN": "t0ken"}
+        command = [sys.executable, "-m", "mcpactor", "serve", str(EXAMPLE)]
+        async with connect_stdio(command, env=env, initialize=True) as client:
+            tools = {tool["name"] for tool in await client.list_tools()}
+            assert tools == {"searchBooks", "addBook"}
+            (template,) = await client.list_resource_templates()
+            assert template["uriTemplate"] == f"{api.base_url}/books/{{isbn}}"
+
+            result = await client.call_tool(
+                "searchBooks", {"q": "algorithms", "genres": ["cs", "math"]}
+            )
+            assert not result.is_error, result
+            assert result["structuredContent"] == {"books": []}
+            seen = api.requests[-1]
+            assert (seen.method, seen.path) == ("GET", "/api/books")
+            assert seen.query == [("q", "algorithms"), ("genres", "cs"), ("genres", "math")]
+            assert seen.headers["authorization"] == "Bearer t0ken"
+
+            book = {
+                "isbn": "978-0262033848",
+                "title": "Introduction to Algorithms",
+                "subtitle": None,
+            }
+            result = await client.call_tool("addBook", {"body": book})
+            assert not result.is_error, result
+            assert api.requests[-1].json() == book
+
+            read = await client.read_resource(f"{api.base_url}/books/978-0262033848")
+            assert json.loads(read["contents"][0]["text"])["title"] == "Introduction to Algorithms"
+            assert api.requests[-1].path == "/api/books/978-0262033848"
