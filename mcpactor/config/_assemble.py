@@ -11,6 +11,7 @@ import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -125,7 +126,6 @@ def assemble(
             or two servers serve the same name or URI (the message names both).
         ConfigError: two servers have the same name.
     """
-    from ..client import proxy_stdio, proxy_url
     from ..plugins import discover
 
     seen: set[str] = set()
@@ -139,22 +139,7 @@ def assemble(
     failures: list[str] = []
     for config in servers:
         try:
-            if config.plugin is not None:
-                plugin = plugins[config.plugin]
-                if plugin.error is not None:
-                    raise plugin.error
-                assert plugin.server is not None
-                server = plugin.server
-            elif config.target is not None:
-                server = load_server(config.target)
-            elif config.command is not None:
-                env = {**os.environ, **config.env} if config.env else None
-                server = proxy_stdio(config.command, name=config.name, env=env, cwd=config.cwd)
-            elif config.openapi is not None:
-                server = config.openapi.build(config.name, config.headers)
-            else:
-                assert config.url is not None
-                server = proxy_url(config.url, name=config.name, headers=config.headers or None)
+            server = _load(config, plugins)
             if config.tool_timeout is not None:
                 # The server's default deadline; tools with their own ``timeout`` keep it.
                 server.tool_timeout = config.tool_timeout
@@ -189,6 +174,29 @@ def assemble(
         for layer in server.middleware:
             parent.middleware.use(layer)
     return parent
+
+
+def _load(config: ServerConfig, plugins: Mapping[str, Any]) -> Server:
+    # The server one configuration names, loaded, started or built.
+    from ..client import proxy_stdio, proxy_url
+
+    if config.plugin is not None:
+        plugin = plugins[config.plugin]
+        if plugin.error is not None:
+            raise plugin.error
+        assert plugin.server is not None
+        server: Server = plugin.server
+        return server
+    if config.target is not None:
+        return load_server(config.target)
+    if config.command is not None:
+        env = {**os.environ, **config.env} if config.env else None
+        return proxy_stdio(config.command, name=config.name, env=env, cwd=config.cwd)
+    if config.openapi is not None:
+        built: Server = config.openapi.build(config.name, config.headers)
+        return built
+    assert config.url is not None
+    return proxy_url(config.url, name=config.name, headers=config.headers or None)
 
 
 def _failed(config: ServerConfig, exc: BaseException) -> PluginError:

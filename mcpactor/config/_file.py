@@ -254,6 +254,17 @@ def _table(
 _OPENAPI_NEEDS: Final = tuple((key, "openapi") for key in sorted(OPENAPI_KEYS))
 
 
+def _check_applies(inner: _Reader, value: Mapping[str, Any]) -> None:
+    # Settings of one kind of source given to a server of another.
+    for key, needs in (("env", "command"), ("cwd", "command"), *_OPENAPI_NEEDS):
+        if key in value and needs not in value:
+            raise inner.error(key, f"only applies to a server with {needs!r}", value[key])
+    if "headers" in value and "url" not in value and "openapi" not in value:
+        raise inner.error(
+            "headers", "only applies to a server with 'url' or 'openapi'", value["headers"]
+        )
+
+
 def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
     if not isinstance(value, dict):
         raise reader.error(name, "expected a table", value)
@@ -299,11 +310,7 @@ def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
         spec, colon, attr = target.partition(":")
         if spec.endswith(".py") or "/" in spec:
             target = str(reader.directory / spec) + colon + attr
-    for key, needs in (("env", "command"), ("cwd", "command"), *_OPENAPI_NEEDS):
-        if key in value and needs not in value:
-            raise inner.error(key, f"only applies to a server with {needs!r}", value[key])
-    if "headers" in value and "url" not in value and "openapi" not in value:
-        raise inner.error("headers", "only applies to a server with 'url' or 'openapi'", value)
+    _check_applies(inner, value)
     prefix: str | bool = True
     if "prefix" in value:
         raw_prefix = value["prefix"]

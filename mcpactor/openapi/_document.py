@@ -66,7 +66,7 @@ def _parse(raw: bytes, origin: str) -> Any:
         except orjson.JSONDecodeError as exc:
             raise OpenAPIError(f"{origin!r} is not valid JSON: {exc}") from exc
     try:
-        import yaml
+        import yaml  # type: ignore[import-untyped,unused-ignore]
     except ImportError:
         raise OpenAPIError(
             f"{origin!r} is YAML: install mcpactor[openapi] (PyYAML) to read it, "

@@ -51,10 +51,11 @@ def from_openapi(
     """
     origin = str(document) if not isinstance(document, Mapping) else "the document"
     doc = Document(load_document(document), origin)
-    info = doc.data.get("info") if isinstance(doc.data.get("info"), dict) else {}
-    title = info.get("title") if isinstance(info.get("title"), str) else None
-    version = info.get("version") if isinstance(info.get("version"), str) else __version__
-    description = info.get("description") if isinstance(info.get("description"), str) else None
+    raw_info = doc.data.get("info")
+    info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
+    title = _text(info, "title")
+    version = _text(info, "version") or __version__
+    description = _text(info, "description")
     url = base_url or _document_url(doc, origin)
     if url is None:
         raise OpenAPIError(
@@ -195,6 +196,11 @@ def _server_name(title: str | None) -> str:
     import re
 
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", title or "openapi").strip("_").lower() or "openapi"
+
+
+def _text(table: dict[str, Any], key: str) -> str | None:
+    value = table.get(key)
+    return value if isinstance(value, str) else None
 
 
 def _short(text: str | None) -> str | None:
