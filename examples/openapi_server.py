@@ -1,7 +1,8 @@
 """An HTTP API served as MCP tools, from its OpenAPI document.
 
     pip install 'mcpactor[openapi]'
-    LIBRARY_URL=http://127.0.0.1:8080/api LIBRARY_TOKEN=... mcpactor serve examples/openapi_server.py
+    export LIBRARY_URL=http://127.0.0.1:8080/api LIBRARY_TOKEN=...
+    mcpactor serve examples/openapi_server.py
 
 Every operation of ``openapi/library.yaml`` becomes a tool, except those tagged
 ``admin``; looking a book up by ISBN is a resource template instead

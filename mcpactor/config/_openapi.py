@@ -71,7 +71,8 @@ def openapi_config(reader: Reader, table: Mapping[str, Any]) -> OpenAPIConfig:
     if not isinstance(raw_routes, list) or not all(isinstance(r, dict) for r in raw_routes):
         raise reader.error("route_map", "expected a list of tables", raw_routes)
     for index, route in enumerate(raw_routes):
-        inner = reader.nested(f"route_map[{index}]")
+        # Named as TOML writes an array's item: servers.api.route_map[0].kind
+        inner = Reader(reader.source, f"{reader.prefix}.route_map[{index}]")
         inner.known(route, _ROUTE_KEYS)
         inner.choice(route, "kind", ("tool", "resource", "exclude"), "tool")
         for key in ("methods", "tags", "operation_ids"):

@@ -321,3 +321,89 @@ async def test_the_example_calls_its_api() -> None:
             read = await client.read_resource(f"{api.base_url}/books/978-0262033848")
             assert json.loads(read["contents"][0]["text"])["title"] == "Introduction to Algorithms"
             assert api.requests[-1].path == "/api/books/978-0262033848"
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            {"plugin": "clock", "base_url": "http://x"},
+            "base_url: only applies to a server with 'openapi'",
+        ),
+        (
+            {"target": "m:s", "headers": {"a": "b"}},
+            "headers: only applies to a server with 'url' or 'openapi'",
+        ),
+        (
+            {"openapi": "a.yaml", "url": "http://x/mcp"},
+            "give one of plugin, target, command, url, openapi",
+        ),
+        (
+            {"openapi": "a.yaml", "route_map": [{"kind": "hide"}]},
+            r"route_map\[0\].kind: expected one of",
+        ),
+        ({"openapi": "a.yaml", "route_map": [{"tag": "x"}]}, r"route_map\[0\].tag: unknown key"),
+        (
+            {"openapi": "a.yaml", "max_response_bytes": 0},
+            "max_response_bytes: expected a positive",
+        ),
+    ],
+)
+def test_the_configuration_table_is_checked(table: dict[str, Any], message: str) -> None:
+    from mcpactor.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match=message):
+        parse_config({"servers": {"api": table}}, source=Path("/srv/mcpactor.toml"))
+
+
+def test_the_configuration_table_is_read() -> None:
+    from mcpactor.config import parse_config
+
+    config = parse_config(
+        {
+            "servers": {
+                "api": {
+                    "openapi": "docs/api.yaml",
+                    "base_url": "http://127.0.0.1:9/v1",
+                    "headers": {"X-Key": "k"},
+                    "route_map": [{"kind": "exclude", "tags": ["admin"], "methods": ["DELETE"]}],
+                    "names": {"getPet": "pet"},
+                    "request_timeout": 5,
+                }
+            }
+        },
+        source=Path("/srv/mcpactor.toml"),
+    )
+    (server,) = config.servers
+    assert server.openapi is not None
+    assert server.openapi.document == "/srv/docs/api.yaml"
+    assert server.openapi.base_url == "http://127.0.0.1:9/v1"
+    assert server.openapi.request_timeout == 5.0
+    assert server.headers == {"X-Key": "k"}
+    assert server.openapi.route_map == (
+        {"kind": "exclude", "tags": ["admin"], "methods": ["DELETE"]},
+    )
+
+
+async def test_principal_headers_are_opt_in_and_computed_per_call(tmp_path: Path) -> None:
+    from mcpactor.auth import Principal
+    from mcpactor.openapi._calls import Caller
+
+    with serving(_write(tmp_path, PETS), "/v2") as api:
+        (operation,) = [op for op in operations(Document(PETS), {}) if op.name == "getPet"]
+        from mcpactor.client import HttpPool
+
+        async with HttpPool() as pool:
+            caller = Caller(
+                pool=pool,
+                base_url=api.base_url,
+                headers={"X-Who": "configured"},
+                timeout=5.0,
+                max_response_bytes=1000,
+                principal_headers=lambda p: {"X-Who": p.subject} if p is not None else {},
+            )
+            answer = await caller.call(operation, {"id": 1}, Principal(subject="alice"))
+            assert answer.status == 200
+            assert api.requests[-1].headers["x-who"] == "alice"
+            await caller.call(operation, {"id": 1}, None)
+            assert api.requests[-1].headers["x-who"] == "configured"
