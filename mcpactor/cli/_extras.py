@@ -134,8 +134,10 @@ def _needed(
         # The built-in server and the hypercorn one each need their own part of the extra.
         parser = "hypercorn" if server == "hypercorn" else "httptools"
         yield "http", "serving over HTTP (--http)", (parser, "wsproto")
+    from ..config import is_openapi_target
+
     targets = getattr(args, "targets", ())
-    documents = [t for t in targets if t.startswith("openapi:")]
+    documents = [t for t in targets if is_openapi_target(t)]
     urls = [t for t in targets if "://" in t and t not in documents]
     if config is not None:
         urls += [s.url for s in config.servers if s.url is not None]

@@ -407,3 +407,32 @@ async def test_principal_headers_are_opt_in_and_computed_per_call(tmp_path: Path
             assert api.requests[-1].headers["x-who"] == "alice"
             await caller.call(operation, {"id": 1}, None)
             assert api.requests[-1].headers["x-who"] == "configured"
+
+
+async def test_a_document_fetched_from_a_url_with_a_relative_server(tmp_path: Path) -> None:
+    import functools
+    import http.server
+    import threading
+
+    document = json.loads(json.dumps(PETS))
+    document["servers"] = [{"url": "/v2"}]
+    (tmp_path / "openapi.json").write_text(json.dumps(document))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    files = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=files.serve_forever, daemon=True)
+    thread.start()
+    try:
+        origin = f"http://127.0.0.1:{files.server_address[1]}"
+        server = from_openapi(
+            f"{origin}/openapi.json", route_map=[Route("resource", operation_ids=["listPets"])]
+        )
+        async with connect_memory(server, initialize=True) as client:
+            (resource,) = await client.list_resources()
+            # The relative server URL, resolved against the document's own.
+            assert resource["uri"] == f"{origin}/v2/pets"
+        with pytest.raises(OpenAPIError, match="cannot fetch"):
+            from_openapi(f"{origin}/missing.json")
+    finally:
+        files.shutdown()
+        files.server_close()
+        thread.join()
