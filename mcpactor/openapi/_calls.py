@@ -64,12 +64,13 @@ class Caller:
         except ValueError as exc:
             raise CallFailed(f"cannot call {url_text!r}: {exc}") from exc
         # An argument's header wins over the principal's, which wins over the configured.
-        chosen: dict[str, tuple[str, str]] = {}
+        chosen = {"accept": ("accept", "application/json, */*;q=0.5")}
         extra = self.principal_headers(principal) if self.principal_headers else {}
         for name, value in [*self.headers.items(), *extra.items(), *headers]:
+            if any(c in value for c in "\r\n\0"):
+                raise CallFailed(f"the value of header {name!r} holds a line break")
             chosen[name.lower()] = (name, value)
         sent = list(chosen.values())
-        sent.append(("accept", "application/json, */*;q=0.5"))
         what = f"{operation.method.upper()} {url_text}"
         with trio.move_on_after(
             self.timeout if self.timeout is not None else float("inf")

@@ -407,6 +407,7 @@ async def test_principal_headers_are_opt_in_and_computed_per_call(tmp_path: Path
             assert api.requests[-1].headers["x-who"] == "alice"
             await caller.call(operation, {"id": 1}, None)
             assert api.requests[-1].headers["x-who"] == "configured"
+            assert api.requests[-1].headers["accept"] == "application/json, */*;q=0.5"
 
 
 async def test_a_document_fetched_from_a_url_with_a_relative_server(tmp_path: Path) -> None:
@@ -436,3 +437,17 @@ async def test_a_document_fetched_from_a_url_with_a_relative_server(tmp_path: Pa
         files.shutdown()
         files.server_close()
         thread.join()
+
+
+async def test_a_header_argument_cannot_split_the_request(tmp_path: Path) -> None:
+    document = json.loads(json.dumps(PETS))
+    document["paths"]["/pets"]["get"]["parameters"] = [
+        {"name": "X-Note", "in": "header", "schema": {"type": "string"}}
+    ]
+    with serving(_write(tmp_path, document), "/v2") as api:
+        server = from_openapi(document, base_url=api.base_url)
+        async with connect_memory(server, initialize=True) as client:
+            result = await client.call_tool("listPets", {"X-Note": "a\r\nX-Evil: 1"})
+            assert result.is_error
+            assert "line break" in result.text
+            assert api.requests == []
