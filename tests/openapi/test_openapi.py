@@ -215,6 +215,34 @@ def test_headers_cookies_and_bodies() -> None:
     assert body == b"n=v+w&ok=true"
 
 
+def test_webhooks_are_not_operations_and_path_level_parameters_are_shared() -> None:
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/items/{id}": {
+                "parameters": [
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+                    {"name": "v", "in": "query", "schema": {"type": "integer"}},
+                ],
+                "get": {"operationId": "getItem"},
+                "delete": {
+                    "operationId": "deleteItem",
+                    "parameters": [{"name": "v", "in": "query", "schema": {"type": "string"}}],
+                },
+            }
+        },
+        "webhooks": {"itemCreated": {"post": {"operationId": "itemCreated"}}},
+    }
+    found = {op.name: op for op in operations(Document(document), {})}
+    # A webhook is what the API calls, not an operation to call.
+    assert set(found) == {"getItem", "deleteItem"}
+    assert found["getItem"].input_schema["properties"]["v"]["type"] == "integer"
+    # The operation's own parameter replaces the path item's of the same name and place.
+    assert found["deleteItem"].input_schema["properties"]["v"]["type"] == "string"
+    assert found["deleteItem"].input_schema["required"] == ["id"]
+
+
 def _write(tmp_path: Path, document: dict[str, Any]) -> Path:
     path = tmp_path / "pets.json"
     path.write_text(json.dumps(document))

@@ -1,10 +1,11 @@
 """Two public OpenAPI documents served by ``mcpactor serve``, called by the official client.
 
 The Swagger Petstore 3 document (OpenAPI 3.0, YAML, a relative server URL) is served as
-the target ``openapi:petstore.yaml``; the Train Travel API (OpenAPI 3.1: ``$ref``s
-everywhere, ``oneOf`` in a request body, path-level parameters, webhooks) from an
-``mcpactor.toml`` table. Each answers from a real HTTP server on loopback (tests/openapi/
-_api.py) that records what reached it: method, path, query, headers and body.
+the target ``openapi:petstore.yaml``; Apideck's Webhook API (OpenAPI 3.0.3: component
+``$ref``s inside component ``$ref``s, ``oneOf`` request bodies, path, query, deepObject
+and header parameters) from an ``mcpactor.toml`` table. Each answers from a real HTTP
+server on loopback (tests/openapi/_api.py) that records what reached it: method, path,
+query, headers and body.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tests.openapi._api import Api, operations, serving
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "openapi"
 PETSTORE = DATA / "petstore.yaml"
-TRAINS = DATA / "train-travel.yaml"
+WEBHOOKS = DATA / "apideck-webhook.yml"
 TIMEOUT = 30.0
 
 pytest.importorskip("yaml", reason="YAML documents need PyYAML (the openapi extra)")
@@ -164,97 +165,123 @@ def test_petstore_through_serve() -> None:
 
 
 CONFIG = """
-[servers.trains]
+[servers.webhooks]
 openapi = "{document}"
 base_url = "{base_url}"
-headers = {{ Authorization = "Bearer train-token" }}
+headers = {{ Authorization = "Bearer webhook-token" }}
 prefix = false
 request_timeout = 20
 """
 
 
-def test_train_travel_from_the_configuration_file(tmp_path: Path) -> None:
-    with serving(TRAINS) as api:
+def test_apideck_webhook_api_from_the_configuration_file(tmp_path: Path) -> None:
+    with serving(WEBHOOKS) as api:
         (tmp_path / "mcpactor.toml").write_text(
-            CONFIG.format(document=TRAINS, base_url=api.base_url)
+            CONFIG.format(document=WEBHOOKS, base_url=api.base_url)
         )
 
         async def main() -> None:
             async with sdk_session(["--config", "mcpactor.toml"], tmp_path) as session:
                 tools = await listed_and_valid(session, api.document)
-                # The webhook is what the API calls, not an operation to call.
-                assert "new-booking" not in tools
-                payment = tools["create-booking-payment"].input_schema
-                source = payment["properties"]["body"]["properties"]["source"]
-                assert [o["title"] for o in source["oneOf"]] == ["Card", "Bank Account"]
-                assert payment["required"] == ["bookingId", "body"]
+                # A request body that is one of two referenced schemas.
+                execute = tools["webhooksExecute"].input_schema
+                assert [o["type"] for o in execute["properties"]["body"]["oneOf"]] == [
+                    "object",
+                    "array",
+                ]
+                assert execute["required"] == ["id", "serviceId", "body"]
+                # Component refs inside component refs: the body's schema, then its fields'.
+                add = tools["webhooksAdd"].input_schema
+                body = add["properties"]["body"]
+                assert "crm" in body["properties"]["unified_api"]["enum"]
+                assert "*" in body["properties"]["events"]["items"]["enum"]
+                assert add["required"] == ["x-apideck-app-id", "body"]
+                assert "$ref" not in json.dumps(add)
 
+                app = {"x-apideck-app-id": "app-7"}
                 result = await session.call_tool(
-                    "get-stations", {"search": "Berlin Hbf", "country": "DE", "page": 2}
+                    "webhooksAll", {**app, "cursor": "c-2", "limit": 5}
                 )
                 assert not result.is_error, result
                 assert result.structured_content is not None
                 assert isinstance(result.structured_content["data"], list)
                 seen = last(api)
-                assert (seen.method, seen.path) == ("GET", "/stations")
-                assert seen.query == [("page", "2"), ("search", "Berlin Hbf"), ("country", "DE")]
-                assert seen.headers["authorization"] == "Bearer train-token"
+                assert (seen.method, seen.path) == ("GET", "/webhook/webhooks")
+                assert seen.query == [("cursor", "c-2"), ("limit", "5")]
+                # A header parameter, and the configured header beside it.
+                assert seen.headers["x-apideck-app-id"] == "app-7"
+                assert seen.headers["authorization"] == "Bearer webhook-token"
+
+                webhook = {
+                    "delivery_url": "https://example.com/hook",
+                    "status": "enabled",
+                    "events": ["vault.connection.created"],
+                    "unified_api": "crm",
+                }
+                result = await session.call_tool("webhooksAdd", {**app, "body": webhook})
+                assert not result.is_error, result
+                seen = last(api)
+                assert (seen.method, seen.path, seen.json()) == (
+                    "POST",
+                    "/webhook/webhooks",
+                    webhook,
+                )
+                assert seen.headers["content-type"] == "application/json"
 
                 await session.call_tool(
-                    "get-trips",
-                    {
-                        "origin": "efdbb9d1-02c2-4bc3-afb7-6788d8782b1e",
-                        "destination": "b2e783e1-c824-4d63-b37a-d8d698862f1d",
-                        "date": "2024-02-01T09:00:00Z",
-                        "bicycles": True,
-                    },
+                    "webhooksUpdate", {**app, "id": "wh 1", "body": {"status": "disabled"}}
                 )
                 seen = last(api)
-                assert dict(seen.query)["bicycles"] == "true"
-                assert dict(seen.query)["date"] == "2024-02-01T09:00:00Z"
+                assert (seen.method, seen.path) == ("PATCH", "/webhook/webhooks/wh%201")
+                assert seen.json() == {"status": "disabled"}
 
-                booking = {
-                    "trip_id": "4f4e4e1-c824-4d63-b37a-d8d698862f1d",
-                    "passenger_name": "John Doe",
-                    "has_bicycle": True,
-                    "has_dog": False,
-                }
-                result = await session.call_tool("create-booking", {"body": booking})
-                assert not result.is_error, result
-                seen = last(api)
-                assert (seen.method, seen.path, seen.json()) == ("POST", "/bookings", booking)
-
-                booking_id = "1725ff48-ab45-4bb5-9d02-88745177dedb"
-                pay = {
-                    "amount": 49.99,
-                    "currency": "gbp",
-                    "source": {
-                        "object": "card",
-                        "name": "J. Doe",
-                        "number": "4242424242424242",
-                        "cvc": "123",
-                        "exp_month": 12,
-                        "exp_year": 2030,
-                        "address_country": "gb",
-                    },
-                }
+                # Each branch of the oneOf body reaches the API as it was given.
+                events = [{"type": "created"}, {"type": "updated"}]
                 result = await session.call_tool(
-                    "create-booking-payment", {"bookingId": booking_id, "body": pay}
+                    "webhooksShortExecute",
+                    {
+                        "id": "tok",
+                        "serviceId": "factorialhr",
+                        "l_id": "look",
+                        "e": "A::B",
+                        "body": events,
+                    },
                 )
                 assert not result.is_error, result
                 seen = last(api)
-                assert (seen.method, seen.path) == ("POST", f"/bookings/{booking_id}/payment")
-                assert seen.json() == pay
+                assert (seen.method, seen.path) == ("POST", "/webhook/webhooks/tok/x/factorialhr")
+                assert seen.query == [("l_id", "look"), ("e", "A::B")]
+                assert seen.json() == events
+                await session.call_tool(
+                    "webhooksExecute", {"id": "tok", "serviceId": "s", "body": {"one": 1}}
+                )
+                assert last(api).json() == {"one": 1}
 
-                result = await session.call_tool("delete-booking", {"bookingId": booking_id})
+                # A deepObject query parameter.
+                await session.call_tool(
+                    "eventLogsAll", {**app, "filter": {"exclude_apis": "vault,proxy"}}
+                )
+                seen = last(api)
+                assert (seen.method, seen.path) == ("GET", "/webhook/logs")
+                assert seen.query == [("filter[exclude_apis]", "vault,proxy")]
+
+                result = await session.call_tool("webhooksDelete", {**app, "id": "wh-1"})
                 assert not result.is_error, result
-                assert (last(api).method, last(api).path) == ("DELETE", f"/bookings/{booking_id}")
+                assert (last(api).method, last(api).path) == ("DELETE", "/webhook/webhooks/wh-1")
 
-                result = await session.call_tool("get-booking", {"bookingId": "404"})
+                result = await session.call_tool("webhooksOne", {**app, "id": "404"})
                 assert result.is_error
-                assert "HTTP 404" in result.content[0].text  # type: ignore[union-attr]
+                text = result.content[0].text  # type: ignore[union-attr]
+                assert "GET /webhook/webhooks/{id}" in text
+                assert "HTTP 404" in text
 
-                await cancelled_call(session, api, "get-booking", {"bookingId": "slow"})
+                # A required header parameter left out never reaches the API.
+                count = len(api.requests)
+                result = await session.call_tool("webhooksOne", {"id": "wh-1"})
+                assert result.is_error
+                assert len(api.requests) == count
+
+                await cancelled_call(session, api, "webhooksOne", {**app, "id": "slow"})
 
         anyio.run(main, backend="asyncio")
 
