@@ -75,6 +75,7 @@ OTHER_OPTIONS: Final = [
     (["serve", "--admin", "127.0.0.1:0", "clock"], "admin"),
     (["serve", "--otel", "clock"], "otel"),
     (["dev", "--stdio", "clock"], "dev-loop"),
+    (["serve", "openapi:api.yaml", "--openapi-base-url", "http://127.0.0.1:9"], "openapi"),
 ]
 OVER_HTTP_OPTIONS: Final = [
     (["serve", "--http", "127.0.0.1:0", "--store", "redis://127.0.0.1:9", "clock"], "redis"),
@@ -413,6 +414,51 @@ def http_otel(venv: Venv) -> None:
             raise Failed("the server did not say it traces requests")
 
 
+OPENAPI_DOCUMENT: Final = """
+openapi: 3.1.0
+info: {title: files, version: "1"}
+paths:
+  /data.json:
+    get:
+      operationId: data
+      responses:
+        "200":
+          description: the file
+          content:
+            application/json:
+              schema: {type: object}
+"""
+
+
+def openapi(venv: Venv) -> None:
+    """docs/openapi.md: serve a YAML document's operation; the API is a loopback server."""
+    (venv.work / "api.yaml").write_text(OPENAPI_DOCUMENT)
+    (venv.work / "data.json").write_text('{"answer": 42}')
+    files = subprocess.Popen(
+        [venv.bin("python"), "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        cwd=venv.work,
+        env=_clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert files.stdout is not None
+        found = re.search(r"port (\d+)", files.stdout.readline())
+        if found is None:
+            raise Failed("python -m http.server did not say its port")
+        url = f"http://127.0.0.1:{found.group(1)}"
+        done = venv.run(
+            "call", "--tool", "data", "--", venv.bin("mcpactor"), "serve", "openapi:api.yaml",
+            "--openapi-base-url", url,
+        )  # fmt: skip
+        if json.loads(done.stdout)["structuredContent"] != {"answer": 42}:
+            raise Failed(f"the data operation: {done.stdout}")
+    finally:
+        files.terminate()
+        files.wait(timeout=TIMEOUT)
+
+
 #: every combination checked: the requirement installed, and what is run with it
 CASES: Final[dict[str, Callable[[Venv], None]]] = {
     "mcpactor": base,
@@ -424,6 +470,7 @@ CASES: Final[dict[str, Callable[[Venv], None]]] = {
     "mcpactor[redis]": redis,
     "mcpactor[otel]": otel,
     "mcpactor[http,otel]": http_otel,
+    "mcpactor[openapi]": openapi,
 }
 
 

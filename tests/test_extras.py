@@ -119,6 +119,7 @@ def test_an_extra_that_only_works_over_http_brings_it() -> None:
         "auth",
         "admin",
         "redis",
+        "openapi",
     }
 
 

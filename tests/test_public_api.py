@@ -16,6 +16,7 @@ PUBLIC_MODULES = [
     "mcpactor.ext.apps",
     "mcpactor.middleware",
     "mcpactor.transform",
+    "mcpactor.openapi",
 ]
 
 

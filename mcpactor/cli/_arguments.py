@@ -99,6 +99,19 @@ def add_composition_arguments(serve: argparse.ArgumentParser) -> None:
         help="the prefix of the server NAME (default: NAME); repeatable",
     )
     serve.add_argument(
+        "--openapi-base-url",
+        metavar="URL",
+        help="the API's base URL for openapi:DOCUMENT targets (default: the document's "
+        "first absolute 'servers' URL)",
+    )
+    serve.add_argument(
+        "--openapi-header",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a header sent with every call of openapi:DOCUMENT targets (an API key); repeatable",
+    )
+    serve.add_argument(
         "--max-concurrent",
         action="append",
         default=[],

@@ -37,6 +37,7 @@ EXTRAS: Final[Mapping[str, tuple[str, ...]]] = {
     "admin": ("quart_trio", "prometheus_client"),
     "otel": ("opentelemetry",),
     "redis": ("coredis",),
+    "openapi": ("yaml",),
 }
 #: the extras each extra installs as well: what it is for only works over HTTP
 INCLUDED: Final[Mapping[str, tuple[str, ...]]] = {
@@ -44,6 +45,7 @@ INCLUDED: Final[Mapping[str, tuple[str, ...]]] = {
     "auth": ("http",),
     "admin": ("http",),
     "redis": ("http",),
+    "openapi": ("http",),
 }
 #: the OpenTelemetry API's own module: other opentelemetry distributions share the
 #: namespace package, so the top-level name alone does not say the API is there
@@ -56,6 +58,7 @@ PURPOSES: Final[Mapping[str, str]] = {
     "admin": "the admin listener (--admin)",
     "otel": "tracing (--otel)",
     "redis": "a shared store (--store)",
+    "openapi": "serving an OpenAPI document (openapi:DOCUMENT)",
 }
 
 
@@ -131,11 +134,18 @@ def _needed(
         # The built-in server and the hypercorn one each need their own part of the extra.
         parser = "hypercorn" if server == "hypercorn" else "httptools"
         yield "http", "serving over HTTP (--http)", (parser, "wsproto")
-    urls = [t for t in getattr(args, "targets", ()) if "://" in t]
+    from ..config import is_openapi_target
+
+    targets = getattr(args, "targets", ())
+    documents = [t for t in targets if is_openapi_target(t)]
+    urls = [t for t in targets if "://" in t and t not in documents]
     if config is not None:
         urls += [s.url for s in config.servers if s.url is not None]
+        documents += [s.openapi.document for s in config.servers if s.openapi is not None]
     if urls:
         yield "http", f"proxying {urls[0][:200]!r}", ("h11", "trio_websocket")
+    if documents:
+        yield "openapi", f"serving {documents[0][:200]!r}", ("h11", *EXTRAS["openapi"])
     if http and (
         getattr(args, "store", None) is not None
         or (config is not None and config.store is not None and config.store.url is not None)

@@ -161,6 +161,30 @@ def _pairs(items: Sequence[str], option: str) -> dict[str, str]:
     return pairs
 
 
+def _with_openapi_options(args: argparse.Namespace, server: Any) -> Any:
+    # --openapi-base-url and --openapi-header apply to the documents the command names.
+    import attrs
+
+    headers = _pairs(args.openapi_header, "--openapi-header")
+    openapi = server.openapi
+    if args.openapi_base_url is not None:
+        openapi = attrs.evolve(openapi, base_url=args.openapi_base_url)
+    return attrs.evolve(server, openapi=openapi, headers={**server.headers, **headers})
+
+
+def _openapi_server(args: argparse.Namespace, target: str) -> Server:
+    from ..config import target_configs
+    from ..openapi import OpenAPIError
+
+    (server,) = target_configs([target], plugins=())
+    server = _with_openapi_options(args, server)
+    try:
+        built: Server = server.openapi.build(server.name, server.headers)
+    except OpenAPIError as exc:
+        raise TargetError(f"{target!r}: {exc}") from exc
+    return built
+
+
 def _served_server(args: argparse.Namespace, config: Any) -> Server:
     # One target is served as it is; several, none (every plugin) or a config's servers
     # are mounted in one Server, each under its prefix.
@@ -176,6 +200,10 @@ def _served_server(args: argparse.Namespace, config: Any) -> Server:
     overridden = bool(prefixes or limits or args.no_prefix)
     if config is None and len(args.targets) == 1 and not overridden:
         (target,) = args.targets
+        from ..config import is_openapi_target
+
+        if is_openapi_target(target):
+            return _openapi_server(args, target)
         if "://" in target:
             from ..client import proxy_url
             from ..config import target_configs
@@ -210,6 +238,8 @@ def _served_server(args: argparse.Namespace, config: Any) -> Server:
                 f"serving {', '.join(sorted(names)) or 'nothing'}"
             )
     for index, server in enumerate(servers):
+        if server.openapi is not None and config is None:
+            server = _with_openapi_options(args, server)
         if server.name in prefixes:
             server = attrs.evolve(server, prefix=prefixes[server.name])
         if server.name in limits:

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from ._keys import parse_state_keys as parse_state_keys
     from ._keys import read_state_keys as read_state_keys
     from ._keys import state_sealer as state_sealer
+    from ._openapi import OpenAPIConfig as OpenAPIConfig
+    from ._openapi import is_openapi_target as is_openapi_target
     from ._reader import NOT_A_NAME as NOT_A_NAME
     from ._reader import Reader as Reader
     from ._reader import line_of as line_of
@@ -71,6 +73,8 @@ _NAMES = {
     "load_config": "._file",
     "parse_config": "._file",
     "HttpConfig": "._http",
+    "OpenAPIConfig": "._openapi",
+    "is_openapi_target": "._openapi",
     "STATE_KEYS_ENV": "._keys",
     "parse_state_keys": "._keys",
     "read_state_keys": "._keys",
@@ -105,6 +109,7 @@ __all__ = [
     "ConfigError",
     "HttpConfig",
     "MountConflict",
+    "OpenAPIConfig",
     "Reader",
     "ServerConfig",
     "StoreConfig",
@@ -113,6 +118,7 @@ __all__ = [
     "ToolTransformConfig",
     "assemble",
     "find_config",
+    "is_openapi_target",
     "line_of",
     "load_config",
     "load_hook",

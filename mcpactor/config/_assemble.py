@@ -11,12 +11,14 @@ import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from .._exceptions import ConfigError, PluginError
 from .._version import __version__
 from ..server import Server, ToolTransform
+from ._openapi import OpenAPIConfig, is_openapi_target
 from ._reader import NOT_A_NAME
 from ._targets import TargetError, load_server
 from ._transforms import ToolTransformConfig
@@ -40,6 +42,8 @@ class ServerConfig:
     command: tuple[str, ...] | None = None
     #: a remote MCP server to proxy (``ws://``, ``wss://``, ``http(s)://``)
     url: str | None = None
+    #: an HTTP API to serve from its OpenAPI document
+    openapi: OpenAPIConfig | None = None
     #: True: prefixed with its name; False: unprefixed; a string: that prefix
     prefix: str | bool = True
     #: requests it may serve at once (None: no limit)
@@ -48,7 +52,7 @@ class ServerConfig:
     env: Mapping[str, str] = attrs.field(factory=dict)
     #: working directory of ``command``
     cwd: str | None = None
-    #: headers sent to ``url``
+    #: headers sent to ``url`` (or to the API of ``openapi``)
     headers: Mapping[str, str] = attrs.field(factory=dict)
     #: seconds each of its tools may run unless the tool sets its own ``timeout``
     tool_timeout: float | None = None
@@ -67,6 +71,9 @@ class MountConflict(PluginError, ConfigError):
 def target_configs(targets: Sequence[str], *, plugins: Sequence[str]) -> list[ServerConfig]:
     """ServerConfigs for command-line targets: plugin names, URLs, modules or paths.
 
+    ``openapi:FILE`` (``.json``, ``.yaml``, ``.yml``) or ``openapi:URL`` is an OpenAPI
+    document, named after the file.
+
     A plugin keeps its name; a URL is named after its host, a module after its last
     component and a file after its stem (``_2``, ``_3``… make names unique).
     """
@@ -75,6 +82,16 @@ def target_configs(targets: Sequence[str], *, plugins: Sequence[str]) -> list[Se
     for target in targets:
         if target in plugins:
             config = ServerConfig(name=target, plugin=target)
+        elif is_openapi_target(target):
+            document = target.partition(":")[2]
+            if "://" in document:
+                stem = urllib.parse.urlsplit(document).path.rpartition("/")[2]
+            else:
+                stem = Path(document).name
+            config = ServerConfig(
+                name=_as_name(stem.partition(".")[0] or "openapi"),
+                openapi=OpenAPIConfig(document),
+            )
         elif "://" in target:
             host = urllib.parse.urlsplit(target).hostname or "remote"
             config = ServerConfig(name=_as_name(host), url=target)
@@ -112,7 +129,6 @@ def assemble(
             or two servers serve the same name or URI (the message names both).
         ConfigError: two servers have the same name.
     """
-    from ..client import proxy_stdio, proxy_url
     from ..plugins import discover
 
     seen: set[str] = set()
@@ -126,20 +142,7 @@ def assemble(
     failures: list[str] = []
     for config in servers:
         try:
-            if config.plugin is not None:
-                plugin = plugins[config.plugin]
-                if plugin.error is not None:
-                    raise plugin.error
-                assert plugin.server is not None
-                server = plugin.server
-            elif config.target is not None:
-                server = load_server(config.target)
-            elif config.command is not None:
-                env = {**os.environ, **config.env} if config.env else None
-                server = proxy_stdio(config.command, name=config.name, env=env, cwd=config.cwd)
-            else:
-                assert config.url is not None
-                server = proxy_url(config.url, name=config.name, headers=config.headers or None)
+            server = _load(config, plugins)
             if config.tool_timeout is not None:
                 # The server's default deadline; tools with their own ``timeout`` keep it.
                 server.tool_timeout = config.tool_timeout
@@ -177,12 +180,36 @@ def assemble(
     return parent
 
 
+def _load(config: ServerConfig, plugins: Mapping[str, Any]) -> Server:
+    # The server one configuration names, loaded, started or built.
+    from ..client import proxy_stdio, proxy_url
+
+    if config.plugin is not None:
+        plugin = plugins[config.plugin]
+        if plugin.error is not None:
+            raise plugin.error
+        assert plugin.server is not None
+        server: Server = plugin.server
+        return server
+    if config.target is not None:
+        return load_server(config.target)
+    if config.command is not None:
+        env = {**os.environ, **config.env} if config.env else None
+        return proxy_stdio(config.command, name=config.name, env=env, cwd=config.cwd)
+    if config.openapi is not None:
+        built: Server = config.openapi.build(config.name, config.headers)
+        return built
+    assert config.url is not None
+    return proxy_url(config.url, name=config.name, headers=config.headers or None)
+
+
 def _failed(config: ServerConfig, exc: BaseException) -> PluginError:
     if isinstance(exc, PluginError):
         return exc
     from ..plugins import _describe_failure
 
-    origin = config.target or config.url or " ".join(config.command or ())
+    document = config.openapi.document if config.openapi is not None else None
+    origin = config.target or config.url or document or " ".join(config.command or ())
     # A TargetError already says what and where; another error is described here.
     cause = str(exc) if isinstance(exc, TargetError) else _describe_failure(exc)
     return PluginError(

@@ -31,6 +31,7 @@ from ._auth import AuthConfig
 from ._auth import read_auth_config as _auth_config
 from ._http import HttpConfig
 from ._http import read_http_config as _http_config
+from ._openapi import OPENAPI_KEYS, openapi_config
 from ._reader import NOT_A_NAME
 from ._reader import Reader as _Reader
 from ._store import StoreConfig
@@ -280,6 +281,20 @@ def _table(
     return read(reader.nested(key), reader.table(data, key)) if key in data else None
 
 
+_OPENAPI_NEEDS: Final = tuple((key, "openapi") for key in sorted(OPENAPI_KEYS))
+
+
+def _check_applies(inner: _Reader, value: Mapping[str, Any]) -> None:
+    # Settings of one kind of source given to a server of another.
+    for key, needs in (("env", "command"), ("cwd", "command"), *_OPENAPI_NEEDS):
+        if key in value and needs not in value:
+            raise inner.error(key, f"only applies to a server with {needs!r}", value[key])
+    if "headers" in value and "url" not in value and "openapi" not in value:
+        raise inner.error(
+            "headers", "only applies to a server with 'url' or 'openapi'", value["headers"]
+        )
+
+
 def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
     if not isinstance(value, dict):
         raise reader.error(name, "expected a table", value)
@@ -300,12 +315,16 @@ def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
             "headers",
             "tool_timeout",
             "tools",
+            "openapi",
+            *OPENAPI_KEYS,
         },
     )
-    sources = [key for key in ("plugin", "target", "command", "url") if key in value]
+    sources = [key for key in ("plugin", "target", "command", "url", "openapi") if key in value]
     if len(sources) > 1:
         raise reader.error(
-            name, f"give one of plugin, target, command, url; got {', '.join(sources)}", value
+            name,
+            f"give one of plugin, target, command, url, openapi; got {', '.join(sources)}",
+            value,
         )
     plugin = inner.optional(value, "plugin", str)
     target = inner.optional(value, "target", str)
@@ -322,9 +341,7 @@ def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
         spec, colon, attr = target.partition(":")
         if spec.endswith(".py") or "/" in spec:
             target = str(reader.directory / spec) + colon + attr
-    for key, needs in (("env", "command"), ("cwd", "command"), ("headers", "url")):
-        if key in value and needs not in value:
-            raise inner.error(key, f"only applies to a server with {needs!r}", value[key])
+    _check_applies(inner, value)
     prefix: str | bool = True
     if "prefix" in value:
         raw_prefix = value["prefix"]
@@ -356,6 +373,7 @@ def _server_config(reader: _Reader, name: str, value: Any) -> ServerConfig:
         headers=inner.strings(value, "headers"),
         tool_timeout=tool_timeout,
         tools=read_tool_transforms(inner.nested("tools"), inner.table(value, "tools")),
+        openapi=openapi_config(inner, value) if "openapi" in value else None,
     )
 
 
