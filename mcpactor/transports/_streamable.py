@@ -209,7 +209,9 @@ async def _post(
         await _accept_unowed(exchange, session, body, cors)
         return
     try:
-        attachment = await session.post(body, request_ids, sse=options.response_mode == "sse")
+        attachment = await session.post(
+            body, request_ids, sse=options.response_mode == "sse", arrived=exchange.arrived
+        )
     except DuplicateRequestId as exc:
         await reply(exchange, 400, error_body(INVALID_REQUEST, str(exc), exc.request_id))
         return
@@ -327,7 +329,9 @@ async def _post_stateless(
         await reply_error(exchange, 503, INTERNAL_ERROR, str(exc))
         return
     try:
-        attachment = await session.post(body, request_ids, sse=options.response_mode == "sse")
+        attachment = await session.post(
+            body, request_ids, sse=options.response_mode == "sse", arrived=exchange.arrived
+        )
         if attachment is None:
             await reply_error(exchange, 503, INTERNAL_ERROR, "the server is shutting down")
             return
