@@ -11,6 +11,7 @@ win over it.
 from __future__ import annotations
 
 import argparse
+import functools
 import ipaddress
 import logging
 import secrets
@@ -240,8 +241,14 @@ async def with_admin(
             )
         if shared_history is not None:
             # What ends here (and what operators do here) goes to the store in batches.
+            # Each entry carries the story this page would show of it, for the others.
+            from ..admin import shared_story
+
             trail = app.config["ADMIN_AUDIT"]
-            await nursery.start(shared_history.run, observatory, lambda: trail)
+            told = shared_story(app.config.get("ADMIN_LOGS"), app.config.get("ADMIN_REDACT"))
+            await nursery.start(
+                functools.partial(shared_history.run, story=told), observatory, lambda: trail
+            )
         task_status.started(await nursery.start(_serve_then_stop, serve, nursery))
 
 

@@ -120,9 +120,13 @@ class History:
                 return self._item(entry, {})
         return None
 
-    def since(self, mark: object = None) -> tuple[list[dict[str, Any]], object]:
+    def since(
+        self, mark: object = None, *, params: bool = False
+    ) -> tuple[list[dict[str, Any]], object]:
         """The entries kept after ``mark`` (every one kept when ``mark`` is None or has
-        left the ring), the oldest first, and the mark to ask with next time.
+        left the ring), the oldest first, and the mark to ask with next time. With
+        ``params``, each entry has its request's ``params`` too (None once ``stories``
+        no longer keeps them), for its story.
 
         Read off the request path (the shared history's writer asks once a second).
         """
@@ -133,7 +137,14 @@ class History:
                 break
             fresh.append(entry)
         newest = self._ring[-1] if self._ring else mark
-        return [self._item(entry, {}) for entry in reversed(fresh)], newest
+        items = [self._item(entry, {}) for entry in reversed(fresh)]
+        if params:
+            # A story's params go with its entry's context (the same object).
+            kept = {id(context): value for context, value in self.stories if context is not None}
+            for item, entry in zip(items, reversed(fresh), strict=True):
+                context = entry[7]
+                item["params"] = kept.get(id(context)) if context is not None else None
+        return items, newest
 
     @staticmethod
     def passes(
