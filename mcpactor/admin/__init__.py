@@ -19,6 +19,7 @@ from ._app import DEFAULT_ADMIN_SCOPE as DEFAULT_ADMIN_SCOPE
 from ._app import add_routes as add_routes
 from ._app import serve_admin as serve_admin
 from ._credentials import ADMIN_COOKIE as ADMIN_COOKIE
+from ._story import shared_story as shared_story
 
 if TYPE_CHECKING:
     from ..auth import ResourceServer
@@ -32,6 +33,7 @@ __all__ = [
     "add_routes",
     "create_admin_app",
     "serve_admin",
+    "shared_story",
 ]
 
 

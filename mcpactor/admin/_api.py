@@ -16,7 +16,7 @@ from quart_trio import QuartTrio
 
 from ..runtime import History, Observatory
 from ._responses import MAX_PARAM, audit_trail, json_response
-from ._story import story, task_story
+from ._story import shared_story_of, story, task_story
 
 if TYPE_CHECKING:
     from ..store import RedisSharedHistory as SharedHistory
@@ -191,10 +191,14 @@ def _rates(observatory: Observatory) -> dict[str, Any]:
     return answer
 
 
-def _story(observatory: Observatory) -> Response:
+async def _story(observatory: Observatory, shared: SharedHistory | None) -> Response:
     # One request's story: running (session and request, or a stateless key) or ended
-    # (session, request and when it ended); or a task's (task).
+    # (session, request and when it ended); or a task's (task). With ``replica`` naming
+    # another replica, the story it shared with the request's history entry.
     args = request.args
+    replica = args.get("replica")
+    if shared is not None and replica is not None and replica != shared.replica:
+        return await _other_story(shared, replica[:MAX_PARAM])
     task = args.get("task")
     if task is not None:
         found = task_story(observatory, task[:MAX_PARAM])
@@ -217,6 +221,37 @@ def _story(observatory: Observatory) -> Response:
     if answer is None:
         return json_response({"error": "no such request is running or kept"}, 404)
     return json_response(answer)
+
+
+async def _other_story(shared: SharedHistory, replica: str) -> Response:
+    # An ended request of another replica: its entry in the shared history, found by
+    # session, request and when it ended, with the story that replica shared.
+    args = request.args
+    session = (args.get("session") or "")[:MAX_PARAM] or None
+    wanted = (args.get("request") or "")[:MAX_PARAM]
+    at = _number(args.get("at"), -1.0)
+    read = await shared.read()
+    if read is None:
+        return json_response({"error": "the shared history is unavailable"}, 503)
+    ended, audited = read
+    for entry in ended:
+        item = _item(entry)
+        if (
+            item is None
+            or item["replica"] != replica
+            or item["session"] != session
+            or str(item["request"]) != wanted
+            or (at >= 0 and item["at"] != at)
+        ):
+            continue
+        if item["outcome"] == "cancelled" and item["cancelled_by"] is None:
+            trail = [action for action in map(_action, audited) if action]
+            item["cancelled_by"] = _cancelled_by(trail).get((str(session), wanted))
+        answer = shared_story_of(
+            item, entry.get("story"), current_app.config.get("ADMIN_TRACE_URL")
+        )
+        return json_response(answer)
+    return json_response({"error": "no such request is kept in the shared history"}, 404)
 
 
 async def _readiness(readiness: ReadinessView | None) -> dict[str, Any] | None:
@@ -255,7 +290,7 @@ def install_api(
 
     @app.get("/api/request")
     async def request_story() -> Response:
-        return _story(observatory)
+        return await _story(observatory, shared)
 
     @app.get("/api/replicas")
     async def replica_list() -> Response:

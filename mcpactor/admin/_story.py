@@ -8,6 +8,13 @@
 # the request ran (the request's ``LOG_CONTEXT``), kept by ``RequestLogs`` while the
 # admin listener serves: a few lines for each of the latest requests. Its trace link is
 # ``[admin] trace_url`` with the request's trace id in it, when both exist.
+#
+# Replicas sharing a store share a smaller story with each history entry
+# (``shared_story``, written by ``RedisSharedHistory.run``): the arguments as this page
+# shows them (bounded and redacted here, by this replica's rules, before they leave the
+# process), cut to ``SHARED_ARGUMENTS`` characters, and its first ``SHARED_LOG_LINES`` log
+# lines cut to ``SHARED_LOG_LINE``. Another replica's page opens it from the shared
+# history (``shared_story_of``): no request goes from one replica to another.
 
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ import collections
 import itertools
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
@@ -30,10 +37,15 @@ __all__ = [
     "LOG_REQUESTS",
     "MAX_ARGUMENTS",
     "REDACTED",
+    "SHARED_ARGUMENTS",
+    "SHARED_LOG_LINE",
+    "SHARED_LOG_LINES",
     "RequestLogs",
     "bounded",
     "check_trace_url",
     "redacted",
+    "shared_story",
+    "shared_story_of",
     "story",
     "task_story",
     "trace_link",
@@ -49,6 +61,12 @@ LOG_REQUESTS: Final = 500
 LOG_LINES: Final = 20
 #: the longest log line kept
 _LONGEST_LINE: Final = 1000
+#: the longest arguments text shared with the other replicas
+SHARED_ARGUMENTS: Final = 1500
+#: log lines shared with the other replicas per request
+SHARED_LOG_LINES: Final = 5
+#: the longest log line shared
+SHARED_LOG_LINE: Final = 200
 # The bounds of what is formatted of arguments.
 _DEPTH: Final = 8
 _ENTRIES: Final = 50
@@ -290,6 +308,68 @@ def story(
     answer["trace_url"] = trace_link(trace_url, trace_id)
     log_session = None if session is None or session.startswith("~") else session
     answer["logs"] = logs.lines(log_session, request) if logs is not None else []
+    return answer
+
+
+def shared_story(
+    logs: RequestLogs | None, rules: Mapping[str, Sequence[str]] | None = None
+) -> Callable[[Mapping[str, Any], Any], dict[str, Any] | None]:
+    """What a history entry shares of its request's story with the other replicas:
+    its arguments (with ``params``, bounded, redacted by ``rules``, cut) and first log
+    lines; None when neither is kept."""
+    rules = rules or {}
+
+    def told(entry: Mapping[str, Any], params: Any) -> dict[str, Any] | None:
+        session, request = entry.get("session"), entry.get("request")
+        lines = logs.lines(session, str(request)) if logs is not None else []
+        if params is None and not lines:
+            return None
+        arguments = _arguments(entry.get("method"), params, rules)
+        text = arguments["text"]
+        if text is not None and len(text) > SHARED_ARGUMENTS:
+            arguments.update(text=_clip(text, SHARED_ARGUMENTS), cut=True)
+        return {
+            "arguments": arguments,
+            "kept": params is not None,
+            "logs": [
+                {**line, "message": _clip(line["message"], SHARED_LOG_LINE)}
+                for line in lines[:SHARED_LOG_LINES]
+            ],
+        }
+
+    return told
+
+
+def shared_story_of(
+    item: Mapping[str, Any], told: Any, trace_url: str | None = None
+) -> dict[str, Any]:
+    """Another replica's request's story, from its shared history entry (``item``, as
+    the page lists it) and the story shared with it (``told``, off the store: checked)."""
+    answer: dict[str, Any] = {"state": "ended", **item}
+    told = told if isinstance(told, dict) else {}
+    arguments = told.get("arguments")
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("text"), str | None):
+        arguments = {"text": None, "redacted": 0, "cut": False}
+    text = arguments.get("text")
+    redacted_count = arguments.get("redacted")
+    answer["arguments"] = {
+        "text": _clip(text, SHARED_ARGUMENTS) if isinstance(text, str) else None,
+        "redacted": redacted_count if type(redacted_count) is int else 0,
+        "cut": arguments.get("cut") is True,
+    }
+    answer["kept"] = told.get("kept") is True
+    lines = told.get("logs")
+    answer["logs"] = [
+        {
+            "at": line.get("at") if isinstance(line.get("at"), int | float) else None,
+            "level": _clip(str(line.get("level")), 20),
+            "logger": _clip(str(line.get("logger")), MAX_PARAM),
+            "message": _clip(str(line.get("message")), SHARED_LOG_LINE),
+        }
+        for line in (lines[:SHARED_LOG_LINES] if isinstance(lines, list) else [])
+        if isinstance(line, dict)
+    ]
+    answer["trace_url"] = trace_link(trace_url, item.get("trace_id"))
     return answer
 
 

@@ -11,6 +11,7 @@ win over it.
 from __future__ import annotations
 
 import argparse
+import functools
 import ipaddress
 import logging
 import secrets
@@ -239,10 +240,21 @@ async def with_admin(
                 snapshots.run, lambda: replica_summary(observatory, admin_url=admin_url)
             )
         if shared_history is not None:
-            # What ends here (and what operators do here) goes to the store in batches.
-            trail = app.config["ADMIN_AUDIT"]
-            await nursery.start(shared_history.run, observatory, lambda: trail)
+            await _share_history(nursery, shared_history, observatory, app)
         task_status.started(await nursery.start(_serve_then_stop, serve, nursery))
+
+
+async def _share_history(
+    nursery: trio.Nursery, shared_history: Any, observatory: Any, app: Any
+) -> None:
+    # What ends here (and what operators do here) goes to the store in batches, each
+    # entry with the story this page would show of it, for the other replicas' pages.
+    from ..admin import shared_story
+
+    trail = app.config["ADMIN_AUDIT"]
+    told = shared_story(app.config.get("ADMIN_LOGS"), app.config.get("ADMIN_REDACT"))
+    run = functools.partial(shared_history.run, story=told)
+    await nursery.start(run, observatory, lambda: trail)
 
 
 async def _publish_only(

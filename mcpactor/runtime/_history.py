@@ -7,18 +7,25 @@
 # likewise for a task. Everything a reader wants (text clipped, the client and principal
 # of the session, filters) is worked out when it is read, from the tuples and the names
 # of live sessions the reader passes in (``learn``).
+#
+# Under load the ring turns over in moments (a thousand quick calls a second fill it in
+# one), which would take a failure out of sight before anyone looked. So the requests
+# that did not end well (an error, a cancel, a timeout) are kept a second time, with
+# their params, in a ring of their own (``failures``, ``FAILURES`` of them): a reader
+# sees the main ring and, older than it, the failures that left it.
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable, Mapping
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from ._snapshot_items import _client_name as client_name
 from ._snapshot_items import _principal_text as principal_text
 from ._snapshot_items import text
 
-__all__ = ["DEFAULT_HISTORY", "Ended", "History"]
+__all__ = ["DEFAULT_HISTORY", "FAILURES", "Ended", "History", "tool_error"]
 
 #: requests the ring keeps by default (the oldest go first)
 DEFAULT_HISTORY: Final = 1000
@@ -27,6 +34,8 @@ _KNOWN_SESSIONS: Final = 1000
 #: the latest requests whose params are kept for their story (a request's params may be
 #: as large as a message may be, so far fewer than the entries)
 STORIES: Final = 100
+#: the latest requests that did not end well kept beside the ring, with their params
+FAILURES: Final = 200
 
 #: one request that ended: (Unix time, method, name or "" (an initialize's clientInfo),
 #: outcome, seconds, error kind, what it failed with, its ``LOG_CONTEXT``: (session id,
@@ -35,6 +44,22 @@ STORIES: Final = 100
 Ended = tuple[float, str, object, str, float, str | None, str | None, Any, str | None, Any]
 #: the params of one request that ended, with its ``LOG_CONTEXT``
 Story = tuple[Any, Any]
+
+
+#: the longest message of a tool's error result kept
+_TOOL_ERROR: Final = 1000
+
+
+def tool_error(result: Mapping[str, Any]) -> str | None:
+    """What a tool's error result (``isError``) says: its first text, cut short."""
+    content = result.get("content")
+    if type(content) is not list:
+        return None
+    for part in content[:8]:
+        if type(part) is dict and part.get("type") == "text":
+            said = part.get("text")
+            return said[:_TOOL_ERROR] if type(said) is str else None
+    return None
 
 
 class History:
@@ -51,6 +76,8 @@ class History:
         self.append = self._ring.append
         #: the params of the latest ``STORIES`` requests
         self.stories: collections.deque[Story] = collections.deque(maxlen=STORIES)
+        #: the latest ``FAILURES`` requests that did not end well, with their params
+        self.failures: collections.deque[tuple[Ended, Any]] = collections.deque(maxlen=FAILURES)
 
     def __len__(self) -> int:
         return len(self._ring)
@@ -82,7 +109,7 @@ class History:
         """
         self._learn_clients()
         found: list[dict[str, Any]] = []
-        for entry in reversed(self._ring):
+        for entry in self._newest():
             item = self._item(entry, cancelled_by or {})
             if _wanted(item, outcome, tool, client, find):
                 found.append(item)
@@ -100,7 +127,7 @@ class History:
         """The newest ended request of ``session`` with id ``request`` (ended at ``at``,
         as ``items`` rounds it, when given) and its params if still kept (else None)."""
         self._learn_clients()
-        for entry in reversed(self._ring):
+        for entry in self._newest():
             context = entry[7]
             if context is None or context[0] != session or str(context[1]) != str(request):
                 continue
@@ -110,19 +137,26 @@ class History:
             for kept, params in reversed(self.stories):
                 if kept is context:
                     return item, params
+            for failed, params in reversed(self.failures):
+                if failed is entry:
+                    return item, params
             return item, None
         return None
 
     def task(self, task_id: str) -> dict[str, Any] | None:
         """The newest entry of the task ``task_id`` that ended, or None."""
-        for entry in reversed(self._ring):
+        for entry in self._newest():
             if entry[1] == "task" and entry[2] == task_id:
                 return self._item(entry, {})
         return None
 
-    def since(self, mark: object = None) -> tuple[list[dict[str, Any]], object]:
+    def since(
+        self, mark: object = None, *, params: bool = False
+    ) -> tuple[list[dict[str, Any]], object]:
         """The entries kept after ``mark`` (every one kept when ``mark`` is None or has
-        left the ring), the oldest first, and the mark to ask with next time.
+        left the ring), the oldest first, and the mark to ask with next time. With
+        ``params``, each entry has its request's ``params`` too (None once ``stories``
+        no longer keeps them), for its story.
 
         Read off the request path (the shared history's writer asks once a second).
         """
@@ -133,7 +167,23 @@ class History:
                 break
             fresh.append(entry)
         newest = self._ring[-1] if self._ring else mark
-        return [self._item(entry, {}) for entry in reversed(fresh)], newest
+        items = [self._item(entry, {}) for entry in reversed(fresh)]
+        if params:
+            # A story's params go with its entry's context (the same object).
+            kept = {id(context): value for context, value in self.stories if context is not None}
+            for item, entry in zip(items, reversed(fresh), strict=True):
+                context = entry[7]
+                item["params"] = kept.get(id(context)) if context is not None else None
+        return items, newest
+
+    def _newest(self) -> Iterator[Ended]:
+        # The ring, the newest first, then the failures that left it (all older).
+        failures = self.failures
+        if not failures:
+            return reversed(self._ring)
+        inside = {id(entry) for entry in self._ring}
+        left = [entry for entry, _ in failures if id(entry) not in inside]
+        return itertools.chain(reversed(self._ring), reversed(left))
 
     @staticmethod
     def passes(

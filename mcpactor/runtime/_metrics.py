@@ -266,21 +266,22 @@ class Metrics:
             kept = params.get("clientInfo") if params else None
             rates.initialized(session, kept)
         tracer = self.tracer
-        history.append(
-            (
-                _now(),
-                method,
-                kept,
-                outcome,
-                seconds,
-                error,
-                detail,
-                context,
-                tracer.current_trace_id() if tracer is not None else None,
-                who,
-            )
+        entry = (
+            _now(),
+            method,
+            kept,
+            outcome,
+            seconds,
+            error,
+            detail,
+            context,
+            tracer.current_trace_id() if tracer is not None else None,
+            who,
         )
+        history.append(entry)
         history.stories.append((context, params))
+        if outcome != OK:
+            history.failures.append((entry, params))
         if ended is None:
             return
         if ended >= rates.ends:

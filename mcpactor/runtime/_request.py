@@ -16,6 +16,7 @@ from .._exceptions import INTERNAL_ERROR, ProtocolError, RequestError
 from ..protocol import JSONObject, RequestId, describe, describe_error
 from ..server import Context, MiddlewareChain
 from ._chain import through
+from ._history import tool_error
 from ._metrics import CANCELLED, ERROR, LOG_CONTEXT, METRICS, OK
 
 __all__ = ["handled"]
@@ -74,7 +75,7 @@ async def handled(
             return RequestError(INTERNAL_ERROR, why)
         outcome = OK
         if result.get("isError") is True:
-            outcome, error = ERROR, "tool"
+            outcome, error, detail = ERROR, "tool", tool_error(result)
         return result
     finally:
         ended = clock.current_time()

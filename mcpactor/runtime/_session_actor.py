@@ -366,11 +366,15 @@ class SessionActor:
                         break
                 except trio.EndOfChannel:
                     break
+                # A transport that knows when the message arrived sends (message, when).
+                arrived = None
+                if type(item) is tuple:
+                    item, arrived = item
                 for event in self.core.receive(item):
                     kind = type(event)
                     if kind is Exchange:
                         assert isinstance(event, Exchange)
-                        await self._start_request(event)
+                        await self._start_request(event, arrived)
                     elif kind is Send:
                         assert isinstance(event, Send)
                         await self._outbox.send(
@@ -427,7 +431,7 @@ class SessionActor:
 
     # --- request actors -------------------------------------------------------------
 
-    async def _start_request(self, exchange: Exchange) -> None:
+    async def _start_request(self, exchange: Exchange, arrived: float | None = None) -> None:
         # Start the request's actor; or, when it cannot be served now, send the refusal.
         if len(self._scopes) >= self.options.max_in_flight or self._closing:
             if self._closing:
@@ -445,10 +449,12 @@ class SessionActor:
         scope = trio.CancelScope()
         self._scopes[exchange.request.id] = scope
         self._serving += 1
-        nursery.start_soon(self._serve_request, exchange, scope, name=_REQUEST_TASK_NAME)
+        nursery.start_soon(self._serve_request, exchange, scope, arrived, name=_REQUEST_TASK_NAME)
         self._starts.spawned()
 
-    async def _serve_request(self, exchange: Exchange, scope: trio.CancelScope) -> None:
+    async def _serve_request(
+        self, exchange: Exchange, scope: trio.CancelScope, arrived: float | None
+    ) -> None:
         # First, before anything can wait: an intake held back for this start goes on.
         self._starts.started()
         request = exchange.request
@@ -465,8 +471,9 @@ class SessionActor:
             self.server,
         )
         # The run's clock, asked once for both (trio.current_time is three calls down).
+        # Its latency counts from when the transport read it, when the transport says.
         clock = trio.lowlevel.current_clock()
-        started = clock.current_time()
+        started = clock.current_time() if arrived is None else arrived
         self._flights[request_id] = (started, request, ctx)
         reply: JSONValue | None = None
         abandoned = False

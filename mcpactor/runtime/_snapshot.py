@@ -323,14 +323,17 @@ class Observatory:
         items = history.items(cancelled_by=cancelled_by, **filters)
         return {"kept": True, "size": history.size, "items": items}
 
-    def ended_since(self, mark: object = None) -> tuple[list[dict[str, Any]], object]:
+    def ended_since(
+        self, mark: object = None, *, params: bool = False
+    ) -> tuple[list[dict[str, Any]], object]:
         """The history's entries kept after ``mark``, the oldest first, and the next mark
-        (``History.since``); nothing while the history is not kept."""
+        (``History.since``, with each request's ``params`` if asked); nothing while the
+        history is not kept."""
         history = METRICS.history
         if history is None:
             return [], None
         self._learn(history)
-        return history.since(mark)
+        return history.since(mark, params=params)
 
     def _learn(self, history: History) -> None:
         # The client and principal of the live sessions, for the entries read now.

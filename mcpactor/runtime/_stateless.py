@@ -284,6 +284,7 @@ class StatelessHost:
         scope: trio.CancelScope | None = None,
         admitted: bool = False,
         done: Done | None = None,
+        arrived: float | None = None,
     ) -> JSONObject | None:
         """Serve ``request`` in ``scope`` and return its JSON-RPC answer (None: cancelled).
 
@@ -295,6 +296,8 @@ class StatelessHost:
         (None if cancelled) before ``serve`` returns; what it returns, if anything, is
         awaited (room for the answer). So a transport that spawns a task per request
         runs ``serve`` as that task, with nothing between its handler and the scheduler.
+        ``arrived``: when the transport read the request (trio's clock); its latency
+        counts from then (from here if None).
         """
         request_id = request.id
         try:
@@ -310,7 +313,8 @@ class StatelessHost:
         # The run's clock, asked twice (trio.current_time is three calls down to it).
         clock = trio.lowlevel.current_clock()
         # What the live tree shows of the request, and the scope its cancel action uses.
-        flight = Flight(self, request, emit, principal, scope, clock.current_time())
+        started = clock.current_time() if arrived is None else arrived
+        flight = Flight(self, request, emit, principal, scope, started)
         key = self._next_flight
         self._next_flight = key + 1
         self.flights[key] = flight

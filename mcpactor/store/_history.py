@@ -10,6 +10,12 @@
 # without a store (one tuple appended to the ring): the encoding and the writing happen
 # here, off its path.
 #
+# An entry may carry its request's ``story`` (the admin's ``shared_story`` gives it: the
+# arguments bounded and redacted by the same rules as this replica's page, a few log
+# lines), so that another replica's page can open the story of a request that ran here;
+# a story is the first thing an entry too long sheds. Only requests whose params this
+# replica still kept (``History.stories``) when the writer looked have one.
+#
 # What is read back is bounded before it is parsed: at most ``size`` entries of at most
 # ``MAX_ENTRY_BYTES`` each; a damaged entry is skipped. A store that cannot be reached
 # costs the entries written meanwhile (one warning each time it starts), never a request
@@ -19,7 +25,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import coredis
@@ -32,6 +38,10 @@ from ._client import reach, store_location
 
 if TYPE_CHECKING:
     from ..runtime import Observatory
+
+#: what an entry's story is made of: (the entry, its request's params or None) -> the
+#: story's JSON (or None: nothing to tell)
+StoryOf = Callable[[Mapping[str, Any], Any], "dict[str, Any] | None"]
 
 __all__ = [
     "HISTORY_INTERVAL",
@@ -56,7 +66,7 @@ HISTORY_TTL: Final = 24 * 3600.0
 #: seconds a read may take before the shared part is said unavailable
 _READ_WITHIN: Final = 2.0
 # The fields of an entry too long to share whole, dropped in this order.
-_SHEDDABLE: Final = ("detail", "principal", "client", "name", "target")
+_SHEDDABLE: Final = ("story", "detail", "principal", "client", "name", "target")
 
 
 class RedisSharedHistory:
@@ -165,11 +175,12 @@ class RedisSharedHistory:
         audit: Callable[[], Sequence[dict[str, Any]]] | None = None,
         interval: float = HISTORY_INTERVAL,
         *,
+        story: StoryOf | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Keep this process's history (``METRICS.keep_history``) and write what it and
         ``audit()`` (the admin app's trail, if any) gained every ``interval`` seconds,
-        until cancelled.
+        until cancelled; ``story`` gives each entry the story shared with it.
 
         An outage costs the entries that ended during it, never the server.
         """
@@ -181,7 +192,12 @@ class RedisSharedHistory:
             task_status.started()
             while True:
                 await trio.sleep(interval)
-                ended, mark = observatory.ended_since(mark)
+                ended, mark = observatory.ended_since(mark, params=story is not None)
+                if story is not None:
+                    for entry in ended:
+                        told = story(entry, entry.pop("params", None))
+                        if told is not None:
+                            entry["story"] = told
                 actions, seen = _actions_since(audit() if audit is not None else (), seen)
                 try:
                     await self.write(ended, actions)

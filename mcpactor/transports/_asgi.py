@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+import trio
+
 from .._exceptions import INTERNAL_ERROR, INVALID_REQUEST
 from ._exchange import JSON, ClientGone, error_body
 
@@ -52,6 +54,7 @@ class AsgiExchange:
     __slots__ = (
         "_receive",
         "_send",
+        "arrived",
         "client",
         "headers",
         "http_version",
@@ -67,6 +70,7 @@ class AsgiExchange:
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self._receive = receive
         self._send = send
+        self.arrived = trio.current_time()
         # (A WebSocket handshake's scope has no method: its denial answers a GET.)
         self.method: str = scope.get("method", "GET")
         self.path: str = scope["path"]

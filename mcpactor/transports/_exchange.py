@@ -51,6 +51,8 @@ class Exchange(Protocol):
     headers: dict[str, str]
     #: the client's (host, port), or None; behind trusted proxies, the one they name
     client: tuple[str, int] | None
+    #: when the request arrived, on trio's clock (the console's latency starts there)
+    arrived: float
 
     @property
     def raw_headers(self) -> Iterable[tuple[bytes, bytes]]:

@@ -120,6 +120,7 @@ async def serve_stateless_post(
             principal=principal,
             keepalive=events.keepalive if events is not None else None,
             scope=scope,
+            arrived=exchange.arrived,
         )
     finally:
         armed.disarm()

@@ -84,6 +84,7 @@ async def read_input(
     seconds. Reports the router it hands stateless requests to.
     """
     framer = LineFramer(max_line_bytes)
+    clock = trio.lowlevel.current_clock()
     async with inbox, trio.open_nursery() as requests:
         route = PipeRouter(host, sink, requests, session)
         task_status.started(route)
@@ -94,6 +95,8 @@ async def read_input(
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     _log.debug("input stream broke; treating it as end of input")
                     data = b""
+                # When these lines arrived: their requests' latency counts from here.
+                arrived = clock.current_time()
                 if data:
                     METRICS.received("stdio", len(data))
                     frames = framer.feed(data)
@@ -119,9 +122,9 @@ async def read_input(
                     # Within a run, while the inbox has room, a frame costs no trip
                     # through the scheduler.
                     try:
-                        inbox.send_nowait(item)
+                        inbox.send_nowait((item, arrived))
                     except trio.WouldBlock:
-                        await inbox.send(item)
+                        await inbox.send((item, arrived))
                 if not data:
                     break
         host.stop()

@@ -153,7 +153,7 @@ async def _post(
 ) -> None:
     headers = exchange.headers
     options = app.options
-    json_only = options.response_mode == "json"
+    json_only, sse = options.response_mode == "json", options.response_mode == "sse"
     refusal = _framing_refusal(headers.get("accept"), headers.get("content-type"), json_only)
     if refusal is not None:
         await reply_error(exchange, refusal[0], INVALID_REQUEST, refusal[1])
@@ -209,7 +209,7 @@ async def _post(
         await _accept_unowed(exchange, session, body, cors)
         return
     try:
-        attachment = await session.post(body, request_ids, sse=options.response_mode == "sse")
+        attachment = await session.post(body, request_ids, sse=sse, arrived=exchange.arrived)
     except DuplicateRequestId as exc:
         await reply(exchange, 400, error_body(INVALID_REQUEST, str(exc), exc.request_id))
         return
@@ -327,7 +327,9 @@ async def _post_stateless(
         await reply_error(exchange, 503, INTERNAL_ERROR, str(exc))
         return
     try:
-        attachment = await session.post(body, request_ids, sse=options.response_mode == "sse")
+        attachment = await session.post(
+            body, request_ids, sse=options.response_mode == "sse", arrived=exchange.arrived
+        )
         if attachment is None:
             await reply_error(exchange, 503, INTERNAL_ERROR, "the server is shutting down")
             return

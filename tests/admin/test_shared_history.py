@@ -197,11 +197,27 @@ async def test_a_call_served_by_one_replica_is_in_the_others_history(
         httpx.AsyncClient(base_url=second_admin, timeout=10) as admin,
     ):
         history = await _history_lists(admin, "time_between", first_id)
+        (item,) = [item for item in history["items"] if item["replica"] == first_id]
+        # Its story, asked of the replica that did not serve it: the one the first shared.
+        query = {
+            "session": item["session"],
+            "request": str(item["request"]),
+            "at": str(item["at"]),
+            "replica": first_id,
+        }
+        told = (await admin.get("api/request", params=query, headers=AUTH)).json()
+        missing = {**query, "request": "999999"}
+        absent = await admin.get("api/request", params=missing, headers=AUTH)
     assert history["shared"]["unavailable"] is False
     assert history["shared"]["self"] != first_id
-    (item,) = [item for item in history["items"] if item["replica"] == first_id]
     assert item["outcome"] == "error"
     assert item["client"] == "shared history client 3.0"
+    assert told["state"] == "ended"
+    assert told["replica"] == first_id
+    assert told["kept"] is True
+    assert '"end": "nope"' in told["arguments"]["text"]
+    assert told["detail"] == item["detail"]
+    assert absent.status_code == 404
 
 
 def _read_page(admin_url: str, seen: dict[str, Any]) -> None:
@@ -212,6 +228,17 @@ def _read_page(admin_url: str, seen: dict[str, Any]) -> None:
         seen["rows"] = page.locator("#history-table tbody tr").all_inner_texts()
         seen["note"] = page.inner_text("#history-note")
         seen["details"] = page.locator("#history-table tbody tr button").count()
+        # Another replica's row opens the story it shared, at the first press.
+        row = page.locator("#history-table tbody tr", has_text=seen["first"])
+        box = row.locator("button").first.bounding_box()
+        assert box is not None
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.down()
+        page.wait_for_timeout(250)  # a person holding the button down
+        page.mouse.up()
+        page.locator("dialog#story[open]").wait_for()
+        seen["story facts"] = page.locator("#story-facts").inner_text()
+        seen["story arguments"] = page.locator("#story-arguments").inner_text()
 
 
 @pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason=f"no Chromium at {CHROMIUM}")
@@ -226,6 +253,7 @@ async def test_the_page_lists_another_replicas_call(
         httpx.AsyncClient(base_url=second_admin, timeout=10) as admin,
     ):
         await _history_lists(admin, "time_between", first_id)
+        seen["first"] = first_id
         with trio.fail_after(90):
             await trio.to_thread.run_sync(functools.partial(_read_page, second_admin, seen))
     # The store outlives the replicas of the test before: this one's call is the row
@@ -235,7 +263,9 @@ async def test_the_page_lists_another_replicas_call(
     assert f"shared history client 3.0 on {first_id}" in row
     assert all("time_between" in row for row in seen["rows"])
     assert "of every replica" in seen["note"]
-    assert seen["details"] == 0, "its story is on the replica that served it"
+    assert seen["details"] >= 1, "another replica's row opens the story it shared"
+    assert f"Replica{first_id}" in seen["story facts"].replace("\n", "")
+    assert "nope" in seen["story arguments"]
 
 
 async def _start_replica(store_port: int, token_file: Path) -> tuple[trio.Process, str, str]:

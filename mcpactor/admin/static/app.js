@@ -647,8 +647,8 @@ function renderHistory(data) {
       cell(item.principal),
       cell(item.seconds < 0.01 ? `${(item.seconds * 1000).toFixed(2)} ms` : age(item.seconds)),
       cell(whyText(item)),
-      // Another replica's request has its story there, not here.
-      shared && item.replica !== shared.self ? cell("") : storyCell(item),
+      // Another replica's request: the story it shared through the store.
+      storyCell(item, shared && item.replica !== shared.self ? item.replica : null),
     );
     return row;
   }));

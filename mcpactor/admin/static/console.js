@@ -105,14 +105,15 @@ function renderRates(data) {
 
 const storyDialog = document.getElementById("story");
 
-function storyCell(item) {
+// ``replica``: the other replica the request ran on (its story comes from the store).
+function storyCell(item, replica = null) {
   const td = el("td");
   const task = item.method === "task";
   if (!task && (item.request === null || item.request === undefined)) return td;
   const open = el("button", "plain", "Details");
   open.type = "button";
   open.addEventListener("click", () => openStory(task ? { task: item.name } : {
-    session: item.session, request: item.request, at: item.at,
+    session: item.session, request: item.request, at: item.at, replica,
   }));
   td.append(open);
   return td;
@@ -122,7 +123,7 @@ function storyCell(item) {
 // one) or {session, request, at} (ended); session may be null for ended ones.
 function storyQuery(which) {
   const params = new URLSearchParams();
-  for (const name of ["session", "request", "key", "at", "task"]) {
+  for (const name of ["session", "request", "key", "at", "task", "replica"]) {
     const value = which[name];
     if (value !== null && value !== undefined && value !== "") params.set(name, String(value));
   }
@@ -193,6 +194,7 @@ function renderStory(data) {
   fact(facts, "Session", data.session);
   fact(facts, "Client", data.client);
   fact(facts, "Principal", data.principal);
+  fact(facts, "Replica", data.replica);
   fact(facts, "Revision", data.revision);
   if (data.state === "running") {
     fact(facts, "Running for", age(data.age));

@@ -316,19 +316,24 @@ class HttpSession:
 
     # --- what clients send ----------------------------------------------------------
 
-    async def feed(self, value: JSONValue | Body, *, relayed: bool = False) -> bool:
+    async def feed(
+        self, value: JSONValue | Body, *, relayed: bool = False, arrived: float | None = None
+    ) -> bool:
         """Hand one decoded (or classified) body to the session; False if it is closed.
 
         ``relayed``: it came from another replica, which could not act on it.
+        ``arrived``: when its HTTP request arrived; it goes with the body to the session
+        actor, which counts its requests' latency from then.
         """
         routing = self.routing
-        routing.last_active = routing.clock.current_time()
+        routing.last_active = routing.clock.current_time() if arrived is None else arrived
         shared = None if relayed else self.shared
         if shared is not None:
             kept = await shared.share_in(value)
             if kept is None:
                 return not self.closing
             value = kept
+        item = value if arrived is None else (value, arrived)
         runs = self.runs
         while not self.closing:
             state = runs.state
@@ -343,18 +348,26 @@ class HttpSession:
                 # The HTTP request already went through the scheduler to get here: only
                 # a full inbox is worth another trip (then wait, as backpressure).
                 try:
-                    inbox.send_nowait(value)
+                    inbox.send_nowait(item)
                 except trio.WouldBlock:
-                    await inbox.send(value)
+                    await inbox.send(item)
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 continue  # it began to fall asleep, or it is closing
             return True
         return False
 
     async def post(
-        self, value: JSONValue | Body, request_ids: Iterable[RequestId], *, sse: bool
+        self,
+        value: JSONValue | Body,
+        request_ids: Iterable[RequestId],
+        *,
+        sse: bool,
+        arrived: float | None = None,
     ) -> Attachment | None:
         """Open the stream that will carry these requests' responses, then feed them.
+
+        ``arrived``: when the HTTP request arrived (trio's clock), which its requests'
+        latency counts from.
 
         Returns None if the session is closed. Raises DuplicateRequestId if one of the
         ids is still in flight.
@@ -369,7 +382,7 @@ class HttpSession:
         stream = attachment.stream
         if sse:
             await routing.start_sse(stream)
-        if await self.feed(value):
+        if await self.feed(value, arrived=arrived):
             return attachment
         for request_id in ids:
             by_request.pop(request_id, None)

@@ -217,6 +217,7 @@ class Connection:
                         return
                     exchange.connection = self
                     exchange.client = self.client
+                    exchange.arrived = self.clock.current_time()
                     if server.draining:
                         exchange.keep_alive = False
                     try:
@@ -483,12 +484,14 @@ class Exchange(Request):
     streamed one); ``disconnected`` returns when the client leaves.
     """
 
-    __slots__ = ("body_sent", "client", "connection")
+    __slots__ = ("arrived", "body_sent", "client", "connection")
 
     #: the connection serving it (set when the request is handed to the app)
     connection: Connection
     #: the client's (host, port), or None; an app behind proxies may name another
     client: tuple[str, int] | None
+    #: when it was read whole, on trio's clock (where the console's latency starts)
+    arrived: float
     #: the ASGI app has had the body (``receive``)
     body_sent: bool
     #: the ASGI root path: none here

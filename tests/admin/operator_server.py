@@ -1,0 +1,42 @@
+"""The server the operator's test serves with ``mcpactor serve --admin``: a quick tool
+for the load, a slow one reporting progress, a failing one and a task that runs until
+cancelled."""
+
+from __future__ import annotations
+
+import math
+
+import trio
+
+from mcpactor import Context, Server
+
+server = Server("operated", "1.0.0")
+
+
+@server.tool()
+async def echo(text: str) -> str:
+    """Return ``text``: the quick tool of the load."""
+    return text
+
+
+@server.tool()
+async def slow(ctx: Context, every: float = 0.3) -> str:
+    """Report progress every ``every`` seconds, forever."""
+    step = 0
+    while True:
+        step += 1
+        await ctx.report_progress(step, 1000, f"step {step}")
+        await trio.sleep(every)
+
+
+@server.tool()
+async def fail(why: str) -> str:
+    """Raise ``why``: the failing tool."""
+    raise ValueError(why)
+
+
+@server.tool(task_support="optional")
+async def job() -> str:
+    """Run until cancelled."""
+    await trio.sleep(math.inf)
+    return "never"
