@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from mcpactor.server._search_intent import intent, operation_of
+
 __all__ = ["SearchIndex", "tokenize"]
 
 _WORD: Final = re.compile(r"[A-Za-z0-9]+")
@@ -107,6 +109,8 @@ _K1: Final = 1.2
 _B: Final = 0.5
 # A synonym's match counts this much of the word's own.
 _SYNONYM_WEIGHT: Final = 0.5
+# A tool of the operation a request asks for scores up to this much more.
+_INTENT_BOOST: Final = 0.5
 #: a query longer than this is cut before it is tokenized (what came off the wire)
 MAX_QUERY_CHARS: Final = 1000
 
@@ -177,12 +181,16 @@ class SearchIndex:
         self.names: list[str] = []
         # term -> [(document, weighted term frequency)]
         self._postings: dict[str, list[tuple[int, float]]] = {}
+        # document -> its operation class (list, get, create, update, delete) or None
+        self._operations: list[str | None] = []
         lengths: list[float] = []
         for number, definition in enumerate(definitions):
             self.names.append(str(definition.get("name", "")))
             weighted: dict[str, float] = {}
             length = 0.0
-            for field, terms in _fields(definition).items():
+            fields = _fields(definition)
+            self._operations.append(operation_of(fields["name"], fields["text"]))
+            for field, terms in fields.items():
                 weight = FIELD_WEIGHTS[field]
                 length += weight * len(terms)
                 for term in terms:
@@ -218,6 +226,13 @@ class SearchIndex:
                 norm = _K1 * (1 - _B + _B * self._lengths[number] / average)
                 gain = idf * frequency * (_K1 + 1) / (frequency + norm)
                 scores[number] = scores.get(number, 0.0) + gain
+        # Tools of the operation the request asks for rank above their siblings.
+        wanted = intent(query[:MAX_QUERY_CHARS])
+        if wanted:
+            for number in scores:
+                operation = self._operations[number]
+                if operation is not None:
+                    scores[number] *= 1 + _INTENT_BOOST * wanted.get(operation, 0.0)
         return scores
 
     def search(self, query: str, limit: int = 5) -> Sequence[str]:
