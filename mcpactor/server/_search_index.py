@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from mcpactor.server._search_intent import intent, operation_of
+from mcpactor.server._search_intent import OPERATIONS, intent
 
 __all__ = ["SearchIndex", "tokenize"]
 
@@ -116,16 +116,28 @@ MAX_QUERY_CHARS: Final = 1000
 
 
 def _stem(word: str) -> str:
-    # Enough to let plural and tense forms meet; not a linguist's stemmer.
+    # Enough to let plural and tense forms meet; not a linguist's stemmer. A final "e"
+    # goes too, so that "release", "releases" and "released" meet at "releas".
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
-        return word[:-2] if not word.endswith("ied") else word[:-3] + "y"
-    if len(word) > 3 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = _undouble(word[:-3])
+    elif len(word) > 4 and word.endswith("ied"):
+        return word[:-3] + "y"
+    elif len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        word = _undouble(word[:-2])
+    elif len(word) > 4 and word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e") and not word.endswith("ee"):
+        word = word[:-1]
+    return word
+
+
+def _undouble(word: str) -> str:
+    # "running" -> "runn" -> "run"; "billing" keeps its "ll", "missing" its "ss".
+    if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
         return word[:-1]
     return word
 
@@ -151,6 +163,18 @@ def _synonyms() -> dict[str, tuple[str, ...]]:
 
 
 _SYNONYMS: Final = _synonyms()
+
+
+# the stem of each verb tool names use -> its operation class
+_VERB_CLASS: Final = {_stem(verb): op for op, verbs in OPERATIONS.items() for verb in verbs}
+
+
+def _operation(name: list[str], text: list[str]) -> str | None:
+    # A tool's operation: its name's first verb of a class, else its description's first word.
+    for term in name:
+        if term in _VERB_CLASS:
+            return _VERB_CLASS[term]
+    return _VERB_CLASS.get(text[0]) if text else None
 
 
 def _fields(definition: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -189,7 +213,7 @@ class SearchIndex:
             weighted: dict[str, float] = {}
             length = 0.0
             fields = _fields(definition)
-            self._operations.append(operation_of(fields["name"], fields["text"]))
+            self._operations.append(_operation(fields["name"], fields["text"]))
             for field, terms in fields.items():
                 weight = FIELD_WEIGHTS[field]
                 length += weight * len(terms)

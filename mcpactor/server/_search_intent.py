@@ -5,8 +5,9 @@
 # words a description matches, and the operation in words it does not ("which positions
 # are open" lists, "take back the like" deletes). Here each request gets a weight per
 # operation class from cue words and phrases of everyday English (question words,
-# plurals, phrasal verbs), and each tool a class from the verb its name (or, failing
-# that, its description) starts with. Nothing here knows any catalog's nouns.
+# plurals, phrasal verbs); the index gives each tool a class from the first of
+# ``OPERATIONS``' verbs in its name (or, failing that, its description's first word).
+# Nothing here knows any catalog's nouns.
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["OPERATIONS", "intent", "operation_of"]
+__all__ = ["OPERATIONS", "intent"]
 
 _WORD: Final = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -40,7 +41,6 @@ OPERATIONS: Final[Mapping[str, frozenset[str]]] = {
         "unsubscribe clear"
     ),
 }
-_VERB_CLASS: Final = {verb: op for op, verbs in OPERATIONS.items() for verb in verbs}
 
 # Phrases first (they consume their words, so "get rid of" is not a "get"); a phrase
 # written "a _ b" lets up to two words stand between a and b ("take it back").
@@ -119,16 +119,6 @@ _NOT_PLURAL: Final = _words(
     "is was has does this its his us yes always sometimes perhaps plus across series "
     "news status address access process business analysis class less unless"
 )
-
-
-def operation_of(name_terms: list[str], text_terms: list[str]) -> str | None:
-    """The operation class of a tool: its name's first class verb, else its text's first word."""
-    for term in name_terms:
-        if term in _VERB_CLASS:
-            return _VERB_CLASS[term]
-    if text_terms and text_terms[0] in _VERB_CLASS:
-        return _VERB_CLASS[text_terms[0]]
-    return None
 
 
 def _match(words: list[str], start: int, pattern: list[str]) -> int:
