@@ -235,7 +235,11 @@ class SearchIndex:
     def scores(self, query: str) -> dict[int, float]:
         """Each matching document's score for ``query`` (documents by number)."""
         weights: dict[str, float] = {}
-        for term in tokenize(query[:MAX_QUERY_CHARS]):
+        query = query[:MAX_QUERY_CHARS]
+        wanted, particles = intent(query)
+        for term in tokenize(query):
+            if term in particles:
+                continue
             weights[term] = weights.get(term, 0.0) + 1.0
             for other in _SYNONYMS.get(term, ()):
                 weights[other] = max(weights.get(other, 0.0), _SYNONYM_WEIGHT)
@@ -251,7 +255,6 @@ class SearchIndex:
                 gain = idf * frequency * (_K1 + 1) / (frequency + norm)
                 scores[number] = scores.get(number, 0.0) + gain
         # Tools of the operation the request asks for rank above their siblings.
-        wanted = intent(query[:MAX_QUERY_CHARS])
         if wanted:
             for number in scores:
                 operation = self._operations[number]

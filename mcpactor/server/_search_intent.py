@@ -141,10 +141,15 @@ def _match(words: list[str], start: int, pattern: list[str]) -> int:
     return at
 
 
-def intent(query: str) -> dict[str, float]:
-    """The weight (0 to 1) of each operation class the request ``query`` asks for."""
+def intent(query: str) -> tuple[dict[str, float], frozenset[str]]:
+    """The weight (0 to 1) of each operation ``query`` asks for, and its phrases' particles.
+
+    The particles ("pull up", "get rid of") say the operation, not what it is done to:
+    the index leaves them out of the words it matches.
+    """
     words = _WORD.findall(query.lower())
     used = [False] * len(words)
+    particles: set[str] = set()
     cues: list[tuple[int, str, float]] = []
 
     def cue(at: int, op: str, strength: float) -> None:
@@ -159,6 +164,10 @@ def intent(query: str) -> dict[str, float]:
                 for i in range(start, end):
                     if words[i] in pattern:
                         used[i] = True
+                        # The phrase's verb goes too ("get" of "get rid of" is no get),
+                        # unless alone it says the same ("mark" of "mark as read").
+                        if words[i] != pattern[0] or _WORDS.get(words[i], ("",))[0] != op:
+                            particles.add(words[i])
     for i, word in enumerate(words):
         if used[i]:
             continue
@@ -175,4 +184,4 @@ def intent(query: str) -> dict[str, float]:
     weights: dict[str, float] = {}
     for rank, (_, op, strength) in enumerate(sorted(cues)):
         weights[op] = max(weights.get(op, 0.0), strength * _LATER**rank)
-    return weights
+    return weights, frozenset(particles)

@@ -19,8 +19,8 @@ from tests.catalogs.catalog_server import build
 HERE = Path(__file__).parent
 #: used while tuning the index: its rate flatters it
 QUERIES = json.loads((HERE / "queries.json").read_text())
-#: the share of queries whose tool must be in the top 3 (measured: 45 of 50)
-FLOOR = 0.9
+#: the shares of queries whose tool must be first and in the top 3 (measured: 36 and 46 of 50)
+FLOOR = (0.7, 0.9)
 
 
 def held_out() -> list[tuple[str, str]]:
@@ -34,8 +34,8 @@ def held_out() -> list[tuple[str, str]]:
 
 
 HELD_OUT = held_out()
-#: the same for the held-out set, just under its measured rate (28 of 50; 14 of 50 first)
-HELD_OUT_FLOOR = 0.54
+#: the same for the held-out set, just under its measured rates (31 and 41 of 50)
+HELD_OUT_FLOOR = (0.6, 0.8)
 
 
 def tokens(value: object) -> int:
@@ -48,8 +48,8 @@ def tokens(value: object) -> int:
     return len(tiktoken.get_encoding("cl100k_base").encode(text))
 
 
-async def top_three_rate(queries: list[tuple[str, str]], label: str) -> float:
-    """The share of ``queries`` whose tool search_tools ranks in its top 3 (others printed)."""
+async def top_three_rate(queries: list[tuple[str, str]], label: str) -> tuple[float, float]:
+    """The shares of ``queries`` whose tool search_tools ranks first and in its top 3."""
     server = build(search=True, pinned=("ping",))
     async with client(server) as session:
         first = hits = default = 0
@@ -67,17 +67,21 @@ async def top_three_rate(queries: list[tuple[str, str]], label: str) -> float:
         f"search mode, {label}: {hits}/{total} in the top 3 ({hits / total:.0%}), "
         f"{first}/{total} first ({first / total:.0%}), {default}/{total} in the default 5"
     )
-    return hits / total
+    return first / total, hits / total
 
 
 async def test_search_finds_the_right_tool_in_the_top_three() -> None:
-    assert await top_three_rate(QUERIES, "tuning set") >= FLOOR
+    first, top_three = await top_three_rate(QUERIES, "tuning set")
+    assert first >= FLOOR[0]
+    assert top_three >= FLOOR[1]
 
 
 async def test_search_on_requests_held_out_from_tuning() -> None:
     assert len(HELD_OUT) == 50
     assert not {wanted for _, wanted in HELD_OUT} & {wanted for _, wanted in QUERIES}
-    assert await top_three_rate(HELD_OUT, "held-out set") >= HELD_OUT_FLOOR
+    first, top_three = await top_three_rate(HELD_OUT, "held-out set")
+    assert first >= HELD_OUT_FLOOR[0]
+    assert top_three >= HELD_OUT_FLOOR[1]
 
 
 async def test_the_listing_is_small_and_searches_return_full_definitions() -> None:
