@@ -4,9 +4,10 @@
 # (its name, its title and description, its argument names, its argument descriptions),
 # each with its own weight; names are split where snake_case, camelCase and kebab-case
 # join words, words are lower-cased and cut to a crude stem, and a query word also
-# matches a few common synonyms (``remove`` finds ``delete``) at a lower weight. The
-# index is built once from a list of definitions; the search mode builds a new one when
-# the server's tools change, never per call.
+# matches a few common synonyms (``remove`` finds ``delete``) at a lower weight. Tools of
+# the operation a request asks for in plain English (``_search_intent``) are lifted above
+# their siblings. The index is built once from a list of definitions; the search mode
+# builds a new one when the server's tools change, never per call.
 
 from __future__ import annotations
 

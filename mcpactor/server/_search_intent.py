@@ -42,7 +42,7 @@ OPERATIONS: Final[Mapping[str, frozenset[str]]] = {
     ),
 }
 
-# Phrases first (they consume their words, so "get rid of" is not a "get"); a phrase
+# Phrases first, left to right (they consume their words, so "get rid of" is not a "get"); a phrase
 # written "a _ b" lets up to two words stand between a and b ("take it back").
 _PHRASES: Final = (
     ("delete", 1.0, "take _ back"),
@@ -75,6 +75,15 @@ _PHRASES: Final = (
     ("update", 1.0, "turn _ off"),
     ("update", 0.8, "switch _ to"),
 )
+
+_PHRASES_BY_FIRST: Final = {
+    first: [
+        (op, strength, phrase.split())
+        for op, strength, phrase in _PHRASES
+        if phrase.split()[0] == first
+    ]
+    for first in {phrase.split()[0] for _, _, phrase in _PHRASES}
+}
 
 # Single cue words of requests: operation and strength.
 _WORDS: Final[Mapping[str, tuple[str, float]]] = {
@@ -155,9 +164,8 @@ def intent(query: str) -> tuple[dict[str, float], frozenset[str]]:
     def cue(at: int, op: str, strength: float) -> None:
         cues.append((at, op, strength))
 
-    for op, strength, phrase in _PHRASES:
-        pattern = phrase.split()
-        for start in range(len(words)):
+    for start, first in enumerate(words):
+        for op, strength, pattern in _PHRASES_BY_FIRST.get(first, ()):
             end = _match(words, start, pattern)
             if end > 0 and not any(used[start:end]):
                 cue(start, op, strength)
