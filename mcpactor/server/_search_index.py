@@ -4,9 +4,10 @@
 # (its name, its title and description, its argument names, its argument descriptions),
 # each with its own weight; names are split where snake_case, camelCase and kebab-case
 # join words, words are lower-cased and cut to a crude stem, and a query word also
-# matches a few common synonyms (``remove`` finds ``delete``) at a lower weight. The
-# index is built once from a list of definitions; the search mode builds a new one when
-# the server's tools change, never per call.
+# matches a few common synonyms (``remove`` finds ``delete``) at a lower weight. Tools of
+# the operation a request asks for in plain English (``_search_intent``) are lifted above
+# their siblings. The index is built once from a list of definitions; the search mode
+# builds a new one when the server's tools change, never per call.
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
+
+from mcpactor.server._search_intent import OPERATIONS, intent
 
 __all__ = ["SearchIndex", "tokenize"]
 
@@ -107,21 +110,35 @@ _K1: Final = 1.2
 _B: Final = 0.5
 # A synonym's match counts this much of the word's own.
 _SYNONYM_WEIGHT: Final = 0.5
+# A tool of the operation a request asks for scores up to this much more.
+_INTENT_BOOST: Final = 0.5
 #: a query longer than this is cut before it is tokenized (what came off the wire)
 MAX_QUERY_CHARS: Final = 1000
 
 
 def _stem(word: str) -> str:
-    # Enough to let plural and tense forms meet; not a linguist's stemmer.
+    # Enough to let plural and tense forms meet; not a linguist's stemmer. A final "e"
+    # goes too, so that "release", "releases" and "released" meet at "releas".
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
-        return word[:-2] if not word.endswith("ied") else word[:-3] + "y"
-    if len(word) > 3 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = _undouble(word[:-3])
+    elif len(word) > 4 and word.endswith("ied"):
+        return word[:-3] + "y"
+    elif len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        word = _undouble(word[:-2])
+    elif len(word) > 4 and word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e") and not word.endswith("ee"):
+        word = word[:-1]
+    return word
+
+
+def _undouble(word: str) -> str:
+    # "running" -> "runn" -> "run"; "billing" keeps its "ll", "missing" its "ss".
+    if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
         return word[:-1]
     return word
 
@@ -147,6 +164,18 @@ def _synonyms() -> dict[str, tuple[str, ...]]:
 
 
 _SYNONYMS: Final = _synonyms()
+
+
+# the stem of each verb tool names use -> its operation class
+_VERB_CLASS: Final = {_stem(verb): op for op, verbs in OPERATIONS.items() for verb in verbs}
+
+
+def _operation(name: list[str], text: list[str]) -> str | None:
+    # A tool's operation: its name's first verb of a class, else its description's first word.
+    for term in name:
+        if term in _VERB_CLASS:
+            return _VERB_CLASS[term]
+    return _VERB_CLASS.get(text[0]) if text else None
 
 
 def _fields(definition: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -177,12 +206,16 @@ class SearchIndex:
         self.names: list[str] = []
         # term -> [(document, weighted term frequency)]
         self._postings: dict[str, list[tuple[int, float]]] = {}
+        # document -> its operation class (list, get, create, update, delete) or None
+        self._operations: list[str | None] = []
         lengths: list[float] = []
         for number, definition in enumerate(definitions):
             self.names.append(str(definition.get("name", "")))
             weighted: dict[str, float] = {}
             length = 0.0
-            for field, terms in _fields(definition).items():
+            fields = _fields(definition)
+            self._operations.append(_operation(fields["name"], fields["text"]))
+            for field, terms in fields.items():
                 weight = FIELD_WEIGHTS[field]
                 length += weight * len(terms)
                 for term in terms:
@@ -203,7 +236,11 @@ class SearchIndex:
     def scores(self, query: str) -> dict[int, float]:
         """Each matching document's score for ``query`` (documents by number)."""
         weights: dict[str, float] = {}
-        for term in tokenize(query[:MAX_QUERY_CHARS]):
+        query = query[:MAX_QUERY_CHARS]
+        wanted, particles = intent(query)
+        for term in tokenize(query):
+            if term in particles:
+                continue
             weights[term] = weights.get(term, 0.0) + 1.0
             for other in _SYNONYMS.get(term, ()):
                 weights[other] = max(weights.get(other, 0.0), _SYNONYM_WEIGHT)
@@ -218,6 +255,12 @@ class SearchIndex:
                 norm = _K1 * (1 - _B + _B * self._lengths[number] / average)
                 gain = idf * frequency * (_K1 + 1) / (frequency + norm)
                 scores[number] = scores.get(number, 0.0) + gain
+        # Tools of the operation the request asks for rank above their siblings.
+        if wanted:
+            for number in scores:
+                operation = self._operations[number]
+                if operation is not None:
+                    scores[number] *= 1 + _INTENT_BOOST * wanted.get(operation, 0.0)
         return scores
 
     def search(self, query: str, limit: int = 5) -> Sequence[str]:

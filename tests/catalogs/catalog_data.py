@@ -3,7 +3,9 @@
 25 domains of 4 kinds of record each, and the same 5 operations on every kind: each tool
 has its own name, description and arguments built from the domain's label, the record's
 gloss and its fields. ``queries.json`` holds 50 requests written by hand from these
-descriptions (paraphrased, not copied) with the tool each one should find.
+descriptions (paraphrased, not copied) with the tool each one should find; it was used
+while tuning the index. ``queries_heldout.tsv`` holds 50 more, written after the index was
+frozen, for other tools; nothing is to be tuned on them.
 """
 
 from __future__ import annotations
