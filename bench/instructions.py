@@ -80,8 +80,8 @@ def call_params(stateless: bool, text: str = "hello") -> dict[str, Any]:
     return params
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    """Wait until the server (slow under valgrind) accepts connections."""
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 600) -> None:
+    """Wait until the server (slow under valgrind, slower still on a busy machine) listens."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
