@@ -251,8 +251,14 @@ def count(mode: str, calls: int, args: argparse.Namespace) -> int:
                 stderr=subprocess.DEVNULL,
                 env=env,
             )
-            wait_for_port(port, process)
-            HttpDriver(port, stateless).drive(calls, args.connections)
+            try:
+                wait_for_port(port, process)
+                HttpDriver(port, stateless).drive(calls, args.connections)
+            except BaseException:
+                # Leave no server behind under valgrind when the run is given up.
+                process.kill()
+                process.wait()
+                raise
             process.send_signal(signal.SIGINT)
         if process.wait(600) not in (0, -signal.SIGINT):
             raise SystemExit(f"the server exited with {process.returncode}")
