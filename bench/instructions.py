@@ -2,7 +2,7 @@
 
     python bench/instructions.py http-json|http-sse|http-2026|stdio|stdio-2026
         [--calls 1000,4000] [--connections 16] [--pipelined 64] [--python PYTHON] [--keep DIR]
-        [--functions N]
+        [--functions N] [--middleware]
 
 Wall-clock figures move with the machine's load (steal, other tenants); instruction counts
 do not. The server (bench/mcpactor_server.py) runs under ``valgrind --tool=callgrind``
@@ -21,7 +21,9 @@ instructions above what the same calls cost natively.
 ``--functions N`` prints the N C functions (the interpreter's, orjson's, the C library's)
 with the most instructions per call, each the difference of the two runs' counts
 (callgrind_annotate's, exclusive) over N2 - N1; ``--keep DIR`` leaves the two callgrind
-files of each mode in DIR for a closer look.
+files of each mode in DIR for a closer look. ``--middleware`` serves with one pass-through
+middleware (the server's ``--middleware``): the difference to a run without it is what one
+layer costs per call.
 """
 
 from __future__ import annotations
@@ -78,8 +80,8 @@ def call_params(stateless: bool, text: str = "hello") -> dict[str, Any]:
     return params
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    """Wait until the server (slow under valgrind) accepts connections."""
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 600) -> None:
+    """Wait until the server (slow under valgrind, slower still on a busy machine) listens."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -219,9 +221,10 @@ def count(mode: str, calls: int, args: argparse.Namespace) -> int:
         out = os.path.join(scratch, "callgrind.out")
         valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
         env = dict(os.environ, PYTHONHASHSEED="0")
+        extra = ["--middleware"] if args.middleware else []
         if server_args is None:
             process = subprocess.Popen(
-                [*valgrind, args.python, SERVER, "stdio"],
+                [*valgrind, args.python, SERVER, "stdio", *extra],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -233,14 +236,29 @@ def count(mode: str, calls: int, args: argparse.Namespace) -> int:
         else:
             port = free_port()
             process = subprocess.Popen(
-                [*valgrind, args.python, SERVER, "http", "127.0.0.1", str(port), *server_args],
+                [
+                    *valgrind,
+                    args.python,
+                    SERVER,
+                    "http",
+                    "127.0.0.1",
+                    str(port),
+                    *server_args,
+                    *extra,
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 env=env,
             )
-            wait_for_port(port, process)
-            HttpDriver(port, stateless).drive(calls, args.connections)
+            try:
+                wait_for_port(port, process)
+                HttpDriver(port, stateless).drive(calls, args.connections)
+            except BaseException:
+                # Leave no server behind under valgrind when the run is given up.
+                process.kill()
+                process.wait()
+                raise
             process.send_signal(signal.SIGINT)
         if process.wait(600) not in (0, -signal.SIGINT):
             raise SystemExit(f"the server exited with {process.returncode}")
@@ -314,6 +332,9 @@ def main(argv: list[str]) -> None:
         default=0,
         metavar="N",
         help="also print the N functions with the most instructions per call",
+    )
+    parser.add_argument(
+        "--middleware", action="store_true", help="serve with one pass-through middleware"
     )
     args = parser.parse_args(argv)
     try:

@@ -160,7 +160,7 @@ class _Pump(Terminal, _Tapped):
     # One request's chain: its innermost step (the Terminal it is), the outermost
     # stream it steps by hand, and how the chain ended. While the handler runs it is
     # its Context's peer too (``_Tapped``): the request's notices go into the chain.
-    __slots__ = ("coro", "ended", "error", "final", "lock", "peer", "request_id", "stream")
+    __slots__ = ("coro", "ended", "error", "final", "lock", "peer", "request_id")
 
     def __init__(self, peer: Any, request_id: RequestId | None) -> None:
         # Terminal's fields, set here: one call less per request.
@@ -170,7 +170,6 @@ class _Pump(Terminal, _Tapped):
         self.opened: list[AsyncIterator[Message]] | None = None
         self.peer = peer
         self.request_id = request_id
-        self.stream: AsyncIterator[Message] | None = None
         # The chain's outermost loop (``_deliver``), stepped by hand.
         self.coro: Coroutine[Any, Any, None] | None = None
         self.ended = False
@@ -249,26 +248,25 @@ async def _deliver(pump: _Pump, stream: AsyncIterator[Message]) -> None:
     # The outermost loop, the one coroutine ``_drive`` steps: a notice the outermost
     # layer yields is sent (the core builds it), the answer is kept.
     async for message in stream:
-        if isinstance(message, Notice):
+        if isinstance(message, Result) and pump.final is None:
+            pump.final = message
+        elif isinstance(message, Notice):
             await pump.peer.notify(
                 message.method, message.params, related_request_id=pump.request_id
             )
-        elif not _kept(pump, message):
+        else:
+            _refuse(pump, message)
             return
 
 
-def _kept(pump: _Pump, message: object) -> bool:
-    # Keep the answer the outermost layer yielded; anything else ends the chain failed.
-    if isinstance(message, Result) and pump.final is None:
-        pump.final = message
-        return True
+def _refuse(pump: _Pump, message: object) -> None:
+    # A second answer, or not a message at all: the chain ends failed.
     if isinstance(message, Result):
         pump.error = RuntimeError("a middleware yielded a second answer")
     else:
         kind = type(message).__name__
         pump.error = TypeError(f"a middleware yielded {kind}, not a message")
     pump.ended = True
-    return False
 
 
 async def through(
@@ -296,7 +294,7 @@ async def through(
     inner = first.inner
     assert layer is not None
     assert inner is not None
-    stream = pump.stream = layer(call, inner)
+    stream = layer(call, inner)
     pump.coro = _deliver(pump, stream)
     if request_id is not None:
         ctx._peer = pump
@@ -323,7 +321,7 @@ async def through(
             await _close(stream)
         # The call and its terminal refer to each other: part them, so that reference
         # counting frees the request's chain at once, without the cycle collector.
-        pump.served = pump.stream = pump.coro = pump.request_id = None
+        pump.served = pump.coro = pump.request_id = None
     if pump.error is not None:
         raise pump.error
     if kind != "request":

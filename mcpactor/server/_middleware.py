@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import types
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import PluginError
@@ -176,16 +176,15 @@ class Terminal:
     def __aiter__(self) -> Terminal:
         return self
 
-    def __anext__(self) -> Awaitable[Message]:
+    @types.coroutine
+    def __anext__(self) -> Generator[Any, Any, Message]:
+        # The awaitable itself (one frame per message, not a call and then a frame):
+        # the terminal is yielded up through every layer to its driver, which knows it
+        # by identity and answers with the next message (or throws the handler's
+        # failure in here). Once done it raises at once: a plain generator lets
+        # StopAsyncIteration through as it is.
         if self.done:
             raise StopAsyncIteration
-        return self._want()
-
-    @types.coroutine
-    def _want(self) -> Generator[Any, Any, Message]:
-        # The terminal itself is yielded up through every layer to its driver, which
-        # knows it by identity and answers with the next message (or throws the
-        # handler's failure in here).
         item = yield self
         if item is NO_ANSWER:
             self.done = True
