@@ -164,9 +164,8 @@ del _name
 
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES:
-        import importlib
-
-        return importlib.import_module(f".{name}", __name__)
+        __import__(f"{__name__}.{name}")  # which binds it here
+        return globals()[name]
     return _public_module(_import(name))
 
 
