@@ -98,6 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=args.log_level or "WARNING", handlers=[handler])
     try:
         if args.command == "serve":
+            from ..runtime import rare_young_passes
+
+            # Before the server and its target are imported: see rare_young_passes.
+            rare_young_passes()
             from ._serve import serve
 
             return serve(args, parser)

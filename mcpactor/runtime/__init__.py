@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._changes import ChangeNotices as ChangeNotices
     from ._conflict import ConflictDetector as ConflictDetector
     from ._heap import collect_when_quiet as collect_when_quiet
+    from ._heap import rare_young_passes as rare_young_passes
     from ._heap import settle_heap as settle_heap
     from ._history import History as History
     from ._messages import Outbound as Outbound
@@ -74,6 +75,7 @@ _LAZY: Final = {
     "ChangeNotices": ("._changes", "ChangeNotices"),
     "ConflictDetector": ("._conflict", "ConflictDetector"),
     "collect_when_quiet": ("._heap", "collect_when_quiet"),
+    "rare_young_passes": ("._heap", "rare_young_passes"),
     "settle_heap": ("._heap", "settle_heap"),
     "History": ("._history", "History"),
     "Outbound": ("._messages", "Outbound"),
@@ -180,6 +182,7 @@ __all__ = [
     "current_start_gate",
     "observed",
     "open_process_pool",
+    "rare_young_passes",
     "settle_heap",
     "stopped",
 ]

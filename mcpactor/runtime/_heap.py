@@ -25,11 +25,7 @@ from __future__ import annotations
 import gc
 from typing import Final, NoReturn
 
-import trio
-
-from ._session_actor import current_start_gate
-
-__all__ = ["collect_when_quiet", "settle_heap"]
+__all__ = ["collect_when_quiet", "rare_young_passes", "settle_heap"]
 
 #: net allocations of container objects between passes over the youngest generation
 YOUNG_GENERATION_THRESHOLD: Final = 100_000
@@ -50,12 +46,24 @@ def settle_heap() -> None:
     full passes need not walk it. A threshold already higher than ours, or a disabled
     collector, is left alone; a process settled already is not frozen again.
     """
-    young, middle, old = gc.get_threshold()
+    young = gc.get_threshold()[0]
     if young >= YOUNG_GENERATION_THRESHOLD and gc.get_freeze_count():
         # Settled already: another server started in this process. Freezing again would
         # make whatever garbage exists by now permanent.
         return
     gc.freeze()
+    rare_young_passes()
+
+
+def rare_young_passes() -> None:
+    """Run the cycle collector's young passes as a serving process does (settle_heap).
+
+    ``mcpactor serve`` calls it before it imports the server: start-up allocates far
+    more than it frees, so with the default threshold it would walk its young objects
+    some seventy times to free almost nothing. A higher threshold, or a disabled
+    collector, is left alone.
+    """
+    young, middle, old = gc.get_threshold()
     if 0 < young < YOUNG_GENERATION_THRESHOLD:
         gc.set_threshold(YOUNG_GENERATION_THRESHOLD, middle, old)
 
@@ -74,6 +82,10 @@ async def collect_when_quiet(
     (``gc.collect(1)``) moves what survives (connections, sessions) to the old one while
     no request waits on it. A disabled collector is left alone.
     """
+    import trio  # here: the module is imported before the command line imports trio
+
+    from ._session_actor import current_start_gate
+
     requests = current_start_gate()
     last = gc.get_count()[0]
     while True:
