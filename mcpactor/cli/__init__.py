@@ -83,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(arguments)
     # Workers of ``serve --workers`` run the very same command line.
     args.argv = arguments
+    if args.command == "serve":
+        from ..runtime import rare_young_passes
+
+        # Before the logging, the server, its target and trio are imported.
+        rare_young_passes()
     if args.log_level is None and (args.verbose or args.quiet):
         # From WARNING, a step per -v down and per -q up (the file's level gives way too).
         step = min(max(2 - args.verbose + args.quiet, 0), len(_LOG_LEVELS) - 1)
@@ -98,10 +103,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=args.log_level or "WARNING", handlers=[handler])
     try:
         if args.command == "serve":
-            from ..runtime import rare_young_passes
-
-            # Before the server and its target are imported: see rare_young_passes.
-            rare_young_passes()
             from ._serve import serve
 
             return serve(args, parser)
