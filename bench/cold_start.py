@@ -226,9 +226,14 @@ def main() -> None:
         env = _bytecode_env(args.bytecode, versions[""])
         floor = [python, "-c", "import trio"]
         cases["python -c 'import trio' (floor)"] = (run_floor, floor, env, b"")
+    if args.baseline is not None:
+        # ``python -m mcpactor`` puts the working directory first on sys.path: from this
+        # checkout's root the baseline's runs would import this checkout's package. Each
+        # version is named on PYTHONPATH instead, from a directory holding neither.
+        os.chdir(tempfile.mkdtemp(prefix="cold-start-cwd-"))
     for label, package in versions.items():
         env = _bytecode_env(args.bytecode, package)
-        if args.bytecode != "source" and label:
+        if args.bytecode != "source" and (label or args.baseline is not None):
             env = _with_package(env, str(package.parent))
         for name, (argv, opening) in servers.items():
             cases[label + name] = (run_server, argv, env, opening)

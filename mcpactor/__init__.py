@@ -4,7 +4,7 @@ Write a server with ``Server`` and its decorators, run it with ``mcpactor serve`
 """
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ._exceptions import CapabilityError as CapabilityError
 from ._exceptions import ExtensionError as ExtensionError
@@ -19,42 +19,43 @@ from ._exceptions import ToolError as ToolError
 from ._exceptions import TransportBroken as TransportBroken
 from ._exceptions import TransportClosed as TransportClosed
 from ._exceptions import TransportError as TransportError
+from ._lazy import exports
 from ._version import __version__ as __version__
-from .protocol import Annotations as Annotations
-from .protocol import AudioContent as AudioContent
-from .protocol import BlobResourceContents as BlobResourceContents
-from .protocol import CallToolResult as CallToolResult
-from .protocol import Completion as Completion
-from .protocol import EmbeddedResource as EmbeddedResource
-from .protocol import GetPromptResult as GetPromptResult
-from .protocol import Icon as Icon
-from .protocol import ImageContent as ImageContent
-from .protocol import PromptMessage as PromptMessage
-from .protocol import ResourceLink as ResourceLink
-from .protocol import TextContent as TextContent
-from .protocol import TextResourceContents as TextResourceContents
-from .protocol import ToolAnnotations as ToolAnnotations
-from .runtime import SessionOptions as SessionOptions
-from .runtime import TaskOptions as TaskOptions
-from .runtime import check_cancelled as check_cancelled
-from .server import Audio as Audio
-from .server import CacheHint as CacheHint
-from .server import Context as Context
-from .server import CustomMethod as CustomMethod
-from .server import CustomNotification as CustomNotification
-from .server import Extension as Extension
-from .server import Header as Header
-from .server import Image as Image
-from .server import InputRequired as InputRequired
-from .server import Server as Server
-from .server import tool_manifests as tool_manifests
-from .server import tool_search as tool_search
 
 if TYPE_CHECKING:
+    from .protocol import Annotations as Annotations
+    from .protocol import AudioContent as AudioContent
+    from .protocol import BlobResourceContents as BlobResourceContents
+    from .protocol import CallToolResult as CallToolResult
+    from .protocol import Completion as Completion
     from .protocol import CreateMessageResult as CreateMessageResult
     from .protocol import ElicitResult as ElicitResult
+    from .protocol import EmbeddedResource as EmbeddedResource
+    from .protocol import GetPromptResult as GetPromptResult
+    from .protocol import Icon as Icon
+    from .protocol import ImageContent as ImageContent
+    from .protocol import PromptMessage as PromptMessage
+    from .protocol import ResourceLink as ResourceLink
     from .protocol import Root as Root
     from .protocol import SamplingMessage as SamplingMessage
+    from .protocol import TextContent as TextContent
+    from .protocol import TextResourceContents as TextResourceContents
+    from .protocol import ToolAnnotations as ToolAnnotations
+    from .runtime import SessionOptions as SessionOptions
+    from .runtime import TaskOptions as TaskOptions
+    from .runtime import check_cancelled as check_cancelled
+    from .server import Audio as Audio
+    from .server import CacheHint as CacheHint
+    from .server import Context as Context
+    from .server import CustomMethod as CustomMethod
+    from .server import CustomNotification as CustomNotification
+    from .server import Extension as Extension
+    from .server import Header as Header
+    from .server import Image as Image
+    from .server import InputRequired as InputRequired
+    from .server import Server as Server
+    from .server import tool_manifests as tool_manifests
+    from .server import tool_search as tool_search
 
 __all__ = [
     "Annotations",
@@ -106,36 +107,72 @@ __all__ = [
     "tool_search",
 ]
 
-# The types of server→client requests load on first use (see protocol/_client_types.py).
-_CLIENT_TYPES = frozenset({"CreateMessageResult", "ElicitResult", "Root", "SamplingMessage"})
+#: the names defined below the top level, each imported on first use: ``import mcpactor``
+#: (and so ``mcpactor --version``) reads no server, runtime or trio until one is asked for
+_LAZY: Final = {
+    "Annotations": (".protocol", "Annotations"),
+    "AudioContent": (".protocol", "AudioContent"),
+    "BlobResourceContents": (".protocol", "BlobResourceContents"),
+    "CallToolResult": (".protocol", "CallToolResult"),
+    "Completion": (".protocol", "Completion"),
+    "EmbeddedResource": (".protocol", "EmbeddedResource"),
+    "GetPromptResult": (".protocol", "GetPromptResult"),
+    "Icon": (".protocol", "Icon"),
+    "ImageContent": (".protocol", "ImageContent"),
+    "PromptMessage": (".protocol", "PromptMessage"),
+    "ResourceLink": (".protocol", "ResourceLink"),
+    "TextContent": (".protocol", "TextContent"),
+    "TextResourceContents": (".protocol", "TextResourceContents"),
+    "ToolAnnotations": (".protocol", "ToolAnnotations"),
+    "SessionOptions": (".runtime", "SessionOptions"),
+    "TaskOptions": (".runtime", "TaskOptions"),
+    "check_cancelled": (".runtime", "check_cancelled"),
+    "Audio": (".server", "Audio"),
+    "CacheHint": (".server", "CacheHint"),
+    "Context": (".server", "Context"),
+    "CustomMethod": (".server", "CustomMethod"),
+    "CustomNotification": (".server", "CustomNotification"),
+    "Extension": (".server", "Extension"),
+    "Header": (".server", "Header"),
+    "Image": (".server", "Image"),
+    "InputRequired": (".server", "InputRequired"),
+    "Server": (".server", "Server"),
+    "tool_manifests": (".server", "tool_manifests"),
+    "tool_search": (".server", "tool_search"),
+    "CreateMessageResult": (".protocol", "CreateMessageResult"),
+    "ElicitResult": (".protocol", "ElicitResult"),
+    "Root": (".protocol", "Root"),
+    "SamplingMessage": (".protocol", "SamplingMessage"),
+}
+
+#: the subpackages ``import mcpactor`` brought in when it imported everything, still
+#: reachable as its attributes (``mcpactor.server.Server``)
+_SUBPACKAGES: Final = frozenset({"auth", "protocol", "runtime", "server"})
+
+_import = exports(__name__, globals(), _LAZY)
 
 
-def _fix_module_names() -> None:
+def _public_module(obj: Any) -> Any:
     # Show public names under the module users import them from (as trio does), so
     # reprs, docs and pickles do not leak private module paths.
-    for name in __all__:
-        if name in _CLIENT_TYPES:
-            continue  # not loaded yet; they set their own __module__
-        obj = globals()[name]
-        module = getattr(obj, "__module__", "")
-        if (
-            isinstance(module, str)
-            and module.startswith("mcpactor.")
-            and hasattr(obj, "__qualname__")
-        ):
-            with contextlib.suppress(AttributeError, TypeError):
-                obj.__module__ = __name__
+    module = getattr(obj, "__module__", "")
+    if isinstance(module, str) and module.startswith("mcpactor.") and hasattr(obj, "__qualname__"):
+        with contextlib.suppress(AttributeError, TypeError):
+            obj.__module__ = __name__
+    return obj
 
 
-_fix_module_names()
+for _name in __all__:
+    if _name not in _LAZY:  # the exceptions, defined in a private module of this package
+        _public_module(globals()[_name])
+del _name
 
 
 def __getattr__(name: str) -> Any:
-    if name in _CLIENT_TYPES:
-        from . import protocol
-
-        return getattr(protocol, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in _SUBPACKAGES:
+        __import__(f"{__name__}.{name}")  # which binds it here
+        return globals()[name]
+    return _public_module(_import(name))
 
 
 def __dir__() -> list[str]:

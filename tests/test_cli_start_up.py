@@ -111,3 +111,65 @@ def test_serving_on_stdio_loads_no_other_command_and_no_http(tmp_path: Path) -> 
         "http.client",
     }
     assert sorted(unwanted & loaded) == []
+
+
+#: what a command that serves nothing must not import: the event loop, any layer that
+#: runs a server, the schema validator, the wire types
+_NOT_FOR_HELP = (
+    "trio",
+    "attrs",
+    "cattrs",
+    "jsonschema",
+    "mcpactor.server",
+    "mcpactor.runtime",
+    "mcpactor.transports",
+    "mcpactor.auth",
+    "mcpactor.store",
+    "mcpactor.admin",
+    "mcpactor.client",
+    "mcpactor.config",
+)
+
+
+@pytest.mark.parametrize(
+    "argv", [["--version"], ["-v", "--version"], ["serve", "--help"], ["--help"]]
+)
+def test_version_and_help_import_no_server(argv: list[str]) -> None:
+    probe = (
+        "import json, runpy, sys\n"
+        "sys.argv = ['mcpactor', *sys.argv[1:]]\n"
+        "try:\n"
+        "    runpy.run_module('mcpactor', run_name='__main__')\n"
+        "except SystemExit as exit:\n"
+        "    status = exit.code\n"
+        "sys.stderr.write(json.dumps([status, sorted(sys.modules)]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    status, loaded = json.loads(done.stderr)
+    assert status == 0
+    assert done.stdout.startswith("mcpactor " if "--version" in argv else "usage: mcpactor")
+    heavy = [
+        name
+        for name in loaded
+        if any(name == top or name.startswith(top + ".") for top in _NOT_FOR_HELP)
+    ]
+    assert heavy == []
+
+
+def test_version_says_what_the_parser_says(capsys: pytest.CaptureFixture[str]) -> None:
+    from mcpactor.cli import main
+
+    with pytest.raises(SystemExit) as parsed:
+        _build_parser().parse_args(["--version"])
+    assert parsed.value.code == 0
+    said = capsys.readouterr().out
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == said
+    assert main(["--debug", "-q", "--version"]) == 0
+    assert capsys.readouterr().out == said

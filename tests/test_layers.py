@@ -114,7 +114,7 @@ def test_no_import_cycle() -> None:
 # --- layers (DESIGN.md: imports point downward only) ------------------------------------
 
 #: Modules every layer may import; they import nothing of the package themselves.
-BASE = frozenset({"mcpactor._exceptions", "mcpactor._version"})
+BASE = frozenset({"mcpactor._exceptions", "mcpactor._lazy", "mcpactor._version"})
 #: The layers, each with the layers below it that it may import (besides BASE). The
 #: package itself, the CLI, plugins, testing and their helpers sit on top and may
 #: import anything; nothing below may import them.

@@ -19,9 +19,12 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from .._version import __version__ as _version
+
 # Each command's module is imported only when that command runs, to keep start-up short
 # (``mcpactor --version`` reads none of them); they import what is heavy where it is used.
 from ._arguments import LOG_LEVELS as _LOG_LEVELS
+from ._parser import asks_for_version as _asks_for_version
 from ._parser import build_parser as _build_parser
 from ._parser import command_of as _command_of
 
@@ -66,6 +69,10 @@ def __getattr__(name: str) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mcpactor`` command line; return the process exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if _asks_for_version(arguments):
+        # What the parser's --version prints, before it is built (see asks_for_version).
+        sys.stdout.write(f"mcpactor {_version}\n")
+        return 0
     json_logs = _asks_for_json_logs(arguments)
     if json_logs:
         # Before the command line is read: even a wrong option is said as a JSON line.
@@ -76,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(arguments)
     # Workers of ``serve --workers`` run the very same command line.
     args.argv = arguments
+    if args.command == "serve":
+        from ..runtime import rare_young_passes
+
+        # Before the logging, the server, its target and trio are imported.
+        rare_young_passes()
     if args.log_level is None and (args.verbose or args.quiet):
         # From WARNING, a step per -v down and per -q up (the file's level gives way too).
         step = min(max(2 - args.verbose + args.quiet, 0), len(_LOG_LEVELS) - 1)

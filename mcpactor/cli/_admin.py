@@ -18,12 +18,15 @@ import secrets
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
-
-import trio
+from typing import TYPE_CHECKING, Any
 
 from .._exceptions import ConfigError
-from ..server import Server
+
+if TYPE_CHECKING:
+    # Imported where a listener runs: ``serve --help`` builds the options below without them.
+    import trio
+
+    from ..server import Server
 
 __all__ = [
     "add_admin_arguments",
@@ -170,7 +173,7 @@ async def with_admin(
     server: Server,
     serve: Callable[..., Awaitable[Any]],
     *,
-    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[Any],
 ) -> None:
     """Run ``serve`` (a ``task_status`` starter), with the admin listener if asked for.
 
@@ -185,6 +188,8 @@ async def with_admin(
         # their counts to the store it lists them from.
         await _publish_only(args, server, serve, task_status=task_status)
         return
+    import trio
+
     from ..admin import ADMIN_MAX_CONNECTIONS, DEFAULT_ADMIN_SCOPE, create_admin_app, serve_admin
 
     # What operators do is logged whatever --log-level says of the rest.
@@ -211,12 +216,7 @@ async def with_admin(
         drain=_drain_of(args),
         readiness=_readiness_of(args),
     )
-    limits = getattr(args, "http_limits", None)
-    if limits is not None:
-        # The endpoint's deadlines and head limits; its own, smaller, count of connections.
-        import attrs
-
-        limits = attrs.evolve(limits, max_connections=ADMIN_MAX_CONNECTIONS)
+    limits = _admin_limits(args, ADMIN_MAX_CONNECTIONS)
     inherited = getattr(args, "worker_admin_socket", None)
     sockets = None if inherited is None else [socket.socket(fileno=inherited)]
     async with trio.open_nursery() as nursery:
@@ -264,6 +264,8 @@ async def _publish_only(
     *,
     task_status: trio.TaskStatus[Any],
 ) -> None:
+    import trio
+
     from ..store import replica_summary
 
     snapshots = _in_shared_store(args, "RedisReplicaSummaries")
@@ -277,6 +279,16 @@ async def _publish_only(
         if shared_history is not None:
             await nursery.start(shared_history.run, observatory)
         task_status.started(await nursery.start(_serve_then_stop, serve, nursery))
+
+
+def _admin_limits(args: argparse.Namespace, max_connections: int) -> Any:
+    limits = getattr(args, "http_limits", None)
+    if limits is None:
+        return None
+    # The endpoint's deadlines and head limits; its own, smaller, count of connections.
+    import attrs
+
+    return attrs.evolve(limits, max_connections=max_connections)
 
 
 def _drain_of(args: argparse.Namespace) -> Any:

@@ -14,7 +14,7 @@ from typing import Any, Final, NoReturn
 from .._version import __version__
 from ._arguments import add_composition_arguments, add_global_arguments, json_object
 
-__all__ = ["COMMAND_NAMES", "Parser", "build_parser", "command_of"]
+__all__ = ["COMMAND_NAMES", "Parser", "asks_for_version", "build_parser", "command_of"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -53,6 +53,21 @@ def command_of(arguments: Sequence[str]) -> str | None:
         else:
             return argument if argument in COMMAND_NAMES else None
     return None
+
+
+def asks_for_version(arguments: Sequence[str]) -> bool:
+    # ``--version`` before any command, after nothing but global options that take no value:
+    # the full parser would print the same line, but building it imports every command.
+    for argument in arguments:
+        if argument == "--version":
+            return True
+        if argument in _PLAIN_GLOBAL_OPTIONS:
+            continue
+        if not (
+            argument.startswith("-") and len(argument) > 1 and set(argument[1:]) <= {"v", "q"}
+        ):
+            return False
+    return False
 
 
 #: the global options that take no value, as ``command_of`` accepts them before a command

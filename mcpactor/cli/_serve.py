@@ -19,7 +19,6 @@ from ..server import Server
 from ._admin import check_admin, with_admin
 from ._auth import refuse_auth_on_stdio
 from ._extras import require_serve_extras
-from ._http import build_http_options, serve_over_http
 from ._observability import configure_observability
 from ._report import StartFailed
 from ._store import refuse_store_on_stdio, resolve_store
@@ -51,6 +50,8 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     configure_observability(args, config)
     http_options = None
     if args.http is not None:
+        from ._http import build_http_options
+
         http_options = build_http_options(args, config)
         resolve_store(args, config)
         if args.admin is not None and args.workers > 1 and args.store_url is None:
@@ -73,6 +74,8 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if tasks is not None:
         options = attrs.evolve(options, tasks=tasks)
     if http_options is not None:
+        from ._http import serve_over_http
+
         return serve_over_http(args, server, options, http_options, stateless)
     started = False
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -80,7 +80,10 @@ from ._notified import NotificationHandlers
 from ._peer import PrincipalHolder, SessionPeer
 from ._request import handled
 from ._roots import RootsHooks
-from ._views import RequestView, SessionView
+
+if TYPE_CHECKING:
+    # Built where a view is asked for (the admin page): not on a server's start.
+    from ._views import SessionView
 
 __all__ = ["START_BACKLOG", "SessionActor", "StartGate", "current_start_gate"]
 
@@ -545,6 +548,8 @@ class SessionActor:
 
     def view(self) -> SessionView:
         """What the session is serving at this instant, for the live tree."""
+        from ._views import RequestView, SessionView
+
         requests = []
         for request_id, scope in self._scopes.items():
             flight = self._flights.get(request_id)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 import trio
@@ -80,7 +80,10 @@ from ._messages import SessionOptions
 from ._notified import MAX_RUNNING
 from ._offload import ProcessPool
 from ._request import handled
-from ._views import HostView, RequestView
+
+if TYPE_CHECKING:
+    # Built where a view is asked for (the admin page): not on a server's start.
+    from ._views import HostView
 
 __all__ = [
     "LISTEN",
@@ -533,6 +536,8 @@ class StatelessHost:
 
     def view(self) -> HostView:
         """The requests being served at this instant, the task table and worker pool."""
+        from ._views import HostView, RequestView
+
         requests = []
         for key, flight in self.flights.items():
             request, scope = flight.served, flight.scope

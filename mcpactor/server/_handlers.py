@@ -18,7 +18,6 @@ from .._exceptions import INVALID_PARAMS, RequestError
 from ..auth import InsufficientScope, Principal
 from ..protocol import (
     JSONObject,
-    ResourceSubscriptions,
     Revision,
     bounded_value,
     clip_all,
@@ -135,6 +134,9 @@ class Handlers:
         return {"contents": contents}
 
     async def _subscribe(self, params: JSONObject, ctx: Context) -> JSONObject:
+        # Imported here: a server that is never subscribed to does not load the table.
+        from ..protocol import ResourceSubscriptions
+
         uri = self.resource_uri(params)
         # Bounded before templates walk it, with the words the session's table would use.
         ResourceSubscriptions.check_uri(uri)

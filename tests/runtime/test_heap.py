@@ -12,10 +12,16 @@ import trio
 import trio.testing
 
 from mcpactor import Server
-from mcpactor.runtime import collect_when_quiet, current_start_gate, settle_heap
+from mcpactor.runtime import (
+    collect_when_quiet,
+    current_start_gate,
+    rare_young_passes,
+    settle_heap,
+)
 from mcpactor.runtime._heap import (
     QUIET_LOOK_SECONDS,
     QUIET_PASS_MINIMUM,
+    START_UP_YOUNG_THRESHOLD,
     YOUNG_GENERATION_THRESHOLD,
 )
 from mcpactor.transports import serve_http
@@ -45,6 +51,20 @@ def test_it_leaves_a_higher_threshold_and_a_disabled_collector_alone() -> None:
     assert gc.get_threshold() == (YOUNG_GENERATION_THRESHOLD * 5, 3, 4)
     gc.set_threshold(0, 10, 10)
     settle_heap()
+    assert gc.get_threshold() == (0, 10, 10)
+
+
+def test_start_up_passes_are_rarer_and_serving_raises_them_further() -> None:
+    gc.set_threshold(700, 10, 10)
+    rare_young_passes()
+    assert gc.get_threshold() == (START_UP_YOUNG_THRESHOLD, 10, 10)
+    settle_heap()
+    assert gc.get_threshold() == (YOUNG_GENERATION_THRESHOLD, 10, 10)
+    # once serving, and with a collector the user tuned or disabled, it changes nothing
+    rare_young_passes()
+    assert gc.get_threshold() == (YOUNG_GENERATION_THRESHOLD, 10, 10)
+    gc.set_threshold(0, 10, 10)
+    rare_young_passes()
     assert gc.get_threshold() == (0, 10, 10)
 
 

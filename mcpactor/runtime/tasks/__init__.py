@@ -8,22 +8,47 @@ limits, a ``TaskExpiry`` reaping them when their TTL passes, the runner, and wit
 ``TaskStore`` in the options a ``TaskReplica`` sharing them with other replicas.
 """
 
-from ._extension import TaskPublisher as TaskPublisher
-from ._extension import TaskRegistry as TaskRegistry
-from ._options import TaskOptions as TaskOptions
-from ._options import TaskStatistics as TaskStatistics
-from ._session import TaskManager as TaskManager
-from ._store import REPLICA_STOPPED as REPLICA_STOPPED
-from ._store import CommandHandler as CommandHandler
-from ._store import InMemoryTaskStore as InMemoryTaskStore
-from ._store import StoppedHook as StoppedHook
-from ._store import TaskCommand as TaskCommand
-from ._store import TaskRecord as TaskRecord
-from ._store import TaskStore as TaskStore
-from ._store import TaskWatch as TaskWatch
-from ._store import TaskWatchers as TaskWatchers
-from ._store import stopped as stopped
-from ._table import TaskEntry as TaskEntry
+from typing import TYPE_CHECKING, Final
+
+from ..._lazy import exports
+
+if TYPE_CHECKING:
+    from ._extension import TaskPublisher as TaskPublisher
+    from ._extension import TaskRegistry as TaskRegistry
+    from ._options import TaskOptions as TaskOptions
+    from ._options import TaskStatistics as TaskStatistics
+    from ._session import TaskManager as TaskManager
+    from ._store import REPLICA_STOPPED as REPLICA_STOPPED
+    from ._store import CommandHandler as CommandHandler
+    from ._store import InMemoryTaskStore as InMemoryTaskStore
+    from ._store import StoppedHook as StoppedHook
+    from ._store import TaskCommand as TaskCommand
+    from ._store import TaskRecord as TaskRecord
+    from ._store import TaskStore as TaskStore
+    from ._store import TaskWatch as TaskWatch
+    from ._store import TaskWatchers as TaskWatchers
+    from ._store import stopped as stopped
+    from ._table import TaskEntry as TaskEntry
+
+#: public name -> (module, name there): imported on first use (see mcpactor/_lazy.py)
+_LAZY: Final = {
+    "TaskPublisher": ("._extension", "TaskPublisher"),
+    "TaskRegistry": ("._extension", "TaskRegistry"),
+    "TaskOptions": ("._options", "TaskOptions"),
+    "TaskStatistics": ("._options", "TaskStatistics"),
+    "TaskManager": ("._session", "TaskManager"),
+    "REPLICA_STOPPED": ("._store", "REPLICA_STOPPED"),
+    "CommandHandler": ("._store", "CommandHandler"),
+    "InMemoryTaskStore": ("._store", "InMemoryTaskStore"),
+    "StoppedHook": ("._store", "StoppedHook"),
+    "TaskCommand": ("._store", "TaskCommand"),
+    "TaskRecord": ("._store", "TaskRecord"),
+    "TaskStore": ("._store", "TaskStore"),
+    "TaskWatch": ("._store", "TaskWatch"),
+    "TaskWatchers": ("._store", "TaskWatchers"),
+    "stopped": ("._store", "stopped"),
+    "TaskEntry": ("._table", "TaskEntry"),
+}
 
 __all__ = [
     "REPLICA_STOPPED",
@@ -43,3 +68,9 @@ __all__ = [
     "TaskWatchers",
     "stopped",
 ]
+
+__getattr__ = exports(__name__, globals(), _LAZY)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

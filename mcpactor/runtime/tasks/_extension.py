@@ -31,7 +31,6 @@ from ...protocol import (
 )
 from ...server import Context
 from .._bus import ChangeEvent
-from .._views import TaskView
 from ._expiry import TaskExpiry
 from ._input import TaskAsker, TaskInput
 from ._options import TaskOptions, TaskStatistics
@@ -43,6 +42,7 @@ from ._table import TaskEntry, TaskTable
 
 if TYPE_CHECKING:
     from ...server import TaskHost
+    from .._views import TaskView
 
 __all__ = ["TaskPublisher", "TaskRegistry"]
 

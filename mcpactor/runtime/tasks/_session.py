@@ -20,7 +20,6 @@ import trio
 from ..._exceptions import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RequestError
 from ...protocol import TERMINAL, JSONObject, RequestId, clip, describe
 from ...server import Context, Peer, TaskMetadata, encode_cursor, with_related_task
-from .._views import TaskView
 from ._expiry import TaskExpiry
 from ._options import TaskOptions, TaskStatistics
 from ._peers import SessionTaskPeer
@@ -31,6 +30,7 @@ from ._table import TaskEntry, TaskTable
 
 if TYPE_CHECKING:
     from ...server import SessionTaskHost
+    from .._views import TaskView
 
 __all__ = ["TaskManager"]
 

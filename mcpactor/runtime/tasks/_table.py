@@ -11,6 +11,7 @@ import contextlib
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -19,8 +20,11 @@ from ..._exceptions import INTERNAL_ERROR, INVALID_PARAMS, RequestError
 from ...protocol import JSONObject, RequestId, TaskStatus, describe
 from ...server import TaskState, isoformat
 from .._metrics import METRICS
-from .._views import TaskView
 from ._options import TaskOptions, ms
+
+if TYPE_CHECKING:
+    # Built where a view is asked for (the admin page): not on a server's start.
+    from .._views import TaskView
 
 __all__ = ["Announce", "TaskEntry", "TaskTable", "cancel_error"]
 
@@ -228,6 +232,8 @@ class TaskTable:
 
     def view(self, limit: int | None = None) -> tuple[TaskView, ...]:
         """The first ``limit`` tasks (all by default), in the order they were made."""
+        from .._views import TaskView
+
         entries = list(self.tasks.values())[: None if limit is None else max(0, limit)]
         return tuple(
             TaskView(
