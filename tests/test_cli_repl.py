@@ -13,16 +13,17 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
 import pytest
 import trio
+
+from .serving import serve_http
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 TMUX: Final = shutil.which("tmux") or "/usr/bin/tmux"
@@ -259,29 +260,8 @@ async def test_piped_over_stdio() -> None:
     check_script(await run_repl(*CLOCK))
 
 
-@contextlib.asynccontextmanager
-async def served_over_http() -> AsyncIterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "mcpactor", "serve", "clock", "--http", f"127.0.0.1:{port}"],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        with trio.fail_after(DEADLINE):
-            while True:  # a subprocess starting: there is nothing to wait on but the port
-                try:
-                    await (await trio.open_tcp_stream("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    assert process.poll() is None, "the server exited before it listened"
-                    await trio.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        with trio.CancelScope(shield=True):
-            await process.wait()
+def served_over_http() -> contextlib.AbstractAsyncContextManager[str]:
+    return serve_http("clock", timeout=DEADLINE)
 
 
 async def test_piped_over_http() -> None:

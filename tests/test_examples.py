@@ -17,11 +17,9 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import re
-import socket
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -35,6 +33,8 @@ from mcpactor import RequestError
 from mcpactor.client import connect_http, connect_stdio
 from tests.doc_includes import expanded
 from tests.spec_schema import check_server_message
+
+from .serving import serve_http
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
@@ -222,30 +222,9 @@ async def test_the_stdio_testing_sample_passes_against_the_quickstart_server(
 STATELESS = "2026-07-28"
 
 
-@contextlib.asynccontextmanager
-async def _served_over_http(example: str) -> AsyncIterator[str]:
+def _served_over_http(example: str) -> contextlib.AbstractAsyncContextManager[str]:
     """Serve ``examples/<example>`` with ``mcpactor serve --http``; yield its MCP URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "mcpactor", "serve", f"examples/{example}"]
-    process = await trio.lowlevel.open_process(
-        [*command, "--http", f"127.0.0.1:{port}"], cwd=ROOT, stderr=subprocess.DEVNULL
-    )
-    try:
-        with trio.fail_after(TIMEOUT):
-            while True:  # a subprocess starting: there is nothing to wait on but the port
-                try:
-                    await (await trio.open_tcp_stream("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    assert process.poll() is None, "the server exited before it listened"
-                    await trio.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        with trio.CancelScope(shield=True):
-            await process.wait()
+    return serve_http(f"examples/{example}", cwd=ROOT, timeout=TIMEOUT)
 
 
 async def test_two_eras_asks_in_either_era_and_books_once() -> None:

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -25,6 +23,8 @@ import trio
 
 from mcpactor import RequestError
 from mcpactor.client import ClientSession, connect_http, connect_stdio, connect_websocket
+
+from .serving import serve_http
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 PACKAGE: Final = ROOT / "examples" / "extension-package"
@@ -154,50 +154,21 @@ async def test_enabled_from_the_command_line_over_stdio(
             await check_the_extension(session, version)
 
 
-@contextlib.contextmanager
-def free_port() -> Iterator[int]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    yield port
-
-
-@contextlib.asynccontextmanager
-async def served_over_http(site: Path, project: Path, *extra: str) -> AsyncIterator[int]:
-    with free_port() as port:
-        pass
-    process = await trio.lowlevel.open_process(
-        [*SERVE, "--http", f"127.0.0.1:{port}", *extra],
-        cwd=project,
-        env=environment(site),
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        with trio.fail_after(TIMEOUT):
-            while True:  # a subprocess starting: there is nothing to wait on but the port
-                try:
-                    await (await trio.open_tcp_stream("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    assert process.poll() is None, "the server exited before it listened"
-                    await trio.sleep(0.05)
-        yield port
-    finally:
-        process.terminate()
-        with trio.CancelScope(shield=True):
-            await process.wait()
+def served_over_http(
+    site: Path, project: Path, *extra: str
+) -> contextlib.AbstractAsyncContextManager[str]:
+    return serve_http(*extra, cwd=project, env=environment(site), timeout=TIMEOUT)
 
 
 async def test_enabled_from_the_command_line_over_http_and_websocket(
     site: Path, project: Path
 ) -> None:
-    async with served_over_http(site, project, "server.py", "--extension", IDENTIFIER) as port:
-        url = f"http://127.0.0.1:{port}/mcp"
+    async with served_over_http(site, project, "server.py", "--extension", IDENTIFIER) as url:
         with trio.fail_after(TIMEOUT):
             for version in (SESSION, STATELESS):
                 async with connect_http(url, initialize=True, protocol_version=version) as http:
                     await check_the_extension(http, version)
-            ws = f"ws://127.0.0.1:{port}/ws"
+            ws = url.replace("http://", "ws://").replace("/mcp", "/ws")
             async with connect_websocket(ws, initialize=True, protocol_version=SESSION) as client:
                 await check_the_extension(client, SESSION)
 
@@ -206,8 +177,7 @@ async def test_enabled_from_mcpactor_toml_over_http(site: Path, project: Path) -
     (project / "mcpactor.toml").write_text(
         f'extensions = ["{IDENTIFIER}"]\n\n[servers.notes]\ntarget = "server.py:server"\n'
     )
-    async with served_over_http(site, project, "--config", "mcpactor.toml") as port:
-        url = f"http://127.0.0.1:{port}/mcp"
+    async with served_over_http(site, project, "--config", "mcpactor.toml") as url:
         with trio.fail_after(TIMEOUT):
             async with connect_http(url, initialize=True, protocol_version=STATELESS) as http:
                 await check_the_extension(http, STATELESS)

@@ -10,10 +10,8 @@ naming a view nobody serves stops the server at start.
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from mcpactor import SchemaError, Server
 from mcpactor.client import ClientSession, connect_http, connect_memory, connect_stdio
 from mcpactor.ext import apps
 from tests.apps import ui_server
+from tests.serving import serve_http
 from tests.spec_schema import check
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,35 +88,8 @@ async def _check_apps(session: ClientSession, revision: str) -> None:
     assert called["content"] == [{"type": "text", "text": "sales refreshed"}]
 
 
-@contextlib.asynccontextmanager
-async def _served_over_http(module: str | Path = SERVER) -> AsyncIterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [
-        sys.executable,
-        "-m",
-        "mcpactor",
-        "serve",
-        str(module),
-        "--http",
-        f"127.0.0.1:{port}",
-    ]
-    process = await trio.lowlevel.open_process(command, cwd=ROOT, stderr=subprocess.DEVNULL)
-    try:
-        with trio.fail_after(TIMEOUT):
-            while True:  # a subprocess starting: there is nothing to wait on but the port
-                try:
-                    await (await trio.open_tcp_stream("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    assert process.poll() is None, "the server exited before it listened"
-                    await trio.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        with trio.CancelScope(shield=True):
-            await process.wait()
+def _served_over_http(module: str | Path = SERVER) -> contextlib.AbstractAsyncContextManager[str]:
+    return serve_http(str(module), cwd=ROOT, timeout=TIMEOUT)
 
 
 async def test_a_view_over_http_in_both_eras() -> None:

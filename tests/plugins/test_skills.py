@@ -12,11 +12,10 @@ import base64
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,6 +27,7 @@ from mcpactor_skills import EXTENSION_ID, INDEX_SCHEMA, INDEX_URI
 from mcpactor import RequestError
 from mcpactor.client import ClientSession, connect_http, connect_stdio
 from tests.client.conftest import ServerMessages
+from tests.serving import serve_http
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SAMPLE: Final = ROOT / "plugins" / "mcpactor-skills" / "tests" / "sample"
@@ -70,30 +70,9 @@ def _environment(folder: Path | None) -> dict[str, str]:
     return env
 
 
-@asynccontextmanager
-async def _http_server(target: list[str], env: dict[str, str]) -> AsyncIterator[str]:
+def _http_server(target: list[str], env: dict[str, str]) -> AbstractAsyncContextManager[str]:
     """``mcpactor serve --http`` of ``target``; yields its MCP URL once it listens."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "mcpactor", "serve", "--http", f"127.0.0.1:{port}"]
-    process = await trio.lowlevel.open_process(
-        [*command, *target], cwd=ROOT, env=env, stderr=subprocess.DEVNULL
-    )
-    try:
-        with trio.fail_after(TIMEOUT):
-            while True:  # a subprocess starting: there is nothing to wait on but the port
-                try:
-                    await (await trio.open_tcp_stream("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    assert process.poll() is None, "the server exited before it listened"
-                    await trio.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        with trio.CancelScope(shield=True):
-            await process.wait()
+    return serve_http(*target, cwd=ROOT, env=env, timeout=TIMEOUT)
 
 
 @asynccontextmanager
