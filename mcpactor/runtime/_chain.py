@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import types
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, cast
 
 import trio
@@ -47,10 +47,10 @@ from ..server import (
     finish_stateless,
     notice_of,
 )
+from ._peer_base import Delegating
 
 if TYPE_CHECKING:
-    from ..auth import Principal
-    from ..server import Offload, SessionTaskHost
+    pass
 
 __all__ = ["ChainAnswered", "Step", "notified", "through"]
 
@@ -60,15 +60,20 @@ _log = logging.getLogger("mcpactor")
 Step = Callable[[str, JSONObject | None, Context], Awaitable[JSONObject | None]]
 
 
-class _Tapped:
+class _Tapped(Delegating):
     """A Context's peer while its request runs through middleware: its notices go in.
 
-    The peer methods of a ``_Pump``, which stands in for the Context's own peer.
+    The peer methods of a ``_Pump``, which stands in for the Context's own peer; its
+    threads, processes and principal are the peer's (``Delegating``).
     """
 
     __slots__ = ()
     peer: Any
     request_id: RequestId | None
+
+    @property
+    def _peer(self) -> Any:  # type: ignore[override]
+        return self.peer
 
     def __getattr__(self, name: str) -> Any:
         # Whatever else a peer offers (the session's id, a flight's scope, …).
@@ -127,33 +132,6 @@ class _Tapped:
     async def subscriptions_changed(self) -> None:
         """Make a change of the subscriptions known where it must be."""
         await self.peer.subscriptions_changed()
-
-    async def run_sync(self, fn: Callable[[], Any]) -> Any:
-        """Run a blocking callable in a worker thread."""
-        return await self.peer.run_sync(fn)
-
-    async def call(
-        self,
-        fn: Callable[..., Any],
-        kwargs: Mapping[str, Any],
-        *,
-        offload: Offload,
-        timeout: float | None,
-    ) -> Any:
-        """Run a tool's function as ``offload`` says."""
-        return await self.peer.call(fn, kwargs, offload=offload, timeout=timeout)
-
-    @property
-    def tasks(self) -> SessionTaskHost:
-        """The tasks of this requestor."""
-        host: SessionTaskHost = self.peer.tasks
-        return host
-
-    @property
-    def principal(self) -> Principal | None:
-        """Who the request was admitted as, or None."""
-        principal: Principal | None = self.peer.principal
-        return principal
 
 
 class _Pump(Terminal, _Tapped):
