@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import socket
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import trio
 
-__all__ = ["serve_http"]
+__all__ = ["put_away", "serve_http", "stop_gracefully"]
 
 
 @contextlib.asynccontextmanager
@@ -47,3 +48,20 @@ async def serve_http(
         process.terminate()
         with trio.CancelScope(shield=True):
             await process.wait()
+
+
+async def stop_gracefully(process: trio.Process) -> None:
+    """SIGTERM ``process``: it must end, and end well, within a minute."""
+    process.send_signal(signal.SIGTERM)
+    with trio.fail_after(60):
+        await process.wait()
+    assert process.returncode == 0
+
+
+async def put_away(process: trio.Process) -> None:
+    """Kill ``process`` if it still runs, and close the stderr pipe the test read."""
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
+    if process.stderr is not None:
+        await process.stderr.aclose()

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -14,6 +11,8 @@ import trio
 
 from mcpactor.cli import main
 from mcpactor.cli._admin import admin_bind, admin_token
+
+from .served_process import serve_clock_with_admin
 
 TOKEN = "a-token-from-a-file-0123456789"
 
@@ -57,61 +56,27 @@ def test_a_short_token_in_the_file_is_refused(tmp_path: Path) -> None:
 
 
 async def test_a_served_process_has_its_admin_listener(tmp_path: Path) -> None:
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN + "\n")
-    command = [sys.executable, "-m", "mcpactor", "serve", "--http", "127.0.0.1:0"]
-    command += ["--admin", "127.0.0.1:0", "--admin-token-file", str(token_file), "clock"]
-    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    said = b""
-    try:
-        with trio.fail_after(30):
-            while b"mcpactor: serving" not in said:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, said.decode()
-                said += chunk
-        match = re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)
-        assert match is not None, said.decode()
+    async with serve_clock_with_admin(TOKEN, tmp_path) as served:
         # A token from a file is never printed.
-        assert TOKEN.encode() not in said
-        url = match.group(1).decode()
-        async with httpx.AsyncClient(base_url=url, timeout=10) as admin:
+        assert TOKEN.encode() not in served.said
+        async with httpx.AsyncClient(base_url=served.admin_url, timeout=10) as admin:
             assert (await admin.get("api/tree")).status_code == 401
             answer = await admin.get("api/tree", headers={"Authorization": f"Bearer {TOKEN}"})
             assert answer.status_code == 200
             assert [plugin["name"] for plugin in answer.json()["plugins"]] == ["clock"]
-    finally:
-        process.send_signal(signal.SIGTERM)
+        served.process.send_signal(signal.SIGTERM)
         with trio.fail_after(30):
-            await process.wait()
-        await process.stderr.aclose()
+            await served.process.wait()
 
 
 async def test_the_drain_action_drains_the_served_process(tmp_path: Path) -> None:
     # The page's drain action does what SIGTERM does: not ready at once, written to the
     # audit log, and the process stops by itself once the drain delay is over.
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN + "\n")
-    command = [sys.executable, "-m", "mcpactor", "serve", "--http", "127.0.0.1:0"]
-    command += ["--drain-delay", "0.5", "--admin", "127.0.0.1:0"]
-    command += ["--admin-token-file", str(token_file), "clock"]
-    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    said = b""
-    try:
-        with trio.fail_after(30):
-            while b"mcpactor: serving" not in said:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, said.decode()
-                said += chunk
-        admin_url = re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)
-        served = re.search(rb"serving (http://127\.0\.0\.1:\d+)/mcp", said)
-        assert admin_url is not None, said.decode()
-        assert served is not None, said.decode()
+    async with serve_clock_with_admin(TOKEN, tmp_path, "--drain-delay", "0.5") as served:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         async with (
-            httpx.AsyncClient(base_url=admin_url.group(1).decode(), timeout=10) as admin,
-            httpx.AsyncClient(base_url=served.group(1).decode(), timeout=10) as http,
+            httpx.AsyncClient(base_url=served.admin_url, timeout=10) as admin,
+            httpx.AsyncClient(base_url=served.http_url, timeout=10) as http,
         ):
             assert (await http.get("/readyz")).status_code == 200
             drained = await admin.post("api/actions/drain", json={}, headers=auth)
@@ -123,13 +88,10 @@ async def test_the_drain_action_drains_the_served_process(tmp_path: Path) -> Non
             assert (ready.status_code, ready.json()) == (503, {"status": "draining"})
             again = await admin.post("api/actions/drain", json={}, headers=auth)
             assert (again.status_code, again.json()["done"]) == (409, False)
+        process = served.process
         with trio.fail_after(30):
             await process.wait()
         assert process.returncode == 0
-        said += await process.stderr.receive_some(65536)
+        assert process.stderr is not None
+        said = served.said + await process.stderr.receive_some(65536)
         assert b"admin action drain on the server by" in said, said.decode()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.stderr.aclose()

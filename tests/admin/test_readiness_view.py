@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import shutil
 import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +20,7 @@ from mcpactor.runtime import Observatory
 from mcpactor.transports import HttpOptions, Readiness, serve_http
 
 from .browser import CHROMIUM, signed_in_page
+from .served_process import serve_clock_with_admin
 
 TOKEN = "s3cret-admin-token-for-readiness"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -130,30 +128,11 @@ async def test_the_page_shows_the_readiness_as_it_changes() -> None:
 
 
 async def test_a_served_process_shows_it_is_ready(tmp_path: Path) -> None:
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN + "\n")
-    command = [sys.executable, "-m", "mcpactor", "serve", "--http", "127.0.0.1:0"]
-    command += ["--admin", "127.0.0.1:0", "--admin-token-file", str(token_file), "clock"]
-    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    said = b""
-    try:
-        with trio.fail_after(30):
-            while b"mcpactor: serving" not in said:
-                chunk = await process.stderr.receive_some(4096)
-                assert chunk, said.decode()
-                said += chunk
-        match = re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)
-        assert match is not None, said.decode()
-        async with httpx.AsyncClient(base_url=match.group(1).decode(), timeout=10) as admin:
+    async with serve_clock_with_admin(TOKEN, tmp_path) as served:
+        async with httpx.AsyncClient(base_url=served.admin_url, timeout=10) as admin:
             answer = await admin.get("api/tree", headers=BEARER)
             assert answer.status_code == 200
             assert answer.json()["readiness"] == {"state": "ready", "why": None}
-        process.send_signal(signal.SIGTERM)
+        served.process.send_signal(signal.SIGTERM)
         with trio.fail_after(30):
-            await process.wait()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.stderr.aclose()
+            await served.process.wait()

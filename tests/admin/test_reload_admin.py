@@ -13,6 +13,7 @@ import httpx
 import pytest
 import trio
 
+from ..serving import put_away, stop_gracefully
 from ..store.conftest import free_port, redis_port  # noqa: F401
 from ..transports.test_http_worker_reload import _children, _Lines
 
@@ -82,13 +83,7 @@ async def test_the_admin_page_keeps_its_port_through_a_reload(
                 assert after["replica"]["pid"] != first_pid  # type: ignore[index]
                 assert after["replica"]["pid"] in _children(process.pid)  # type: ignore[index]
             assert refused == 0
-            process.send_signal(signal.SIGTERM)
-            with trio.fail_after(60):
-                await process.wait()
-            assert process.returncode == 0
+            await stop_gracefully(process)
             nursery.cancel_scope.cancel()
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.stderr.aclose()
+        await put_away(process)

@@ -20,6 +20,8 @@ import trio
 
 from mcpactor.client import connect_http
 
+from ..serving import put_away, stop_gracefully
+
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"),
     reason="the workers' processes are found through /proc, and share the port on Linux",
@@ -286,16 +288,10 @@ async def test_sighup_replaces_every_worker_under_load_and_loses_nothing(tmp_pat
             for _ in range(8):
                 assert await _call(port, "version") == "v2"
                 assert await _status(port, "/alive") == 200
-            process.send_signal(signal.SIGTERM)
-            with trio.fail_after(60):
-                await process.wait()
-            assert process.returncode == 0
+            await stop_gracefully(process)
             nursery.cancel_scope.cancel()
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.stderr.aclose()
+        await put_away(process)
 
 
 async def test_sighup_without_workers_is_said_and_serving_goes_on(tmp_path: Path) -> None:
@@ -313,16 +309,10 @@ async def test_sighup_without_workers_is_said_and_serving_goes_on(tmp_path: Path
             await said.wait_for("reloading replaces worker processes one at a time")
             assert await _call(port, "pid") == process.pid
             assert process.returncode is None
-            process.send_signal(signal.SIGTERM)
-            with trio.fail_after(60):
-                await process.wait()
-            assert process.returncode == 0
+            await stop_gracefully(process)
             nursery.cancel_scope.cancel()
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        await process.stderr.aclose()
+        await put_away(process)
 
 
 _STUCK_WORKER = """
