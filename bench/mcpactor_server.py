@@ -99,6 +99,10 @@ def greet(name: str) -> str:
     return f"Say hello to {name}."
 
 
+#: sessions and connections the HTTP server allows (above http_streams' 10 000 and its callers)
+HELD_AT_MOST = 20_000
+
+
 def http_args(args: list[str]) -> tuple[str, int, HttpOptions]:
     """``HOST PORT [--json] [--stateless] [--hypercorn]`` as host, port and options."""
     from mcpactor.transports.http import HttpOptions
@@ -124,6 +128,11 @@ def http_args(args: list[str]) -> tuple[str, int, HttpOptions]:
         response_mode="json" if "--json" in flags else "sse",
         stateless="--stateless" in flags,
         resource_server=_resource_server() if "--auth" in flags else None,
+        # The peers set no limits; http_streams holds 10 000 sessions, each on its own
+        # connection, all from one address: raised as an operator serving that would.
+        max_sessions=HELD_AT_MOST,
+        max_connections=HELD_AT_MOST,
+        max_sessions_per_client=HELD_AT_MOST,
     )
     return host, port, options
 
