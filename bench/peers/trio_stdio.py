@@ -10,6 +10,15 @@ Answers initialize, tools/list, tools/call of echo, echo_sync and add, and at 20
 notification, a JSON-RPC error for a line that is not a request. Requests are answered
 in the order they come, however many are written at once; no sleep, progress or
 cancellation (the targets file skips those tests), and echo_sync is no worker thread.
+
+    trio_stdio.py stdio --actors
+
+The same answers in the shape mcpactor's design requires, and nothing else: each
+request served in a task of its own (started in the session's nursery, inside a cancel
+scope of its own, as a request actor is), its answer sent on a memory channel to the
+one writer task of the pipe, which joins whatever is queued into one write. What this
+costs over the plain loop is the floor of that shape; what mcpactor costs over it is
+its own.
 """
 
 from __future__ import annotations
@@ -134,17 +143,54 @@ async def serve(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream) -> N
             buffer.clear()
 
 
-async def main() -> None:
+async def serve_actors(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream) -> None:
+    """Answer each line in a task of its own; one writer task joins the answers queued."""
+    sink_in, sink = trio.open_memory_channel[bytes](256)
+
+    async def request(line: bytes | bytearray) -> None:
+        with trio.CancelScope():
+            reply = answer(line)
+            if reply is not None:
+                await sink_in.send(reply)
+
+    async def writer() -> None:
+        async for frame in sink:
+            frames = [frame]
+            while len(frames) < 256:
+                try:
+                    frames.append(sink.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            await send.send_all(b"".join(frames))
+
+    async with trio.open_nursery() as outer:
+        outer.start_soon(writer)
+        async with sink_in, trio.open_nursery() as nursery:
+            buffer = bytearray()
+            while data := await receive.receive_some(65536):
+                buffer += data
+                start = 0
+                while (end := buffer.find(b"\n", start)) >= 0:
+                    line = buffer[start:end]
+                    start = end + 1
+                    if line.strip():
+                        nursery.start_soon(request, line)
+                del buffer[:start]
+                if len(buffer) > MAX_LINE:
+                    buffer.clear()
+
+
+async def main(actors: bool) -> None:
     """Serve stdin and stdout until stdin ends or stdout is closed."""
     stdin = trio.lowlevel.FdStream(os.dup(0))
     stdout = trio.lowlevel.FdStream(os.dup(1))
     async with stdin, stdout:
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await serve(stdin, stdout)
+            await (serve_actors if actors else serve)(stdin, stdout)
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["stdio"]:
-        sys.exit(f"usage: {sys.argv[0]} stdio")
+    if sys.argv[1:] not in (["stdio"], ["stdio", "--actors"]):
+        sys.exit(f"usage: {sys.argv[0]} stdio [--actors]")
     with contextlib.suppress(KeyboardInterrupt):  # trio imports contextlib anyway
-        trio.run(main)
+        trio.run(main, sys.argv[2:] == ["--actors"])
