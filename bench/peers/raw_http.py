@@ -1,9 +1,16 @@
 """The framework-free ceiling on HTTP: a bare trio HTTP/1.1 keep-alive server.
 
-    raw_http.py http HOST PORT [--sse] [--stateless]
+    raw_http.py http HOST PORT [--sse] [--stateless] [--actors]
 
 One task per connection reads a request head and its Content-Length body and answers
 with canned.CannedMcp, as application/json or, with --sse, as one text/event-stream event.
+
+With --actors, the same answers in the shape mcpactor's design requires, and nothing
+else: the connection hands each request to its session's actor (a task per session id,
+through its inbox, a memory channel), which serves it in a task of its own inside a
+cancel scope; the answer comes back to the connection through the response's sink (a
+memory channel) and the connection writes it. What this costs over the plain server is
+the floor of that shape.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+from typing import Any
 
 import trio
 from canned import JSON_CONTENT_TYPE, SSE_CONTENT_TYPE, CannedMcp, framed
@@ -72,10 +80,83 @@ async def serve_connection(mcp: CannedMcp, sse: bool, stream: trio.SocketStream)
         return
 
 
+Reply = trio.MemorySendChannel[tuple[int, bytes, bytes | None]]
+Job = tuple[bytes, bytes | None, bytes, Reply]
+
+
+class Actors:
+    """The session actors of the --actors shape: one task and one inbox per session id."""
+
+    def __init__(self, mcp: CannedMcp, nursery: trio.Nursery) -> None:
+        self.mcp = mcp
+        self.nursery = nursery
+        self.inboxes: dict[bytes | None, trio.MemorySendChannel[Job]] = {}
+
+    def inbox(self, session: bytes | None) -> trio.MemorySendChannel[Job]:
+        """The inbox of a session's actor, started on the session's first request."""
+        inbox = self.inboxes.get(session)
+        if inbox is None:
+            inbox, jobs = trio.open_memory_channel[Job](64)
+            self.inboxes[session] = inbox
+            self.nursery.start_soon(self.session, jobs)
+        return inbox
+
+    async def session(self, jobs: trio.MemoryReceiveChannel[Job]) -> None:
+        """A session actor: each request it receives runs in a task of its own."""
+        async with trio.open_nursery() as requests:
+            async for job in jobs:
+                requests.start_soon(self.request, *job)
+
+    async def request(self, verb: bytes, session: bytes | None, body: bytes, reply: Reply) -> None:
+        """A request actor: the answer, in a cancel scope of its own, to the response's sink."""
+        with trio.CancelScope():
+            await reply.send(await self.mcp.handle(verb, session, body))
+
+
+async def serve_connection_actors(actors: Actors, sse: bool, stream: trio.SocketStream) -> None:
+    """As serve_connection, each request served by its session's actor."""
+    buffer = bytearray()
+    receive = stream.receive_some
+    reply, replies = trio.open_memory_channel[tuple[int, bytes, bytes | None]](1)
+    try:
+        while True:
+            while (end := buffer.find(b"\r\n\r\n")) < 0:
+                data = await receive(65536)
+                if not data:
+                    return
+                buffer += data
+            verb, length, session = request_head(bytes(buffer[:end]))
+            total = end + 4 + length
+            while len(buffer) < total:
+                data = await receive(65536)
+                if not data:
+                    return
+                buffer += data
+            body = bytes(buffer[end + 4 : total])
+            del buffer[:total]
+            await actors.inbox(session).send((verb, session, body, reply))
+            status, out, new = await replies.receive()
+            await stream.send_all(response(status, out, new, sse))
+    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        return
+
+
+async def serve_actors(mcp: CannedMcp, opts: dict[str, Any]) -> None:
+    """Serve in the --actors shape until cancelled."""
+    async with trio.open_nursery() as nursery:
+        actors = Actors(mcp, nursery)
+        handler = functools.partial(serve_connection_actors, actors, opts["sse"])
+        await trio.serve_tcp(handler, opts["port"], host=opts["host"], backlog=4096)
+
+
 def main() -> None:
     """Serve until interrupted."""
-    opts = parse_argv(sys.argv)
+    actors = "--actors" in sys.argv
+    opts = parse_argv([arg for arg in sys.argv if arg != "--actors"])
     mcp = CannedMcp("raw-http", stateless=opts["stateless"])
+    if actors:
+        trio.run(serve_actors, mcp, opts)
+        return
     handler = functools.partial(serve_connection, mcp, opts["sse"])
     trio.run(
         functools.partial(trio.serve_tcp, handler, opts["port"], host=opts["host"], backlog=4096)
