@@ -54,26 +54,33 @@ def request_head(head: bytes) -> tuple[bytes, int, bytes | None]:
     return lines[0].split(b" ", 1)[0], length, session
 
 
+async def next_request(
+    stream: trio.SocketStream, buffer: bytearray
+) -> tuple[bytes, bytes | None, bytes] | None:
+    """(verb, Mcp-Session-Id, body) of the connection's next request; None once it closes."""
+    while (end := buffer.find(b"\r\n\r\n")) < 0:
+        data = await stream.receive_some(65536)
+        if not data:
+            return None
+        buffer += data
+    verb, length, session = request_head(bytes(buffer[:end]))
+    total = end + 4 + length
+    while len(buffer) < total:
+        data = await stream.receive_some(65536)
+        if not data:
+            return None
+        buffer += data
+    body = bytes(buffer[end + 4 : total])
+    del buffer[:total]
+    return verb, session, body
+
+
 async def serve_connection(mcp: CannedMcp, sse: bool, stream: trio.SocketStream) -> None:
     """Answer the requests of one connection, one after the other, until it closes."""
     buffer = bytearray()
-    receive = stream.receive_some
     try:
-        while True:
-            while (end := buffer.find(b"\r\n\r\n")) < 0:
-                data = await receive(65536)
-                if not data:
-                    return
-                buffer += data
-            verb, length, session = request_head(bytes(buffer[:end]))
-            total = end + 4 + length
-            while len(buffer) < total:
-                data = await receive(65536)
-                if not data:
-                    return
-                buffer += data
-            body = bytes(buffer[end + 4 : total])
-            del buffer[:total]
+        while (request := await next_request(stream, buffer)) is not None:
+            verb, session, body = request
             status, out, new = await mcp.handle(verb, session, body)
             await stream.send_all(response(status, out, new, sse))
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
@@ -116,24 +123,10 @@ class Actors:
 async def serve_connection_actors(actors: Actors, sse: bool, stream: trio.SocketStream) -> None:
     """As serve_connection, each request served by its session's actor."""
     buffer = bytearray()
-    receive = stream.receive_some
     reply, replies = trio.open_memory_channel[tuple[int, bytes, bytes | None]](1)
     try:
-        while True:
-            while (end := buffer.find(b"\r\n\r\n")) < 0:
-                data = await receive(65536)
-                if not data:
-                    return
-                buffer += data
-            verb, length, session = request_head(bytes(buffer[:end]))
-            total = end + 4 + length
-            while len(buffer) < total:
-                data = await receive(65536)
-                if not data:
-                    return
-                buffer += data
-            body = bytes(buffer[end + 4 : total])
-            del buffer[:total]
+        while (request := await next_request(stream, buffer)) is not None:
+            verb, session, body = request
             await actors.inbox(session).send((verb, session, body, reply))
             status, out, new = await replies.receive()
             await stream.send_all(response(status, out, new, sse))
