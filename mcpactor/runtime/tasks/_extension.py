@@ -37,12 +37,12 @@ from ._options import TaskOptions, TaskStatistics
 from ._peers import ExtensionTaskPeer
 from ._replica import TaskReplica, record_snapshot
 from ._runner import TaskRunner, Work
-from ._store import TaskCommand, TaskRecord
 from ._table import TaskEntry, TaskTable
 
 if TYPE_CHECKING:
     from ...server import TaskHost
     from .._views import TaskView
+    from ._store import TaskRecord
 
 __all__ = ["TaskPublisher", "TaskRegistry"]
 
@@ -231,6 +231,8 @@ class TaskRegistry:
             # Only the replica running it holds the question its answers go to.
             record = await self._remote(replica, update.task_id, principal, request_id)
             if record.status == "input_required":
+                from ._store import TaskCommand
+
                 command = TaskCommand("update", record.task_id, dict(update.responses))
                 await replica.send(record, command)
             return acknowledgement()

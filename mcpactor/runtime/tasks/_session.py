@@ -25,12 +25,12 @@ from ._options import TaskOptions, TaskStatistics
 from ._peers import SessionTaskPeer
 from ._replica import TaskReplica, record_cancel_error, record_wire
 from ._runner import TaskRunner, Work
-from ._store import TaskRecord
 from ._table import TaskEntry, TaskTable
 
 if TYPE_CHECKING:
     from ...server import SessionTaskHost
     from .._views import TaskView
+    from ._store import TaskRecord
 
 __all__ = ["TaskManager"]
 
@@ -211,11 +211,16 @@ class TaskManager:
 
     async def get(self, task_id: str) -> JSONObject:
         """Return the ``Task`` (``tasks/get``)."""
+        # A record comes only from a store, whose owner imported its module.
+        from ._store import TaskRecord
+
         task = await self._find_any(task_id, "tasks/get")
         return record_wire(task) if isinstance(task, TaskRecord) else self._wire(task)
 
     async def result(self, task_id: str, *, request_id: RequestId | None) -> JSONObject:
         """Wait until the task is terminal, then answer as the plain request would have."""
+        from ._store import TaskRecord
+
         found = await self._find_any(task_id, "tasks/result")
         if isinstance(found, TaskRecord):
             return await self._remote_result(found)
@@ -263,6 +268,8 @@ class TaskManager:
 
     async def cancel(self, task_id: str) -> JSONObject:
         """Cancel a task (``tasks/cancel``); -32602 if it already finished."""
+        from ._store import TaskRecord
+
         task = await self._find_any(task_id, "tasks/cancel")
         status = task.status if isinstance(task, TaskRecord) else task.state.status
         if status in TERMINAL:
