@@ -295,7 +295,6 @@ def string_coercers(signature: FunctionSchema) -> dict[str, Callable[[str], Any]
     return coercers
 
 
-@attrs.frozen
 class StringBinder:
     """Binds string arguments (URI variables, prompt arguments) to a handler's parameters.
 
@@ -304,10 +303,20 @@ class StringBinder:
     then loaded as the handler's types (an Enum parameter receives the member).
     """
 
-    signature: FunctionSchema
-    coercers: Mapping[str, Callable[[str], Any]]
-    validator: SchemaValidator
-    what: str
+    # Plain, as the entries are: made once per template or prompt, never compared.
+    __slots__ = ("coercers", "signature", "validator", "what")
+
+    def __init__(
+        self,
+        signature: FunctionSchema,
+        coercers: Mapping[str, Callable[[str], Any]],
+        validator: SchemaValidator,
+        what: str,
+    ) -> None:
+        self.signature = signature
+        self.coercers = coercers
+        self.validator = validator
+        self.what = what
 
     @classmethod
     def build(cls, signature: FunctionSchema, *, what: str) -> StringBinder:
