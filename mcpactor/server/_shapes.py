@@ -54,7 +54,6 @@ from ._convert import (
     _to_json,
     _union_loader,
 )
-from ._headers import Header
 from ._introspect import (
     _MISSING,
     _class_description,
@@ -481,6 +480,9 @@ def _header_keyword(annotation: Any) -> dict[str, Any]:
     """``{"x-mcp-header": name}`` for an ``Annotated[..., Header(name)]``, else empty."""
     if get_origin(annotation) is not Annotated:
         return {}
+    # Read here: a Header in the metadata means its module is loaded already.
+    from ._headers import Header
+
     for item in get_args(annotation)[1:]:
         if isinstance(item, Header):
             return {"x-mcp-header": item.name}
