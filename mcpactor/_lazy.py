@@ -9,6 +9,7 @@ the ``TYPE_CHECKING`` imports beside the table.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,10 +25,14 @@ def exports(
             # bounded: a name may come from anywhere (getattr with a string read in)
             raise AttributeError(f"module {package!r} has no attribute {name[:200]!r}")
         module, attribute = where
-        # The import statement's own path (not importlib.import_module), so that
-        # ``python -X importtime`` reports these imports as it does every other.
         level = len(module) - len(module.lstrip("."))
-        found = __import__(module[level:], namespace, None, (attribute,), level)
+        # A module loaded already (most are, once start-up is under way) is read as it
+        # is: the import machinery would only find it there, a few µs per name.
+        found = sys.modules.get(package + module) if level == 1 else None
+        if found is None:
+            # The import statement's own path (not importlib.import_module), so that
+            # ``python -X importtime`` reports these imports as it does every other.
+            found = __import__(module[level:], namespace, None, (attribute,), level)
         value = getattr(found, attribute)
         # Kept in the package's namespace: the next lookup does not come here.
         namespace[name] = value

@@ -134,10 +134,13 @@ def _needed(
         # The built-in server and the hypercorn one each need their own part of the extra.
         parser = "hypercorn" if server == "hypercorn" else "httptools"
         yield "http", "serving over HTTP (--http)", (parser, "wsproto")
-    from ..config import is_openapi_target
-
     targets = getattr(args, "targets", ())
-    documents = [t for t in targets if is_openapi_target(t)]
+    documents: list[str] = []
+    if any(t.startswith("openapi:") for t in targets):
+        # Only such a target can be one (the OpenAPI settings are not read otherwise).
+        from ..config import is_openapi_target
+
+        documents = [t for t in targets if is_openapi_target(t)]
     urls = [t for t in targets if "://" in t and t not in documents]
     if config is not None:
         urls += [s.url for s in config.servers if s.url is not None]

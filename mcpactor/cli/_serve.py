@@ -108,19 +108,21 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def _enable_extensions(args: argparse.Namespace, config: Any, server: Server) -> None:
     # The file's extensions, then the command line's: installed ones, named to be enabled.
-    from ..plugins import load_extensions
-    from ..server import BUILTIN_EXTENSIONS
-
     named = [*(config.extensions if config is not None else ()), *args.extensions]
-    where = f"{config.source}: extensions" if config is not None else "--extension"
     enabled = {extension.identifier for _, extension in server.extensions.tree()}
-    # mcpactor's own (search mode, tool manifests) need no installing.
-    builtin = [BUILTIN_EXTENSIONS[name]() for name in named if name in BUILTIN_EXTENSIONS]
-    installed = [name for name in named if name not in BUILTIN_EXTENSIONS]
-    for extension in [*builtin, *load_extensions(installed, source=where)]:
-        # A plugin may enable it in code already: it is served once.
-        if extension.identifier not in enabled:
-            server.extensions.enable(extension)
+    if named:
+        # Read only when some are named: a plain start imports no extension it serves.
+        from ..plugins import load_extensions
+        from ..server import BUILTIN_EXTENSIONS
+
+        where = f"{config.source}: extensions" if config is not None else "--extension"
+        # mcpactor's own (search mode, tool manifests) need no installing.
+        builtin = [BUILTIN_EXTENSIONS[name]() for name in named if name in BUILTIN_EXTENSIONS]
+        installed = [name for name in named if name not in BUILTIN_EXTENSIONS]
+        for extension in [*builtin, *load_extensions(installed, source=where)]:
+            # A plugin may enable it in code already: it is served once.
+            if extension.identifier not in enabled:
+                server.extensions.enable(extension)
     _enable_tool_search(args, config, server, enabled)
 
 
@@ -128,13 +130,15 @@ def _enable_tool_search(
     args: argparse.Namespace, config: Any, server: Server, enabled: set[str]
 ) -> None:
     # --tool-search, or the file's [tool_search]; a server that enables it in code keeps its own.
-    from ..server import TOOL_SEARCH, tool_search
-
     table = config.tool_search if config is not None else None
     wanted = args.tool_search or (table is not None and table.enabled)
     if args.pinned and not wanted:
         raise ConfigError("--pin needs --tool-search (or [tool_search] in the config file)")
-    if not wanted or TOOL_SEARCH in enabled:
+    if not wanted:
+        return
+    from ..server import TOOL_SEARCH, tool_search
+
+    if TOOL_SEARCH in enabled:
         return
     pinned = [*(table.pinned if table is not None else ()), *args.pinned]
     limit = table.limit if table is not None else 5
@@ -203,10 +207,12 @@ def _served_server(args: argparse.Namespace, config: Any) -> Server:
     overridden = bool(prefixes or limits or args.no_prefix)
     if config is None and len(args.targets) == 1 and not overridden:
         (target,) = args.targets
-        from ..config import is_openapi_target
+        if target.startswith("openapi:"):
+            # Only such a target can be a document (its settings are read for it alone).
+            from ..config import is_openapi_target
 
-        if is_openapi_target(target):
-            return _openapi_server(args, target)
+            if is_openapi_target(target):
+                return _openapi_server(args, target)
         if "://" in target:
             from ..client import proxy_url
             from ..config import target_configs

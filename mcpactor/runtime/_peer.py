@@ -30,7 +30,6 @@ from .._exceptions import (
 from ..protocol import (
     JSONObject,
     RequestId,
-    ResourceSubscriptions,
     ServerSession,
     describe,
     serialize,
@@ -50,6 +49,7 @@ from .tasks import TaskManager
 
 if TYPE_CHECKING:
     from ..auth import Principal
+    from ..protocol import ResourceSubscriptions
     from ..server import Offload
 
 __all__ = ["PrincipalHolder", "SessionPeer"]
@@ -264,6 +264,9 @@ class SessionPeer:
                 ``ResourceSubscriptions`` (-32602, ``data: {"limit": …}``).
         """
         if self.subscriptions is None:
+            # Read with the first subscription: most sessions never subscribe.
+            from ..protocol import ResourceSubscriptions
+
             self.subscriptions = ResourceSubscriptions()
         self.subscriptions.add(uri)
 

@@ -39,7 +39,6 @@ from .._exceptions import (
 )
 from ..protocol import (
     AUGMENTABLE,
-    LISTEN_FILTER_KEY,
     PROTOCOL_VERSION,
     REVISIONS,
     STATELESS_REVISIONS,
@@ -55,13 +54,10 @@ from ..protocol import (
     Revision,
     SealingKey,
     StateSealer,
-    Subscription,
     describe,
     error_message,
     plain_complete,
     read_envelope,
-    read_filter,
-    read_listen_task_ids,
     result_message,
 )
 from ..server import (
@@ -83,6 +79,7 @@ from ._request import handled
 
 if TYPE_CHECKING:
     # Built where a view is asked for (the admin page): not on a server's start.
+    from ..protocol import Subscription
     from ._views import HostView
 
 __all__ = [
@@ -471,6 +468,9 @@ class StatelessHost:
         keepalive: Callable[[], Awaitable[None]] | None,
         principal: object,
     ) -> JSONObject:
+        # Read with the first listen stream: a process that never serves one never does.
+        from ..protocol import LISTEN_FILTER_KEY, Subscription, read_filter, read_listen_task_ids
+
         request_id = request.id
         revision = envelope.revision
         if not revision.listen:

@@ -55,18 +55,28 @@ class TaskMetadata:
     ttl_ms: int | None = None
 
 
-@attrs.frozen
 class ToolExecution:
     """How one tool runs; the result of checking its registration options."""
 
-    #: where the function runs; None: on the event loop if async, else in a thread
-    offload: Offload | None = None
-    #: seconds the function may run (None: the server's default applies)
-    timeout: float | None = None
-    task_support: TaskSupport = "forbidden"
-    #: at 2026-07-28: ask with input_required rounds first, and become a task on the
-    #: retry that brings the answers (the extension's MRTR-then-task composition)
-    task_after_input: bool = False
+    # A plain class, not attrs: private, never compared, and an attrs class costs every
+    # start-up its build.
+    __slots__ = ("offload", "task_after_input", "task_support", "timeout")
+
+    def __init__(
+        self,
+        offload: Offload | None = None,
+        timeout: float | None = None,
+        task_support: TaskSupport = "forbidden",
+        task_after_input: bool = False,
+    ) -> None:
+        #: where the function runs; None: on the event loop if async, else in a thread
+        self.offload = offload
+        #: seconds the function may run (None: the server's default applies)
+        self.timeout = timeout
+        self.task_support = task_support
+        #: at 2026-07-28: ask with input_required rounds first, and become a task on the
+        #: retry that brings the answers (the extension's MRTR-then-task composition)
+        self.task_after_input = task_after_input
 
     def offload_for(self, is_async: bool) -> Offload:
         """Where the function runs, given whether it is a coroutine function."""

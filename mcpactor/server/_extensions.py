@@ -246,6 +246,12 @@ def _notifications(value: Iterable[CustomNotification]) -> tuple[CustomNotificat
     return tuple(value)
 
 
+def _middleware(value: Iterable[Middleware]) -> tuple[Middleware, ...]:
+    # Not ``converter=tuple``: attrs reads a builtin's signature from its text, which
+    # imports tokenize's patterns at start-up (some 4 ms) for this one field.
+    return tuple(value)
+
+
 @attrs.frozen
 class Extension:
     """A protocol extension (SEP-2133) as a server enables it: see ``server.extensions``."""
@@ -269,7 +275,7 @@ class Extension:
     #: one line saying what it is
     description: str = ""
     #: the middleware it brings, outermost first, added after what was enabled before it
-    middleware: tuple[Middleware, ...] = attrs.field(default=(), converter=tuple)
+    middleware: tuple[Middleware, ...] = attrs.field(default=(), converter=_middleware)
 
     def __attrs_post_init__(self) -> None:
         if any(type(m) is not CustomMethod for m in self.methods):

@@ -36,14 +36,26 @@ class _Missing(enum.Enum):
 _MISSING: Final = _Missing.MISSING
 
 
-@attrs.frozen
 class _Field:
-    key: str  # the JSON property and the __init__ keyword
-    attribute: str  # what to read when dumping an instance
-    annotation: Any
-    default: Any  # _MISSING: none, or one we cannot show (a factory)
-    required: bool
-    description: str | None
+    # A plain class, not attrs: private, never compared, and an attrs class costs every
+    # start-up its build.
+    __slots__ = ("annotation", "attribute", "default", "description", "key", "required")
+
+    def __init__(
+        self,
+        key: str,
+        attribute: str,
+        annotation: Any,
+        default: Any,
+        required: bool,
+        description: str | None,
+    ) -> None:
+        self.key = key  # the JSON property and the __init__ keyword
+        self.attribute = attribute  # what to read when dumping an instance
+        self.annotation = annotation
+        self.default = default  # _MISSING: none, or one we cannot show (a factory)
+        self.required = required
+        self.description = description
 
 
 # --- model introspection -----------------------------------------------------------

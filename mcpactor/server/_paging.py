@@ -19,7 +19,6 @@ import bisect
 from collections.abc import Iterable
 from typing import Any, Final
 
-import attrs
 import orjson
 
 from .._exceptions import INVALID_PARAMS, RequestError
@@ -33,14 +32,18 @@ _KEYS: Final = {"resources": "uri", "resourceTemplates": "uriTemplate"}
 MAX_CURSOR_CHARS: Final = 4096
 
 
-@attrs.define(eq=False)
 class _Listing:
     # One list as built: its entries in order, and where each is, worked out when asked.
-    items: list[JSONObject]
-    key: str
-    by_name: bool
-    _keys: list[str] | None = None
-    _positions: dict[str, int] | None = None
+    # A plain class, not attrs: never compared, and an attrs class costs every start-up
+    # its build.
+    __slots__ = ("_keys", "_positions", "by_name", "items", "key")
+
+    def __init__(self, items: list[JSONObject], key: str, by_name: bool) -> None:
+        self.items = items
+        self.key = key
+        self.by_name = by_name
+        self._keys: list[str] | None = None
+        self._positions: dict[str, int] | None = None
 
     def key_at(self, index: int) -> str:
         return str(self.items[index].get(self.key))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sized
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 import orjson
@@ -40,7 +40,6 @@ from . import _tasks
 from ._caching import CacheHint
 from ._context import Context
 from ._execution import HandlerTimeout, ToolExecution
-from ._headers import HeaderParam
 from ._registry import (
     Catalog,
     PromptEntry,
@@ -54,6 +53,10 @@ from ._rounds import InputNeeded, InputRequired, end_round
 from ._schema import FunctionSchema
 from ._scopes import check_scopes, merged, scope_error
 from ._validation import SchemaValidator
+
+if TYPE_CHECKING:
+    # Read where a tool declares mirrored headers (_registration.py).
+    from ._headers import HeaderParam
 
 __all__ = [
     "SLOW_VALIDATION_BYTES",

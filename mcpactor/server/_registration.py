@@ -16,7 +16,6 @@ from . import _results
 from ._caching import CacheHint
 from ._context import Context
 from ._execution import tool_execution
-from ._headers import header_params
 from ._options import PromptOptions, ResourceOptions, ToolOptions
 from ._registered import ToolEntry
 from ._registry import (
@@ -33,12 +32,34 @@ from ._schema import FunctionSchema, describe_function
 from ._scopes import validate_scopes
 
 if TYPE_CHECKING:
+    from ._headers import HeaderParam
     from ._uritemplate import UriTemplate
 
 __all__ = ["completer_context", "is_template", "prompt_entry", "resource_entry", "tool_entry"]
 
 # What a tool may return that is content, not structured output.
 _SKIP_OUTPUT: Final = (*_results.CONTENT_TYPES, CallToolResult, GetPromptResult, bytes)
+#: the keyword that mirrors a parameter into a header (``_headers.KEYWORD``)
+_HEADER_KEYWORD: Final = "x-mcp-header"
+
+
+def _names_a_header(schema: JSONObject) -> bool:
+    # Whether the keyword is anywhere in the schema: only then can it declare a mirrored
+    # parameter, and only then is _headers read (most tools declare none).
+    stack: list[Any] = [schema]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node) is dict:
+            if _HEADER_KEYWORD in node:
+                return True
+            stack.extend(node.values())
+        elif type(node) is list:
+            stack.extend(node)
+    return False
 
 
 def tool_entry(fn: Callable[..., Any], name: str, options: ToolOptions) -> ToolEntry:
@@ -65,7 +86,11 @@ def tool_entry(fn: Callable[..., Any], name: str, options: ToolOptions) -> ToolE
         )
     what = f"tool {describe(name)}"
     scopes = validate_scopes(options.get("scopes"), what=what)
-    headers = header_params(schema, what=what)
+    headers: tuple[HeaderParam, ...] = ()
+    if _names_a_header(schema):
+        from ._headers import header_params
+
+        headers = header_params(schema, what=what)
     execution = tool_execution(
         fn,
         name=name,

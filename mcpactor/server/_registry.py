@@ -100,42 +100,90 @@ def check_tool_name(name: str) -> None:
         )
 
 
-@attrs.define(eq=False)
 class ResourceEntry:
     """A registered static resource."""
 
-    uri: str
-    fn: Callable[..., Any]
-    is_async: bool
-    mime_type: str | None
-    definition: JSONObject
-    context_param: str | None
-    #: its own cache hint for lists and reads, or None for the server's
-    cache: CacheHint | None = None
-    #: the scopes a caller's token must grant to read it
-    scopes: tuple[str, ...] = ()
+    # A plain class (as are the other entries): made once per registration, never
+    # compared or copied, and an attrs class costs every start-up its build.
+    __slots__ = (
+        "__weakref__",
+        "cache",
+        "context_param",
+        "definition",
+        "fn",
+        "is_async",
+        "mime_type",
+        "scopes",
+        "uri",
+    )
+
+    def __init__(
+        self,
+        uri: str,
+        fn: Callable[..., Any],
+        is_async: bool,
+        mime_type: str | None,
+        definition: JSONObject,
+        context_param: str | None,
+        cache: CacheHint | None = None,
+        scopes: tuple[str, ...] = (),
+    ) -> None:
+        self.uri = uri
+        self.fn = fn
+        self.is_async = is_async
+        self.mime_type = mime_type
+        self.definition = definition
+        self.context_param = context_param
+        #: its own cache hint for lists and reads, or None for the server's
+        self.cache = cache
+        #: the scopes a caller's token must grant to read it
+        self.scopes = scopes
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Resource`` object for ``resources/list`` at this revision."""
         return _prune(self.definition, revision.resource_fields)
 
 
-@attrs.define(eq=False)
 class TemplateEntry:
     """A registered resource template."""
 
-    template: UriTemplate
-    fn: Callable[..., Any]
-    is_async: bool
-    mime_type: str | None
-    definition: JSONObject
-    context_param: str | None
-    #: turns the matched variables (strings) into the handler's keyword arguments
-    binder: StringBinder
-    #: its own cache hint for lists and the reads it matches, or None for the server's
-    cache: CacheHint | None = None
-    #: the scopes a caller's token must grant to read what it matches
-    scopes: tuple[str, ...] = ()
+    __slots__ = (
+        "__weakref__",
+        "binder",
+        "cache",
+        "context_param",
+        "definition",
+        "fn",
+        "is_async",
+        "mime_type",
+        "scopes",
+        "template",
+    )
+
+    def __init__(
+        self,
+        template: UriTemplate,
+        fn: Callable[..., Any],
+        is_async: bool,
+        mime_type: str | None,
+        definition: JSONObject,
+        context_param: str | None,
+        binder: StringBinder,
+        cache: CacheHint | None = None,
+        scopes: tuple[str, ...] = (),
+    ) -> None:
+        self.template = template
+        self.fn = fn
+        self.is_async = is_async
+        self.mime_type = mime_type
+        self.definition = definition
+        self.context_param = context_param
+        #: turns the matched variables (strings) into the handler's keyword arguments
+        self.binder = binder
+        #: its own cache hint for lists and the reads it matches, or None for the server's
+        self.cache = cache
+        #: the scopes a caller's token must grant to read what it matches
+        self.scopes = scopes
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``ResourceTemplate`` object for ``resources/templates/list``."""
@@ -146,22 +194,46 @@ class TemplateEntry:
         return self.binder.bind(values)
 
 
-@attrs.define(eq=False)
 class PromptEntry:
     """A registered prompt."""
 
-    name: str
-    fn: Callable[..., Any]
-    is_async: bool
-    definition: JSONObject
-    context_param: str | None
-    required: frozenset[str]
-    #: turns the prompt's (string) arguments into the handler's keyword arguments
-    binder: StringBinder
-    #: the allowed values of arguments typed as Enum or Literal (for completion)
-    choices: Mapping[str, tuple[str, ...]]
-    #: the scopes a caller's token must grant to get it
-    scopes: tuple[str, ...] = ()
+    __slots__ = (
+        "__weakref__",
+        "binder",
+        "choices",
+        "context_param",
+        "definition",
+        "fn",
+        "is_async",
+        "name",
+        "required",
+        "scopes",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        is_async: bool,
+        definition: JSONObject,
+        context_param: str | None,
+        required: frozenset[str],
+        binder: StringBinder,
+        choices: Mapping[str, tuple[str, ...]],
+        scopes: tuple[str, ...] = (),
+    ) -> None:
+        self.name = name
+        self.fn = fn
+        self.is_async = is_async
+        self.definition = definition
+        self.context_param = context_param
+        self.required = required
+        #: turns the prompt's (string) arguments into the handler's keyword arguments
+        self.binder = binder
+        #: the allowed values of arguments typed as Enum or Literal (for completion)
+        self.choices = choices
+        #: the scopes a caller's token must grant to get it
+        self.scopes = scopes
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Prompt`` object for ``prompts/list`` at this revision."""
@@ -223,7 +295,6 @@ def string_coercers(signature: FunctionSchema) -> dict[str, Callable[[str], Any]
     return coercers
 
 
-@attrs.frozen
 class StringBinder:
     """Binds string arguments (URI variables, prompt arguments) to a handler's parameters.
 
@@ -232,10 +303,20 @@ class StringBinder:
     then loaded as the handler's types (an Enum parameter receives the member).
     """
 
-    signature: FunctionSchema
-    coercers: Mapping[str, Callable[[str], Any]]
-    validator: SchemaValidator
-    what: str
+    # Plain, as the entries are: made once per template or prompt, never compared.
+    __slots__ = ("coercers", "signature", "validator", "what")
+
+    def __init__(
+        self,
+        signature: FunctionSchema,
+        coercers: Mapping[str, Callable[[str], Any]],
+        validator: SchemaValidator,
+        what: str,
+    ) -> None:
+        self.signature = signature
+        self.coercers = coercers
+        self.validator = validator
+        self.what = what
 
     @classmethod
     def build(cls, signature: FunctionSchema, *, what: str) -> StringBinder:

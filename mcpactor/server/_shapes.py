@@ -54,7 +54,6 @@ from ._convert import (
     _to_json,
     _union_loader,
 )
-from ._headers import Header
 from ._introspect import (
     _MISSING,
     _class_description,
@@ -74,21 +73,38 @@ _SUPPORTED: Final = (
 # --- shapes ------------------------------------------------------------------------
 
 
-@attrs.frozen
 class _Shape:
-    schema: dict[str, Any]
-    check: _Check
-    load: _Convert | None = None
-    dump: _Convert | None = None
-    is_object: bool = False
+    # Plain classes, not attrs (as _Slot): made for every type a handler names, never
+    # compared, and an attrs class costs every start-up its build.
+    __slots__ = ("check", "dump", "is_object", "load", "schema")
+
+    def __init__(
+        self,
+        schema: dict[str, Any],
+        check: _Check,
+        load: _Convert | None = None,
+        dump: _Convert | None = None,
+        is_object: bool = False,
+    ) -> None:
+        self.schema = schema
+        self.check = check
+        self.load = load
+        self.dump = dump
+        self.is_object = is_object
+
+    def with_schema(self, schema: dict[str, Any]) -> _Shape:
+        """The same shape under another schema."""
+        return _Shape(schema, self.check, self.load, self.dump, self.is_object)
 
 
-@attrs.define
 class _Slot:
     """A model being built; a recursive use reaches its converters through here."""
 
-    name: str | None = None
-    shape: _Shape | None = None
+    __slots__ = ("name", "shape")
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.shape: _Shape | None = None
 
     def _done(self) -> _Shape:
         assert self.shape is not None, "a recursive model was used before it was built"
@@ -164,7 +180,7 @@ class _Builder:
                 extra["description"] = description
             if not extra:
                 return shape
-            return attrs.evolve(shape, schema={**shape.schema, **extra})
+            return shape.with_schema({**shape.schema, **extra})
         if origin is Literal:
             return self._literal(tp)
         if origin is Union or origin is types.UnionType:
@@ -344,7 +360,7 @@ class _Builder:
             del self._building[cls]
         if slot.name is not None:
             self.defs[slot.name] = shape.schema
-            shape = attrs.evolve(shape, schema={"$ref": f"#/$defs/{slot.name}"})
+            shape = shape.with_schema({"$ref": f"#/$defs/{slot.name}"})
         slot.shape = self._models[cls] = shape
         return shape
 
@@ -464,6 +480,9 @@ def _header_keyword(annotation: Any) -> dict[str, Any]:
     """``{"x-mcp-header": name}`` for an ``Annotated[..., Header(name)]``, else empty."""
     if get_origin(annotation) is not Annotated:
         return {}
+    # Read here: a Header in the metadata means its module is loaded already.
+    from ._headers import Header
+
     for item in get_args(annotation)[1:]:
         if isinstance(item, Header):
             return {"x-mcp-header": item.name}

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -31,18 +32,19 @@ from ...protocol import (
 )
 from ...server import Context
 from .._bus import ChangeEvent
-from ._expiry import TaskExpiry
-from ._input import TaskAsker, TaskInput
 from ._options import TaskOptions, TaskStatistics
-from ._peers import ExtensionTaskPeer
-from ._replica import TaskReplica, record_snapshot
-from ._runner import TaskRunner, Work
-from ._store import TaskCommand, TaskRecord
-from ._table import TaskEntry, TaskTable
 
+# The table and what serves it are read with the first task (or tasks/* request, or a
+# store): a process that never runs one imports none of it.
 if TYPE_CHECKING:
     from ...server import TaskHost
     from .._views import TaskView
+    from ._expiry import TaskExpiry
+    from ._input import TaskInput
+    from ._replica import TaskReplica
+    from ._runner import TaskRunner, Work
+    from ._store import TaskRecord
+    from ._table import TaskEntry, TaskTable
 
 __all__ = ["TaskPublisher", "TaskRegistry"]
 
@@ -77,14 +79,39 @@ class TaskRegistry:
         self.options = options = options or TaskOptions()
         self._nursery = nursery
         self._bus = bus
-        self._table = TaskTable(options, "per process")
-        self._table.anchor()
-        self._expiry = TaskExpiry(self._table, self._announce)
+        # The table, its expiry, questions and runner are made with the first task
+        # (``_made``), its clock tied to the wall clock now, as it always was.
+        self._anchor = (time.time(), trio.current_time())
+        self._table: TaskTable | None = None
+        self._replica: TaskReplica | None = None
+        if options.store is not None:
+            self._made()
+
+    # set by ``_made``, with the table
+    _expiry: TaskExpiry
+    _input: TaskInput
+    _runner: TaskRunner
+
+    def _made(self) -> TaskTable:
+        # The table and what serves it (with a store, the replica sharing it), made once.
+        table = self._table
+        if table is not None:
+            return table
+        from ._expiry import TaskExpiry
+        from ._input import TaskInput
+        from ._replica import TaskReplica
+        from ._runner import TaskRunner
+        from ._table import TaskTable
+
+        options = self.options
+        table = TaskTable(options, "per process")
+        table.anchor(self._anchor)
+        self._expiry = TaskExpiry(table, self._announce)
         self._input = TaskInput(self._announce)
         self._replica = replica = (
             TaskReplica(
                 options.store,
-                self._table,
+                table,
                 session=lambda: None,
                 take_answers=self._take_answers,
                 on_stopped=self._given_up,
@@ -95,31 +122,40 @@ class TaskRegistry:
         # A tool that ran and reported an error is a completed task (the extension's
         # "error semantics"); failed is for protocol errors.
         self._runner = TaskRunner(
-            self._table,
+            table,
             self._announce,
             replica=lambda: replica,
             tool_errors_fail=False,
         )
+        self._table = table
+        return table
 
     def view(self, limit: int | None = None) -> tuple[TaskView, ...]:
         """A read-only view of the first ``limit`` tasks (all by default)."""
-        return self._table.view(limit)
+        table = self._table
+        return () if table is None else table.view(limit)
 
     def statistics(self) -> TaskStatistics:
         """Return how many tasks run, are stored, and are being waited for."""
         table = self._table
+        if table is None:
+            return TaskStatistics(running=0, stored=0, waiting=0)
         return TaskStatistics(
             running=table.running, stored=len(table.tasks), waiting=table.waiters
         )
 
     async def wait_idle(self) -> None:
         """Wait until no task actor is running."""
-        await self._table.wait_idle()
+        table = self._table
+        if table is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await table.wait_idle()
 
     def _lookup(
         self, task_id: str, principal: str | None, request_id: RequestId | None
     ) -> TaskEntry:
-        entry = self._table.tasks.get(task_id)
+        entry = self._made().tasks.get(task_id)
         if entry is None or entry.principal != principal:
             raise task_not_found(task_id, request_id=request_id)
         return entry
@@ -128,13 +164,13 @@ class TaskRegistry:
         # The replica to ask when ``task_id`` is not a task of ``principal`` here.
         if self._replica is None:
             return None
-        entry = self._table.tasks.get(task_id)
+        entry = self._made().tasks.get(task_id)
         return self._replica if entry is None or entry.principal != principal else None
 
     def _snapshot(self, entry: TaskEntry) -> Snapshot:
         state = entry.state
         status = state.status
-        instant = self._table.instant
+        instant = self._made().instant
         return Snapshot(
             task_id=state.task_id,
             status=status,
@@ -159,6 +195,8 @@ class TaskRegistry:
 
     def _given_up(self, record: TaskRecord) -> None:
         # A load here found the task's replica gone and failed it: say so, once.
+        from ._replica import record_snapshot
+
         self._publish(record_snapshot(record))
 
     def _take_answers(self, entry: TaskEntry, responses: Mapping[str, JSONObject]) -> None:
@@ -185,8 +223,11 @@ class TaskRegistry:
         self, work: Work, ctx: Context, *, principal: str | None = None
     ) -> JSONObject:
         """Start ``work`` as a Task actor; return the ``CreateTaskResult`` once stored."""
+        from ._input import TaskAsker
+        from ._peers import ExtensionTaskPeer
+
         nursery = self._nursery
-        table = self._table
+        table = self._made()
         entry = table.add(table.ttl_ms(None), principal)
         self._expiry.schedule(nursery, entry)
         if self._replica is not None:
@@ -217,6 +258,8 @@ class TaskRegistry:
         await trio.lowlevel.checkpoint()
         replica = self._elsewhere(task_id, principal)
         if replica is not None:
+            from ._replica import record_snapshot
+
             record = await self._remote(replica, task_id, principal, request_id)
             return get_task_result(record_snapshot(record))
         return get_task_result(self._snapshot(self._lookup(task_id, principal, request_id)))
@@ -231,6 +274,8 @@ class TaskRegistry:
             # Only the replica running it holds the question its answers go to.
             record = await self._remote(replica, update.task_id, principal, request_id)
             if record.status == "input_required":
+                from ._store import TaskCommand
+
                 command = TaskCommand("update", record.task_id, dict(update.responses))
                 await replica.send(record, command)
             return acknowledgement()
@@ -250,11 +295,13 @@ class TaskRegistry:
             if not record.terminal:
                 stood = await replica.cancel(record)
                 if stood.status == "cancelled":
+                    from ._replica import record_snapshot
+
                     self._publish(record_snapshot(stood))
             return acknowledgement()
         entry = self._lookup(task_id, principal, request_id)
         if not entry.state.terminal:
-            self._table.cancel(
+            self._made().cancel(
                 entry, "The task was cancelled by request.", "cancelled by tasks/cancel"
             )
             await self._announce(entry)
@@ -262,7 +309,8 @@ class TaskRegistry:
 
     def known(self, task_id: str, *, principal: str | None = None) -> bool:
         """Whether ``task_id`` names a task of ``principal``."""
-        entry = self._table.tasks.get(task_id)
+        table = self._table
+        entry = None if table is None else table.tasks.get(task_id)
         return entry is not None and entry.principal == principal
 
     async def known_tasks(

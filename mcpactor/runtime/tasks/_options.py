@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._store import TaskStore
+if TYPE_CHECKING:
+    # Only a store's owner imports the store's module: a table without one never does.
+    from ._store import TaskStore
 
 __all__ = ["TaskOptions", "TaskStatistics", "ms"]
 

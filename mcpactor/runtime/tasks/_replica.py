@@ -12,14 +12,18 @@ import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 import trio
 
 from ..._exceptions import INTERNAL_ERROR, RequestError
 from ...protocol import JSONObject, Snapshot, describe, describe_error
 from ...server import TaskState, isoformat
-from ._store import StoppedHook, TaskCommand, TaskRecord, TaskStore, TaskWatch
 from ._table import TaskEntry, TaskTable, cancel_error
+
+if TYPE_CHECKING:
+    # A replica exists only with a store, whose owner imported these: read on use.
+    from ._store import StoppedHook, TaskCommand, TaskRecord, TaskStore, TaskWatch
 
 __all__ = [
     "TaskReplica",
@@ -113,6 +117,8 @@ class TaskReplica:
 
     def record(self, entry: TaskEntry) -> TaskRecord:
         """The task as the store keeps it."""
+        from ._store import TaskRecord
+
         state = entry.state
         table = self._table
         return TaskRecord(
@@ -238,6 +244,8 @@ class TaskReplica:
 
     async def cancel(self, record: TaskRecord) -> TaskRecord:
         """Fix the outcome in the store, then tell the replica whose actor runs it."""
+        from ._store import TaskCommand
+
         store = self.store
         task_id = record.task_id
         try:

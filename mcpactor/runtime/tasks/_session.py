@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -20,17 +21,18 @@ import trio
 from ..._exceptions import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RequestError
 from ...protocol import TERMINAL, JSONObject, RequestId, clip, describe
 from ...server import Context, Peer, TaskMetadata, encode_cursor, with_related_task
-from ._expiry import TaskExpiry
 from ._options import TaskOptions, TaskStatistics
-from ._peers import SessionTaskPeer
-from ._replica import TaskReplica, record_cancel_error, record_wire
-from ._runner import TaskRunner, Work
-from ._store import TaskRecord
-from ._table import TaskEntry, TaskTable
 
+# The table and what serves it are read with the session's first task (or tasks/*
+# request, or a store): a session that never runs one imports none of it.
 if TYPE_CHECKING:
     from ...server import SessionTaskHost
     from .._views import TaskView
+    from ._expiry import TaskExpiry
+    from ._replica import TaskReplica
+    from ._runner import TaskRunner, Work
+    from ._store import TaskRecord
+    from ._table import TaskEntry, TaskTable
 
 __all__ = ["TaskManager"]
 
@@ -66,42 +68,74 @@ def _drop_answers(entry: TaskEntry, responses: Mapping[str, JSONObject]) -> None
 class TaskManager:
     """The tasks of one session (2025-11-25): their table, their actors and their expiry."""
 
-    __slots__ = ("_expiry", "_nursery", "_peer", "_replica", "_runner", "_table", "options")
+    __slots__ = (
+        "_anchor",
+        "_expiry",
+        "_nursery",
+        "_peer",
+        "_replica",
+        "_runner",
+        "_table",
+        "options",
+    )
 
     def __init__(self, peer: Peer, options: TaskOptions | None = None) -> None:
         self.options = options = options or TaskOptions()
         self._peer = peer
-        self._table = TaskTable(options, "per session")
-        # Made with the first task: a session that never runs one should cost little.
+        # Made with the first task (``_made``): a session that never runs one should cost
+        # little, and import nothing of them.
+        self._table: TaskTable | None = None
+        self._anchor: tuple[float, float] | None = None
         self._expiry: TaskExpiry | None = None
         self._runner: TaskRunner | None = None
-        self._replica = (
-            TaskReplica(
-                options.store,
-                self._table,
+        self._replica: TaskReplica | None = None
+        self._nursery: trio.Nursery | None = None
+        if options.store is not None:
+            self._made()
+
+    def _made(self) -> TaskTable:
+        # The table (and with a store, the replica sharing it), made once.
+        table = self._table
+        if table is not None:
+            return table
+        from ._replica import TaskReplica
+        from ._table import TaskTable
+
+        table = self._table = TaskTable(self.options, "per session")
+        if self._anchor is not None:
+            table.anchor(self._anchor)
+        store = self.options.store
+        if store is not None:
+            self._replica = TaskReplica(
+                store,
+                table,
                 session=self._session,
                 take_answers=_drop_answers,
                 on_stopped=self._given_up,
             )
-            if options.store is not None
-            else None
-        )
-        self._nursery: trio.Nursery | None = None
+        return table
 
     def view(self, limit: int | None = None) -> tuple[TaskView, ...]:
         """A read-only view of the first ``limit`` tasks (all by default)."""
-        return self._table.view(limit)
+        table = self._table
+        return () if table is None else table.view(limit)
 
     def statistics(self) -> TaskStatistics:
         """Return how many tasks run, are stored, and are being waited for."""
         table = self._table
+        if table is None:
+            return TaskStatistics(running=0, stored=0, waiting=0)
         return TaskStatistics(
             running=table.running, stored=len(table.tasks), waiting=table.waiters
         )
 
     async def wait_idle(self) -> None:
         """Wait until no task actor is running."""
-        await self._table.wait_idle()
+        table = self._table
+        if table is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await table.wait_idle()
 
     @contextlib.contextmanager
     def running(self, nursery: trio.Nursery) -> Iterator[TaskManager]:
@@ -111,7 +145,12 @@ class TaskManager:
         it, and what expired in between is dropped on entry; the reaper of expired
         tasks stops on exit.
         """
-        self._table.anchor()
+        table = self._table
+        if table is not None:
+            table.anchor()
+        elif self._anchor is None:
+            # The clock is tied now, as the table made later will be.
+            self._anchor = (time.time(), trio.current_time())
         self._nursery = nursery
         if self._expiry is not None:
             self._expiry.resume(nursery)
@@ -125,9 +164,13 @@ class TaskManager:
     def _actors(self) -> tuple[TaskExpiry, TaskRunner]:
         # The expiry and the runner of the session's tasks, made with the first task.
         if self._expiry is None or self._runner is None:
-            self._expiry = TaskExpiry(self._table, self._announce)
+            from ._expiry import TaskExpiry
+            from ._runner import TaskRunner
+
+            table = self._made()
+            self._expiry = TaskExpiry(table, self._announce)
             self._runner = TaskRunner(
-                self._table, self._announce, replica=self._shared, tool_errors_fail=True
+                table, self._announce, replica=self._shared, tool_errors_fail=True
             )
         return self._expiry, self._runner
 
@@ -140,7 +183,7 @@ class TaskManager:
         return self._replica if self._session() is not None else None
 
     def _wire(self, entry: TaskEntry) -> JSONObject:
-        return entry.state.wire(self._table.instant)
+        return entry.state.wire(self._made().instant)
 
     async def _announce(self, entry: TaskEntry) -> None:
         replica = self._shared()
@@ -154,6 +197,8 @@ class TaskManager:
     def _given_up(self, record: TaskRecord) -> None:
         # A load here found the task's replica gone and failed it: say so, once.
         if self._nursery is not None:
+            from ._replica import record_wire
+
             self._nursery.start_soon(self._notify_status, record_wire(record))
 
     # --- creating tasks ----------------------------------------------------------------
@@ -167,13 +212,15 @@ class TaskManager:
         nursery = self._nursery
         if nursery is None:
             raise RequestError(INTERNAL_ERROR, "server busy: the session is shutting down")
-        table = self._table
+        table = self._made()
         expiry, runner = self._actors()
         entry = table.add(table.ttl_ms(task.ttl_ms))
         expiry.schedule(nursery, entry)
         replica = self._shared()
         if replica is not None:
             await replica.create(entry)
+        from ._peers import SessionTaskPeer
+
         task_ctx = Context(
             peer=SessionTaskPeer(self._peer, self, entry, self._announce),
             request_id=ctx.request_id,
@@ -191,7 +238,7 @@ class TaskManager:
             raise RequestError(
                 METHOD_NOT_FOUND, f"method not found: {describe(method)}", {"method": clip(method)}
             )
-        entry = self._table.tasks.get(task_id)
+        entry = self._made().tasks.get(task_id)
         if entry is None:
             raise _not_found(task_id)
         return entry
@@ -211,11 +258,17 @@ class TaskManager:
 
     async def get(self, task_id: str) -> JSONObject:
         """Return the ``Task`` (``tasks/get``)."""
+        # A record comes only from a store, whose owner imported its module.
+        from ._replica import record_wire
+        from ._store import TaskRecord
+
         task = await self._find_any(task_id, "tasks/get")
         return record_wire(task) if isinstance(task, TaskRecord) else self._wire(task)
 
     async def result(self, task_id: str, *, request_id: RequestId | None) -> JSONObject:
         """Wait until the task is terminal, then answer as the plain request would have."""
+        from ._store import TaskRecord
+
         found = await self._find_any(task_id, "tasks/result")
         if isinstance(found, TaskRecord):
             return await self._remote_result(found)
@@ -223,7 +276,7 @@ class TaskManager:
         if not entry.done.is_set():
             readers = [request_id] if request_id is not None else []
             entry.readers.extend(readers)
-            with self._table.waiting():
+            with self._made().waiting():
                 try:
                     await entry.done.wait()
                 finally:
@@ -249,11 +302,13 @@ class TaskManager:
             session = self._session()
             assert session is not None
             records, more = await replica.page(session, after, size)
+            from ._replica import record_wire
+
             shared_page: JSONObject = {"tasks": [record_wire(record) for record in records]}
             if more and records:
                 shared_page["nextCursor"] = encode_cursor(records[-1].number)
             return shared_page
-        chosen = [entry for entry in self._table.tasks.values() if entry.number > after]
+        chosen = [entry for entry in self._made().tasks.values() if entry.number > after]
         # The table keeps creation order, so the page is the first ``size`` of these.
         page = chosen[:size]
         listed: JSONObject = {"tasks": [self._wire(entry) for entry in page]}
@@ -263,6 +318,9 @@ class TaskManager:
 
     async def cancel(self, task_id: str) -> JSONObject:
         """Cancel a task (``tasks/cancel``); -32602 if it already finished."""
+        from ._replica import record_wire
+        from ._store import TaskRecord
+
         task = await self._find_any(task_id, "tasks/cancel")
         status = task.status if isinstance(task, TaskRecord) else task.state.status
         if status in TERMINAL:
@@ -279,7 +337,9 @@ class TaskManager:
             if stood.status == "cancelled":
                 await self._notify_status(wire)
             return wire
-        self._table.cancel(task, "The task was cancelled by request.", "cancelled by tasks/cancel")
+        self._made().cancel(
+            task, "The task was cancelled by request.", "cancelled by tasks/cancel"
+        )
         await self._announce(task)
         return self._wire(task)
 
@@ -290,7 +350,7 @@ class TaskManager:
         replica = self._replica
         assert replica is not None
         task_id = record.task_id
-        with replica.watch(task_id) as watch, self._table.waiting():
+        with replica.watch(task_id) as watch, self._made().waiting():
             while True:
                 loaded = await replica.load(task_id)
                 if loaded is None:
@@ -300,6 +360,8 @@ class TaskManager:
                     break
                 with trio.move_on_after(replica.store.lease):
                     await watch.wait()
+        from ._replica import record_cancel_error
+
         error = record.error
         if record.status == "cancelled":
             error = error or record_cancel_error(record)

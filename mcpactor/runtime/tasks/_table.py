@@ -143,10 +143,14 @@ class TaskTable:
 
     # --- the clock ---------------------------------------------------------------------
 
-    def anchor(self) -> None:
-        """Tie the runtime's clock to the wall clock, once (in the event loop)."""
+    def anchor(self, at: tuple[float, float] | None = None) -> None:
+        """Tie the runtime's clock to the wall clock, once (in the event loop).
+
+        ``at``: the (wall clock, runtime clock) pair its owner read when the table was
+        due, for a table made later than that.
+        """
         if self._anchor is None:
-            self._anchor = (time.time(), trio.current_time())
+            self._anchor = at if at is not None else (time.time(), trio.current_time())
 
     def instant(self, moment: float) -> str:
         """A moment of the runtime's clock as an ISO 8601 timestamp."""
