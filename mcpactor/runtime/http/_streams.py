@@ -5,7 +5,7 @@
 # ordered dicts and two sets — nine objects the cycle collector walks — made for every
 # POST, most of which carry one answer. Measured with 1 000 requests in flight, those
 # objects were a sixth of what each request kept alive. This queue is one object with
-# one deque; it has exactly one reader (the connection's writer) and, in practice, one
+# one list; it has exactly one reader (the connection's writer) and, in practice, one
 # sender (the router, or a request actor routing its own answer).
 #
 # The stream an attachment holds and the timer that nudges waiting writers live here
@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Final
 
 import trio
@@ -84,7 +83,9 @@ class Attachment:
         self.replay: list[tuple[str, bytes]] = []
         #: live items to drop because ``replay`` already holds them
         self.skip: frozenset[str] = _NO_EVENTS
-        self._items: deque[Item] = deque()
+        # A list, not a deque: it holds at most _CAPACITY items and mostly one or none,
+        # and an empty deque is a 64-slot block that every held stream would keep.
+        self._items: list[Item] = []
         self._reader: trio.lowlevel.Task | None = None
         # Made when a sender has to wait for room: almost never.
         self._room: trio.lowlevel.ParkingLot | None = None
@@ -163,7 +164,7 @@ class Attachment:
         """
         items = self._items
         if items:
-            item = items.popleft()
+            item = items.pop(0)
             if self._room is not None:
                 self._room.unpark()
             return item
