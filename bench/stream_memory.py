@@ -28,7 +28,6 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -65,9 +64,9 @@ def serve(port: int, stateless: bool, frames: int) -> None:
     sys.path.insert(0, HERE)
     import functools
 
+    import mcpactor_server as bench
     import trio
 
-    import mcpactor_server as bench
     from mcpactor.transports.http import serve_http
 
     host, port, options = bench.http_args(["127.0.0.1", str(port), "--json"])
@@ -86,8 +85,7 @@ def serve(port: int, stateless: bool, frames: int) -> None:
                 gc.collect()
                 tracemalloc.take_snapshot().dump(path)
                 kinds = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
-                with open(path + ".types", "w") as file:
-                    json.dump(kinds, file)
+                await trio.Path(path + ".types").write_text(json.dumps(kinds))
                 sys.stdout.write("ok\n")
                 sys.stdout.flush()
 
@@ -126,7 +124,8 @@ class Server:
 
     def snap(self, name: str) -> tuple[tracemalloc.Snapshot, collections.Counter[str]]:
         path = os.path.join(self.dir, name)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
         self.proc.stdin.write(path.encode() + b"\n")
         self.proc.stdin.flush()
         if self.proc.stdout.readline().strip() != b"ok":

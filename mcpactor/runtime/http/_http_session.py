@@ -23,8 +23,9 @@
 # wakes the session again. Server change notices for a sleeping session are kept by the
 # actor and sent when it next wakes, to the event store; a GET stream does not keep the
 # session awake, but a session with one open wakes as soon as a notice is kept (or, when
-# the GET comes, if one is kept already), so its client hears of changes at once. Legacy SSE and WebSocket sessions stay awake while their one connection lasts;
-# a stateless session lives for one POST and never sleeps: closing it gives requests
+# the GET comes, if one is kept already), so its client hears of changes at once.
+# Legacy SSE and WebSocket sessions stay awake while their one connection lasts; a
+# stateless session lives for one POST and never sleeps: closing it gives requests
 # still running the shutdown grace, then cancels them (nobody can resume).
 #
 # Replicas (``share``): when several processes serve the same sessions, each holds a
