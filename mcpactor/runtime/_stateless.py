@@ -500,6 +500,8 @@ class StatelessHost:
         try:
             with self.bus.listen() as listener:
                 await emit(acknowledgement)
+                # Sent: neither it nor the filter asked for is kept while the stream is.
+                del acknowledgement, wanted
                 while not self.stopping:
                     with trio.CancelScope() as waiting:
                         if interval is not None:
