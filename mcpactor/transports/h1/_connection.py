@@ -168,29 +168,6 @@ class ServerState:
 class Connection:
     """One plain TCP connection: its requests, served one after the other."""
 
-    # Slots: a server may hold tens of thousands of idle or streaming connections.
-    __slots__ = (
-        "abandoned",
-        "answered",
-        "broken",
-        "buffered",
-        "client",
-        "clock",
-        "config",
-        "eof",
-        "fd",
-        "linger",
-        "local",
-        "protocol",
-        "scheme",
-        "server",
-        "sock",
-        "timer",
-        "unyielded",
-        "wait_first",
-        "ws_scheme",
-    )
-
     def __init__(self, server: ServerState, sock: socket.socket) -> None:
         self.server = server
         self.config = server.config

@@ -22,8 +22,6 @@ class TlsConnection(Connection):
     # The handshake happens on the first read, under the keep-alive deadline like any
     # wait for a request.
 
-    __slots__ = ("stream", "transport")
-
     def __init__(self, server: ServerState, sock: socket.socket) -> None:
         super().__init__(server, sock)
         assert self.config.ssl_context is not None
