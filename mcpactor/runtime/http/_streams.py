@@ -138,7 +138,8 @@ class Attachment:
     def end(self) -> None:
         """Say that nothing more will come; the writer drains what is queued, then stops."""
         self._ended = True
-        self._wake_reader()
+        if self._reader is not None or self._waker is not None:
+            self._wake_reader()
         if self._room is not None:
             self._room.unpark_all()
 
