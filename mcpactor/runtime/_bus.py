@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import collections
 import contextlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -73,7 +72,9 @@ class _Buffer:
 
     def __init__(self, limit: int) -> None:
         self._lists: dict[str, None] = {}
-        self._events: collections.deque[ChangeEvent] = collections.deque()
+        # A list, not a deque: mostly empty, and an empty deque is a 64-slot block that
+        # every listen stream would keep (at most ``limit`` events to shift).
+        self._events: list[ChangeEvent] = []
         self._wakeup = trio.Event()
         self.limit = limit
         #: events dropped because the listener fell behind
@@ -84,7 +85,7 @@ class _Buffer:
             self._lists[event.kind] = None
         else:
             if len(self._events) >= self.limit:
-                self._events.popleft()
+                del self._events[0]
                 self.dropped += 1
             self._events.append(event)
         self._wakeup.set()
@@ -98,7 +99,7 @@ class _Buffer:
                 del self._lists[kind]
                 return ChangeEvent(kind)  # type: ignore[arg-type]
             if self._events:
-                return self._events.popleft()
+                return self._events.pop(0)
             self._wakeup = trio.Event()
             await self._wakeup.wait()
 

@@ -6,7 +6,8 @@
 # (from a worker thread too, for a blocking handler). A change is queued in a set and
 # one short task in the actor's nursery sends what is queued through the session's peer,
 # once the session is operating; changes made meanwhile join it. While the actor rests
-# (a hibernating HTTP session) the changes wait, and the next run sends them.
+# (a hibernating HTTP session) the changes wait, and the next run sends them; the owner
+# of a resting session that a client listens to (a GET stream) starts that run at once.
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class ChangeNotices:
         "_token",
         "_updated",
         "sending",
+        "wake",
     )
 
     def __init__(self, server: Server, core: ServerSession, peer: SessionPeer) -> None:
@@ -48,6 +50,9 @@ class ChangeNotices:
         # Where that task runs: the actor's nursery while it runs, else None.
         self._nursery: trio.Nursery | None = None
         self._token: trio.lowlevel.TrioToken | None = None
+        #: called when a change is queued while the actor rests (None: it waits for the
+        #: next run); an owner that may rest while a client listens wakes the actor here
+        self.wake: Callable[[], None] | None = None
 
     def listen(self) -> None:
         """Start hearing the Server's changes, from this trio run and its worker threads."""
@@ -62,6 +67,11 @@ class ChangeNotices:
         """Send queued and later changes from ``nursery``; None: keep them until given one."""
         self._nursery = nursery
         self._schedule()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether changes are queued, not sent yet."""
+        return bool(self._changed_lists or self._updated)
 
     def forget(self) -> None:
         """Drop the queued changes: the client lists everything fresh after initializing."""
@@ -100,13 +110,16 @@ class ChangeNotices:
     def _schedule(self) -> None:
         # One short task sends what is queued, once the session is operating and the
         # actor runs; changes made meanwhile join it (coalesced). While the actor rests,
-        # the next run starts it.
+        # the next run starts it (which ``wake`` may start now).
         if (
             self.sending
-            or self._nursery is None
             or not (self._changed_lists or self._updated)
             or self._core.phase is not Phase.OPERATING
         ):
+            return
+        if self._nursery is None:
+            if self.wake is not None:
+                self.wake()
             return
         self.sending = True
         self._nursery.start_soon(self._send)

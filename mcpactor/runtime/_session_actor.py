@@ -353,7 +353,14 @@ class SessionActor:
             while True:
                 try:
                     item = inbox.receive_nowait()
+                    empty = False
                 except trio.WouldBlock:
+                    empty = True
+                except trio.EndOfChannel:
+                    break
+                if empty:
+                    # Waited for outside the ``except`` block: a task suspended inside one
+                    # keeps the exception and its traceback alive, for every idle session.
                     # A running request rules a rest out without asking.
                     if (
                         acted
@@ -367,8 +374,6 @@ class SessionActor:
                         item = await inbox.receive()
                     except trio.EndOfChannel:
                         break
-                except trio.EndOfChannel:
-                    break
                 # A transport that knows when the message arrived sends (message, when).
                 arrived = None
                 if type(item) is tuple:

@@ -95,6 +95,8 @@ __all__ = [
 
 
 _log = logging.getLogger("mcpactor")
+# No task ids: one empty set for every listen stream that names none.
+_NO_TASKS: Final[frozenset[str]] = frozenset()
 
 LISTEN: Final = "subscriptions/listen"
 
@@ -498,6 +500,8 @@ class StatelessHost:
         try:
             with self.bus.listen() as listener:
                 await emit(acknowledgement)
+                # Sent: neither it nor the filter asked for is kept while the stream is.
+                del acknowledgement, wanted
                 while not self.stopping:
                     with trio.CancelScope() as waiting:
                         if interval is not None:
@@ -522,7 +526,7 @@ class StatelessHost:
     def _known_tasks(self, task_ids: tuple[str, ...] | None, principal: object) -> frozenset[str]:
         known = getattr(self.tasks, "known", None)
         if not task_ids or known is None:
-            return frozenset()
+            return _NO_TASKS
         caller = _principal(principal)
         return frozenset(task_id for task_id in task_ids if known(task_id, principal=caller))
 

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from typing import Final, Protocol
 
 import orjson
-import trio
 
 from ..protocol import RequestId, error_message
 from ..runtime import METRICS
@@ -19,7 +18,6 @@ __all__ = [
     "JSON",
     "ClientGone",
     "Exchange",
-    "cancel_on_disconnect",
     "error_body",
     "reply",
     "reply_error",
@@ -151,9 +149,3 @@ async def send_body(exchange: Exchange, body: bytes, more: bool = True) -> None:
     """Send one part of a streamed body, counted."""
     METRICS.sent("http", len(body))
     await exchange.write(body, more)
-
-
-async def cancel_on_disconnect(exchange: Exchange, scope: trio.CancelScope) -> None:
-    """Cancel ``scope`` when the client goes away (the body must be read already)."""
-    await exchange.disconnected()
-    scope.cancel()

@@ -9,16 +9,18 @@
 # So does an SSE stream whose first item is its last (no priming event: a revision
 # without them, or a stateless server).
 # GET streams start as SSE at once, with what the session replays for them first.
-# While SSE flows, a task watches for the client leaving and cancels the writer; either
-# way the session hears through ``release`` that this connection is done. A POST's
-# stream starts that watch only after WATCH_AFTER seconds (the session manager's timer
-# says when): the watch is a task in a nursery of its own, which cost more than the
-# rest of a short streamed call, and a client that leaves such a call loses nothing it
+# While SSE flows, the writer watches for the client leaving while it waits for the
+# next item (in the same task: ``Attachment.get_or_gone``), and stops once it has gone;
+# either way the session hears through ``release`` that this connection is done. A
+# POST's stream starts that watch only after WATCH_AFTER seconds (the session manager's
+# timer says when): each item then ends a wait on the socket, which costs more than a
+# short streamed call should, and a client that leaves such a call loses nothing it
 # could not resume. A streamed body ends in the write that carries the stream's last
 # item.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Final
 
@@ -27,7 +29,7 @@ import trio
 from ..runtime import METRICS
 from ..runtime.http import Attachment, HttpSession, Item
 from . import _sse
-from ._exchange import Exchange, cancel_on_disconnect, reply, send_body, start_sse
+from ._exchange import Exchange, reply, send_body, start_sse
 
 __all__ = ["write_stream"]
 
@@ -90,17 +92,23 @@ async def write_stream(
                         exchange, attachment, retry_ms, attachment.get_unless_nudged
                     ):
                         return
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(cancel_on_disconnect, exchange, nursery.cancel_scope)
-                    if started:
-                        await _open_sse(exchange, attachment, headers, items, preamble, retry_ms)
-                    await _write_items(exchange, attachment, retry_ms, attachment.get)
-                    nursery.cancel_scope.cancel()
+                else:
+                    await _open_sse(exchange, attachment, headers, items, preamble, retry_ms)
+                # Watched: the wait for the next item ends when the client leaves.
+                watched = _until_gone(exchange, attachment)
+                await _write_items(exchange, attachment, retry_ms, watched)
             finally:
                 attachment.abandon()
         finally:
             # Waits only on an event store that must be awaited, and shields that.
             await session.release(attachment)
+
+
+def _until_gone(
+    exchange: Exchange, attachment: Attachment
+) -> Callable[[], Awaitable[Item | None]]:
+    # The next item, or None once the client has gone.
+    return functools.partial(attachment.get_or_gone, exchange.disconnected)
 
 
 async def _open_post(

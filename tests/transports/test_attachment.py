@@ -40,6 +40,55 @@ async def test_items_come_out_in_order_and_end_after_the_last() -> None:
         queue.put_nowait((None, b"late", True))
 
 
+async def test_a_reader_watching_its_client_wakes_for_an_item_the_end_or_the_client() -> None:
+    # One task waits for both: the next item ends the wait for the client leaving.
+    queue = attachment()
+    left = trio.Event()
+    watched: list[str] = []
+
+    async def gone() -> None:
+        watched.append("watching")
+        await left.wait()
+
+    got: list[Any] = []
+
+    async def read() -> None:
+        while True:
+            try:
+                item = await queue.get_or_gone(gone)
+            except trio.EndOfChannel:
+                got.append("end")
+                return
+            got.append(item)
+            if item is None:
+                return
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read)
+        await trio.testing.wait_all_tasks_blocked()
+        with pytest.raises(trio.BusyResourceError):
+            await queue.get_or_gone(gone)
+        queue.put_nowait((None, b"x", False))
+        queue.put_nowait((None, b"y", False))
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == [(None, b"x", False), (None, b"y", False)]
+        assert watched == ["watching", "watching"]
+        queue.end()
+    assert got[-1] == "end"
+
+    # The client leaving, with nothing queued: None, and the queue is the writer's to drop.
+    queue = attachment()
+    got.clear()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read)
+        await trio.testing.wait_all_tasks_blocked()
+        left.set()
+    assert got == [None]
+    queue.abandon()
+    with pytest.raises(trio.BrokenResourceError):
+        queue.put_nowait((None, b"late", False))
+
+
 async def test_a_waiting_reader_wakes_for_an_item_and_for_the_end() -> None:
     queue = attachment()
     got: list[Any] = []

@@ -581,6 +581,33 @@ async def test_a_head_sent_piece_by_piece_is_cut_at_the_limit_before_it_ends() -
         assert b"request head larger than 2048 bytes" in body
 
 
+async def test_a_read_cancelled_at_its_checkpoint_loses_no_bytes() -> None:
+    # A stream's writer watching for its client is cancelled by each item it is sent:
+    # whatever the client sent meanwhile (a pipelined request) must still be read whole.
+    server_side, client_side = socket.socketpair()
+    server_side.setblocking(False)
+    try:
+        state = ServerState(echo_app, H1Config(), error_body=json_error_body)
+        connection = Connection(state, server_side)
+        sent = received = b""
+        for round_ in range(3):
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                for i in range(2 * OPS_PER_CHECKPOINT):
+                    piece = b"%d.%d," % (round_, i)
+                    client_side.sendall(piece)
+                    sent += piece
+                    received += await connection._read()
+            assert scope.cancelled_caught
+        client_side.shutdown(socket.SHUT_WR)
+        while data := await connection._read():
+            received += data
+        assert received == sent
+    finally:
+        server_side.close()
+        client_side.close()
+
+
 async def test_a_connection_that_keeps_sending_reaches_a_checkpoint() -> None:
     # A read that finds data waiting does not park; without a checkpoint now and then,
     # a client that keeps the socket full would keep every other task from running.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import orjson
 import pytest
@@ -11,9 +13,9 @@ import trio.testing
 
 from mcpactor.protocol import MAX_DEPTH
 from mcpactor.runtime import Outbound, SessionActor
-from mcpactor.runtime.http import WATCH_AFTER
+from mcpactor.runtime.http import WATCH_AFTER, Attachment
 from mcpactor.transports import HttpOptions, _http_writer
-from mcpactor.transports._asgi import Receive
+from mcpactor.transports._exchange import Exchange
 
 from ..spec_schema import check_server_message
 from ._http_client import McpClient, read_reply, start_post
@@ -299,13 +301,13 @@ async def test_a_streamed_post_watches_for_its_client_leaving_only_after_a_while
     probe: Probe, mock_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     watches: list[float] = []
-    watch = _http_writer.cancel_on_disconnect
+    watch = _http_writer._until_gone
 
-    async def counted(receive: Receive, scope: trio.CancelScope) -> None:
+    def counted(exchange: Exchange, attachment: Attachment) -> Callable[[], Awaitable[Any]]:
         watches.append(trio.current_time())
-        await watch(receive, scope)
+        return watch(exchange, attachment)
 
-    monkeypatch.setattr(_http_writer, "cancel_on_disconnect", counted)
+    monkeypatch.setattr(_http_writer, "_until_gone", counted)
     async with asgi_client(make_server(probe)) as (app, http):
         client = await initialized(http)
         # A short streamed call never starts a watch.

@@ -2,8 +2,9 @@
 
 A session is created asleep and answers what its protocol core answers alone
 (initialize, notifications/initialized, ping, logging/setLevel) without a task; a
-request, a GET listener or a stream to resume wakes it, and it falls asleep again once
-nothing is left in it and it has been quiet for ``SLEEP_AFTER`` seconds. Everything here
+request, a stream to resume, or a change for a GET listener wakes it, and it falls
+asleep again once nothing is left in it and it has been quiet for ``SLEEP_AFTER``
+seconds. Everything here
 runs on virtual time.
 """
 
@@ -167,12 +168,10 @@ async def test_a_session_stays_awake_while_anything_runs_in_it(
         await settle()
         assert awake(app) == 0
 
-        # A GET listener.
+        # A GET listener alone runs nothing: a change wakes the session for it (below).
         listening = await client.get()
         await trio.testing.wait_all_tasks_blocked()
-        assert awake(app) == 1
-        await trio.sleep(10 * SLEEP_AFTER)
-        assert awake(app) == 1
+        assert awake(app) == 0
         await listening.disconnect()
         await settle()
         assert awake(app) == 0
@@ -201,6 +200,40 @@ async def test_a_session_stays_awake_while_anything_runs_in_it(
         gone = await client.call("tasks/get", {"taskId": task_id})
         assert "Task not found" in gone["error"]["message"]
         assert (await client.call("tasks/list"))["result"]["tasks"] == []
+
+
+async def test_a_change_wakes_a_sleeping_session_that_a_get_listens_on(
+    probe: Probe, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = make_test_server(probe)
+    async with asgi_client(server) as (app, http):
+        listener = await initialized(http)
+        assert (await listener.call("resources/subscribe", {"uri": "mem://doc"}))["result"] == {}
+        listening = await listener.get()
+        await settle()
+        # The stream is held however long it lasts, with the session asleep.
+        await trio.sleep(10 * SLEEP_AFTER)
+        assert not session_of(app, listener).runs.awake
+        assert app.manager.get(listener.session_id or "") is not None
+
+        other = await initialized(http)
+        await other.call("tools/call", {"name": "change_tools", "arguments": {}})
+        assert await messages_until(listening, 1) == [
+            {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}}
+        ]
+        await settle()
+        assert not session_of(app, listener).runs.awake
+        server.notify_resource_updated("mem://doc")
+        assert await messages_until(listening, 1) == [
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/resources/updated",
+                "params": {"uri": "mem://doc"},
+            }
+        ]
+        await settle()
+        assert not session_of(app, listener).runs.awake
+        await listening.disconnect()
 
 
 async def test_changes_reach_a_sleeping_session_when_it_next_listens(

@@ -28,7 +28,6 @@
 from __future__ import annotations
 
 import abc
-import collections
 from collections.abc import Collection, Sequence
 from typing import Final
 
@@ -163,9 +162,11 @@ class EventStore(abc.ABC):
 class _Log:
     __slots__ = ("arrived", "events", "last", "leased_until", "requests", "size")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self) -> None:
         self.last = 0
-        self.events: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=limit)
+        # A list, not a deque: most streams hold an event or two for as long as they are
+        # kept, and an empty deque is a 64-slot block; the store drops from the front.
+        self.events: list[tuple[int, bytes]] = []
         #: the bytes of the events held
         self.size = 0
         #: set at the next append (or when the log is dropped); made by a waiter
@@ -232,16 +233,22 @@ class MemoryEventStore(EventStore):
             streams = self._sessions[session_id] = {}
         log = streams.get(stream_id)
         if log is None:
-            log = streams[stream_id] = _Log(self.max_events_per_stream)
+            log = streams[stream_id] = _Log()
         log.last += 1
         events = log.events
         before = log.size
-        if len(events) == events.maxlen:
-            log.size -= len(events[0][1])  # the deque drops it on the append
         events.append((log.last, data))
         log.size += len(data)
-        while log.size > self.max_bytes_per_stream and len(events) > 1:
-            log.size -= len(events.popleft()[1])
+        # The oldest events past the stream's limits (never its newest) go in one cut.
+        over = len(events) - self.max_events_per_stream
+        dropped = 0
+        while dropped < len(events) - 1 and (
+            dropped < over or log.size > self.max_bytes_per_stream
+        ):
+            log.size -= len(events[dropped][1])
+            dropped += 1
+        if dropped:
+            del events[:dropped]
         grown = log.size - before
         size = self._sizes[session_id] = self._sizes.get(session_id, 0) + grown
         self._size += grown
@@ -299,10 +306,13 @@ class MemoryEventStore(EventStore):
         freed = 0
         for log in self._sessions[session_id].values():
             events = log.events
-            while freed < excess and len(events) > 1:
-                size = len(events.popleft()[1])
+            dropped = 0
+            while freed < excess and len(events) - dropped > 1:
+                size = len(events[dropped][1])
                 log.size -= size
                 freed += size
+                dropped += 1
+            del events[:dropped]
             if freed >= excess:
                 break
         self._sizes[session_id] -= freed

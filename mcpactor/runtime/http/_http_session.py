@@ -16,13 +16,16 @@
 # that answered only what the core answers alone (initialize, ping, notifications)
 # falls asleep again as soon as the actor has sent the answer; one that served a request
 # sleeps once it has been quiet for a moment and nothing is left: no request, task or
-# server→client request running, no connection attached, inbox and outbox drained.
+# server→client request running, no connection attached but its GET stream, inbox and
+# outbox drained.
 # Either way the inbox closes, the actor ends its run without closing the core, the
 # router finishes, and the task ends. A message arriving meanwhile waits for that, then
 # wakes the session again. Server change notices for a sleeping session are kept by the
-# actor and sent when it next wakes — to a GET, which always wakes it, or to the event
-# store. Legacy SSE and WebSocket sessions stay awake while their one connection lasts;
-# a stateless session lives for one POST and never sleeps: closing it gives requests
+# actor and sent when it next wakes, to the event store; a GET stream does not keep the
+# session awake, but a session with one open wakes as soon as a notice is kept (or, when
+# the GET comes, if one is kept already), so its client hears of changes at once.
+# Legacy SSE and WebSocket sessions stay awake while their one connection lasts; a
+# stateless session lives for one POST and never sleeps: closing it gives requests
 # still running the shutdown grace, then cancels them (nobody can resume).
 #
 # Replicas (``share``): when several processes serve the same sessions, each holds a
@@ -158,6 +161,7 @@ class HttpSession:
             # Changes reach the session while it sleeps, too; a stateless one cannot
             # carry them to anyone.
             actor.register()
+            actor.changes.wake = self._changes_waiting
         #: the replicas this session is shared with; None: it lives in this process only
         self.replicas: Replicas | None = None
         #: this process's copy of the shared session; None: it lives here only
@@ -396,9 +400,6 @@ class HttpSession:
         """Attach a fresh GET to the standalone stream; None if one is attached already."""
         routing = self.routing
         stream = routing.standalone
-        if stream.conn is None:
-            # A listener wakes the session: the router is what feeds it.
-            await self.runs.ensure_awake()
         if stream.conn is not None:
             return None
         attachment = routing.attach(stream)
@@ -409,6 +410,10 @@ class HttpSession:
                 await routing.append(STANDALONE, b"")
             if stream.delivered is not None:
                 await replay_into(attachment, routing.store, self.id, stream.delivered)
+        # A listener alone keeps nothing awake: the session wakes for changes kept while
+        # it slept (after what is replayed) and for each one that comes later.
+        if self.actor.changes.waiting:
+            self._changes_waiting()
         return attachment
 
     async def resume(self, last_event_id: str) -> Attachment | None:
@@ -428,11 +433,31 @@ class HttpSession:
             return resume_elsewhere(
                 routing, first, last_event_id, manager.followers, manager.spawn, self._closing
             )
+        if stream is routing.standalone:
+            # As for a fresh GET: only the changes still to send need the router.
+            attachment = await resume_here(routing, stream, first, last_event_id)
+            if self.actor.changes.waiting:
+                self._changes_waiting()
+            return attachment
         if not stream.complete:
-            # Something is still routed to it (the standalone stream, or a request's
-            # stream while the request runs): the router must be there to do it.
+            # A request's stream while the request runs: the router must be there to
+            # route its answer.
             await self.runs.ensure_awake()
         return await resume_here(routing, stream, first, last_event_id)
+
+    def _changes_waiting(self) -> None:
+        # The Server changed something while the actor rests: a session that a GET
+        # listens on wakes to send it now; one without keeps it for its next run.
+        if self.closing or self.routing.standalone.conn is None:
+            return
+        runs = self.runs
+        if runs.state is RunState.ASLEEP:
+            runs.wake()
+        elif runs.state is RunState.FALLING_ASLEEP:
+            self.manager.spawn(self._wake_when_settled)
+
+    async def _wake_when_settled(self) -> None:
+        await self.runs.ensure_awake()
 
     def _closing(self) -> bool:
         return self.closing

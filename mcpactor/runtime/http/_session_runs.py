@@ -121,17 +121,16 @@ class SessionRuns:
         return False
 
     def _quiet(self) -> bool:
-        # Nothing left to route, and nothing attached that routing would feed.
+        # Nothing left to route. (A GET stream needs no router while nothing is sent: a
+        # change for it wakes the session.)
         session = self._session
-        routing = session.routing
         sink = self.sink
         return (
             session.kind is SessionKind.STREAMABLE
             # Between initialize and notifications/initialized the client's next message
             # is on its way: the session waits for it awake (or for the sleep timer).
             and session.actor.core.phase is Phase.OPERATING
-            and not routing.by_request
-            and routing.standalone.conn is None
+            and not session.routing.by_request
             and sink is not None
             and sink.idle
         )
@@ -140,11 +139,13 @@ class SessionRuns:
         """Return whether the session is awake and nothing is left for its tasks to do."""
         session = self._session
         inbox, sink = self.inbox, self.sink
+        routing = session.routing
         if (
             self.state is not RunState.AWAKE
             or session.closing
-            or session.routing.connections
-            or session.routing.by_request
+            # Connections but the GET stream's (which a change wakes the session for).
+            or routing.connections > (routing.standalone.conn is not None)
+            or routing.by_request
             or inbox is None
             or sink is None
             or not sink.idle

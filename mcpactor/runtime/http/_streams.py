@@ -5,7 +5,7 @@
 # ordered dicts and two sets — nine objects the cycle collector walks — made for every
 # POST, most of which carry one answer. Measured with 1 000 requests in flight, those
 # objects were a sixth of what each request kept alive. This queue is one object with
-# one deque; it has exactly one reader (the connection's writer) and, in practice, one
+# one list; it has exactly one reader (the connection's writer) and, in practice, one
 # sender (the router, or a request actor routing its own answer).
 #
 # The stream an attachment holds and the timer that nudges waiting writers live here
@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import trio
@@ -72,6 +72,7 @@ class Attachment:
         "_nudged",
         "_reader",
         "_room",
+        "_waker",
         "_writing",
         "replay",
         "skip",
@@ -84,10 +85,14 @@ class Attachment:
         self.replay: list[tuple[str, bytes]] = []
         #: live items to drop because ``replay`` already holds them
         self.skip: frozenset[str] = _NO_EVENTS
-        self._items: deque[Item] = deque()
+        # A list, not a deque: it holds at most _CAPACITY items and mostly one or none,
+        # and an empty deque is a 64-slot block that every held stream would keep.
+        self._items: list[Item] = []
         self._reader: trio.lowlevel.Task | None = None
         # Made when a sender has to wait for room: almost never.
         self._room: trio.lowlevel.ParkingLot | None = None
+        # The scope of a reader waiting in get_or_gone: the next item cancels it.
+        self._waker: trio.CancelScope | None = None
         self._ended = False
         self._abandoned = False
         # The reader waits in get_unless_nudged; nudge() came while it did; the ticket
@@ -113,6 +118,8 @@ class Attachment:
         if reader is not None:
             self._reader = None
             trio.lowlevel.reschedule(reader)
+        elif self._waker is not None:
+            self._waker.cancel()
 
     async def put(self, item: Item) -> None:
         """Queue ``item``, waiting while the queue is full."""
@@ -131,7 +138,7 @@ class Attachment:
     def end(self) -> None:
         """Say that nothing more will come; the writer drains what is queued, then stops."""
         self._ended = True
-        if self._reader is not None:
+        if self._reader is not None or self._waker is not None:
             self._wake_reader()
         if self._room is not None:
             self._room.unpark_all()
@@ -163,7 +170,7 @@ class Attachment:
         """
         items = self._items
         if items:
-            item = items.popleft()
+            item = items.pop(0)
             if self._room is not None:
                 self._room.unpark()
             return item
@@ -184,6 +191,28 @@ class Attachment:
                 raise trio.BusyResourceError("another task is reading this stream")
             self._reader = trio.lowlevel.current_task()
             await trio.lowlevel.wait_task_rescheduled(self._abort_get)
+
+    async def get_or_gone(self, gone: Callable[[], Awaitable[None]]) -> Item | None:
+        """Like ``get``, but None once ``gone`` returns (the client left) and no item came.
+
+        One task waits for both: ``gone`` runs in a cancel scope that the next item (or
+        ``end``) cancels, where a task watching for the client beside the writer would
+        cost a task and a nursery for as long as the stream is held.
+        """
+        while True:
+            item = self.next_nowait()
+            if item is not None:
+                return item
+            if self._reader is not None or self._waker is not None:
+                raise trio.BusyResourceError("another task is reading this stream")
+            with trio.CancelScope() as waker:
+                self._waker = waker
+                try:
+                    await gone()
+                finally:
+                    self._waker = None
+            if not waker.cancelled_caught:
+                return None
 
     async def get_unless_nudged(self) -> Item | None:
         """Like ``get``, but None once a ``nudge`` with the newest ticket came (and no item)."""
@@ -254,6 +283,8 @@ class Attachment:
         if reader is not None:
             self._reader = None
             trio.lowlevel.reschedule(reader)
+        elif self._waker is not None:
+            self._waker.cancel()
 
     def _abort_get(self, _: object) -> trio.lowlevel.Abort:
         self._reader = None

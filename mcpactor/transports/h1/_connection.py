@@ -329,6 +329,13 @@ class Connection:
     async def _read(self) -> bytes:
         # Straight to the socket, parking only when nothing is there.
         sock = self.sock
+        # A read that never has to wait is no checkpoint either: one now and then, taken
+        # before the read, where a cancellation loses no bytes (a stream's writer that
+        # watches for its client is cancelled by each item it is sent).
+        self.unyielded += 1
+        if self.unyielded >= OPS_PER_CHECKPOINT:
+            self.unyielded = 0
+            await trio.lowlevel.checkpoint()
         while True:
             try:
                 data = sock.recv(READ_SIZE)
@@ -337,11 +344,6 @@ class Connection:
             except OSError:
                 return b""
             else:
-                # A read that never had to wait is no checkpoint either.
-                self.unyielded += 1
-                if self.unyielded >= OPS_PER_CHECKPOINT:
-                    self.unyielded = 0
-                    await trio.lowlevel.checkpoint()
                 return data
             # Parked outside the ``except`` block: a task suspended inside one keeps the
             # exception and its traceback alive, for every idle connection.

@@ -37,7 +37,6 @@
 from __future__ import annotations
 
 import urllib.parse
-from collections import deque
 from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Final
@@ -352,7 +351,9 @@ class H1Protocol:
         #: what requests are made as (a driver's subclass adds its own slots)
         self._request_class = request_class
         self._parser = httptools.HttpRequestParser(self)
-        self._events: deque[Request | Upgrade] = deque()
+        # A list, not a deque: it rarely holds more than one request, and an empty deque
+        # is a 64-slot block that every open connection would keep.
+        self._events: list[Request | Upgrade] = []
         self._parsing: Request | None = None
         self._error: ProtocolError | None = None
         self._switched = False
@@ -416,7 +417,7 @@ class H1Protocol:
         """The next event; ``NEED_DATA`` when the bytes fed so far hold no more."""
         events = self._events
         if events:
-            return events.popleft()
+            return events.pop(0)
         if self._error is not None:
             raise self._error
         parsing = self._parsing
