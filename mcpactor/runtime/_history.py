@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from ._snapshot_items import _client_name as client_name
@@ -40,8 +40,9 @@ FAILURES: Final = 200
 #: one request that ended: (Unix time, method, name or "" (an initialize's clientInfo),
 #: outcome, seconds, error kind, what it failed with, its ``LOG_CONTEXT``: (session id,
 #: request id, method) or None, its trace id or None, and for a request without a
-#: session (2026-07-28) its (client label, principal), else None)
-Ended = tuple[float, str, object, str, float, str | None, str | None, Any, str | None, Any]
+#: session (2026-07-28) its (client label, principal), else None). A request's own is a
+#: list: its duration is set again once its answer is written (``_unwritten.py``).
+Ended = Sequence[Any]
 #: the params of one request that ended, with its ``LOG_CONTEXT``
 Story = tuple[Any, Any]
 
