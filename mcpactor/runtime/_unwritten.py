@@ -76,13 +76,13 @@ class Unwritten:
         # (``_metrics.QUEUED``, which their writers look at).
         self._queued = queued
         # (session id, request id) -> its fix: requests of sessions with an id.
-        self._requests: dict[tuple[str, RequestId], Fix] = {}
+        self._requests: dict[tuple[str, object], Fix] = {}
         # The task that served it -> its fix: requests without a session id.
         self._lone: dict[object, Fix] = {}
         # A POST's stream -> the fixes of the answers it carries.
         self._streams: dict[object, list[Fix]] = {}
 
-    def ready(self, session: str | None, request_id: RequestId, task: object, fix: Fix) -> None:
+    def ready(self, session: str | None, request_id: object, task: object, fix: Fix) -> None:
         """Note the answer of a request, ready now, whose write will settle ``fix``."""
         if session is None:
             kept: dict[Any, Fix] = self._lone
