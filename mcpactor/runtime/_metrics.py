@@ -39,7 +39,7 @@ from ._snapshot_items import _client_name as client_name
 if TYPE_CHECKING:
     from ..server import TaskState
     from ._history import History
-    from ._unwritten import Unwritten
+    from ._unwritten import Fix, Unwritten
 
 __all__ = [
     "BUCKETS",
@@ -302,8 +302,15 @@ class Metrics:
         unwritten = self.unwritten
         if counted is not None and context is not None and unwritten is not None:
             # Its time on the page ends when its answer is written (``_unwritten.py``).
-            task = trio.lowlevel.current_task() if session is None else None
-            unwritten.ready(session, context[1], task, [entry, *counted, ended - seconds])
+            fix = (entry, *counted, ended - seconds)
+            if session is None:
+                waiting: dict[Any, Fix] = unwritten.lone_fixes
+                waiting[trio.lowlevel.current_task()] = fix
+            else:
+                waiting = unwritten.requests
+                waiting[session, context[1]] = fix
+            if len(waiting) > unwritten.limit:
+                waiting.clear()  # answers nobody wrote: they keep the time to the ready one
 
     def _counted(
         self,
@@ -372,8 +379,6 @@ class Metrics:
         if self.history is None:
             self.history = History(size or DEFAULT_HISTORY)
             self.unwritten = Unwritten(QUEUED)
-            # While watched, a write also settles the answers it carried (see the top).
-            vars(self)["sent"] = self._sent_watched
             try:
                 since: float | None = trio.current_time()
             except RuntimeError:  # not in a run: the rates count from the first request
@@ -395,7 +400,6 @@ class Metrics:
             if self.unwritten is not None:
                 self.unwritten.clear()
             self.history = self.rates = self.unwritten = None
-            vars(self).pop("sent", None)
             self.log_context = self._log_context_before
 
     def _admit(self, method: str, name: object, outcome: str) -> list[float]:
@@ -462,14 +466,11 @@ class Metrics:
     def sent(self, transport: str, size: int) -> None:
         """Count ``size`` bytes sent over ``transport`` (called after they were written)."""
         self.bytes_out[transport] = self.bytes_out.get(transport, 0) + size
-
-    def _sent_watched(self, transport: str, size: int) -> None:
-        # ``sent`` while the history is kept: an answer without a session id that waits
-        # for its write ends with this one, over stdio whatever the write carried (the
-        # pipe's sink writes in order), over HTTP if this task served it.
-        self.bytes_out[transport] = self.bytes_out.get(transport, 0) + size
         unwritten = self.unwritten
-        if unwritten is not None and unwritten.lone:
+        if unwritten is not None and unwritten.lone_fixes:
+            # An answer without a session id waits for its write: over stdio this one
+            # carried it, or one before did (the pipe's sink writes in order); over HTTP,
+            # if this task served it.
             if transport == "stdio":
                 unwritten.pipe_written(trio.current_time())
             else:

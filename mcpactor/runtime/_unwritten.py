@@ -6,10 +6,11 @@
 # have been handed to the socket, whoever learns it first settles the fix: the entry's
 # duration and the cell's latency become the time from the arrival to that write. A fix
 # nobody settles (an answer dropped, a client gone, a transport that does not say, such
-# as the in-memory connection) keeps the time to the ready answer; the oldest beyond
-# ``LIMIT`` are let go. Nothing here runs while nobody watches: the requests'
-# end, the metrics and their histogram are as they were, and a fix is left only while
-# the history is kept.
+# as the in-memory connection) keeps the time to the ready answer; when ``LIMIT`` of
+# them wait, they are all let go at once (letting go of the oldest one by one would cost
+# a walk over the dict's freed slots each time). Nothing here runs while nobody
+# watches: the requests' end, the metrics and their histogram are as they were, and a
+# fix is left only while the history is kept.
 #
 # Who settles what, each after the write and with no new task or channel hop:
 #
@@ -39,12 +40,12 @@ from ._rates import GRID
 
 __all__ = ["LIMIT", "Fix", "Unwritten", "settle"]
 
-#: fixes kept waiting for their write, per kind of destination (the oldest go first)
+#: fixes kept waiting for their write, per kind of destination (more: all are let go)
 LIMIT: Final = 4096
 
-#: a request's history entry (a list), its rates cell or None, the cell's bucket, and
-#: when the request arrived (trio's clock)
-Fix = list[Any]
+#: a request's history entry (a list), its rates cell, the cell's bucket, and when the
+#: request arrived (trio's clock); ``Metrics`` keeps it in ``requests`` or ``lone_fixes``
+Fix = tuple[list[Any], list[Any], int, float]
 
 
 def settle(fix: Fix, at: float) -> None:
@@ -53,8 +54,6 @@ def settle(fix: Fix, at: float) -> None:
     seconds = max(at - started, 0.0)
     before = entry[4]
     entry[4] = seconds
-    if cell is None:
-        return
     cell[3] += seconds - before
     buckets = cell[4]
     left = buckets.get(bucket, 0) - 1
@@ -69,38 +68,30 @@ def settle(fix: Fix, at: float) -> None:
 class Unwritten:
     """The fixes of answers ready and not yet written, and the ways they are settled."""
 
-    __slots__ = ("_lone", "_queued", "_requests", "_streams")
+    __slots__ = ("_queued", "_streams", "lone_fixes", "requests")
+
+    #: fixes kept in ``requests`` or ``lone_fixes`` (more: all are let go)
+    limit: Final = LIMIT
 
     def __init__(self, queued: dict[object, deque[tuple[object, list[Fix]]]]) -> None:
         # Connections of one-stream sessions -> the answers queued on them
         # (``_metrics.QUEUED``, which their writers look at).
         self._queued = queued
-        # (session id, request id) -> its fix: requests of sessions with an id.
-        self._requests: dict[tuple[str, object], Fix] = {}
-        # The task that served it -> its fix: requests without a session id.
-        self._lone: dict[object, Fix] = {}
+        #: (session id, request id) -> its fix: requests of sessions with an id
+        self.requests: dict[tuple[str, object], Fix] = {}
+        #: the task that served it -> its fix: requests without a session id
+        self.lone_fixes: dict[object, Fix] = {}
         # A POST's stream -> the fixes of the answers it carries.
         self._streams: dict[object, list[Fix]] = {}
-
-    def ready(self, session: str | None, request_id: object, task: object, fix: Fix) -> None:
-        """Note the answer of a request, ready now, whose write will settle ``fix``."""
-        if session is None:
-            kept: dict[Any, Fix] = self._lone
-            kept[task] = fix
-        else:
-            kept = self._requests
-            kept[session, request_id] = fix
-        if len(kept) > LIMIT:
-            del kept[next(iter(kept))]
 
     def take(self, session: str | None, request_ids: Iterable[RequestId]) -> list[Fix]:
         """The fixes of the answers to these requests of ``session``, which the router is
         putting on a stream (a session without an id: the answer of the running task,
         the request's own, which routes its answer itself when nothing else is)."""
         if session is None:
-            fix = self._lone.pop(trio.lowlevel.current_task(), None)
+            fix = self.lone_fixes.pop(trio.lowlevel.current_task(), None)
             return [] if fix is None else [fix]
-        requests = self._requests
+        requests = self.requests
         fixes = []
         for request_id in request_ids:
             fix = requests.pop((session, request_id), None)
@@ -117,7 +108,7 @@ class Unwritten:
         if owed is None:
             streams[stream] = fixes
             if len(streams) > LIMIT:
-                del streams[next(iter(streams))]
+                streams.clear()
         else:
             owed.extend(fixes)
 
@@ -140,7 +131,7 @@ class Unwritten:
             marks = queued[connection] = deque()
         marks.append((items[-1], fixes))
         if len(queued) > LIMIT:
-            del queued[next(iter(queued))]
+            queued.clear()
 
     def taken(self, connection: object, items: deque[Any], at: float) -> None:
         """The writer of ``connection`` asks for more at ``at``: the answers it took
@@ -158,25 +149,20 @@ class Unwritten:
 
     def pipe_written(self, at: float) -> None:
         """The pipe's sink ended a write at ``at``: every answer ready before it is out."""
-        lone = self._lone
+        lone = self.lone_fixes
         for fix in lone.values():
             settle(fix, at)
         lone.clear()
 
     def task_written(self, task: object, at: float) -> None:
         """``task`` wrote an HTTP response at ``at``: the answer it served, if any."""
-        fix = self._lone.pop(task, None)
+        fix = self.lone_fixes.pop(task, None)
         if fix is not None:
             settle(fix, at)
 
-    @property
-    def lone(self) -> bool:
-        """Whether an answer without a session id waits for its write."""
-        return bool(self._lone)
-
     def clear(self) -> None:
         """Forget every fix (the history is no longer kept)."""
-        self._requests.clear()
-        self._lone.clear()
+        self.requests.clear()
+        self.lone_fixes.clear()
         self._streams.clear()
         self._queued.clear()

@@ -322,7 +322,10 @@ class Routing:
         is_response = item.kind is RESPONSE
         # The console watches: its latency of these answers ends when they are written.
         unwritten = METRICS.unwritten if is_response else None
-        fixes = unwritten.take(self.id, answered_ids(payload)) if unwritten is not None else None
+        answered = fixes = None
+        if unwritten is not None:
+            answered = answered_ids(payload)
+            fixes = unwritten.take(self.id, answered)
         if self._single_stream:
             await self._deliver(self.standalone, data, final=False)
             conn = self.standalone.conn
@@ -344,7 +347,7 @@ class Routing:
             return
         final = False
         if is_response:
-            for request_id in answered_ids(payload):
+            for request_id in answered_ids(payload) if answered is None else answered:
                 if self.by_request.get(request_id) is stream:
                     del self.by_request[request_id]
                     stream.pending.discard(request_id)
