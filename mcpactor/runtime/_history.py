@@ -1,12 +1,12 @@
 # What ended lately: a bounded ring of the requests and tasks this process finished.
 #
 # The ring is off until something asks for it (``METRICS.keep_history``: the admin
-# listener, while it serves): then ``METRICS.request_ended`` appends one small tuple per
+# listener, while it serves): then ``METRICS.request_ended`` appends one small list per
 # request, of what it was given and the request's ``LOG_CONTEXT`` (its session and
-# request id), and nothing else happens on the request's way; ``task_finished`` does
-# likewise for a task. Everything a reader wants (text clipped, the client and principal
-# of the session, filters) is worked out when it is read, from the tuples and the names
-# of live sessions the reader passes in (``learn``).
+# request id), whose duration its answer's write sets again (``_unwritten.py``);
+# ``task_finished`` appends a tuple for a task. Everything a reader wants (text clipped,
+# the client and principal of the session, filters) is worked out when it is read, from
+# the entries and the names of live sessions the reader passes in (``learn``).
 #
 # Under load the ring turns over in moments (a thousand quick calls a second fill it in
 # one), which would take a failure out of sight before anyone looked. So the requests

@@ -264,66 +264,25 @@ class Metrics:
         assert rates is not None
         context = LOG_CONTEXT.get()
         session = context[0] if context is not None else None
-        who = None
         if session is not None:
             client = rates.clients.get(session) or self._new_session(session)
+            who = None
         else:
-            meta = params.get("_meta") if params is not None else None
-            if type(meta) is dict and CLIENT_INFO in meta:
-                client = rates.envelope_client(meta)
-                who = (client, principal)
-            else:
-                client = rates.lone  # stdio's session: the process's one client
+            client, who = _lone_client(rates, params, principal)
         kept = name
         if method == "initialize":
             kept = params.get("clientInfo") if params else None
             rates.initialized(session, kept)
         tracer = self.tracer
-        # A list: the answer's write sets its duration (``_unwritten.settle``).
-        entry = [
-            _now(),
-            method,
-            kept,
-            outcome,
-            seconds,
-            error,
-            detail,
-            context,
-            tracer.current_trace_id() if tracer is not None else None,
-            who,
-        ]
+        trace = tracer.current_trace_id() if tracer is not None else None
+        # A list: the answer's write sets its duration again (``_unwritten.settle``).
+        entry = [_now(), method, kept, outcome, seconds, error, detail, context, trace, who]
         history.append(entry)
         history.stories.append((context, params))
         if outcome != OK:
             history.failures.append((entry, params))
         if ended is None:
             return
-        counted = self._counted(rates, method, name, client, outcome, seconds, ended)
-        unwritten = self.unwritten
-        if counted is not None and context is not None and unwritten is not None:
-            # Its time on the page ends when its answer is written (``_unwritten.py``).
-            fix = (entry, *counted, ended - seconds)
-            if session is None:
-                waiting: dict[Any, Fix] = unwritten.lone_fixes
-                waiting[trio.lowlevel.current_task()] = fix
-            else:
-                waiting = unwritten.requests
-                waiting[session, context[1]] = fix
-            if len(waiting) > unwritten.limit:
-                waiting.clear()  # answers nobody wrote: they keep the time to the ready one
-
-    def _counted(
-        self,
-        rates: Rates,
-        method: str,
-        name: object,
-        client: str,
-        outcome: str,
-        seconds: float,
-        ended: float,
-    ) -> tuple[list[Any], int] | None:
-        # Count a request in its cell of the rates: the cell and the latency's bucket,
-        # or None for a cancelled one (its latency is not counted).
         if ended >= rates.ends:
             rates.turn(ended)
         # Counted under its labels: what it sent, when those are labels (a hit), else
@@ -338,14 +297,25 @@ class Metrics:
         cell[0] += 1
         if outcome == CANCELLED:
             cell[2] += 1
-            return None
+            return
         if outcome == ERROR:
             cell[1] += 1
         cell[3] += seconds
         buckets = cell[4]
         bucket = bisect_left(GRID, seconds)
         buckets[bucket] = buckets.get(bucket, 0) + 1
-        return cell, bucket
+        unwritten = self.unwritten
+        if context is not None and unwritten is not None:
+            # Its time on the page ends when its answer is written (``_unwritten.py``).
+            fix = (entry, cell, bucket, ended - seconds)
+            if session is None:
+                waiting: dict[Any, Fix] = unwritten.lone_fixes
+                waiting[trio.lowlevel.current_task()] = fix
+            else:
+                waiting = unwritten.requests
+                waiting[session, context[1]] = fix
+            if len(waiting) > unwritten.limit:
+                waiting.clear()  # answers nobody wrote: they keep the time to the ready one
 
     def _new_session(self, session: str) -> str:
         # The first request of a session whose end the admin sees: its client and
@@ -475,6 +445,19 @@ class Metrics:
                 unwritten.pipe_written(trio.current_time())
             else:
                 unwritten.task_written(trio.lowlevel.current_task(), trio.current_time())
+
+
+def _lone_client(
+    rates: Rates, params: Mapping[str, Any] | None, principal: object
+) -> tuple[str, Any]:
+    # The client label of a request without a session id, and what the history keeps of
+    # who sent it: a 2026-07-28 request's (client, principal), having no session to name
+    # them; stdio's session is the process's one client.
+    meta = params.get("_meta") if params is not None else None
+    if type(meta) is dict and CLIENT_INFO in meta:
+        client = rates.envelope_client(meta)
+        return client, (client, principal)
+    return rates.lone, None
 
 
 #: the process's counters

@@ -101,8 +101,21 @@ class Unwritten:
 
     # --- Streamable HTTP: a POST's stream ---------------------------------------------
 
-    def owe(self, stream: object, fixes: list[Fix]) -> None:
-        """Note answers that the POST's ``stream`` is to carry."""
+    def owe(self, stream: object, session: str | None, request_ids: Iterable[RequestId]) -> None:
+        """Note the answers to these requests, which the router is putting on the POST's
+        ``stream`` (whose connection lets go of it after writing them)."""
+        if session is None:
+            fixes = self.take(None, request_ids)
+        else:
+            # ``take``, unrolled: every answer of a watched Streamable HTTP session.
+            requests = self.requests
+            fixes = []
+            for request_id in request_ids:
+                fix = requests.pop((session, request_id), None)
+                if fix is not None:
+                    fixes.append(fix)
+        if not fixes:
+            return
         streams = self._streams
         owed = streams.get(stream)
         if owed is None:
@@ -120,10 +133,17 @@ class Unwritten:
 
     # --- one stream for everything (WebSocket, legacy SSE) ------------------------------
 
-    def queued(self, connection: object, items: deque[Any], fixes: list[Fix]) -> None:
-        """Note answers the router just queued on ``connection`` (the last of its
-        ``items``)."""
-        if not items:
+    def queued(
+        self,
+        connection: object,
+        items: deque[Any],
+        session: str | None,
+        request_ids: Iterable[RequestId],
+    ) -> None:
+        """Note the answers to these requests, which the router just queued on
+        ``connection`` (the last of its ``items``)."""
+        fixes = self.take(session, request_ids)
+        if not fixes or not items:
             return
         queued = self._queued
         marks = queued.get(connection)

@@ -322,16 +322,13 @@ class Routing:
         is_response = item.kind is RESPONSE
         # The console watches: its latency of these answers ends when they are written.
         unwritten = METRICS.unwritten if is_response else None
-        answered = fixes = None
-        if unwritten is not None:
-            answered = answered_ids(payload)
-            fixes = unwritten.take(self.id, answered)
+        answered = answered_ids(payload) if unwritten is not None else None
         if self._single_stream:
             await self._deliver(self.standalone, data, final=False)
             conn = self.standalone.conn
-            if unwritten is not None and fixes and conn is not None:
+            if unwritten is not None and answered and conn is not None:
                 # Written once the connection's writer took it and asks for more.
-                unwritten.queued(conn, conn._items, fixes)
+                unwritten.queued(conn, conn._items, self.id, answered)
             return
         related = item.related_request_id
         stream = self.by_request.get(related) if related is not None else None
@@ -353,9 +350,9 @@ class Routing:
                     stream.pending.discard(request_id)
             final = not stream.pending
             self.last_active = self.clock.current_time()
-            if unwritten is not None and fixes and stream.conn is not None:
+            if unwritten is not None and answered and stream.conn is not None:
                 # Written when the connection lets go of the stream, after its last write.
-                unwritten.owe(stream, fixes)
+                unwritten.owe(stream, self.id, answered)
         await self._deliver(stream, data, final=final)
         if final:
             await self._complete(stream)
