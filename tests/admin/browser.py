@@ -49,6 +49,9 @@ def signed_in_page(
             assert page.url.endswith("/login"), page.url
             page.fill("input[name=token]", token)
             press(page, "button[type=submit]", 0.12)
+            # Signed in once the form's answer has brought the page (and its cookie).
+            page.wait_for_url(lambda url: not url.split("?")[0].endswith("/login"))
+            page.wait_for_load_state()
             yield page, problems
         finally:
             browser.close()
