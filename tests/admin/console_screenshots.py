@@ -148,7 +148,7 @@ def _shoot(target: Any, names: list[Path]) -> None:
         target.screenshot(path=str(name))
 
 
-def _take(admin_url: str, ids: dict[str, str], out: Path) -> list[Path]:
+def _take(admin_url: str, ids: dict[str, Any], out: Path) -> list[Path]:
     # In a worker thread: Playwright's sync API against the served process.
     taken: list[Path] = []
 
@@ -158,8 +158,10 @@ def _take(admin_url: str, ids: dict[str, str], out: Path) -> list[Path]:
         taken.append(paths[0])
 
     with signed_in_page(admin_url, TOKEN, height=900, timeout_ms=30_000) as (page, problems):
+        # Every session of the load is on the page, and the two beside it.
         page.wait_for_function(
-            "() => document.querySelectorAll('.node[data-session-id]').length >= 10"
+            "(n) => document.querySelectorAll('.node[data-session-id]').length >= n",
+            arg=ids["sessions"],
         )
         # The rates, once every tool has its row.
         page.locator("#rates-tools tbody tr", has_text="tools/call sign_in").wait_for()
@@ -227,6 +229,7 @@ async def main(clients: int, warm: float, out: Path) -> list[Path]:
                 ids = {
                     "session": await _session_of(admin_url, "console client 4.2"),
                     "task": str(task["taskId"]),
+                    "sessions": clients + 2,
                 }
                 with trio.fail_after(300):
                     taken = await trio.to_thread.run_sync(
