@@ -9,8 +9,10 @@ call in flight per connection): half the connections call the quick ``echo`` bac
 the other half ``sleep`` for 20 ms. Each call's time is taken by the driver from the
 request written to the response read whole. Then the console's ``/api/rates`` is read
 (its window covers the whole run) and its requests, rate and p95 per tool are set beside
-the driver's. Exit status 1 when a tool's p95 or rate differs from the driver's by more
-than ``--tolerance`` (the bench's check; unit tests assert no timing).
+the driver's. The console times a call from its request read whole to its answer handed
+to the socket (docs/operations.md, *Rates and latency*): what remains between the two is
+outside the server's process. Exit status 1 when a tool's p95 or rate differs from the
+driver's by more than ``--tolerance`` (the bench's check; unit tests assert no timing).
 """
 
 from __future__ import annotations

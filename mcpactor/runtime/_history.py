@@ -1,12 +1,12 @@
 # What ended lately: a bounded ring of the requests and tasks this process finished.
 #
 # The ring is off until something asks for it (``METRICS.keep_history``: the admin
-# listener, while it serves): then ``METRICS.request_ended`` appends one small tuple per
+# listener, while it serves): then ``METRICS.request_ended`` appends one small list per
 # request, of what it was given and the request's ``LOG_CONTEXT`` (its session and
-# request id), and nothing else happens on the request's way; ``task_finished`` does
-# likewise for a task. Everything a reader wants (text clipped, the client and principal
-# of the session, filters) is worked out when it is read, from the tuples and the names
-# of live sessions the reader passes in (``learn``).
+# request id), whose duration its answer's write sets again (``_unwritten.py``);
+# ``task_finished`` appends a tuple for a task. Everything a reader wants (text clipped,
+# the client and principal of the session, filters) is worked out when it is read, from
+# the entries and the names of live sessions the reader passes in (``learn``).
 #
 # Under load the ring turns over in moments (a thousand quick calls a second fill it in
 # one), which would take a failure out of sight before anyone looked. So the requests
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import collections
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from ._snapshot_items import _client_name as client_name
@@ -40,8 +40,9 @@ FAILURES: Final = 200
 #: one request that ended: (Unix time, method, name or "" (an initialize's clientInfo),
 #: outcome, seconds, error kind, what it failed with, its ``LOG_CONTEXT``: (session id,
 #: request id, method) or None, its trace id or None, and for a request without a
-#: session (2026-07-28) its (client label, principal), else None)
-Ended = tuple[float, str, object, str, float, str | None, str | None, Any, str | None, Any]
+#: session (2026-07-28) its (client label, principal), else None). A request's own is a
+#: list: its duration is set again once its answer is written (``_unwritten.py``).
+Ended = Sequence[Any]
 #: the params of one request that ended, with its ``LOG_CONTEXT``
 Story = tuple[Any, Any]
 

@@ -17,10 +17,13 @@
 # on, and cost one attribute read each when off. So do the history of requests that
 # ended (``_history.py``) and their rates per tool and client (``_rates.py``), which
 # ``keep_history`` turns on for the admin page: then a request's end makes one more
-# call, ``_watched``, which writes down what they keep of it.
+# call, ``_watched``, which writes down what they keep of it, and leaves the answer's
+# write to end the request's time there (``_unwritten.py``): while the history is kept,
+# ``sent``, which every sink calls after a write, also settles what that write carried.
 
 from __future__ import annotations
 
+import collections
 import contextvars
 from bisect import bisect_left
 from collections.abc import Mapping
@@ -36,6 +39,7 @@ from ._snapshot_items import _client_name as client_name
 if TYPE_CHECKING:
     from ..server import TaskState
     from ._history import History
+    from ._unwritten import Fix, Unwritten
 
 __all__ = [
     "BUCKETS",
@@ -48,6 +52,7 @@ __all__ = [
     "METRICS",
     "OK",
     "OTHER",
+    "QUEUED",
     "LogContext",
     "Metrics",
     "RequestTrace",
@@ -123,6 +128,12 @@ class RequestTracer(Protocol):
         """The trace id of the span current in the calling task (hex), if any."""
 
 
+#: connections of one-stream sessions (WebSocket, legacy SSE) -> the answers queued on
+#: them while the console watches: (item, the fixes of its answers), in order. Here, not
+#: in ``_unwritten.py``, which is imported only once the history is kept: a connection's
+#: writer looks at it each time it asks for an item (``Attachment.get``).
+QUEUED: Final[dict[object, collections.deque[tuple[object, list[Any]]]]] = {}
+
 #: (session id, request id, method) of the request the running task serves, for logs
 LogContext = tuple[str | None, object, str]
 LOG_CONTEXT: Final[contextvars.ContextVar[LogContext | None]] = contextvars.ContextVar(
@@ -162,6 +173,8 @@ class Metrics:
         self.history: History | None = None
         #: rates and latency per tool and client, kept with the history; None: not kept
         self.rates: Rates | None = None
+        #: answers ready and not yet written, kept with the history; None: not kept
+        self.unwritten: Unwritten | None = None
         self._history_users = 0
         self._log_context_before = False
         self._methods: set[str] = set()
@@ -242,7 +255,7 @@ class Metrics:
         principal: object,
     ) -> None:
         # What the admin listener keeps of a request while it serves: its history entry
-        # (one tuple; the rest is worked out when someone reads it), its params for its
+        # (one list; the rest is worked out when someone reads it), its params for its
         # story, and its cell of the rates (see _rates.py). An initialize's entry keeps
         # the clientInfo its client sent, for the session's name; a 2026-07-28 request's
         # keeps the client it names and its principal, having no session to name them.
@@ -251,33 +264,19 @@ class Metrics:
         assert rates is not None
         context = LOG_CONTEXT.get()
         session = context[0] if context is not None else None
-        who = None
         if session is not None:
             client = rates.clients.get(session) or self._new_session(session)
+            who = None
         else:
-            meta = params.get("_meta") if params is not None else None
-            if type(meta) is dict and CLIENT_INFO in meta:
-                client = rates.envelope_client(meta)
-                who = (client, principal)
-            else:
-                client = rates.lone  # stdio's session: the process's one client
+            client, who = _lone_client(rates, params, principal)
         kept = name
         if method == "initialize":
             kept = params.get("clientInfo") if params else None
             rates.initialized(session, kept)
         tracer = self.tracer
-        entry = (
-            _now(),
-            method,
-            kept,
-            outcome,
-            seconds,
-            error,
-            detail,
-            context,
-            tracer.current_trace_id() if tracer is not None else None,
-            who,
-        )
+        trace = tracer.current_trace_id() if tracer is not None else None
+        # A list: the answer's write sets its duration again (``_unwritten.settle``).
+        entry = [_now(), method, kept, outcome, seconds, error, detail, context, trace, who]
         history.append(entry)
         history.stories.append((context, params))
         if outcome != OK:
@@ -305,6 +304,18 @@ class Metrics:
         buckets = cell[4]
         bucket = bisect_left(GRID, seconds)
         buckets[bucket] = buckets.get(bucket, 0) + 1
+        unwritten = self.unwritten
+        if context is not None and unwritten is not None:
+            # Its time on the page ends when its answer is written (``_unwritten.py``).
+            fix = (entry, cell, bucket, ended - seconds)
+            if session is None:
+                waiting: dict[Any, Fix] = unwritten.lone_fixes
+                waiting[trio.lowlevel.current_task()] = fix
+            else:
+                waiting = unwritten.requests
+                waiting[session, context[1]] = fix
+            if len(waiting) > unwritten.limit:
+                waiting.clear()  # answers nobody wrote: they keep the time to the ready one
 
     def _new_session(self, session: str) -> str:
         # The first request of a session whose end the admin sees: its client and
@@ -333,9 +344,11 @@ class Metrics:
         caller calls ``drop_history``. Asked again, it returns the ring already kept.
         """
         from ._history import DEFAULT_HISTORY, History
+        from ._unwritten import Unwritten
 
         if self.history is None:
             self.history = History(size or DEFAULT_HISTORY)
+            self.unwritten = Unwritten(QUEUED)
             try:
                 since: float | None = trio.current_time()
             except RuntimeError:  # not in a run: the rates count from the first request
@@ -354,7 +367,9 @@ class Metrics:
             return
         self._history_users -= 1
         if self._history_users == 0:
-            self.history = self.rates = None
+            if self.unwritten is not None:
+                self.unwritten.clear()
+            self.history = self.rates = self.unwritten = None
             self.log_context = self._log_context_before
 
     def _admit(self, method: str, name: object, outcome: str) -> list[float]:
@@ -419,8 +434,30 @@ class Metrics:
         self.bytes_in[transport] = self.bytes_in.get(transport, 0) + size
 
     def sent(self, transport: str, size: int) -> None:
-        """Count ``size`` bytes sent over ``transport``."""
+        """Count ``size`` bytes sent over ``transport`` (called after they were written)."""
         self.bytes_out[transport] = self.bytes_out.get(transport, 0) + size
+        unwritten = self.unwritten
+        if unwritten is not None and unwritten.lone_fixes:
+            # An answer without a session id waits for its write: over stdio this one
+            # carried it, or one before did (the pipe's sink writes in order); over HTTP,
+            # if this task served it.
+            if transport == "stdio":
+                unwritten.pipe_written(trio.current_time())
+            else:
+                unwritten.task_written(trio.lowlevel.current_task(), trio.current_time())
+
+
+def _lone_client(
+    rates: Rates, params: Mapping[str, Any] | None, principal: object
+) -> tuple[str, Any]:
+    # The client label of a request without a session id, and what the history keeps of
+    # who sent it: a 2026-07-28 request's (client, principal), having no session to name
+    # them; stdio's session is the process's one client.
+    meta = params.get("_meta") if params is not None else None
+    if type(meta) is dict and CLIENT_INFO in meta:
+        client = rates.envelope_client(meta)
+        return client, (client, principal)
+    return rates.lone, None
 
 
 #: the process's counters

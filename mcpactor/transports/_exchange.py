@@ -116,9 +116,9 @@ async def reply(
     *,
     content_type: bytes | None = JSON,
 ) -> None:
-    """Send a whole response, counted."""
-    METRICS.sent("http", len(body))
+    """Send a whole response, counted once written."""
     await exchange.respond(status, body, headers, content_type)
+    METRICS.sent("http", len(body))
 
 
 async def reply_error(
@@ -146,6 +146,6 @@ async def start_sse(exchange: Exchange, headers: Iterable[tuple[bytes, bytes]]) 
 
 
 async def send_body(exchange: Exchange, body: bytes, more: bool = True) -> None:
-    """Send one part of a streamed body, counted."""
-    METRICS.sent("http", len(body))
+    """Send one part of a streamed body, counted once written."""
     await exchange.write(body, more)
+    METRICS.sent("http", len(body))

@@ -1,4 +1,5 @@
-"""The system's Chromium, signed in to the admin page, for the tests that drive it."""
+"""The system's Chromium, signed in to the admin page, for the tests that drive it, and
+a person's press of the pointer (``press``)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,24 @@ def signed_in_page(
             # No cookie yet: the page sends the browser to the login form.
             assert page.url.endswith("/login"), page.url
             page.fill("input[name=token]", token)
-            page.click("button[type=submit]")
+            press(page, "button[type=submit]", 0.12)
+            # Signed in once the form's answer has brought the page (and its cookie).
+            page.wait_for_url(lambda url: not url.split("?")[0].endswith("/login"))
+            page.wait_for_load_state()
             yield page, problems
         finally:
             browser.close()
+
+
+def press(page: Any, target: Any, hold: float) -> None:
+    """Press ``target`` (a selector, or a locator) as a person does: the pointer moved
+    onto the middle of its box, the button down for ``hold`` seconds, then up."""
+    element = (page.locator(target) if isinstance(target, str) else target).first
+    element.wait_for()
+    element.scroll_into_view_if_needed()  # the person scrolls to it first
+    box = element.bounding_box()
+    assert box is not None, target
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=4)
+    page.mouse.down()
+    page.wait_for_timeout(hold * 1000)
+    page.mouse.up()

@@ -1,9 +1,10 @@
 """The server the operator's test serves with ``mcpactor serve --admin``: a quick tool
-for the load, a slow one reporting progress, a failing one and a task that runs until
-cancelled."""
+for the load, a slow one reporting progress, a failing one, a task that runs until
+cancelled, and a sign-in that logs and fails (the docs' screenshots show its story)."""
 
 from __future__ import annotations
 
+import logging
 import math
 
 import trio
@@ -40,3 +41,10 @@ async def job() -> str:
     """Run until cancelled."""
     await trio.sleep(math.inf)
     return "never"
+
+
+@server.tool()
+async def sign_in(user: str, password: str, note: str = "") -> str:
+    """Log the attempt, then fail: a call with a secret in its arguments."""
+    logging.getLogger("operated.sign_in").warning("sign-in attempt by %s", user)
+    raise ValueError("wrong password")

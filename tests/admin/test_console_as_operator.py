@@ -28,7 +28,7 @@ import trio
 from mcpactor import RequestError
 from mcpactor.client import ClientSession, connect_http
 
-from .browser import CHROMIUM, signed_in_page
+from .browser import CHROMIUM, press, signed_in_page
 from .harness import TOKEN
 
 playwright_api = pytest.importorskip(
@@ -92,19 +92,6 @@ async def _slow(client: ClientSession, outcome: dict[str, Any]) -> None:
         outcome["error"] = exc.message
 
 
-def _press(page: Any, selector: str, hold: float) -> None:
-    # A person's press: onto the element, the button down for ``hold`` seconds, up.
-    target = page.locator(selector).first
-    target.wait_for()
-    target.scroll_into_view_if_needed()  # the person scrolls to it first
-    box = target.bounding_box()
-    assert box is not None, selector
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=4)
-    page.mouse.down()
-    page.wait_for_timeout(hold * 1000)
-    page.mouse.up()
-
-
 def _landed(page: Any, selector: str) -> bool:
     # Whether what a press should open is open (it opens at once or not at all).
     try:
@@ -131,11 +118,11 @@ def _operate(admin_url: str, ids: dict[str, str], seen: dict[str, Any]) -> None:
         # Cancel the slow request from the tree while the load redraws it.
         cancel = ".node[data-request][data-session]:has-text('slow') button"
         page.locator(cancel).first.wait_for()
-        _press(page, cancel, next(holds))
+        press(page, cancel, next(holds))
         landed.append(_landed(page, "dialog#confirm[open]"))
         seen["confirm"] = page.locator("#confirm-text").inner_text()
         page.wait_for_timeout(300)  # reading the dialog
-        _press(page, "#confirm-ok", next(holds))
+        press(page, "#confirm-ok", next(holds))
         page.locator("dialog#confirm").wait_for(state="hidden")
         # The failed request, found by its session's id; its story from its row.
         _find(page, ids["failed session"])
@@ -143,7 +130,7 @@ def _operate(admin_url: str, ids: dict[str, str], seen: dict[str, Any]) -> None:
         page.locator(row).first.wait_for()
         seen["failed rows"] = page.locator("#history-table tbody tr").all_inner_texts()
         page.wait_for_timeout(200)
-        _press(page, f"{row} button", next(holds))
+        press(page, f"{row} button", next(holds))
         landed.append(_landed(page, "dialog#story[open]"))
         page.wait_for_function(
             "() => document.getElementById('story-title').textContent.includes('tools/call fail')"
@@ -160,7 +147,7 @@ def _operate(admin_url: str, ids: dict[str, str], seen: dict[str, Any]) -> None:
         seen["reopened story"] = page.locator("#story-facts").inner_text()
         seen["reopened find"] = page.input_value("input[name=find]")
         page.wait_for_timeout(200)
-        _press(page, "#story-close", next(holds))
+        press(page, "#story-close", next(holds))
         page.locator("dialog#story").wait_for(state="hidden")
         # The cancelled request, found by its session's id, with who cancelled it.
         _find(page, ids["slow session"])
@@ -168,17 +155,17 @@ def _operate(admin_url: str, ids: dict[str, str], seen: dict[str, Any]) -> None:
         page.locator(cancelled).first.wait_for()
         seen["cancelled rows"] = page.locator(cancelled).all_inner_texts()
         page.wait_for_timeout(200)
-        _press(page, f"{cancelled} button", next(holds))
+        press(page, f"{cancelled} button", next(holds))
         landed.append(_landed(page, "dialog#story[open]"))
         seen["cancelled story"] = page.locator("#story-facts").inner_text()
-        _press(page, "#story-close", next(holds))
+        press(page, "#story-close", next(holds))
         page.locator("dialog#story").wait_for(state="hidden")
         # The task, found by its id in the tree.
         _find(page, ids["task"])
         task = ".node[data-task] .title.link"
         page.locator(task).first.wait_for()
         page.wait_for_timeout(200)
-        _press(page, task, next(holds))
+        press(page, task, next(holds))
         landed.append(_landed(page, "dialog#story[open]"))
         seen["task story"] = page.locator("#story-title").inner_text()
         seen["landed"] = landed

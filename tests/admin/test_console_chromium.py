@@ -7,16 +7,14 @@ request's title opens its story at the first press, with its progress, and a tas
 id its own; the failed
 sign-in's story, opened from the history, hides its password and the field the rule
 names, shows the lines logged while it ran and links its trace; and the address of the
-open story reopens it. Screenshots go to tests/artifacts/ (and the story's to docs/img/
-with ``MCPACTOR_DOC_SHOTS=1``).
+open story reopens it. Screenshots go to tests/artifacts/ (the docs' are taken under
+load by ``python -m tests.admin.console_screenshots``).
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,14 +38,11 @@ pytestmark = pytest.mark.skipif(
 TRACE = "https://traces.example/trace/{trace_id}"
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 TRACEPARENT = f"00-{TRACE_ID}-b7ad6b7169203331-01"
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
-def _shot(page: Any, name: str, *, docs: bool = True, **options: Any) -> None:
+def _shot(page: Any, name: str, **options: Any) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / name), **options)
-    if docs and os.environ.get("MCPACTOR_DOC_SHOTS") == "1":
-        page.screenshot(path=str(DOCS / name), **options)
 
 
 def _drive(admin_url: str, seen: dict[str, Any]) -> None:
@@ -60,8 +55,7 @@ def _drive(admin_url: str, seen: dict[str, Any]) -> None:
         seen["echo p95"] = echo.locator("td").nth(4).inner_text()
         seen["charts"] = page.locator("#rates-tools svg.chart polyline").count()
         seen["client rows"] = page.locator("#rates-clients tbody tr").all_inner_texts()
-        # (The docs' picture of the rates is taken under a longer load than this.)
-        _shot(page.locator("#rates"), "admin-rates.png", docs=False)
+        _shot(page.locator("#rates"), "admin-rates.png")
         # The window is a filter like the others: in the address.
         page.select_option("select[name=over]", "300")
         page.wait_for_function("() => location.search.includes('over=300')")

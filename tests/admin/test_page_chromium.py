@@ -1,8 +1,9 @@
 """The admin page in a real headless Chromium (the system's, driven by Playwright).
 
 A client calls a slow tool that reports progress; the page shows the request, its
-progress moves, and cancelling it from the page (with the confirmation) answers the
-client with the cancellation. Screenshots go to tests/artifacts/.
+progress moves, and cancelling it from the page (with the confirmation), pressed with the
+pointer as a person presses (``browser.press``: down, held, up), answers the client with
+the cancellation. Screenshots go to tests/artifacts/.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import trio
 from mcpactor import RequestError
 from mcpactor.client import ClientSession, connect_http
 
-from .browser import ARTIFACTS, CHROMIUM, signed_in_page
+from .browser import ARTIFACTS, CHROMIUM, press, signed_in_page
 from .harness import TOKEN, open_served
 
 playwright_api = pytest.importorskip(
@@ -64,11 +65,11 @@ def _drive(admin_url: str, seen: dict[str, Any]) -> None:
             float(row.locator(".progress-text").get_attribute("data-progress") or "0"),
         )
         page.screenshot(path=str(ARTIFACTS / "admin-tree.png"))
-        row.locator("button", has_text="Cancel").click()
+        press(page, row.locator("button", has_text="Cancel"), 0.25)
         page.locator("dialog#confirm").wait_for(state="visible")
         seen["confirm"] = page.locator("#confirm-text").inner_text()
         page.screenshot(path=str(ARTIFACTS / "admin-confirm.png"))
-        page.click("#confirm-ok")
+        press(page, "#confirm-ok", 0.4)
         page.locator(".node[data-request][data-session]").wait_for(state="detached")
         seen["toast"] = page.locator("#toast").inner_text()
         page.screenshot(path=str(ARTIFACTS / "admin-after-cancel.png"))

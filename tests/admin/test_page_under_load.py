@@ -4,7 +4,8 @@ the docs, and a slow request cancelled from the page while the load goes on.
 The load is the bench's: 16 clients, each on its own session, calling a quick tool back
 to back; beside them a client calling a slow tool (which reports progress) and one with a
 task running. The page is opened, signed in, and photographed once the slow request is on
-it; then the slow request is cancelled from the page and its client must see that.
+it; then the slow request is cancelled from the page, pressed with the pointer as a person
+presses (``browser.press``: down, held, up), and its client must see that.
 
 The screenshot goes to tests/artifacts/admin-under-load.png; with
 MCPACTOR_UPDATE_DOCS_IMAGES=1 it also replaces docs/images/admin-under-load.png.
@@ -24,7 +25,7 @@ import trio
 from mcpactor import RequestError
 from mcpactor.client import ClientSession, connect_http
 
-from .browser import ARTIFACTS, CHROMIUM, signed_in_page
+from .browser import ARTIFACTS, CHROMIUM, press, signed_in_page
 from .harness import TOKEN, Served, open_served
 
 DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "admin-under-load.png"
@@ -78,9 +79,9 @@ def _drive(admin_url: str, seen: dict[str, Any], shots: list[Path]) -> None:
         seen["sessions"] = page.locator(".node[data-session-id]").count()
         for path in shots:
             page.screenshot(path=str(path), full_page=False)
-        slow.locator("button", has_text="Cancel").click()
+        press(page, slow.locator("button", has_text="Cancel"), 0.3)
         page.locator("dialog#confirm").wait_for(state="visible")
-        page.click("#confirm-ok")
+        press(page, "#confirm-ok", 0.2)
         slow.wait_for(state="detached")
         seen["toast"] = page.locator("#toast").inner_text()
 

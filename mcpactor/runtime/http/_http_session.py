@@ -53,6 +53,7 @@ from ...protocol import (
     describe,
 )
 from .._messages import Outbound
+from .._metrics import METRICS
 from .._session_actor import SessionActor
 from .._views import HttpSessionView, StreamView
 from ._relay import Replicas
@@ -472,6 +473,10 @@ class HttpSession:
         routing.connections -= 1
         routing.last_active = routing.clock.current_time()
         stream = attachment.stream
+        unwritten = METRICS.unwritten
+        if unwritten is not None:
+            # After the connection's last write: the answers it carried are written.
+            unwritten.released(stream, attachment, routing.last_active)
         attachment.end()
         if stream.conn is attachment:
             stream.conn = None

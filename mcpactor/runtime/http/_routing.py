@@ -49,6 +49,7 @@ import trio
 
 from ...protocol import JSONValue, RequestId, answered_ids, describe, serialize, unanswered_reply
 from .._messages import RESPONSE, SIGNAL, Outbound, Outbox, StreamSignal
+from .._metrics import METRICS
 from .._session_actor import SessionActor
 from ._session_records import StoreUnavailable
 from ._streams import Attachment, Item, Stream
@@ -318,12 +319,19 @@ class Routing:
                 describe(payload),
             )
             return
+        is_response = item.kind is RESPONSE
+        # The console watches: its latency of these answers ends when they are written.
+        unwritten = METRICS.unwritten if is_response else None
+        answered = answered_ids(payload) if unwritten is not None else None
         if self._single_stream:
             await self._deliver(self.standalone, data, final=False)
+            conn = self.standalone.conn
+            if unwritten is not None and answered and conn is not None:
+                # Written once the connection's writer took it and asks for more.
+                unwritten.queued(conn, conn._items, self.id, answered)
             return
         related = item.related_request_id
         stream = self.by_request.get(related) if related is not None else None
-        is_response = item.kind is RESPONSE
         if stream is None and is_response and type(payload) is list:
             stream = self._stream_of_batch(payload)
         if stream is None or (self._json_only and not is_response):
@@ -336,12 +344,15 @@ class Routing:
             return
         final = False
         if is_response:
-            for request_id in answered_ids(payload):
+            for request_id in answered_ids(payload) if answered is None else answered:
                 if self.by_request.get(request_id) is stream:
                     del self.by_request[request_id]
                     stream.pending.discard(request_id)
             final = not stream.pending
             self.last_active = self.clock.current_time()
+            if unwritten is not None and answered and stream.conn is not None:
+                # Written when the connection lets go of the stream, after its last write.
+                unwritten.owe(stream, self.id, answered)
         await self._deliver(stream, data, final=final)
         if final:
             await self._complete(stream)

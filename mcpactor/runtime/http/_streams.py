@@ -19,7 +19,7 @@ from typing import Final
 import trio
 
 from ...protocol import RequestId
-from .._metrics import METRICS
+from .._metrics import METRICS, QUEUED
 from ._later import Later
 
 __all__ = ["Attachment", "Item", "NudgeTimer", "Stream"]
@@ -183,6 +183,11 @@ class Attachment:
 
         An item that is already queued is returned without a trip through the scheduler.
         """
+        if QUEUED:
+            # The console watches a one-stream session: what the writer took is written.
+            unwritten = METRICS.unwritten
+            if unwritten is not None:
+                unwritten.taken(self, self._items, trio.current_time())
         while True:
             item = self.next_nowait()
             if item is not None:
