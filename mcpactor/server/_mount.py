@@ -137,8 +137,10 @@ class Mount:
             meta=ctx.meta,
             server=self.server,
         )
-        # One round of a multi round-trip request, whichever server's handler asks.
+        # One round of a multi round-trip request, and one progress, whichever server's
+        # handler asks or reports.
         context._rounds = ctx._rounds
+        context._origin = ctx._origin or ctx
         return context
 
     async def _call(self, method: str, params: JSONObject, ctx: Context) -> JSONObject:

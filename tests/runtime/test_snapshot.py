@@ -102,6 +102,32 @@ async def test_a_request_shows_its_age_progress_and_deadline(autojump_clock: Moc
     assert observatory.snapshot()["counts"]["sessions"] == 0
 
 
+async def test_a_mounted_servers_request_shows_the_progress_its_handler_reports(
+    autojump_clock: MockClock,
+) -> None:
+    # The mounted server's handler reports on a Context of its own: the request's
+    # progress is still the one the tree shows.
+    observatory = _installed()
+    server = Server("host", "1.0.0")
+    server.mount(_server(), prefix="w")
+    observatory.serve(server)
+
+    async def call(client: ClientSession) -> None:
+        with pytest.raises(RequestError):
+            await client.call_tool("w_slow", {}, progress_handler=_progress)
+
+    async with connect_memory(server, initialize=True) as client, trio.open_nursery() as nursery:
+        nursery.start_soon(call, client)
+        await wait_all_tasks_blocked()
+        (request,) = _only_session(observatory.snapshot())["requests"]
+        assert request["name"] == "w_slow"
+        assert (request["progress"], request["total"]) == (1.0, 10.0)
+        await trio.sleep(12)
+        (request,) = _only_session(observatory.snapshot())["requests"]
+        assert (request["progress"], request["total"]) == (2.0, 10.0)
+        nursery.cancel_scope.cancel()
+
+
 async def test_cancelling_a_request_answers_its_client_with_an_error(
     autojump_clock: MockClock,
 ) -> None:
