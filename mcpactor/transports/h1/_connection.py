@@ -507,20 +507,27 @@ class Exchange(Request):
         body: bytes,
         headers: Iterable[tuple[bytes, bytes]] = (),
         content_type: bytes | None = _JSON,
+        *,
+        batched: bool = False,
     ) -> None:
-        """Send a whole response (``content_type`` goes with a body that is not empty)."""
+        """Send a whole response (``content_type`` goes with a body that is not empty).
+
+        ``batched``: the caller was woken with this answer in the same scheduler batch
+        as the other answers of that batch, which leave together already: no turn.
+        """
         if content_type is not None and body:
             headers = [*headers, (b"content-type", content_type)]
         connection = self.connection
         server = connection.server
         self.start(status, headers, server.date)
         data = self.frame(body, False, server.draining)
-        if server.connections > 1:
+        if server.connections > 1 and not batched:
             # With other connections open, a whole response waits one turn of the
             # scheduler, so that the responses finished in one batch leave together: the
             # write that wakes a sleeping client pays for its wakeup (on loopback, all of
             # it), and a burst wakes it once rather than once per response. Alone, the
-            # turn would be all it added.
+            # turn would be all it added; an answer another task handed over (a session's)
+            # wakes its connection with the rest of its batch, so it needs none either.
             await trio.lowlevel.cancel_shielded_checkpoint()
         await connection._write(data)
 
