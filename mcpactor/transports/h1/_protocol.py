@@ -334,9 +334,12 @@ class H1Protocol:
     """
 
     __slots__ = (
+        "_codings",
         "_error",
         "_events",
         "_head_size",
+        "_hosts",
+        "_length",
         "_limits",
         "_parser",
         "_parsing",
@@ -363,6 +366,12 @@ class H1Protocol:
         self._stalled = 0
         #: nothing of a next request has been read (the connection waits for one)
         self.idle = True
+        # What the request being read said of its framing, for ``on_headers_complete``:
+        # Host fields seen, Content-Length (_NO_LENGTH, _LENGTH, _TOO_LONG), the
+        # Transfer-Encoding codings joined.
+        self._hosts = 0
+        self._length = _NO_LENGTH
+        self._codings: bytes | None = None
 
     @property
     def failed(self) -> bool:
@@ -449,6 +458,9 @@ class H1Protocol:
             request = self._parsing = self._request_class()
             self.idle = False
             self._head_size = 0
+            self._hosts = 0
+            self._length = _NO_LENGTH
+            self._codings = None
         self._progressed = True
         request.target += url
         limit = self._limits.max_head_bytes
@@ -474,7 +486,36 @@ class H1Protocol:
             # request's headers, or a Host, Authorization or Mcp-Session-Id sent after
             # the body would pass checks it never met. Nothing here uses trailers.
             return
-        request.raw_headers.append((name.lower(), value))
+        # Clients send the same few names on every request: each is lowered, decoded
+        # and classified once (``_NAMES``), and the field goes into both views here.
+        named = _NAMES.get(name)
+        if named is None:
+            named = _name(name)
+        lowered, key, kind = named
+        request.raw_headers.append((lowered, value))
+        text = value.decode("latin-1")
+        headers = request.headers
+        headers[key] = headers[key] + ", " + text if key in headers else text
+        if kind:
+            self._framing_field(request, kind, value)
+
+    def _framing_field(self, request: Request, kind: int, value: bytes) -> None:
+        # A field that says how the request is framed or what it asks of the connection,
+        # noted for ``on_headers_complete``, which checks it once the version is known.
+        if kind == _CONTENT_LENGTH:
+            if self._length != _TOO_LONG:
+                limit = self._limits.max_body_bytes
+                too_long = value.strip().isdigit() and int(value) > limit
+                self._length = _TOO_LONG if too_long else _LENGTH
+        elif kind == _HOST:
+            self._hosts += 1
+        elif kind == _TRANSFER_ENCODING:
+            codings = self._codings
+            self._codings = value if codings is None else codings + b"," + value
+        elif kind == _EXPECT:
+            request.expects_continue = value.lower() == b"100-continue"
+        else:
+            request.upgrade = value
 
     def on_headers_complete(self) -> None:
         request = self._parsing
@@ -490,34 +531,21 @@ class H1Protocol:
                 raise ProtocolError(f"HTTP/{version} is not supported over this connection", 505)
             raise ProtocolError(f"HTTP/{version} requests are not served")
         request.keep_alive = parser.should_keep_alive()
-        limit = self._limits.max_body_bytes
-        hosts = 0
-        length = False
-        codings: bytes | None = None
-        headers = request.headers
-        for name, value in request.raw_headers:
-            if name == b"content-length":
-                length = True
-                if value.strip().isdigit() and int(value) > limit:
-                    raise ProtocolError(f"request body larger than {limit} bytes", 413)
-            elif name == b"host":
-                hosts += 1
-            elif name == b"transfer-encoding":
-                codings = value if codings is None else codings + b"," + value
-            elif name == b"expect":
-                # RFC 9110 §10.1.1: never a 100 (Continue) to an HTTP/1.0 client.
-                request.expects_continue = version == "1.1" and value.lower() == b"100-continue"
-            elif name == b"upgrade":
-                request.upgrade = value
-            key = name.decode("latin-1")
-            text = value.decode("latin-1")
-            headers[key] = headers[key] + ", " + text if key in headers else text
+        if request.expects_continue and version != "1.1":
+            # RFC 9110 §10.1.1: never a 100 (Continue) to an HTTP/1.0 client.
+            request.expects_continue = False
+        length = self._length
+        if length == _TOO_LONG:
+            limit = self._limits.max_body_bytes
+            raise ProtocolError(f"request body larger than {limit} bytes", 413)
+        hosts = self._hosts
         if hosts != 1 and (hosts or version == "1.1"):
             raise ProtocolError(
                 "more than one Host header" if hosts else "an HTTP/1.1 request needs a Host"
             )
+        codings = self._codings
         if codings is not None:
-            _check_codings(codings, version, length)
+            _check_codings(codings, version, length == _LENGTH)
         target = request.target
         if target[:1] != b"/" and target != b"*":
             _absolute_form(request)
@@ -551,6 +579,36 @@ class H1Protocol:
         self._parsing = None
         self.idle = True
         self._events.append(request)
+
+
+# What a header field name is to ``on_header``: plain (0), or one ``_framing_field`` reads.
+_CONTENT_LENGTH: Final = 1
+_HOST: Final = 2
+_TRANSFER_ENCODING: Final = 3
+_EXPECT: Final = 4
+_UPGRADE: Final = 5
+_FRAMING_FIELDS: Final = {
+    b"content-length": _CONTENT_LENGTH,
+    b"host": _HOST,
+    b"transfer-encoding": _TRANSFER_ENCODING,
+    b"expect": _EXPECT,
+    b"upgrade": _UPGRADE,
+}
+_NO_LENGTH: Final = 0
+_LENGTH: Final = 1
+_TOO_LONG: Final = 2
+# Field names as sent -> (lowercase name, as text, what it is). Names come off the wire,
+# so the table keeps at most this many; the rest are worked out each time.
+_MAX_NAMES: Final = 256
+_NAMES: dict[bytes, tuple[bytes, str, int]] = {}
+
+
+def _name(name: bytes) -> tuple[bytes, str, int]:
+    lowered = name.lower()
+    named = (lowered, lowered.decode("latin-1"), _FRAMING_FIELDS.get(lowered, 0))
+    if len(_NAMES) < _MAX_NAMES:
+        _NAMES[name] = named
+    return named
 
 
 def _check_codings(codings: bytes, version: str, length: bool) -> None:
