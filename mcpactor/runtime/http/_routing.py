@@ -336,12 +336,28 @@ class Routing:
             return
         final = False
         if is_response:
+            by_request = self.by_request
+            pending = stream.pending
             for request_id in answered_ids(payload):
-                if self.by_request.get(request_id) is stream:
-                    del self.by_request[request_id]
-                    stream.pending.discard(request_id)
-            final = not stream.pending
+                if by_request.get(request_id) is stream:
+                    del by_request[request_id]
+                    pending.discard(request_id)
+            final = not pending
             self.last_active = self.clock.current_time()
+        conn = stream.conn
+        if final and not stream.sse and conn is not None and not stream.leased:
+            # Nearly every POST's one answer, with nothing before it: plain JSON, and the
+            # stream is complete (``_deliver``, ``_push`` and ``_complete`` unrolled for
+            # it; a connection that cannot take it now goes the general way below).
+            try:
+                conn.put_nowait((None, data, True))
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            else:
+                stream.complete = True
+                conn.end()
+                stream.conn = None
+                return
         await self._deliver(stream, data, final=final)
         if final:
             await self._complete(stream)
