@@ -496,19 +496,17 @@ class H1Protocol:
         text = value.decode("latin-1")
         headers = request.headers
         headers[key] = headers[key] + ", " + text if key in headers else text
-        if kind:
-            self._framing_field(request, kind, value)
-
-    def _framing_field(self, request: Request, kind: int, value: bytes) -> None:
-        # A field that says how the request is framed or what it asks of the connection,
+        if not kind:
+            return
+        # A field that says how the request is framed or what it asks of the connection:
         # noted for ``on_headers_complete``, which checks it once the version is known.
-        if kind == _CONTENT_LENGTH:
+        if kind == _HOST:
+            self._hosts += 1
+        elif kind == _CONTENT_LENGTH:
             if self._length != _TOO_LONG:
-                limit = self._limits.max_body_bytes
+                limit = limits.max_body_bytes
                 too_long = value.strip().isdigit() and int(value) > limit
                 self._length = _TOO_LONG if too_long else _LENGTH
-        elif kind == _HOST:
-            self._hosts += 1
         elif kind == _TRANSFER_ENCODING:
             codings = self._codings
             self._codings = value if codings is None else codings + b"," + value
@@ -581,7 +579,7 @@ class H1Protocol:
         self._events.append(request)
 
 
-# What a header field name is to ``on_header``: plain (0), or one ``_framing_field`` reads.
+# What a header field name is to ``on_header``: plain (0), or a framing field it notes.
 _CONTENT_LENGTH: Final = 1
 _HOST: Final = 2
 _TRANSFER_ENCODING: Final = 3
