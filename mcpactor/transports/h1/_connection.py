@@ -304,8 +304,18 @@ class Connection:
                         # it only after reading our last answer: a read now would almost
                         # always fail (a system call and an exception per request).
                         await trio.lowlevel.wait_readable(self.fd)
-                        self.unyielded = 0
-                    data = await self._read()
+                        # Readable: the read that follows is ``_read``'s first, inline.
+                        try:
+                            data = self.sock.recv(READ_SIZE)
+                        except BlockingIOError:
+                            self.unyielded = 0
+                            data = await self._read()
+                        except OSError:
+                            data = b""
+                        else:
+                            self.unyielded = 1
+                    else:
+                        data = await self._read()
                     if not data:
                         self.eof = True
                         return None
@@ -352,7 +362,8 @@ class Connection:
         if self.broken:
             return
         sock = self.sock
-        view = memoryview(data)
+        # A view only once a write was partial: almost every response goes in one.
+        view: bytes | memoryview = data
         deadline: float | None = None
         try:
             while True:
@@ -371,7 +382,7 @@ class Connection:
                     return
                 if sent == len(view):
                     break
-                view = view[sent:]
+                view = (view if type(view) is memoryview else memoryview(view))[sent:]
         except OSError:
             # The client left; what the app still sends goes nowhere (it hears of the
             # disconnect through ``receive``).
