@@ -38,6 +38,7 @@ from typing import Any, Final
 import trio
 
 from ._config import ErrorBody, H1Config, IntakeGate
+from ._framing import error_response
 from ._protocol import (
     CONTINUE,
     NEED_DATA,
@@ -46,7 +47,6 @@ from ._protocol import (
     ProtocolError,
     Request,
     Upgrade,
-    error_response,
 )
 from ._websocket import serve_websocket
 
@@ -299,22 +299,18 @@ class Connection:
                 elif self.eof:
                     return None
                 else:
+                    data: bytes | None = None
                     if waiting and self.wait_first:
                         # Nothing of the next request is here yet, and the client sends
                         # it only after reading our last answer: a read now would almost
                         # always fail (a system call and an exception per request).
                         await trio.lowlevel.wait_readable(self.fd)
-                        # Readable: the read that follows is ``_read``'s first, inline.
-                        try:
+                        self.unyielded = 0
+                        try:  # readable now: ``_read``'s first read, without its frame
                             data = self.sock.recv(READ_SIZE)
-                        except BlockingIOError:
-                            self.unyielded = 0
-                            data = await self._read()
-                        except OSError:
-                            data = b""
-                        else:
-                            self.unyielded = 1
-                    else:
+                        except OSError as exc:
+                            data = None if isinstance(exc, BlockingIOError) else b""
+                    if data is None:
                         data = await self._read()
                     if not data:
                         self.eof = True
@@ -362,8 +358,7 @@ class Connection:
         if self.broken:
             return
         sock = self.sock
-        # A view only once a write was partial: almost every response goes in one.
-        view: bytes | memoryview = data
+        view: bytes | memoryview = data  # a view only if a write is partial
         deadline: float | None = None
         try:
             while True:
@@ -521,11 +516,7 @@ class Exchange(Request):
         *,
         batched: bool = False,
     ) -> None:
-        """Send a whole response (``content_type`` goes with a body that is not empty).
-
-        ``batched``: the caller was woken with this answer in the same scheduler batch
-        as the other answers of that batch, which leave together already: no turn.
-        """
+        """Send a whole response (``content_type`` goes with a body that is not empty)."""
         if content_type is not None and body:
             headers = [*headers, (b"content-type", content_type)]
         connection = self.connection
@@ -536,9 +527,8 @@ class Exchange(Request):
             # With other connections open, a whole response waits one turn of the
             # scheduler, so that the responses finished in one batch leave together: the
             # write that wakes a sleeping client pays for its wakeup (on loopback, all of
-            # it), and a burst wakes it once rather than once per response. Alone, the
-            # turn would be all it added; an answer another task handed over (a session's)
-            # wakes its connection with the rest of its batch, so it needs none either.
+            # it), and a burst wakes it once rather than once per response. Alone, or
+            # ``batched`` (handed over by another task with the rest of its batch), none.
             await trio.lowlevel.cancel_shielded_checkpoint()
         await connection._write(data)
 
