@@ -1,7 +1,7 @@
 """mcpactor's own HTTP/1.1 server: a sans-io protocol and a thin trio driver.
 
-``_protocol`` (bytes in, requests out) and ``_framing`` (a response's parts in, bytes
-out) do no I/O;
+``_protocol`` (bytes in, requests out; a response's parts in, bytes out; its limits and
+framing rules in ``_rules``) does no I/O;
 ``_connection`` drives it on a socket and hands each request, which is also the way to
 answer it (an ``Exchange``), to the app: its exchange handler, or its ASGI callable,
 ``_tls`` is the same connection over TLS, ``_websocket`` serves upgrades with wsproto,
@@ -19,17 +19,17 @@ from ._config import plain_error_body as plain_error_body
 from ._connection import Exchange as Exchange
 from ._connection import Handler as Handler
 from ._connection import asgi_handler as asgi_handler
-from ._framing import Framing as Framing
-from ._framing import Response as Response
 from ._listener import TurnAwayLog as TurnAwayLog
 from ._listener import serve_h1 as serve_h1
 from ._listener import turn_away_response as turn_away_response
 from ._protocol import CONTINUE as CONTINUE
 from ._protocol import NEED_DATA as NEED_DATA
+from ._protocol import Framing as Framing
 from ._protocol import H1Protocol as H1Protocol
 from ._protocol import Limits as Limits
 from ._protocol import ProtocolError as ProtocolError
 from ._protocol import Request as Request
+from ._protocol import Response as Response
 from ._protocol import Upgrade as Upgrade
 
 __all__ = [

@@ -38,7 +38,6 @@ from typing import Any, Final
 import trio
 
 from ._config import ErrorBody, H1Config, IntakeGate
-from ._framing import error_response
 from ._protocol import (
     CONTINUE,
     NEED_DATA,
@@ -47,6 +46,7 @@ from ._protocol import (
     ProtocolError,
     Request,
     Upgrade,
+    error_response,
 )
 from ._websocket import serve_websocket
 

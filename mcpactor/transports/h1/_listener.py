@@ -24,7 +24,7 @@ from ._connection import (
     ServerState,
     date_header,
 )
-from ._framing import error_response
+from ._protocol import error_response
 from ._tls import TlsConnection
 
 __all__ = ["TurnAwayLog", "serve_h1", "turn_away_response"]

@@ -26,54 +26,215 @@
 # limit bounds, so an endless header value, request line or chunk extension is cut at
 # ``max_head_bytes`` (plus at most one feed).
 #
-# A request is also its response's framing (``Framing``, _framing.py): the connection
-# hands the request to the app and the app answers through it, one object per exchange.
+# A request is also its response's framing (``Response``): the connection hands the
+# request to the app and the app answers through it, so there is one object per
+# exchange. The head is built in one place, when the first body part comes: a complete
+# response (the common case) is one bytes object, head and body, for one write.
+# Framing is Content-Length when the app gave one or the body is complete, otherwise
+# chunked (HTTP/1.1), or the end of the connection marks the end (HTTP/1.0). The Date
+# header is the caller's (no clock here).
 
 from __future__ import annotations
 
 import urllib.parse
 from collections import deque
+from collections.abc import Iterable
+from http import HTTPStatus
 from typing import Final
 
 import attrs
 import httptools
 
-from .._security import parse_host
-from ._framing import Framing
+from ._rules import (
+    CONTENT_LENGTH,
+    EXPECT,
+    HOST,
+    LENGTH,
+    NAMES,
+    NO_LENGTH,
+    TOO_LONG,
+    TRANSFER_ENCODING,
+    Limits,
+    ProtocolError,
+    absolute_form,
+    check_codings,
+    name_of,
+)
 
 __all__ = [
     "CONTINUE",
     "NEED_DATA",
     "Continue",
     "Event",
+    "Framing",
     "H1Protocol",
     "Limits",
     "NeedData",
     "ProtocolError",
     "Request",
+    "Response",
     "Upgrade",
+    "error_response",
+    "status_line",
 ]
 
 
-class ProtocolError(Exception):
-    """A request the server will not read: answer ``error_status_hint`` and close."""
-
-    def __init__(self, message: str, error_status_hint: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.error_status_hint = error_status_hint
+_status_lines: dict[int, bytes] = {}
 
 
-@attrs.frozen(kw_only=True)
-class Limits:
-    """What one request may hold; past a limit the protocol refuses it."""
+def status_line(status: int) -> bytes:
+    """The status line of ``status``, CRLF included (cached per status)."""
+    line = _status_lines.get(status)
+    if line is None:
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = ""
+        line = b"HTTP/1.1 %d %s\r\n" % (status, phrase.encode())
+        _status_lines[status] = line
+    return line
 
-    #: the largest request head (request line and headers), in bytes (431 above it)
-    max_head_bytes: int = 64 * 1024
-    #: the most header fields in one request, trailers included (431 above it)
-    max_headers: int = 100
-    #: the largest request body, in bytes (413 above it)
-    max_body_bytes: int = 4 * 1024 * 1024
+
+def error_response(
+    status: int, content_type: bytes, body: bytes, *, date: bytes = b"", extra: bytes = b""
+) -> bytes:
+    """A whole response that closes the connection: a refusal, or a canned 503."""
+    return (
+        status_line(status)
+        + b"content-type: "
+        + content_type
+        + b"\r\nconnection: close\r\n"
+        + extra
+        + date
+        + b"content-length: %d\r\n\r\n" % len(body)
+        + body
+    )
+
+
+class Framing:
+    """The framing of one response: ``start``, ``frame``..., ``end`` (no I/O).
+
+    A ``Response`` is one on its own; a ``Request`` is one too, for the response it gets.
+    """
+
+    __slots__ = (
+        "chunked",
+        "date",
+        "finished",
+        "http_version",
+        "keep_alive",
+        "no_body",
+        "response_headers",
+        "sent",
+        "started",
+        "status",
+    )
+
+    # Set by the subclasses' __init__.
+    http_version: str
+    #: the connection may serve another request after this response
+    keep_alive: bool
+    #: a HEAD request's response (or a 204 or 304): its body is never sent
+    no_body: bool
+    started: bool
+    finished: bool
+    chunked: bool
+    #: the response's status, once started (0 before)
+    status: int
+    #: the app's headers, until the first body part writes the head with the Date line
+    response_headers: Iterable[tuple[bytes, bytes]] | None
+    date: bytes
+    #: the body bytes sent so far (framing not counted)
+    sent: int
+
+    def start(self, status: int, headers: Iterable[tuple[bytes, bytes]], date: bytes) -> None:
+        """Take the status and headers (``date``: a whole Date header line, or b"")."""
+        if self.started:
+            raise RuntimeError("the response has already started")
+        self.started = True
+        self.status = status
+        self.response_headers = headers
+        self.date = date
+
+    def frame(self, body: bytes, more: bool, closing: bool = False) -> bytes:
+        """The bytes that send one body part (``closing``: no keep-alive after it)."""
+        if self.finished:
+            raise RuntimeError("the response has already ended")
+        headers = self.response_headers
+        parts: list[bytes] | None = None
+        if headers is not None:
+            # The first part: the head goes with it, its framing chosen now.
+            self.response_headers = None
+            status = self.status
+            if status in (204, 304):
+                self.no_body = True
+            if closing:
+                self.keep_alive = False
+            parts = [_status_lines.get(status) or status_line(status)]
+            has_length = False
+            for name, value in headers:
+                lowered = name.lower()
+                if lowered == b"content-length":
+                    has_length = True
+                elif lowered == b"connection":
+                    if value.lower() == b"close":
+                        self.keep_alive = False
+                    continue
+                elif lowered == b"transfer-encoding":
+                    continue
+                parts.append(name + b": " + value + b"\r\n")
+            parts.append(self.date)
+            if not has_length and status not in (204, 304) and status >= 200:
+                if not more:
+                    parts.append(b"content-length: %d\r\n" % len(body))
+                elif self.http_version == "1.1":
+                    self.chunked = True
+                    parts.append(b"transfer-encoding: chunked\r\n")
+                else:
+                    self.keep_alive = False
+            if not self.keep_alive:
+                parts.append(b"connection: close\r\n")
+            elif self.http_version == "1.0":
+                parts.append(b"connection: keep-alive\r\n")
+            parts.append(b"\r\n")
+        elif not self.started:
+            raise RuntimeError("a response body before the response started")
+        if not more:
+            self.finished = True
+        if self.no_body:
+            return b"".join(parts) if parts is not None else b""
+        self.sent += len(body)
+        if self.chunked:
+            chunk = b"%x\r\n%b\r\n" % (len(body), body) if body else b""
+            body = chunk if more else chunk + b"0\r\n\r\n"
+        if parts is None:
+            return body
+        parts.append(body)
+        return b"".join(parts)
+
+    def end(self) -> bytes:
+        """The bytes that end a response the app left open (b"" if none can)."""
+        if self.finished or not self.chunked:
+            return b""
+        self.finished = True
+        return b"0\r\n\r\n"
+
+
+class Response(Framing):
+    """The framing of one response to one request: ``start``, ``body``..., ``end``."""
+
+    __slots__ = ()
+
+    def __init__(self, method: str, http_version: str, keep_alive: bool) -> None:
+        self.http_version = http_version
+        self.keep_alive = keep_alive
+        self.no_body = method == "HEAD"
+        self.started = self.finished = self.chunked = False
+        self.status = self.sent = 0
+        self.response_headers = None
+        self.date = b""
+
+    body = Framing.frame
 
 
 class Request(Framing):
@@ -199,10 +360,10 @@ class H1Protocol:
         #: nothing of a next request has been read (the connection waits for one)
         self.idle = True
         # What the request being read said of its framing, for ``on_headers_complete``:
-        # Host fields seen, Content-Length (_NO_LENGTH, _LENGTH, _TOO_LONG), the
+        # Host fields seen, Content-Length (NO_LENGTH, LENGTH, TOO_LONG), the
         # Transfer-Encoding codings joined.
         self._hosts = 0
-        self._length = _NO_LENGTH
+        self._length = NO_LENGTH
         self._codings: bytes | None = None
 
     @property
@@ -291,7 +452,7 @@ class H1Protocol:
             self.idle = False
             self._head_size = 0
             self._hosts = 0
-            self._length = _NO_LENGTH
+            self._length = NO_LENGTH
             self._codings = None
         self._progressed = True
         request.target += url
@@ -319,10 +480,10 @@ class H1Protocol:
             # the body would pass checks it never met. Nothing here uses trailers.
             return
         # Clients send the same few names on every request: each is lowered, decoded
-        # and classified once (``_NAMES``), and the field goes into both views here.
-        named = _NAMES.get(name)
+        # and classified once (``NAMES``), and the field goes into both views here.
+        named = NAMES.get(name)
         if named is None:
-            named = _name(name)
+            named = name_of(name)
         lowered, key, kind = named
         request.raw_headers.append((lowered, value))
         text = value.decode("latin-1")
@@ -332,17 +493,17 @@ class H1Protocol:
             return
         # A field that says how the request is framed or what it asks of the connection:
         # noted for ``on_headers_complete``, which checks it once the version is known.
-        if kind == _HOST:
+        if kind == HOST:
             self._hosts += 1
-        elif kind == _CONTENT_LENGTH:
-            if self._length != _TOO_LONG:
+        elif kind == CONTENT_LENGTH:
+            if self._length != TOO_LONG:
                 limit = limits.max_body_bytes
                 too_long = value.strip().isdigit() and int(value) > limit
-                self._length = _TOO_LONG if too_long else _LENGTH
-        elif kind == _TRANSFER_ENCODING:
+                self._length = TOO_LONG if too_long else LENGTH
+        elif kind == TRANSFER_ENCODING:
             codings = self._codings
             self._codings = value if codings is None else codings + b"," + value
-        elif kind == _EXPECT:
+        elif kind == EXPECT:
             request.expects_continue = value.lower() == b"100-continue"
         else:
             request.upgrade = value
@@ -365,7 +526,7 @@ class H1Protocol:
             # RFC 9110 §10.1.1: never a 100 (Continue) to an HTTP/1.0 client.
             request.expects_continue = False
         length = self._length
-        if length == _TOO_LONG:
+        if length == TOO_LONG:
             limit = self._limits.max_body_bytes
             raise ProtocolError(f"request body larger than {limit} bytes", 413)
         hosts = self._hosts
@@ -375,11 +536,15 @@ class H1Protocol:
             )
         codings = self._codings
         if codings is not None:
-            _check_codings(codings, version, length == _LENGTH)
+            check_codings(codings, version, length == LENGTH)
         target = request.target
         if target[:1] != b"/" and target != b"*":
-            _absolute_form(request)
-            target = request.target
+            # RFC 9112 §3.2.2: the target's authority is the request's Host.
+            target, authority = absolute_form(target)
+            request.target = target
+            request.raw_headers = [(n, v) for n, v in request.raw_headers if n != b"host"]
+            request.raw_headers.append((b"host", authority))
+            request.headers["host"] = authority.decode("latin-1")
         raw_path, _, request.query_string = target.partition(b"?")
         path = request.path = raw_path.decode("latin-1")
         if "%" in path:
@@ -409,68 +574,6 @@ class H1Protocol:
         self._parsing = None
         self.idle = True
         self._events.append(request)
-
-
-# What a header field name is to ``on_header``: plain (0), or a framing field it notes.
-_CONTENT_LENGTH: Final = 1
-_HOST: Final = 2
-_TRANSFER_ENCODING: Final = 3
-_EXPECT: Final = 4
-_UPGRADE: Final = 5
-_FRAMING_FIELDS: Final = {
-    b"content-length": _CONTENT_LENGTH,
-    b"host": _HOST,
-    b"transfer-encoding": _TRANSFER_ENCODING,
-    b"expect": _EXPECT,
-    b"upgrade": _UPGRADE,
-}
-_NO_LENGTH: Final = 0
-_LENGTH: Final = 1
-_TOO_LONG: Final = 2
-# Field names as sent -> (lowercase name, as text, what it is). Names come off the wire,
-# so the table keeps at most this many; the rest are worked out each time.
-_MAX_NAMES: Final = 256
-_NAMES: dict[bytes, tuple[bytes, str, int]] = {}
-
-
-def _name(name: bytes) -> tuple[bytes, str, int]:
-    lowered = name.lower()
-    named = (lowered, lowered.decode("latin-1"), _FRAMING_FIELDS.get(lowered, 0))
-    if len(_NAMES) < _MAX_NAMES:
-        _NAMES[name] = named
-    return named
-
-
-def _check_codings(codings: bytes, version: str, length: bool) -> None:
-    # RFC 9112 §6: chunked, once and last, is the only framing read here.
-    if version == "1.0":
-        # §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
-        raise ProtocolError("Transfer-Encoding in an HTTP/1.0 request")
-    if length:
-        # §6.3 allows a server to reject this outright; it is how requests are smuggled.
-        raise ProtocolError("Content-Length together with Transfer-Encoding")
-    parts = [part.strip().lower() for part in codings.split(b",")]
-    if parts[-1] != b"chunked" or parts.count(b"chunked") > 1:
-        raise ProtocolError("the last transfer coding must be chunked, and only it")
-    if len(parts) > 1:
-        raise ProtocolError("transfer codings other than chunked are not supported", 501)
-
-
-def _absolute_form(request: Request) -> None:
-    # RFC 9112 §3.2.2: the target's authority is the request's Host; only http(s) URLs
-    # with a valid authority are taken.
-    scheme, sep, rest = request.target.partition(b"://")
-    authority, slash, path = rest.partition(b"/")
-    if (
-        not sep
-        or scheme.lower() not in (b"http", b"https")
-        or parse_host(authority.decode("latin-1")) is None
-    ):
-        raise ProtocolError("malformed request target")
-    request.target = slash + path if slash else b"/" + path
-    request.raw_headers = [(n, v) for n, v in request.raw_headers if n != b"host"]
-    request.raw_headers.append((b"host", authority))
-    request.headers["host"] = authority.decode("latin-1")
 
 
 def _is_websocket(request: Request) -> bool:
