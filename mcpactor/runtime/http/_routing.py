@@ -152,10 +152,10 @@ class Routing:
         by_request = self.by_request
         for request_id in request_ids:
             by_request[request_id] = stream
-        # ``attach``, for a stream nobody held before.
+        # ``attach``, for a stream nobody held before (``last_active`` is left to the
+        # session's ``feed``, which hands the POST's requests over next).
         attachment = stream.conn = Attachment(stream)
         self.connections += 1
-        self.last_active = self.clock.current_time()
         if self.ended:
             # The session ended while this POST was on its way: its connection ends.
             self.detach(stream, attachment)
