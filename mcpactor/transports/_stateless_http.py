@@ -132,8 +132,7 @@ async def serve_stateless_post(
     if events is not None and events.started:
         await send_body(exchange, _sse.message_event(data), False)
         return
-    # The JSON answer: one document, its HTTP status read from its error (``reply``,
-    # unrolled: every call of this revision answers here).
+    # The JSON answer: one document, its HTTP status read from its error.
     error = answer.get("error")
     status = 200
     if type(error) is dict:
