@@ -134,9 +134,7 @@ async def serve_stateless_post(
         return
     # The JSON answer: one document, its HTTP status read from its error.
     error = answer.get("error")
-    status = 200
-    if type(error) is dict:
-        status, cors = _error_status(app, error, data, cors)
+    status, cors = _error_status(app, error, data, cors) if type(error) is dict else (200, cors)
     METRICS.sent("http", len(data))
     await exchange.respond(status, data, cors)
 
