@@ -80,6 +80,10 @@ __all__ = [
 
 
 _status_lines: dict[int, bytes] = {}
+# The head lines of the fields responses carry again and again (content types, CORS):
+# (name, value) -> its line, at most this many (the rest are built each time).
+_MAX_FIELD_LINES: Final = 256
+_FIELD_LINES: dict[tuple[bytes, bytes], bytes] = {}
 
 
 def status_line(status: int) -> bytes:
@@ -172,17 +176,27 @@ class Framing:
                 self.keep_alive = False
             parts = [_status_lines.get(status) or status_line(status)]
             has_length = False
-            for name, value in headers:
-                lowered = name.lower()
-                if lowered == b"content-length":
-                    has_length = True
-                elif lowered == b"connection":
-                    if value.lower() == b"close":
-                        self.keep_alive = False
-                    continue
-                elif lowered == b"transfer-encoding":
-                    continue
-                parts.append(name + b": " + value + b"\r\n")
+            lines = _FIELD_LINES
+            for field in headers:
+                try:
+                    line = lines.get(field)  # type: ignore[call-overload]
+                except TypeError:  # not hashable: an ASGI app's list, say
+                    line = None
+                if line is None:
+                    name, value = field
+                    lowered = name.lower()
+                    if lowered == b"connection":
+                        if value.lower() == b"close":
+                            self.keep_alive = False
+                        continue
+                    if lowered == b"transfer-encoding":
+                        continue
+                    line = name + b": " + value + b"\r\n"
+                    if lowered == b"content-length":
+                        has_length = True
+                    elif type(field) is tuple and len(lines) < _MAX_FIELD_LINES:
+                        lines[field] = line
+                parts.append(line)
             parts.append(self.date)
             if not has_length and status not in (204, 304) and status >= 200:
                 if not more:
