@@ -179,7 +179,7 @@ class Framing:
             lines = _FIELD_LINES
             for field in headers:
                 try:
-                    line = lines.get(field)  # type: ignore[call-overload]
+                    line = lines.get(field)
                 except TypeError:  # not hashable: an ASGI app's list, say
                     line = None
                 if line is None:
