@@ -500,3 +500,15 @@ def test_header_names_past_the_remembered_ones_are_read_the_same() -> None:
     finally:
         names.clear()
         names.update(kept)
+
+
+def test_100_continue_is_asked_for_only_once_the_head_is_whole() -> None:
+    # The Expect field is read before the rest of the head: no CONTINUE until the head
+    # is complete (and checked), however the bytes are split.
+    head = post(extra=b"Expect: 100-continue\r\n")[:-5]
+    for cut in range(len(head) - 1):
+        protocol = H1Protocol(LIMITS)
+        protocol.receive_data(head[:cut])
+        assert protocol.next_event() is NEED_DATA
+        protocol.receive_data(head[cut:])
+        assert protocol.next_event() is CONTINUE

@@ -344,6 +344,7 @@ class H1Protocol:
         "_codings",
         "_error",
         "_events",
+        "_expects",
         "_head_size",
         "_hosts",
         "_length",
@@ -373,12 +374,12 @@ class H1Protocol:
         self._stalled = 0
         #: nothing of a next request has been read (the connection waits for one)
         self.idle = True
-        # What the request being read said of its framing, for ``on_headers_complete``:
-        # Host fields seen, Content-Length (NO_LENGTH, LENGTH, TOO_LONG), the
-        # Transfer-Encoding codings joined.
+        # What the request being read said, for ``on_headers_complete``: Host fields seen,
+        # Content-Length (NO_LENGTH, LENGTH, TOO_LONG), codings joined, 100-continue.
         self._hosts = 0
         self._length = NO_LENGTH
         self._codings: bytes | None = None
+        self._expects = False
 
     @property
     def failed(self) -> bool:
@@ -468,6 +469,7 @@ class H1Protocol:
             self._hosts = 0
             self._length = NO_LENGTH
             self._codings = None
+            self._expects = False
         self._progressed = True
         request.target += url
         limit = self._limits.max_head_bytes
@@ -518,7 +520,8 @@ class H1Protocol:
             codings = self._codings
             self._codings = value if codings is None else codings + b"," + value
         elif kind == EXPECT:
-            request.expects_continue = value.lower() == b"100-continue"
+            # Said once the head is whole (``next_event`` answers it with CONTINUE).
+            self._expects = value.lower() == b"100-continue"
         else:
             request.upgrade = value
 
@@ -536,9 +539,8 @@ class H1Protocol:
                 raise ProtocolError(f"HTTP/{version} is not supported over this connection", 505)
             raise ProtocolError(f"HTTP/{version} requests are not served")
         request.keep_alive = parser.should_keep_alive()
-        if request.expects_continue and version != "1.1":
-            # RFC 9110 §10.1.1: never a 100 (Continue) to an HTTP/1.0 client.
-            request.expects_continue = False
+        # RFC 9110 §10.1.1: never a 100 (Continue) to an HTTP/1.0 client.
+        request.expects_continue = self._expects and version == "1.1"
         length = self._length
         if length == TOO_LONG:
             limit = self._limits.max_body_bytes
