@@ -109,8 +109,10 @@ class AsgiExchange:
         body: bytes,
         headers: Iterable[tuple[bytes, bytes]] = (),
         content_type: bytes | None = JSON,
+        *,
+        batched: bool = False,
     ) -> None:
-        """Send a whole response."""
+        """Send a whole response (the ASGI server decides when it is written)."""
         # A 204 carries no Content-Length at all (RFC 9110 §8.6).
         response_headers = (
             [*headers] if status == 204 else [(b"content-length", b"%d" % len(body)), *headers]

@@ -86,8 +86,15 @@ class Exchange(Protocol):
         body: bytes,
         headers: Iterable[tuple[bytes, bytes]] = (),
         content_type: bytes | None = JSON,
+        *,
+        batched: bool = False,
     ) -> None:
-        """Send a whole response (``content_type`` goes with a body that is not empty)."""
+        """Send a whole response (``content_type`` goes with a body that is not empty).
+
+        ``batched``: the answer reached this task from another one, which woke it in the
+        same scheduler batch as the other answers of that batch: the server need not
+        hold the write back to gather them.
+        """
         ...
 
     async def begin(self, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:

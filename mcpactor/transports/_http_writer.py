@@ -65,7 +65,10 @@ async def write_stream(
                 # disconnect (that is a task per request); a client that leaves now loses
                 # nothing it could have resumed.
                 try:
-                    first = await attachment.get()
+                    first = attachment.next_nowait()
+                    woken = first is None
+                    if woken:
+                        first = await attachment.get()
                 except trio.EndOfChannel:
                     first = None
                 if first is not None and first[2] and not attachment.stream.sse:
@@ -73,9 +76,12 @@ async def write_stream(
                     challenge = step_up(data) if step_up is not None else None
                     METRICS.sent("http", len(data))
                     if challenge is not None:
-                        await exchange.respond(403, data, [*headers, *challenge])
-                    else:
-                        await exchange.respond(200, data, headers)
+                        headers = [*headers, *challenge]
+                    # Woken by the answer's sender, with the other answers it sent in
+                    # its batch: they leave together without a further turn.
+                    await exchange.respond(
+                        403 if challenge is not None else 200, data, headers, batched=woken
+                    )
                     return
                 opening = await _open_post(
                     exchange, session, attachment, headers, first, retry_ms, json_only, preamble

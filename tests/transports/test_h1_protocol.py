@@ -24,6 +24,7 @@ from mcpactor.transports.h1 import (
     Request,
     Response,
     Upgrade,
+    _rules,
 )
 
 LIMITS = Limits(max_head_bytes=4096, max_headers=20, max_body_bytes=2048)
@@ -469,3 +470,45 @@ def test_the_server_imports_nothing_of_the_runtime_or_json_rpc() -> None:
             if name.startswith("mcpactor"):
                 found.add(name)
     assert found <= ALLOWED
+
+
+def test_header_names_past_the_remembered_ones_are_read_the_same() -> None:
+    # Names are remembered lowered and classified, up to a bound: the names that come
+    # after the table is full (off the wire, any number) are worked out each time, and a
+    # framing field among them is still checked.
+    names = _rules.NAMES
+    kept = dict(names)
+    names.clear()
+    try:
+        limits = Limits(max_headers=20)
+        for first in range(0, _rules.MAX_NAMES + 40, 16):
+            extra = b"".join(b"X-Name-%d: %d\r\n" % (n, n) for n in range(first, first + 16))
+            [request], error = feed(H1Protocol(limits), [get(extra=extra)])
+            assert error is None
+            assert request.headers == {"host": "h"} | {
+                f"x-name-{n}": str(n) for n in range(first, first + 16)
+            }
+            assert request.raw_headers[1] == (b"x-name-%d" % first, b"%d" % first)
+        assert len(names) == _rules.MAX_NAMES
+        _, error = feed(H1Protocol(limits), [get(extra=b"HOST: again\r\n")])
+        assert error is not None
+        assert error.message == "more than one Host header"
+        too_long = b"POST / HTTP/1.1\r\nHost: h\r\nCONTENT-length: 5000000\r\n\r\n"
+        _, error = feed(H1Protocol(limits), [too_long])
+        assert error is not None
+        assert error.error_status_hint == 413
+    finally:
+        names.clear()
+        names.update(kept)
+
+
+def test_100_continue_is_asked_for_only_once_the_head_is_whole() -> None:
+    # The Expect field is read before the rest of the head: no CONTINUE until the head
+    # is complete (and checked), however the bytes are split.
+    head = post(extra=b"Expect: 100-continue\r\n")[:-5]
+    for cut in range(len(head) - 1):
+        protocol = H1Protocol(LIMITS)
+        protocol.receive_data(head[:cut])
+        assert protocol.next_event() is NEED_DATA
+        protocol.receive_data(head[cut:])
+        assert protocol.next_event() is CONTINUE

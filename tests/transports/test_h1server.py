@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from mcpactor.runtime import StartGate
 from mcpactor.transports.h1 import H1Config, serve_h1
-from mcpactor.transports.h1._connection import OPS_PER_CHECKPOINT, Connection, ServerState
+from mcpactor.transports.h1._connection import (
+    OPS_PER_CHECKPOINT,
+    Connection,
+    Exchange,
+    Handler,
+    ServerState,
+)
 from mcpactor.transports.h1._protocol import H1Protocol
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
@@ -58,7 +64,7 @@ def json_error_body(status: int, message: str) -> tuple[bytes, bytes]:
 
 @asynccontextmanager
 async def running(
-    app: App, *, intake: StartGate | None = None, **config: Any
+    app: App, *, intake: StartGate | None = None, handle: Handler | None = None, **config: Any
 ) -> AsyncIterator[tuple[int, trio.Event]]:
     shutdown = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -73,6 +79,7 @@ async def running(
                 graceful_timeout=5,
                 error_body=json_error_body,
                 intake=intake,
+                handle=handle,
             )
         )
         yield port, shutdown
@@ -764,6 +771,40 @@ async def test_whole_responses_finished_together_leave_together(events: list[str
     assert answers == {n: b"%d" % n for n in range(clients)}
     # Released in one batch, every answer is given before the first one is written.
     assert events == ["answer"] * clients + ["write"] * clients
+
+
+async def test_a_batched_response_is_written_without_a_turn(events: list[str]) -> None:
+    # An answer that another task woke its connection with (a session's) left that
+    # task's batch with the others: it is written at once, before the next is given.
+    arrived = 0
+    all_arrived = trio.Event()
+    clients = 4
+
+    async def handle(exchange: Exchange) -> None:
+        nonlocal arrived
+        arrived += 1
+        if arrived == clients:
+            all_arrived.set()
+        await all_arrived.wait()
+        events.append("answer")
+        await exchange.respond(200, exchange.body, batched=True)
+
+    answers: dict[int, bytes] = {}
+
+    async def client(n: int, port: int) -> None:
+        async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+            await stream.send_all(post("/", b"%d" % n))
+            answers[n] = (await Reader(stream).response())[2]
+
+    with trio.fail_after(10):
+        async with (
+            running(echo_app, handle=handle) as (port, _),
+            trio.open_nursery() as nursery,
+        ):
+            for n in range(clients):
+                nursery.start_soon(client, n, port)
+    assert answers == {n: b"%d" % n for n in range(clients)}
+    assert events == ["answer", "write"] * clients
 
 
 async def test_a_lone_connections_response_is_written_at_once(events: list[str]) -> None:

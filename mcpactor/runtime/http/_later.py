@@ -26,17 +26,23 @@ TICK: Final = 0.001
 class Later(Generic[T]):
     """Entries handed to ``run``'s callback ``delay`` seconds after ``add``, in order."""
 
-    __slots__ = ("_waits", "_watched", "delay", "tick")
+    __slots__ = ("_clock", "_waits", "_watched", "delay", "tick")
 
     def __init__(self, delay: float, *, tick: float = TICK) -> None:
         self.delay = delay
         self.tick = tick
         self._waits: collections.deque[tuple[float, T]] = collections.deque()
         self._watched = trio.Event()
+        # The run's clock, once known (trio.current_time is three calls down to it):
+        # entries may be added for every request.
+        self._clock: trio.abc.Clock | None = None
 
     def add(self, entry: T) -> None:
         """Hand ``entry`` over once ``delay`` seconds have passed."""
-        self._waits.append((trio.current_time() + self.delay, entry))
+        clock = self._clock
+        if clock is None:
+            clock = self._clock = trio.lowlevel.current_clock()
+        self._waits.append((clock.current_time() + self.delay, entry))
         if len(self._waits) == 1:
             self._watched.set()
 

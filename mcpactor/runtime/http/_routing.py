@@ -153,10 +153,10 @@ class Routing:
         by_request = self.by_request
         for request_id in request_ids:
             by_request[request_id] = stream
-        # ``attach``, for a stream nobody held before.
+        # ``attach``, for a stream nobody held before (``last_active`` is left to the
+        # session's ``feed``, which hands the POST's requests over next).
         attachment = stream.conn = Attachment(stream)
         self.connections += 1
-        self.last_active = self.clock.current_time()
         if self.ended:
             # The session ended while this POST was on its way: its connection ends.
             self.detach(stream, attachment)
@@ -344,11 +344,13 @@ class Routing:
             return
         final = False
         if is_response:
+            by_request = self.by_request
+            pending = stream.pending
             for request_id in answered_ids(payload) if answered is None else answered:
-                if self.by_request.get(request_id) is stream:
-                    del self.by_request[request_id]
-                    stream.pending.discard(request_id)
-            final = not stream.pending
+                if by_request.get(request_id) is stream:
+                    del by_request[request_id]
+                    pending.discard(request_id)
+            final = not pending
             self.last_active = self.clock.current_time()
             if unwritten is not None and answered and stream.conn is not None:
                 # Written when the connection lets go of the stream, after its last write.

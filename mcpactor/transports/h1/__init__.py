@@ -1,6 +1,7 @@
 """mcpactor's own HTTP/1.1 server: a sans-io protocol and a thin trio driver.
 
-``_protocol`` (bytes in, requests out; a response's parts in, bytes out) does no I/O;
+``_protocol`` (bytes in, requests out; a response's parts in, bytes out; its limits and
+framing rules in ``_rules``) does no I/O;
 ``_connection`` drives it on a socket and hands each request, which is also the way to
 answer it (an ``Exchange``), to the app: its exchange handler, or its ASGI callable,
 ``_tls`` is the same connection over TLS, ``_websocket`` serves upgrades with wsproto,

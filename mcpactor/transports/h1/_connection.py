@@ -299,13 +299,19 @@ class Connection:
                 elif self.eof:
                     return None
                 else:
+                    data: bytes | None = None
                     if waiting and self.wait_first:
                         # Nothing of the next request is here yet, and the client sends
                         # it only after reading our last answer: a read now would almost
                         # always fail (a system call and an exception per request).
                         await trio.lowlevel.wait_readable(self.fd)
                         self.unyielded = 0
-                    data = await self._read()
+                        try:  # readable now: ``_read``'s first read, without its frame
+                            data = self.sock.recv(READ_SIZE)
+                        except OSError as exc:
+                            data = None if isinstance(exc, BlockingIOError) else b""
+                    if data is None:
+                        data = await self._read()
                     if not data:
                         self.eof = True
                         return None
@@ -354,7 +360,7 @@ class Connection:
         if self.broken:
             return
         sock = self.sock
-        view = memoryview(data)
+        view: bytes | memoryview = data  # a view only if a write is partial
         deadline: float | None = None
         try:
             while True:
@@ -373,7 +379,7 @@ class Connection:
                     return
                 if sent == len(view):
                     break
-                view = view[sent:]
+                view = (view if type(view) is memoryview else memoryview(view))[sent:]
         except OSError:
             # The client left; what the app still sends goes nowhere (it hears of the
             # disconnect through ``receive``).
@@ -509,6 +515,8 @@ class Exchange(Request):
         body: bytes,
         headers: Iterable[tuple[bytes, bytes]] = (),
         content_type: bytes | None = _JSON,
+        *,
+        batched: bool = False,
     ) -> None:
         """Send a whole response (``content_type`` goes with a body that is not empty)."""
         if content_type is not None and body:
@@ -517,12 +525,12 @@ class Exchange(Request):
         server = connection.server
         self.start(status, headers, server.date)
         data = self.frame(body, False, server.draining)
-        if server.connections > 1:
+        if server.connections > 1 and not batched:
             # With other connections open, a whole response waits one turn of the
             # scheduler, so that the responses finished in one batch leave together: the
             # write that wakes a sleeping client pays for its wakeup (on loopback, all of
-            # it), and a burst wakes it once rather than once per response. Alone, the
-            # turn would be all it added.
+            # it), and a burst wakes it once rather than once per response. Alone, or
+            # ``batched`` (handed over by another task with the rest of its batch), none.
             await trio.lowlevel.cancel_shielded_checkpoint()
         await connection._write(data)
 

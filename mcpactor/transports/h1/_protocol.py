@@ -44,7 +44,21 @@ from typing import Final
 import attrs
 import httptools
 
-from .._security import parse_host
+from ._rules import (
+    CONTENT_LENGTH,
+    EXPECT,
+    HOST,
+    LENGTH,
+    NAMES,
+    NO_LENGTH,
+    TOO_LONG,
+    TRANSFER_ENCODING,
+    Limits,
+    ProtocolError,
+    absolute_form,
+    check_codings,
+    name_of,
+)
 
 __all__ = [
     "CONTINUE",
@@ -64,28 +78,11 @@ __all__ = [
 ]
 
 
-class ProtocolError(Exception):
-    """A request the server will not read: answer ``error_status_hint`` and close."""
-
-    def __init__(self, message: str, error_status_hint: int = 400) -> None:
-        super().__init__(message)
-        self.message = message
-        self.error_status_hint = error_status_hint
-
-
-@attrs.frozen(kw_only=True)
-class Limits:
-    """What one request may hold; past a limit the protocol refuses it."""
-
-    #: the largest request head (request line and headers), in bytes (431 above it)
-    max_head_bytes: int = 64 * 1024
-    #: the most header fields in one request, trailers included (431 above it)
-    max_headers: int = 100
-    #: the largest request body, in bytes (413 above it)
-    max_body_bytes: int = 4 * 1024 * 1024
-
-
 _status_lines: dict[int, bytes] = {}
+# The head lines of the fields responses carry again and again (content types, CORS):
+# (name, value) -> its line, at most this many (the rest are built each time).
+_MAX_FIELD_LINES: Final = 256
+_FIELD_LINES: dict[tuple[bytes, bytes], bytes] = {}
 
 
 def status_line(status: int) -> bytes:
@@ -178,17 +175,27 @@ class Framing:
                 self.keep_alive = False
             parts = [_status_lines.get(status) or status_line(status)]
             has_length = False
-            for name, value in headers:
-                lowered = name.lower()
-                if lowered == b"content-length":
-                    has_length = True
-                elif lowered == b"connection":
-                    if value.lower() == b"close":
-                        self.keep_alive = False
-                    continue
-                elif lowered == b"transfer-encoding":
-                    continue
-                parts.append(name + b": " + value + b"\r\n")
+            lines = _FIELD_LINES
+            for field in headers:
+                try:
+                    line = lines.get(field)
+                except TypeError:  # not hashable: an ASGI app's list, say
+                    line = None
+                if line is None:
+                    name, value = field
+                    lowered = name.lower()
+                    if lowered == b"connection":
+                        if value.lower() == b"close":
+                            self.keep_alive = False
+                        continue
+                    if lowered == b"transfer-encoding":
+                        continue
+                    line = name + b": " + value + b"\r\n"
+                    if lowered == b"content-length":
+                        has_length = True
+                    elif type(field) is tuple and len(lines) < _MAX_FIELD_LINES:
+                        lines[field] = line
+                parts.append(line)
             parts.append(self.date)
             if not has_length and status not in (204, 304) and status >= 200:
                 if not more:
@@ -333,9 +340,13 @@ class H1Protocol:
     """
 
     __slots__ = (
+        "_codings",
         "_error",
         "_events",
+        "_expects",
         "_head_size",
+        "_hosts",
+        "_length",
         "_limits",
         "_parser",
         "_parsing",
@@ -364,6 +375,12 @@ class H1Protocol:
         self._stalled = 0
         #: nothing of a next request has been read (the connection waits for one)
         self.idle = True
+        # What the request being read said, for ``on_headers_complete``: Host fields seen,
+        # Content-Length (NO_LENGTH, LENGTH, TOO_LONG), codings joined, 100-continue.
+        self._hosts = 0
+        self._length = NO_LENGTH
+        self._codings: bytes | None = None
+        self._expects = False
 
     @property
     def failed(self) -> bool:
@@ -450,6 +467,10 @@ class H1Protocol:
             request = self._parsing = self._request_class()
             self.idle = False
             self._head_size = 0
+            self._hosts = 0
+            self._length = NO_LENGTH
+            self._codings = None
+            self._expects = False
         self._progressed = True
         request.target += url
         limit = self._limits.max_head_bytes
@@ -475,7 +496,35 @@ class H1Protocol:
             # request's headers, or a Host, Authorization or Mcp-Session-Id sent after
             # the body would pass checks it never met. Nothing here uses trailers.
             return
-        request.raw_headers.append((name.lower(), value))
+        # Clients send the same few names on every request: each is lowered, decoded
+        # and classified once (``NAMES``), and the field goes into both views here.
+        named = NAMES.get(name)
+        if named is None:
+            named = name_of(name)
+        lowered, key, kind = named
+        request.raw_headers.append((lowered, value))
+        text = value.decode("latin-1")
+        headers = request.headers
+        headers[key] = headers[key] + ", " + text if key in headers else text
+        if not kind:
+            return
+        # A field that says how the request is framed or what it asks of the connection:
+        # noted for ``on_headers_complete``, which checks it once the version is known.
+        if kind == HOST:
+            self._hosts += 1
+        elif kind == CONTENT_LENGTH:
+            if self._length != TOO_LONG:
+                limit = limits.max_body_bytes
+                too_long = value.strip().isdigit() and int(value) > limit
+                self._length = TOO_LONG if too_long else LENGTH
+        elif kind == TRANSFER_ENCODING:
+            codings = self._codings
+            self._codings = value if codings is None else codings + b"," + value
+        elif kind == EXPECT:
+            # Said once the head is whole (``next_event`` answers it with CONTINUE).
+            self._expects = value.lower() == b"100-continue"
+        else:
+            request.upgrade = value
 
     def on_headers_complete(self) -> None:
         request = self._parsing
@@ -491,38 +540,28 @@ class H1Protocol:
                 raise ProtocolError(f"HTTP/{version} is not supported over this connection", 505)
             raise ProtocolError(f"HTTP/{version} requests are not served")
         request.keep_alive = parser.should_keep_alive()
-        limit = self._limits.max_body_bytes
-        hosts = 0
-        length = False
-        codings: bytes | None = None
-        headers = request.headers
-        for name, value in request.raw_headers:
-            if name == b"content-length":
-                length = True
-                if value.strip().isdigit() and int(value) > limit:
-                    raise ProtocolError(f"request body larger than {limit} bytes", 413)
-            elif name == b"host":
-                hosts += 1
-            elif name == b"transfer-encoding":
-                codings = value if codings is None else codings + b"," + value
-            elif name == b"expect":
-                # RFC 9110 §10.1.1: never a 100 (Continue) to an HTTP/1.0 client.
-                request.expects_continue = version == "1.1" and value.lower() == b"100-continue"
-            elif name == b"upgrade":
-                request.upgrade = value
-            key = name.decode("latin-1")
-            text = value.decode("latin-1")
-            headers[key] = headers[key] + ", " + text if key in headers else text
+        # RFC 9110 §10.1.1: never a 100 (Continue) to an HTTP/1.0 client.
+        request.expects_continue = self._expects and version == "1.1"
+        length = self._length
+        if length == TOO_LONG:
+            limit = self._limits.max_body_bytes
+            raise ProtocolError(f"request body larger than {limit} bytes", 413)
+        hosts = self._hosts
         if hosts != 1 and (hosts or version == "1.1"):
             raise ProtocolError(
                 "more than one Host header" if hosts else "an HTTP/1.1 request needs a Host"
             )
+        codings = self._codings
         if codings is not None:
-            _check_codings(codings, version, length)
+            check_codings(codings, version, length == LENGTH)
         target = request.target
         if target[:1] != b"/" and target != b"*":
-            _absolute_form(request)
-            target = request.target
+            # RFC 9112 §3.2.2: the target's authority is the request's Host.
+            target, authority = absolute_form(target)
+            request.target = target
+            request.raw_headers = [(n, v) for n, v in request.raw_headers if n != b"host"]
+            request.raw_headers.append((b"host", authority))
+            request.headers["host"] = authority.decode("latin-1")
         raw_path, _, request.query_string = target.partition(b"?")
         path = request.path = raw_path.decode("latin-1")
         if "%" in path:
@@ -552,38 +591,6 @@ class H1Protocol:
         self._parsing = None
         self.idle = True
         self._events.append(request)
-
-
-def _check_codings(codings: bytes, version: str, length: bool) -> None:
-    # RFC 9112 §6: chunked, once and last, is the only framing read here.
-    if version == "1.0":
-        # §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
-        raise ProtocolError("Transfer-Encoding in an HTTP/1.0 request")
-    if length:
-        # §6.3 allows a server to reject this outright; it is how requests are smuggled.
-        raise ProtocolError("Content-Length together with Transfer-Encoding")
-    parts = [part.strip().lower() for part in codings.split(b",")]
-    if parts[-1] != b"chunked" or parts.count(b"chunked") > 1:
-        raise ProtocolError("the last transfer coding must be chunked, and only it")
-    if len(parts) > 1:
-        raise ProtocolError("transfer codings other than chunked are not supported", 501)
-
-
-def _absolute_form(request: Request) -> None:
-    # RFC 9112 §3.2.2: the target's authority is the request's Host; only http(s) URLs
-    # with a valid authority are taken.
-    scheme, sep, rest = request.target.partition(b"://")
-    authority, slash, path = rest.partition(b"/")
-    if (
-        not sep
-        or scheme.lower() not in (b"http", b"https")
-        or parse_host(authority.decode("latin-1")) is None
-    ):
-        raise ProtocolError("malformed request target")
-    request.target = slash + path if slash else b"/" + path
-    request.raw_headers = [(n, v) for n, v in request.raw_headers if n != b"host"]
-    request.raw_headers.append((b"host", authority))
-    request.headers["host"] = authority.decode("latin-1")
 
 
 def _is_websocket(request: Request) -> bool:
