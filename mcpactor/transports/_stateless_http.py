@@ -39,7 +39,7 @@ from ..protocol import (
     error_message_for,
     serialize,
 )
-from ..runtime import LISTEN, METRICS, StatelessHost
+from ..runtime import LISTEN, StatelessHost
 from ..server import called_tool, check_param_headers, check_standard_headers
 from . import _sse
 from ._endpoint import Endpoint
@@ -135,8 +135,7 @@ async def serve_stateless_post(
     # The JSON answer: one document, its HTTP status read from its error.
     error = answer.get("error")
     status, cors = _error_status(app, error, data, cors) if type(error) is dict else (200, cors)
-    METRICS.sent("http", len(data))
-    await exchange.respond(status, data, cors)
+    await reply(exchange, status, data, cors)
 
 
 _NO_EVENTS: Final = (
