@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sized
+from collections.abc import Awaitable, Callable, Mapping, Sized
 from typing import Any, Final, Protocol
 
 import attrs
@@ -165,9 +165,12 @@ class ToolEntry:
                 raise
             _log.exception("tool %r failed", name)
             return error_result(f"tool {describe(name)} failed: {describe_error(exc)}")
+        output = self.output_validator
+        if type(value) is str and output is None:
+            # Most tools return text: the result every revision carries as it is.
+            return {"content": [{"type": "text", "text": value}]}
         if isinstance(value, InputRequired):
             end_round(value, revision)
-        output = self.output_validator
         structured = None
         if output is not None and not isinstance(value, CallToolResult):
             # What ``signature.structure_output`` returns, without a call per step.
@@ -223,8 +226,11 @@ class ToolCalls:
         self._tools = tools
         self._offers_tasks = offers_tasks
 
-    async def __call__(self, params: JSONObject, ctx: Context) -> JSONObject:
-        """Serve one ``tools/call``: the tool's result, or a task's ``CreateTaskResult``."""
+    def __call__(self, params: JSONObject, ctx: Context) -> Awaitable[JSONObject]:
+        """Serve one ``tools/call``: the tool's result, or a task's ``CreateTaskResult``.
+
+        What to await for it: the tool's own call (no frame of this one's in between).
+        """
         name = params.get("name")
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -236,8 +242,8 @@ class ToolCalls:
             check_scopes(tool.scopes, ctx.principal)
         if params.get("task") is not None or tool.execution.task_support == "required":
             # Only these can be a task (or be refused for not being one).
-            return await self._as_task(tool, params, ctx)
-        return await tool.call(params, ctx, self._settings)
+            return self._as_task(tool, params, ctx)
+        return tool.call(params, ctx, self._settings)
 
     async def _as_task(self, tool: ToolEntry, params: JSONObject, ctx: Context) -> JSONObject:
         task = _tasks.requested_task(
