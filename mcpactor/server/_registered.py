@@ -27,6 +27,7 @@ from .._exceptions import INVALID_PARAMS, CapabilityError, RequestError, ToolErr
 from ..auth import InsufficientScope
 from ..protocol import (
     MISSING_CLIENT_CAPABILITY,
+    WRAPPED_RESULT,
     CallToolResult,
     JSONObject,
     Revision,
@@ -77,6 +78,14 @@ SLOW_VALIDATION_BYTES: Final = 64 * 1024
 
 _log = logging.getLogger("mcpactor")
 
+# The output schema of a tool returning ``str``: any text is its wrapped result.
+_TEXT_OUTPUT_SCHEMA: Final = {
+    "type": "object",
+    "properties": {"result": {"type": "string"}},
+    "required": ["result"],
+    WRAPPED_RESULT: True,
+}
+
 
 class CallSettings(Protocol):
     """What a tool call reads of its Server each time (authors may change it)."""
@@ -109,6 +118,20 @@ class ToolEntry:
     cache: CacheHint | None = None
     #: the scopes a caller's token must grant to call it (none: anyone admitted)
     scopes: tuple[str, ...] = ()
+    #: whether any text it returns passes its output schema as is (``-> str``), so that
+    #: a text result needs no check: worked out once, from the fields above
+    text_output: bool = attrs.field(init=False, repr=False)
+
+    @text_output.default
+    def _text_output(self) -> bool:
+        output = self.output_validator
+        signature = self.signature
+        return (
+            output is not None
+            and signature.wraps_output
+            and signature.dump_output is None
+            and output.schema == _TEXT_OUTPUT_SCHEMA
+        )
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Tool`` object for ``tools/list`` at this revision."""
@@ -179,10 +202,19 @@ class ToolEntry:
             structured = value if dump is None else dump(value)
             if signature.wraps_output:
                 structured = {"result": structured}
-            if not output.passes_fast(structured):
+            if (type(value) is not str or not self.text_output) and not output.passes_fast(
+                structured
+            ):
                 broken = self._broken_output(output, structured)
                 if broken is not None:
                     return broken
+            if type(value) is str:
+                # Text with an output schema (``-> str``): what tool_result and
+                # adapt_tool_result make of it, built directly.
+                content = [{"type": "text", "text": value}]
+                if revision.structured_content:
+                    return {"content": content, "structuredContent": structured}
+                return {"content": content}
         result = tool_result(value, structured, has_output_schema=output is not None)
         return adapt_tool_result(result, revision)
 
