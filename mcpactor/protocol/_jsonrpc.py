@@ -564,5 +564,5 @@ def encode(value: JSONValue, limit: int | None = None) -> bytes:
     else:
         if limit is None or len(data) <= limit + 1:
             return data
-    data = serialize(value, limit)
-    return b"" if data is None else data + b"\n"
+    written = serialize(value, limit)
+    return b"" if written is None else written + b"\n"

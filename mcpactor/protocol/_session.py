@@ -202,7 +202,7 @@ class ServerSession:
             if reply is not None:
                 events.append(Send(reply, body.id))
             return events
-        if type(body) is Batch:
+        if isinstance(body, Batch):
             return self._receive_batch(body)
         reply = self._receive_one(body, events, None)
         if reply is not None:

@@ -377,7 +377,7 @@ class StatelessHost:
         else:
             assert isinstance(result, RequestError | ProtocolError)
             answer = exchange.respond_error(result.code, result.message, result.data)
-        return answer  # type: ignore[no-any-return]
+        return answer  # type: ignore[return-value]
 
     async def call(
         self,
