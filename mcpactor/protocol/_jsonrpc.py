@@ -92,6 +92,7 @@ JSONObject: TypeAlias = dict[str, Any]
 RequestId: TypeAlias = str | int
 
 _VERSION: Final = "2.0"
+_NEWLINE: Final = orjson.OPT_APPEND_NEWLINE
 
 
 @attrs.frozen(slots=True)
@@ -555,5 +556,13 @@ def encode(value: JSONValue, limit: int | None = None) -> bytes:
     What ``serialize`` cannot send at all is b"" (nothing to write); ``limit`` is as
     there (the newline is not counted, as a frame read is held to its limit without it).
     """
-    data = serialize(value, limit)
-    return b"" if data is None else data + b"\n"
+    try:
+        # The common case in one call: written with its newline, and within the limit.
+        data = orjson.dumps(value, option=_NEWLINE)
+    except TypeError:  # orjson.JSONEncodeError: serialize says what goes instead
+        pass
+    else:
+        if limit is None or len(data) <= limit + 1:
+            return data
+    written = serialize(value, limit)
+    return b"" if written is None else written + b"\n"

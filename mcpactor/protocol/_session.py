@@ -53,6 +53,7 @@ from ._jsonrpc import (
     RequestId,
     Response,
     batch_refusal,
+    classify,
     classify_body,
     error_message,
     result_message,
@@ -186,15 +187,23 @@ class ServerSession:
         """
         if self.phase is Phase.CLOSED:
             return []
-        body = classify_body(value)
-        if isinstance(body, Batch):
-            return self._receive_batch(body)
+        body: Body
+        if type(value) is dict:
+            # classify_body's first case, inline: every message of a session comes here.
+            try:
+                body = classify(value)
+            except RemoteProtocolError as exc:
+                body = exc
+        else:
+            body = classify_body(value)
         events: list[Event] = []
         if type(body) is Request:
             reply = self._receive_request(body, events, None)
             if reply is not None:
                 events.append(Send(reply, body.id))
             return events
+        if isinstance(body, Batch):
+            return self._receive_batch(body)
         reply = self._receive_one(body, events, None)
         if reply is not None:
             assert isinstance(body, RemoteProtocolError)
@@ -255,7 +264,9 @@ class ServerSession:
                 f"method not found: {describe(method)}",
                 {"method": bounded_value(method)},
             )
-        allowed = PHASE_RULES[self.phase].client_requests
+        # An operating session serves any method (the enum's hash is a Python call).
+        phase = self.phase
+        allowed = None if phase is Phase.OPERATING else PHASE_RULES[phase].client_requests
         if allowed is not None and method not in allowed:
             return error_message(
                 request.id,

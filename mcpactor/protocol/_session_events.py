@@ -21,7 +21,6 @@ from ._jsonrpc import (
     Request,
     RequestId,
     error_message,
-    result_message,
 )
 from ._negotiated import Negotiated
 
@@ -93,7 +92,8 @@ class Exchange:
         """Answer with ``result``; return what to write."""
         # _settle, unrolled: every answer comes here.
         request_id = self.request.id
-        message = result_message(request_id, result)
+        # result_message, inline.
+        message = {"jsonrpc": "2.0", "id": request_id, "result": result}
         in_flight = self._in_flight
         if in_flight is None:
             return message

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import trio
 
@@ -100,10 +100,14 @@ class Flight(Sessionless):
                 )
         await self.emit(Notification(method, params).to_json())
 
-    async def step(self, method: str, params: JSONObject | None, ctx: Context) -> JSONObject:
-        """Serve the request's method with ``params``: the innermost step of its chain."""
-        envelope = cast("Envelope", ctx.negotiated)
-        return await self._host.call(method, params, ctx, envelope, self._admitted)
+    def step(self, method: str, params: JSONObject | None, ctx: Context) -> Awaitable[JSONObject]:
+        """Serve the request's method with ``params``: the innermost step of its chain.
+
+        What to await for it: the host's call itself (no frame of this one's in between).
+        """
+        # A Flight's Context is negotiated with the request's envelope (no cast: a call).
+        envelope: Envelope = ctx.negotiated  # type: ignore[assignment]
+        return self._host.call(method, params, ctx, envelope, self._admitted)
 
     def cancel(self, reason: str) -> bool:
         """End the request as its client leaving would; False if it cannot be cancelled."""

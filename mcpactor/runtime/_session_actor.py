@@ -99,7 +99,7 @@ START_BACKLOG: Final = 16
 class StartGate:
     """Counts request actors in flight and not yet started; intake waits while many wait."""
 
-    __slots__ = ("_lot", "in_flight", "limit", "waiting")
+    __slots__ = ("_lot", "_parked", "in_flight", "limit", "waiting")
 
     def __init__(self, limit: int = START_BACKLOG) -> None:
         self.limit = limit
@@ -108,6 +108,8 @@ class StartGate:
         #: request actors spawned that have not ended
         self.in_flight = 0
         self._lot = trio.lowlevel.ParkingLot()
+        # Intakes in ``wait_turn`` (a plain count: the lot's own is a Python call away).
+        self._parked = 0
 
     def spawned(self) -> None:
         """Note a request actor handed to the scheduler."""
@@ -121,7 +123,7 @@ class StartGate:
     def started(self) -> None:
         """Note a request actor's first step; let one waiting intake go on if there is room."""
         self.waiting -= 1
-        if self._lot and self.waiting < self.limit:
+        if self._parked and self.waiting < self.limit:
             self._lot.unpark()
 
     @property
@@ -132,7 +134,11 @@ class StartGate:
     async def wait_turn(self) -> None:
         """Wait until request actors spawned earlier have started (at once if few wait)."""
         if self.waiting >= self.limit:
-            await self._lot.park()
+            self._parked += 1
+            try:
+                await self._lot.park()
+            finally:
+                self._parked -= 1
             # With no request actor left to start, no start will let the next intake go:
             # this one may start none (a notification, a GET, a refusal), so pass the
             # turn on now rather than leave the others parked.
@@ -166,6 +172,7 @@ class SessionActor:
 
     # No instance dict: a resting session should cost little more than its state.
     __slots__ = (
+        "_clock",
         "_closing",
         "_flights",
         "_idle",
@@ -240,6 +247,8 @@ class SessionActor:
         self._notified = NotificationHandlers(server, self.core, peer)
         # This trio run's counts of request actors, started and in flight (set by ``run``).
         self._starts = _NO_GATE
+        # This trio run's clock (set by ``run``): asked twice per request.
+        self._clock: trio.abc.Clock | None = None
         METRICS.session_opened()
 
     def _capabilities(self, revision: Revision) -> JSONObject:
@@ -313,6 +322,7 @@ class SessionActor:
         if outbox is not None:
             self._outbox = self.peer.outbox = Outbox.of(outbox)
         self._starts = current_start_gate()
+        self._clock = trio.lowlevel.current_clock()
         self.register()
         final = True
         try:
@@ -464,7 +474,8 @@ class SessionActor:
         self, exchange: Exchange, scope: trio.CancelScope, arrived: float | None
     ) -> None:
         # First, before anything can wait: an intake held back for this start goes on.
-        self._starts.started()
+        starts = self._starts
+        starts.started()
         request = exchange.request
         negotiated = exchange.negotiated
         request_id = request.id
@@ -478,9 +489,10 @@ class SessionActor:
             meta if isinstance(meta, dict) else None,
             self.server,
         )
-        # The run's clock, asked once for both (trio.current_time is three calls down).
-        # Its latency counts from when the transport read it, when the transport says.
-        clock = trio.lowlevel.current_clock()
+        # The run's clock (trio.current_time is three calls down to it). Its latency
+        # counts from when the transport read it, when the transport says.
+        clock = self._clock
+        assert clock is not None  # requests are started only while the actor runs
         started = clock.current_time() if arrived is None else arrived
         self._flights[request_id] = (started, request, ctx)
         reply: JSONValue | None = None
@@ -523,7 +535,7 @@ class SessionActor:
             # Idle only once the reply is queued: a full outbox must not let shutdown cut
             # off the answer of a handler that finished within the grace period.
             self._serving -= 1
-            self._starts.ended()
+            starts.ended()
             if not self._serving and self._idle is not None:
                 self._idle.set()
                 self._idle = None

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
@@ -376,7 +376,7 @@ class StatelessHost:
         else:
             assert isinstance(result, RequestError | ProtocolError)
             answer = exchange.respond_error(result.code, result.message, result.data)
-        return cast(JSONObject, answer)
+        return answer  # type: ignore[return-value]
 
     async def call(
         self,

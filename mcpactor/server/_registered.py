@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sized
+from collections.abc import Awaitable, Callable, Mapping, Sized
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
@@ -27,6 +27,7 @@ from .._exceptions import INVALID_PARAMS, CapabilityError, RequestError, ToolErr
 from ..auth import InsufficientScope
 from ..protocol import (
     MISSING_CLIENT_CAPABILITY,
+    WRAPPED_RESULT,
     CallToolResult,
     JSONObject,
     Revision,
@@ -80,6 +81,14 @@ SLOW_VALIDATION_BYTES: Final = 64 * 1024
 
 _log = logging.getLogger("mcpactor")
 
+# The output schema of a tool returning ``str``: any text is its wrapped result.
+_TEXT_OUTPUT_SCHEMA: Final = {
+    "type": "object",
+    "properties": {"result": {"type": "string"}},
+    "required": ["result"],
+    WRAPPED_RESULT: True,
+}
+
 
 class CallSettings(Protocol):
     """What a tool call reads of its Server each time (authors may change it)."""
@@ -112,6 +121,20 @@ class ToolEntry:
     cache: CacheHint | None = None
     #: the scopes a caller's token must grant to call it (none: anyone admitted)
     scopes: tuple[str, ...] = ()
+    #: whether any text it returns passes its output schema as is (``-> str``), so that
+    #: a text result needs no check: worked out once, from the fields above
+    text_output: bool = attrs.field(init=False, repr=False)
+
+    @text_output.default
+    def _text_output(self) -> bool:
+        output = self.output_validator
+        signature = self.signature
+        return (
+            output is not None
+            and signature.wraps_output
+            and signature.dump_output is None
+            and output.schema == _TEXT_OUTPUT_SCHEMA
+        )
 
     def wire(self, revision: Revision) -> JSONObject:
         """The ``Tool`` object for ``tools/list`` at this revision."""
@@ -168,9 +191,12 @@ class ToolEntry:
                 raise
             _log.exception("tool %r failed", name)
             return error_result(f"tool {describe(name)} failed: {describe_error(exc)}")
+        output = self.output_validator
+        if type(value) is str and output is None:
+            # Most tools return text: the result every revision carries as it is.
+            return {"content": [{"type": "text", "text": value}]}
         if isinstance(value, InputRequired):
             end_round(value, revision)
-        output = self.output_validator
         structured = None
         if output is not None and not isinstance(value, CallToolResult):
             # What ``signature.structure_output`` returns, without a call per step.
@@ -179,10 +205,19 @@ class ToolEntry:
             structured = value if dump is None else dump(value)
             if signature.wraps_output:
                 structured = {"result": structured}
-            if not output.passes_fast(structured):
+            if (type(value) is not str or not self.text_output) and not output.passes_fast(
+                structured
+            ):
                 broken = self._broken_output(output, structured)
                 if broken is not None:
                     return broken
+            if type(value) is str:
+                # Text with an output schema (``-> str``): what tool_result and
+                # adapt_tool_result make of it, built directly.
+                content = [{"type": "text", "text": value}]
+                if revision.structured_content:
+                    return {"content": content, "structuredContent": structured}
+                return {"content": content}
         result = tool_result(value, structured, has_output_schema=output is not None)
         return adapt_tool_result(result, revision)
 
@@ -226,8 +261,11 @@ class ToolCalls:
         self._tools = tools
         self._offers_tasks = offers_tasks
 
-    async def __call__(self, params: JSONObject, ctx: Context) -> JSONObject:
-        """Serve one ``tools/call``: the tool's result, or a task's ``CreateTaskResult``."""
+    def __call__(self, params: JSONObject, ctx: Context) -> Awaitable[JSONObject]:
+        """Serve one ``tools/call``: the tool's result, or a task's ``CreateTaskResult``.
+
+        What to await for it: the tool's own call (no frame of this one's in between).
+        """
         name = params.get("name")
         tool = self._tools.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -239,8 +277,8 @@ class ToolCalls:
             check_scopes(tool.scopes, ctx.principal)
         if params.get("task") is not None or tool.execution.task_support == "required":
             # Only these can be a task (or be refused for not being one).
-            return await self._as_task(tool, params, ctx)
-        return await tool.call(params, ctx, self._settings)
+            return self._as_task(tool, params, ctx)
+        return tool.call(params, ctx, self._settings)
 
     async def _as_task(self, tool: ToolEntry, params: JSONObject, ctx: Context) -> JSONObject:
         task = _tasks.requested_task(

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import collections
 import errno
 import logging
 import os
@@ -20,6 +21,7 @@ import stat
 from collections.abc import Callable
 from typing import Final
 
+import outcome
 import trio
 
 from ..protocol import describe, encode
@@ -46,10 +48,13 @@ class PipeSink:
     """
 
     __slots__ = (
+        "_blocked",
+        "_capacity",
+        "_ended",
+        "_frames",
         "_pipe",
-        "_queue",
-        "_queue_in",
         "_stream",
+        "_writer",
         "broken",
         "closed",
         "max_message_bytes",
@@ -67,7 +72,16 @@ class PipeSink:
         self._stream = stream
         # A stream that writes without waiting is written at once when the sink is idle.
         self._pipe = stream if isinstance(stream, Pipe) else None
-        self._queue_in, self._queue = trio.open_memory_channel[bytes](capacity)
+        # The frames for the writer task (a deque and a wake-up: a memory channel's
+        # bookkeeping, per frame and per wake-up, is most of what a queued frame costs).
+        self._frames: collections.deque[bytes] = collections.deque()
+        self._capacity = capacity
+        # The writer task while it waits for a frame.
+        self._writer: trio.lowlevel.Task | None = None
+        # Senders waiting for room in a full queue, with their frames, in order.
+        self._blocked: collections.deque[tuple[trio.lowlevel.Task, bytes]] = collections.deque()
+        # The writer task is gone: what waits for room would wait forever.
+        self._ended = False
         #: the longest message written: a longer response goes as an error response
         self.max_message_bytes = max_message_bytes
         #: frames handed to the writer task and not yet written
@@ -88,6 +102,7 @@ class PipeSink:
 
         Raises:
             trio.ClosedResourceError: once the sink is closed.
+            trio.BrokenResourceError: the writer task is gone (the sink was not closed).
         """
         if self.closed:
             raise trio.ClosedResourceError("the pipe's sink is closed")
@@ -117,37 +132,125 @@ class PipeSink:
                 # so there is room for it.
                 data = data[written:]
         self.queued += 1
+        frames = self._frames
+        if len(frames) < self._capacity and not self._blocked and not self._ended:
+            frames.append(data)
+            writer = self._writer
+            if writer is not None:
+                # _wake_writer, inline: most frames come this way.
+                self._writer = None
+                trio.lowlevel.reschedule(writer)
+            return
         try:
-            self._queue_in.send_nowait(data)
-        except trio.WouldBlock:
-            try:
-                await self._queue_in.send(data)
-            except BaseException:
-                self.queued -= 1
-                raise
+            await self._wait_for_room(data)
+        except BaseException:
+            self.queued -= 1
+            raise
+
+    async def _wait_for_room(self, data: bytes) -> None:
+        # The queue is full (or others wait for room already): the frame waits its turn,
+        # first come first served, and the writer queues it once it has taken frames.
+        if self._ended:
+            raise trio.BrokenResourceError("the pipe's writer is gone")
+        await trio.lowlevel.checkpoint_if_cancelled()
+        frames, blocked = self._frames, self._blocked
+        if len(frames) < self._capacity and not blocked:
+            frames.append(data)
+            self._wake_writer()
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return
+        entry = (trio.lowlevel.current_task(), data)
+        blocked.append(entry)
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            blocked.remove(entry)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def _take_blocked(self) -> None:
+        # Queue the frames of senders waiting for room while there is room, in order.
+        frames, blocked = self._frames, self._blocked
+        while blocked and len(frames) < self._capacity:
+            task, data = blocked.popleft()
+            frames.append(data)
+            trio.lowlevel.reschedule(task)
+
+    def _wake_writer(self) -> None:
+        writer = self._writer
+        if writer is not None:
+            self._writer = None
+            trio.lowlevel.reschedule(writer)
 
     async def drain(self) -> None:
         """Write what is queued, as it comes, until the sink is closed and emptied."""
-        queue = self._queue
-        async with queue:
-            async for data in queue:
-                chunk = [data]
-                while len(chunk) < _MAX_BATCH:
-                    try:
-                        chunk.append(queue.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
+        frames = self._frames
+        try:
+            while True:
+                if not frames:
+                    if self.closed:
+                        return
+                    await self._wait_for_frames()
+                    continue
+                if len(frames) == 1:
+                    taken = 1
+                    data = frames.popleft()
+                else:
+                    taken = min(len(frames), _MAX_BATCH)
+                    data = b"".join([frames.popleft() for _ in range(taken)])
+                if self._blocked:
+                    self._take_blocked()
                 if not self.broken:
                     # Dropped once broken: senders never wait on a client that left.
-                    await self._write(b"".join(chunk))
-                self.queued -= len(chunk)
+                    await self._write(data)
+                self.queued -= taken
+        finally:
+            self._ended = True
+            self._fail_blocked()
+
+    async def _wait_for_frames(self) -> None:
+        self._writer = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self._writer = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
     def close(self) -> None:
         """Say that nothing more will be sent; ``drain`` ends after what is queued."""
         self.closed = True
-        self._queue_in.close()
+        self._wake_writer()
+        self._fail_blocked()
+
+    def _fail_blocked(self) -> None:
+        # Senders still waiting for room: their frames will never be written.
+        blocked = self._blocked
+        while blocked:
+            task, _ = blocked.popleft()
+            error: Exception
+            if self.closed:
+                error = trio.ClosedResourceError("the pipe's sink is closed")
+            else:
+                error = trio.BrokenResourceError("the pipe's writer is gone")
+            trio.lowlevel.reschedule(task, outcome.Error(error))
 
     async def _write(self, data: bytes) -> None:
+        pipe = self._pipe
+        if pipe is not None:
+            # What the pipe takes now needs no scope: no checkpoint can cut it in half.
+            try:
+                written = pipe.write_nowait(data)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                self._lose()
+                return
+            if written:
+                METRICS.sent("stdio", written)
+                if written == len(data):
+                    return
+                data = data[written:]
         # One scope both shields the write (a frame is never cut in half) and bounds it.
         deadline = trio.current_time() + _WRITE_TIMEOUT
         try:

@@ -117,7 +117,7 @@ async def read_input(
                     else:
                         assert type(frame) is FrameTooLong
                         item = frame.to_exception()
-                    if route(item):
+                    if route(item, arrived):
                         continue
                     # Within a run, while the inbox has room, a frame costs no trip
                     # through the scheduler.
@@ -170,8 +170,11 @@ class PipeRouter:
         session = self._session
         return not (self._session_used and session is not None and session.requests_in_flight)
 
-    def __call__(self, item: JSONValue | ProtocolError) -> bool:
-        """Take ``item`` if it is a stateless request or cancels one; else leave it."""
+    def __call__(self, item: JSONValue | ProtocolError, arrived: float | None = None) -> bool:
+        """Take ``item`` if it is a stateless request or cancels one; else leave it.
+
+        ``arrived``: when it was read (trio's clock), where a request's latency counts from.
+        """
         if type(item) is dict:
             params = item.get("params")
             if "id" in item:
@@ -194,7 +197,8 @@ class PipeRouter:
                     # Taken now, served even if the input ends before its task first runs.
                     # The host's serve is the task itself (arguments by position:
                     # start_soon takes no keywords): envelope, principal and keep-alive
-                    # are its defaults.
+                    # are its defaults; its latency counts from when it was read, as a
+                    # session's request's does.
                     self._nursery.start_soon(
                         self._serve,
                         Request(request_id, method, params),
@@ -205,6 +209,7 @@ class PipeRouter:
                         scope,
                         not self.host.stopping,
                         self._request_done,
+                        arrived,
                         name=_TASK_NAME,
                     )
                     return True

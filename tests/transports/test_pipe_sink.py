@@ -218,3 +218,63 @@ async def test_a_lone_requests_answer_is_written_by_its_own_task(
             await client_out.aclose()
     # With nothing else in flight, each answer went out in the task that made it.
     assert [written for request_id, written in taken if request_id in (1, 2)] == [True, True]
+
+
+async def test_senders_waiting_for_room_fail_as_on_a_closed_channel_when_it_closes() -> None:
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, _F_SETPIPE_SZ, 4096)
+    stream = trio.lowlevel.FdStream(write_fd)
+    sink = pipe_sink(stream)
+    failed: list[int] = []
+
+    async def sender(n: int) -> None:
+        try:
+            await sink.send(message(n))
+        except trio.ClosedResourceError:
+            failed.append(n)
+
+    try:
+        async with stream, trio.open_nursery() as nursery:
+            # No writer runs: the first frame fills the pipe, the queue (4) fills behind
+            # it, and the next two senders wait for room.
+            await sink.send(message(1, size=6000))
+            for n in (2, 3, 4):
+                await sink.send(message(n))
+            assert sink.queued == 4
+            for n in (5, 6):
+                nursery.start_soon(sender, n)
+                await trio.testing.wait_all_tasks_blocked()
+            assert sink.queued == 6
+            sink.close()
+        assert sorted(failed) == [5, 6]
+        assert sink.queued == 4
+    finally:
+        os.close(read_fd)
+
+
+async def test_senders_waiting_for_room_go_out_in_the_order_they_came() -> None:
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, _F_SETPIPE_SZ, 4096)
+    os.set_blocking(read_fd, False)
+    stream = trio.lowlevel.FdStream(write_fd)
+    sink = pipe_sink(stream)
+    try:
+        async with stream, trio.open_nursery() as nursery:
+            await sink.send(message(1, size=6000))
+            for n in (2, 3, 4):
+                await sink.send(message(n))
+            for n in (5, 6, 7):
+                nursery.start_soon(sink.send, message(n))
+                await trio.testing.wait_all_tasks_blocked()
+            # The writer starts: the waiting senders' frames follow the queued ones.
+            nursery.start_soon(sink.drain)
+            received = bytearray()
+            while received.count(b"\n") < 7:
+                await trio.lowlevel.wait_readable(read_fd)
+                received.extend(read_available(read_fd))
+            sink.close()
+        ids = [orjson.loads(line)["id"] for line in bytes(received).splitlines()]
+        assert ids == [1, 2, 3, 4, 5, 6, 7]
+        assert sink.queued == 0
+    finally:
+        os.close(read_fd)
