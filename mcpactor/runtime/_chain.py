@@ -13,14 +13,14 @@
 #   frames, as trio requires).
 #
 # So no task is spawned and nothing is buffered. Each notice the handler sends for its
-# request (its Context's peer is the request's ``_Pump`` meanwhile) steps the chain again
-# from inside the handler's ``await``: the layers see it, the notice the outermost one
-# lets through is sent (the core builds it), and the handler goes on. The handler's
-# result (or failure, thrown in) steps the chain to its end. A chain that answers or
-# refuses while the handler runs ends the handler at its pending notice
-# (``ChainAnswered``, a BaseException like Cancelled; a cancel scope per request would
-# cost more than the rest of the chain). Every layer's stream is closed, innermost
-# first, before ``through`` returns, whatever happened.
+# request (its Context's peer is a ``_Tapped`` of the request's ``_Pump`` meanwhile)
+# steps the chain again from inside the handler's ``await``: the layers see it, the
+# notice the outermost one lets through is sent (the core builds it), and the handler
+# goes on. The handler's result (or failure, thrown in) steps the chain to its end. A
+# chain that answers or refuses while the handler runs ends the handler at its pending
+# notice (``ChainAnswered``, a BaseException like Cancelled; a cancel scope per request
+# would cost more than the rest of the chain). Every layer's stream is closed,
+# innermost first, before ``through`` returns, whatever happened.
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import contextlib
 import logging
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -63,31 +63,34 @@ Step = Callable[[str, JSONObject | None, Context], Awaitable[JSONObject | None]]
 class _Tapped(Delegating):
     """A Context's peer while its request runs through middleware: its notices go in.
 
-    The peer methods of a ``_Pump``, which stands in for the Context's own peer; its
-    threads, processes and principal are the peer's (``Delegating``).
+    It stands in for the Context's own peer (the pump's ``peer``); its threads,
+    processes and principal are that peer's (``Delegating``). The chain's state is on
+    the pump, whose class has no ``__getattr__``: a class with one makes every
+    attribute read on it slower, and the chain reads the pump's fields often.
     """
 
-    __slots__ = ()
-    peer: Any
-    request_id: RequestId | None
+    __slots__ = ("pump",)
+
+    def __init__(self, pump: _Pump) -> None:
+        self.pump = pump
 
     @property
     def _peer(self) -> Any:  # type: ignore[override]
-        return self.peer
+        return self.pump.peer
 
     def __getattr__(self, name: str) -> Any:
         # Whatever else a peer offers (the session's id, a flight's scope, …).
-        return getattr(self.peer, name)
+        return getattr(self.pump.peer, name)
 
     async def notify(
         self, method: str, params: JSONObject, *, related_request_id: RequestId | None
     ) -> None:
         """Pass a notice for the request through the chain; send others as they are."""
-        pump = cast(_Pump, self)
-        request_id = self.request_id
+        pump = self.pump
+        request_id = pump.request_id
         if request_id is None or related_request_id != request_id:
             # Not the request's own, or the request is over (a peer kept past it).
-            await self.peer.notify(method, params, related_request_id=related_request_id)
+            await pump.peer.notify(method, params, related_request_id=related_request_id)
             return
         if not pump.ended:
             if pump.lock is None:
@@ -108,36 +111,36 @@ class _Tapped(Delegating):
         timeout: float | None,
     ) -> JSONObject:
         """Send a server→client request and wait for its result."""
-        result: JSONObject = await self.peer.request(
+        result: JSONObject = await self.pump.peer.request(
             method, params, related_request_id=related_request_id, timeout=timeout
         )
         return result
 
     async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
         """Close the response stream of a request (HTTP only)."""
-        await self.peer.close_sse_stream(related_request_id=related_request_id)
+        await self.pump.peer.close_sse_stream(related_request_id=related_request_id)
 
     def log_enabled(self, level: str) -> bool:
         """Return whether the client wants log messages at ``level``."""
-        return bool(self.peer.log_enabled(level))
+        return bool(self.pump.peer.log_enabled(level))
 
     def subscribe(self, uri: str) -> None:
         """Remember that the client wants updates of ``uri``."""
-        self.peer.subscribe(uri)
+        self.pump.peer.subscribe(uri)
 
     def unsubscribe(self, uri: str) -> None:
         """Forget the client's subscription to ``uri``."""
-        self.peer.unsubscribe(uri)
+        self.pump.peer.unsubscribe(uri)
 
     async def subscriptions_changed(self) -> None:
         """Make a change of the subscriptions known where it must be."""
-        await self.peer.subscriptions_changed()
+        await self.pump.peer.subscriptions_changed()
 
 
-class _Pump(Terminal, _Tapped):
+class _Pump(Terminal):
     # One request's chain: its innermost step (the Terminal it is), the outermost
-    # stream it steps by hand, and how the chain ended. While the handler runs it is
-    # its Context's peer too (``_Tapped``): the request's notices go into the chain.
+    # stream it steps by hand, and how the chain ended. While the handler runs, its
+    # Context's peer is a ``_Tapped`` of it: the request's notices go into the chain.
     __slots__ = ("coro", "ended", "error", "final", "lock", "peer", "request_id")
 
     def __init__(self, peer: Any, request_id: RequestId | None) -> None:
@@ -275,7 +278,7 @@ async def through(
     stream = layer(call, inner)
     pump.coro = _deliver(pump, stream)
     if request_id is not None:
-        ctx._peer = pump
+        ctx._peer = _Tapped(pump)
     try:
         if await _drive(pump, None, None, step, ctx):
             raise RuntimeError("a middleware asked for more after the answer")
