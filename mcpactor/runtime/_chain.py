@@ -35,7 +35,6 @@ import trio
 from ..protocol import JSONObject, RequestId, describe
 from ..server import (
     NO_ANSWER,
-    Call,
     Context,
     InputRequiredResult,
     Message,
@@ -138,19 +137,34 @@ class _Tapped(Delegating):
 
 
 class _Pump(Terminal):
-    # One request's chain: its innermost step (the Terminal it is), the outermost
-    # stream it steps by hand, and how the chain ended. While the handler runs, its
-    # Context's peer is a ``_Tapped`` of it: the request's notices go into the chain.
+    # One request's chain: the call the outermost layer gets, its innermost step (the
+    # Terminal it is), the outermost loop it steps by hand, and how the chain ended.
+    # One object, not three: each costs its construction on every request. While the
+    # handler runs, its Context's peer is a ``_Tapped`` of it: its notices go in.
     __slots__ = ("coro", "ended", "error", "final", "lock", "peer", "request_id")
 
-    def __init__(self, peer: Any, request_id: RequestId | None) -> None:
-        # Terminal's fields, set here: one call less per request.
-        self.served: Call | None = None
+    def __init__(
+        self,
+        method: str,
+        params: JSONObject | None,
+        context: Context,
+        cancel_scope: trio.CancelScope | None,
+        kind: str,
+    ) -> None:
+        # Call's fields, set here: one call less per request.
+        self.method = method
+        self.params = params
+        self.context = context
+        self.cancel_scope = cancel_scope
+        self.kind = kind
+        self._terminal = self
+        # Terminal's fields.
+        self.served = None
         self.started = False
         self.done = False
-        self.opened: list[AsyncIterator[Message]] | None = None
-        self.peer = peer
-        self.request_id = request_id
+        self.opened = None
+        self.peer = context._peer
+        self.request_id = context.request_id
         # The chain's outermost loop (``_deliver``), stepped by hand.
         self.coro: Coroutine[Any, Any, None] | None = None
         self.ended = False
@@ -266,16 +280,15 @@ async def through(
     """
     first = chain.first
     assert first is not None
-    peer = ctx._peer
-    request_id = ctx.request_id
-    pump = _Pump(peer, request_id)
-    call = Call(method, params, ctx, scope, kind, pump)
+    pump = _Pump(method, params, ctx, scope, kind)
+    peer = pump.peer
+    request_id = pump.request_id
     # The outermost layer's stream is the pump's own; the layers inside it note theirs.
     layer = first.middleware
     inner = first.inner
     assert layer is not None
     assert inner is not None
-    stream = layer(call, inner)
+    stream = layer(pump, inner)
     pump.coro = _deliver(pump, stream)
     if request_id is not None:
         ctx._peer = _Tapped(pump)
@@ -300,9 +313,9 @@ async def through(
             opened.clear()
         if getattr(stream, "ag_frame", True) is not None:
             await _close(stream)
-        # The call and its terminal refer to each other: part them, so that reference
-        # counting frees the request's chain at once, without the cycle collector.
-        pump.served = pump.coro = pump.request_id = None
+        # The call is its own terminal: part it from itself, so that reference counting
+        # frees the request's chain at once, without the cycle collector.
+        pump.served = pump.coro = pump.request_id = pump._terminal = None
     if pump.error is not None:
         raise pump.error
     if kind != "request":
@@ -313,7 +326,7 @@ async def through(
     payload = final.payload
     if ctx.negotiated.revision.result_type and "resultType" not in payload:
         # An answer a layer made itself, shaped as the revision sends results.
-        payload = finish_stateless(ctx.server, call.method, call.params, ctx, payload)
+        payload = finish_stateless(ctx.server, pump.method, pump.params, ctx, payload)
     return payload
 
 

@@ -113,7 +113,7 @@ class Call:
         context: Context,
         cancel_scope: Any,
         kind: str,
-        terminal: Terminal,
+        terminal: Terminal | None,
     ) -> None:
         #: the method called (or notified)
         self.method = method
@@ -156,22 +156,23 @@ Middleware = Callable[[Call, Next], AsyncIterator[Message]]
 NO_ANSWER: Final = object()
 
 
-class Terminal:
+class Terminal(Call):
     """The innermost ``call_next``: the handler's messages, as the runtime feeds them.
 
-    The runtime's driver of one request's chain is a Terminal of its own kind.
+    A request's Call is its own terminal (one object per request, not two); the
+    runtime's driver of one request's chain is a Terminal of its own kind, and sets
+    these fields as it makes one.
     """
 
     __slots__ = ("done", "opened", "served", "started")
 
-    def __init__(self) -> None:
-        #: the call the innermost layer passed on (its params as the layers left them)
-        self.served: Call | None = None
-        self.started = False
-        self.done = False
-        #: the streams of the layers inside the outermost one, outermost first (closed at
-        #: the request's end); None until there is one
-        self.opened: list[AsyncIterator[Message]] | None = None
+    #: the call the innermost layer passed on (its params as the layers left them)
+    served: Call | None
+    started: bool
+    done: bool
+    #: the streams of the layers inside the outermost one, outermost first (closed at
+    #: the request's end); None until there is one
+    opened: list[AsyncIterator[Message]] | None
 
     def __aiter__(self) -> Terminal:
         return self
@@ -205,6 +206,8 @@ class _Link:
     def __call__(self, call: Call) -> AsyncIterator[Message]:
         middleware = self.middleware
         terminal = call._terminal
+        if terminal is None:
+            raise RuntimeError("a middleware called call_next() after its request ended")
         if middleware is None:
             if terminal.started:
                 raise RuntimeError("a middleware called call_next() twice for one request")
