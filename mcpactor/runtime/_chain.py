@@ -70,8 +70,7 @@ class _Tapped(Delegating):
 
     __slots__ = ("pump",)
 
-    def __init__(self, pump: _Pump) -> None:
-        self.pump = pump
+    pump: _Pump
 
     @property
     def _peer(self) -> Any:  # type: ignore[override]
@@ -291,7 +290,10 @@ async def through(
     stream = layer(pump, inner)
     pump.coro = _deliver(pump, stream)
     if request_id is not None:
-        ctx._peer = _Tapped(pump)
+        # Made without an ``__init__`` of its own: the call would cost more than the rest
+        # of the tap (a class with ``__getattr__`` makes its construction slower too).
+        tap = ctx._peer = _Tapped()
+        tap.pump = pump
     try:
         if await _drive(pump, None, None, step, ctx):
             raise RuntimeError("a middleware asked for more after the answer")
