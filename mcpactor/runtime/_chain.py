@@ -5,9 +5,10 @@
 # innermost ``call_next`` is the request's ``Terminal``. Two things run in the one task:
 #
 # - the chain: its outermost loop (``_deliver``, an ``async for`` over the outermost
-#   layer) stepped by hand (``_drive``). Each step forwards whatever trio asks of it to
-#   the event loop, until the terminal wants the next message (it yields itself, known
-#   by identity) or the chain is over;
+#   layer) stepped by hand (``_served`` for the request, ``_drive`` for each notice
+#   and a cancellation). Each step forwards whatever trio asks of it to the event
+#   loop, until the terminal wants the next message (it yields itself, known by
+#   identity) or the chain is over;
 # - the handler, awaited inside that step when the terminal first wants a message, as
 #   it would be without middleware (so the cancel scopes it enters nest in its own
 #   frames, as trio requires).
@@ -95,7 +96,7 @@ class _Tapped(Delegating):
                 pump.lock = trio.StrictFIFOLock()
             async with pump.lock:
                 if not pump.ended:
-                    await _drive(pump, notice_of(method, params), None, None, None)
+                    await _drive(pump, notice_of(method, params), None)
         if pump.ended:
             # The chain is over (it answered or refused): the handler ends here.
             raise ChainAnswered
@@ -174,19 +175,10 @@ class _Pump(Terminal):
 
 
 @types.coroutine
-def _drive(
-    pump: _Pump,
-    value: object,
-    error: BaseException | None,
-    step: Step | None,
-    ctx: Context | None,
-) -> Generator[Any, Any, bool]:
-    # Step the chain with ``value`` (or ``error`` thrown in) until it is over (False) or,
-    # with no ``step`` to run, until the terminal wants the next message (True). With
-    # ``step``, the terminal's first want runs it — the handler, awaited right here —
-    # and feeds the chain its result or failure. A notice the outermost layer yields is
-    # sent (the core builds it) and the chain goes on; the answer is kept. What trio
-    # asks of the chain, or of the handler, on the way passes through, both ways.
+def _drive(pump: _Pump, value: object, error: BaseException | None) -> Generator[Any, Any, bool]:
+    # Step the chain with ``value`` (or ``error`` thrown in) until the terminal wants the
+    # next message (True) or the chain is over (False): a notice's way through it, and
+    # a cancellation's. What trio asks of the chain on the way passes through, both ways.
     coro = pump.coro
     assert coro is not None
     while True:
@@ -202,27 +194,70 @@ def _drive(
         except BaseException:
             pump.ended = True
             raise
+        if yielded is pump:
+            return True
+        error = None
+        try:
+            value = yield yielded
+        except BaseException as exc:
+            value, error = None, exc
+
+
+@types.coroutine
+def _passed(yielded: object) -> Generator[Any, Any, Any]:
+    # What a layer awaits of trio's, passed on to trio, and trio's answer back.
+    return (yield yielded)
+
+
+async def _served(pump: _Pump, step: Step, ctx: Context) -> None:
+    # The request's way through the chain, in the request's own task: the chain is
+    # stepped here until the terminal wants the handler's answer, the handler is
+    # awaited right here (its cancel scopes nest in its own frames, as trio requires)
+    # and its result, or its failure thrown in, steps the chain to its end. A notice
+    # the outermost layer yields is sent (the core builds it), the answer is kept
+    # (``_deliver``). This is ``_drive``'s loop with the handler in it, in a coroutine
+    # that awaits the handler and passes on what a layer awaits only when one does: a
+    # generator that stepped the handler through ``__await__`` cost more per request.
+    coro = pump.coro
+    assert coro is not None
+    value: object = None
+    error: BaseException | None = None
+    handled = False
+    while True:
+        try:
+            yielded = coro.throw(error) if error is not None else coro.send(value)
+        except StopIteration:
+            pump.ended = True
+            return
+        except Exception as exc:
+            pump.ended = True
+            pump.error = exc
+            return
+        except BaseException:
+            pump.ended = True
+            raise
+        error = None
         if yielded is not pump:
-            error = None
             try:
-                value = yield yielded
+                value = await _passed(yielded)
             except BaseException as exc:
                 value, error = None, exc
             continue
-        if step is None:
-            return True
+        if handled:
+            # The handler runs once: a layer that wants more after its answer is wrong.
+            raise RuntimeError("a middleware asked for more after the answer")
+        handled = True
         wanted = pump.served
         assert wanted is not None
-        assert ctx is not None
         try:
-            result = yield from step(wanted.method, wanted.params, ctx).__await__()
+            result = await step(wanted.method, wanted.params, ctx)
         except Exception as exc:
             value, error = None, exc
         except BaseException as exc:
             # The chain answered (or refused) while the handler ran: the handler was
             # ended from its pending notice, and what the chain said is the answer.
             if pump.ended and _answered_only(exc):
-                return False
+                return
             raise
         else:
             if result is None:
@@ -231,11 +266,9 @@ def _drive(
                 value = InputRequiredResult(result)
             else:
                 value = Result(result)
-        # The handler runs once; a layer that wants more after its answer is an error.
-        step = None
         if pump.ended:
             # It swallowed the ChainAnswered of a notice: the chain's answer stands.
-            return False
+            return
 
 
 async def _deliver(pump: _Pump, stream: AsyncIterator[Message]) -> None:
@@ -295,14 +328,13 @@ async def through(
         tap = ctx._peer = _Tapped()
         tap.pump = pump
     try:
-        if await _drive(pump, None, None, step, ctx):
-            raise RuntimeError("a middleware asked for more after the answer")
+        await _served(pump, step, ctx)
     except BaseException as exc:
         if not pump.ended:
             # Cancelled (or failed) with the chain waiting on the handler: each layer
             # sees it where it waits, and ends as it would.
             with contextlib.suppress(BaseException):
-                await _drive(pump, None, exc, None, ctx)
+                await _drive(pump, None, exc)
         raise
     finally:
         if request_id is not None:
