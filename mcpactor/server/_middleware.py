@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import types
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import PluginError
@@ -177,22 +177,27 @@ class Terminal(Call):
     def __aiter__(self) -> Terminal:
         return self
 
-    @types.coroutine
-    def __anext__(self) -> Generator[Any, Any, Message]:
-        # The awaitable itself (one frame per message, not a call and then a frame):
-        # the terminal is yielded up through every layer to its driver, which knows it
-        # by identity and answers with the next message (or throws the handler's
-        # failure in here). Once done it raises at once: a plain generator lets
-        # StopAsyncIteration through as it is.
+    def __anext__(self) -> Awaitable[Message]:
+        # Once the answer has passed, the end at once, without an awaitable: every layer
+        # asks once more after the answer, to end its loop.
         if self.done:
             raise StopAsyncIteration
-        item = yield self
-        if item is NO_ANSWER:
-            self.done = True
-            raise StopAsyncIteration
-        if isinstance(item, Result):
-            self.done = True
-        return item  # type: ignore[no-any-return]
+        return _wanted(self)
+
+
+@types.coroutine
+def _wanted(terminal: Terminal) -> Generator[Any, Any, Message]:
+    # The awaitable of the terminal's next message: the terminal is yielded up through
+    # every layer to its driver, which knows it by identity and answers with the next
+    # message (or throws the handler's failure in here). A plain generator lets
+    # StopAsyncIteration through as it is.
+    item = yield terminal
+    if item is NO_ANSWER:
+        terminal.done = True
+        raise StopAsyncIteration
+    if isinstance(item, Result):
+        terminal.done = True
+    return item  # type: ignore[no-any-return]
 
 
 class _Link:
