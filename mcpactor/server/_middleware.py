@@ -200,27 +200,26 @@ def _wanted(terminal: Terminal) -> Generator[Any, Any, Message]:
     return item  # type: ignore[no-any-return]
 
 
-class _Link:
-    # One layer's ``call_next``: calls the layer inside it (or the request's terminal).
-    __slots__ = ("inner", "middleware")
+def _innermost(call: Call) -> AsyncIterator[Message]:
+    # The innermost layer's ``call_next``: the request's terminal.
+    terminal = call._terminal
+    if terminal is None:
+        raise RuntimeError("a middleware called call_next() after its request ended")
+    if terminal.started:
+        raise RuntimeError("a middleware called call_next() twice for one request")
+    terminal.started = True
+    terminal.served = call
+    return terminal
 
-    def __init__(self, middleware: Middleware | None, inner: _Link | None) -> None:
-        self.middleware = middleware
-        self.inner = inner
 
-    def __call__(self, call: Call) -> AsyncIterator[Message]:
-        middleware = self.middleware
+def _next_to(middleware: Middleware, inner: Next) -> Next:
+    # The ``call_next`` of the layer outside ``middleware``: a plain function made once
+    # per chain (calling one costs less than calling an object's ``__call__``).
+
+    def call_next(call: Call) -> AsyncIterator[Message]:
         terminal = call._terminal
         if terminal is None:
             raise RuntimeError("a middleware called call_next() after its request ended")
-        if middleware is None:
-            if terminal.started:
-                raise RuntimeError("a middleware called call_next() twice for one request")
-            terminal.started = True
-            terminal.served = call
-            return terminal
-        inner = self.inner
-        assert inner is not None
         stream = middleware(call, inner)
         opened = terminal.opened
         if opened is None:
@@ -228,6 +227,17 @@ class _Link:
         else:
             opened.append(stream)
         return stream
+
+    return call_next
+
+
+class _Link:
+    # The outermost layer and its ``call_next`` (the layer inside it, or the terminal).
+    __slots__ = ("inner", "middleware")
+
+    def __init__(self, middleware: Middleware, inner: Next) -> None:
+        self.middleware = middleware
+        self.inner = inner
 
 
 class MiddlewareChain:
@@ -249,10 +259,10 @@ class MiddlewareChain:
         if not callable(middleware):
             raise TypeError(f"a middleware must be callable, got {type(middleware).__name__}")
         self._layers.append(middleware)
-        link = _Link(None, None)
-        for layer in reversed(self._layers):
-            link = _Link(layer, link)
-        self.first = link
+        inner: Next = _innermost
+        for layer in reversed(self._layers[1:]):
+            inner = _next_to(layer, inner)
+        self.first = _Link(self._layers[0], inner)
         return middleware
 
     def __len__(self) -> int:
