@@ -5,22 +5,23 @@
 # innermost ``call_next`` is the request's ``Terminal``. Two things run in the one task:
 #
 # - the chain: its outermost loop (``_deliver``, an ``async for`` over the outermost
-#   layer) stepped by hand (``_drive``). Each step forwards whatever trio asks of it to
-#   the event loop, until the terminal wants the next message (it yields itself, known
-#   by identity) or the chain is over;
+#   layer) stepped by hand (``_served`` for the request, ``_drive`` for each notice
+#   and a cancellation). Each step forwards whatever trio asks of it to the event
+#   loop, until the terminal wants the next message (it yields itself, known by
+#   identity) or the chain is over;
 # - the handler, awaited inside that step when the terminal first wants a message, as
 #   it would be without middleware (so the cancel scopes it enters nest in its own
 #   frames, as trio requires).
 #
 # So no task is spawned and nothing is buffered. Each notice the handler sends for its
-# request (its Context's peer is the request's ``_Pump`` meanwhile) steps the chain again
-# from inside the handler's ``await``: the layers see it, the notice the outermost one
-# lets through is sent (the core builds it), and the handler goes on. The handler's
-# result (or failure, thrown in) steps the chain to its end. A chain that answers or
-# refuses while the handler runs ends the handler at its pending notice
-# (``ChainAnswered``, a BaseException like Cancelled; a cancel scope per request would
-# cost more than the rest of the chain). Every layer's stream is closed, innermost
-# first, before ``through`` returns, whatever happened.
+# request (its Context's peer is a ``_Tapped`` of the request's ``_Pump`` meanwhile)
+# steps the chain again from inside the handler's ``await``: the layers see it, the
+# notice the outermost one lets through is sent (the core builds it), and the handler
+# goes on. The handler's result (or failure, thrown in) steps the chain to its end. A
+# chain that answers or refuses while the handler runs ends the handler at its pending
+# notice (``ChainAnswered``, a BaseException like Cancelled; a cancel scope per request
+# would cost more than the rest of the chain). Every layer's stream is closed,
+# innermost first, before ``through`` returns, whatever happened.
 
 from __future__ import annotations
 
@@ -28,14 +29,13 @@ import contextlib
 import logging
 import types
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ..protocol import JSONObject, RequestId, describe
 from ..server import (
     NO_ANSWER,
-    Call,
     Context,
     InputRequiredResult,
     Message,
@@ -63,38 +63,40 @@ Step = Callable[[str, JSONObject | None, Context], Awaitable[JSONObject | None]]
 class _Tapped(Delegating):
     """A Context's peer while its request runs through middleware: its notices go in.
 
-    The peer methods of a ``_Pump``, which stands in for the Context's own peer; its
-    threads, processes and principal are the peer's (``Delegating``).
+    It stands in for the Context's own peer (the pump's ``peer``); its threads,
+    processes and principal are that peer's (``Delegating``). The chain's state is on
+    the pump, whose class has no ``__getattr__``: a class with one makes every
+    attribute read on it slower, and the chain reads the pump's fields often.
     """
 
-    __slots__ = ()
-    peer: Any
-    request_id: RequestId | None
+    __slots__ = ("pump",)
+
+    pump: _Pump
 
     @property
     def _peer(self) -> Any:  # type: ignore[override]
-        return self.peer
+        return self.pump.peer
 
     def __getattr__(self, name: str) -> Any:
         # Whatever else a peer offers (the session's id, a flight's scope, …).
-        return getattr(self.peer, name)
+        return getattr(self.pump.peer, name)
 
     async def notify(
         self, method: str, params: JSONObject, *, related_request_id: RequestId | None
     ) -> None:
         """Pass a notice for the request through the chain; send others as they are."""
-        pump = cast(_Pump, self)
-        request_id = self.request_id
+        pump = self.pump
+        request_id = pump.request_id
         if request_id is None or related_request_id != request_id:
             # Not the request's own, or the request is over (a peer kept past it).
-            await self.peer.notify(method, params, related_request_id=related_request_id)
+            await pump.peer.notify(method, params, related_request_id=related_request_id)
             return
         if not pump.ended:
             if pump.lock is None:
                 pump.lock = trio.StrictFIFOLock()
             async with pump.lock:
                 if not pump.ended:
-                    await _drive(pump, notice_of(method, params), None, None, None)
+                    await _drive(pump, notice_of(method, params), None)
         if pump.ended:
             # The chain is over (it answered or refused): the handler ends here.
             raise ChainAnswered
@@ -108,69 +110,62 @@ class _Tapped(Delegating):
         timeout: float | None,
     ) -> JSONObject:
         """Send a server→client request and wait for its result."""
-        result: JSONObject = await self.peer.request(
+        result: JSONObject = await self.pump.peer.request(
             method, params, related_request_id=related_request_id, timeout=timeout
         )
         return result
 
     async def close_sse_stream(self, *, related_request_id: RequestId) -> None:
         """Close the response stream of a request (HTTP only)."""
-        await self.peer.close_sse_stream(related_request_id=related_request_id)
+        await self.pump.peer.close_sse_stream(related_request_id=related_request_id)
 
     def log_enabled(self, level: str) -> bool:
         """Return whether the client wants log messages at ``level``."""
-        return bool(self.peer.log_enabled(level))
+        return bool(self.pump.peer.log_enabled(level))
 
     def subscribe(self, uri: str) -> None:
         """Remember that the client wants updates of ``uri``."""
-        self.peer.subscribe(uri)
+        self.pump.peer.subscribe(uri)
 
     def unsubscribe(self, uri: str) -> None:
         """Forget the client's subscription to ``uri``."""
-        self.peer.unsubscribe(uri)
+        self.pump.peer.unsubscribe(uri)
 
     async def subscriptions_changed(self) -> None:
         """Make a change of the subscriptions known where it must be."""
-        await self.peer.subscriptions_changed()
+        await self.pump.peer.subscriptions_changed()
 
 
-class _Pump(Terminal, _Tapped):
-    # One request's chain: its innermost step (the Terminal it is), the outermost
-    # stream it steps by hand, and how the chain ended. While the handler runs it is
-    # its Context's peer too (``_Tapped``): the request's notices go into the chain.
+class _Pump(Terminal):
+    # One request's chain: the call the outermost layer gets, its innermost step (the
+    # Terminal it is), the outermost loop it steps by hand, and how the chain ended.
+    # One object, not three: each costs its construction on every request. While the
+    # handler runs, its Context's peer is a ``_Tapped`` of it: its notices go in.
     __slots__ = ("coro", "ended", "error", "final", "lock", "peer", "request_id")
 
-    def __init__(self, peer: Any, request_id: RequestId | None) -> None:
-        # Terminal's fields, set here: one call less per request.
-        self.served: Call | None = None
-        self.started = False
-        self.done = False
-        self.opened: list[AsyncIterator[Message]] | None = None
-        self.peer = peer
-        self.request_id = request_id
-        # The chain's outermost loop (``_deliver``), stepped by hand.
-        self.coro: Coroutine[Any, Any, None] | None = None
-        self.ended = False
-        self.final: Result | None = None
-        self.error: Exception | None = None
-        # Made when a second task of the handler's sends a notice while one is passing.
-        self.lock: trio.StrictFIFOLock | None = None
+    # ``through`` sets every field as it makes one, without an ``__init__`` call (Call's
+    # is the public signature): one frame less per request.
+    #: the Context's own peer, and the request's id (None once the request is over)
+    peer: Any
+    request_id: RequestId | None
+    #: the chain's outermost loop (``_deliver``), stepped by hand
+    coro: Coroutine[Any, Any, None] | None
+    ended: bool
+    final: Result | None
+    error: Exception | None
+    #: made when a second task of the handler's sends a notice while one is passing
+    lock: trio.StrictFIFOLock | None
+
+
+#: what a pump's optional fields start as (typed Any: ``through`` sets them all at once)
+_UNSET: Any = None
 
 
 @types.coroutine
-def _drive(
-    pump: _Pump,
-    value: object,
-    error: BaseException | None,
-    step: Step | None,
-    ctx: Context | None,
-) -> Generator[Any, Any, bool]:
-    # Step the chain with ``value`` (or ``error`` thrown in) until it is over (False) or,
-    # with no ``step`` to run, until the terminal wants the next message (True). With
-    # ``step``, the terminal's first want runs it — the handler, awaited right here —
-    # and feeds the chain its result or failure. A notice the outermost layer yields is
-    # sent (the core builds it) and the chain goes on; the answer is kept. What trio
-    # asks of the chain, or of the handler, on the way passes through, both ways.
+def _drive(pump: _Pump, value: object, error: BaseException | None) -> Generator[Any, Any, bool]:
+    # Step the chain with ``value`` (or ``error`` thrown in) until the terminal wants the
+    # next message (True) or the chain is over (False): a notice's way through it, and
+    # a cancellation's. What trio asks of the chain on the way passes through, both ways.
     coro = pump.coro
     assert coro is not None
     while True:
@@ -186,27 +181,70 @@ def _drive(
         except BaseException:
             pump.ended = True
             raise
+        if yielded is pump:
+            return True
+        error = None
+        try:
+            value = yield yielded
+        except BaseException as exc:
+            value, error = None, exc
+
+
+@types.coroutine
+def _passed(yielded: object) -> Generator[Any, Any, Any]:
+    # What a layer awaits of trio's, passed on to trio, and trio's answer back.
+    return (yield yielded)
+
+
+async def _served(pump: _Pump, step: Step, ctx: Context) -> None:
+    # The request's way through the chain, in the request's own task: the chain is
+    # stepped here until the terminal wants the handler's answer, the handler is
+    # awaited right here (its cancel scopes nest in its own frames, as trio requires)
+    # and its result, or its failure thrown in, steps the chain to its end. A notice
+    # the outermost layer yields is sent (the core builds it), the answer is kept
+    # (``_deliver``). This is ``_drive``'s loop with the handler in it, in a coroutine
+    # that awaits the handler and passes on what a layer awaits only when one does: a
+    # generator that stepped the handler through ``__await__`` cost more per request.
+    coro = pump.coro
+    assert coro is not None
+    value: object = None
+    error: BaseException | None = None
+    handled = False
+    while True:
+        try:
+            yielded = coro.throw(error) if error is not None else coro.send(value)
+        except StopIteration:
+            pump.ended = True
+            return
+        except Exception as exc:
+            pump.ended = True
+            pump.error = exc
+            return
+        except BaseException:
+            pump.ended = True
+            raise
+        error = None
         if yielded is not pump:
-            error = None
             try:
-                value = yield yielded
+                value = await _passed(yielded)
             except BaseException as exc:
                 value, error = None, exc
             continue
-        if step is None:
-            return True
+        if handled:
+            # The handler runs once: a layer that wants more after its answer is wrong.
+            raise RuntimeError("a middleware asked for more after the answer")
+        handled = True
         wanted = pump.served
         assert wanted is not None
-        assert ctx is not None
         try:
-            result = yield from step(wanted.method, wanted.params, ctx).__await__()
+            result = await step(wanted.method, wanted.params, ctx)
         except Exception as exc:
             value, error = None, exc
         except BaseException as exc:
             # The chain answered (or refused) while the handler ran: the handler was
             # ended from its pending notice, and what the chain said is the answer.
             if pump.ended and _answered_only(exc):
-                return False
+                return
             raise
         else:
             if result is None:
@@ -215,11 +253,9 @@ def _drive(
                 value = InputRequiredResult(result)
             else:
                 value = Result(result)
-        # The handler runs once; a layer that wants more after its answer is an error.
-        step = None
         if pump.ended:
             # It swallowed the ChainAnswered of a notice: the chain's answer stands.
-            return False
+            return
 
 
 async def _deliver(pump: _Pump, stream: AsyncIterator[Message]) -> None:
@@ -263,28 +299,33 @@ async def through(
     """
     first = chain.first
     assert first is not None
-    peer = ctx._peer
-    request_id = ctx.request_id
-    pump = _Pump(peer, request_id)
-    call = Call(method, params, ctx, scope, kind, pump)
+    pump = object.__new__(_Pump)  # its fields are all set here (see _Pump)
+    pump.method = method
+    pump.params = params
+    pump.context = ctx
+    pump.cancel_scope = scope
+    pump.kind = kind
+    pump._terminal = pump
+    pump.started = pump.done = pump.ended = False
+    pump.served = pump.opened = pump.coro = pump.final = pump.error = pump.lock = _UNSET
+    pump.peer = peer = ctx._peer
+    pump.request_id = request_id = ctx.request_id
     # The outermost layer's stream is the pump's own; the layers inside it note theirs.
-    layer = first.middleware
-    inner = first.inner
-    assert layer is not None
-    assert inner is not None
-    stream = layer(call, inner)
+    stream = first.middleware(pump, first.inner)
     pump.coro = _deliver(pump, stream)
     if request_id is not None:
-        ctx._peer = pump
+        # Made without an ``__init__`` of its own: the call would cost more than the rest
+        # of the tap (a class with ``__getattr__`` makes its construction slower too).
+        tap = ctx._peer = _Tapped()
+        tap.pump = pump
     try:
-        if await _drive(pump, None, None, step, ctx):
-            raise RuntimeError("a middleware asked for more after the answer")
+        await _served(pump, step, ctx)
     except BaseException as exc:
         if not pump.ended:
             # Cancelled (or failed) with the chain waiting on the handler: each layer
             # sees it where it waits, and ends as it would.
             with contextlib.suppress(BaseException):
-                await _drive(pump, None, exc, None, ctx)
+                await _drive(pump, None, exc)
         raise
     finally:
         if request_id is not None:
@@ -297,9 +338,9 @@ async def through(
             opened.clear()
         if getattr(stream, "ag_frame", True) is not None:
             await _close(stream)
-        # The call and its terminal refer to each other: part them, so that reference
-        # counting frees the request's chain at once, without the cycle collector.
-        pump.served = pump.coro = pump.request_id = None
+        # The call is its own terminal: part it from itself, so that reference counting
+        # frees the request's chain at once, without the cycle collector.
+        pump.served = pump.coro = pump.request_id = pump._terminal = None
     if pump.error is not None:
         raise pump.error
     if kind != "request":
@@ -310,7 +351,7 @@ async def through(
     payload = final.payload
     if ctx.negotiated.revision.result_type and "resultType" not in payload:
         # An answer a layer made itself, shaped as the revision sends results.
-        payload = finish_stateless(ctx.server, call.method, call.params, ctx, payload)
+        payload = finish_stateless(ctx.server, pump.method, pump.params, ctx, payload)
     return payload
 
 

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import types
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import PluginError
@@ -113,7 +113,7 @@ class Call:
         context: Context,
         cancel_scope: Any,
         kind: str,
-        terminal: Terminal,
+        terminal: Terminal | None,
     ) -> None:
         #: the method called (or notified)
         self.method = method
@@ -156,63 +156,70 @@ Middleware = Callable[[Call, Next], AsyncIterator[Message]]
 NO_ANSWER: Final = object()
 
 
-class Terminal:
+class Terminal(Call):
     """The innermost ``call_next``: the handler's messages, as the runtime feeds them.
 
-    The runtime's driver of one request's chain is a Terminal of its own kind.
+    A request's Call is its own terminal (one object per request, not two); the
+    runtime's driver of one request's chain is a Terminal of its own kind, and sets
+    these fields as it makes one.
     """
 
     __slots__ = ("done", "opened", "served", "started")
 
-    def __init__(self) -> None:
-        #: the call the innermost layer passed on (its params as the layers left them)
-        self.served: Call | None = None
-        self.started = False
-        self.done = False
-        #: the streams of the layers inside the outermost one, outermost first (closed at
-        #: the request's end); None until there is one
-        self.opened: list[AsyncIterator[Message]] | None = None
+    #: the call the innermost layer passed on (its params as the layers left them)
+    served: Call | None
+    started: bool
+    done: bool
+    #: the streams of the layers inside the outermost one, outermost first (closed at
+    #: the request's end); None until there is one
+    opened: list[AsyncIterator[Message]] | None
 
     def __aiter__(self) -> Terminal:
         return self
 
-    @types.coroutine
-    def __anext__(self) -> Generator[Any, Any, Message]:
-        # The awaitable itself (one frame per message, not a call and then a frame):
-        # the terminal is yielded up through every layer to its driver, which knows it
-        # by identity and answers with the next message (or throws the handler's
-        # failure in here). Once done it raises at once: a plain generator lets
-        # StopAsyncIteration through as it is.
+    def __anext__(self) -> Awaitable[Message]:
+        # Once the answer has passed, the end at once, without an awaitable: every layer
+        # asks once more after the answer, to end its loop.
         if self.done:
             raise StopAsyncIteration
-        item = yield self
-        if item is NO_ANSWER:
-            self.done = True
-            raise StopAsyncIteration
-        if isinstance(item, Result):
-            self.done = True
-        return item  # type: ignore[no-any-return]
+        return _wanted(self)
 
 
-class _Link:
-    # One layer's ``call_next``: calls the layer inside it (or the request's terminal).
-    __slots__ = ("inner", "middleware")
+@types.coroutine
+def _wanted(terminal: Terminal) -> Generator[Any, Any, Message]:
+    # The awaitable of the terminal's next message: the terminal is yielded up through
+    # every layer to its driver, which knows it by identity and answers with the next
+    # message (or throws the handler's failure in here). A plain generator lets
+    # StopAsyncIteration through as it is.
+    item = yield terminal
+    if item is NO_ANSWER:
+        terminal.done = True
+        raise StopAsyncIteration
+    if isinstance(item, Result):
+        terminal.done = True
+    return item  # type: ignore[no-any-return]
 
-    def __init__(self, middleware: Middleware | None, inner: _Link | None) -> None:
-        self.middleware = middleware
-        self.inner = inner
 
-    def __call__(self, call: Call) -> AsyncIterator[Message]:
-        middleware = self.middleware
+def _innermost(call: Call) -> AsyncIterator[Message]:
+    # The innermost layer's ``call_next``: the request's terminal.
+    terminal = call._terminal
+    if terminal is None:
+        raise RuntimeError("a middleware called call_next() after its request ended")
+    if terminal.started:
+        raise RuntimeError("a middleware called call_next() twice for one request")
+    terminal.started = True
+    terminal.served = call
+    return terminal
+
+
+def _next_to(middleware: Middleware, inner: Next) -> Next:
+    # The ``call_next`` of the layer outside ``middleware``: a plain function made once
+    # per chain (calling one costs less than calling an object's ``__call__``).
+
+    def call_next(call: Call) -> AsyncIterator[Message]:
         terminal = call._terminal
-        if middleware is None:
-            if terminal.started:
-                raise RuntimeError("a middleware called call_next() twice for one request")
-            terminal.started = True
-            terminal.served = call
-            return terminal
-        inner = self.inner
-        assert inner is not None
+        if terminal is None:
+            raise RuntimeError("a middleware called call_next() after its request ended")
         stream = middleware(call, inner)
         opened = terminal.opened
         if opened is None:
@@ -220,6 +227,17 @@ class _Link:
         else:
             opened.append(stream)
         return stream
+
+    return call_next
+
+
+class _Link:
+    # The outermost layer and its ``call_next`` (the layer inside it, or the terminal).
+    __slots__ = ("inner", "middleware")
+
+    def __init__(self, middleware: Middleware, inner: Next) -> None:
+        self.middleware = middleware
+        self.inner = inner
 
 
 class MiddlewareChain:
@@ -241,10 +259,10 @@ class MiddlewareChain:
         if not callable(middleware):
             raise TypeError(f"a middleware must be callable, got {type(middleware).__name__}")
         self._layers.append(middleware)
-        link = _Link(None, None)
-        for layer in reversed(self._layers):
-            link = _Link(layer, link)
-        self.first = link
+        inner: Next = _innermost
+        for layer in reversed(self._layers[1:]):
+            inner = _next_to(layer, inner)
+        self.first = _Link(self._layers[0], inner)
         return middleware
 
     def __len__(self) -> int:

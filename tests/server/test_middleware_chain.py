@@ -412,3 +412,35 @@ async def test_response_cache_keeps_no_request_over_its_key_bound(
         await client.read_resource("mem://clock")
     assert len(reads) == 2
     assert len(cache) == 0
+
+
+async def test_a_call_kept_past_its_request_cannot_be_served_again(version: str) -> None:
+    server, _ = counting_server()
+    kept: list[tuple[Call, Next]] = []
+
+    @server.middleware.use
+    async def keeper(call: Call, call_next: Next) -> AsyncIterator[Message]:
+        if call.method != "tools/call":
+            async for message in call_next(call):
+                yield message
+            return
+        if kept:
+            # A later request tries to go on with the first one's call.
+            old_call, old_next = kept[0]
+            async for message in old_next(old_call):
+                yield message
+            return
+        kept.append((call, call_next))
+        async for message in call_next(call):
+            yield message
+
+    async with opened(server, version) as client:
+        assert (await client.call_tool("add", {"a": 1, "b": 2})).text == "3"
+        with pytest.raises(RequestError) as failed:
+            await client.call_tool("add", {"a": 2, "b": 2})
+        assert failed.value.code == -32603
+        assert "call_next() after its request ended" in failed.value.message
+        # What the kept call says is still there to read.
+        assert kept[0][0].method == "tools/call"
+        assert kept[0][0].params is not None
+        assert kept[0][0].params["arguments"] == {"a": 1, "b": 2}
