@@ -474,8 +474,7 @@ class SessionActor:
         self, exchange: Exchange, scope: trio.CancelScope, arrived: float | None
     ) -> None:
         # First, before anything can wait: an intake held back for this start goes on.
-        starts = self._starts
-        starts.started()
+        self._starts.started()
         request = exchange.request
         negotiated = exchange.negotiated
         request_id = request.id
@@ -535,7 +534,7 @@ class SessionActor:
             # Idle only once the reply is queued: a full outbox must not let shutdown cut
             # off the answer of a handler that finished within the grace period.
             self._serving -= 1
-            starts.ended()
+            self._starts.ended()
             if not self._serving and self._idle is not None:
                 self._idle.set()
                 self._idle = None
@@ -577,7 +576,6 @@ class SessionActor:
                 started, request, ctx = flight
                 method, params, last = request.method, request.params, ctx.last_progress
             progress, total, message = last if last is not None else (None, None, None)
-            deadline, cancelled = scope.deadline, scope.cancel_called
             requests.append(
                 RequestView(
                     request_id,
@@ -585,8 +583,8 @@ class SessionActor:
                     params,
                     started,
                     progress,
-                    deadline,
-                    cancelled,
+                    scope.deadline,
+                    scope.cancel_called,
                     total=total,
                     message=message,
                 )

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import trio
@@ -136,7 +136,7 @@ class Unwritten:
     def queued(
         self,
         connection: object,
-        items: deque[Any],
+        items: Sequence[Any],
         session: str | None,
         request_ids: Iterable[RequestId],
     ) -> None:
@@ -153,7 +153,7 @@ class Unwritten:
         if len(queued) > LIMIT:
             queued.clear()
 
-    def taken(self, connection: object, items: deque[Any], at: float) -> None:
+    def taken(self, connection: object, items: Sequence[Any], at: float) -> None:
         """The writer of ``connection`` asks for more at ``at``: the answers it took
         (no longer in its ``items``) are written."""
         marks = self._queued.get(connection)

@@ -157,10 +157,10 @@ class Context(Generic[StateT]):
 
     __slots__ = (
         "_asker",
-        "_last_progress",
         "_origin",
         "_peer",
         "_rounds",
+        "last_progress",
         "meta",
         "negotiated",
         "request_id",
@@ -184,7 +184,8 @@ class Context(Generic[StateT]):
         self.meta: Mapping[str, Any] = meta or {}
         #: the Server the handler belongs to (a mounted server's own, in a mounted one)
         self.server = server
-        self._last_progress: tuple[float, float | None, str | None] | None = None
+        #: the last progress reported, with its total and message: (progress, total, message)
+        self.last_progress: tuple[float, float | None, str | None] | None = None
         # The request's own Context when this one was derived from it for a mounted
         # server's handler: progress is the request's, whichever Context reports it.
         self._origin: Context[Any] | None = None
@@ -194,11 +195,6 @@ class Context(Generic[StateT]):
         # Set in a task of the tasks extension: questions park the task until the client
         # answers with tasks/update, instead of ending a round.
         self._asker: Asker | None = None
-
-    @property
-    def last_progress(self) -> tuple[float, float | None, str | None] | None:
-        """The request's last progress reported, with its total and message, or None."""
-        return (self._origin or self)._last_progress
 
     @property
     def state(self) -> StateT:
@@ -290,7 +286,7 @@ class Context(Generic[StateT]):
         if token is None:
             return
         request = self._origin or self
-        last = request._last_progress
+        last = request.last_progress
         if last is not None and progress <= last[0]:
             _log.warning(
                 "progress must increase: dropped %r after %r (request %s)",
@@ -299,7 +295,7 @@ class Context(Generic[StateT]):
                 describe(self.request_id),
             )
             return
-        request._last_progress = (progress, total, message)
+        self.last_progress = request.last_progress = (progress, total, message)
         params: JSONObject = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total

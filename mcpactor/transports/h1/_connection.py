@@ -299,19 +299,13 @@ class Connection:
                 elif self.eof:
                     return None
                 else:
-                    data: bytes | None = None
                     if waiting and self.wait_first:
                         # Nothing of the next request is here yet, and the client sends
                         # it only after reading our last answer: a read now would almost
                         # always fail (a system call and an exception per request).
                         await trio.lowlevel.wait_readable(self.fd)
                         self.unyielded = 0
-                        try:  # readable now: ``_read``'s first read, without its frame
-                            data = self.sock.recv(READ_SIZE)
-                        except OSError as exc:
-                            data = None if isinstance(exc, BlockingIOError) else b""
-                    if data is None:
-                        data = await self._read()
+                    data = await self._read()
                     if not data:
                         self.eof = True
                         return None

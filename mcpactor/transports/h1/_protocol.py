@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Iterable
-from http import HTTPStatus
 from typing import Final
 
 import attrs
@@ -51,13 +50,16 @@ from ._rules import (
     LENGTH,
     NAMES,
     NO_LENGTH,
+    STATUS_LINES,
     TOO_LONG,
     TRANSFER_ENCODING,
     Limits,
     ProtocolError,
     absolute_form,
     check_codings,
+    error_response,
     name_of,
+    status_line,
 )
 
 __all__ = [
@@ -78,40 +80,10 @@ __all__ = [
 ]
 
 
-_status_lines: dict[int, bytes] = {}
 # The head lines of the fields responses carry again and again (content types, CORS):
 # (name, value) -> its line, at most this many (the rest are built each time).
 _MAX_FIELD_LINES: Final = 256
 _FIELD_LINES: dict[tuple[bytes, bytes], bytes] = {}
-
-
-def status_line(status: int) -> bytes:
-    """The status line of ``status``, CRLF included (cached per status)."""
-    line = _status_lines.get(status)
-    if line is None:
-        try:
-            phrase = HTTPStatus(status).phrase
-        except ValueError:
-            phrase = ""
-        line = b"HTTP/1.1 %d %s\r\n" % (status, phrase.encode())
-        _status_lines[status] = line
-    return line
-
-
-def error_response(
-    status: int, content_type: bytes, body: bytes, *, date: bytes = b"", extra: bytes = b""
-) -> bytes:
-    """A whole response that closes the connection: a refusal, or a canned 503."""
-    return (
-        status_line(status)
-        + b"content-type: "
-        + content_type
-        + b"\r\nconnection: close\r\n"
-        + extra
-        + date
-        + b"content-length: %d\r\n\r\n" % len(body)
-        + body
-    )
 
 
 class Framing:
@@ -173,7 +145,7 @@ class Framing:
                 self.no_body = True
             if closing:
                 self.keep_alive = False
-            parts = [_status_lines.get(status) or status_line(status)]
+            parts = [STATUS_LINES.get(status) or status_line(status)]
             has_length = False
             lines = _FIELD_LINES
             for field in headers:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Final
 
 import attrs
@@ -18,6 +19,7 @@ __all__ = [
     "MAX_NAMES",
     "NAMES",
     "NO_LENGTH",
+    "STATUS_LINES",
     "TOO_LONG",
     "TRANSFER_ENCODING",
     "UPGRADE",
@@ -25,7 +27,9 @@ __all__ = [
     "ProtocolError",
     "absolute_form",
     "check_codings",
+    "error_response",
     "name_of",
+    "status_line",
 ]
 
 
@@ -110,3 +114,36 @@ def absolute_form(target: bytes) -> tuple[bytes, bytes]:
     ):
         raise ProtocolError("malformed request target")
     return (slash + path if slash else b"/" + path), authority
+
+
+#: each status's line, CRLF included, once made (a plain answer reads it in place)
+STATUS_LINES: dict[int, bytes] = {}
+
+
+def status_line(status: int) -> bytes:
+    """The status line of ``status``, CRLF included (cached per status)."""
+    line = STATUS_LINES.get(status)
+    if line is None:
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = ""
+        line = b"HTTP/1.1 %d %s\r\n" % (status, phrase.encode())
+        STATUS_LINES[status] = line
+    return line
+
+
+def error_response(
+    status: int, content_type: bytes, body: bytes, *, date: bytes = b"", extra: bytes = b""
+) -> bytes:
+    """A whole response that closes the connection: a refusal, or a canned 503."""
+    return (
+        status_line(status)
+        + b"content-type: "
+        + content_type
+        + b"\r\nconnection: close\r\n"
+        + extra
+        + date
+        + b"content-length: %d\r\n\r\n" % len(body)
+        + body
+    )
