@@ -211,13 +211,6 @@ class ToolEntry:
                 broken = self._broken_output(output, structured)
                 if broken is not None:
                     return broken
-            if type(value) is str:
-                # Text with an output schema (``-> str``): what tool_result and
-                # adapt_tool_result make of it, built directly.
-                content = [{"type": "text", "text": value}]
-                if revision.structured_content:
-                    return {"content": content, "structuredContent": structured}
-                return {"content": content}
         result = tool_result(value, structured, has_output_schema=output is not None)
         return adapt_tool_result(result, revision)
 
