@@ -117,29 +117,17 @@ class PipeSink:
             return
         pipe = self._pipe
         if pipe is not None and not self.queued and (self.quiet is None or self.quiet()):
-            try:
-                written = pipe.write_nowait(data)
-            except BlockingIOError:
-                written = 0
-            except OSError:
-                self._lose()
+            rest = self._write_now(pipe, data)
+            if not rest:
                 return
-            if written:
-                METRICS.sent("stdio", written)
-                if written == len(data):
-                    return
-                # The rest goes first, before anything sent after it: nothing is queued,
-                # so there is room for it.
-                data = data[written:]
+            # The rest goes first, before anything sent after it: nothing is queued, so
+            # there is room for it.
+            data = rest
         self.queued += 1
         frames = self._frames
         if len(frames) < self._capacity and not self._blocked and not self._ended:
             frames.append(data)
-            writer = self._writer
-            if writer is not None:
-                # _wake_writer, inline: most frames come this way.
-                self._writer = None
-                trio.lowlevel.reschedule(writer)
+            self._wake_writer()
             return
         try:
             await self._wait_for_room(data)
@@ -235,22 +223,27 @@ class PipeSink:
                 error = trio.BrokenResourceError("the pipe's writer is gone")
             trio.lowlevel.reschedule(task, outcome.Error(error))
 
+    def _write_now(self, pipe: Pipe, data: bytes) -> bytes | None:
+        # What the pipe takes now, written (no scope: no checkpoint can cut it in half).
+        # Returns the rest (empty once all of it is written), or None if the pipe is lost.
+        try:
+            written = pipe.write_nowait(data)
+        except BlockingIOError:
+            return data
+        except OSError:
+            self._lose()
+            return None
+        if written:
+            METRICS.sent("stdio", written)
+        return data[written:] if written < len(data) else b""
+
     async def _write(self, data: bytes) -> None:
         pipe = self._pipe
         if pipe is not None:
-            # What the pipe takes now needs no scope: no checkpoint can cut it in half.
-            try:
-                written = pipe.write_nowait(data)
-            except BlockingIOError:
-                written = 0
-            except OSError:
-                self._lose()
+            rest = self._write_now(pipe, data)
+            if not rest:
                 return
-            if written:
-                METRICS.sent("stdio", written)
-                if written == len(data):
-                    return
-                data = data[written:]
+            data = rest
         # One scope both shields the write (a frame is never cut in half) and bounds it.
         deadline = trio.current_time() + _WRITE_TIMEOUT
         try:

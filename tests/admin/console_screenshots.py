@@ -28,9 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -43,6 +41,7 @@ from mcpactor import RequestError
 from mcpactor.client import ClientSession, connect_http
 
 from .browser import ARTIFACTS, CHROMIUM, press, signed_in_page
+from .served_process import start_with_admin
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = Path(__file__).with_name("operator_server.py")
@@ -81,17 +80,8 @@ async def _serve(folder: Path) -> tuple[trio.Process, str, str]:
         "--admin-token-file",
         str(folder / "token"),
     ]
-    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    said = b""
-    with trio.fail_after(60):
-        while (serving := re.search(rb"serving (http://\S+/mcp)\s", said)) is None:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, said.decode(errors="replace")
-            said += chunk
-    page = re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)
-    assert page is not None, said.decode(errors="replace")
-    return process, serving.group(1).decode(), page.group(1).decode()
+    process, endpoint, page = await start_with_admin(command, 60)
+    return process, endpoint, page
 
 
 async def _load(url: str, number: int) -> None:

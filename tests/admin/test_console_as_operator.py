@@ -14,9 +14,7 @@ search, the filters and the open story).
 from __future__ import annotations
 
 import functools
-import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from mcpactor.client import ClientSession, connect_http
 
 from .browser import CHROMIUM, press, signed_in_page
 from .harness import TOKEN
+from .served_process import start_with_admin
 
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (the test extra)"
@@ -63,17 +62,8 @@ async def _serve(token_file: Path) -> tuple[trio.Process, str, str]:
         str(token_file),
         f"{SERVER}:server",
     ]
-    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    said = b""
-    with trio.fail_after(30):
-        while (serving := re.search(rb"serving (http://\S+/mcp)\s", said)) is None:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, said.decode(errors="replace")
-            said += chunk
-    page = re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)
-    assert page is not None, said.decode(errors="replace")
-    return process, serving.group(1).decode(), page.group(1).decode()
+    process, endpoint, page = await start_with_admin(command, 30)
+    return process, endpoint, page
 
 
 async def _load(url: str, number: int, calls: list[int]) -> None:

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import shutil
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ from ..store.conftest import (  # noqa: F401
 )
 from ..store.test_sessions import ignoring_unclosed_buffers
 from .browser import CHROMIUM, signed_in_page
+from .served_process import start_with_admin
 from .test_replicas_view import AUTH, TOKEN, _serve_with_admin, _stop
 
 
@@ -271,17 +270,8 @@ async def test_the_page_lists_another_replicas_call(
 async def _start_replica(store_port: int, token_file: Path) -> tuple[trio.Process, str, str]:
     # One replica: (its process, its admin page, its MCP endpoint).
     command = _serve_with_admin(store_port, token_file)
-    process = await trio.lowlevel.open_process(command, stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    said = b""
-    with trio.fail_after(30):
-        while (serving := re.search(rb"serving (http://\S+/mcp)\s", said)) is None:
-            chunk = await process.stderr.receive_some(4096)
-            assert chunk, said.decode(errors="replace")
-            said += chunk
-    page = re.search(rb"admin page (http://127\.0\.0\.1:\d+/)", said)
-    assert page is not None, said.decode(errors="replace")
-    return process, page.group(1).decode(), serving.group(1).decode()
+    process, endpoint, page = await start_with_admin(command, 30)
+    return process, page, endpoint
 
 
 def test_top_names_each_entrys_replica_and_an_unavailable_store() -> None:
