@@ -117,7 +117,7 @@ class PipeSink:
             return
         pipe = self._pipe
         if pipe is not None and not self.queued and (self.quiet is None or self.quiet()):
-            rest = self._write_now(pipe, data)
+            rest = self._write_what_fits(pipe, data)
             if not rest:
                 return
             # The rest goes first, before anything sent after it: nothing is queued, so
@@ -223,7 +223,7 @@ class PipeSink:
                 error = trio.BrokenResourceError("the pipe's writer is gone")
             trio.lowlevel.reschedule(task, outcome.Error(error))
 
-    def _write_now(self, pipe: Pipe, data: bytes) -> bytes | None:
+    def _write_what_fits(self, pipe: Pipe, data: bytes) -> bytes | None:
         # What the pipe takes now, written (no scope: no checkpoint can cut it in half).
         # Returns the rest (empty once all of it is written), or None if the pipe is lost.
         try:
@@ -240,7 +240,7 @@ class PipeSink:
     async def _write(self, data: bytes) -> None:
         pipe = self._pipe
         if pipe is not None:
-            rest = self._write_now(pipe, data)
+            rest = self._write_what_fits(pipe, data)
             if not rest:
                 return
             data = rest
