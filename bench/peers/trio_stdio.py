@@ -125,22 +125,30 @@ def answer(line: bytes | bytearray) -> bytes | None:
     return head + (tagged(result) if modern else result) + b"}\n"
 
 
+def complete_lines(buffer: bytearray, data: bytes) -> list[bytearray]:
+    """Add ``data`` to ``buffer``; take out the lines it completes (blank ones dropped)."""
+    buffer += data
+    lines = []
+    start = 0
+    while (end := buffer.find(b"\n", start)) >= 0:
+        line = buffer[start:end]
+        start = end + 1
+        if line.strip():
+            lines.append(line)
+    del buffer[:start]
+    if len(buffer) > MAX_LINE:
+        buffer.clear()
+    return lines
+
+
 async def serve(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream) -> None:
     """Answer each line of receive on send until receive ends."""
     buffer = bytearray()
     while data := await receive.receive_some(65536):
-        buffer += data
-        start = 0
-        while (end := buffer.find(b"\n", start)) >= 0:
-            line = buffer[start:end]
-            start = end + 1
-            if line.strip():
-                reply = answer(line)
-                if reply is not None:
-                    await send.send_all(reply)
-        del buffer[:start]
-        if len(buffer) > MAX_LINE:
-            buffer.clear()
+        for line in complete_lines(buffer, data):
+            reply = answer(line)
+            if reply is not None:
+                await send.send_all(reply)
 
 
 async def serve_actors(receive: trio.abc.ReceiveStream, send: trio.abc.SendStream) -> None:
@@ -168,16 +176,8 @@ async def serve_actors(receive: trio.abc.ReceiveStream, send: trio.abc.SendStrea
         async with sink_in, trio.open_nursery() as nursery:
             buffer = bytearray()
             while data := await receive.receive_some(65536):
-                buffer += data
-                start = 0
-                while (end := buffer.find(b"\n", start)) >= 0:
-                    line = buffer[start:end]
-                    start = end + 1
-                    if line.strip():
-                        nursery.start_soon(request, line)
-                del buffer[:start]
-                if len(buffer) > MAX_LINE:
-                    buffer.clear()
+                for line in complete_lines(buffer, data):
+                    nursery.start_soon(request, line)
 
 
 async def main(actors: bool) -> None:
