@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .._exceptions import ConfigError
+from .._exceptions import ConfigError, PluginError
 from ..config import TargetError, load_server
 from ..server import Server
 from ._admin import check_admin, with_admin
@@ -238,6 +238,7 @@ def _served_server(args: argparse.Namespace, config: Any) -> Server:
         servers = target_configs(args.targets, plugins=installed)
     else:
         servers = [ServerConfig(name=name, plugin=name) for name in installed]
+        _mind_config_here(installed)
     names = {s.name for s in servers}
     for option, given in (("--prefix", prefixes), ("--max-concurrent", limits)):
         unknown = sorted(set(given) - names)
@@ -263,6 +264,27 @@ def _served_server(args: argparse.Namespace, config: Any) -> Server:
     strict = args.strict or bool(args.targets and config is None)
     strict = strict or (config is not None and config.strict)
     return assemble(servers, prefix=use_prefix, strict=strict)
+
+
+def _mind_config_here(installed: list[str]) -> None:
+    # A configuration file in the current directory is read only when --config names it:
+    # say so, rather than serve something else (or nothing) without a word.
+    from pathlib import Path
+
+    from ..config import find_config
+
+    found = find_config(Path.cwd())
+    if found is None:
+        return
+    if not installed:
+        raise PluginError(
+            "nothing to serve: no server was given and none is installed"
+            f" ({found.name} is here: serve it with --config .)"
+        )
+    logging.getLogger("mcpactor").warning(
+        "%s is here but not read: serving the installed plugins (--config . serves it)",
+        found.name,
+    )
 
 
 def _apply_config(args: argparse.Namespace, config: Any, parser: argparse.ArgumentParser) -> None:

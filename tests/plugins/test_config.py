@@ -442,3 +442,33 @@ async def _served_url(stderr: trio.abc.ReceiveStream) -> str:
         seen += chunk
     line = seen.split(b"mcpactor: serving ", 1)[1].split(b"\n", 1)[0]
     return line.decode()
+
+
+def test_serve_without_config_names_the_file_in_the_directory(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A file ``--config .`` would read is not read without it: the user is told so.
+    write(tmp_path / "mcpactor.toml", "[servers.clock]\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("mcpactor.plugins._entry_points", lambda group: [])
+    assert main(["serve"]) == 1
+    error = capsys.readouterr().err
+    assert "none is installed (mcpactor.toml is here: serve it with --config .)" in error
+
+
+def test_serving_installed_plugins_warns_of_a_config_left_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcpactor.cli._serve import _mind_config_here
+
+    (tmp_path / "pyproject.toml").write_text("[tool.mcpactor]\nprefix = false\n")
+    monkeypatch.chdir(tmp_path)
+    _mind_config_here(["clock"])
+    assert "pyproject.toml is here but not read" in caplog.text
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    caplog.clear()
+    _mind_config_here(["clock"])
+    assert caplog.text == ""
