@@ -26,6 +26,7 @@ from mcpactor_skills import (
     skills_extension,
 )
 from mcpactor_skills._files import FileRefused, checked_path, mime_type
+from mcpactor_skills._folder import skill_file_uri
 from mcpactor_skills._watch import watch
 
 import mcpactor.testing
@@ -167,6 +168,20 @@ def test_symlinks_out_of_a_skill_are_refused_and_inside_it_served(
         "tool/env.md: a symlink to a hidden file",
         "tool/out.md: a symlink leading outside its skill",
         "tool/sideways.md: a symlink leading outside its skill",
+    ]
+
+
+def test_names_that_are_not_utf8_are_refused_and_others_quoted(folder: Path) -> None:
+    tool = skill(folder, "tool", "name: tool\ndescription: d")
+    (tool / "my notes #1.md").write_text("notes")
+    assert load_skills(folder).skills[0].files == ("SKILL.md", "my notes #1.md")
+    assert skill_file_uri("tool", "my notes #1.md") == "skill://tool/my%20notes%20%231.md"
+    os.mkdir(os.path.join(os.fsencode(tool), b"bin\xe9"))
+    with open(os.path.join(os.fsencode(tool), b"data\xff.bin"), "wb") as file:
+        file.write(b"\x00")
+    assert problems(folder) == [
+        "tool/bin\\xe9: a name that is not UTF-8",
+        "tool/data\\xff.bin: a name that is not UTF-8",
     ]
 
 

@@ -202,6 +202,10 @@ def _skill_files(scan: _Scan, skill: str, directory: str, depth: int) -> Iterato
         return
     for entry in _entries(directory):
         relative = real = os.path.relpath(entry.path, skill).replace(os.sep, "/")
+        if not _utf8(entry.name):
+            # Undecodable bytes of the name: no URI can name the file.
+            scan.problems.append(f"{_printable(scan.shown(entry.path))}: a name that is not UTF-8")
+            continue
         mode = entry.stat(follow_symlinks=False).st_mode
         if stat.S_ISLNK(mode):
             target = os.path.realpath(entry.path)
@@ -232,6 +236,20 @@ def _skill_files(scan: _Scan, skill: str, directory: str, depth: int) -> Iterato
             scan.problems.append(f"more than {scan.max_files} files")
         if scan.files <= scan.max_files:
             yield relative, real
+
+
+def _utf8(name: str) -> bool:
+    # os.scandir keeps a name's undecodable bytes as lone surrogates.
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _printable(path: str) -> str:
+    # A path with undecodable bytes, shown with them escaped.
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _frontmatter(scan: _Scan, path: str) -> dict[str, Any] | None:
