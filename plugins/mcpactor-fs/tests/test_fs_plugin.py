@@ -208,6 +208,17 @@ async def test_list_shows_entries_without_following_symlinks(
     assert "is not a directory" in await call_error(client, "list", path="notes.txt")
 
 
+async def test_names_that_are_not_utf8_are_shown_escaped(
+    client: ClientSession, tree: Tree
+) -> None:
+    # JSON cannot carry a name's undecodable bytes: every tool shows them escaped.
+    (tree.root / "docs" / os.fsdecode(b"odd\xff.txt")).write_bytes(b"odd one\n")
+    docs = (await call(client, "list", path="docs"))["structuredContent"]
+    assert "odd\\xff.txt" in [entry["name"] for entry in docs["entries"]]
+    found = (await call(client, "search", pattern="odd*", contains="one"))["structuredContent"]
+    assert [match["path"] for match in found["matches"]] == [f"{tree.root}/docs/odd\\xff.txt"]
+
+
 async def test_stat_describes_files_and_directories(client: ClientSession, tree: Tree) -> None:
     info = (await call(client, "stat", path="notes.txt"))["structuredContent"]
     assert info["path"] == str(tree.root / "notes.txt")

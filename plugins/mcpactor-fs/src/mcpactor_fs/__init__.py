@@ -233,9 +233,11 @@ def _register_root_resources(roots: Sequence[str]) -> None:
         server.add_resource(
             _root_reader(root),
             uri,
-            name=os.path.basename(root) or root,
-            title=f"Directory {root}",
-            description=f"A root directory this server reads: {root} (its listing, as JSON)",
+            name=_printable(os.path.basename(root) or root),
+            title=f"Directory {_printable(root)}",
+            description=(
+                f"A root directory this server reads: {_printable(root)} (its listing, as JSON)"
+            ),
             mime_type="application/json",
         )
         _root_resources.append(uri)
@@ -495,6 +497,12 @@ def read_file(
     return blocks
 
 
+def _printable(path: str) -> str:
+    # A name's undecodable bytes (kept by os as lone surrogates, which JSON cannot carry),
+    # shown escaped: "bad\\xff.txt".
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _entry_name(entry: os.DirEntry[str]) -> str:
     return entry.name
 
@@ -524,10 +532,10 @@ def _listing(located: Located) -> Listing:
                 continue  # removed since the directory was read
             kind = _kind(info.st_mode)
             size = info.st_size if kind == "file" else None
-            entries.append({"name": item.name, "type": kind, "size": size})
+            entries.append({"name": _printable(item.name), "type": kind, "size": size})
     finally:
         os.close(fd)
-    return {"path": located.real, "entries": entries, "truncated": truncated}
+    return {"path": _printable(located.real), "entries": entries, "truncated": truncated}
 
 
 @server.tool("list", annotations=_READ_ONLY)
@@ -551,7 +559,7 @@ def stat_path(path: str, ctx: Context) -> FileInfo:
     info = stat_beneath(located)
     modified = datetime.fromtimestamp(info.st_mtime, UTC).isoformat()
     return {
-        "path": located.real,
+        "path": _printable(located.real),
         "type": _kind(info.st_mode),
         "size": info.st_size,
         "modified": modified,
@@ -621,7 +629,7 @@ def _search_base(
                     continue  # symlinks are not followed: their targets are found as such
                 path = os.path.join(base.real, relative)
                 if contains is None:
-                    found.append({"path": path, "line": None, "text": None})
+                    found.append({"path": _printable(path), "line": None, "text": None})
                 else:
                     located = Located(root=base.root, real=path, given=path)
                     try:
@@ -630,7 +638,7 @@ def _search_base(
                         continue
                     try:
                         for number, line in _lines_containing(fd, contains, limit):
-                            found.append({"path": path, "line": number, "text": line})
+                            found.append({"path": _printable(path), "line": number, "text": line})
                             if len(found) > most:
                                 return False
                     finally:
