@@ -30,6 +30,7 @@ __all__ = [
     "error_text",
     "exceeds_depth",
     "over_limit",
+    "sendable",
     "utf8_size",
 ]
 
@@ -100,10 +101,22 @@ def error_text(exc: BaseException, length: int | None = CLIP_LENGTH) -> str:
     try:
         if isinstance(exc, KeyError) and len(exc.args) == 1:
             return describe(exc.args[0], length=limit)
-        text = str(exc)
+        text = sendable(str(exc))
     except Exception:  # RecursionError from a deep value in the exception's args
         return describe(getattr(exc, "args", ()), length=limit)
     return text if length is None else clip(text, length)
+
+
+def sendable(text: str) -> str:
+    """Return ``text`` with any lone surrogate escaped (``\\udcff``), which JSON text
+    cannot carry: a file name's undecodable bytes, as ``os`` keeps them."""
+    if text.isascii():  # a flag of the string: no pass over it
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def describe_error(exc: BaseException, length: int = CLIP_LENGTH) -> str:

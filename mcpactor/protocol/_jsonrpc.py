@@ -57,7 +57,7 @@ from .._exceptions import (
     ProtocolError,
     RemoteProtocolError,
 )
-from ._bounded import MAX_DEPTH, clip, describe, exceeds_depth
+from ._bounded import MAX_DEPTH, clip, describe, exceeds_depth, sendable
 from ._revisions import Revision
 
 __all__ = [
@@ -529,7 +529,7 @@ def _unwritable(
         and type(original.get("message")) is str
     ):
         # An error that cannot be sent keeps its code and says what was lost.
-        message = f"{clip(original['message'])} ({why_of_error})"
+        message = f"{sendable(clip(original['message']))} ({why_of_error})"
         error: dict[str, JSONValue] = {"code": original["code"], "message": message}
     else:
         error = {"code": INTERNAL_ERROR, "message": why}

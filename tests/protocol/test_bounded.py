@@ -255,6 +255,24 @@ def test_an_error_with_unwritable_data_keeps_its_code_and_message() -> None:
     }
 
 
+def test_an_error_whose_message_holds_a_lone_surrogate_is_sent_escaped() -> None:
+    # A file name's undecodable bytes in a handler's error: JSON text cannot carry them.
+    reply = orjson.loads(
+        encode(
+            {
+                "jsonrpc": "2.0",
+                "id": "e",
+                "error": {"code": -32602, "message": "bad \udcff", "data": {"p": "\udcff"}},
+            }
+        )
+    )
+    assert reply["id"] == "e"
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["message"].startswith("bad \\udcff (its data could not be written")
+    assert error_text(ValueError("x \ud800 y")) == "x \\ud800 y"
+    assert error_text(ValueError("é")) == "é"
+
+
 def test_a_batch_keeps_its_good_replies() -> None:
     batch = [
         {"jsonrpc": "2.0", "id": 1, "result": {"x": nested(300)}},

@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcpactor import Context, Server
+from mcpactor import Context, RequestError, Server
 from mcpactor.protocol import LATEST, JSONObject, JSONValue, RequestId
 from mcpactor.runtime import SessionActor, SessionOptions
 from mcpactor.transports import serve_streams
@@ -453,6 +453,44 @@ async def test_a_line_nested_1000_deep_does_not_end_the_process() -> None:
         assert await client.receive_rest() == []
     assert proc.process.returncode == 0
     assert b"Traceback" not in proc.stderr
+
+
+async def test_answers_holding_a_lone_surrogate_are_answered_and_the_session_goes_on() -> None:
+    # A file name's undecodable bytes (os keeps them as lone surrogates) in what a
+    # handler raises or returns: JSON text cannot carry them, and an error answer that
+    # could not be written once ended the process.
+    server = Server("odd-names")
+    name = "bad\udcff.txt"
+
+    @server.tool()
+    def refused() -> str:
+        raise RequestError(-32602, f"no {name}", {"path": name})
+
+    @server.tool()
+    def failed() -> str:
+        raise ValueError(f"no {name}")
+
+    @server.tool()
+    def returned() -> str:
+        return name
+
+    async with serving(server) as client:
+        await client.initialize()
+        tools = {}
+        for tool in ("refused", "failed", "returned"):
+            call = client.tool_call(tool, {})
+            tools[call["id"]] = tool
+            await client.send(call)
+        answers = {}
+        for _ in range(3):
+            message = await client.receive()
+            answers[tools[message["id"]]] = message
+        assert answers["refused"]["error"]["code"] == -32602
+        assert answers["refused"]["error"]["message"].startswith("no bad\\udcff.txt (its data")
+        assert "ValueError: no bad\\udcff.txt" in result_text(answers["failed"])
+        assert answers["returned"]["error"]["code"] == -32603
+        ping = await client.request("ping")
+        assert (await client.receive()) == {"jsonrpc": "2.0", "id": ping, "result": {}}
 
 
 async def test_sigterm_lets_an_in_flight_request_finish_within_the_grace_period() -> None:
