@@ -201,7 +201,14 @@ class JsonFormatter(logging.Formatter):
         exc = _exception_text(self, record)
         if exc:
             entry["exc"] = exc
-        return orjson.dumps(entry).decode()
+        try:
+            return orjson.dumps(entry).decode()
+        except TypeError:
+            # A lone surrogate (a file name's undecodable bytes) that JSON text cannot
+            # carry as it is: written as its escape instead, and the record kept.
+            import json
+
+            return json.dumps(entry, ensure_ascii=True, default=str, separators=(",", ":"))
 
 
 class TextFormatter(logging.Formatter):

@@ -107,6 +107,20 @@ def test_a_record_that_cannot_be_formatted_is_still_a_line() -> None:
     assert "unformattable" in entry["message"]
 
 
+def test_a_record_holding_a_lone_surrogate_is_still_a_json_line() -> None:
+    # A file name's undecodable bytes, in a message and in its exception.
+    try:
+        raise FileNotFoundError("no bad\udcff.txt")
+    except FileNotFoundError:
+        info = sys.exc_info()
+    record = logging.LogRecord("x", logging.ERROR, __file__, 1, "reading %s", ("bad\udcff",), info)
+    line = JsonFormatter().format(record)
+    line.encode("utf-8")  # writable as it is
+    entry = json.loads(line)
+    assert entry["message"] == "reading bad\udcff"
+    assert "no bad\udcff.txt" in entry["exc"]
+
+
 async def test_use_json_logs_replaces_the_root_handlers() -> None:
     root = logging.getLogger()
     saved = (list(root.handlers), root.level, METRICS.log_context)
