@@ -105,7 +105,7 @@ class _Scan:
     files: int = 0
 
     def shown(self, path: str) -> str:
-        return os.path.relpath(path, self.root).replace(os.sep, "/")
+        return _printable(os.path.relpath(path, self.root).replace(os.sep, "/"))
 
 
 def read_folder(
@@ -204,7 +204,7 @@ def _skill_files(scan: _Scan, skill: str, directory: str, depth: int) -> Iterato
         relative = real = os.path.relpath(entry.path, skill).replace(os.sep, "/")
         if not _utf8(entry.name):
             # Undecodable bytes of the name: no URI can name the file.
-            scan.problems.append(f"{_printable(scan.shown(entry.path))}: a name that is not UTF-8")
+            scan.problems.append(f"{scan.shown(entry.path)}: a name that is not UTF-8")
             continue
         mode = entry.stat(follow_symlinks=False).st_mode
         if stat.S_ISLNK(mode):
