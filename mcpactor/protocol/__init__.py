@@ -278,20 +278,20 @@ _LAZY: Final = {
     "AudioContent": ("._types", "AudioContent"),
     "BlobResourceContents": ("._types", "BlobResourceContents"),
     "CallToolResult": ("._types", "CallToolResult"),
-    "Completion": ("._types", "Completion"),
+    "Completion": ("._described", "Completion"),
     "ContentBlock": ("._types", "ContentBlock"),
     "EmbeddedResource": ("._types", "EmbeddedResource"),
     "GetPromptResult": ("._types", "GetPromptResult"),
     "Icon": ("._types", "Icon"),
     "ImageContent": ("._types", "ImageContent"),
-    "Implementation": ("._types", "Implementation"),
+    "Implementation": ("._described", "Implementation"),
     "PromptMessage": ("._types", "PromptMessage"),
     "ResourceContents": ("._types", "ResourceContents"),
     "ResourceLink": ("._types", "ResourceLink"),
     "Role": ("._types", "Role"),
     "TextContent": ("._types", "TextContent"),
     "TextResourceContents": ("._types", "TextResourceContents"),
-    "ToolAnnotations": ("._types", "ToolAnnotations"),
+    "ToolAnnotations": ("._described", "ToolAnnotations"),
     # the wire types of server→client requests (see _client_types.py)
     "CreateMessageResult": ("._client_types", "CreateMessageResult"),
     "ElicitResult": ("._client_types", "ElicitResult"),
@@ -311,25 +311,25 @@ if TYPE_CHECKING:
     from ._client_types import Root as Root
     from ._client_types import SamplingMessage as SamplingMessage
     from ._convert import converter as converter
+    from ._described import Completion as Completion
+    from ._described import Implementation as Implementation
+    from ._described import ToolAnnotations as ToolAnnotations
     from ._types import WRAPPED_RESULT as WRAPPED_RESULT
     from ._types import Annotations as Annotations
     from ._types import AudioContent as AudioContent
     from ._types import BlobResourceContents as BlobResourceContents
     from ._types import CallToolResult as CallToolResult
-    from ._types import Completion as Completion
     from ._types import ContentBlock as ContentBlock
     from ._types import EmbeddedResource as EmbeddedResource
     from ._types import GetPromptResult as GetPromptResult
     from ._types import Icon as Icon
     from ._types import ImageContent as ImageContent
-    from ._types import Implementation as Implementation
     from ._types import PromptMessage as PromptMessage
     from ._types import ResourceContents as ResourceContents
     from ._types import ResourceLink as ResourceLink
     from ._types import Role as Role
     from ._types import TextContent as TextContent
     from ._types import TextResourceContents as TextResourceContents
-    from ._types import ToolAnnotations as ToolAnnotations
 
 __all__ = [
     "ALL_VERSIONS",
