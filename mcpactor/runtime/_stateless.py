@@ -43,6 +43,7 @@ from ..protocol import (
     REVISIONS,
     STATELESS_REVISIONS,
     STATUS_NOTIFICATION,
+    Envelope,
     EnvelopeError,
     Exchange,
     JSONObject,
@@ -56,6 +57,7 @@ from ..protocol import (
     describe,
     error_message,
     plain_complete,
+    read_envelope,
     result_message,
 )
 from ..server import (
@@ -76,8 +78,8 @@ from ._offload import ProcessPool
 from ._request import handled
 
 if TYPE_CHECKING:
-    # Read with the first stateless request, and where a view is asked for: not at start.
-    from ..protocol import Envelope, Subscription
+    # Built where a view is asked for (the admin page): not on a server's start.
+    from ..protocol import Subscription
     from ._views import HostView
 
 __all__ = [
@@ -229,8 +231,6 @@ class StatelessHost:
         last = self._last_envelope
         if last is not None and meta == last[0]:
             return last[1]
-        from ..protocol import read_envelope  # loaded with the first stateless request
-
         envelope = read_envelope(request)
         if type(meta) is dict:
             self._last_envelope = (dict(meta), envelope)
@@ -267,8 +267,6 @@ class StatelessHost:
         else:
             # The revision asks requests, not notifications, to carry an envelope: one
             # without says nothing of the client.
-            from ..protocol import Envelope
-
             envelope = Envelope(REVISIONS[STATELESS_REVISIONS[-1]])
         flight = Flight(self, carrier, emit, principal, None, trio.current_time())
         ctx = Context(flight, None, envelope, meta if type(meta) is dict else None, self.server)

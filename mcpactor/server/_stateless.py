@@ -33,8 +33,17 @@ from ..protocol import (
     TASK_EXTENSION_METHODS,
     JSONObject,
     Revision,
+    StateRefused,
+    StateSealer,
     TaskSupport,
+    input_required_result,
     plain_complete,
+    read_retry,
+    read_task_id,
+    read_update,
+    require_declared,
+    runs_as_task,
+    server_capability,
 )
 from ._caching import CacheHint, combine
 from ._context import Context
@@ -44,7 +53,6 @@ from ._scopes import check_scopes, scopes_of
 from ._server import Server
 
 if TYPE_CHECKING:
-    from ..protocol import StateSealer
     from ._tasks import TaskHost
 
 __all__ = [
@@ -109,8 +117,6 @@ def discover_result(
     """
     capabilities = server.capabilities(revision)
     if tasks is not None and revision.extensions and _offers_tasks(server):
-        from ..protocol import server_capability
-
         extensions = capabilities.get("extensions")
         capabilities = {
             **capabilities,
@@ -244,8 +250,6 @@ def _runs_as_task(server: Server, method: str, params: JSONObject | None, ctx: C
     # Most tools forbid tasks: they are ruled out first, with one look at the entry.
     if execution is None or execution.task_support == "forbidden":
         return False
-    from ..protocol import runs_as_task
-
     if not runs_as_task(method, execution.task_support, ctx.negotiated, request_id=ctx.request_id):
         return False
     if not execution.task_after_input:
@@ -419,8 +423,6 @@ async def _serve_task_method(
     tasks: TaskHost,
     principal: str | None,
 ) -> JSONObject:
-    from ..protocol import read_task_id, read_update, require_declared
-
     request_id = ctx.request_id
     require_declared(ctx.negotiated, request_id=request_id)
     if method == "tasks/update":
@@ -469,9 +471,6 @@ def _open_round(
     ):
         # A first attempt: nothing to read, open or carry over.
         return Rounds()
-    # Multi round-trip requests and their sealed state: read with the first retry.
-    from ..protocol import StateRefused, read_retry
-
     retry = read_retry(params, request_id=ctx.request_id)
     payload = None
     if retry.state is not None:
@@ -505,8 +504,6 @@ def _input_required(
         now=now,
         principal=principal,
     )
-    from ..protocol import input_required_result
-
     return input_required_result(
         ctx.negotiated, method=method, input_requests=needed.requests, request_state=state
     )

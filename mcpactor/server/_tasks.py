@@ -29,7 +29,7 @@ from __future__ import annotations
 import base64
 import datetime
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
 import attrs
 import orjson
@@ -47,15 +47,12 @@ from ..protocol import (
     RequestId,
     Revision,
     TaskStatus,
+    Update,
     bounded_value,
     describe,
 )
 from ._context import Context, SessionTaskHost
 from ._execution import TaskMetadata, TaskSupport
-
-if TYPE_CHECKING:
-    # Read with the tasks extension's first update (protocol/_ext_tasks.py).
-    from ..protocol import Update
 
 __all__ = [
     "METHODS",

@@ -19,7 +19,17 @@ from typing import TYPE_CHECKING, Final, Protocol
 import trio
 
 from ..._exceptions import INTERNAL_ERROR, ProtocolError, RequestError
-from ...protocol import JSONObject, RequestId
+from ...protocol import (
+    JSONObject,
+    RequestId,
+    Snapshot,
+    Update,
+    acknowledgement,
+    create_task_result,
+    detailed_task,
+    get_task_result,
+    task_not_found,
+)
 from ...server import Context
 from .._bus import ChangeEvent
 from ._options import TaskOptions, TaskStatistics
@@ -27,7 +37,6 @@ from ._options import TaskOptions, TaskStatistics
 # The table and what serves it are read with the first task (or tasks/* request, or a
 # store): a process that never runs one imports none of it.
 if TYPE_CHECKING:
-    from ...protocol import Snapshot, Update
     from ...server import TaskHost
     from .._views import TaskView
     from ._expiry import TaskExpiry
@@ -148,8 +157,6 @@ class TaskRegistry:
     ) -> TaskEntry:
         entry = self._made().tasks.get(task_id)
         if entry is None or entry.principal != principal:
-            from ...protocol import task_not_found
-
             raise task_not_found(task_id, request_id=request_id)
         return entry
 
@@ -161,9 +168,6 @@ class TaskRegistry:
         return self._replica if entry is None or entry.principal != principal else None
 
     def _snapshot(self, entry: TaskEntry) -> Snapshot:
-        # The extension's wire shapes (protocol/_ext_tasks.py) load with its first task.
-        from ...protocol import Snapshot
-
         state = entry.state
         status = state.status
         instant = self._made().instant
@@ -186,8 +190,6 @@ class TaskRegistry:
 
     def _publish(self, snapshot: Snapshot) -> None:
         if self._bus is not None:
-            from ...protocol import detailed_task
-
             payload = detailed_task(snapshot)
             self._bus.publish(ChangeEvent("task", task_id=snapshot.task_id, payload=payload))
 
@@ -212,8 +214,6 @@ class TaskRegistry:
         # A task of the extension running on another replica, from the store.
         record = await replica.load(task_id)
         if record is None or record.session is not None or record.principal != principal:
-            from ...protocol import task_not_found
-
             raise task_not_found(task_id, request_id=request_id)
         return record
 
@@ -249,16 +249,12 @@ class TaskRegistry:
             raise RequestError(
                 INTERNAL_ERROR, "server busy: the server is shutting down"
             ) from None
-        from ...protocol import create_task_result
-
         return create_task_result(self._snapshot(entry))
 
     async def get(
         self, task_id: str, *, principal: str | None = None, request_id: RequestId | None = None
     ) -> JSONObject:
         """Return the ``GetTaskResult``: the task and what its status carries."""
-        from ...protocol import get_task_result
-
         await trio.lowlevel.checkpoint()
         replica = self._elsewhere(task_id, principal)
         if replica is not None:
@@ -272,8 +268,6 @@ class TaskRegistry:
         self, update: Update, *, principal: str | None = None, request_id: RequestId | None = None
     ) -> JSONObject:
         """Hand answers to a parked task; answers nobody waits for are ignored."""
-        from ...protocol import acknowledgement
-
         await trio.lowlevel.checkpoint()
         replica = self._elsewhere(update.task_id, principal)
         if replica is not None:
@@ -294,8 +288,6 @@ class TaskRegistry:
         self, task_id: str, *, principal: str | None = None, request_id: RequestId | None = None
     ) -> JSONObject:
         """Cancel the task's actor; a finished task stays as it is. The empty ack."""
-        from ...protocol import acknowledgement
-
         await trio.lowlevel.checkpoint()
         replica = self._elsewhere(task_id, principal)
         if replica is not None:
