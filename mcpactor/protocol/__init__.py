@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from ._ext_tasks import server_capability as server_capability
     from ._ext_tasks import task_not_found as task_not_found
     from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
-    from ._framing import FrameTooLong as FrameTooLong
     from ._framing import LineFramer as LineFramer
     from ._jsonrpc import Batch as Batch
     from ._jsonrpc import Body as Body
@@ -139,6 +138,7 @@ if TYPE_CHECKING:
     from ._session_events import RootsChanged as RootsChanged
     from ._session_events import Send as Send
     from ._session_events import plain_complete as plain_complete
+    from ._too_long import FrameTooLong as FrameTooLong
 
 #: public name -> (module, name there): imported on first use (see mcpactor/_lazy.py)
 _LAZY: Final = {
@@ -206,7 +206,7 @@ _LAZY: Final = {
     "server_capability": ("._ext_tasks", "server_capability"),
     "task_not_found": ("._ext_tasks", "task_not_found"),
     "DEFAULT_MAX_LINE_BYTES": ("._framing", "DEFAULT_MAX_LINE_BYTES"),
-    "FrameTooLong": ("._framing", "FrameTooLong"),
+    "FrameTooLong": ("._too_long", "FrameTooLong"),
     "LineFramer": ("._framing", "LineFramer"),
     "Batch": ("._jsonrpc", "Batch"),
     "Body": ("._jsonrpc", "Body"),
