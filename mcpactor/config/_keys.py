@@ -14,10 +14,15 @@ import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
+# The sealing classes are read through the package: a start that names no key builds
+# none of them (they load with the first key read, or the first sealed state).
+from .. import protocol
 from .._exceptions import ConfigError
-from ..protocol import KeyRing, SealingKey, StateSealer
+
+if TYPE_CHECKING:
+    from ..protocol import KeyRing, SealingKey, StateSealer
 
 __all__ = ["STATE_KEYS_ENV", "parse_state_keys", "read_state_keys", "state_sealer"]
 
@@ -38,7 +43,7 @@ def parse_state_keys(text: str, *, source: str) -> KeyRing:
         if not line or line.startswith("#"):
             continue
         try:
-            probe = SealingKey.from_text("probe", line)
+            probe = protocol.SealingKey.from_text("probe", line)
         except ValueError:
             raise ConfigError(
                 f"{source}, line {number}: not a state key (the base64 of 32 random bytes)"
@@ -47,10 +52,10 @@ def parse_state_keys(text: str, *, source: str) -> KeyRing:
         if key_id in seen:
             raise ConfigError(f"{source}, line {number}: the same key is listed twice")
         seen.add(key_id)
-        keys.append(SealingKey(key_id, probe.secret))
+        keys.append(protocol.SealingKey(key_id, probe.secret))
     if not keys:
         raise ConfigError(f"{source} holds no state key (one base64 key per line)")
-    return KeyRing(tuple(keys))
+    return protocol.KeyRing(tuple(keys))
 
 
 def read_state_keys(path: str | os.PathLike[str]) -> KeyRing:
@@ -75,10 +80,10 @@ def state_sealer(
         ConfigError: the keys named cannot be read.
     """
     if key_file is not None:
-        return StateSealer(read_state_keys(key_file))
+        return protocol.StateSealer(read_state_keys(key_file))
     inline = environ.get(STATE_KEYS_ENV)
     if inline:
         # The variable may separate keys by newlines, commas or spaces.
         lines = "\n".join(inline.replace(",", " ").split())
-        return StateSealer(parse_state_keys(lines, source=STATE_KEYS_ENV))
+        return protocol.StateSealer(parse_state_keys(lines, source=STATE_KEYS_ENV))
     return None

@@ -37,27 +37,10 @@ if TYPE_CHECKING:
     from ._client_session import UnexpectedResponse as UnexpectedResponse
     from ._convert import structure as structure
     from ._convert import unstructure as unstructure
-    from ._envelope import ALL_VERSIONS as ALL_VERSIONS
-    from ._envelope import CLIENT_INFO as CLIENT_INFO
-    from ._envelope import HEADER_MISMATCH as HEADER_MISMATCH
-    from ._envelope import MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY
-    from ._envelope import PROTOCOL_VERSION as PROTOCOL_VERSION
-    from ._envelope import UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERSION
     from ._envelope import Envelope as Envelope
-    from ._envelope import EnvelopeError as EnvelopeError
     from ._envelope import has_envelope as has_envelope
     from ._envelope import read_envelope as read_envelope
-    from ._ext_tasks import AUGMENTABLE as AUGMENTABLE
-    from ._ext_tasks import LISTEN_FILTER_KEY as LISTEN_FILTER_KEY
-    from ._ext_tasks import MAX_TASK_ID_LENGTH as MAX_TASK_ID_LENGTH
-    from ._ext_tasks import METHODS as TASK_EXTENSION_METHODS
-    from ._ext_tasks import NAMED_BY as NAMED_BY
-    from ._ext_tasks import STATUS_NOTIFICATION as STATUS_NOTIFICATION
-    from ._ext_tasks import TERMINAL as TERMINAL
-    from ._ext_tasks import TRANSITIONS as TRANSITIONS
     from ._ext_tasks import Snapshot as Snapshot
-    from ._ext_tasks import TaskStatus as TaskStatus
-    from ._ext_tasks import TaskSupport as TaskSupport
     from ._ext_tasks import Update as Update
     from ._ext_tasks import acknowledgement as acknowledgement
     from ._ext_tasks import apply_update as apply_update
@@ -72,7 +55,6 @@ if TYPE_CHECKING:
     from ._ext_tasks import server_capability as server_capability
     from ._ext_tasks import task_not_found as task_not_found
     from ._framing import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
-    from ._framing import FrameTooLong as FrameTooLong
     from ._framing import LineFramer as LineFramer
     from ._jsonrpc import Batch as Batch
     from ._jsonrpc import Body as Body
@@ -102,13 +84,30 @@ if TYPE_CHECKING:
     from ._listen import ResourceSubscriptions as ResourceSubscriptions
     from ._listen import Subscription as Subscription
     from ._listen import read_filter as read_filter
-    from ._mrtr import INPUT_REQUIRED as INPUT_REQUIRED
-    from ._mrtr import MAX_INPUT_KEY_LENGTH as MAX_INPUT_KEY_LENGTH
-    from ._mrtr import MAX_INPUT_REQUESTS as MAX_INPUT_REQUESTS
     from ._mrtr import client_lacks as client_lacks
     from ._mrtr import input_required_result as input_required_result
     from ._mrtr import needed_capabilities as needed_capabilities
     from ._mrtr import read_retry as read_retry
+    from ._names import ALL_VERSIONS as ALL_VERSIONS
+    from ._names import AUGMENTABLE as AUGMENTABLE
+    from ._names import CLIENT_INFO as CLIENT_INFO
+    from ._names import HEADER_MISMATCH as HEADER_MISMATCH
+    from ._names import INPUT_REQUIRED as INPUT_REQUIRED
+    from ._names import LISTEN_FILTER_KEY as LISTEN_FILTER_KEY
+    from ._names import MAX_INPUT_KEY_LENGTH as MAX_INPUT_KEY_LENGTH
+    from ._names import MAX_INPUT_REQUESTS as MAX_INPUT_REQUESTS
+    from ._names import MAX_TASK_ID_LENGTH as MAX_TASK_ID_LENGTH
+    from ._names import METHODS as TASK_EXTENSION_METHODS
+    from ._names import MISSING_CLIENT_CAPABILITY as MISSING_CLIENT_CAPABILITY
+    from ._names import NAMED_BY as NAMED_BY
+    from ._names import PROTOCOL_VERSION as PROTOCOL_VERSION
+    from ._names import STATUS_NOTIFICATION as STATUS_NOTIFICATION
+    from ._names import TERMINAL as TERMINAL
+    from ._names import TRANSITIONS as TRANSITIONS
+    from ._names import UNSUPPORTED_PROTOCOL_VERSION as UNSUPPORTED_PROTOCOL_VERSION
+    from ._names import EnvelopeError as EnvelopeError
+    from ._names import TaskStatus as TaskStatus
+    from ._names import TaskSupport as TaskSupport
     from ._negotiated import Negotiated as Negotiated
     from ._revisions import CORE_METHODS as CORE_METHODS
     from ._revisions import HEADERLESS_HTTP as HEADERLESS_HTTP
@@ -139,6 +138,7 @@ if TYPE_CHECKING:
     from ._session_events import RootsChanged as RootsChanged
     from ._session_events import Send as Send
     from ._session_events import plain_complete as plain_complete
+    from ._too_long import FrameTooLong as FrameTooLong
 
 #: public name -> (module, name there): imported on first use (see mcpactor/_lazy.py)
 _LAZY: Final = {
@@ -171,27 +171,27 @@ _LAZY: Final = {
     "UnexpectedResponse": ("._client_session", "UnexpectedResponse"),
     "structure": ("._convert", "structure"),
     "unstructure": ("._convert", "unstructure"),
-    "ALL_VERSIONS": ("._envelope", "ALL_VERSIONS"),
-    "CLIENT_INFO": ("._envelope", "CLIENT_INFO"),
-    "HEADER_MISMATCH": ("._envelope", "HEADER_MISMATCH"),
-    "MISSING_CLIENT_CAPABILITY": ("._envelope", "MISSING_CLIENT_CAPABILITY"),
-    "PROTOCOL_VERSION": ("._envelope", "PROTOCOL_VERSION"),
-    "UNSUPPORTED_PROTOCOL_VERSION": ("._envelope", "UNSUPPORTED_PROTOCOL_VERSION"),
+    "ALL_VERSIONS": ("._names", "ALL_VERSIONS"),
+    "CLIENT_INFO": ("._names", "CLIENT_INFO"),
+    "HEADER_MISMATCH": ("._names", "HEADER_MISMATCH"),
+    "MISSING_CLIENT_CAPABILITY": ("._names", "MISSING_CLIENT_CAPABILITY"),
+    "PROTOCOL_VERSION": ("._names", "PROTOCOL_VERSION"),
+    "UNSUPPORTED_PROTOCOL_VERSION": ("._names", "UNSUPPORTED_PROTOCOL_VERSION"),
     "Envelope": ("._envelope", "Envelope"),
-    "EnvelopeError": ("._envelope", "EnvelopeError"),
+    "EnvelopeError": ("._names", "EnvelopeError"),
     "has_envelope": ("._envelope", "has_envelope"),
     "read_envelope": ("._envelope", "read_envelope"),
-    "AUGMENTABLE": ("._ext_tasks", "AUGMENTABLE"),
-    "LISTEN_FILTER_KEY": ("._ext_tasks", "LISTEN_FILTER_KEY"),
-    "MAX_TASK_ID_LENGTH": ("._ext_tasks", "MAX_TASK_ID_LENGTH"),
-    "TASK_EXTENSION_METHODS": ("._ext_tasks", "METHODS"),
-    "NAMED_BY": ("._ext_tasks", "NAMED_BY"),
-    "STATUS_NOTIFICATION": ("._ext_tasks", "STATUS_NOTIFICATION"),
-    "TERMINAL": ("._ext_tasks", "TERMINAL"),
-    "TRANSITIONS": ("._ext_tasks", "TRANSITIONS"),
+    "AUGMENTABLE": ("._names", "AUGMENTABLE"),
+    "LISTEN_FILTER_KEY": ("._names", "LISTEN_FILTER_KEY"),
+    "MAX_TASK_ID_LENGTH": ("._names", "MAX_TASK_ID_LENGTH"),
+    "TASK_EXTENSION_METHODS": ("._names", "METHODS"),
+    "NAMED_BY": ("._names", "NAMED_BY"),
+    "STATUS_NOTIFICATION": ("._names", "STATUS_NOTIFICATION"),
+    "TERMINAL": ("._names", "TERMINAL"),
+    "TRANSITIONS": ("._names", "TRANSITIONS"),
     "Snapshot": ("._ext_tasks", "Snapshot"),
-    "TaskStatus": ("._ext_tasks", "TaskStatus"),
-    "TaskSupport": ("._ext_tasks", "TaskSupport"),
+    "TaskStatus": ("._names", "TaskStatus"),
+    "TaskSupport": ("._names", "TaskSupport"),
     "Update": ("._ext_tasks", "Update"),
     "acknowledgement": ("._ext_tasks", "acknowledgement"),
     "apply_update": ("._ext_tasks", "apply_update"),
@@ -206,7 +206,7 @@ _LAZY: Final = {
     "server_capability": ("._ext_tasks", "server_capability"),
     "task_not_found": ("._ext_tasks", "task_not_found"),
     "DEFAULT_MAX_LINE_BYTES": ("._framing", "DEFAULT_MAX_LINE_BYTES"),
-    "FrameTooLong": ("._framing", "FrameTooLong"),
+    "FrameTooLong": ("._too_long", "FrameTooLong"),
     "LineFramer": ("._framing", "LineFramer"),
     "Batch": ("._jsonrpc", "Batch"),
     "Body": ("._jsonrpc", "Body"),
@@ -236,9 +236,9 @@ _LAZY: Final = {
     "ResourceSubscriptions": ("._listen", "ResourceSubscriptions"),
     "Subscription": ("._listen", "Subscription"),
     "read_filter": ("._listen", "read_filter"),
-    "INPUT_REQUIRED": ("._mrtr", "INPUT_REQUIRED"),
-    "MAX_INPUT_KEY_LENGTH": ("._mrtr", "MAX_INPUT_KEY_LENGTH"),
-    "MAX_INPUT_REQUESTS": ("._mrtr", "MAX_INPUT_REQUESTS"),
+    "INPUT_REQUIRED": ("._names", "INPUT_REQUIRED"),
+    "MAX_INPUT_KEY_LENGTH": ("._names", "MAX_INPUT_KEY_LENGTH"),
+    "MAX_INPUT_REQUESTS": ("._names", "MAX_INPUT_REQUESTS"),
     "client_lacks": ("._mrtr", "client_lacks"),
     "input_required_result": ("._mrtr", "input_required_result"),
     "needed_capabilities": ("._mrtr", "needed_capabilities"),
@@ -278,20 +278,20 @@ _LAZY: Final = {
     "AudioContent": ("._types", "AudioContent"),
     "BlobResourceContents": ("._types", "BlobResourceContents"),
     "CallToolResult": ("._types", "CallToolResult"),
-    "Completion": ("._types", "Completion"),
+    "Completion": ("._described", "Completion"),
     "ContentBlock": ("._types", "ContentBlock"),
     "EmbeddedResource": ("._types", "EmbeddedResource"),
     "GetPromptResult": ("._types", "GetPromptResult"),
     "Icon": ("._types", "Icon"),
     "ImageContent": ("._types", "ImageContent"),
-    "Implementation": ("._types", "Implementation"),
+    "Implementation": ("._described", "Implementation"),
     "PromptMessage": ("._types", "PromptMessage"),
     "ResourceContents": ("._types", "ResourceContents"),
     "ResourceLink": ("._types", "ResourceLink"),
     "Role": ("._types", "Role"),
     "TextContent": ("._types", "TextContent"),
     "TextResourceContents": ("._types", "TextResourceContents"),
-    "ToolAnnotations": ("._types", "ToolAnnotations"),
+    "ToolAnnotations": ("._described", "ToolAnnotations"),
     # the wire types of server→client requests (see _client_types.py)
     "CreateMessageResult": ("._client_types", "CreateMessageResult"),
     "ElicitResult": ("._client_types", "ElicitResult"),
@@ -311,25 +311,25 @@ if TYPE_CHECKING:
     from ._client_types import Root as Root
     from ._client_types import SamplingMessage as SamplingMessage
     from ._convert import converter as converter
+    from ._described import Completion as Completion
+    from ._described import Implementation as Implementation
+    from ._described import ToolAnnotations as ToolAnnotations
     from ._types import WRAPPED_RESULT as WRAPPED_RESULT
     from ._types import Annotations as Annotations
     from ._types import AudioContent as AudioContent
     from ._types import BlobResourceContents as BlobResourceContents
     from ._types import CallToolResult as CallToolResult
-    from ._types import Completion as Completion
     from ._types import ContentBlock as ContentBlock
     from ._types import EmbeddedResource as EmbeddedResource
     from ._types import GetPromptResult as GetPromptResult
     from ._types import Icon as Icon
     from ._types import ImageContent as ImageContent
-    from ._types import Implementation as Implementation
     from ._types import PromptMessage as PromptMessage
     from ._types import ResourceContents as ResourceContents
     from ._types import ResourceLink as ResourceLink
     from ._types import Role as Role
     from ._types import TextContent as TextContent
     from ._types import TextResourceContents as TextResourceContents
-    from ._types import ToolAnnotations as ToolAnnotations
 
 __all__ = [
     "ALL_VERSIONS",

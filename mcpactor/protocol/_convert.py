@@ -193,14 +193,19 @@ _Plan: TypeAlias = tuple[tuple[str, str, bool], ...]
 _plans: dict[type, _Plan] = {}
 
 
+#: the modules of wire types that load on first use: until one has, none of its classes
+#: exist
+_LATER: Final = (f"{__package__}._described", f"{__package__}._client_types")
+
+
 def _is_wire_type(cls: type) -> bool:
     if cls in _WIRE_TYPES:
         return True
-    # _client_types loads on first use; until it has, none of its classes exist.
-    client_types = sys.modules.get(f"{__package__}._client_types")
-    return client_types is not None and any(
-        getattr(client_types, name) is cls for name in client_types.__all__
-    )
+    for name in _LATER:
+        module = sys.modules.get(name)
+        if module is not None and any(getattr(module, n) is cls for n in module.__all__):
+            return True
+    return False
 
 
 def _plan(cls: type) -> _Plan:

@@ -25,9 +25,20 @@ from typing import Any, Final
 
 import attrs
 
-from .._exceptions import INVALID_PARAMS, RemoteProtocolError
 from ._bounded import bounded_value, describe, exceeds_depth
 from ._jsonrpc import JSONObject, Request, RequestId
+from ._names import (
+    ALL_VERSIONS,
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    HEADER_MISMATCH,
+    LOG_LEVEL,
+    MISSING_CLIENT_CAPABILITY,
+    PROTOCOL_VERSION,
+    SUBSCRIPTION_ID,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    EnvelopeError,
+)
 from ._revisions import REVISIONS, Revision
 from ._session import LOG_LEVELS, Negotiated
 
@@ -50,45 +61,8 @@ __all__ = [
     "require_capabilities",
 ]
 
-#: the HTTP headers do not match the body, or a required header is missing or malformed
-HEADER_MISMATCH: Final = -32020
-#: serving the request needs a client capability the request did not declare
-MISSING_CLIENT_CAPABILITY: Final = -32021
-#: the request's protocol version is not one the server serves
-UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
-
-#: the ``_meta`` keys of the envelope (RequestMetaObject) and of results (ResultMetaObject)
-PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
-SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
-
 #: the deepest ``clientCapabilities`` accepted (the schema's own nest three levels)
 MAX_CAPABILITIES_DEPTH: Final = 16
-
-#: every revision of the table, newest first: what a server of both eras serves and
-#: lists in ``supported`` (an -32022 error) and ``supportedVersions`` (``server/discover``)
-ALL_VERSIONS: Final = tuple(reversed(tuple(REVISIONS)))
-
-_BAD_REQUEST: Final = 400
-
-
-class EnvelopeError(RemoteProtocolError):
-    """A request's envelope is missing, malformed or names what we cannot serve."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        code: int = INVALID_PARAMS,
-        data: Any = None,
-        request_id: RequestId | None = None,
-        http_status: int = _BAD_REQUEST,
-    ) -> None:
-        super().__init__(message, code=code, data=data, request_id=request_id)
-        #: the status a Streamable HTTP response carrying this error is sent with
-        self.http_status = http_status
 
 
 @attrs.frozen

@@ -29,15 +29,33 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final
 
 import attrs
 
 from .._exceptions import INVALID_PARAMS, LocalProtocolError, RemoteProtocolError
 from ._bounded import bounded_value, clip_all, describe
-from ._envelope import MISSING_CLIENT_CAPABILITY, SUBSCRIPTION_ID, EnvelopeError
+from ._envelope import EnvelopeError
 from ._jsonrpc import JSONObject, RequestId
 from ._mrtr import read_retry
+from ._names import (
+    AUGMENTABLE,
+    EXTENSION,
+    INITIAL,
+    LISTEN_FILTER_KEY,
+    MAX_LISTEN_TASK_IDS,
+    MAX_TASK_ID_LENGTH,
+    METHODS,
+    MISSING_CLIENT_CAPABILITY,
+    NAMED_BY,
+    REMOVED_METHODS,
+    STATUS_NOTIFICATION,
+    SUBSCRIPTION_ID,
+    TERMINAL,
+    TRANSITIONS,
+    TaskStatus,
+    TaskSupport,
+)
 from ._session import Negotiated
 from ._session_events import COMPLETE
 
@@ -79,49 +97,11 @@ __all__ = [
     "task_notification_params",
 ]
 
-#: the extension's identifier, the key under ``capabilities.extensions`` on both sides
-EXTENSION: Final = "io.modelcontextprotocol/tasks"
 #: what a refusal names in ``data.requiredCapabilities`` (ClientCapabilities-shaped)
 REQUIRED_CAPABILITIES: Final[JSONObject] = {"extensions": {EXTENSION: {}}}
 
 #: the ``resultType`` of a ``CreateTaskResult``, and of nothing else
 TASK: Final = "task"
-
-#: the methods a server that offers the extension serves
-METHODS: Final = ("tasks/get", "tasks/update", "tasks/cancel")
-#: the session era's task methods, which must answer -32601 here
-REMOVED_METHODS: Final = ("tasks/result", "tasks/list")
-#: the requests a server may answer with a task
-AUGMENTABLE: Final = frozenset({"tools/call"})
-#: the params key each ``tasks/*`` method is named by (the ``Mcp-Name`` header's value)
-NAMED_BY: Final[Mapping[str, str]] = dict.fromkeys(METHODS, "taskId")
-
-#: the notification a task sends to the listen streams that named it
-STATUS_NOTIFICATION: Final = "notifications/tasks"
-#: the key of the ``subscriptions/listen`` filter (and of its acknowledgement)
-LISTEN_FILTER_KEY: Final = "taskIds"
-
-#: the longest task id read from a client (ours are far shorter)
-MAX_TASK_ID_LENGTH: Final = 256
-#: the most task ids one listen filter may name
-MAX_LISTEN_TASK_IDS: Final = 256
-
-TaskStatus: TypeAlias = Literal["working", "input_required", "completed", "failed", "cancelled"]
-#: whether a tool may, must or must not run as a task (the server's own setting: the
-#: extension puts nothing about it on the wire)
-TaskSupport: TypeAlias = Literal["forbidden", "optional", "required"]
-
-#: every task starts here (the spec's state diagram: ``[*] --> working``)
-INITIAL: Final[TaskStatus] = "working"
-TERMINAL: Final[frozenset[TaskStatus]] = frozenset({"completed", "failed", "cancelled"})
-#: status -> the statuses it may move to; the terminal ones are final
-TRANSITIONS: Final[Mapping[TaskStatus, frozenset[TaskStatus]]] = {
-    "working": frozenset({"input_required", "completed", "failed", "cancelled"}),
-    "input_required": frozenset({"working", "completed", "failed", "cancelled"}),
-    "completed": frozenset(),
-    "failed": frozenset(),
-    "cancelled": frozenset(),
-}
 
 # The session era's _meta key tying a message to its task: an inlined result must not
 # carry it (the task id is at the root of the answer).

@@ -4,39 +4,19 @@
 # them. A line longer than ``max_line_bytes`` is not buffered: the framer drops bytes
 # until the next newline and reports one ``FrameTooLong`` in its place, so a hostile or
 # broken peer costs at most ``max_line_bytes`` of memory and the session keeps going.
+# That report's class (_too_long.py) is built with the first over-long line.
 # A line's JSON is read by ``decode`` (_jsonrpc.py).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import attrs
+if TYPE_CHECKING:
+    from ._too_long import FrameTooLong
 
-from .._exceptions import PARSE_ERROR, RemoteProtocolError
-
-__all__ = [
-    "DEFAULT_MAX_LINE_BYTES",
-    "FrameTooLong",
-    "LineFramer",
-]
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "LineFramer"]
 
 DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
-
-
-@attrs.frozen
-class FrameTooLong:
-    """A line was longer than the limit and was dropped."""
-
-    size: int
-    limit: int
-
-    def to_exception(self) -> RemoteProtocolError:
-        """Return the -32700 error that answers this frame."""
-        return RemoteProtocolError(
-            f"message of at least {self.size} bytes exceeds the {self.limit}-byte limit",
-            code=PARSE_ERROR,
-            data={"limit": self.limit},
-        )
 
 
 class LineFramer:
@@ -62,6 +42,8 @@ class LineFramer:
             if end < 0:
                 break
             if self._skipped >= 0:
+                from ._too_long import FrameTooLong
+
                 frames.append(FrameTooLong(self._skipped + end - start, limit))
                 self._skipped = -1
             else:
@@ -72,6 +54,8 @@ class LineFramer:
                 else:
                     line = bytes(data[start:end])
                 if len(line) > limit:
+                    from ._too_long import FrameTooLong
+
                     frames.append(FrameTooLong(len(line), limit))
                 elif line.strip():
                     frames.append(line)
@@ -90,6 +74,8 @@ class LineFramer:
     def flush(self) -> bytes | FrameTooLong | None:
         """At end of input: the last line if it had no newline, else None."""
         if self._skipped >= 0:
+            from ._too_long import FrameTooLong
+
             frame: bytes | FrameTooLong = FrameTooLong(self._skipped, self.max_line_bytes)
         elif self._buffer.strip():
             frame = bytes(self._buffer)

@@ -23,8 +23,14 @@ import attrs
 
 from .._exceptions import INVALID_PARAMS, CapabilityError, LocalProtocolError
 from ._bounded import bounded_value, clip_all, describe
-from ._envelope import MISSING_CLIENT_CAPABILITY, EnvelopeError, missing_capabilities
+from ._envelope import EnvelopeError, missing_capabilities
 from ._jsonrpc import JSONObject, RequestId
+from ._names import (
+    INPUT_REQUIRED,
+    MAX_INPUT_KEY_LENGTH,
+    MAX_INPUT_REQUESTS,
+    MISSING_CLIENT_CAPABILITY,
+)
 from ._session import Negotiated
 
 __all__ = [
@@ -41,14 +47,6 @@ __all__ = [
     "sampling_request",
     "url_elicitation_request",
 ]
-
-#: the ``resultType`` of a finished result and of an interim one
-INPUT_REQUIRED: Final = "input_required"
-
-#: the most ``inputRequests`` one result asks, and ``inputResponses`` one retry carries
-MAX_INPUT_REQUESTS: Final = 64
-#: the longest key of either map
-MAX_INPUT_KEY_LENGTH: Final = 128
 
 _SAMPLING_CONTEXTS: Final = frozenset({"thisServer", "allServers"})
 

@@ -27,7 +27,6 @@ import base64
 import binascii
 import hashlib
 import os
-import re
 from typing import Any, Final
 
 import attrs
@@ -53,7 +52,10 @@ DEFAULT_TTL: Final = 300.0
 MAX_TOKEN_LENGTH: Final = 256 * 1024
 
 _FORMAT: Final = "1"
-_KEY_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,32}")
+# What a key id is made of (1 to 32 of these): a set, not a pattern, whose compiling
+# would be the start's only use of the regex compiler here.
+_KEY_ID_CHARS: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+_MAX_KEY_ID: Final = 32
 _NONCE_BYTES: Final = 12
 _KEY_BYTES: Final = 32
 # The params keys a retry changes: left out of the digest.
@@ -80,7 +82,7 @@ class SealingKey:
     secret: bytes
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.key_id, str) or not _KEY_ID.fullmatch(self.key_id):
+        if not isinstance(self.key_id, str) or not _is_key_id(self.key_id):
             raise ValueError(
                 f"a key id is 1 to 32 of A-Z a-z 0-9 '_' '-', got {describe(self.key_id)}"
             )
@@ -207,7 +209,7 @@ class StateSealer:
         if len(token) > MAX_TOKEN_LENGTH:
             raise StateRefused("too_large", f"longer than {MAX_TOKEN_LENGTH} characters")
         parts = token.split(".")
-        if len(parts) != 3 or parts[0] != _FORMAT or not _KEY_ID.fullmatch(parts[1]):
+        if len(parts) != 3 or parts[0] != _FORMAT or not _is_key_id(parts[1]):
             raise StateRefused("malformed", "not a state this server sealed")
         key = self.ring.find(parts[1])
         if key is None:
@@ -238,6 +240,11 @@ class StateSealer:
             raise StateRefused("wrong_principal", "it was issued to another principal")
         value: JSONValue = payload["v"]
         return value
+
+
+def _is_key_id(text: str) -> bool:
+    # Every character one of the set: nothing is left once they are stripped.
+    return 0 < len(text) <= _MAX_KEY_ID and not text.strip(_KEY_ID_CHARS)
 
 
 def _aad(key_id: str) -> bytes:

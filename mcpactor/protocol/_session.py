@@ -28,7 +28,6 @@ import enum
 from collections.abc import Callable, Iterable
 from typing import Final
 
-import attrs
 import orjson
 
 from .._exceptions import (
@@ -118,11 +117,19 @@ class Phase(enum.Enum):
 
 
 # What the client may ask, and what we may send, in each phase. None means "anything".
-@attrs.frozen
+# A plain slotted class: four rows read by the session, never compared or copied.
 class _PhaseRule:
-    client_requests: frozenset[str] | None
-    server_requests: frozenset[str] | None
-    server_notifications: frozenset[str] | None
+    __slots__ = ("client_requests", "server_notifications", "server_requests")
+
+    def __init__(
+        self,
+        client_requests: frozenset[str] | None,
+        server_requests: frozenset[str] | None,
+        server_notifications: frozenset[str] | None,
+    ) -> None:
+        self.client_requests = client_requests
+        self.server_requests = server_requests
+        self.server_notifications = server_notifications
 
 
 _LOGGING_ONLY: Final = frozenset({"notifications/message"})

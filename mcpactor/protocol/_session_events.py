@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
 
@@ -59,11 +59,13 @@ class Send:
     request_id: RequestId | None = None
 
 
-class InFlight(Protocol):
-    """Where a session counts the peer's requests until they are answered."""
+if TYPE_CHECKING:
+    # Only annotations name it: a Protocol class is costly to build at start.
+    class InFlight(Protocol):
+        """Where a session counts the peer's requests until they are answered."""
 
-    def settle(self, request_id: RequestId, reply: JSONValue | None) -> JSONValue | None:
-        """Count ``request_id`` answered by ``reply`` (None: abandoned); return what to write."""
+        def settle(self, request_id: RequestId, reply: JSONValue | None) -> JSONValue | None:
+            """Count ``request_id`` answered by ``reply`` (None: abandoned); say what to write."""
 
 
 class Exchange:

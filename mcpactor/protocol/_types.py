@@ -6,7 +6,9 @@
 # always on the wire. Only what handlers touch is modelled here: the envelopes of list
 # and lifecycle results are plain dicts built by the session and the server registry,
 # which is faster and keeps the user's schemas verbatim (DESIGN invariant 7). The types
-# of server→client requests (sampling, elicitation, roots) are in _client_types.py.
+# of server→client requests (sampling, elicitation, roots) are in _client_types.py, and
+# those no server reads while it starts (Implementation, ToolAnnotations, Completion) in
+# _described.py.
 #
 # No ``from __future__ import annotations`` here, on purpose: the annotations are real
 # types from the start, so nothing has to resolve strings later — not cattrs (which would
@@ -25,20 +27,17 @@ __all__ = [
     "AudioContent",
     "BlobResourceContents",
     "CallToolResult",
-    "Completion",
     "ContentBlock",
     "EmbeddedResource",
     "GetPromptResult",
     "Icon",
     "ImageContent",
-    "Implementation",
     "PromptMessage",
     "ResourceContents",
     "ResourceLink",
     "Role",
     "TextContent",
     "TextResourceContents",
-    "ToolAnnotations",
 ]
 
 #: the keyword of a generated ``outputSchema`` whose object only wraps the tool's value
@@ -59,35 +58,12 @@ class Icon:
 
 
 @attrs.frozen(kw_only=True)
-class Implementation:
-    """The name and version of an MCP implementation (``serverInfo`` / ``clientInfo``)."""
-
-    name: str
-    version: str
-    title: str | None = None
-    description: str | None = None
-    website_url: str | None = None
-    icons: list[Icon] | None = None
-
-
-@attrs.frozen(kw_only=True)
 class Annotations:
     """Hints for the client about how content is used and how important it is."""
 
     audience: list[Role] | None = None
     priority: float | None = None
     last_modified: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ToolAnnotations:
-    """Hints about a tool's behaviour; clients must not trust them from untrusted servers."""
-
-    title: str | None = None
-    read_only_hint: bool | None = None
-    destructive_hint: bool | None = None
-    idempotent_hint: bool | None = None
-    open_world_hint: bool | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -218,12 +194,3 @@ class GetPromptResult:
     messages: list[PromptMessage]
     description: str | None = None
     meta: dict[str, Any] | None = None
-
-
-@attrs.frozen(kw_only=True)
-class Completion:
-    """Suggested values for ``completion/complete``."""
-
-    values: list[str]
-    total: int | None = None
-    has_more: bool | None = None

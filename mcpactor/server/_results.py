@@ -18,7 +18,6 @@ import orjson
 from ..protocol import (
     AudioContent,
     BlobResourceContents,
-    Completion,
     ContentBlock,
     EmbeddedResource,
     GetPromptResult,
@@ -221,6 +220,8 @@ def to_resource_contents(value: Any, uri: str, mime_type: str | None) -> list[JS
 
 def completion_result(answer: Any) -> JSONObject:
     """The ``completion`` object for what a completer returned (strings or a Completion)."""
+    from ..protocol import Completion  # built when a completer first answers
+
     if isinstance(answer, Completion):
         values = list(answer.values)
         total, has_more = answer.total, answer.has_more

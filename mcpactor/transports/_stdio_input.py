@@ -32,7 +32,6 @@ import trio
 from .._exceptions import INVALID_REQUEST, ProtocolError, RemoteProtocolError
 from ..protocol import (
     PROTOCOL_VERSION,
-    FrameTooLong,
     JSONObject,
     JSONValue,
     LineFramer,
@@ -115,6 +114,9 @@ async def read_input(
                         except RemoteProtocolError as exc:
                             item = exc
                     else:
+                        # An over-long line's report: its class loads with the first one.
+                        from ..protocol import FrameTooLong
+
                         assert type(frame) is FrameTooLong
                         item = frame.to_exception()
                     if route(item, arrived):

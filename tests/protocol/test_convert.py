@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import mcpactor
 from mcpactor._exceptions import INVALID_PARAMS, RemoteProtocolError
-from mcpactor.protocol import _client_types, _types, structure, unstructure
+from mcpactor.protocol import _client_types, _described, _types, structure, unstructure
 from mcpactor.protocol._client_types import (
     CreateMessageResult,
     ElicitResult,
@@ -25,29 +25,27 @@ from mcpactor.protocol._client_types import (
     Root,
 )
 from mcpactor.protocol._convert import _build, _wire_path, wire_name
+from mcpactor.protocol._described import Completion, Implementation, ToolAnnotations
 from mcpactor.protocol._types import (
     Annotations,
     AudioContent,
     BlobResourceContents,
     CallToolResult,
-    Completion,
     ContentBlock,
     EmbeddedResource,
     GetPromptResult,
     Icon,
     ImageContent,
-    Implementation,
     ResourceLink,
     TextContent,
     TextResourceContents,
-    ToolAnnotations,
 )
 from tests.spec_schema import check
 
 WIRE_TYPES = sorted(
     (
         cls
-        for module in (_types, _client_types)
+        for module in (_types, _described, _client_types)
         for name in module.__all__
         if attrs.has(cls := getattr(module, name))
     ),
