@@ -477,10 +477,14 @@ def test_a_servers_kernel_time_is_measured_apart_from_its_user_time() -> None:
         used = meter.read()
         user, kernel = system.cpu_times(child.pid)
         assert system.cpu_seconds(child.pid) == pytest.approx(user + kernel)
+        # The CPU clock is exact where the ticks are rounded down, each of the two.
+        clock = system.cpu_clock(child.pid)
+        assert user + kernel <= clock < user + kernel + 2 * 1.5 / system.TICK
         child.stdin.close()
     assert kernel > 0
     assert 0 < used["srv_sys"] <= used["srv_cpu"]
     assert system.cpu_times(None) is None
+    assert system.cpu_clock(None) is None
 
 
 def test_the_kernel_column_is_shown_only_for_runs_that_measured_it() -> None:

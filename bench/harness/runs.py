@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .npm import ensure_installed
-from .system import Meter, cpu_seconds, free_port, rss_kb, stop
+from .system import Meter, cpu_clock, free_port, rss_kb, stop
 from .targets import ROUNDS_OF, THROUGHPUT_TESTS, Target, command, expand, http_cell_shape
 from .wire import (
     ECHO_TEXT,
@@ -418,8 +418,9 @@ def cold_start(run: Run, target: Target) -> Metrics:
         line = process.stdout.readline()
         t1 = time.perf_counter()
     # the CPU of all of the server's threads (Node's too) up to its answer: on a shared
-    # machine the steadier figure, as waiting for a core is not in it
-    cpu = cpu_seconds(process.pid)
+    # machine the steadier figure, as waiting for a core is not in it; read from the CPU
+    # clock, as whole ticks would make a start of 100-150 ms a few steps of 10
+    cpu = cpu_clock(process.pid)
     rss = rss_kb(process.pid)
     t2 = time.perf_counter()
     process.stdin.close()
