@@ -185,11 +185,17 @@ def test_names_that_are_not_utf8_are_refused_and_others_quoted(folder: Path) -> 
     ]
 
 
-def test_hidden_files_are_not_served(folder: Path) -> None:
+def test_hidden_files_and_byte_code_are_not_served(folder: Path) -> None:
     tool = skill(folder, "tool", "name: tool\ndescription: d")
     (tool / ".env").write_text("TOKEN=1")
     (folder / ".git").mkdir()
-    assert load_skills(folder).skills[0].files == ("SKILL.md",)
+    # What running the skill's script leaves beside it.
+    (tool / "scripts" / "__pycache__").mkdir(parents=True)
+    (tool / "scripts" / "run.py").write_text("print(1)")
+    (tool / "scripts" / "__pycache__" / "run.cpython-311.pyc").write_bytes(b"\x00")
+    assert load_skills(folder).skills[0].files == ("SKILL.md", "scripts/run.py")
+    with pytest.raises(FileRefused, match="__pycache__"):
+        checked_path("scripts/__pycache__/run.cpython-311.pyc")
 
 
 def test_limits_bound_the_folder(folder: Path) -> None:

@@ -79,7 +79,7 @@ def checked_path(path: str) -> str:
 
     Raises:
         FileRefused: it is empty, too long or deep, absolute, or has an empty, hidden,
-            "." or ".." segment, a NUL or a backslash.
+            "." or ".." or ``__pycache__`` segment, a NUL or a backslash.
     """
     if len(path) > MAX_PATH_CHARS:
         raise FileRefused(f"the path is longer than {MAX_PATH_CHARS} characters")
@@ -88,11 +88,19 @@ def checked_path(path: str) -> str:
     parts = path.split("/")
     if len(parts) > MAX_PATH_DEPTH:
         raise FileRefused(f"the path has more than {MAX_PATH_DEPTH} segments")
-    if not path or any(not part or part.startswith(".") for part in parts):
+    if not path or not all(map(served_name, parts)):
         raise FileRefused(
-            "the path must be relative to the skill, without empty, hidden, '.' or '..' segments"
+            "the path must be relative to the skill, without empty, hidden, '.' or '..' "
+            "segments or __pycache__"
         )
     return path
+
+
+def served_name(name: str) -> bool:
+    """Whether a file or directory called ``name`` is part of a skill: not empty, not
+    hidden (``.git``, ``.env``, ``.`` and ``..``), not the byte code Python leaves
+    beside a skill's scripts when they run (``__pycache__``)."""
+    return bool(name) and not name.startswith(".") and name != "__pycache__"
 
 
 def mime_type(name: str, head: bytes | None = None) -> str:

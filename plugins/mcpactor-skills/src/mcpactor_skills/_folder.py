@@ -3,8 +3,9 @@
 # Every directory of the folder holding a SKILL.md is a skill; the directories above it
 # are its prefix (``acme/billing/refunds``: prefix ``acme/billing``, name ``refunds``).
 # A skill's files are every regular file below its directory, hidden ones (``.git``,
-# ``.DS_Store``) left out. Each SKILL.md must start with YAML frontmatter whose fields
-# follow the Agent Skills specification, and whose ``name`` is its directory's name.
+# ``.DS_Store``) and byte code (``__pycache__``) left out. Each SKILL.md must start with
+# YAML frontmatter whose fields follow the Agent Skills specification, and whose
+# ``name`` is its directory's name.
 #
 # Nothing outside the folder is ever served: a symlink is served only when it leads to
 # a file inside its own skill that is not hidden (as that file), and one leading anywhere
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import yaml  # type: ignore[import-untyped]  # no stubs: only safe_load is used
+
+from ._files import served_name
 
 __all__ = ["Skill", "SkillsError", "read_folder", "skill_file_uri"]
 
@@ -136,7 +139,7 @@ def read_folder(
 
 def _entries(directory: str) -> list[os.DirEntry[str]]:
     with os.scandir(directory) as found:
-        return sorted((entry for entry in found if not entry.name.startswith(".")), key=_name)
+        return sorted((entry for entry in found if served_name(entry.name)), key=_name)
 
 
 def _name(entry: os.DirEntry[str]) -> str:
@@ -217,7 +220,7 @@ def _skill_files(scan: _Scan, skill: str, directory: str, depth: int) -> Iterato
             if not os.path.isfile(target):
                 continue  # a symlinked directory is not entered
             real = os.path.relpath(target, skill).replace(os.sep, "/")
-            if any(part.startswith(".") for part in real.split("/")):
+            if not all(map(served_name, real.split("/"))):
                 scan.problems.append(f"{scan.shown(entry.path)}: a symlink to a hidden file")
                 continue
         elif stat.S_ISDIR(mode):
