@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._client_session import UnexpectedResponse as UnexpectedResponse
     from ._convert import structure as structure
     from ._convert import unstructure as unstructure
+    from ._convert import wire_classes_loaded as wire_classes_loaded
     from ._envelope import Envelope as Envelope
     from ._envelope import has_envelope as has_envelope
     from ._envelope import read_envelope as read_envelope
@@ -171,6 +172,7 @@ _LAZY: Final = {
     "UnexpectedResponse": ("._client_session", "UnexpectedResponse"),
     "structure": ("._convert", "structure"),
     "unstructure": ("._convert", "unstructure"),
+    "wire_classes_loaded": ("._convert", "wire_classes_loaded"),
     "ALL_VERSIONS": ("._names", "ALL_VERSIONS"),
     "CLIENT_INFO": ("._names", "CLIENT_INFO"),
     "HEADER_MISMATCH": ("._names", "HEADER_MISMATCH"),
@@ -273,7 +275,7 @@ _LAZY: Final = {
     "RootsChanged": ("._session_events", "RootsChanged"),
     "Send": ("._session_events", "Send"),
     "plain_complete": ("._session_events", "plain_complete"),
-    "WRAPPED_RESULT": ("._types", "WRAPPED_RESULT"),
+    "WRAPPED_RESULT": ("._names", "WRAPPED_RESULT"),
     "Annotations": ("._types", "Annotations"),
     "AudioContent": ("._types", "AudioContent"),
     "BlobResourceContents": ("._types", "BlobResourceContents"),
@@ -314,7 +316,7 @@ if TYPE_CHECKING:
     from ._described import Completion as Completion
     from ._described import Implementation as Implementation
     from ._described import ToolAnnotations as ToolAnnotations
-    from ._types import WRAPPED_RESULT as WRAPPED_RESULT
+    from ._names import WRAPPED_RESULT as WRAPPED_RESULT
     from ._types import Annotations as Annotations
     from ._types import AudioContent as AudioContent
     from ._types import BlobResourceContents as BlobResourceContents
@@ -483,6 +485,7 @@ __all__ = [
     "unowed_errors",
     "unstructure",
     "utf8_size",
+    "wire_classes_loaded",
 ]
 
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, get_origin
 import attrs
 
 from .._exceptions import INVALID_PARAMS, RemoteProtocolError
-from . import _types
 from ._bounded import clip_all, describe
 
 if TYPE_CHECKING:
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
     converter: cattrs.Converter
 
-__all__ = ["converter", "structure", "unstructure", "wire_name"]
+__all__ = ["converter", "structure", "unstructure", "wire_classes_loaded", "wire_name"]
 
 T = TypeVar("T")
 
@@ -127,6 +126,8 @@ def _strict_json(conv: cattrs.Converter) -> None:
 def _tagged_unions(conv: cattrs.Converter) -> None:
     # The unions the wire tells apart: content blocks by ``type``, resource contents by
     # whether they carry a ``blob``.
+    from . import _types
+
     content_kinds: dict[str, type] = {
         "text": _types.TextContent,
         "image": _types.ImageContent,
@@ -185,26 +186,33 @@ class _NotPlain(Exception):
 
 
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-_WIRE_TYPES: Final = frozenset(
-    cls for name in _types.__all__ if attrs.has(cls := getattr(_types, name))
-)
 #: (attribute, wire key, left out when None) per wire type, made on first use
 _Plan: TypeAlias = tuple[tuple[str, str, bool], ...]
 _plans: dict[type, _Plan] = {}
 
 
-#: the modules of wire types that load on first use: until one has, none of its classes
-#: exist
-_LATER: Final = (f"{__package__}._described", f"{__package__}._client_types")
+#: the modules of wire types, each loaded on first use: until one has, none of its
+#: classes exist, so no value is an instance of one and no annotation names one
+_TYPES: Final = f"{__package__}._types"
+_WIRE_MODULES: Final = (_TYPES, f"{__package__}._described", f"{__package__}._client_types")
+
+
+def wire_classes_loaded(*names: str) -> tuple[type, ...]:
+    """The content and result classes named (``"CallToolResult"`` …), once they exist.
+
+    Empty until something has used one of them: then nothing can be an instance of one
+    (``isinstance(value, ())`` is False) and no annotation can name one, so a check
+    against them needs no loading of theirs.
+    """
+    module = sys.modules.get(_TYPES)
+    return () if module is None else tuple(getattr(module, name) for name in names)
 
 
 def _is_wire_type(cls: type) -> bool:
-    if cls in _WIRE_TYPES:
-        return True
-    for name in _LATER:
+    for name in _WIRE_MODULES:
         module = sys.modules.get(name)
         if module is not None and any(getattr(module, n) is cls for n in module.__all__):
-            return True
+            return attrs.has(cls)
     return False
 
 

@@ -1,4 +1,5 @@
-# The names, codes and status table of the stateless era and the tasks extension.
+# The names, codes and status table of the stateless era and the tasks extension, and
+# the keyword of a wrapped tool result.
 #
 # Other layers read these when they load (a ``_meta`` key, an error code, the task
 # status table, the envelope's refusal they catch), while the machinery that uses them
@@ -43,6 +44,7 @@ __all__ = [
     "TERMINAL",
     "TRANSITIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
+    "WRAPPED_RESULT",
     "EnvelopeError",
     "TaskStatus",
     "TaskSupport",
@@ -138,3 +140,8 @@ TRANSITIONS: Final[Mapping[TaskStatus, frozenset[TaskStatus]]] = {
     "failed": frozenset(),
     "cancelled": frozenset(),
 }
+
+
+#: the keyword of a generated ``outputSchema`` whose object only wraps the tool's value
+#: as ``{"result": value}`` (structured content is an object): a client may unwrap it
+WRAPPED_RESULT: Final = "x-mcpactor-wrap-result"

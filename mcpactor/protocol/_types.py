@@ -17,9 +17,11 @@
 # every annotation string at start-up.
 
 import base64
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import attrs
+
+from ._names import WRAPPED_RESULT
 
 __all__ = [
     "WRAPPED_RESULT",
@@ -40,9 +42,6 @@ __all__ = [
     "TextResourceContents",
 ]
 
-#: the keyword of a generated ``outputSchema`` whose object only wraps the tool's value
-#: as ``{"result": value}`` (structured content is an object): a client may unwrap it
-WRAPPED_RESULT: Final = "x-mcpactor-wrap-result"
 
 Role: TypeAlias = Literal["user", "assistant"]
 

@@ -21,7 +21,6 @@ from ..protocol import (
     JSONObject,
     Negotiated,
     RequestId,
-    TextContent,
     describe,
     structure,
     unstructure,
@@ -389,7 +388,7 @@ class Context(Generic[StateT]):
             RequestError: the client answered with an error, or did not answer in time.
         """
         # The wire types of server→client requests load the first time one is sent.
-        from ..protocol import CreateMessageResult, SamplingMessage
+        from ..protocol import CreateMessageResult, SamplingMessage, TextContent
 
         if isinstance(messages, str):
             messages = [SamplingMessage(role="user", content=TextContent(text=messages))]

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
-from ..protocol import Icon, JSONObject
+from ..protocol import JSONObject
 from ._caching import CacheHint
 from ._execution import TaskSupport
 
 if TYPE_CHECKING:
     # A tool's hints are the user's to build: the class loads when they import it.
-    from ..protocol import ToolAnnotations
+    from ..protocol import Icon, ToolAnnotations
 
 __all__ = ["PromptOptions", "ResourceOptions", "ToolOptions", "check_options", "registrar"]
 

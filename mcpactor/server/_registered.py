@@ -28,7 +28,6 @@ from ..auth import InsufficientScope
 from ..protocol import (
     MISSING_CLIENT_CAPABILITY,
     WRAPPED_RESULT,
-    CallToolResult,
     JSONObject,
     Revision,
     bounded_value,
@@ -36,6 +35,7 @@ from ..protocol import (
     describe_error,
     error_text,
     unstructure,
+    wire_classes_loaded,
 )
 from . import _tasks
 from ._caching import CacheHint
@@ -198,7 +198,7 @@ class ToolEntry:
         if isinstance(value, InputRequired):
             end_round(value, revision)
         structured = None
-        if output is not None and not isinstance(value, CallToolResult):
+        if output is not None and (type(value) is str or not _is_whole_result(value)):
             # What ``signature.structure_output`` returns, without a call per step.
             signature = self.signature
             dump = signature.dump_output
@@ -302,9 +302,14 @@ async def _validate(validator: SchemaValidator, arguments: JSONObject) -> list[J
     return await trio.to_thread.run_sync(validation_errors, validator, arguments)
 
 
+def _is_whole_result(value: Any) -> bool:
+    # A CallToolResult the tool built itself (none exists until one is first made).
+    return isinstance(value, wire_classes_loaded("CallToolResult"))
+
+
 def tool_result(value: Any, structured: Any = None, *, has_output_schema: bool) -> JSONObject:
     """Build the ``tools/call`` result object for a tool's return value."""
-    if isinstance(value, CallToolResult):
+    if type(value) is not str and _is_whole_result(value):
         return unstructure(value)  # type: ignore[no-any-return]
     if has_output_schema:
         # The text fallback reads naturally: a plain string stays itself.

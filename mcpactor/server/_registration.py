@@ -11,7 +11,7 @@ from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import SchemaError
-from ..protocol import CallToolResult, GetPromptResult, JSONObject, describe, unstructure
+from ..protocol import JSONObject, describe, unstructure, wire_classes_loaded
 from . import _results
 from ._caching import CacheHint
 from ._context import Context
@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 __all__ = ["completer_context", "is_template", "prompt_entry", "resource_entry", "tool_entry"]
 
 # What a tool may return that is content, not structured output.
-_SKIP_OUTPUT: Final = (*_results.CONTENT_TYPES, CallToolResult, GetPromptResult, bytes)
+#: the result classes a return annotation may name without an output schema: a content
+#: block, a whole result or bytes (an annotation can only name the classes once they exist)
+_SKIP_OUTPUT: Final = (*_results.CONTENT_TYPES, "CallToolResult", "GetPromptResult")
 #: the keyword that mirrors a parameter into a header (``_headers.KEYWORD``)
 _HEADER_KEYWORD: Final = "x-mcp-header"
 
@@ -62,13 +64,21 @@ def _names_a_header(schema: JSONObject) -> bool:
     return False
 
 
+def _skip_output() -> tuple[type, ...]:
+    return (*wire_classes_loaded(*_SKIP_OUTPUT), bytes)
+
+
 def tool_entry(fn: Callable[..., Any], name: str, options: ToolOptions) -> ToolEntry:
     """The entry of tool ``name``; SchemaError if its schemas or options are unusable."""
     input_schema = options.get("input_schema")
     output_schema = options.get("output_schema")
     structured_output = options.get("structured_output")
     icons = options.get("icons")
-    signature = describe_function(fn, context_types=(Context,), skip_output_types=_SKIP_OUTPUT)
+    signature = describe_function(
+        fn,
+        context_types=(Context,),
+        skip_output_types=_skip_output,
+    )
     schema = input_schema if input_schema is not None else signature.input_schema
     if schema.get("type") != "object":
         raise SchemaError(

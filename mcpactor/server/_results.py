@@ -11,26 +11,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from ..protocol import (
-    AudioContent,
-    BlobResourceContents,
-    ContentBlock,
-    EmbeddedResource,
-    GetPromptResult,
-    ImageContent,
-    JSONObject,
-    PromptMessage,
-    ResourceLink,
-    Revision,
-    TextContent,
-    TextResourceContents,
-    describe,
-    unstructure,
-)
+from .. import protocol as wire
+from ..protocol import JSONObject, Revision, describe, unstructure, wire_classes_loaded
+
+if TYPE_CHECKING:
+    from ..protocol import AudioContent, ContentBlock, ImageContent
 
 __all__ = [
     "CONTENT_TYPES",
@@ -46,7 +35,15 @@ __all__ = [
 #: the most values a ``completion/complete`` result carries (spec: at most 100)
 MAX_COMPLETIONS: Final = 100
 
-CONTENT_TYPES: Final = (TextContent, ImageContent, AudioContent, EmbeddedResource, ResourceLink)
+#: the content block classes, by name: the classes are built when one is first used (a
+#: handler that returns text or plain values never builds them), see ``wire_classes_loaded``
+CONTENT_TYPES: Final = (
+    "TextContent",
+    "ImageContent",
+    "AudioContent",
+    "EmbeddedResource",
+    "ResourceLink",
+)
 
 _MAGIC: Final = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -75,7 +72,9 @@ def Image(
 ) -> ImageContent:
     """Build an image content block from bytes or a file; the type is sniffed if not given."""
     raw = _read(data, path)
-    return ImageContent.from_bytes(raw, mime_type or _sniff(raw) or "application/octet-stream")
+    return wire.ImageContent.from_bytes(
+        raw, mime_type or _sniff(raw) or "application/octet-stream"
+    )
 
 
 def Audio(
@@ -83,7 +82,9 @@ def Audio(
 ) -> AudioContent:
     """Build an audio content block from bytes or a file; the type is sniffed if not given."""
     raw = _read(data, path)
-    return AudioContent.from_bytes(raw, mime_type or _sniff(raw) or "application/octet-stream")
+    return wire.AudioContent.from_bytes(
+        raw, mime_type or _sniff(raw) or "application/octet-stream"
+    )
 
 
 def _read(data: bytes | None, path: str | None) -> bytes:
@@ -97,25 +98,26 @@ def _read(data: bytes | None, path: str | None) -> bytes:
 
 
 def _one_block(item: Any) -> ContentBlock:
-    if isinstance(item, CONTENT_TYPES):
-        return item
+    # The content classes are read through the package: built with the first block made.
+    if isinstance(item, wire_classes_loaded(*CONTENT_TYPES)):
+        return item  # type: ignore[no-any-return]
     if isinstance(item, str):
-        return TextContent(text=item)
+        return wire.TextContent(text=item)
     if isinstance(item, bytes | bytearray):
         data = bytes(item)
         mime = _sniff(data)
         if mime is not None and mime.startswith("image/"):
-            return ImageContent.from_bytes(data, mime)
+            return wire.ImageContent.from_bytes(data, mime)
         if mime is not None:
-            return AudioContent.from_bytes(data, mime)
-        return EmbeddedResource(
-            resource=BlobResourceContents.from_bytes(
+            return wire.AudioContent.from_bytes(data, mime)
+        return wire.EmbeddedResource(
+            resource=wire.BlobResourceContents.from_bytes(
                 "data:application/octet-stream", data, "application/octet-stream"
             )
         )
-    if isinstance(item, TextResourceContents | BlobResourceContents):
-        return EmbeddedResource(resource=item)
-    return TextContent(text=_json_text(item))
+    if isinstance(item, wire_classes_loaded("TextResourceContents", "BlobResourceContents")):
+        return wire.EmbeddedResource(resource=item)
+    return wire.TextContent(text=_json_text(item))
 
 
 def _json_text(value: Any) -> str:
@@ -174,7 +176,7 @@ def adapt_content(blocks: Iterable[JSONObject], revision: Revision) -> list[JSON
 
 def to_prompt_result(value: Any, description: str | None) -> JSONObject:
     """Convert a prompt handler's return value into a ``prompts/get`` result."""
-    if isinstance(value, GetPromptResult):
+    if isinstance(value, wire_classes_loaded("GetPromptResult")):
         result: JSONObject = unstructure(value)
         if description and "description" not in result:
             result["description"] = description
@@ -182,7 +184,7 @@ def to_prompt_result(value: Any, description: str | None) -> JSONObject:
     items = value if isinstance(value, list | tuple) else [value]
     messages = []
     for item in items:
-        if isinstance(item, PromptMessage):
+        if isinstance(item, wire_classes_loaded("PromptMessage")):
             messages.append(unstructure(item))
         elif isinstance(item, dict) and "role" in item and "content" in item:
             content = item["content"]
@@ -200,8 +202,9 @@ def to_resource_contents(value: Any, uri: str, mime_type: str | None) -> list[JS
     """Convert a resource handler's return value into ``resources/read`` contents."""
     items = value if isinstance(value, list | tuple) else [value]
     contents: list[JSONObject] = []
+    given = wire_classes_loaded("TextResourceContents", "BlobResourceContents")
     for item in items:
-        if isinstance(item, TextResourceContents | BlobResourceContents):
+        if isinstance(item, given):
             contents.append(unstructure(item))
             continue
         entry: JSONObject = {"uri": uri}

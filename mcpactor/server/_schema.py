@@ -121,7 +121,7 @@ def describe_function(
     fn: Callable[..., Any],
     *,
     context_types: tuple[type, ...] = (),
-    skip_output_types: tuple[type, ...] = (),
+    skip_output_types: tuple[type, ...] | Callable[[], tuple[type, ...]] = (),
 ) -> FunctionSchema:
     """Describe a handler's parameters and return value as JSON Schemas.
 
@@ -130,7 +130,9 @@ def describe_function(
         context_types: a parameter annotated with one of these (or a subclass) receives the
             request context; it is left out of the input schema and of `FunctionSchema.bind`.
         skip_output_types: a return annotation naming one of these, alone or inside a list
-            or union (content blocks, a full result class), gets no output schema.
+            or union (content blocks, a full result class), gets no output schema; or a
+            function returning them, called once the annotations are resolved (resolving
+            one may be what first builds a class it names).
 
     Raises:
         SchemaError: a parameter cannot be passed by name as JSON (``*args``, ``**kwargs``,
@@ -148,8 +150,9 @@ def describe_function(
     for name, param in signature.parameters.items():
         inputs.add(name, param, context_types)
 
+    skip = skip_output_types() if callable(skip_output_types) else skip_output_types
     output_schema, wraps_output, dump_output, load_output = _describe_output(
-        hints.get("return", _MISSING), skip_output_types, where
+        hints.get("return", _MISSING), skip, where
     )
     return FunctionSchema(
         input_schema=_fresh(inputs.schema()),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 
 from .._exceptions import SchemaError
 from ..auth import InsufficientScope
-from ..protocol import Icon, JSONObject, Revision, describe, unstructure
+from ..protocol import JSONObject, Revision, describe, unstructure
 from . import _tasks
 from ._caching import CacheHint
 from ._changes import Changes
@@ -43,6 +43,7 @@ from ._scopes import scope_error
 
 if TYPE_CHECKING:
     # Composition (``mount``) and URI templates are loaded when a server first uses them.
+    from ..protocol import Icon
     from ._compose import Composition, Mount
     from ._transform import ToolTransform
 
