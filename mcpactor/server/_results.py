@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import orjson
 
@@ -19,7 +19,7 @@ from .. import protocol as wire
 from ..protocol import JSONObject, Revision, describe, unstructure, wire_classes_loaded
 
 if TYPE_CHECKING:
-    from ..protocol import AudioContent, ContentBlock, ImageContent
+    from ..protocol import AudioContent, ContentBlock, ImageContent, ResourceContents
 
 __all__ = [
     "CONTENT_TYPES",
@@ -100,7 +100,7 @@ def _read(data: bytes | None, path: str | None) -> bytes:
 def _one_block(item: Any) -> ContentBlock:
     # The content classes are read through the package: built with the first block made.
     if isinstance(item, wire_classes_loaded(*CONTENT_TYPES)):
-        return item  # type: ignore[no-any-return]
+        return cast("ContentBlock", item)
     if isinstance(item, str):
         return wire.TextContent(text=item)
     if isinstance(item, bytes | bytearray):
@@ -116,7 +116,7 @@ def _one_block(item: Any) -> ContentBlock:
             )
         )
     if isinstance(item, wire_classes_loaded("TextResourceContents", "BlobResourceContents")):
-        return wire.EmbeddedResource(resource=item)
+        return wire.EmbeddedResource(resource=cast("ResourceContents", item))
     return wire.TextContent(text=_json_text(item))
 
 
