@@ -16,10 +16,10 @@ if TYPE_CHECKING:
     from ._execution import Offload as Offload
     from ._execution import TaskMetadata as TaskMetadata
     from ._execution import function_path as function_path
+    from ._extension_set import Extensions as Extensions
     from ._extensions import CustomMethod as CustomMethod
     from ._extensions import CustomNotification as CustomNotification
     from ._extensions import Extension as Extension
-    from ._extensions import Extensions as Extensions
     from ._extensions import check_identifier as check_identifier
     from ._headers import Header as Header
     from ._headers import check_param_headers as check_param_headers
@@ -83,7 +83,7 @@ _LAZY: Final = {
     "CustomMethod": ("._extensions", "CustomMethod"),
     "CustomNotification": ("._extensions", "CustomNotification"),
     "Extension": ("._extensions", "Extension"),
-    "Extensions": ("._extensions", "Extensions"),
+    "Extensions": ("._extension_set", "Extensions"),
     "check_identifier": ("._extensions", "check_identifier"),
     "Header": ("._headers", "Header"),
     "check_param_headers": ("._headers", "check_param_headers"),

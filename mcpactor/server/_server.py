@@ -31,7 +31,7 @@ from ._caching import CacheHint
 from ._changes import Changes
 from ._context import Context, StateT
 from ._dispatch import Handler, ServedMethods, ServerListener, method_table
-from ._extensions import Extension, Extensions, serving
+from ._extension_set import Extensions, serving
 from ._handlers import Handlers
 from ._lifespans import Lifespans
 from ._middleware import MiddlewareChain, refuse_mounted_middleware
@@ -42,8 +42,10 @@ from ._registry import Catalog, TemplateEntry, check_tool_name
 from ._scopes import scope_error
 
 if TYPE_CHECKING:
+    # Extension values load with the first extension made (_extension_set.py).
     # Composition (``mount``) and URI templates are loaded when a server first uses them.
     from ._compose import Composition, Mount
+    from ._extensions import Extension
     from ._transform import ToolTransform
 
 __all__ = ["Server", "ServerListener"]
