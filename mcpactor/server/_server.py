@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 from .._exceptions import SchemaError
 from ..auth import InsufficientScope
 from ..protocol import Icon, JSONObject, Revision, describe, unstructure
-from . import _tasks
 from ._caching import CacheHint
 from ._changes import Changes
 from ._context import Context, StateT
@@ -49,6 +48,15 @@ if TYPE_CHECKING:
     from ._transform import ToolTransform
 
 __all__ = ["Server", "ServerListener"]
+
+
+async def _answer_tasks(method: str, params: JSONObject, ctx: Context[Any]) -> JSONObject:
+    # The tasks requests' module (and the tasks extension's wire forms it reads) loads
+    # with the first tasks/* request: a session that never sends one does not read it.
+    from ._tasks import handle
+
+    return await handle(method, params, ctx)
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 V = TypeVar("V")
@@ -185,7 +193,7 @@ class Server(Generic[StateT]):
         self._registry = Registry()
         self._handlers = Handlers(self, self._registry)
         # Core methods, and the custom ones of its extensions as they are enabled.
-        self._methods: dict[str, Handler] = method_table(self._handlers, _tasks.handle)
+        self._methods: dict[str, Handler] = method_table(self._handlers, _answer_tasks)
         #: the extensions enabled on it (``enable`` more; iterate; ``in``)
         self.extensions = Extensions(self)
         # The handlers of what it serves now: asked once per method and change.

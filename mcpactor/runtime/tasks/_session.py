@@ -18,13 +18,16 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ... import server
 from ..._exceptions import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RequestError
-from ...protocol import TERMINAL, JSONObject, RequestId, clip, describe
-from ...server import Context, Peer, TaskMetadata, encode_cursor, with_related_task
+from ...protocol import JSONObject, RequestId, clip, describe
+from ...server import Context, Peer, TaskMetadata
 from ._options import TaskOptions, TaskStatistics
 
 # The table and what serves it are read with the session's first task (or tasks/*
-# request, or a store): a session that never runs one imports none of it.
+# request, or a store): a session that never runs one imports none of it; the tasks
+# requests' own module (server's ``with_related_task``, ``encode_cursor``) is read
+# through the package for the same reason.
 if TYPE_CHECKING:
     from ...server import SessionTaskHost
     from .._views import TaskView
@@ -288,7 +291,7 @@ class TaskManager:
             error = entry.error
             raise RequestError(error["code"], error["message"], error.get("data"))
         assert entry.result is not None
-        return with_related_task(entry.result, task_id)
+        return server.with_related_task(entry.result, task_id)
 
     async def page(self, after: int) -> JSONObject:
         """Return the tasks created after number ``after``, one page (``tasks/list``)."""
@@ -306,14 +309,14 @@ class TaskManager:
 
             shared_page: JSONObject = {"tasks": [record_wire(record) for record in records]}
             if more and records:
-                shared_page["nextCursor"] = encode_cursor(records[-1].number)
+                shared_page["nextCursor"] = server.encode_cursor(records[-1].number)
             return shared_page
         chosen = [entry for entry in self._made().tasks.values() if entry.number > after]
         # The table keeps creation order, so the page is the first ``size`` of these.
         page = chosen[:size]
         listed: JSONObject = {"tasks": [self._wire(entry) for entry in page]}
         if len(chosen) > size:
-            listed["nextCursor"] = encode_cursor(page[-1].number)
+            listed["nextCursor"] = server.encode_cursor(page[-1].number)
         return listed
 
     async def cancel(self, task_id: str) -> JSONObject:
@@ -322,6 +325,8 @@ class TaskManager:
         from ._store import TaskRecord
 
         task = await self._find_any(task_id, "tasks/cancel")
+        from ...protocol import TERMINAL
+
         status = task.status if isinstance(task, TaskRecord) else task.state.status
         if status in TERMINAL:
             raise RequestError(
@@ -369,7 +374,7 @@ class TaskManager:
             raise RequestError(error["code"], error["message"], error.get("data"))
         if record.result is None:
             raise RequestError(INTERNAL_ERROR, f"task {describe(task_id)} ended with no result")
-        return with_related_task(record.result, task_id)
+        return server.with_related_task(record.result, task_id)
 
 
 if TYPE_CHECKING:
