@@ -72,6 +72,7 @@ from ._request import handled
 if TYPE_CHECKING:
     # Built where a view is asked for (the admin page): not on a server's start.
     from ..protocol import StateSealer, Subscription
+    from ._statistics import StatelessStatistics
     from ._views import HostView
 
 __all__ = [
@@ -81,7 +82,6 @@ __all__ = [
     "Flight",
     "StatelessHost",
     "StatelessOptions",
-    "StatelessStatistics",
     "random_sealer",
 ]
 
@@ -115,16 +115,6 @@ class StatelessOptions:
     max_in_flight: int = 1024
     #: seconds between keep-alive comments on an idle HTTP listen stream (None: none)
     keepalive: float | None = 15.0
-
-
-@attrs.frozen
-class StatelessStatistics:
-    """A snapshot of a StatelessHost."""
-
-    #: stateless requests being served (listen streams included)
-    requests_in_flight: int
-    #: listen streams open
-    listen_streams: int
 
 
 class StatelessHost:
@@ -183,6 +173,8 @@ class StatelessHost:
 
     def statistics(self) -> StatelessStatistics:
         """Return how busy the host is right now."""
+        from ._statistics import StatelessStatistics
+
         return StatelessStatistics(self._in_flight, self._listening)
 
     def attach(self) -> None:
