@@ -14,10 +14,13 @@ import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from .._exceptions import ConfigError
-from ..protocol import KeyRing, SealingKey, StateSealer
+
+if TYPE_CHECKING:
+    # The sealer's classes load with the first key read: most servers configure none.
+    from ..protocol import KeyRing, StateSealer
 
 __all__ = ["STATE_KEYS_ENV", "parse_state_keys", "read_state_keys", "state_sealer"]
 
@@ -31,6 +34,8 @@ def parse_state_keys(text: str, *, source: str) -> KeyRing:
     Raises:
         ConfigError: a line is not the base64 of 32 bytes, or there is no key at all.
     """
+    from ..protocol import KeyRing, SealingKey
+
     keys: list[SealingKey] = []
     seen: set[str] = set()
     for number, line in enumerate(text.splitlines(), start=1):
@@ -74,11 +79,14 @@ def state_sealer(
     Raises:
         ConfigError: the keys named cannot be read.
     """
+    inline = environ.get(STATE_KEYS_ENV) if key_file is None else None
+    if key_file is None and not inline:
+        return None
+    from ..protocol import StateSealer
+
     if key_file is not None:
         return StateSealer(read_state_keys(key_file))
-    inline = environ.get(STATE_KEYS_ENV)
-    if inline:
-        # The variable may separate keys by newlines, commas or spaces.
-        lines = "\n".join(inline.replace(",", " ").split())
-        return StateSealer(parse_state_keys(lines, source=STATE_KEYS_ENV))
-    return None
+    assert inline is not None
+    # The variable may separate keys by newlines, commas or spaces.
+    lines = "\n".join(inline.replace(",", " ").split())
+    return StateSealer(parse_state_keys(lines, source=STATE_KEYS_ENV))
