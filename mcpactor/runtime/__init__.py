@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ._metrics import METRICS as METRICS
     from ._metrics import Metrics as Metrics
     from ._metrics import RequestTrace as RequestTrace
+    from ._observed import observed as observed
     from ._offload import OffloadError as OffloadError
     from ._offload import ProcessPool as ProcessPool
     from ._offload import open_process_pool as open_process_pool
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from ._session_actor import current_start_gate as current_start_gate
     from ._snapshot import Observatory as Observatory
     from ._snapshot import current_observatory as current_observatory
-    from ._snapshot import observed as observed
     from ._stateless import LISTEN as LISTEN
     from ._stateless import StatelessHost as StatelessHost
     from ._stateless import StatelessOptions as StatelessOptions
@@ -101,7 +101,7 @@ _LAZY: Final = {
     "current_start_gate": ("._session_actor", "current_start_gate"),
     "Observatory": ("._snapshot", "Observatory"),
     "current_observatory": ("._snapshot", "current_observatory"),
-    "observed": ("._snapshot", "observed"),
+    "observed": ("._observed", "observed"),
     "LISTEN": ("._stateless", "LISTEN"),
     "StatelessHost": ("._stateless", "StatelessHost"),
     "StatelessOptions": ("._stateless", "StatelessOptions"),
