@@ -43,9 +43,9 @@ if TYPE_CHECKING:
     from ._results import Image as Image
     from ._results import adapt_content as adapt_content
     from ._results import error_result as error_result
+    from ._round_answers import Rounds as Rounds
     from ._rounds import InputNeeded as InputNeeded
     from ._rounds import InputRequired as InputRequired
-    from ._rounds import Rounds as Rounds
     from ._server import Server as Server
     from ._server import ServerListener as ServerListener
     from ._stateless import ask_in_result as ask_in_result
@@ -109,7 +109,7 @@ _LAZY: Final = {
     "error_result": ("._results", "error_result"),
     "InputNeeded": ("._rounds", "InputNeeded"),
     "InputRequired": ("._rounds", "InputRequired"),
-    "Rounds": ("._rounds", "Rounds"),
+    "Rounds": ("._round_answers", "Rounds"),
     "Server": ("._server", "Server"),
     "ServerListener": ("._server", "ServerListener"),
     "ask_in_result": ("._stateless", "ask_in_result"),
