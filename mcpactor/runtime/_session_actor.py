@@ -282,7 +282,7 @@ class SessionActor:
             and not self.changes.sending
             and not self._roots.running
             and not self._notified.running
-            and not self.tasks.statistics().running
+            and not self.tasks.alive
         )
 
     def register(self) -> None:
@@ -408,7 +408,7 @@ class SessionActor:
     async def _wind_down(self) -> None:
         self._closing = True
         self.peer.wind_down()
-        if self._serving or self.tasks.statistics().running:
+        if self._serving or self.tasks.alive:
             with trio.move_on_after(self.options.shutdown_grace):
                 await self.wait_idle()
                 await self.tasks.wait_idle()

@@ -1,6 +1,6 @@
-# What a session, a stateless host and a process pool report of themselves (their
-# ``statistics()``): read by tests, debug output and the operations console, so built
-# with the first report asked for, not with every start.
+# What a session, a stateless host, a task table and a process pool report of
+# themselves (their ``statistics()``): read by tests, debug output and the operations
+# console, so built with the first report asked for, not with every start.
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ import attrs
 
 from ..protocol import Phase
 
-__all__ = ["ProcessPoolStatistics", "SessionStatistics", "StatelessStatistics"]
+__all__ = [
+    "ProcessPoolStatistics",
+    "SessionStatistics",
+    "StatelessStatistics",
+    "TaskStatistics",
+]
 
 
 @attrs.frozen
@@ -43,3 +48,15 @@ class ProcessPoolStatistics:
     started: int
     #: workers killed because their call was cancelled, timed out or broke
     killed: int
+
+
+@attrs.frozen
+class TaskStatistics:
+    """A snapshot of one table's tasks."""
+
+    #: task actors alive (working, waiting for input, or finishing after a cancel)
+    running: int
+    #: tasks in the table, finished or not
+    stored: int
+    #: ``tasks/result`` requests waiting for a task to finish
+    waiting: int

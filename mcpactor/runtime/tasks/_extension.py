@@ -25,13 +25,14 @@ from ..._exceptions import INTERNAL_ERROR, ProtocolError, RequestError
 from ...protocol import JSONObject, RequestId
 from ...server import Context
 from .._bus import ChangeEvent
-from ._options import TaskOptions, TaskStatistics
+from ._options import TaskOptions
 
 # The table and what serves it are read with the first task (or tasks/* request, or a
 # store): a process that never runs one imports none of it.
 if TYPE_CHECKING:
     from ...protocol import Snapshot, Update
     from ...server import TaskHost
+    from .._statistics import TaskStatistics
     from .._views import TaskView
     from ._expiry import TaskExpiry
     from ._input import TaskInput
@@ -131,6 +132,8 @@ class TaskRegistry:
 
     def statistics(self) -> TaskStatistics:
         """Return how many tasks run, are stored, and are being waited for."""
+        from .._statistics import TaskStatistics
+
         table = self._table
         if table is None:
             return TaskStatistics(running=0, stored=0, waiting=0)

@@ -22,7 +22,7 @@ from ... import server
 from ..._exceptions import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RequestError
 from ...protocol import JSONObject, RequestId, clip, describe
 from ...server import Context, Peer, TaskMetadata
-from ._options import TaskOptions, TaskStatistics
+from ._options import TaskOptions
 
 # The table and what serves it are read with the session's first task (or tasks/*
 # request, or a store): a session that never runs one imports none of it; the tasks
@@ -30,6 +30,7 @@ from ._options import TaskOptions, TaskStatistics
 # through the package for the same reason.
 if TYPE_CHECKING:
     from ...server import SessionTaskHost
+    from .._statistics import TaskStatistics
     from .._views import TaskView
     from ._expiry import TaskExpiry
     from ._replica import TaskReplica
@@ -123,8 +124,16 @@ class TaskManager:
         table = self._table
         return () if table is None else table.view(limit)
 
+    @property
+    def alive(self) -> int:
+        """How many task actors are alive: what the session waits for before it ends."""
+        table = self._table
+        return 0 if table is None else table.running
+
     def statistics(self) -> TaskStatistics:
         """Return how many tasks run, are stored, and are being waited for."""
+        from .._statistics import TaskStatistics
+
         table = self._table
         if table is None:
             return TaskStatistics(running=0, stored=0, waiting=0)
