@@ -330,12 +330,11 @@ class TaskManager:
 
     async def cancel(self, task_id: str) -> JSONObject:
         """Cancel a task (``tasks/cancel``); -32602 if it already finished."""
+        from ...protocol import TERMINAL
         from ._replica import record_wire
         from ._store import TaskRecord
 
         task = await self._find_any(task_id, "tasks/cancel")
-        from ...protocol import TERMINAL
-
         status = task.status if isinstance(task, TaskRecord) else task.state.status
         if status in TERMINAL:
             raise RequestError(
