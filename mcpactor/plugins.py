@@ -41,10 +41,13 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from ._exceptions import ConfigError, PluginError
-from .server import Extension, Server
+from .server import Server
 
 if TYPE_CHECKING:
     import importlib.metadata
+
+    # Extension values load with the first extension asked for (``installed_extensions``).
+    from .server import Extension
 
 __all__ = [
     "EXTENSIONS_GROUP",
@@ -478,6 +481,8 @@ def installed_extensions(*, group: str = EXTENSIONS_GROUP) -> dict[str, Extensio
         PluginError: an entry point does not load, gives no Extension, or two give the
             same identifier (the message names the entry points and distributions).
     """
+    from .server import Extension
+
     found: dict[str, tuple[Extension, str]] = {}
     for entry in _entry_points(group):
         distribution, version = entry.identify()

@@ -18,21 +18,23 @@ from ._errors import InvalidRequest as InvalidRequest
 from ._errors import InvalidToken as InvalidToken
 from ._errors import MissingToken as MissingToken
 from ._errors import VerifierUnavailable as VerifierUnavailable
-from ._principal import Principal as Principal
 
 if TYPE_CHECKING:
     from ._factory import CombinedVerifier as CombinedVerifier
     from ._factory import verifier_from as verifier_from
     from ._introspection import IntrospectionVerifier as IntrospectionVerifier
     from ._jwt import JwtVerifier as JwtVerifier
+    from ._principal import Principal as Principal
     from ._resource import METADATA_PATH as METADATA_PATH
     from ._resource import ResourceServer as ResourceServer
     from ._resource import bearer_token as bearer_token
     from ._verifier import TokenVerifier as TokenVerifier
 
-# Every server imports the errors and Principal (its handlers see them); the resource
-# server only serves HTTP with authorization, so a stdio server never loads it.
+# Every server imports the errors (its handlers see them); Principal is built with the
+# first authenticated caller; the resource server only serves HTTP with authorization,
+# so a stdio server loads neither.
 _CORE = {
+    "Principal": "._principal",
     "METADATA_PATH": "._resource",
     "ResourceServer": "._resource",
     "bearer_token": "._resource",

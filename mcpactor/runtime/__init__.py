@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from ._messages import OutboundKind as OutboundKind
     from ._messages import Outbox as Outbox
     from ._messages import SessionOptions as SessionOptions
-    from ._messages import SessionStatistics as SessionStatistics
     from ._messages import StreamSignal as StreamSignal
     from ._metrics import BUCKETS as BUCKETS
     from ._metrics import CANCELLED as CANCELLED
@@ -30,9 +29,9 @@ if TYPE_CHECKING:
     from ._metrics import METRICS as METRICS
     from ._metrics import Metrics as Metrics
     from ._metrics import RequestTrace as RequestTrace
+    from ._observed import observed as observed
     from ._offload import OffloadError as OffloadError
     from ._offload import ProcessPool as ProcessPool
-    from ._offload import ProcessPoolStatistics as ProcessPoolStatistics
     from ._offload import open_process_pool as open_process_pool
     from ._peer import SessionPeer as SessionPeer
     from ._session_actor import SessionActor as SessionActor
@@ -40,11 +39,12 @@ if TYPE_CHECKING:
     from ._session_actor import current_start_gate as current_start_gate
     from ._snapshot import Observatory as Observatory
     from ._snapshot import current_observatory as current_observatory
-    from ._snapshot import observed as observed
     from ._stateless import LISTEN as LISTEN
     from ._stateless import StatelessHost as StatelessHost
     from ._stateless import StatelessOptions as StatelessOptions
-    from ._stateless import StatelessStatistics as StatelessStatistics
+    from ._statistics import ProcessPoolStatistics as ProcessPoolStatistics
+    from ._statistics import SessionStatistics as SessionStatistics
+    from ._statistics import StatelessStatistics as StatelessStatistics
     from ._threads import check_cancelled as check_cancelled
     from ._views import HostView as HostView
     from ._views import HttpSessionView as HttpSessionView
@@ -82,7 +82,7 @@ _LAZY: Final = {
     "OutboundKind": ("._messages", "OutboundKind"),
     "Outbox": ("._messages", "Outbox"),
     "SessionOptions": ("._messages", "SessionOptions"),
-    "SessionStatistics": ("._messages", "SessionStatistics"),
+    "SessionStatistics": ("._statistics", "SessionStatistics"),
     "StreamSignal": ("._messages", "StreamSignal"),
     "BUCKETS": ("._metrics", "BUCKETS"),
     "CANCELLED": ("._metrics", "CANCELLED"),
@@ -93,7 +93,7 @@ _LAZY: Final = {
     "RequestTrace": ("._metrics", "RequestTrace"),
     "OffloadError": ("._offload", "OffloadError"),
     "ProcessPool": ("._offload", "ProcessPool"),
-    "ProcessPoolStatistics": ("._offload", "ProcessPoolStatistics"),
+    "ProcessPoolStatistics": ("._statistics", "ProcessPoolStatistics"),
     "open_process_pool": ("._offload", "open_process_pool"),
     "SessionPeer": ("._peer", "SessionPeer"),
     "SessionActor": ("._session_actor", "SessionActor"),
@@ -101,11 +101,11 @@ _LAZY: Final = {
     "current_start_gate": ("._session_actor", "current_start_gate"),
     "Observatory": ("._snapshot", "Observatory"),
     "current_observatory": ("._snapshot", "current_observatory"),
-    "observed": ("._snapshot", "observed"),
+    "observed": ("._observed", "observed"),
     "LISTEN": ("._stateless", "LISTEN"),
     "StatelessHost": ("._stateless", "StatelessHost"),
     "StatelessOptions": ("._stateless", "StatelessOptions"),
-    "StatelessStatistics": ("._stateless", "StatelessStatistics"),
+    "StatelessStatistics": ("._statistics", "StatelessStatistics"),
     "check_cancelled": ("._threads", "check_cancelled"),
     "HostView": ("._views", "HostView"),
     "HttpSessionView": ("._views", "HttpSessionView"),

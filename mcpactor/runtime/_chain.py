@@ -44,7 +44,6 @@ from ..server import (
     Result,
     Server,
     Terminal,
-    finish_stateless,
     notice_of,
 )
 from ._peer_base import Delegating
@@ -350,7 +349,10 @@ async def through(
         raise RuntimeError("the middleware chain ended without an answer")
     payload = final.payload
     if ctx.negotiated.revision.result_type and "resultType" not in payload:
-        # An answer a layer made itself, shaped as the revision sends results.
+        # An answer a layer made itself, shaped as the revision sends results (the
+        # stateless serving loads with the first such request).
+        from ..server import finish_stateless
+
         payload = finish_stateless(ctx.server, pump.method, pump.params, ctx, payload)
     return payload
 

@@ -21,9 +21,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from ._snapshot_items import _client_name as client_name
-from ._snapshot_items import _principal_text as principal_text
-from ._snapshot_items import text
+from ._texts import client_name, principal_text, text
 
 __all__ = ["DEFAULT_HISTORY", "FAILURES", "Ended", "History", "tool_error"]
 

@@ -14,7 +14,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from ..protocol import JSONValue, Phase, RequestId
+from ..protocol import JSONValue, RequestId
 from ._offload import ProcessPool
 from .tasks import TaskOptions
 
@@ -27,7 +27,6 @@ __all__ = [
     "OutboundKind",
     "Outbox",
     "SessionOptions",
-    "SessionStatistics",
     "StreamSignal",
     "closed_outbox",
 ]
@@ -293,16 +292,6 @@ class SessionOptions:
             return self
         tasks = attrs.evolve(self.tasks, max_result_bytes=max_message_bytes)
         return attrs.evolve(self, tasks=tasks)
-
-
-@attrs.frozen
-class SessionStatistics:
-    """A snapshot of one session, for tests and debug output."""
-
-    phase: Phase
-    requests_in_flight: int
-    client_requests_pending: int
-    subscriptions: int
 
 
 @functools.cache

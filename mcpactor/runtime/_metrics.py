@@ -34,7 +34,7 @@ import trio
 
 from ..protocol import CLIENT_INFO
 from ._rates import GRID, Rates, SessionClients
-from ._snapshot_items import _client_name as client_name
+from ._texts import client_name
 
 if TYPE_CHECKING:
     from ..server import TaskState

@@ -21,19 +21,20 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import attrs
 import trio
 
 from .._exceptions import MCPActorError
 from ..protocol import describe
 from ..server import HandlerTimeout, Offload, function_path
 
+if TYPE_CHECKING:
+    from ._statistics import ProcessPoolStatistics
+
 __all__ = [
     "OffloadError",
     "ProcessPool",
-    "ProcessPoolStatistics",
     "call_handler",
     "open_process_pool",
 ]
@@ -46,20 +47,6 @@ _WORKER: Final = str(Path(__file__).with_name("_worker.py"))
 
 class OffloadError(MCPActorError):
     """A worker process failed: it died, or what it raised could not be brought back."""
-
-
-@attrs.frozen
-class ProcessPoolStatistics:
-    """A snapshot of a process pool."""
-
-    #: workers waiting for a call
-    idle: int
-    #: workers running a call
-    busy: int
-    #: worker processes started so far
-    started: int
-    #: workers killed because their call was cancelled, timed out or broke
-    killed: int
 
 
 class _Worker:
@@ -141,6 +128,8 @@ class ProcessPool:
 
     def statistics(self) -> ProcessPoolStatistics:
         """Return how many workers are idle, busy, started and killed."""
+        from ._statistics import ProcessPoolStatistics
+
         return ProcessPoolStatistics(
             idle=len(self._idle), busy=self._busy, started=self._started, killed=self._killed
         )

@@ -29,8 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from ..protocol import CLIENT_INFO, JSONValue
-from ._snapshot_items import _client_name as client_name
-from ._snapshot_items import text
+from ._texts import client_name, text
 
 __all__ = [
     "GRID",

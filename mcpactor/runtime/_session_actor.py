@@ -71,7 +71,6 @@ from ._messages import (
     Outbound,
     Outbox,
     SessionOptions,
-    SessionStatistics,
     StreamSignal,
     closed_outbox,
 )
@@ -83,6 +82,7 @@ from ._roots import RootsHooks
 
 if TYPE_CHECKING:
     # Built where a view is asked for (the admin page): not on a server's start.
+    from ._statistics import SessionStatistics
     from ._views import SessionView
 
 __all__ = ["START_BACKLOG", "SessionActor", "StartGate", "current_start_gate"]
@@ -264,11 +264,11 @@ class SessionActor:
 
     def statistics(self) -> SessionStatistics:
         """Return how busy the session is right now."""
+        from ._statistics import SessionStatistics
+
+        peer = self.peer
         return SessionStatistics(
-            phase=self.core.phase,
-            requests_in_flight=len(self._scopes),
-            client_requests_pending=self.peer.awaiting_client,
-            subscriptions=len(self.peer.subscriptions or ()),
+            self.core.phase, len(self._scopes), peer.awaiting_client, len(peer.subscriptions or ())
         )
 
     def resting(self) -> bool:
@@ -282,7 +282,7 @@ class SessionActor:
             and not self.changes.sending
             and not self._roots.running
             and not self._notified.running
-            and not self.tasks.statistics().running
+            and not self.tasks.alive
         )
 
     def register(self) -> None:
@@ -408,7 +408,7 @@ class SessionActor:
     async def _wind_down(self) -> None:
         self._closing = True
         self.peer.wind_down()
-        if self._serving or self.tasks.statistics().running:
+        if self._serving or self.tasks.alive:
             with trio.move_on_after(self.options.shutdown_grace):
                 await self.wait_idle()
                 await self.tasks.wait_idle()

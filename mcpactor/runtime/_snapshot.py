@@ -58,6 +58,7 @@ import trio
 
 from ..protocol import JSONValue, RequestId
 from ._metrics import METRICS
+from ._observed import CURRENT, observed
 from ._snapshot_items import (
     MAX_ITEMS,
     MAX_TEXT,
@@ -71,8 +72,7 @@ from ._snapshot_items import (
     text,
     worker_totals,
 )
-from ._snapshot_items import _client_name as client_name
-from ._snapshot_items import _principal_text as principal_text
+from ._texts import client_name, principal_text
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -110,52 +110,15 @@ _COUNTS: Final = (
     "listens",
 )
 
-_CURRENT: trio.lowlevel.RunVar[Observatory] = trio.lowlevel.RunVar("mcpactor.observatory")
-
 
 def current_observatory() -> Observatory | None:
     """The Observatory installed in this trio run, or None."""
     try:
-        return _CURRENT.get()
+        observatory = CURRENT.get()
     except LookupError:
         return None
-
-
-class _Registration:
-    # Both a context manager and an async one: owners hold it around what they run.
-    __slots__ = ("_observatory", "_things", "_transport")
-
-    def __init__(
-        self, observatory: Observatory | None, things: tuple[object, ...], transport: str
-    ) -> None:
-        self._observatory = observatory
-        self._things = things
-        self._transport = transport
-
-    def __enter__(self) -> None:
-        if self._observatory is not None:
-            for thing in self._things:
-                self._observatory._add(thing, self._transport)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._observatory is not None:
-            for thing in self._things:
-                self._observatory._remove(thing)
-
-    async def __aenter__(self) -> None:
-        self.__enter__()
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.__exit__()
-
-
-def observed(*things: object, transport: str = "stdio") -> _Registration:
-    """Register session owners with this run's Observatory while the block runs.
-
-    A ``SessionManager``, a ``SessionActor`` (a session of its own, over ``transport``),
-    a ``StatelessHost`` or a ``ProcessPool``; nothing happens without an Observatory.
-    """
-    return _Registration(current_observatory(), things, transport)
+    assert isinstance(observatory, Observatory)
+    return observatory
 
 
 class _Live(NamedTuple):
@@ -192,7 +155,7 @@ class Observatory:
 
     def install(self) -> None:
         """Make this the Observatory of the current trio run."""
-        _CURRENT.set(self)
+        CURRENT.set(self)
         self._started = trio.current_time()
 
     def serve(self, server: Server) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from ..protocol import JSONValue, RequestId
+from ._texts import MAX_TEXT, client_name, principal_text, text
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -35,18 +36,8 @@ __all__ = [
     "worker_totals",
 ]
 
-#: the longest text from the wire a snapshot shows
-MAX_TEXT: Final = 200
 #: requests, tasks and streams listed per session (the rest are counted)
 MAX_ITEMS: Final = 50
-
-
-def text(value: object) -> str | None:
-    """``value`` as text of at most ``MAX_TEXT`` characters (None stays None)."""
-    if value is None:
-        return None
-    string = value if isinstance(value, str) else str(value)
-    return string if len(string) <= MAX_TEXT else string[: MAX_TEXT - 1] + "…"
 
 
 def seconds(value: float) -> float:
@@ -63,28 +54,6 @@ def name_of(method: str | None, params: object) -> str | None:
         if isinstance(value, str):
             return text(value)
     return None
-
-
-def _principal_text(principal: object) -> str | None:
-    # str(Principal) is its identity (issuer, subject, client), never its token.
-    if principal is None:
-        return None
-    from ._peer_base import principal_of
-
-    known = principal_of(principal)
-    if known is None:
-        return None
-    return text(str(known).strip("\x1f").replace("\x1f", " · "))
-
-
-def _client_name(info: JSONValue) -> str | None:
-    # "name version" of the clientInfo a session's client sent.
-    if type(info) is not dict:
-        return None
-    name, version = info.get("name"), info.get("version")
-    if not isinstance(name, str):
-        return None
-    return text(f"{name} {version}" if isinstance(version, str) else name)
 
 
 def _wire_id(request_id: RequestId) -> JSONValue:
@@ -136,7 +105,7 @@ class Wanted:
     def session(self, view: SessionView) -> bool:
         """Whether the session is listed: its client, and a request the filter wants."""
         if self.client is not None:
-            client = _client_name(view.client_info)
+            client = client_name(view.client_info)
             if client is None or self.client not in client.lower():
                 return False
         if self.tool is None and self.slow is None:
@@ -252,10 +221,10 @@ def session_item(
         "transport": transport,
         "state": _state(http),
         "revision": view.revision,
-        "client": _client_name(view.client_info),
+        "client": client_name(view.client_info),
         "age": seconds(now - since),
         "idle": seconds(now - http.last_active) if http is not None else None,
-        "principal": _principal_text(http.principal if http is not None else None),
+        "principal": principal_text(http.principal if http is not None else None),
         "requests": requests,
         "tasks": tasks,
         "streams": [_stream_item(stream) for stream in streams[:MAX_ITEMS]],
@@ -280,7 +249,7 @@ def stateless_item(request: RequestView, name: str | None, now: float) -> dict[s
         "total": request.total,
         "message": text(request.message),
         "cancelled": request.cancelled,
-        "principal": _principal_text(request.principal),
+        "principal": principal_text(request.principal),
     }
 
 

@@ -31,6 +31,11 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import trio
 
+# The 2026-07-28 serving of the server layer (``serving.serve_stateless``, ...), the
+# tasks extension's names and the sealer's keys are read through their packages, so
+# they load with the first stateless request, not with every host a stdio session makes.
+from .. import protocol
+from .. import server as serving
 from .._exceptions import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -38,37 +43,24 @@ from .._exceptions import (
     RequestError,
 )
 from ..protocol import (
-    AUGMENTABLE,
     PROTOCOL_VERSION,
     REVISIONS,
     STATELESS_REVISIONS,
-    STATUS_NOTIFICATION,
     Envelope,
     EnvelopeError,
     Exchange,
     JSONObject,
-    KeyRing,
     Notification,
     Request,
     RequestId,
     Revision,
-    SealingKey,
-    StateSealer,
     describe,
     error_message,
     plain_complete,
     read_envelope,
     result_message,
 )
-from ..server import (
-    Context,
-    InputNeeded,
-    Server,
-    ask_in_result,
-    direct_methods,
-    finish_stateless,
-    serve_stateless,
-)
+from ..server import Context, InputNeeded, Server
 from ._bus import BusFeed, ChangeBus, ChangeEvent, InMemoryBus
 from ._chain import notified
 from ._flight import Emit, Flight
@@ -79,7 +71,8 @@ from ._request import handled
 
 if TYPE_CHECKING:
     # Built where a view is asked for (the admin page): not on a server's start.
-    from ..protocol import Subscription
+    from ..protocol import StateSealer, Subscription
+    from ._statistics import StatelessStatistics
     from ._views import HostView
 
 __all__ = [
@@ -89,7 +82,6 @@ __all__ = [
     "Flight",
     "StatelessHost",
     "StatelessOptions",
-    "StatelessStatistics",
     "random_sealer",
 ]
 
@@ -107,6 +99,8 @@ Done = Callable[[RequestId, JSONObject | None], Awaitable[None] | None]
 
 def random_sealer() -> StateSealer:
     """A sealer with a key made for this process only: retries must come back here."""
+    from ..protocol import KeyRing, SealingKey, StateSealer
+
     return StateSealer(KeyRing.of(SealingKey.generate("local")))
 
 
@@ -121,16 +115,6 @@ class StatelessOptions:
     max_in_flight: int = 1024
     #: seconds between keep-alive comments on an idle HTTP listen stream (None: none)
     keepalive: float | None = 15.0
-
-
-@attrs.frozen
-class StatelessStatistics:
-    """A snapshot of a StatelessHost."""
-
-    #: stateless requests being served (listen streams included)
-    requests_in_flight: int
-    #: listen streams open
-    listen_streams: int
 
 
 class StatelessHost:
@@ -153,8 +137,7 @@ class StatelessHost:
                 "no state key configured: multi round-trip requests are sealed with a "
                 "key of this process, so their retries must return to this process"
             )
-        #: seals and opens the states of multi round-trip requests
-        self.sealer = options.sealer or random_sealer()
+        self._sealer = options.sealer
         #: where the Server's changes reach listen streams
         self.bus: ChangeBus = bus if bus is not None else InMemoryBus()
         #: the task host of the tasks extension, passed on to serve_stateless
@@ -180,8 +163,18 @@ class StatelessHost:
         # Handlers of the client's extension notifications running now.
         self._notified = 0
 
+    @property
+    def sealer(self) -> StateSealer:
+        """Seals and opens the states of multi round-trip requests (made on first use)."""
+        sealer = self._sealer
+        if sealer is None:
+            sealer = self._sealer = random_sealer()
+        return sealer
+
     def statistics(self) -> StatelessStatistics:
         """Return how busy the host is right now."""
+        from ._statistics import StatelessStatistics
+
         return StatelessStatistics(self._in_flight, self._listening)
 
     def attach(self) -> None:
@@ -394,7 +387,7 @@ class StatelessHost:
         revision = envelope.revision
         direct = self._direct
         if direct[0] is not revision:
-            direct = self._direct = (revision, direct_methods(revision))
+            direct = self._direct = (revision, serving.direct_methods(revision))
         server = self.server
         if (
             method not in direct[1]
@@ -407,13 +400,13 @@ class StatelessHost:
             )
             or (
                 self.tasks is not None
-                and method in AUGMENTABLE
+                and method in protocol.AUGMENTABLE
                 and (server._mounts is not None or server._registry.offers_tasks())
             )
         ):
             # Discovery, cache hints and the tasks extension, then the handler and the
             # shaping.
-            return await serve_stateless(
+            return await serving.serve_stateless(
                 server,
                 method,
                 params,
@@ -427,11 +420,11 @@ class StatelessHost:
             result = await server.handle_request(method, params, ctx)
         except InputNeeded as exc:
             asked = self._asked(exc, method, params, ctx, principal)
-            return finish_stateless(server, method, params, ctx, asked)
+            return serving.finish_stateless(server, method, params, ctx, asked)
         # A plain result's shaping inline: a resultType and the serverInfo.
         if "resultType" not in result and "_meta" not in result:
             return plain_complete(result, server.info(revision))
-        return finish_stateless(server, method, params, ctx, result)
+        return serving.finish_stateless(server, method, params, ctx, result)
 
     def _busy(self, request_id: RequestId, admitted: bool) -> JSONObject:
         # Why a request is refused before it is served.
@@ -450,7 +443,7 @@ class StatelessHost:
         principal: object,
     ) -> JSONObject:
         # A handler's first question, as the input_required result that asks it.
-        return ask_in_result(
+        return serving.ask_in_result(
             needed,
             method,
             params,
@@ -573,7 +566,7 @@ def _notice(
         return subscription.resource_updated(event.uri) if event.uri is not None else None
     if kind == "task":
         if event.task_id in tasks and event.payload is not None:
-            return subscription.tag(STATUS_NOTIFICATION, event.payload)
+            return subscription.tag(protocol.STATUS_NOTIFICATION, event.payload)
         return None
     return subscription.list_changed(kind)
 

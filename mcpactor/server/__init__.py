@@ -16,10 +16,10 @@ if TYPE_CHECKING:
     from ._execution import Offload as Offload
     from ._execution import TaskMetadata as TaskMetadata
     from ._execution import function_path as function_path
+    from ._extension_set import Extensions as Extensions
     from ._extensions import CustomMethod as CustomMethod
     from ._extensions import CustomNotification as CustomNotification
     from ._extensions import Extension as Extension
-    from ._extensions import Extensions as Extensions
     from ._extensions import check_identifier as check_identifier
     from ._headers import Header as Header
     from ._headers import check_param_headers as check_param_headers
@@ -43,9 +43,9 @@ if TYPE_CHECKING:
     from ._results import Image as Image
     from ._results import adapt_content as adapt_content
     from ._results import error_result as error_result
+    from ._round_answers import Rounds as Rounds
     from ._rounds import InputNeeded as InputNeeded
     from ._rounds import InputRequired as InputRequired
-    from ._rounds import Rounds as Rounds
     from ._server import Server as Server
     from ._server import ServerListener as ServerListener
     from ._stateless import ask_in_result as ask_in_result
@@ -83,7 +83,7 @@ _LAZY: Final = {
     "CustomMethod": ("._extensions", "CustomMethod"),
     "CustomNotification": ("._extensions", "CustomNotification"),
     "Extension": ("._extensions", "Extension"),
-    "Extensions": ("._extensions", "Extensions"),
+    "Extensions": ("._extension_set", "Extensions"),
     "check_identifier": ("._extensions", "check_identifier"),
     "Header": ("._headers", "Header"),
     "check_param_headers": ("._headers", "check_param_headers"),
@@ -109,7 +109,7 @@ _LAZY: Final = {
     "error_result": ("._results", "error_result"),
     "InputNeeded": ("._rounds", "InputNeeded"),
     "InputRequired": ("._rounds", "InputRequired"),
-    "Rounds": ("._rounds", "Rounds"),
+    "Rounds": ("._round_answers", "Rounds"),
     "Server": ("._server", "Server"),
     "ServerListener": ("._server", "ServerListener"),
     "ask_in_result": ("._stateless", "ask_in_result"),

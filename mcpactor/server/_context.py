@@ -25,7 +25,7 @@ from ..protocol import (
     structure,
     unstructure,
 )
-from ._rounds import InputNeeded, Rounds
+from ._rounds import InputNeeded
 
 if TYPE_CHECKING:
     from ..auth import Principal
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         SamplingMessage,
     )
     from ._execution import Offload, TaskMetadata
+    from ._round_answers import Rounds
 
 __all__ = ["Asker", "Context", "Peer", "SessionTaskHost", "StateT"]
 
@@ -470,6 +471,8 @@ class Context(Generic[StateT]):
         if self.negotiated.revision.input_requests:
             request = self._question(method, params)
             if self._rounds is None:
+                from ._round_answers import Rounds
+
                 self._rounds = Rounds()
             if self._asker is None:
                 return self._rounds.ask(request)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from .._exceptions import METHOD_NOT_FOUND, RequestError
 from ..protocol import JSONObject, Revision, bounded_value, describe
-from ._tasks import METHODS as TASK_METHODS
+from ._execution import TASK_METHODS
 
 if TYPE_CHECKING:
     from ._context import Context

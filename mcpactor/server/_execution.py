@@ -20,6 +20,7 @@ from .._exceptions import MCPActorError, SchemaError
 from ..protocol import describe
 
 __all__ = [
+    "TASK_METHODS",
     "HandlerTimeout",
     "Offload",
     "TaskMetadata",
@@ -33,6 +34,9 @@ __all__ = [
 Offload: TypeAlias = Literal["async", "thread", "process"]
 #: the tool's ``execution.taskSupport`` (2025-11-25)
 TaskSupport: TypeAlias = Literal["forbidden", "optional", "required"]
+
+#: the session era's tasks requests, answered by _tasks.py (loaded with the first one)
+TASK_METHODS: Final = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
 
 _OFFLOADS: Final = frozenset(get_args(Offload))
 _TASK_SUPPORT: Final = frozenset(get_args(TaskSupport))

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .._exceptions import INVALID_PARAMS, RequestError
-from ..auth import InsufficientScope, Principal
+from ..auth import InsufficientScope
 from ..protocol import (
     JSONObject,
     Revision,
@@ -30,6 +30,9 @@ from ._registered import CallSettings, Registry, ToolCalls
 from ._registry import PromptEntry, ResourceEntry, TemplateEntry, is_async_callable
 from ._rounds import InputRequired, end_round
 from ._scopes import check_scopes, merged, scope_error, scopes_of
+
+if TYPE_CHECKING:
+    from ..auth import Principal
 
 __all__ = ["Handlers", "Settings"]
 

@@ -37,7 +37,6 @@ from ..protocol import (
     unstructure,
     wire_classes_loaded,
 )
-from . import _tasks
 from ._caching import CacheHint
 from ._context import Context
 from ._execution import HandlerTimeout, ToolExecution
@@ -274,7 +273,9 @@ class ToolCalls:
         return tool.call(params, ctx, self._settings)
 
     async def _as_task(self, tool: ToolEntry, params: JSONObject, ctx: Context) -> JSONObject:
-        task = _tasks.requested_task(
+        from ._tasks import requested_task
+
+        task = requested_task(
             params,
             tool=tool.name,
             support=tool.execution.task_support,
@@ -406,7 +407,9 @@ class Registry:
         if revision.completions_capability and (self.prompts or self.templates):
             capabilities["completions"] = {}
         if revision.tasks and self.offers_tasks():
-            capabilities["tasks"] = _tasks.tasks_capability()
+            from ._tasks import tasks_capability
+
+            capabilities["tasks"] = tasks_capability()
         return capabilities
 
     def find_resource(

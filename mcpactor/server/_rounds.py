@@ -14,18 +14,21 @@
 # to manage the rounds itself reads ``ctx.input_responses`` and returns an
 # ``InputRequired`` (its own keyed requests and a state it gets back as
 # ``ctx.request_state``).
+#
+# ``Rounds``, the answers of one round, is in _round_answers.py: it is made with a
+# round's first question, so a server that asks none never builds it.
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import attrs
 
 from .._exceptions import LocalProtocolError
 from ..protocol import JSONObject, JSONValue, Revision
 
-__all__ = ["InputNeeded", "InputRequired", "Rounds", "end_round"]
+__all__ = ["InputNeeded", "InputRequired", "end_round"]
 
 
 @attrs.frozen
@@ -55,44 +58,6 @@ class InputNeeded(Exception):
         super().__init__(f"input required: {', '.join(requests) or 'state only'}")
         self.requests = dict(requests)
         self.state = state
-
-
-@attrs.define
-class Rounds:
-    """One round of a multi round-trip request, as its handlers see it."""
-
-    #: every answer the client gave so far, by key (earlier rounds' and this retry's)
-    answers: dict[str, JSONObject] = attrs.field(factory=dict)
-    #: the state a handler's own ``InputRequired`` asked to get back
-    state: JSONValue = None
-    # the questions asked so far in this round, for their keys
-    _asked: int = 0
-
-    def ask(self, request: JSONObject) -> JSONObject:
-        """The answer to the next question, or InputNeeded asking it."""
-        self._asked += 1
-        key = f"{self._asked}:{request['method']}"
-        answer = self.answers.get(key)
-        if answer is None:
-            raise InputNeeded({key: request}, self.state)
-        return answer
-
-    def sealed_payload(self, state: Any) -> JSONObject:
-        """What the next round's ``requestState`` carries."""
-        return {"answers": self.answers, "state": state}
-
-    @classmethod
-    def opened(cls, payload: Any, responses: Mapping[str, JSONObject]) -> Rounds:
-        """The round a retry starts: the sealed answers and state, and the new answers."""
-        answers: dict[str, JSONObject] = {}
-        state: JSONValue = None
-        if type(payload) is dict:
-            previous = payload.get("answers")
-            if type(previous) is dict:
-                answers.update(previous)
-            state = payload.get("state")
-        answers.update(responses)
-        return cls(answers, state)
 
 
 def end_round(returned: InputRequired, revision: Revision) -> NoReturn:

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .._exceptions import RequestError, SchemaError
-from ..auth import INSUFFICIENT_SCOPE_CODE, InsufficientScope, Principal
+from ..auth import INSUFFICIENT_SCOPE_CODE, InsufficientScope
 from ..protocol import describe
+
+if TYPE_CHECKING:
+    from ..auth import Principal
 
 __all__ = [
     "check_scopes",

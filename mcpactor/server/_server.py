@@ -26,12 +26,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, overload
 from .._exceptions import SchemaError
 from ..auth import InsufficientScope
 from ..protocol import JSONObject, Revision, describe, unstructure
-from . import _tasks
 from ._caching import CacheHint
 from ._changes import Changes
 from ._context import Context, StateT
 from ._dispatch import Handler, ServedMethods, ServerListener, method_table
-from ._extensions import Extension, Extensions, serving
+from ._extension_set import Extensions, serving
 from ._handlers import Handlers
 from ._lifespans import Lifespans
 from ._middleware import MiddlewareChain, refuse_mounted_middleware
@@ -42,12 +41,23 @@ from ._registry import Catalog, TemplateEntry, check_tool_name
 from ._scopes import scope_error
 
 if TYPE_CHECKING:
+    # Extension values load with the first extension made (_extension_set.py).
     # Composition (``mount``) and URI templates are loaded when a server first uses them.
     from ..protocol import Icon
     from ._compose import Composition, Mount
+    from ._extensions import Extension
     from ._transform import ToolTransform
 
 __all__ = ["Server", "ServerListener"]
+
+
+async def _answer_tasks(method: str, params: JSONObject, ctx: Context[Any]) -> JSONObject:
+    # The tasks requests' module (and the tasks extension's wire forms it reads) loads
+    # with the first tasks/* request: a session that never sends one does not read it.
+    from ._tasks import handle
+
+    return await handle(method, params, ctx)
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 V = TypeVar("V")
@@ -184,7 +194,7 @@ class Server(Generic[StateT]):
         self._registry = Registry()
         self._handlers = Handlers(self, self._registry)
         # Core methods, and the custom ones of its extensions as they are enabled.
-        self._methods: dict[str, Handler] = method_table(self._handlers, _tasks.handle)
+        self._methods: dict[str, Handler] = method_table(self._handlers, _answer_tasks)
         #: the extensions enabled on it (``enable`` more; iterate; ``in``)
         self.extensions = Extensions(self)
         # The handlers of what it serves now: asked once per method and change.

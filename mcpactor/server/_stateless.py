@@ -48,7 +48,8 @@ from ..protocol import (
 from ._caching import CacheHint, combine
 from ._context import Context
 from ._dispatch import method_not_found
-from ._rounds import InputNeeded, Rounds
+from ._round_answers import Rounds
+from ._rounds import InputNeeded
 from ._scopes import check_scopes, scopes_of
 from ._server import Server
 

@@ -52,7 +52,7 @@ from ..protocol import (
     describe,
 )
 from ._context import Context, SessionTaskHost
-from ._execution import TaskMetadata, TaskSupport
+from ._execution import TASK_METHODS, TaskMetadata, TaskSupport
 
 __all__ = [
     "METHODS",
@@ -78,7 +78,7 @@ __all__ = [
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 
 #: the ``tasks/*`` methods a server that offers tasks serves
-METHODS: Final = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
+METHODS: Final = TASK_METHODS
 
 
 class TaskHost(Protocol):

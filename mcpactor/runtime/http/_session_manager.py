@@ -44,8 +44,8 @@ import trio
 
 from ...server import Server
 from .._messages import SessionOptions
+from .._observed import observed
 from .._offload import ProcessPool
-from .._snapshot import observed
 from .._stateless import StatelessHost, StatelessOptions
 from .._views import ManagerView
 from ._event_store import EventStore

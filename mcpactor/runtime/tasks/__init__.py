@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Final
 from ..._lazy import exports
 
 if TYPE_CHECKING:
+    from .._statistics import TaskStatistics as TaskStatistics
     from ._extension import TaskPublisher as TaskPublisher
     from ._extension import TaskRegistry as TaskRegistry
     from ._options import TaskOptions as TaskOptions
-    from ._options import TaskStatistics as TaskStatistics
     from ._session import TaskManager as TaskManager
     from ._store import REPLICA_STOPPED as REPLICA_STOPPED
     from ._store import CommandHandler as CommandHandler
@@ -35,7 +35,7 @@ _LAZY: Final = {
     "TaskPublisher": ("._extension", "TaskPublisher"),
     "TaskRegistry": ("._extension", "TaskRegistry"),
     "TaskOptions": ("._options", "TaskOptions"),
-    "TaskStatistics": ("._options", "TaskStatistics"),
+    "TaskStatistics": (".._statistics", "TaskStatistics"),
     "TaskManager": ("._session", "TaskManager"),
     "REPLICA_STOPPED": ("._store", "REPLICA_STOPPED"),
     "CommandHandler": ("._store", "CommandHandler"),

@@ -18,26 +18,21 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
 
+# The tasks extension's wire forms (``protocol.Snapshot``, ``protocol.acknowledgement``,
+# ...) are read through the package, so they load with the first tasks request.
+from ... import protocol
 from ..._exceptions import INTERNAL_ERROR, ProtocolError, RequestError
-from ...protocol import (
-    JSONObject,
-    RequestId,
-    Snapshot,
-    Update,
-    acknowledgement,
-    create_task_result,
-    detailed_task,
-    get_task_result,
-    task_not_found,
-)
+from ...protocol import JSONObject, RequestId
 from ...server import Context
 from .._bus import ChangeEvent
-from ._options import TaskOptions, TaskStatistics
+from ._options import TaskOptions
 
 # The table and what serves it are read with the first task (or tasks/* request, or a
 # store): a process that never runs one imports none of it.
 if TYPE_CHECKING:
+    from ...protocol import Snapshot, Update
     from ...server import TaskHost
+    from .._statistics import TaskStatistics
     from .._views import TaskView
     from ._expiry import TaskExpiry
     from ._input import TaskInput
@@ -137,6 +132,8 @@ class TaskRegistry:
 
     def statistics(self) -> TaskStatistics:
         """Return how many tasks run, are stored, and are being waited for."""
+        from .._statistics import TaskStatistics
+
         table = self._table
         if table is None:
             return TaskStatistics(running=0, stored=0, waiting=0)
@@ -157,7 +154,7 @@ class TaskRegistry:
     ) -> TaskEntry:
         entry = self._made().tasks.get(task_id)
         if entry is None or entry.principal != principal:
-            raise task_not_found(task_id, request_id=request_id)
+            raise protocol.task_not_found(task_id, request_id=request_id)
         return entry
 
     def _elsewhere(self, task_id: str, principal: str | None) -> TaskReplica | None:
@@ -171,7 +168,7 @@ class TaskRegistry:
         state = entry.state
         status = state.status
         instant = self._made().instant
-        return Snapshot(
+        return protocol.Snapshot(
             task_id=state.task_id,
             status=status,
             created_at=instant(state.created_at),
@@ -190,7 +187,7 @@ class TaskRegistry:
 
     def _publish(self, snapshot: Snapshot) -> None:
         if self._bus is not None:
-            payload = detailed_task(snapshot)
+            payload = protocol.detailed_task(snapshot)
             self._bus.publish(ChangeEvent("task", task_id=snapshot.task_id, payload=payload))
 
     def _given_up(self, record: TaskRecord) -> None:
@@ -214,7 +211,7 @@ class TaskRegistry:
         # A task of the extension running on another replica, from the store.
         record = await replica.load(task_id)
         if record is None or record.session is not None or record.principal != principal:
-            raise task_not_found(task_id, request_id=request_id)
+            raise protocol.task_not_found(task_id, request_id=request_id)
         return record
 
     # --- the TaskHost of server/_tasks.py ------------------------------------------------
@@ -249,7 +246,7 @@ class TaskRegistry:
             raise RequestError(
                 INTERNAL_ERROR, "server busy: the server is shutting down"
             ) from None
-        return create_task_result(self._snapshot(entry))
+        return protocol.create_task_result(self._snapshot(entry))
 
     async def get(
         self, task_id: str, *, principal: str | None = None, request_id: RequestId | None = None
@@ -261,8 +258,9 @@ class TaskRegistry:
             from ._replica import record_snapshot
 
             record = await self._remote(replica, task_id, principal, request_id)
-            return get_task_result(record_snapshot(record))
-        return get_task_result(self._snapshot(self._lookup(task_id, principal, request_id)))
+            return protocol.get_task_result(record_snapshot(record))
+        entry = self._lookup(task_id, principal, request_id)
+        return protocol.get_task_result(self._snapshot(entry))
 
     async def update(
         self, update: Update, *, principal: str | None = None, request_id: RequestId | None = None
@@ -278,11 +276,11 @@ class TaskRegistry:
 
                 command = TaskCommand("update", record.task_id, dict(update.responses))
                 await replica.send(record, command)
-            return acknowledgement()
+            return protocol.acknowledgement()
         entry = self._lookup(update.task_id, principal, request_id)
         if self._input.accept(entry, update.responses):
             await self._announce(entry)
-        return acknowledgement()
+        return protocol.acknowledgement()
 
     async def cancel(
         self, task_id: str, *, principal: str | None = None, request_id: RequestId | None = None
@@ -298,14 +296,14 @@ class TaskRegistry:
                     from ._replica import record_snapshot
 
                     self._publish(record_snapshot(stood))
-            return acknowledgement()
+            return protocol.acknowledgement()
         entry = self._lookup(task_id, principal, request_id)
         if not entry.state.terminal:
             self._made().cancel(
                 entry, "The task was cancelled by request.", "cancelled by tasks/cancel"
             )
             await self._announce(entry)
-        return acknowledgement()
+        return protocol.acknowledgement()
 
     def known(self, task_id: str, *, principal: str | None = None) -> bool:
         """Whether ``task_id`` names a task of ``principal``."""

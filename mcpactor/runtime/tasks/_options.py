@@ -1,4 +1,4 @@
-# The limits of a task table and the figures it reports.
+# The limits of a task table (the figures it reports are in runtime/_statistics.py).
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     # Only a store's owner imports the store's module: a table without one never does.
     from ._store import TaskStore
 
-__all__ = ["TaskOptions", "TaskStatistics", "ms"]
+__all__ = ["TaskOptions", "ms"]
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -45,18 +45,6 @@ class TaskOptions:
     enabled: bool = True
     #: the task store shared with other replicas (None: this table is the whole truth)
     store: TaskStore | None = attrs.field(default=None, eq=False, repr=False)
-
-
-@attrs.frozen
-class TaskStatistics:
-    """A snapshot of one table's tasks."""
-
-    #: task actors alive (working, waiting for input, or finishing after a cancel)
-    running: int
-    #: tasks in the table, finished or not
-    stored: int
-    #: ``tasks/result`` requests waiting for a task to finish
-    waiting: int
 
 
 def ms(seconds: float | None) -> int | None:

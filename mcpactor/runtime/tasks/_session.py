@@ -18,15 +18,19 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ... import server
 from ..._exceptions import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RequestError
-from ...protocol import TERMINAL, JSONObject, RequestId, clip, describe
-from ...server import Context, Peer, TaskMetadata, encode_cursor, with_related_task
-from ._options import TaskOptions, TaskStatistics
+from ...protocol import JSONObject, RequestId, clip, describe
+from ...server import Context, Peer, TaskMetadata
+from ._options import TaskOptions
 
 # The table and what serves it are read with the session's first task (or tasks/*
-# request, or a store): a session that never runs one imports none of it.
+# request, or a store): a session that never runs one imports none of it; the tasks
+# requests' own module (server's ``with_related_task``, ``encode_cursor``) is read
+# through the package for the same reason.
 if TYPE_CHECKING:
     from ...server import SessionTaskHost
+    from .._statistics import TaskStatistics
     from .._views import TaskView
     from ._expiry import TaskExpiry
     from ._replica import TaskReplica
@@ -120,8 +124,16 @@ class TaskManager:
         table = self._table
         return () if table is None else table.view(limit)
 
+    @property
+    def alive(self) -> int:
+        """How many task actors are alive: what the session waits for before it ends."""
+        table = self._table
+        return 0 if table is None else table.running
+
     def statistics(self) -> TaskStatistics:
         """Return how many tasks run, are stored, and are being waited for."""
+        from .._statistics import TaskStatistics
+
         table = self._table
         if table is None:
             return TaskStatistics(running=0, stored=0, waiting=0)
@@ -288,7 +300,7 @@ class TaskManager:
             error = entry.error
             raise RequestError(error["code"], error["message"], error.get("data"))
         assert entry.result is not None
-        return with_related_task(entry.result, task_id)
+        return server.with_related_task(entry.result, task_id)
 
     async def page(self, after: int) -> JSONObject:
         """Return the tasks created after number ``after``, one page (``tasks/list``)."""
@@ -306,18 +318,19 @@ class TaskManager:
 
             shared_page: JSONObject = {"tasks": [record_wire(record) for record in records]}
             if more and records:
-                shared_page["nextCursor"] = encode_cursor(records[-1].number)
+                shared_page["nextCursor"] = server.encode_cursor(records[-1].number)
             return shared_page
         chosen = [entry for entry in self._made().tasks.values() if entry.number > after]
         # The table keeps creation order, so the page is the first ``size`` of these.
         page = chosen[:size]
         listed: JSONObject = {"tasks": [self._wire(entry) for entry in page]}
         if len(chosen) > size:
-            listed["nextCursor"] = encode_cursor(page[-1].number)
+            listed["nextCursor"] = server.encode_cursor(page[-1].number)
         return listed
 
     async def cancel(self, task_id: str) -> JSONObject:
         """Cancel a task (``tasks/cancel``); -32602 if it already finished."""
+        from ...protocol import TERMINAL
         from ._replica import record_wire
         from ._store import TaskRecord
 
@@ -369,7 +382,7 @@ class TaskManager:
             raise RequestError(error["code"], error["message"], error.get("data"))
         if record.result is None:
             raise RequestError(INTERNAL_ERROR, f"task {describe(task_id)} ended with no result")
-        return with_related_task(record.result, task_id)
+        return server.with_related_task(record.result, task_id)
 
 
 if TYPE_CHECKING:
