@@ -46,7 +46,6 @@ from ..protocol import (
     PROTOCOL_VERSION,
     REVISIONS,
     STATELESS_REVISIONS,
-    Envelope,
     EnvelopeError,
     Exchange,
     JSONObject,
@@ -57,7 +56,6 @@ from ..protocol import (
     describe,
     error_message,
     plain_complete,
-    read_envelope,
     result_message,
 )
 from ..server import Context, InputNeeded, Server
@@ -71,7 +69,7 @@ from ._request import handled
 
 if TYPE_CHECKING:
     # Built where a view is asked for (the admin page): not on a server's start.
-    from ..protocol import StateSealer, Subscription
+    from ..protocol import Envelope, StateSealer, Subscription
     from ._statistics import StatelessStatistics
     from ._views import HostView
 
@@ -224,7 +222,7 @@ class StatelessHost:
         last = self._last_envelope
         if last is not None and meta == last[0]:
             return last[1]
-        envelope = read_envelope(request)
+        envelope = protocol.read_envelope(request)
         if type(meta) is dict:
             self._last_envelope = (dict(meta), envelope)
         return envelope
@@ -260,7 +258,7 @@ class StatelessHost:
         else:
             # The revision asks requests, not notifications, to carry an envelope: one
             # without says nothing of the client.
-            envelope = Envelope(REVISIONS[STATELESS_REVISIONS[-1]])
+            envelope = protocol.Envelope(REVISIONS[STATELESS_REVISIONS[-1]])
         flight = Flight(self, carrier, emit, principal, None, trio.current_time())
         ctx = Context(flight, None, envelope, meta if type(meta) is dict else None, self.server)
         self._notified += 1
