@@ -46,8 +46,26 @@ atexit.register(_dump)
 """
 
 
+_ECHO_HI = {"name": "echo", "arguments": {"text": "hi"}}
+
+
 def _line(message: dict[str, object]) -> str:
     return json.dumps({"jsonrpc": "2.0", **message}) + "\n"
+
+
+def _session(*requests: dict[str, object]) -> str:
+    # A 2025-11-25 session's opening, then ``requests``.
+    opening = {
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "start-up", "version": "0"},
+        },
+    }
+    messages = (opening, {"method": "notifications/initialized"}, *requests)
+    return "".join(map(_line, messages))
 
 
 def _served_modules(tmp_path: Path, lines: str, source: str = _TARGET) -> tuple[set[str], str]:
@@ -68,27 +86,7 @@ def _served_modules(tmp_path: Path, lines: str, source: str = _TARGET) -> tuple[
 
 
 def test_a_plain_session_builds_no_deferred_wire_type(tmp_path: Path) -> None:
-    lines = (
-        _line(
-            {
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "start-up", "version": "0"},
-                },
-            }
-        )
-        + _line({"method": "notifications/initialized"})
-        + _line(
-            {
-                "id": 2,
-                "method": "tools/call",
-                "params": {"name": "echo", "arguments": {"text": "hi"}},
-            }
-        )
-    )
+    lines = _session({"id": 2, "method": "tools/call", "params": _ECHO_HI})
     loaded, stdout = _served_modules(tmp_path, lines)
     answers = [json.loads(line) for line in stdout.splitlines()]
     assert [answer["id"] for answer in answers] == [1, 2]
@@ -124,27 +122,8 @@ def test_a_result_class_named_by_a_late_annotation_is_still_a_whole_result(
         "    return mcpactor.CallToolResult(content=[mcpactor.TextContent(text=text)])\n",
     )
     assert "mcpactor.CallToolResult" in source
-    lines = (
-        _line(
-            {
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "start-up", "version": "0"},
-                },
-            }
-        )
-        + _line({"method": "notifications/initialized"})
-        + _line({"id": 2, "method": "tools/list"})
-        + _line(
-            {
-                "id": 3,
-                "method": "tools/call",
-                "params": {"name": "echo", "arguments": {"text": "hi"}},
-            }
-        )
+    lines = _session(
+        {"id": 2, "method": "tools/list"}, {"id": 3, "method": "tools/call", "params": _ECHO_HI}
     )
     loaded, stdout = _served_modules(tmp_path, lines, source)
     answers = {answer["id"]: answer for answer in map(json.loads, stdout.splitlines())}
