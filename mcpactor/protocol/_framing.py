@@ -36,8 +36,12 @@ class LineFramer:
         frames: list[bytes | FrameTooLong] = []
         limit = self.max_line_bytes
         buffer = self._buffer
+        # A slice of bytes is bytes: only other buffers are copied into bytes.
+        copy = type(data) is not bytes
+        size = len(data)
         start = 0
-        while True:
+        # Most reads end with a newline: no search of what is left after it.
+        while start < size:
             end = data.find(b"\n", start)
             if end < 0:
                 break
@@ -52,7 +56,7 @@ class LineFramer:
                     line = bytes(buffer)
                     buffer.clear()
                 else:
-                    line = bytes(data[start:end])
+                    line = bytes(data[start:end]) if copy else data[start:end]
                 if len(line) > limit:
                     from ._too_long import FrameTooLong
 
@@ -60,7 +64,7 @@ class LineFramer:
                 elif line.strip():
                     frames.append(line)
             start = end + 1
-        rest = len(data) - start
+        rest = size - start
         if rest:
             if self._skipped >= 0:
                 self._skipped += rest

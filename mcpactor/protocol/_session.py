@@ -133,6 +133,8 @@ class _PhaseRule:
 
 
 _LOGGING_ONLY: Final = frozenset({"notifications/message"})
+# The requests the core answers itself (logging/setLevel when logging is offered).
+_ANSWERED_HERE: Final = frozenset({"initialize", "ping", "logging/setLevel"})
 PHASE_RULES: Final = {
     Phase.AWAITING_INITIALIZE: _PhaseRule(
         frozenset({"initialize", "ping"}), frozenset({"ping"}), _LOGGING_ONLY
@@ -280,17 +282,19 @@ class ServerSession:
                 INVALID_REQUEST,
                 f"{describe(method)} before initialize: the session is not initialized",
             )
-        if method == "initialize":
-            if self.phase is not Phase.AWAITING_INITIALIZE:
-                # A second handshake would change the revision under in-flight requests.
-                return error_message(
-                    request.id, INVALID_REQUEST, "the session is already initialized"
-                )
-            return self._initialize(request)
-        if method == "ping":
-            return result_message(request.id, {})
-        if method == "logging/setLevel" and "logging" in self.server_capabilities:
-            return self._set_level(request)
+        if method in _ANSWERED_HERE:
+            # One lookup rules the three out for every other request.
+            if method == "initialize":
+                if self.phase is not Phase.AWAITING_INITIALIZE:
+                    # A second handshake would change the revision under in-flight requests.
+                    return error_message(
+                        request.id, INVALID_REQUEST, "the session is already initialized"
+                    )
+                return self._initialize(request)
+            if method == "ping":
+                return result_message(request.id, {})
+            if "logging" in self.server_capabilities:
+                return self._set_level(request)
         negotiated = self.negotiated
         assert negotiated is not None  # guaranteed by the phase rules
         self._in_flight[request.id] = batch

@@ -389,16 +389,14 @@ class SessionActor:
                 if type(item) is tuple:
                     item, arrived = item
                 for event in self.core.receive(item):
-                    kind = type(event)
-                    if kind is Exchange:
-                        assert isinstance(event, Exchange)
+                    # ``type(x) is C`` narrows the type where an assert would cost a call.
+                    if type(event) is Exchange:
                         await self._start_request(event, arrived)
-                    elif kind is Send:
-                        assert isinstance(event, Send)
+                    elif type(event) is Send:
                         await self._outbox.send(
                             Outbound(RESPONSE, event.payload, event.request_id)
                         )
-                    elif kind is RootsChanged:
+                    elif type(event) is RootsChanged:
                         self._roots.start(self._nursery)
                     else:
                         self._settle(event)

@@ -194,7 +194,7 @@ class ToolEntry:
         if type(value) is str and output is None:
             # Most tools return text: the result every revision carries as it is.
             return {"content": [{"type": "text", "text": value}]}
-        if isinstance(value, InputRequired):
+        if type(value) is not str and isinstance(value, InputRequired):
             end_round(value, revision)
         structured = None
         if output is not None and (type(value) is str or not _is_whole_result(value)):
