@@ -160,7 +160,7 @@ class ToolEntry:
             refused = await self._refused(arguments, revision)
             if refused is not None:
                 return refused
-        kwargs = self.signature.bind(arguments) if self.binds_arguments else dict(arguments)
+        kwargs = self.signature.bind(arguments) if self.binds_arguments else arguments.copy()
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         execution = self.execution

@@ -356,7 +356,10 @@ class _Compiler:
             # repr() of a str is always a valid, inert Python literal.
             self.fail_if(indent, " or ".join(f"{name!r} not in {v}" for name in required))
         known = self.constant(frozenset(properties))
-        if extra is False:
+        if extra is False and set(properties) <= set(required):
+            # Every property is there (required): any other key makes the object longer.
+            self.fail_if(indent, f"len({v}) != {len(properties)}")
+        elif extra is False:
             self.fail_if(indent, f"not {v}.keys() <= {known}")
         elif extra is not True:
             key, value = self.variable(), self.variable()
