@@ -180,15 +180,14 @@ class PipeRouter:
         if type(item) is dict:
             params = item.get("params")
             if "id" in item:
-                # has_envelope, inline: this runs for every request on the pipe
+                # has_envelope, inline: this runs for every request on the pipe (a
+                # session's request has no envelope: its method and id are not read)
                 meta = params.get("_meta") if type(params) is dict else None
-                method = item.get("method")
-                request_id = item["id"]
                 if (
                     type(meta) is dict
                     and PROTOCOL_VERSION in meta
-                    and type(method) is str
-                    and type(request_id) in (str, int)
+                    and type(method := item.get("method")) is str
+                    and type(request_id := item["id"]) in (str, int)
                 ):
                     if request_id in self._scopes:
                         why = f"request id {describe(request_id)} is in use"
