@@ -127,7 +127,9 @@ class PipeSink:
         frames = self._frames
         if len(frames) < self._capacity and not self._blocked and not self._ended:
             frames.append(data)
-            self._wake_writer()
+            if self._writer is not None:
+                # Only a writer waiting for frames is woken (most often it is writing).
+                self._wake_writer()
             return
         try:
             await self._wait_for_room(data)
