@@ -36,8 +36,6 @@ class LineFramer:
         frames: list[bytes | FrameTooLong] = []
         limit = self.max_line_bytes
         buffer = self._buffer
-        # A slice of bytes is bytes: only other buffers are copied into bytes.
-        copy = type(data) is not bytes
         size = len(data)
         start = 0
         # Most reads end with a newline: no search of what is left after it.
@@ -56,7 +54,8 @@ class LineFramer:
                     line = bytes(buffer)
                     buffer.clear()
                 else:
-                    line = bytes(data[start:end]) if copy else data[start:end]
+                    # A slice of bytes is bytes: only other buffers are copied into bytes.
+                    line = data[start:end] if type(data) is bytes else bytes(data[start:end])
                 if len(line) > limit:
                     from ._too_long import FrameTooLong
 
