@@ -30,6 +30,20 @@ SCHEMAS: list[dict[str, Any]] = [
         },
     },
     {"type": "object", "properties": {"nested": {"type": "object", "properties": {"x": {}}}}},
+    # every property required and no other allowed: decided by the object's length
+    {
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "a": {"type": "integer"}},
+        "required": ["text", "a"],
+        "additionalProperties": False,
+    },
+    # ... also where a required name is no property (never valid when present)
+    {
+        "type": "object",
+        "properties": {"a": {}},
+        "required": ["a", "zz"],
+        "additionalProperties": False,
+    },
 ]
 
 JSON = st.recursive(
@@ -158,3 +172,16 @@ def test_well_formed_leaves_doubtful_schemas_to_jsonschema(schema: Any) -> None:
 @pytest.mark.parametrize("schema", SCHEMAS)
 def test_the_subset_is_well_formed(schema: dict[str, Any]) -> None:
     assert well_formed(schema)
+
+
+def test_an_object_of_required_properties_only_is_checked_by_its_length() -> None:
+    check = _fast_check(SCHEMAS[4])
+    assert check is not None
+    assert check({"text": "t", "a": 1})
+    assert not check({"text": "t", "a": 1, "zz": 2})
+    assert not check({"text": "t"})
+    assert not check({"text": "t", "zz": 1})
+    lone = _fast_check(SCHEMAS[5])
+    assert lone is not None
+    assert not lone({"a": 1})
+    assert not lone({"a": 1, "zz": 2})
