@@ -195,7 +195,9 @@ def _passed(yielded: object) -> Generator[Any, Any, Any]:
     return (yield yielded)
 
 
-async def _served(pump: _Pump, step: Step, ctx: Context) -> None:
+async def _served(
+    pump: _Pump, stream: AsyncIterator[Message], step: Step, ctx: Context
+) -> JSONObject | None:
     # The request's way through the chain, in the request's own task: the chain is
     # stepped here until the terminal wants the handler's answer, the handler is
     # awaited right here (its cancel scopes nest in its own frames, as trio requires)
@@ -209,52 +211,69 @@ async def _served(pump: _Pump, step: Step, ctx: Context) -> None:
     value: object = None
     error: BaseException | None = None
     handled = False
-    while True:
-        try:
-            yielded = coro.throw(error) if error is not None else coro.send(value)
-        except StopIteration:
-            pump.ended = True
-            return
-        except Exception as exc:
-            pump.ended = True
-            pump.error = exc
-            return
-        except BaseException:
-            pump.ended = True
-            raise
-        error = None
-        if yielded is not pump:
+    try:
+        while True:
             try:
-                value = await _passed(yielded)
-            except BaseException as exc:
+                yielded = coro.throw(error) if error is not None else coro.send(value)
+            except StopIteration:
+                pump.ended = True
+                break
+            except Exception as exc:
+                pump.ended = True
+                pump.error = exc
+                break
+            except BaseException:
+                pump.ended = True
+                raise
+            error = None
+            if yielded is not pump:
+                try:
+                    value = await _passed(yielded)
+                except BaseException as exc:
+                    value, error = None, exc
+                continue
+            if handled:
+                # The handler runs once: a layer that wants more after its answer is wrong.
+                raise RuntimeError("a middleware asked for more after the answer")
+            handled = True
+            wanted = pump.served
+            assert wanted is not None
+            try:
+                result = await step(wanted.method, wanted.params, ctx)
+            except Exception as exc:
                 value, error = None, exc
-            continue
-        if handled:
-            # The handler runs once: a layer that wants more after its answer is wrong.
-            raise RuntimeError("a middleware asked for more after the answer")
-        handled = True
-        wanted = pump.served
-        assert wanted is not None
-        try:
-            result = await step(wanted.method, wanted.params, ctx)
-        except Exception as exc:
-            value, error = None, exc
-        except BaseException as exc:
-            # The chain answered (or refused) while the handler ran: the handler was
-            # ended from its pending notice, and what the chain said is the answer.
-            if pump.ended and _answered_only(exc):
-                return
-            raise
-        else:
-            if result is None:
-                value = NO_ANSWER
-            elif result.get("resultType") == "input_required":
-                value = InputRequiredResult(result)
+            except BaseException as exc:
+                # The chain answered (or refused) while the handler ran: the handler was
+                # ended from its pending notice, and what the chain said is the answer.
+                if pump.ended and _answered_only(exc):
+                    break
+                raise
             else:
-                value = Result(result)
-        if pump.ended:
-            # It swallowed the ChainAnswered of a notice: the chain's answer stands.
-            return
+                if result is None:
+                    value = NO_ANSWER
+                elif result.get("resultType") == "input_required":
+                    value = InputRequiredResult(result)
+                else:
+                    value = Result(result)
+            if pump.ended:
+                # It swallowed the ChainAnswered of a notice: the chain's answer stands.
+                break
+    except BaseException as exc:
+        if not pump.ended:
+            # Cancelled (or failed) with the chain waiting on the handler: each layer
+            # sees it where it waits, and ends as it would.
+            with contextlib.suppress(BaseException):
+                await _drive(pump, None, exc)
+        raise
+    finally:
+        if pump.request_id is not None:
+            ctx._peer = pump.peer
+        if pump.opened is not None or getattr(stream, "ag_frame", True) is not None:
+            await _closed(pump, stream)
+        # The call is its own terminal: part it from itself, so that reference counting
+        # frees the request's chain at once, without the cycle collector.
+        pump.served = pump.coro = pump.request_id = pump._terminal = None
+    return _answer(pump, ctx)
 
 
 async def _deliver(pump: _Pump, stream: AsyncIterator[Message]) -> None:
@@ -282,7 +301,7 @@ def _refuse(pump: _Pump, message: object) -> None:
     pump.ended = True
 
 
-async def through(
+def through(
     chain: MiddlewareChain,
     step: Step,
     method: str,
@@ -290,11 +309,13 @@ async def through(
     ctx: Context,
     scope: trio.CancelScope | None,
     kind: str = "request",
-) -> JSONObject | None:
+) -> Awaitable[JSONObject | None]:
     """Serve one request (or client notification) through ``chain`` around ``step``.
 
-    Returns the result to answer with (None for a notification); raises what the chain
-    raised (a RequestError refusal, a failing layer's or handler's exception).
+    Awaited, returns the result to answer with (None for a notification); raises what
+    the chain raised (a RequestError refusal, a failing layer's or handler's exception).
+    A plain function that makes the request's chain and returns its coroutine, awaited
+    at once by the caller: one coroutine a request, not two.
     """
     first = chain.first
     assert first is not None
@@ -307,7 +328,7 @@ async def through(
     pump._terminal = pump
     pump.started = pump.done = pump.ended = False
     pump.served = pump.opened = pump.coro = pump.final = pump.error = pump.lock = _UNSET
-    pump.peer = peer = ctx._peer
+    pump.peer = ctx._peer
     pump.request_id = request_id = ctx.request_id
     # The outermost layer's stream is the pump's own; the layers inside it note theirs.
     stream = first.middleware(pump, first.inner)
@@ -317,32 +338,28 @@ async def through(
         # of the tap (a class with ``__getattr__`` makes its construction slower too).
         tap = ctx._peer = _Tapped()
         tap.pump = pump
-    try:
-        await _served(pump, step, ctx)
-    except BaseException as exc:
-        if not pump.ended:
-            # Cancelled (or failed) with the chain waiting on the handler: each layer
-            # sees it where it waits, and ends as it would.
-            with contextlib.suppress(BaseException):
-                await _drive(pump, None, exc)
-        raise
-    finally:
-        if request_id is not None:
-            ctx._peer = peer
-        opened = pump.opened
-        if opened is not None:
-            for inside in reversed(opened):
-                if getattr(inside, "ag_frame", True) is not None:
-                    await _close(inside)
-            opened.clear()
-        if getattr(stream, "ag_frame", True) is not None:
-            await _close(stream)
-        # The call is its own terminal: part it from itself, so that reference counting
-        # frees the request's chain at once, without the cycle collector.
-        pump.served = pump.coro = pump.request_id = pump._terminal = None
+    return _served(pump, stream, step, ctx)
+
+
+async def _closed(pump: _Pump, stream: AsyncIterator[Message]) -> None:
+    # Every layer's stream left open (the request ended in the middle of them),
+    # innermost first, as a stack unwinds.
+    opened = pump.opened
+    if opened is not None:
+        for inside in reversed(opened):
+            if getattr(inside, "ag_frame", True) is not None:
+                await _close(inside)
+        opened.clear()
+    if getattr(stream, "ag_frame", True) is not None:
+        await _close(stream)
+
+
+def _answer(pump: _Pump, ctx: Context) -> JSONObject | None:
+    # What the chain ended with: its failure raised, else the answer (None for a
+    # client notification).
     if pump.error is not None:
         raise pump.error
-    if kind != "request":
+    if pump.kind != "request":
         return None
     final = pump.final
     if final is None:
