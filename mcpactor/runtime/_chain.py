@@ -1,7 +1,8 @@
 # The middleware chain of one request, run in the request actor's own task.
 #
 # ``through`` is what ``handled`` (_request.py) awaits instead of the handler when the
-# server has middleware. The layers are async generators (server/_middleware.py); the
+# server has middleware: it makes the request's chain and returns the one coroutine that
+# serves it (``_served``). The layers are async generators (server/_middleware.py); the
 # innermost ``call_next`` is the request's ``Terminal``. Two things run in the one task:
 #
 # - the chain: its outermost loop (``_deliver``, an ``async for`` over the outermost
