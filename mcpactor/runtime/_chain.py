@@ -92,9 +92,10 @@ class _Tapped(Delegating):
             await pump.peer.notify(method, params, related_request_id=related_request_id)
             return
         if not pump.ended:
-            if pump.lock is None:
-                pump.lock = trio.StrictFIFOLock()
-            async with pump.lock:
+            lock = getattr(pump, "lock", None)  # set by the first notice only
+            if lock is None:
+                lock = pump.lock = trio.StrictFIFOLock()
+            async with lock:
                 if not pump.ended:
                     await _drive(pump, notice_of(method, params), None)
         if pump.ended:
@@ -143,8 +144,8 @@ class _Pump(Terminal):
     # handler runs, its Context's peer is a ``_Tapped`` of it: its notices go in.
     __slots__ = ("coro", "ended", "error", "final", "lock", "peer", "request_id")
 
-    # ``through`` sets every field as it makes one, without an ``__init__`` call (Call's
-    # is the public signature): one frame less per request.
+    # ``through`` sets every field but ``lock`` as it makes one, without an ``__init__``
+    # call (Call's is the public signature): one frame less per request.
     #: the Context's own peer, and the request's id (None once the request is over)
     peer: Any
     request_id: RequestId | None
@@ -153,8 +154,9 @@ class _Pump(Terminal):
     ended: bool
     final: Result | None
     error: Exception | None
-    #: made when a second task of the handler's sends a notice while one is passing
-    lock: trio.StrictFIFOLock | None
+    #: notices from several tasks of the handler's pass one at a time: made by the
+    #: request's first notice, unset before (a request without notices never writes it)
+    lock: trio.StrictFIFOLock
 
 
 #: what a pump's optional fields start as (typed Any: ``through`` sets them all at once)
@@ -338,7 +340,7 @@ def through(
     pump.kind = kind
     pump._terminal = pump
     pump.started = pump.done = pump.ended = False
-    pump.served = pump.opened = pump.coro = pump.final = pump.error = pump.lock = _UNSET
+    pump.served = pump.opened = pump.final = pump.error = _UNSET
     pump.peer = ctx._peer
     pump.request_id = request_id = ctx.request_id
     # The outermost layer's stream is the pump's own; the layers inside it note theirs.
