@@ -21,13 +21,18 @@ from mcpactor.transports._pipe import Pipe, PipeSink
 _F_SETPIPE_SZ = 1031
 
 
-@asynccontextmanager
-async def open_sink() -> AsyncIterator[tuple[PipeSink, int]]:
-    """A sink writing to a small real pipe, its writer running; yields the read end too."""
+def small_pipe() -> tuple[int, trio.lowlevel.FdStream]:
+    """A real pipe of 4 KiB: its read end (non-blocking) and its write end as a stream."""
     read_fd, write_fd = os.pipe()
     fcntl.fcntl(write_fd, _F_SETPIPE_SZ, 4096)
     os.set_blocking(read_fd, False)
-    stream = trio.lowlevel.FdStream(write_fd)
+    return read_fd, trio.lowlevel.FdStream(write_fd)
+
+
+@asynccontextmanager
+async def open_sink() -> AsyncIterator[tuple[PipeSink, int]]:
+    """A sink writing to a small real pipe, its writer running; yields the read end too."""
+    read_fd, stream = small_pipe()
     sink = pipe_sink(stream)
     try:
         async with stream, trio.open_nursery() as nursery:
@@ -131,9 +136,7 @@ async def test_sending_after_close_fails_like_a_closed_channel() -> None:
 
 
 async def test_two_writers_of_one_pipe_raise_instead_of_interleaving() -> None:
-    read_fd, write_fd = os.pipe()
-    fcntl.fcntl(write_fd, _F_SETPIPE_SZ, 4096)
-    stream = trio.lowlevel.FdStream(write_fd)
+    read_fd, stream = small_pipe()
     pipe = Pipe(stream)
     try:
         async with stream, trio.open_nursery() as nursery:
@@ -221,9 +224,7 @@ async def test_a_lone_requests_answer_is_written_by_its_own_task(
 
 
 async def test_senders_waiting_for_room_fail_as_on_a_closed_channel_when_it_closes() -> None:
-    read_fd, write_fd = os.pipe()
-    fcntl.fcntl(write_fd, _F_SETPIPE_SZ, 4096)
-    stream = trio.lowlevel.FdStream(write_fd)
+    read_fd, stream = small_pipe()
     sink = pipe_sink(stream)
     failed: list[int] = []
 
@@ -253,10 +254,7 @@ async def test_senders_waiting_for_room_fail_as_on_a_closed_channel_when_it_clos
 
 
 async def test_senders_waiting_for_room_go_out_in_the_order_they_came() -> None:
-    read_fd, write_fd = os.pipe()
-    fcntl.fcntl(write_fd, _F_SETPIPE_SZ, 4096)
-    os.set_blocking(read_fd, False)
-    stream = trio.lowlevel.FdStream(write_fd)
+    read_fd, stream = small_pipe()
     sink = pipe_sink(stream)
     try:
         async with stream, trio.open_nursery() as nursery:
